@@ -1,0 +1,1 @@
+"""Reference implementations of the DP-RL algorithms dpcheck verifies, and their substrate."""

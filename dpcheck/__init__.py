@@ -1,0 +1,23 @@
+"""dpcheck: verification and property testing for differentially private RL.
+
+Public API:
+    Claim, AuditTarget          -- what is promised, and by what mechanism
+    audit(target, ...)          -- black-box epsilon lower bound with confidence
+    Check                       -- one verified claim (what a report is made of)
+"""
+from dpcheck.claims import Claim
+from dpcheck.target import AuditTarget
+from dpcheck.checks import Check, PASS, FAIL, INCONCLUSIVE
+from dpcheck.errors import DPCheckError, InputError, MechanismError
+
+__version__ = "0.1.0"
+
+
+def audit(target, *args, **kwargs):
+    """Black-box audit of ``target``; see :func:`dpcheck.blackbox.audit`."""
+    from dpcheck.blackbox import audit as _audit
+    return _audit(target, *args, **kwargs)
+
+
+__all__ = ["Claim", "AuditTarget", "Check", "audit", "PASS", "FAIL", "INCONCLUSIVE",
+           "DPCheckError", "InputError", "MechanismError", "__version__"]

@@ -1,0 +1,153 @@
+"""Check results: small immutable records that explain themselves.
+
+Every check in a report is one :class:`Check`: what was claimed (with its
+source), what was measured, the confidence of the verdict, the verdict, and a
+one-line reason. The JSON report is these records serialised (DESIGN.md).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+VERDICTS = (PASS, FAIL, INCONCLUSIVE)
+KINDS = ("privacy", "assumption", "regret", "whitebox")
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.bool_,)):
+        return bool(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        v = float(x)
+        if math.isnan(v):
+            return None
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return v
+    if hasattr(x, "to_dict"):
+        return _jsonable(x.to_dict())
+    return x
+
+
+@dataclass(frozen=True)
+class Check:
+    """One verified claim.
+
+    id:       dotted name, e.g. ``privacy.jdp.blackbox`` or ``assumption.optimism``.
+    kind:     privacy | assumption | regret | whitebox.
+    verdict:  pass | fail | inconclusive.
+    claim:    what was claimed, with ``source`` (paper, theorem or lemma).
+    measured: the figures; privacy checks carry at least epsilon_lower_bound,
+              confidence and samples.
+    details:  anything else, including ``plots`` (see dpcheck.report).
+    reason:   one line a reader can act on.
+    """
+
+    id: str
+    kind: str
+    verdict: str
+    claim: dict
+    measured: dict
+    details: dict = field(default_factory=dict)
+    reason: str = ""
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable({
+            "id": self.id, "kind": self.kind, "verdict": self.verdict,
+            "claim": self.claim, "measured": self.measured,
+            "details": self.details, "reason": self.reason,
+        })
+
+
+def combine(verdicts) -> str:
+    """Overall verdict: fail if any check fails, else inconclusive if any is, else pass."""
+    verdicts = list(verdicts)
+    if FAIL in verdicts:
+        return FAIL
+    if INCONCLUSIVE in verdicts or not verdicts:
+        return INCONCLUSIVE
+    return PASS
+
+
+def clopper_pearson(k, n, alpha: float, side: str = "two"):
+    """Exact binomial confidence bounds for k successes in n trials.
+
+    side="lower": the one-sided (1 - alpha) lower bound; "upper": the upper bound;
+    "two": the (1 - alpha) two-sided interval (alpha/2 in each tail). Vectorised.
+    """
+    from scipy.stats import beta as beta_dist
+
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    a = alpha / 2 if side == "two" else alpha
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(k > 0, beta_dist.ppf(a, k, n - k + 1), 0.0)
+        hi = np.where(k < n, beta_dist.ppf(1 - a, k + 1, n - k), 1.0)
+    if side == "lower":
+        return lo
+    if side == "upper":
+        return hi
+    return lo, hi
+
+
+def probability_check(*, id: str, failures: int, runs: int, beta: float, alpha: float,
+                      claim: dict, kind: str = "assumption", details: dict | None = None,
+                      what: str = "the event") -> Check:
+    """"Holds with probability >= 1 - beta", checked over ``runs`` repetitions (DESIGN.md).
+
+    Exact Clopper-Pearson bounds at level 1 - alpha on the failure rate: pass when the
+    upper bound is <= beta, fail when the lower bound is > beta, else inconclusive.
+    """
+    lo, hi = clopper_pearson(failures, runs, alpha)
+    lo, hi = float(lo), float(hi)
+    if hi <= beta:
+        verdict = PASS
+        reason = f"{what} failed in {failures}/{runs} runs; failure rate <= {hi:.3g} <= beta={beta:g} at {1 - alpha:.0%}"
+    elif lo > beta:
+        verdict = FAIL
+        reason = f"{what} failed in {failures}/{runs} runs; failure rate >= {lo:.3g} > beta={beta:g} at {1 - alpha:.0%}"
+    else:
+        verdict = INCONCLUSIVE
+        reason = (f"{what} failed in {failures}/{runs} runs; interval [{lo:.3g}, {hi:.3g}] contains beta={beta:g}"
+                  f" (more runs needed)")
+    return Check(id=id, kind=kind, verdict=verdict, claim=claim,
+                 measured={"failures": failures, "runs": runs, "failure_rate": failures / max(runs, 1),
+                           "failure_rate_interval": [lo, hi], "confidence": 1 - alpha},
+                 details=details or {}, reason=reason)
+
+
+def invariant_check(*, id: str, violations: int, total: int, claim: dict, kind: str = "assumption",
+                    details: dict | None = None, what: str = "invariant", vacuous: str | None = None) -> Check:
+    """An invariant that must always hold: one counterexample fails it.
+
+    ``vacuous``: if given, the invariant held only trivially (say why); the check
+    passes but the reason and details say so, so nobody mistakes it for evidence.
+    """
+    det = dict(details or {})
+    if violations:
+        verdict, reason = FAIL, f"{what}: {violations} of {total} cases violated"
+    else:
+        verdict, reason = PASS, f"{what}: held in all {total} cases"
+        if vacuous:
+            det["vacuous"] = vacuous
+            reason += f" (vacuously: {vacuous})"
+    return Check(id=id, kind=kind, verdict=verdict, claim=claim,
+                 measured={"violations": violations, "cases": total, "confidence": 1.0},
+                 details=det, reason=reason)

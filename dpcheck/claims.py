@@ -1,0 +1,130 @@
+"""Privacy claims: what a mechanism or algorithm promises.
+
+A :class:`Claim` is the privacy half of a paper's theorem, stated as data:
+the notion (DP, JDP, LDP or zCDP), the budget, and where the claim comes from.
+It is validated on construction so that a negative or non-numeric epsilon is
+rejected with a clear message before any sampling starts.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, asdict
+from numbers import Real
+
+from dpcheck.errors import InputError
+
+NOTIONS = ("DP", "JDP", "LDP", "zCDP")
+
+
+def _number(name: str, value, *, allow_none: bool = False) -> float | None:
+    if value is None:
+        if allow_none:
+            return None
+        raise InputError(f"{name} is required")
+    if isinstance(value, bool) or not isinstance(value, (Real, str)):
+        raise InputError(f"{name} must be a number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {value!r}") from None
+    if math.isnan(x):
+        raise InputError(f"{name} must be a number, got NaN")
+    return x
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A privacy guarantee to be checked.
+
+    notion:  "DP" (central, one record), "JDP" (joint DP, one user replaced,
+             adversary sees the other users' outputs), "LDP" (local, what one
+             user sends), or "zCDP" (rho-zero-concentrated DP; Bun & Steinke 2016).
+    epsilon: the epsilon of (epsilon, delta)-DP; for zCDP may be omitted.
+    delta:   0 for pure DP.
+    rho:     the zCDP parameter (zCDP claims only).
+    source:  where the claim comes from, e.g. "Qiao & Wang 2024, Lemma 5.1".
+    """
+
+    epsilon: float | None = None
+    delta: float = 0.0
+    rho: float | None = None
+    notion: str = "DP"
+    source: str = ""
+    neighbouring: str = "replacement"
+
+    def __post_init__(self):
+        notion = str(self.notion)
+        canon = {n.lower(): n for n in NOTIONS}
+        if notion.lower() not in canon:
+            raise InputError(f"unknown privacy notion {self.notion!r}; expected one of {', '.join(NOTIONS)}")
+        object.__setattr__(self, "notion", canon[notion.lower()])
+        eps = _number("epsilon", self.epsilon, allow_none=True)
+        delta = _number("delta", self.delta)
+        rho = _number("rho", self.rho, allow_none=True)
+        if eps is not None and not (eps >= 0 and math.isfinite(eps)):
+            raise InputError(f"epsilon must be a finite number >= 0, got {self.epsilon!r}")
+        if not 0 <= delta < 1:
+            raise InputError(f"delta must lie in [0, 1), got {self.delta!r}")
+        if rho is not None and not (rho >= 0 and math.isfinite(rho)):
+            raise InputError(f"rho must be a finite number >= 0, got {self.rho!r}")
+        if self.notion == "zCDP":
+            if rho is None:
+                raise InputError("a zCDP claim needs rho")
+        elif eps is None:
+            raise InputError(f"a {self.notion} claim needs epsilon")
+        if self.neighbouring not in ("replacement", "add_remove"):
+            raise InputError("neighbouring must be 'replacement' or 'add_remove'")
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", delta)
+        object.__setattr__(self, "rho", rho)
+
+    # -- privacy profile -------------------------------------------------------
+    def delta_at(self, eps: float) -> float:
+        """The largest delta the claim allows at ``eps``: the privacy profile delta(eps).
+
+        Pure / approximate DP at (epsilon, delta): for eps >= epsilon the claim
+        allows delta; below epsilon, (epsilon, delta)-DP implies
+        (eps, 1 - (1 - delta)(1 + e^eps)/(1 + e^epsilon))-DP, the tight profile of
+        the randomised-response extreme (Kairouz, Oh & Viswanath 2015, Thm 2.1).
+        zCDP: delta(eps) = inf_{a>1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a
+        (Canonne, Kamath & Steinke 2020, Prop. 7), minimised numerically over a.
+        """
+        if self.notion == "zCDP":
+            return zcdp_delta(self.rho, eps)
+        if eps >= self.epsilon:
+            return self.delta
+        return min(1.0, 1.0 - (1.0 - self.delta) * (1.0 + math.exp(eps)) / (1.0 + math.exp(self.epsilon)))
+
+    def with_epsilon(self, epsilon) -> "Claim":
+        from dataclasses import replace
+        return replace(self, epsilon=epsilon)
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
+
+    def describe(self) -> str:
+        if self.notion == "zCDP":
+            return f"rho={self.rho:g}-zCDP"
+        d = f", delta={self.delta:g}" if self.delta else ""
+        return f"epsilon={self.epsilon:g}{d} {self.notion}"
+
+
+def zcdp_delta(rho: float, eps: float) -> float:
+    """delta(eps) implied by rho-zCDP (Canonne, Kamath & Steinke 2020, Prop. 7).
+
+    delta = inf_{a > 1} exp((a - 1)(a rho - eps)) / (a - 1) * (1 - 1/a)^a, capped at 1.
+    Computed in log space and minimised over a with a bounded scalar search.
+    """
+    from scipy.optimize import minimize_scalar
+
+    if rho == 0:
+        return 0.0
+
+    def log_delta(a):
+        return (a - 1) * (a * rho - eps) - math.log(a - 1) + a * math.log1p(-1.0 / a)
+
+    # the unconstrained minimiser of the leading term is a* = (eps + rho) / (2 rho)
+    a_star = max(1.0 + 1e-9, (eps + rho) / (2 * rho))
+    res = minimize_scalar(log_delta, bounds=(1.0 + 1e-9, max(2.0, 4 * a_star)), method="bounded")
+    best = min(res.fun, log_delta(a_star) if a_star > 1 else math.inf)
+    return float(min(1.0, math.exp(best)))

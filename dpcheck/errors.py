@@ -1,0 +1,13 @@
+"""Errors that the command line turns into exit code 2 with one clear line."""
+
+
+class DPCheckError(Exception):
+    """Base class: bad input or a usage error. Message is shown to the user as is."""
+
+
+class InputError(DPCheckError, ValueError):
+    """The user handed us something malformed (a target, an MDP, a claim, a file)."""
+
+
+class MechanismError(DPCheckError):
+    """A user's mechanism or privatizer raised, or returned something unusable."""
