@@ -1,0 +1,233 @@
+"""Coarse correlated equilibria of the DP-Nash-VI stage games (specs/dp_nash_vi.md §2.5, line 14).
+
+Input: two ``A x B`` matrices per stage game, ``Qb`` (the max-player's optimistic payoff) and ``Qu``
+(the min-player's pessimistic cost). Output: ``pi in Delta(A x B)`` with
+
+    sum pi Qb >= max_{a'} sum_{a,b} pi(a,b) Qb(a',b)     (max-player: no unilateral gain)
+    sum pi Qu <= min_{b'} sum_{a,b} pi(a,b) Qu(a,b')     (min-player: no unilateral gain)
+
+i.e. ``M pi <= 0`` with the ``(A + B) x AB`` constraint matrix of :func:`constraint_matrix`.
+
+How it is solved (all stage games of a step, and all runs, at once; no per-(h,s) solver start-up):
+
+1. Pure profiles. A pure ``(a,b)`` is a CCE iff it is a pure Nash equilibrium of the bimatrix game
+   (``Qb(a,b) = max_a' Qb(a',b)`` and ``Qu(a,b) = min_b' Qu(a,b')``). Checked for every instance with a
+   few array reductions; the canonical choice is the first such profile in row-major ``(a,b)`` order.
+   This covers the degenerate ``Qb = H, Qu = 0`` stage games of early episodes and the ``B = 1`` case
+   (where it is exactly the greedy action ``argmax_a Qb``, lowest index on ties).
+2. The rest: the feasibility LP is the minimiser's side of the zero-sum game ``min_pi max_y y' M pi``
+   (value ``<= 0`` because a CCE exists, spec §2.5). With ``G = M / s + 2`` (entries in ``[1, 3]``,
+   ``s = max |M|``) the substitution ``x = pi / v`` turns it into ``max 1'x s.t. G x <= 1, x >= 0``,
+   whose slack basis is feasible: no phase 1. We solve these tiny LPs with a tableau simplex written
+   in numpy over all instances at once, Bland's rule (no cycling on these degenerate problems).
+3. Every solution is clipped at 0, renormalised and VERIFIED: ``max(M pi) <= tol`` with
+   ``tol = 1e-8 H`` (spec §2.5). Instances that fail (or whose simplex hit the iteration cap) are
+   re-solved with ``scipy.optimize.linprog(method="highs")``, objective 0, as the spec's canonical
+   solver; if even that fails verification we raise, rather than hand the algorithm a non-CCE.
+
+The CCE is not unique (spec B7); the choice above is deterministic, so runs are reproducible, and
+any CCE satisfies the analysis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["CCESolution", "constraint_matrix", "cce_residual", "pure_cce", "solve_cce",
+           "simplex_cce", "highs_cce", "marginals"]
+
+
+def constraint_matrix(Qb: np.ndarray, Qu: np.ndarray) -> np.ndarray:
+    """The CCE constraints ``M pi <= 0`` (spec §2.5): ``M`` of shape (..., A + B, A * B).
+
+    Row ``a'``:  ``Qb(a',b) - Qb(a,b)`` at column ``(a,b)`` (the max-player deviating to ``a'``).
+    Row ``A + b'``: ``Qu(a,b) - Qu(a,b')`` (the min-player deviating to ``b'``).
+    """
+    Qb = np.asarray(Qb, dtype=float)
+    Qu = np.asarray(Qu, dtype=float)
+    A, B = Qb.shape[-2:]
+    # (..., A', A, B): Qb[a', b] - Qb[a, b]
+    dev_max = Qb[..., :, None, :] - Qb[..., None, :, :]
+    # (..., B', A, B): Qu[a, b] - Qu[a, b']
+    dev_min = Qu[..., None, :, :] - np.swapaxes(Qu, -1, -2)[..., :, :, None]
+    lead = Qb.shape[:-2]
+    return np.concatenate([dev_max.reshape(lead + (A, A * B)), dev_min.reshape(lead + (B, A * B))], axis=-2)
+
+
+def cce_residual(pi: np.ndarray, Qb: np.ndarray, Qu: np.ndarray) -> np.ndarray:
+    """Largest CCE constraint violation ``max(M pi)`` per instance (<= 0 for an exact CCE). Shape (...)."""
+    pi = np.asarray(pi, dtype=float)
+    M = constraint_matrix(Qb, Qu)
+    flat = pi.reshape(pi.shape[:-2] + (-1,))
+    return np.max(np.einsum("...ij,...j->...i", M, flat), axis=-1)
+
+
+def marginals(pi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``mu(a) = sum_b pi(a,b)``, ``nu(b) = sum_a pi(a,b)`` for pi (..., A, B)."""
+    return pi.sum(axis=-1), pi.sum(axis=-2)
+
+
+def pure_cce(Qb: np.ndarray, Qu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pure-profile CCEs. Returns (found (...,) bool, index (...,) of the first pure CCE in a*B + b order)."""
+    ok = (Qb >= Qb.max(axis=-2, keepdims=True)) & (Qu <= Qu.min(axis=-1, keepdims=True))
+    flat = ok.reshape(ok.shape[:-2] + (-1,))
+    return flat.any(axis=-1), flat.argmax(axis=-1)
+
+
+def simplex_cce(M: np.ndarray, max_iter: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Batched tableau simplex for ``min_pi max_i (M pi)_i`` over the simplex.
+
+    M: (n, m, d) constraint matrices (m = A + B rows, d = A * B columns).
+    Returns (pi (n, d), converged (n,) bool).
+    """
+    n, m, d = M.shape
+    scale = np.abs(M).max(axis=(1, 2))
+    scale = np.where(scale > 0, scale, 1.0)
+    G = M / scale[:, None, None] + 2.0                      # entries in [1, 3]: the LP is bounded
+    ncol = d + m + 1
+    T = np.zeros((n, m + 1, ncol))
+    T[:, :m, :d] = G
+    T[:, :m, d:d + m] = np.eye(m)
+    T[:, :m, -1] = 1.0
+    T[:, m, :d] = -1.0                                      # objective row of max 1'x
+    basis = np.tile(np.arange(d, d + m), (n, 1))
+    converged = np.zeros(n, dtype=bool)
+    active = np.arange(n)
+    max_iter = max_iter if max_iter is not None else 50 * (m + d)
+    tol = 1e-12
+    for _ in range(max_iter):
+        Ta = T[active]
+        rc = Ta[:, m, :d + m]
+        neg = rc < -tol
+        done = ~neg.any(axis=1)
+        if done.any():
+            converged[active[done]] = True
+            keep = ~done
+            active, Ta, neg = active[keep], Ta[keep], neg[keep]
+        if active.size == 0:
+            break
+        na = active.size
+        idx = np.arange(na)
+        enter = neg.argmax(axis=1)                          # Bland: lowest-index improving column
+        col = Ta[idx, :m, enter]                            # (na, m)
+        rhs = Ta[:, :m, -1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(col > tol, rhs / col, np.inf)
+        best = ratio.min(axis=1, keepdims=True)
+        # Bland's tie-break: among minimum-ratio rows, the one whose basic variable has lowest index
+        cand = np.where(ratio <= best * (1 + 1e-12) + 1e-15, basis[active], np.iinfo(np.int64).max)
+        leave = cand.argmin(axis=1)
+        piv_row = Ta[idx, leave] / Ta[idx, leave, enter][:, None]
+        Ta = Ta - Ta[idx, :, enter][:, :, None] * piv_row[:, None, :]
+        Ta[idx, leave] = piv_row
+        T[active] = Ta
+        basis[active, leave] = enter
+    x = np.zeros((n, d + m))
+    np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
+    x = np.clip(x[:, :d], 0.0, None)
+    tot = x.sum(axis=1, keepdims=True)
+    bad = ~(tot[:, 0] > 0)
+    pi = np.where(bad[:, None], 1.0 / d, x / np.where(bad[:, None], 1.0, tot))
+    return pi, converged & ~bad
+
+
+def highs_cce(Mi: np.ndarray) -> np.ndarray:
+    """One CCE by ``scipy.optimize.linprog(c=0, method="highs")`` (spec §2.5's canonical solver)."""
+    from scipy.optimize import linprog
+
+    m, d = Mi.shape
+    res = linprog(np.zeros(d), A_ub=Mi, b_ub=np.zeros(m), A_eq=np.ones((1, d)), b_eq=[1.0],
+                  bounds=(0, None), method="highs")
+    if res.x is None:
+        # Feasibility can fail only at solver tolerance; minimise the worst violation instead.
+        c = np.zeros(d + 1)
+        c[-1] = 1.0
+        res = linprog(c, A_ub=np.hstack([Mi, -np.ones((m, 1))]), b_ub=np.zeros(m),
+                      A_eq=np.hstack([np.ones((1, d)), np.zeros((1, 1))]), b_eq=[1.0],
+                      bounds=[(0, None)] * d + [(None, None)], method="highs")
+        x = res.x[:d]
+    else:
+        x = res.x
+    x = np.clip(x, 0.0, None)
+    return x / x.sum()
+
+
+@dataclass(frozen=True)
+class CCESolution:
+    """CCEs of a batch of stage games and how they were obtained.
+
+    pi:        (..., A, B) joint distributions pi(a, b).
+    residual:  (...) max CCE constraint violation ``max(M pi)`` (<= tol for every instance).
+    tol:       the verification tolerance (1e-8 H, spec §2.5).
+    n_pure, n_simplex, n_highs: how many instances each stage of :func:`solve_cce` settled.
+    """
+
+    pi: np.ndarray
+    residual: np.ndarray
+    tol: float
+    n_pure: int
+    n_simplex: int
+    n_highs: int
+
+    @property
+    def marginals(self):
+        return marginals(self.pi)
+
+
+def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method: str = "auto",
+              tol: float | None = None) -> CCESolution:
+    """CCEs of every stage game in a batch. Qb, Qu: (..., A, B); returns a :class:`CCESolution`.
+
+    method: "auto" (pure profiles, then batched simplex, then HiGHS for failures), "simplex"
+    (skip the pure shortcut) or "highs" (one scipy LP per instance; the reference baseline).
+    H: the value scale for the tolerance ``1e-8 H`` (default: max(1, max |Q|)).
+    """
+    Qb = np.asarray(Qb, dtype=float)
+    Qu = np.asarray(Qu, dtype=float)
+    if Qb.shape != Qu.shape or Qb.ndim < 2:
+        from dpcheck.errors import InputError
+        raise InputError(f"CCE needs Qb and Qu of the same shape (..., A, B); got {Qb.shape} and {Qu.shape}")
+    if method not in ("auto", "simplex", "highs"):
+        from dpcheck.errors import InputError
+        raise InputError(f"unknown CCE method {method!r}; expected auto, simplex or highs")
+    A, B = Qb.shape[-2:]
+    lead = Qb.shape[:-2]
+    if H is None:
+        H = max(1.0, float(np.abs(Qb).max(initial=0.0)), float(np.abs(Qu).max(initial=0.0)))
+    tol = 1e-8 * H if tol is None else tol
+    qb = Qb.reshape(-1, A, B)
+    qu = Qu.reshape(-1, A, B)
+    n = qb.shape[0]
+    pi = np.zeros((n, A * B))
+    todo = np.ones(n, dtype=bool)
+    n_pure = n_simplex = n_highs = 0
+    if method == "auto":
+        found, j = pure_cce(qb, qu)
+        pi[found, j[found]] = 1.0
+        todo = ~found
+        n_pure = int(found.sum())
+    M = None
+    if method in ("auto", "simplex") and todo.any():
+        M = constraint_matrix(qb[todo], qu[todo])
+        p, conv = simplex_cce(M)
+        res = np.max(np.einsum("nij,nj->ni", M, p), axis=1)
+        good = conv & (res <= tol)
+        ids = np.flatnonzero(todo)
+        pi[ids[good]] = p[good]
+        todo[ids[good]] = False
+        n_simplex = int(good.sum())
+    if todo.any():
+        ids = np.flatnonzero(todo)
+        Ms = constraint_matrix(qb[ids], qu[ids])
+        for i, Mi in zip(ids, Ms):
+            pi[i] = highs_cce(Mi)
+        n_highs = ids.size
+    Mall = constraint_matrix(qb, qu)
+    residual = np.max(np.einsum("nij,nj->ni", Mall, pi), axis=1)
+    if (residual > tol).any():
+        i = int(np.argmax(residual))
+        raise ArithmeticError(f"CCE verification failed: residual {residual[i]:.3g} > tol {tol:.3g} "
+                              f"at instance {i} even after the HiGHS fallback")
+    return CCESolution(pi=pi.reshape(lead + (A, B)), residual=residual.reshape(lead), tol=tol,
+                       n_pure=n_pure, n_simplex=n_simplex, n_highs=n_highs)
