@@ -1,0 +1,4 @@
+import sys
+from dpcheck.cli import main
+
+sys.exit(main())

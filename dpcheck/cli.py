@@ -1,0 +1,312 @@
+"""The ``dpcheck`` command line (DESIGN.md "Command line").
+
+    dpcheck list
+    dpcheck audit TARGET [--epsilon E] [--delta D] [--privatizer P] [--samples N] [--seed S]
+                         [--alpha A] [--workers W] [--backend local|dask] [--scheduler ADDR]
+                         [--out DIR] [--json PATH] [--quick] [--strict] [--debug]
+    dpcheck report FILE.json [--out DIR]
+
+Exit codes: 0 every check passes (inconclusive ones too, unless --strict); 1 a
+violation was found; 2 usage error, bad input or internal error (one clear line
+on stderr; the traceback only with --debug).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from dpcheck.errors import DPCheckError, InputError
+
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one clear line, exit 2 (argparse's own convention too)
+        self.print_usage(sys.stderr)
+        print(f"dpcheck: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dpcheck", description="Verify the privacy, assumption and regret claims of "
+                "differentially private RL algorithms and mechanisms.")
+    p.add_argument("--version", action="version", version=f"dpcheck {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    sub.add_parser("list", help="list the registered audits")
+
+    a = sub.add_parser("audit", help="audit a registered algorithm or a user target (path.py:NAME, pkg.mod:NAME)")
+    a.add_argument("target", help="registered audit name, path/to/file.py:NAME or pkg.module:NAME")
+    a.add_argument("--epsilon", help="privacy budget to run and check at (overrides the default / the target's claim)")
+    a.add_argument("--delta", help="delta of an approximate-DP claim")
+    a.add_argument("--privatizer", help="central | local | none | path/to/file.py:CLASS")
+    a.add_argument("--samples", type=_int, help="outputs drawn per input of each neighbouring pair "
+                   "(selection and certification together)")
+    a.add_argument("--seed", type=_int, default=0, help="one seed fixes everything (default 0)")
+    a.add_argument("--alpha", type=float, default=0.05, help="error probability of each check (default 0.05)")
+    a.add_argument("--workers", type=_int, default=1, help="parallel worker processes (default 1)")
+    a.add_argument("--backend", choices=("local", "dask"), default="local")
+    a.add_argument("--scheduler", help="dask scheduler address (with --backend dask)")
+    a.add_argument("--out", default="reports", help="directory for the reports (default reports/)")
+    a.add_argument("--json", dest="json_path", help="also write the JSON report to this path ('-' for stdout)")
+    a.add_argument("--quick", action="store_true", help="a reduced run for CI smoke tests")
+    a.add_argument("--strict", action="store_true", help="an inconclusive check fails the run")
+    a.add_argument("--cache", dest="cache_dir", help="stream finished chunks here and resume from them")
+    a.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
+                   help="audit-specific option (e.g. --set mode=theory --set calibration=strict)")
+    a.add_argument("--debug", action="store_true", help="show tracebacks")
+    a.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    r = sub.add_parser("report", help="re-render the Markdown, HTML and JUnit views of a JSON report")
+    r.add_argument("file")
+    r.add_argument("--out", help="directory (default: next to the JSON file)")
+    r.add_argument("--debug", action="store_true")
+    return p
+
+
+def _int(s: str) -> int:
+    try:
+        return int(float(s)) if "e" in s.lower() else int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+
+
+def _version() -> str:
+    from dpcheck import __version__
+    return __version__
+
+
+def _parse_extra(items) -> dict:
+    out = {}
+    for it in items:
+        if "=" not in it:
+            raise InputError(f"--set expects KEY=VALUE, got {it!r}")
+        k, v = it.split("=", 1)
+        for conv in (int, float):
+            try:
+                v = conv(v)
+                break
+            except ValueError:
+                continue
+        out[k.strip()] = v
+    return out
+
+
+# ------------------------------------------------------------------ targets
+def load_object(spec: str):
+    """Load ``path/to/file.py:NAME`` or ``pkg.module:NAME`` with clear errors."""
+    if ":" not in spec:
+        raise InputError(f"{spec!r} is neither a registered audit nor of the form path.py:NAME or pkg.module:NAME")
+    mod_part, _, name = spec.rpartition(":")
+    if not name or not mod_part:
+        raise InputError(f"{spec!r}: expected path.py:NAME or pkg.module:NAME")
+    if mod_part.endswith(".py") or "/" in mod_part or "\\" in mod_part:
+        path = Path(mod_part)
+        if not path.is_file():
+            raise InputError(f"no such file: {mod_part}")
+        modname = f"_dpcheck_user_{abs(hash(str(path.resolve())))}"
+        try:
+            spec_ = importlib.util.spec_from_file_location(modname, path)
+            module = importlib.util.module_from_spec(spec_)
+            sys.modules[modname] = module
+            sys.path.insert(0, str(path.resolve().parent))
+            try:
+                spec_.loader.exec_module(module)
+            finally:
+                sys.path.pop(0)
+        except DPCheckError:
+            raise
+        except Exception as e:
+            raise InputError(f"importing {mod_part} failed: {type(e).__name__}: {e}") from e
+    else:
+        try:
+            module = importlib.import_module(mod_part)
+        except ImportError as e:
+            raise InputError(f"cannot import module {mod_part!r}: {e}") from e
+        except Exception as e:
+            raise InputError(f"importing {mod_part} failed: {type(e).__name__}: {e}") from e
+    if not hasattr(module, name):
+        raise InputError(f"{mod_part} has no attribute {name!r}")
+    return getattr(module, name)
+
+
+def resolve_target(spec: str):
+    """A user's AuditTarget, or a zero-argument function returning one."""
+    from dpcheck.target import AuditTarget
+    obj = load_object(spec)
+    if not isinstance(obj, AuditTarget) and callable(obj) and not isinstance(obj, type):
+        try:
+            obj = obj()
+        except DPCheckError:
+            raise
+        except TypeError as e:
+            raise InputError(f"{spec} is not an AuditTarget nor a zero-argument function returning one ({e})") from e
+        except Exception as e:
+            raise InputError(f"{spec}() raised {type(e).__name__}: {e}") from e
+    if not isinstance(obj, AuditTarget):
+        raise InputError(f"{spec} is a {type(obj).__name__}, not a dpcheck.AuditTarget "
+                         "(nor a zero-argument function returning one)")
+    return obj
+
+
+def _user_target_audit(target):
+    """run(ctx) for a user's AuditTarget: one black-box privacy check."""
+    def run(ctx):
+        from dataclasses import replace
+        from dpcheck.blackbox import audit
+        o = ctx.options
+        t = target
+        if o.epsilon is not None or o.delta is not None:
+            claim = t.claim
+            if o.epsilon is not None:
+                claim = replace(claim, epsilon=o.epsilon)
+            if o.delta is not None:
+                claim = replace(claim, delta=o.delta)
+            t = replace(t, claim=claim)
+        ctx.config["claim"] = t.claim.to_dict()
+        kw = dict(alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend, scheduler=o.scheduler,
+                  progress=ctx.progress)
+        if o.samples is not None:
+            kw["samples"] = o.samples
+        res = audit(t, **kw)
+        ctx.add(res.to_check(id="privacy.blackbox"))
+    return run
+
+
+# ------------------------------------------------------------------ commands
+def cmd_list(args) -> int:
+    from dpcheck import registry
+    reg = registry.load()
+    if not reg:
+        print("no audits registered")
+        return EXIT_PASS
+    w = max(len(n) for n in reg)
+    print(f"{'audit':{w}s}  {'notion':6s}  algorithm — claim")
+    for name in sorted(reg):
+        s = reg[name]
+        extra = f"  [privatizers: {', '.join(s.privatizers)}]" if s.privatizers else ""
+        print(f"{name:{w}s}  {s.notion:6s}  {s.algorithm} — {s.claim}{extra}")
+    print("\nalso: dpcheck audit path/to/file.py:NAME  (a dpcheck.AuditTarget of your own)")
+    return EXIT_PASS
+
+
+def cmd_audit(args) -> int:
+    from dpcheck import registry, report as rpt
+    from dpcheck.context import AuditContext, AuditOptions, exit_code
+
+    options = AuditOptions(epsilon=args.epsilon, delta=args.delta, privatizer=args.privatizer,
+                           samples=args.samples, seed=args.seed, alpha=args.alpha, workers=args.workers,
+                           backend=args.backend, scheduler=args.scheduler, quick=args.quick,
+                           strict=args.strict, cache_dir=args.cache_dir, extra=_parse_extra(args.extra))
+    reg = registry.load()
+    if args.target in reg:
+        run = reg[args.target].run
+        name = args.target
+    elif ":" in args.target:
+        run = _user_target_audit(resolve_target(args.target))
+        name = args.target
+    else:
+        known = ", ".join(sorted(reg)) or "(none)"
+        raise InputError(f"no audit named {args.target!r} (registered: {known}); "
+                         "for your own mechanism use path/to/file.py:NAME")
+
+    t0 = time.perf_counter()
+
+    def progress(msg):
+        if not args.quiet:
+            print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    out_dir = Path(args.out)
+    stem = rpt.stem_for(name)
+    json_path = args.json_path if args.json_path not in (None, "-") else None
+
+    def stream(rep):  # keep the report-so-far on disk after every finished check
+        try:
+            rpt.write_all(rep, out_dir, stem=stem, formats=("json",))
+        except OSError:
+            pass
+
+    ctx = AuditContext(name, options, progress=progress, on_check=stream)
+    progress(f"dpcheck {_version()}: auditing {name} (seed={options.seed}, alpha={options.alpha}"
+             f"{', quick' if options.quick else ''})")
+    try:
+        run(ctx)
+    except (DPCheckError, KeyboardInterrupt, Exception) as e:
+        msg = "interrupted" if isinstance(e, KeyboardInterrupt) else _one_line(e)
+        rep = ctx.report(error=msg)
+        paths = _write_reports(rep, out_dir, stem, json_path, rpt)
+        if ctx.checks:
+            print(rpt.summary_table(rep))
+        where = f" (the {len(ctx.checks)} finished checks are in {paths.get('json')})" if ctx.checks else ""
+        if args.debug:
+            traceback.print_exc()
+        print(f"dpcheck: error: {msg}{where}", file=sys.stderr)
+        return EXIT_ERROR
+    rep = ctx.report()
+    paths = _write_reports(rep, out_dir, stem, json_path, rpt)
+    if args.json_path == "-":
+        import json
+        print(json.dumps(rep, indent=2))
+    else:
+        print(rpt.summary_table(rep))
+        print("reports: " + ", ".join(str(p) for p in paths.values()))
+    return exit_code(rep, strict=options.strict)
+
+
+def _write_reports(rep, out_dir, stem, json_path, rpt) -> dict:
+    try:
+        return rpt.write_all(rep, out_dir, stem=stem, json_path=json_path)
+    except OSError as e:
+        raise InputError(f"cannot write reports to {out_dir}: {e}") from e
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, DPCheckError):
+        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    text = str(e).strip().splitlines()
+    return f"internal error: {type(e).__name__}: {text[0] if text else ''} (run with --debug for the traceback)"
+
+
+def cmd_report(args) -> int:
+    from dpcheck import report as rpt
+    rep = rpt.load(args.file)
+    out = Path(args.out) if args.out else Path(args.file).parent
+    stem = Path(args.file).name
+    stem = stem[:-5] if stem.endswith(".json") else stem
+    paths = rpt.write_all(rep, out, stem=stem, formats=("md", "html", "xml"))
+    print(rpt.summary_table(rep))
+    print("rendered: " + ", ".join(str(p) for p in paths.values()))
+    return EXIT_PASS
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    debug = getattr(args, "debug", False)
+    try:
+        if args.command == "list":
+            return cmd_list(args)
+        if args.command == "audit":
+            return cmd_audit(args)
+        if args.command == "report":
+            return cmd_report(args)
+    except DPCheckError as e:
+        if debug:
+            traceback.print_exc()
+        print(f"dpcheck: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:  # never a bare traceback for the user
+        if debug:
+            traceback.print_exc()
+        print(f"dpcheck: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

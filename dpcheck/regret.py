@@ -1,0 +1,209 @@
+"""Regret-rate fitters (DESIGN.md "Regret").
+
+A single log-log slope of cumulative regret is unreliable: it depends on the
+window and an additive constant bends it (3 sqrt(K) + 500 fits a slope near
+0.2 on [10^3, 10^4]). We fit the growth of the increments instead: on a grid
+K_0 < K_1 < ... (ideally geometric, K_{j+1} = 2 K_j), if R(K) = c K^b + C then
+D_j = R(K_{j+1}) - R(K_j) = c K_j^b (r^b - 1) for a constant ratio r, so
+log D_j = const + b log K_j, with the constant C gone. The exponent is the OLS
+slope of log(mean-over-seeds D_j) on log K_j over a declared window; its
+confidence interval is a percentile bootstrap over seeds (seeds are the
+independent units). Local slopes between neighbouring grid points are reported
+too, so a change of regime inside the window is visible.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpcheck.checks import Check, PASS, FAIL, INCONCLUSIVE
+from dpcheck.errors import InputError
+
+
+@dataclass(frozen=True)
+class RegretFit:
+    """Fitted exponent b of R(K) ~ K^b from the increments, with a bootstrap CI over seeds."""
+
+    exponent: float
+    ci: tuple[float, float]
+    confidence: float
+    window: tuple[float, float]
+    K_grid: tuple[float, ...]
+    increments_mean: tuple[float, ...]
+    local_slopes: tuple[float, ...]
+    per_seed: tuple[float, ...]
+    ols_stderr: float
+    seeds: int
+    method: str = "OLS of log increments R(K_{j+1}) - R(K_j) on log K_j; percentile bootstrap over seeds"
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+        return asdict(self)
+
+    def summary(self) -> str:
+        return (f"exponent {self.exponent:.3f}, {self.confidence:.0%} CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}] "
+                f"over K in [{self.window[0]:g}, {self.window[1]:g}] ({self.seeds} seeds)")
+
+
+def _validate(K_grid, values, name):
+    K = np.asarray(K_grid, dtype=float)
+    Y = np.atleast_2d(np.asarray(values, dtype=float))
+    if K.ndim != 1 or K.size < 3:
+        raise InputError(f"{name}: need a 1-d grid of at least 3 points")
+    if Y.shape[1] != K.size:
+        raise InputError(f"{name}: values must have shape (seeds, {K.size}), got {Y.shape}")
+    if np.any(np.diff(K) <= 0) or np.any(K <= 0):
+        raise InputError(f"{name}: the grid must be positive and increasing")
+    if not np.all(np.isfinite(Y)):
+        raise InputError(f"{name}: values contain NaN or inf")
+    return K, Y
+
+
+def _slope(x, y):
+    x = x - x.mean()
+    return float((x * (y - y.mean())).sum() / (x * x).sum())
+
+
+def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: float = 0.05, n_boot: int = 2000,
+                           seed: int = 0) -> RegretFit:
+    """Exponent of cumulative regret from its increments (module docstring).
+
+    K_grid: (G,) increasing episode counts; cumulative_regret: (seeds, G) with
+    R(K_grid[j]) per seed. window: (K_lo, K_hi): increments whose left end K_j
+    lies in the window are used (at least 2 needed).
+    """
+    import statsmodels.api as sm
+
+    K, R = _validate(K_grid, cumulative_regret, "fit_increment_exponent")
+    D = np.diff(R, axis=1)                        # (seeds, G-1): R(K_{j+1}) - R(K_j)
+    left = K[:-1]
+    lo, hi = (window if window is not None else (left[0], left[-1]))
+    sel = (left >= lo) & (left <= hi)
+    if sel.sum() < 2:
+        raise InputError(f"fit window [{lo}, {hi}] holds fewer than 2 increments of the grid")
+    x = np.log(left[sel])
+    tiny = 1e-12 * max(1.0, float(np.abs(R).max()))
+
+    def fit(mean_incr):
+        return _slope(x, np.log(np.maximum(mean_incr, tiny)))
+
+    Dm = D[:, sel].mean(axis=0)
+    b = fit(Dm)
+    ols = sm.OLS(np.log(np.maximum(Dm, tiny)), sm.add_constant(x)).fit()
+    rng = np.random.default_rng(seed)
+    n = D.shape[0]
+    if n > 1:
+        idx = rng.integers(0, n, size=(n_boot, n))
+        boot_means = D[:, sel][idx].mean(axis=1)  # (n_boot, m)
+        yb = np.log(np.maximum(boot_means, tiny))
+        xc = x - x.mean()
+        boots = (yb - yb.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
+        ci = (float(np.quantile(boots, alpha / 2)), float(np.quantile(boots, 1 - alpha / 2)))
+    else:
+        half = float(ols.bse[1]) * 1.96
+        ci = (b - half, b + half)
+    per_seed = tuple(fit(D[i, sel]) for i in range(n))
+    logD = np.log(np.maximum(Dm, tiny))
+    local = tuple(float(s) for s in np.diff(logD) / np.diff(x))
+    return RegretFit(exponent=b, ci=ci, confidence=1 - alpha, window=(float(lo), float(hi)),
+                     K_grid=tuple(float(k) for k in K), increments_mean=tuple(float(v) for v in D.mean(axis=0)),
+                     local_slopes=local, per_seed=per_seed, ols_stderr=float(ols.bse[1]), seeds=n)
+
+
+def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: float = 0.1,
+                          id: str = "regret.exponent", source: str = "", what: str = "regret",
+                          details: dict | None = None) -> Check:
+    """The claim "regret grows at most like K^claimed" against the fitted exponent.
+
+    pass: the upper CI end <= claimed + tolerance; fail: the lower CI end > claimed +
+    tolerance; otherwise inconclusive. ``tolerance`` absorbs polylog factors over
+    the window (declare it; 0.1 over two decades covers a log^2 factor).
+    """
+    bound = claimed + tolerance
+    lo, hi = fit.ci
+    if hi <= bound:
+        verdict, why = PASS, f"{what} exponent {fit.exponent:.3f} (CI [{lo:.3f}, {hi:.3f}]) <= {claimed:g} + {tolerance:g}"
+    elif lo > bound:
+        verdict, why = FAIL, f"{what} exponent {fit.exponent:.3f} (CI [{lo:.3f}, {hi:.3f}]) exceeds {claimed:g} + {tolerance:g}"
+    else:
+        verdict, why = INCONCLUSIVE, (f"{what} exponent {fit.exponent:.3f}: CI [{lo:.3f}, {hi:.3f}] straddles "
+                                      f"{claimed:g} + {tolerance:g}")
+    det = {"fit": fit.to_dict(), "plots": [increments_plot(fit, claimed)]}
+    det.update(details or {})
+    return Check(id=id, kind="regret", verdict=verdict,
+                 claim={"exponent_at_most": claimed, "tolerance": tolerance, "source": source},
+                 measured={"exponent": fit.exponent, "ci": list(fit.ci), "confidence": fit.confidence,
+                           "window": list(fit.window), "seeds": fit.seeds, "local_slopes": list(fit.local_slopes)},
+                 details=det, reason=why)
+
+
+def increments_plot(fit: RegretFit, claimed: float | None = None) -> dict:
+    left = list(fit.K_grid[:-1])
+    series = [{"label": "mean increment R(K_{j+1}) - R(K_j)", "x": left, "y": list(fit.increments_mean)}]
+    if claimed is not None and fit.increments_mean:
+        # reference line of the claimed slope through the window's first point
+        i0 = min(range(len(left)), key=lambda i: abs(left[i] - fit.window[0]))
+        y0 = max(fit.increments_mean[i0], 1e-12)
+        series.append({"label": f"slope {claimed:g} (claim)", "x": left,
+                       "y": [y0 * (k / left[i0]) ** claimed for k in left]})
+    return {"title": "Regret increments (log-log)", "xlabel": "K", "ylabel": "increment", "logx": True,
+            "logy": True, "kind": "line", "series": series}
+
+
+@dataclass(frozen=True)
+class ScalingFit:
+    """Log-log slope of a cost y in a parameter x (e.g. privacy cost in eps), bootstrap CI over seeds."""
+
+    slope: float
+    ci: tuple[float, float]
+    confidence: float
+    x: tuple[float, ...]
+    y_mean: tuple[float, ...]
+    seeds: int
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+        return asdict(self)
+
+
+def fit_scaling(x, y, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0) -> ScalingFit:
+    """Slope of log(mean over seeds of y) on log x; y: (seeds, n), positive in expectation."""
+    X, Y = _validate(np.sort(np.asarray(x, dtype=float)), np.asarray(y, dtype=float)[:, np.argsort(x)], "fit_scaling")
+    tiny = 1e-12 * max(1.0, float(np.abs(Y).max()))
+    lx = np.log(X)
+    ym = Y.mean(axis=0)
+    b = _slope(lx, np.log(np.maximum(ym, tiny)))
+    n = Y.shape[0]
+    rng = np.random.default_rng(seed)
+    if n > 1:
+        idx = rng.integers(0, n, size=(n_boot, n))
+        yb = np.log(np.maximum(Y[idx].mean(axis=1), tiny))
+        xc = lx - lx.mean()
+        boots = (yb - yb.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
+        ci = (float(np.quantile(boots, alpha / 2)), float(np.quantile(boots, 1 - alpha / 2)))
+    else:
+        ci = (b, b)
+    return ScalingFit(slope=b, ci=ci, confidence=1 - alpha, x=tuple(map(float, X)), y_mean=tuple(map(float, ym)), seeds=n)
+
+
+def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str, source: str = "",
+                  what: str = "cost", xname: str = "x", details: dict | None = None) -> Check:
+    """"cost ~ x^expected": pass if the CI lies within expected +- tolerance, fail if it
+    lies wholly outside, else inconclusive."""
+    lo, hi = fit.ci
+    a, b = expected - tolerance, expected + tolerance
+    if a <= lo and hi <= b:
+        verdict, why = PASS, f"{what} ~ {xname}^{fit.slope:.2f} (CI [{lo:.2f}, {hi:.2f}]) matches {expected:g} +- {tolerance:g}"
+    elif hi < a or lo > b:
+        verdict, why = FAIL, f"{what} ~ {xname}^{fit.slope:.2f} (CI [{lo:.2f}, {hi:.2f}]) is not {expected:g} +- {tolerance:g}"
+    else:
+        verdict, why = INCONCLUSIVE, f"{what} ~ {xname}^{fit.slope:.2f}: CI [{lo:.2f}, {hi:.2f}] overlaps but is not within {expected:g} +- {tolerance:g}"
+    det = {"fit": fit.to_dict(), "plots": [{"title": f"{what} vs {xname}", "xlabel": xname, "ylabel": what,
+                                             "logx": True, "logy": True, "kind": "line",
+                                             "series": [{"label": "mean over seeds", "x": list(fit.x), "y": list(fit.y_mean)}]}]}
+    det.update(details or {})
+    return Check(id=id, kind="regret", verdict=verdict,
+                 claim={"slope": expected, "tolerance": tolerance, "source": source},
+                 measured={"slope": fit.slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
+                 details=det, reason=why)
