@@ -1,0 +1,511 @@
+"""DP-UCBVI (Qiao & Wang, AISTATS 2023, Algorithm 1) and the non-private UCBVI baseline.
+
+Spec: specs/dp_ucbvi.md. §2.2 private estimates -> :func:`private_estimates`;
+§2.3 bonus -> :mod:`algorithms.online.bonus`; §2.4 value iteration with the
+clip at H, the monotone min with Q~^{k-1} and tie-breaking -> :func:`backward_induction`
+and :func:`greedy_policy`; §2.5 the non-private baseline -> :class:`UCBVI`.
+
+Everything is batched over independent runs (leading axis); the backward induction
+loops over h only. The agent reads nothing but the privatizer's release
+(N~, R~ and the public width E) and the current user's state, so any
+privatizer implementing the CountPrivatizer interface (Central -> eps-JDP,
+Local -> eps-LDP, or a user's class) gives the privacy of that privatizer
+(Billboard lemma, spec §3.1; C1(d), C3).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g
+from dpcheck.errors import InputError, MechanismError
+
+TIE_BREAKING = ("random", "lowest")
+
+
+# ----------------------------------------------------------------------------- pure batched pieces
+def private_estimates(transitions_private, visits_private, rewards_private):
+    """Eq. 1: P~ = N~(s,a,s') / N~(s,a), r~ = clip_[0,1](R~ / N~).
+
+    Shapes: transitions (runs,H,S,A,S), visits (runs,H,S,A), rewards (runs,H,S,A) or None
+    (None -> r~ = 0, used only when rewards are known elsewhere). Where N~(s,a) = 0
+    (possible only with E = 0, the non-private baseline) P~ is uniform and r~ = 0; the
+    bonus is +inf there, so these placeholder values never reach Q~.
+    """
+    S = transitions_private.shape[-1]
+    n = visits_private[..., None]
+    safe = np.where(n > 0, n, 1.0)
+    P = np.where(n > 0, transitions_private / safe, 1.0 / S)
+    if rewards_private is None:
+        r = np.zeros_like(visits_private, dtype=float)
+    else:
+        r = np.where(visits_private > 0, rewards_private / safe[..., 0], 0.0)
+        r = np.clip(r, 0.0, 1.0)
+    return P, r
+
+
+def backward_induction(transition_private, reward_private, visits_private, Q_previous, *,
+                       E: float, iota: float, constants: BonusConstants, rewards_known=None):
+    """One episode of §2.4's value iteration, batched over runs; loops over h only.
+
+    Shapes: P~ (runs,H,S,A,S), r~ (runs,H,S,A), N~ (runs,H,S,A), Q~^{k-1} (runs,H,S,A).
+    Returns Q~^k (runs,H,S,A) and V~^k (runs,H+1,S) (V~_{H+1} = 0).
+
+    Q~_h = min{Q~_h^{k-1}, H, r~ + P~ V~_{h+1} + b_h}: clipped at H for every h (not
+    H - h + 1), and the min with the previous episode makes Q~ non-increasing in k (C18).
+    ``rewards_known`` (H,S,A): use the true mean rewards instead of r~ (games / known-reward
+    variants); None for DP-UCBVI, whose rewards are unknown and privatised.
+    """
+    runs, H, S, A, _ = transition_private.shape
+    Hf = float(H)
+    r = reward_private if rewards_known is None else np.broadcast_to(rewards_known, reward_private.shape)
+    # N~_{h+1}(s') for term 4; g does not depend on V, so the whole W_h is computed for
+    # every h at once before the h-loop (only term 1 needs V~_{h+1})
+    c = constants
+    Q = np.empty((runs, H, S, A))
+    V = np.zeros((runs, H + 1, S))
+    # terms 2-4 of the bonus do not depend on V~: evaluate them for all h at once with V = 0
+    zero_V = np.zeros((runs * H, S))
+    state_next = visits_private.sum(axis=3)  # N~_h(s) (runs,H,S)
+    no_var = BonusConstants(**{**c.to_dict(), "c_variance": 0.0, "c_correction": 0.0})
+    flat = (runs * H, S, A, S)
+    static = bernstein_bonus(transition_private.reshape(flat), visits_private.reshape(runs * H, S, A),
+                             zero_V, None, H=H, E=E, iota=iota, constants=no_var, last_step=True)
+    static = static.reshape(runs, H, S, A)
+    if c.c_correction > 0 and H > 1:
+        g = np.minimum(correction_g(state_next[:, 1:], H=H, S=S, A=A, E=E, iota=iota,
+                                    g_constant=c.g_constant), Hf ** 2)  # (runs,H-1,S)
+        W = np.einsum("rhsat,rht->rhsa", transition_private[:, :-1], g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            term4 = c.scale * c.c_correction * math.sqrt(iota) * np.sqrt(
+                W / np.where(visits_private[:, :-1] > 0, visits_private[:, :-1], np.nan))
+        term4 = np.nan_to_num(term4, nan=np.inf)
+        static[:, :-1] += term4
+    with np.errstate(divide="ignore"):
+        inv_n = np.where(visits_private > 0, 1.0 / np.where(visits_private > 0, visits_private, 1.0), np.inf)
+    var_coef = c.scale * c.c_variance * np.sqrt(iota * inv_n)  # (runs,H,S,A); inf where unvisited
+    P_flat = transition_private.reshape(runs, H, S * A, S)
+    for h in range(H - 1, -1, -1):
+        Vn = V[:, h + 1]
+        moments = P_flat[:, h] @ np.stack([Vn, Vn * Vn], axis=-1)  # (runs, S*A, 2)
+        mean = moments[..., 0].reshape(runs, S, A)
+        variance = np.maximum(moments[..., 1].reshape(runs, S, A) - mean * mean, 0.0)
+        with np.errstate(invalid="ignore"):
+            term1 = var_coef[:, h] * np.sqrt(variance)
+        term1 = np.nan_to_num(term1, nan=np.inf)  # inf * 0 at an unvisited pair
+        target = r[:, h] + mean + static[:, h] + term1
+        np.minimum(np.minimum(Q_previous[:, h], Hf), target, out=Q[:, h])
+        V[:, h] = Q[:, h].max(axis=-1)
+    return Q, V
+
+
+def greedy_policy(Q, rng: np.random.Generator | None, tie_breaking: str = "random"):
+    """pi_h(s) = argmax_a Q~_h(s,a); Q (runs,H,S,A) -> (runs,H,S) int.
+
+    "random": uniform among the exact maximisers, from the run's tie-breaking stream (the
+    spec's recommended default, §2.4); "lowest": the lowest maximising index. Ties are
+    exact equalities: they arise from the clip at H and the min with Q~^{k-1}, which
+    produce bit-identical values.
+    """
+    if tie_breaking == "lowest":
+        return Q.argmax(axis=-1)
+    best = Q.max(axis=-1, keepdims=True)
+    u = rng.random(Q.shape)
+    return np.where(Q == best, u, -1.0).argmax(axis=-1)
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class UCBVIRun:
+    """The record of one batched run of (DP-)UCBVI.
+
+    config:     the agent's configuration (algorithm, mode, calibration, constants, E, iota...).
+    actions:    (runs, K, H) actions recommended to the users (what a JDP adversary sees
+                for the users it colludes with); None if not recorded.
+    states:     (runs, K, H+1) states reported by the users; None if not recorded.
+    regret:     (runs, K) exact expected regret per episode E_{s~d1}[V*_1 - V^{pi_k}_1]
+                (policy evaluation on the true model); None for environments without a model.
+    monitors:   per-run diagnostics (numpy arrays of shape (runs,) unless noted), see
+                :meth:`DPUCBVI.run`.
+    """
+
+    config: dict
+    K: int
+    runs: int
+    H: int
+    S: int
+    A: int
+    width: float
+    iota: float
+    actions: np.ndarray | None
+    states: np.ndarray | None
+    regret: np.ndarray | None
+    monitors: dict = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    @property
+    def cumulative_regret(self) -> np.ndarray:
+        """(runs, K) Regret(k) = sum_{i<=k} regret_i."""
+        if self.regret is None:
+            raise InputError("this run has no regret (the environment exposes no true model)")
+        return np.cumsum(self.regret, axis=1)
+
+    @property
+    def episodes_per_second(self) -> float:
+        return self.K / self.duration_s if self.duration_s > 0 else float("inf")
+
+    def summary(self) -> str:
+        lines = [f"{self.config.get('algorithm')} mode={self.config.get('mode')} "
+                 f"calibration={self.config.get('calibration')} E={self.width:.4g} iota={self.iota:.4g}",
+                 f"K={self.K} runs={self.runs} H={self.H} S={self.S} A={self.A} "
+                 f"({self.episodes_per_second:.0f} episodes/s)"]
+        if self.regret is not None:
+            cr = self.cumulative_regret[:, -1]
+            lines.append(f"Regret(K) mean {cr.mean():.4g} (runs: {np.array2string(cr, precision=4)})")
+        for k in ("optimism_violations", "vacuous_fraction", "good_event"):
+            if k in self.monitors:
+                lines.append(f"{k}: {np.array2string(np.asarray(self.monitors[k]), precision=4)}")
+        return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- the agent
+def _as_generator(rng) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (np.random.SeedSequence, int, np.integer)):
+        return np.random.default_rng(rng)
+    raise InputError(f"rng must be a numpy Generator, SeedSequence or int seed, got {type(rng).__name__}")
+
+
+def _check_int(name, v, lo):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise InputError(f"{name} must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+class DPUCBVI:
+    """DP-UCBVI (Algorithm 1) with any CountPrivatizer.
+
+    The constructor stores and validates configuration; :meth:`run` does the work.
+
+    privatizer:   a CountPrivatizer (CentralPrivatizer -> eps-JDP, LocalPrivatizer ->
+                  eps-LDP, NoPrivatizer -> exact counts, E = 0, i.e. UCBVI) or a name
+                  accepted by ``algorithms.privatizers.load_privatizer``.
+    beta:         failure probability of the utility statements (iota, E).
+    mode:         "theory" (paper constants) or "practical" (BonusConstants.practical, §6.3).
+    constants:    explicit BonusConstants (overrides ``mode``'s defaults; its mode is reported).
+    tie_breaking: "random" (seeded, default) or "lowest".
+    """
+
+    algorithm = "DP-UCBVI"
+
+    def __init__(self, privatizer, *, beta: float = 0.1, mode: str = "theory",
+                 constants: BonusConstants | None = None, tie_breaking: str = "random"):
+        if isinstance(privatizer, str):
+            from algorithms.privatizers import load_privatizer
+            privatizer = load_privatizer(privatizer)
+        for meth in ("start", "observe", "release"):
+            if not callable(getattr(privatizer, meth, None)):
+                raise InputError(f"privatizer {type(privatizer).__name__} has no {meth}() method; "
+                                 f"it must implement the CountPrivatizer interface")
+        if isinstance(beta, bool) or not isinstance(beta, (int, float)) or not 0 < beta < 1:
+            raise InputError(f"beta must lie in (0, 1), got {beta!r}")
+        if tie_breaking not in TIE_BREAKING:
+            raise InputError(f"tie_breaking must be one of {TIE_BREAKING}, got {tie_breaking!r}")
+        self.privatizer = privatizer
+        self.beta = float(beta)
+        self.constants = constants if constants is not None else BonusConstants.for_mode(mode)
+        if not isinstance(self.constants, BonusConstants):
+            raise InputError("constants must be a BonusConstants")
+        self.mode = self.constants.mode
+        self.tie_breaking = tie_breaking
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(privatizer={self.privatizer!r}, beta={self.beta:g}, "
+                f"mode={self.mode!r}, tie_breaking={self.tie_breaking!r})")
+
+    # -- configuration as data --------------------------------------------------------------
+    def config(self) -> dict:
+        p = self.privatizer
+        return {"algorithm": self.algorithm, "privatizer": type(p).__name__, "mode": self.mode,
+                "calibration": getattr(p, "calibration", None), "width_mode": getattr(p, "width_mode", None),
+                "epsilon": getattr(p, "epsilon", None), "beta": self.beta, "tie_breaking": self.tie_breaking,
+                "constants": self.constants.to_dict()}
+
+    # -- the work -----------------------------------------------------------------------------
+    def run(self, env, K: int, rng, runs: int = 1, *, record: bool = True, reference=None,
+            monitor: bool = True, regret: bool = True, progress=None) -> UCBVIRun:
+        """Run K episodes on ``env`` for ``runs`` independent runs at once.
+
+        env:       an environment with batched ``reset(runs, rng)`` / ``step``-style rollout
+                   (algorithms.envs: TabularMDP or ScriptedUsers).
+        rng:       Generator / SeedSequence / int; split into three independent streams
+                   (environment, privatizer noise, tie-breaking) so that noise can be
+                   switched off without changing the environment's randomness (spec §7.3).
+        record:    keep actions and states (runs, K, H[+1]) (int8/int16).
+        reference: Q* (H,S,A) for the optimism monitor; default: computed from env's model.
+        monitor:   compute Assumption 3.1 / optimism / vacuity diagnostics (uses the true
+                   counts, for checking only; the agent never reads them).
+        regret:    exact expected regret per episode from the true model.
+
+        monitors (each (runs,) unless noted): optimism_violations (#(k,h,s,a) with
+        Q~ < Q* - 1e-9), optimism_min_margin (min Q~ - Q*), vacuous_fraction (fraction
+        of (k,h,s,a) with Q~ = H), vacuous_fraction_last (at k = K), max_count_error
+        (max |N~ - N| over everything, visits and transitions), max_noisy_error_ratio
+        (max |N^ - N| / (E/4): > 1 means the good event failed), max_reward_error_ratio
+        (max |R~ - R| / E), underestimates (#N~(s,a) < N(s,a)), sum_inconsistency
+        (max |N~(s,a) - sum_s' N~(s,a,s')| relative), min_transition_private
+        (min N~(s,a,s')), min_P (min P~ entry), max_row_error (max |sum_s' P~ - 1|),
+        reward_range ((runs,2) min and max of r~).
+        """
+        K = _check_int("K", K, 1)
+        runs = _check_int("runs", runs, 1)
+        rng = _as_generator(rng)
+        rng_env, rng_noise, rng_ties = rng.spawn(3)
+        H, S, A = _env_shape(env)
+        iota = self.constants.iota_value(H, S, A, K, self.beta)
+        has_rewards = not getattr(env, "rewards_known", False)
+        priv = self.privatizer
+        try:
+            priv.start(runs, H, S, A, K, rng_noise, rewards=True)
+        except TypeError as e:
+            raise MechanismError(f"privatizer {type(priv).__name__}.start() failed: {e}") from e
+        E = float(priv.width)
+        if not (math.isfinite(E) and E >= 0):
+            raise MechanismError(f"privatizer {type(priv).__name__} declared width E={E!r}; need a finite E >= 0")
+
+        model = _true_model(env)
+        if reference is None and model is not None and monitor:
+            from algorithms.envs.planning import optimal_values
+            reference = _optimal_Q(model, optimal_values)
+        t0 = time.perf_counter()
+        Q = np.full((runs, H, S, A), float(H))
+        actions = np.empty((runs, K, H), dtype=np.int8 if A < 128 else np.int32) if record else None
+        states = np.empty((runs, K, H + 1), dtype=np.int16 if S < 32000 else np.int32) if record else None
+        mon = _Monitor(runs, H, S, A, E, reference) if monitor else None
+        evaluator = _RegretEvaluator(model, runs, K) if (regret and model is not None) else None
+
+        for k in range(K):
+            counts = priv.release()
+            _validate_release(counts, runs, H, S, A, type(priv).__name__)
+            P, r = private_estimates(counts.transitions, counts.visits, counts.rewards)
+            Q, V = backward_induction(P, r, counts.visits, Q, E=E, iota=iota, constants=self.constants)
+            policy = greedy_policy(Q, rng_ties, self.tie_breaking)
+            if mon is not None:
+                mon.update(k, Q, counts, P, r)
+            if evaluator is not None:
+                evaluator.add(k, policy)
+            st, ac, rw = _rollout(env, policy, rng_env, k)
+            if record:
+                actions[:, k] = ac
+                states[:, k] = st
+            if mon is not None:
+                mon.observe(st, ac, rw)
+            priv.observe(st, ac, rw if has_rewards else None)
+            if progress is not None and (k + 1) % max(1, K // 10) == 0:
+                progress(f"{self.algorithm}: episode {k + 1}/{K}")
+        duration = time.perf_counter() - t0
+        cfg = self.config()
+        cfg.update(width=E, iota=iota)
+        return UCBVIRun(config=cfg, K=K, runs=runs, H=H, S=S, A=A, width=E, iota=iota,
+                        actions=actions, states=states,
+                        regret=evaluator.result() if evaluator is not None else None,
+                        monitors=mon.result() if mon is not None else {}, duration_s=duration)
+
+
+class UCBVI(DPUCBVI):
+    """Non-private UCBVI (spec §2.5, A11): DP-UCBVI's code on exact counts (N~ = N, R~ = R, E = 0).
+
+    Unvisited (h,s,a) have bonus +inf, so Q~ = H there (Azar et al.'s convention). With the
+    theory constants this is UCBVI with the paper's Bernstein bonus and iota.
+    """
+
+    algorithm = "UCBVI"
+
+    def __init__(self, *, beta: float = 0.1, mode: str = "theory", constants: BonusConstants | None = None,
+                 tie_breaking: str = "random"):
+        from algorithms.privatizers import NoPrivatizer
+        super().__init__(NoPrivatizer(), beta=beta, mode=mode, constants=constants, tie_breaking=tie_breaking)
+
+
+# ----------------------------------------------------------------------------- environment glue
+def _env_shape(env) -> tuple[int, int, int]:
+    try:
+        H, S, A = int(env.H), int(env.S), int(env.A)
+    except (AttributeError, TypeError, ValueError):
+        raise InputError(f"environment {type(env).__name__} must expose H, S and A "
+                         f"(algorithms.envs.TabularMDP or ScriptedUsers)") from None
+    if min(H, S, A) < 1:
+        raise InputError(f"environment sizes must be >= 1, got H={H}, S={S}, A={A}")
+    return H, S, A
+
+
+def _true_model(env):
+    """The TabularMDP behind ``env`` if there is one (regret and optimism need it)."""
+    from algorithms.envs.tabular import TabularMDP
+    if isinstance(env, TabularMDP):
+        return env
+    model = getattr(env, "mdp", None)
+    return model if isinstance(model, TabularMDP) else None
+
+
+def _optimal_Q(model, optimal_values):
+    Q_star, _ = optimal_values(model)
+    return Q_star
+
+
+def _rollout(env, policy, rng, k):
+    """One episode for every run: (states (runs,H+1), actions (runs,H), rewards (runs,H)).
+
+    Environments with per-episode users (ScriptedUsers) take the episode index k.
+    """
+    if getattr(env, "per_episode", False):
+        tr = env.rollout(policy, rng, episode=k)
+    else:
+        tr = env.rollout(policy, rng)
+    return tr[0], tr[1], tr[2]
+
+
+def _validate_release(counts, runs, H, S, A, who):
+    """A user's privatizer that returns the wrong shapes is a MechanismError, not our crash."""
+    try:
+        shapes = (np.shape(counts.visits), np.shape(counts.transitions))
+    except AttributeError:
+        raise MechanismError(f"privatizer {who}.release() must return PrivateCounts "
+                             f"(visits, transitions, rewards, ...), got {type(counts).__name__}") from None
+    if shapes != ((runs, H, S, A), (runs, H, S, A, S)):
+        raise MechanismError(f"privatizer {who}.release() returned visits {shapes[0]} and transitions "
+                             f"{shapes[1]}; expected {(runs, H, S, A)} and {(runs, H, S, A, S)}")
+    if counts.rewards is not None and np.shape(counts.rewards) != (runs, H, S, A):
+        raise MechanismError(f"privatizer {who}.release() returned rewards {np.shape(counts.rewards)}; "
+                             f"expected {(runs, H, S, A)}")
+
+
+class _RegretEvaluator:
+    """Exact expected regret per episode, E_{s~d1}[V*_1(s) - V^{pi_k}_1(s)] (spec §1.2, C22).
+
+    Policies are buffered and evaluated in chunks with the batched exact planner, so the
+    cost is one backward induction per chunk instead of per episode.
+    """
+
+    chunk = 256
+
+    def __init__(self, model, runs, K):
+        from algorithms.envs.planning import suboptimality
+        self._subopt = suboptimality
+        self.model = model
+        self.regret = np.empty((runs, K))
+        self.buffer = []
+        self.start = 0
+
+    def add(self, k, policy):
+        self.buffer.append(policy)
+        if len(self.buffer) == self.chunk:
+            self._flush()
+
+    def _flush(self):
+        if not self.buffer:
+            return
+        pol = np.stack(self.buffer, axis=1)  # (runs, n, H, S)
+        n = pol.shape[1]
+        self.regret[:, self.start:self.start + n] = np.maximum(self._subopt(self.model, pol), 0.0)
+        self.start += n
+        self.buffer = []
+
+    def result(self):
+        self._flush()
+        return self.regret
+
+
+class _Monitor:
+    """Diagnostics for the checks (Assumption 3.1 C4-C7, optimism C17, monotonicity C18, vacuity).
+
+    Keeps its own exact counts from the observed trajectories; the agent never reads them.
+    """
+
+    def __init__(self, runs, H, S, A, E, Q_star):
+        self.runs, self.H, self.S, self.A, self.E = runs, H, S, A, E
+        self.Q_star = Q_star
+        self.N_sa = np.zeros((runs, H, S, A))
+        self.N_sas = np.zeros((runs, H, S, A, S))
+        self.R_sa = np.zeros((runs, H, S, A))
+        self.have_rewards = False
+        f = lambda v: np.full(runs, v, dtype=float)
+        self.m = dict(optimism_violations=np.zeros(runs, dtype=np.int64), optimism_min_margin=f(np.inf),
+                      optimism_first_violation=np.full(runs, -1, dtype=np.int64),
+                      vacuous_fraction=f(0.0), vacuous_fraction_last=f(0.0),
+                      max_count_error=f(0.0), max_noisy_error_ratio=f(0.0), max_reward_error_ratio=f(0.0),
+                      underestimates=np.zeros(runs, dtype=np.int64), sum_inconsistency=f(0.0),
+                      min_transition_private=f(np.inf), min_P=f(np.inf), max_row_error=f(0.0),
+                      reward_range=np.tile([np.inf, -np.inf], (runs, 1)),
+                      monotonicity_violations=np.zeros(runs, dtype=np.int64), above_H=np.zeros(runs, dtype=np.int64))
+        self.Q_prev = None
+        self.k = 0
+        self._idx = np.arange(runs)[:, None]
+        self._h = np.arange(H)[None, :]
+
+    def update(self, k, Q, counts, P, r):
+        m, ax = self.m, (1, 2, 3)
+        H = self.H
+        self.k = k + 1
+        if self.Q_star is not None:
+            gap = Q - self.Q_star
+            bad = (gap < -1e-9).sum(axis=ax)
+            first = (bad > 0) & (m["optimism_first_violation"] < 0)
+            m["optimism_first_violation"][first] = k + 1
+            m["optimism_violations"] += bad
+            m["optimism_min_margin"] = np.minimum(m["optimism_min_margin"], gap.min(axis=ax))
+        vac = (Q >= H).mean(axis=ax)
+        m["vacuous_fraction"] += vac
+        m["vacuous_fraction_last"] = vac
+        if self.Q_prev is not None:
+            m["monotonicity_violations"] += (Q > self.Q_prev + 1e-12).sum(axis=ax)
+        m["above_H"] += (Q > H + 1e-12).sum(axis=ax)
+        self.Q_prev = Q
+        nv, nt = np.asarray(counts.visits), np.asarray(counts.transitions)
+        err = np.maximum(np.abs(nv - self.N_sa).max(axis=ax), np.abs(nt - self.N_sas).max(axis=(1, 2, 3, 4)))
+        m["max_count_error"] = np.maximum(m["max_count_error"], err)
+        quarter = self.E / 4 if self.E > 0 else np.nan
+        noisy_v = getattr(counts, "noisy_visits", None)
+        noisy_t = getattr(counts, "noisy_transitions", None)
+        if noisy_v is not None and noisy_t is not None and self.E > 0:
+            ne = np.maximum(np.abs(np.asarray(noisy_v) - self.N_sa).max(axis=ax),
+                            np.abs(np.asarray(noisy_t) - self.N_sas).max(axis=(1, 2, 3, 4)))
+            m["max_noisy_error_ratio"] = np.maximum(m["max_noisy_error_ratio"], ne / quarter)
+        if counts.rewards is not None and self.E > 0 and self.have_rewards:
+            re = np.abs(np.asarray(counts.rewards) - self.R_sa).max(axis=ax) / self.E
+            m["max_reward_error_ratio"] = np.maximum(m["max_reward_error_ratio"], re)
+        m["underestimates"] += (nv < self.N_sa - 1e-9).sum(axis=ax)
+        scale = np.maximum(np.abs(nv), 1.0)
+        m["sum_inconsistency"] = np.maximum(m["sum_inconsistency"],
+                                            (np.abs(nt.sum(-1) - nv) / scale).max(axis=ax))
+        m["min_transition_private"] = np.minimum(m["min_transition_private"], nt.min(axis=(1, 2, 3, 4)))
+        visited = nv > 0
+        Pm = np.where(visited[..., None], P, np.inf)
+        m["min_P"] = np.minimum(m["min_P"], Pm.min(axis=(1, 2, 3, 4)))
+        m["max_row_error"] = np.maximum(m["max_row_error"], np.abs(P.sum(-1) - 1.0).max(axis=ax))
+        rr = m["reward_range"]
+        rr[:, 0] = np.minimum(rr[:, 0], r.min(axis=ax))
+        rr[:, 1] = np.maximum(rr[:, 1], r.max(axis=ax))
+
+    def observe(self, states, actions, rewards):
+        runs, H, S, A = self.runs, self.H, self.S, self.A
+        s, a, s2 = states[:, :-1], actions, states[:, 1:]
+        flat_sa = ((self._idx * H + self._h) * S + s) * A + a  # (runs, H)
+        self.N_sa.reshape(-1)[flat_sa.ravel()] += 1.0  # one visit per (run, h): indices are distinct
+        self.N_sas.reshape(-1)[(flat_sa * S + s2).ravel()] += 1.0
+        if rewards is not None:
+            self.have_rewards = True
+            self.R_sa.reshape(-1)[flat_sa.ravel()] += np.asarray(rewards, dtype=float).ravel()
+
+    def result(self):
+        m = dict(self.m)
+        m["vacuous_fraction"] = m["vacuous_fraction"] / max(self.k, 1)
+        m["good_event"] = ~(m["max_noisy_error_ratio"] > 1.0)
+        if self.Q_star is None:
+            for key in ("optimism_violations", "optimism_min_margin", "optimism_first_violation"):
+                m.pop(key)
+        return m
