@@ -235,7 +235,7 @@ def to_junit(rep: dict) -> str:
 
 
 def stem_for(target: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", target).strip("_") or "report"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", target).strip(".") or "report"
 
 
 def write_all(rep: dict, out_dir, *, stem: str | None = None, json_path=None, formats=("json", "md", "html", "xml")) -> dict:
