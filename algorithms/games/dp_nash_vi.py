@@ -1,0 +1,327 @@
+"""DP-Nash-VI: private self-play in two-player zero-sum Markov games (specs/dp_nash_vi.md §2).
+
+Qiao & Wang (2024), Algorithm 1. Per episode k, on the private counts N~ released by a
+CountPrivatizer (games are handed to privatizers as joint actions j = a * B + b, rewards=False
+because the reward is known, spec §1.1):
+
+    P~_h(.|s,a,b) = N~_h(s,a,b,.) / N~_h(s,a,b)                                     [eq. 1]
+    gamma = (C1/H) P~ (Vb - Vu)_{h+1}                                               (line 8)
+    Gamma = C2 sqrt(Var_P~((Vb+Vu)/2) iota / N~) + C2 H S E iota / N~ + C2 H^2 S iota / N~   (line 9)
+    Qb = min(r + P~ Vb_{h+1} + gamma + Gamma, H),  Qu = max(r + P~ Vu_{h+1} - gamma - Gamma, 0)
+    pi_h(.,.|s) = CCE(Qb_h(s), Qu_h(s)),  Vb_h = <pi, Qb>,  Vu_h = <pi, Qu>          (lines 14-15)
+
+then (a_h, b_h) ~ pi_h(.,.|s_h) JOINTLY, the privatizer ingests the trajectory, and the output
+policy is the episode with the smallest certificate (Vb_1 - Vu_1)(s_1) (lines 20-24).
+
+Choices the spec leaves to us (documented here, reported in every output via ``config``):
+
+* ``mode="theory"``: C1 = 2, C2 = 10 (spec §2.4), E = max(E, 1) (B11). With these constants the
+  bonus exceeds H for every feasible K (spec §5 last note), so Qb = H, Qu = 0 and the D/P checks are
+  vacuous; they still test the code paths. ``mode="practical"``: C1 = 0.1, C2 = 0.02 (DP-UCBVI's §6.3
+  caveat: the paper's constants make the regret linear; the practical constants are labelled, only the
+  orders are expected to match). The width E comes from the privatizer in either mode; its
+  width_mode (rigorous / calibrated / nominal) is reported. Privacy never depends on C1, C2 or E (N3).
+* Non-private Nash-VI (NoPrivatizer, E = 0): true counts; where N_h(s,a,b) = 0 the convention
+  Qb = H, Qu = 0 (spec §6 budgets) replaces the undefined P^.
+* Delta starts at +inf (B8), so pi^out = pi^1 at least; the earliest minimiser wins (strict <).
+* s_1: the games may have an initial distribution; the certificate uses E_{s~init}[(Vb_1 - Vu_1)(s)],
+  which is (Vb_1 - Vu_1)(s_1) for the paper's fixed s_1.
+* RNG streams: ``run(game, K, rng)`` spawns three independent children of ``rng``: environment,
+  privacy noise (given to the privatizer) and policy sampling, so changing one never shifts another.
+* Steps are 0-based in code (h = 0..H-1), 1-based in the spec.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from algorithms.games.cce import solve_cce
+from dpcheck.errors import InputError, MechanismError
+
+__all__ = ["DPNashVI", "NashVIResult", "THEORY_CONSTANTS", "PRACTICAL_CONSTANTS", "confidence_log"]
+
+THEORY_CONSTANTS = {"C1": 2.0, "C2": 10.0}       # spec §2.4 (derived minimal values)
+PRACTICAL_CONSTANTS = {"C1": 0.1, "C2": 0.02}     # labelled practical mode (see module docstring)
+
+
+def confidence_log(H: int, S: int, A: int, B: int, K: int, beta: float) -> float:
+    """iota = log(30 H S A B K / beta) (spec §2.1, B13: K, not T)."""
+    return math.log(30 * H * S * A * B * K / beta)
+
+
+@dataclass
+class NashVIResult:
+    """What one batch of DP-Nash-VI runs did. Leading axis = runs, then episodes k = 0..K-1.
+
+    mu_out (runs, H, S, A), nu_out (runs, H, S, B): marginals of pi^out (spec §2.6).
+    delta (runs,): the final certificate Delta = min_k (Vb_1^k - Vu_1^k)(s_1).
+    k_out (runs,): the (0-based) episode of pi^out.
+    certificate (runs, K): (Vb_1^k - Vu_1^k)(s_1) per episode.
+    mu (runs, K, H, S, A), nu (runs, K, H, S, B): episode marginals (the regret is their duality gap).
+    pi, Qb, Qu (runs, K, H, S, A, B), Vb, Vu (runs, K, H+1, S): only if ``record_values``.
+    count_error (runs, K): max |N~ - N| over both count families before episode k (needs true counts).
+    states, actions_max, actions_min (runs, K, H+1 / H): the trajectories.
+    vacuous (runs, K): True where Qb = H and Qu = 0 at every (h, s, a, b) (bonus saturated).
+    width: E used (after the floor); iota; config: constants, mode, privatizer, calibration.
+    cce_stats: how the stage games were solved (pure / simplex / HiGHS counts, max residual).
+    """
+
+    mu_out: np.ndarray
+    nu_out: np.ndarray
+    delta: np.ndarray
+    k_out: np.ndarray
+    certificate: np.ndarray
+    mu: np.ndarray
+    nu: np.ndarray
+    states: np.ndarray
+    actions_max: np.ndarray
+    actions_min: np.ndarray
+    vacuous: np.ndarray
+    count_error: np.ndarray | None
+    width: float
+    iota: float
+    config: dict
+    cce_stats: dict
+    pi: np.ndarray | None = None
+    Qb: np.ndarray | None = None
+    Qu: np.ndarray | None = None
+    Vb: np.ndarray | None = None
+    Vu: np.ndarray | None = None
+
+
+class DPNashVI:
+    """DP-Nash-VI (Qiao & Wang 2024, Algorithm 1) with any CountPrivatizer.
+
+    privatizer: a CountPrivatizer (Central -> JDP, Local -> LDP, NoPrivatizer -> non-private Nash-VI,
+                or a user's class); the algorithm only ever reads its released N~ and width E.
+    beta:       failure probability of the utility statements.
+    mode:       "theory" (C1 = 2, C2 = 10) or "practical" (labelled scaled constants).
+    C1, C2:     override the mode's constants.
+    record_values: keep pi, Qb, Qu, Vb, Vu of every episode (for the UCB/LCB and CCE checks).
+    """
+
+    cce = staticmethod(solve_cce)
+
+    def __init__(self, privatizer=None, *, beta: float = 0.1, mode: str = "theory", C1: float | None = None,
+                 C2: float | None = None, record_values: bool = False, cce_method: str = "auto"):
+        if mode not in ("theory", "practical"):
+            raise InputError(f"mode must be 'theory' or 'practical', got {mode!r}")
+        if not (isinstance(beta, (int, float)) and 0 < beta < 1):
+            raise InputError(f"beta must lie in (0, 1), got {beta!r}")
+        consts = dict(THEORY_CONSTANTS if mode == "theory" else PRACTICAL_CONSTANTS)
+        if C1 is not None:
+            consts["C1"] = float(C1)
+        if C2 is not None:
+            consts["C2"] = float(C2)
+        if not (consts["C1"] >= 0 and consts["C2"] >= 0 and math.isfinite(consts["C1"] + consts["C2"])):
+            raise InputError(f"C1, C2 must be finite and >= 0, got {consts}")
+        self.privatizer = privatizer
+        self.beta = float(beta)
+        self.mode = mode
+        self.C1, self.C2 = consts["C1"], consts["C2"]
+        self.record_values = bool(record_values)
+        self.cce_method = cce_method
+
+    def __repr__(self):
+        return (f"DPNashVI(privatizer={self.privatizer!r}, beta={self.beta:g}, mode={self.mode!r}, "
+                f"C1={self.C1:g}, C2={self.C2:g})")
+
+    # ------------------------------------------------------------------ planning (lines 3-15)
+    def bonuses(self, P_tilde, G, Vm, N_bonus, H, S, E, iota):
+        """gamma (line 8) and Gamma (line 9), each (runs, S, A, B).
+
+        P_tilde (runs, S, A, B, S'); G, Vm (runs, S'); N_bonus (runs, S, A, B) = N~_h (the private
+        visits; > 0 wherever used).
+        """
+        PG = np.einsum("rsabt,rt->rsab", P_tilde, G)
+        PV = np.einsum("rsabt,rt->rsab", P_tilde, Vm)
+        PV2 = np.einsum("rsabt,rt->rsab", P_tilde, Vm * Vm)
+        var = np.clip(PV2 - PV * PV, 0.0, None)          # Var clipped at 0 before sqrt (spec §7.2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv_n = 1.0 / N_bonus
+        gamma = (self.C1 / H) * PG
+        Gamma = self.C2 * (np.sqrt(var * iota * inv_n) + H * S * E * iota * inv_n + H * H * S * iota * inv_n)
+        return gamma, Gamma
+
+    def upper_q(self, r, PVb, gamma, Gamma, H):
+        """UCB (line 10): clipped at H (not H - h + 1), no min with the previous episode."""
+        return np.minimum(r + PVb + gamma + Gamma, H)
+
+    def lower_q(self, r, PVu, gamma, Gamma, H):
+        """LCB (line 11): clipped at 0."""
+        return np.maximum(r + PVu - gamma - Gamma, 0.0)
+
+    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None):
+        """One episode's backward pass for a batch of runs.
+
+        r (H, S, A, B); P_tilde (runs, H, S, A, B, S); N_visits (runs, H, S, A, B) = N~;
+        unvisited (runs, H, S, A, B) bool or None: where the non-private convention Qb = H, Qu = 0 applies.
+        Returns pi (runs, H, S, A, B), Qb, Qu (runs, H, S, A, B), Vb, Vu (runs, H+1, S), cce stats.
+        """
+        runs, H, S, A, B, _ = P_tilde.shape
+        Qb = np.empty((runs, H, S, A, B))
+        Qu = np.empty((runs, H, S, A, B))
+        Vb = np.zeros((runs, H + 1, S))
+        Vu = np.zeros((runs, H + 1, S))
+        pi = np.empty((runs, H, S, A, B))
+        stats = {"pure": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
+        for h in range(H - 1, -1, -1):
+            P = P_tilde[:, h]
+            G = Vb[:, h + 1] - Vu[:, h + 1]
+            Vm = 0.5 * (Vb[:, h + 1] + Vu[:, h + 1])
+            gamma, Gamma = self.bonuses(P, G, Vm, N_visits[:, h], H, S, E, iota)
+            PVb = np.einsum("rsabt,rt->rsab", P, Vb[:, h + 1])
+            PVu = np.einsum("rsabt,rt->rsab", P, Vu[:, h + 1])
+            qb = self.upper_q(r[h], PVb, gamma, Gamma, H)
+            qu = self.lower_q(r[h], PVu, gamma, Gamma, H)
+            if unvisited is not None:
+                qb = np.where(unvisited[:, h], float(H), qb)
+                qu = np.where(unvisited[:, h], 0.0, qu)
+            sol = self.cce(qb, qu, H=H, method=self.cce_method)
+            p = sol.pi
+            Qb[:, h], Qu[:, h], pi[:, h] = qb, qu, p
+            Vb[:, h] = np.einsum("rsab,rsab->rs", p, qb)
+            Vu[:, h] = np.einsum("rsab,rsab->rs", p, qu)
+            stats["pure"] += sol.n_pure
+            stats["simplex"] += sol.n_simplex
+            stats["highs"] += sol.n_highs
+            stats["max_residual"] = max(stats["max_residual"], float(np.max(sol.residual)))
+        return pi, Qb, Qu, Vb, Vu, stats
+
+    # ------------------------------------------------------------------ the episode loop
+    def run(self, game, K: int, rng: np.random.Generator, runs: int = 1) -> NashVIResult:
+        """Play K episodes of self-play in ``game`` (a MarkovGame), ``runs`` independent copies at once."""
+        if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+            raise InputError(f"K must be a positive integer, got {K!r}")
+        if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
+            raise InputError(f"runs must be a positive integer, got {runs!r}")
+        if not isinstance(rng, np.random.Generator):
+            raise InputError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        for attr in ("P", "r", "init", "H", "S", "A", "B"):
+            if not hasattr(game, attr):
+                raise InputError(f"game must be a MarkovGame (missing {attr!r}); got {type(game).__name__}")
+        K, runs = int(K), int(runs)
+        H, S, A, B = game.H, game.S, game.A, game.B
+        r = np.asarray(game.r, dtype=float)
+        init = np.asarray(game.init, dtype=float)
+        rng_env, rng_noise, rng_policy = rng.spawn(3)
+        priv = self.privatizer
+        if priv is None:
+            from algorithms.privatizers import NoPrivatizer
+            priv = NoPrivatizer()
+        try:
+            priv.start(runs, H, S, A * B, K, rng_noise, rewards=False)
+            E_raw = float(priv.width)
+        except Exception as e:
+            raise MechanismError(f"privatizer {priv!r} failed to start: {type(e).__name__}: {e}") from e
+        exact = E_raw == 0.0
+        # Spec B11: floor the width at 1 for private counts (keeps Lemma 5.8's hypothesis).
+        E = 0.0 if exact else max(E_raw, 1.0)
+        iota = confidence_log(H, S, A, B, K, self.beta)
+
+        rec = self.record_values
+        mu = np.empty((runs, K, H, S, A))
+        nu = np.empty((runs, K, H, S, B))
+        certificate = np.empty((runs, K))
+        vacuous = np.empty((runs, K), dtype=bool)
+        count_error = np.full((runs, K), np.nan)
+        states = np.empty((runs, K, H + 1), dtype=np.int64)
+        act_a = np.empty((runs, K, H), dtype=np.int64)
+        act_b = np.empty((runs, K, H), dtype=np.int64)
+        if rec:
+            rec_pi = np.empty((runs, K, H, S, A, B))
+            rec_Qb = np.empty((runs, K, H, S, A, B))
+            rec_Qu = np.empty((runs, K, H, S, A, B))
+            rec_Vb = np.empty((runs, K, H + 1, S))
+            rec_Vu = np.empty((runs, K, H + 1, S))
+        delta = np.full(runs, np.inf)                  # B8: Delta starts at +inf
+        k_out = np.zeros(runs, dtype=np.int64)
+        pi_out = np.empty((runs, H, S, A, B))
+        stats = {"pure": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
+        ar = np.arange(runs)
+        can_compare = hasattr(priv, "true_counts")
+
+        for k in range(K):
+            counts = self._release(priv)
+            visits = np.asarray(counts.visits, dtype=float).reshape(runs, H, S, A, B)
+            trans = np.asarray(counts.transitions, dtype=float).reshape(runs, H, S, A, B, S)
+            unvisited = None
+            if exact:
+                unvisited = visits <= 0
+                safe = np.where(unvisited, 1.0, visits)
+                P_tilde = np.where(unvisited[..., None], 1.0 / S, trans / safe[..., None])
+                N_bonus = safe
+            else:
+                if not (np.all(visits > 0) and np.all(trans > 0)):
+                    raise MechanismError("privatizer released N~ with non-positive entries; "
+                                         "Assumption 3.1 requires N~(s,a,b,s') > 0")
+                P_tilde = trans / visits[..., None]
+                N_bonus = visits
+            if can_compare:
+                count_error[:, k] = self._count_error(priv, visits, trans, runs, H, S, A, B)
+            pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited)
+            for key in ("pure", "simplex", "highs"):
+                stats[key] += st[key]
+            stats["max_residual"] = max(stats["max_residual"], st["max_residual"])
+            mu[:, k] = pi.sum(axis=-1)
+            nu[:, k] = pi.sum(axis=-2)
+            gap1 = (Vb[:, 0] - Vu[:, 0]) @ init
+            certificate[:, k] = gap1
+            vacuous[:, k] = np.all(Qb >= H, axis=(1, 2, 3, 4)) & np.all(Qu <= 0, axis=(1, 2, 3, 4))
+            better = gap1 < delta                       # strict <: the earliest minimiser (spec §2.6)
+            delta = np.where(better, gap1, delta)
+            k_out = np.where(better, k, k_out)
+            pi_out[better] = pi[better]
+            if rec:
+                rec_pi[:, k], rec_Qb[:, k], rec_Qu[:, k], rec_Vb[:, k], rec_Vu[:, k] = pi, Qb, Qu, Vb, Vu
+
+            # deploy pi^k: (a, b) drawn JOINTLY from pi_h(.,.|s_h) with the policy stream (line 18)
+            s = game.reset(rng_env, runs)
+            states[:, k, 0] = s
+            for h in range(H):
+                cdf = np.cumsum(pi[ar, h, s].reshape(runs, A * B), axis=1)
+                u = rng_policy.random(runs) * cdf[:, -1]
+                j = np.minimum((cdf <= u[:, None]).sum(axis=1), A * B - 1)
+                a, b = np.divmod(j, B)
+                s, _ = game.step(h, s, a, b, rng_env)
+                act_a[:, k, h], act_b[:, k, h] = a, b
+                states[:, k, h + 1] = s
+            try:
+                priv.observe(states[:, k], act_a[:, k] * B + act_b[:, k], None)   # line 19
+            except Exception as e:
+                raise MechanismError(f"privatizer {priv!r} failed in observe: {type(e).__name__}: {e}") from e
+
+        config = {"algorithm": "DP-Nash-VI", "mode": self.mode, "C1": self.C1, "C2": self.C2,
+                  "beta": self.beta, "K": K, "runs": runs, "width_E": E, "width_E_raw": E_raw, "iota": iota,
+                  "privatizer": type(priv).__name__,
+                  "calibration": getattr(priv, "calibration", None),
+                  "width_mode": getattr(priv, "width_mode", None),
+                  "cce_solver": "pure profiles + numpy simplex (Bland), HiGHS fallback",
+                  "delta_init": "inf (spec B8)"}
+        result = NashVIResult(
+            mu_out=pi_out.sum(axis=-1), nu_out=pi_out.sum(axis=-2), delta=delta, k_out=k_out,
+            certificate=certificate, mu=mu, nu=nu, states=states, actions_max=act_a, actions_min=act_b,
+            vacuous=vacuous, count_error=count_error if can_compare else None, width=E, iota=iota,
+            config=config, cce_stats=stats)
+        if rec:
+            result.pi, result.Qb, result.Qu, result.Vb, result.Vu = rec_pi, rec_Qb, rec_Qu, rec_Vb, rec_Vu
+        return result
+
+    @staticmethod
+    def _release(priv):
+        try:
+            return priv.release()
+        except Exception as e:
+            raise MechanismError(f"privatizer {priv!r} failed in release: {type(e).__name__}: {e}") from e
+
+    @staticmethod
+    def _count_error(priv, visits, trans, runs, H, S, A, B):
+        """max |N~ - N| over both families (Assumption 3.1 item 1), per run."""
+        true = priv.true_counts()
+        tv = np.asarray(true.visits if hasattr(true, "visits") else true[0], dtype=float).reshape(runs, -1)
+        tt = np.asarray(true.transitions if hasattr(true, "transitions") else true[1], dtype=float).reshape(runs, -1)
+        ev = np.max(np.abs(visits.reshape(runs, -1) - tv), axis=1)
+        et = np.max(np.abs(trans.reshape(runs, -1) - tt), axis=1)
+        return np.maximum(ev, et)
