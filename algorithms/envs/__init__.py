@@ -1,0 +1,33 @@
+"""Tabular RL substrate: environments, instance generators and exact planners.
+
+    TabularMDP, MarkovGame                 -- validated, immutable, batched simulation
+    riverswim, random_mdp, random_game,    -- instances (dp_ucbvi.md §6.1, dp_nash_vi.md §6)
+    matching_pennies, rock_paper_scissors, matrix_game
+    planning: optimal_values, policy_values, greedy, ...
+    game_planning: nash_values, best_response_values, duality_gap, ...
+
+Steps are 0-based in arrays: the paper's step h is index h - 1.
+"""
+from algorithms.envs.tabular import TabularMDP, Trajectories
+from algorithms.envs.games import MarkovGame, GameTrajectories
+from algorithms.envs.riverswim import riverswim
+from algorithms.envs.generators import (
+    random_mdp, random_game, matrix_game, matching_pennies, rock_paper_scissors,
+)
+from algorithms.envs.planning import (
+    optimal_values, policy_values, greedy, expected_return, optimal_return, suboptimality,
+    occupancy, value_iteration, evaluate,
+)
+from algorithms.envs.game_planning import (
+    correlated_policy_values, product_policy_values, best_response_values, marginals,
+    product_policy, nash_values, duality_gap, solve_matrix_game,
+)
+
+__all__ = [
+    "TabularMDP", "Trajectories", "MarkovGame", "GameTrajectories", "riverswim",
+    "random_mdp", "random_game", "matrix_game", "matching_pennies", "rock_paper_scissors",
+    "optimal_values", "policy_values", "greedy", "expected_return", "optimal_return",
+    "suboptimality", "occupancy", "value_iteration", "evaluate",
+    "correlated_policy_values", "product_policy_values", "best_response_values", "marginals",
+    "product_policy", "nash_values", "duality_gap", "solve_matrix_game",
+]

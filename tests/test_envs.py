@@ -1,0 +1,233 @@
+"""TabularMDP / MarkovGame: validation, immutability, batched simulation, instances."""
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcheck.errors import InputError
+from algorithms.envs import (
+    MarkovGame, TabularMDP, matching_pennies, random_game, random_mdp, riverswim,
+    rock_paper_scissors,
+)
+
+
+def tiny_mdp(**kw):
+    P = np.array([[[[0.5, 0.5], [1.0, 0.0]], [[0.0, 1.0], [0.2, 0.8]]]])  # H=1, S=2, A=2
+    r = np.array([[[0.1, 0.9], [0.0, 1.0]]])
+    return TabularMDP(P, r, np.array([0.3, 0.7]), **kw)
+
+
+# ------------------------------------------------------------------ validation
+@pytest.mark.parametrize("mutate, message", [
+    (lambda P, r, d: (P[..., :1], r, d), "shape"),
+    (lambda P, r, d: (P[0], r, d), "4 axes"),
+    (lambda P, r, d: (P * 1.01, r, d), "sum to 1"),
+    (lambda P, r, d: (P.tolist() + [["x"]], r, d), "numeric"),
+    (lambda P, r, d: (P, r + 1.0, d), r"\[0, 1\]"),
+    (lambda P, r, d: (P, -r, d), r"\[0, 1\]"),
+    (lambda P, r, d: (P, r[..., :1], d), "shape"),
+    (lambda P, r, d: (P, r, np.array([0.5, 0.6])), "sum to 1"),
+    (lambda P, r, d: (P, r, 5), "out of range"),
+    (lambda P, r, d: (P, np.full_like(r, np.nan), d), "NaN"),
+    (lambda P, r, d: (np.full_like(P, np.nan), r, d), "NaN"),
+])
+def test_malformed_mdp_raises_input_error(mutate, message):
+    m = tiny_mdp()
+    P, r, d = mutate(np.array(m.P), np.array(m.r), np.array(m.init))
+    with pytest.raises(InputError, match=message):
+        TabularMDP(P, r, d)
+
+
+def test_negative_transition_entry_is_named():
+    P = np.array([[[[1.2, -0.2]], [[0.5, 0.5]]]])
+    with pytest.raises(InputError, match="negative"):
+        TabularMDP(P, np.zeros((1, 2, 1)), 0)
+
+
+def test_row_sum_tolerance_is_1e_9():
+    def kernel(eps):
+        return np.array([[[[0.5, 0.5 + eps]], [[1.0, 0.0]]]])
+    TabularMDP(kernel(1e-11), np.zeros((1, 2, 1)), 0)
+    with pytest.raises(InputError, match="sum to 1"):
+        TabularMDP(kernel(1e-8), np.zeros((1, 2, 1)), 0)
+
+
+def test_unknown_reward_noise():
+    with pytest.raises(InputError, match="reward_noise"):
+        tiny_mdp(reward_noise="gaussian")
+
+
+def test_mdp_is_immutable_and_copies_input():
+    P = np.array(tiny_mdp().P)
+    m = TabularMDP(P, np.zeros((1, 2, 2)), 0)
+    P[0, 0, 0] = [0.0, 1.0]
+    assert m.P[0, 0, 0, 0] == 0.5
+    with pytest.raises(ValueError):
+        m.P[0, 0, 0, 0] = 1.0
+    with pytest.raises(Exception):
+        m.r = np.ones((1, 2, 2))
+    assert (m.H, m.S, m.A) == (1, 2, 2)
+    assert "H=1" in repr(m)
+
+
+def test_game_validation():
+    g = random_game(2, 2, 3, 2, np.random.default_rng(0))
+    with pytest.raises(InputError, match="5 axes"):
+        MarkovGame(g.P[0], g.r, 0)
+    with pytest.raises(InputError, match=r"\[0, 1\]"):
+        MarkovGame(g.P, g.r * 3, 0)
+    with pytest.raises(InputError, match="sum to 1"):
+        MarkovGame(g.P * 0.5, g.r, 0)
+    with pytest.raises(InputError, match="shape"):
+        MarkovGame(g.P, g.r[..., :1], 0)
+
+
+# ------------------------------------------------------------------ simulation
+def test_step_frequencies_match_kernel():
+    m = tiny_mdp(reward_noise="bernoulli")
+    rng = np.random.default_rng(1)
+    n = 200_000
+    states = np.repeat([0, 1], n // 2)
+    actions = np.tile([0, 1], n // 2)
+    nxt, rew = m.step(0, states, actions, rng)
+    for s in range(2):
+        for a in range(2):
+            sel = (states == s) & (actions == a)
+            counts = np.bincount(nxt[sel], minlength=2)
+            p = m.P[0, s, a]
+            # zero-probability next states are never drawn
+            assert np.all(counts[p == 0] == 0)
+            if np.all(p > 0):
+                assert stats.chisquare(counts, p * sel.sum()).pvalue > 1e-4
+            assert abs(rew[sel].mean() - m.r[0, s, a]) < 5 * np.sqrt(0.25 / sel.sum()) + 1e-12
+            assert set(np.unique(rew[sel])) <= {0.0, 1.0}
+
+
+def test_deterministic_rewards_are_means():
+    m = tiny_mdp()
+    _, rew = m.step(0, np.array([0, 1, 1]), np.array([1, 0, 1]), np.random.default_rng(0))
+    np.testing.assert_array_equal(rew, [0.9, 0.0, 1.0])
+
+
+def test_reset_follows_init_and_fixed_start():
+    m = tiny_mdp()
+    s = m.reset(np.random.default_rng(3), 100_000)
+    assert s.shape == (100_000,)
+    assert abs(s.mean() - 0.7) < 0.01
+    assert np.all(riverswim().reset(np.random.default_rng(0), 50) == 0)
+
+
+def test_step_rejects_bad_input():
+    m = tiny_mdp()
+    rng = np.random.default_rng(0)
+    with pytest.raises(InputError, match="step h"):
+        m.step(1, np.array([0]), np.array([0]), rng)
+    with pytest.raises(InputError, match="states"):
+        m.step(0, np.array([2]), np.array([0]), rng)
+    with pytest.raises(InputError, match="same shape"):
+        m.step(0, np.array([0, 1]), np.array([0]), rng)
+    with pytest.raises(InputError, match="Generator"):
+        m.step(0, np.array([0]), np.array([0]), 42)
+
+
+def test_rollout_shapes_and_reproducibility():
+    m = random_mdp(4, 3, 5, np.random.default_rng(0), init="uniform", reward_noise="bernoulli")
+    pol = np.random.default_rng(1).integers(0, 3, size=(5, 4))
+    t1 = m.rollout(pol, np.random.default_rng(7), runs=64)
+    t2 = m.rollout(pol, np.random.default_rng(7), runs=64)
+    assert t1.states.shape == (64, 6) and t1.actions.shape == (64, 5) and t1.rewards.shape == (64, 5)
+    for a, b in zip(t1, t2):
+        np.testing.assert_array_equal(a, b)
+    # deterministic policy: actions are the policy's choice in the visited state
+    np.testing.assert_array_equal(t1.actions, pol[np.arange(5), t1.states[:, :5]])
+
+
+def test_rollout_per_run_policies_and_zero_probability_actions():
+    m = riverswim(H=5)
+    pols = np.zeros((2, 5, 6), dtype=int)
+    pols[1] = 1
+    t = m.rollout(pols, np.random.default_rng(0))
+    assert np.all(t.actions[0] == 0) and np.all(t.actions[1] == 1)
+    stoch = np.zeros((5, 6, 2))
+    stoch[..., 1] = 1.0  # the zero-probability action must never be drawn
+    t = m.rollout(stoch, np.random.default_rng(0), runs=1000)
+    assert np.all(t.actions == 1)
+
+
+def test_rollout_stochastic_action_frequencies():
+    m = riverswim(H=1)
+    pol = np.zeros((1, 6, 2))
+    pol[..., 0], pol[..., 1] = 0.3, 0.7
+    t = m.rollout(pol, np.random.default_rng(5), runs=100_000)
+    assert abs(t.actions.mean() - 0.7) < 0.006
+
+
+def test_rollout_rejects_bad_policy():
+    m = riverswim(H=3)
+    rng = np.random.default_rng(0)
+    with pytest.raises(InputError, match="runs is required"):
+        m.rollout(np.zeros((3, 6), int), rng)
+    with pytest.raises(InputError, match="outside"):
+        m.rollout(np.full((3, 6), 2), rng, runs=2)
+    with pytest.raises(InputError, match="shape"):
+        m.rollout(np.zeros((3, 5), int), rng, runs=2)
+    with pytest.raises(InputError, match="sum to 1"):
+        m.rollout(np.full((3, 6, 2), 0.6), rng, runs=2)
+
+
+def test_game_joint_mdp_and_rollout():
+    g = random_game(3, 2, 3, 4, np.random.default_rng(2))
+    j = g.joint_mdp()
+    assert (j.H, j.S, j.A) == (4, 3, 6)
+    for a in range(2):
+        for b in range(3):
+            np.testing.assert_array_equal(j.P[:, :, a * 3 + b], g.P[:, :, a, b])
+            np.testing.assert_array_equal(j.r[:, :, a * 3 + b], g.r[:, :, a, b])
+    mu = np.random.default_rng(3).integers(0, 2, size=(4, 3))
+    nu = np.random.default_rng(4).integers(0, 3, size=(4, 3))
+    t = g.rollout((mu, nu), np.random.default_rng(0), runs=50)
+    h = np.arange(4)
+    np.testing.assert_array_equal(t.actions_max, mu[h, t.states[:, :4]])
+    np.testing.assert_array_equal(t.actions_min, nu[h, t.states[:, :4]])
+    np.testing.assert_array_equal(t.joint_actions, t.actions_max * 3 + t.actions_min)
+    np.testing.assert_array_equal(t.rewards, g.r[h, t.states[:, :4], t.actions_max, t.actions_min])
+    nxt, rew = g.step(0, np.array([0, 1]), np.array([1, 0]), np.array([2, 2]), np.random.default_rng(0))
+    assert nxt.shape == (2,) and rew[0] == g.r[0, 0, 1, 2]
+
+
+def test_game_from_mdp_roundtrip():
+    m = riverswim(H=4)
+    g = MarkovGame.from_mdp(m)
+    assert g.B == 1
+    np.testing.assert_array_equal(g.joint_mdp().P, m.P)
+
+
+# ------------------------------------------------------------------ instances
+def test_riverswim_definition():
+    m = riverswim()
+    assert (m.H, m.S, m.A) == (20, 6, 2)
+    P = m.P[0]
+    np.testing.assert_array_equal(P[:, 0].argmax(axis=1), [0, 0, 1, 2, 3, 4])
+    np.testing.assert_allclose(P[2, 1, 1:4], [0.05, 0.60, 0.35])
+    np.testing.assert_allclose(P[0, 1, :2], [0.40, 0.60])
+    np.testing.assert_allclose(P[5, 1, 4:], [0.40, 0.60])
+    assert m.r[0, 0, 0] == 0.005 and m.r[0, 5, 1] == 1.0 and np.count_nonzero(m.r) == 40
+    assert np.all(m.P == m.P[0]) and m.init[0] == 1.0
+
+
+def test_random_generators_are_seeded_and_dirichlet():
+    a = random_mdp(3, 2, 4, np.random.default_rng(11))
+    b = random_mdp(3, 2, 4, np.random.default_rng(11))
+    np.testing.assert_array_equal(a.P, b.P)
+    big = random_game(3, 2, 2, 2000, np.random.default_rng(0))
+    # Dirichlet(1,1,1) marginal of one coordinate is Beta(1, 2): mean 1/3
+    assert abs(big.P[..., 0].mean() - 1 / 3) < 0.01
+    assert abs(big.r.mean() - 0.5) < 0.01
+    assert stats.kstest(big.P[..., 0].ravel(), stats.beta(1, 2).cdf).pvalue > 1e-4
+
+
+def test_matrix_games():
+    mp, rps = matching_pennies(), rock_paper_scissors()
+    assert (mp.H, mp.S, mp.A, mp.B) == (1, 1, 2, 2)
+    np.testing.assert_array_equal(mp.r[0, 0], [[1, 0], [0, 1]])
+    assert rps.r.min() == 0 and rps.r.max() == 1
+    np.testing.assert_allclose(rps.r[0, 0] + rps.r[0, 0].T, 1.0)  # zero-sum symmetric after rescaling
