@@ -118,7 +118,8 @@ def correction_g(n, *, H: int, S: int, A: int, E: float, iota: float, g_constant
 
 
 def bernstein_bonus(transition_private, visits_private, value_next, state_counts_next, *,
-                    H: int, E: float, iota: float, constants: BonusConstants, last_step: bool):
+                    H: int, E: float, iota: float, constants: BonusConstants, last_step: bool,
+                    include_variance: bool = True):
     """b_h^k(s,a) for one step h, batched over runs (spec §2.3).
 
     Shapes: transition_private P~_h (runs, S, A, S); visits_private N~_h(s,a) (runs, S, A);
@@ -132,13 +133,15 @@ def bernstein_bonus(transition_private, visits_private, value_next, state_counts
     n = visits_private
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_n = np.where(n > 0, 1.0 / np.where(n > 0, n, 1.0), np.inf)
-    mean = np.einsum("rsat,rt->rsa", transition_private, value_next)
-    second = np.einsum("rsat,rt->rsa", transition_private, value_next * value_next)
-    # population variance; rounding can make it slightly negative (spec §7.3)
-    variance = np.maximum(second - mean * mean, 0.0)
     c = constants
     with np.errstate(invalid="ignore"):
-        bonus = c.c_variance * np.sqrt(variance * iota * inv_n) + c.c_reward * np.sqrt(iota * inv_n)
+        bonus = c.c_reward * np.sqrt(iota * inv_n)
+        if include_variance:
+            mean = np.einsum("rsat,rt->rsa", transition_private, value_next)
+            second = np.einsum("rsat,rt->rsa", transition_private, value_next * value_next)
+            # population variance; rounding can make it slightly negative (spec §7.3)
+            variance = np.maximum(second - mean * mean, 0.0)
+            bonus = bonus + c.c_variance * np.sqrt(variance * iota * inv_n)
         privacy = c.c_privacy * (H * S if c.privacy_scales_with_HS else 1.0) * E * iota * inv_n
         if E > 0:
             bonus = bonus + privacy

@@ -62,42 +62,41 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
     runs, H, S, A, _ = transition_private.shape
     Hf = float(H)
     r = reward_private if rewards_known is None else np.broadcast_to(rewards_known, reward_private.shape)
-    # N~_{h+1}(s') for term 4; g does not depend on V, so the whole W_h is computed for
-    # every h at once before the h-loop (only term 1 needs V~_{h+1})
     c = constants
     Q = np.empty((runs, H, S, A))
     V = np.zeros((runs, H + 1, S))
-    # terms 2-4 of the bonus do not depend on V~: evaluate them for all h at once with V = 0
+    # terms 2-4 of the bonus do not depend on V~: evaluate them for all h at once (bonus with
+    # V = 0 and no variance term); only term 1 is computed inside the h-loop
     zero_V = np.zeros((runs * H, S))
     state_next = visits_private.sum(axis=3)  # N~_h(s) (runs,H,S)
-    no_var = BonusConstants(**{**c.to_dict(), "c_variance": 0.0, "c_correction": 0.0})
     flat = (runs * H, S, A, S)
     static = bernstein_bonus(transition_private.reshape(flat), visits_private.reshape(runs * H, S, A),
-                             zero_V, None, H=H, E=E, iota=iota, constants=no_var, last_step=True)
-    static = static.reshape(runs, H, S, A)
+                             zero_V, None, H=H, E=E, iota=iota, constants=c, last_step=True,
+                             include_variance=False).reshape(runs, H, S, A)
     if c.c_correction > 0 and H > 1:
         g = np.minimum(correction_g(state_next[:, 1:], H=H, S=S, A=A, E=E, iota=iota,
                                     g_constant=c.g_constant), Hf ** 2)  # (runs,H-1,S)
         W = np.einsum("rhsat,rht->rhsa", transition_private[:, :-1], g)
+        n = visits_private[:, :-1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            term4 = c.scale * c.c_correction * math.sqrt(iota) * np.sqrt(
-                W / np.where(visits_private[:, :-1] > 0, visits_private[:, :-1], np.nan))
-        term4 = np.nan_to_num(term4, nan=np.inf)
-        static[:, :-1] += term4
-    with np.errstate(divide="ignore"):
-        inv_n = np.where(visits_private > 0, 1.0 / np.where(visits_private > 0, visits_private, 1.0), np.inf)
-    var_coef = c.scale * c.c_variance * np.sqrt(iota * inv_n)  # (runs,H,S,A); inf where unvisited
+            term4 = c.scale * c.c_correction * math.sqrt(iota) * np.sqrt(W / np.where(n > 0, n, 1.0))
+        static[:, :-1] += np.where(n > 0, term4, np.inf)
+    # coefficient of sqrt(Var) in term 1; 0 at unvisited pairs, whose static part is already +inf
+    visited = visits_private > 0
+    var_coef = np.where(visited, c.scale * c.c_variance * np.sqrt(iota / np.where(visited, visits_private, 1.0)), 0.0)
+    base = r + static  # (runs,H,S,A)
     P_flat = transition_private.reshape(runs, H, S * A, S)
+    Q_cap = np.minimum(Q_previous, Hf)
+    VV = np.empty((runs, S, 2))
     for h in range(H - 1, -1, -1):
         Vn = V[:, h + 1]
-        moments = P_flat[:, h] @ np.stack([Vn, Vn * Vn], axis=-1)  # (runs, S*A, 2)
+        VV[..., 0] = Vn
+        np.multiply(Vn, Vn, out=VV[..., 1])
+        moments = P_flat[:, h] @ VV  # (runs, S*A, 2): P~V and P~V^2
         mean = moments[..., 0].reshape(runs, S, A)
         variance = np.maximum(moments[..., 1].reshape(runs, S, A) - mean * mean, 0.0)
-        with np.errstate(invalid="ignore"):
-            term1 = var_coef[:, h] * np.sqrt(variance)
-        term1 = np.nan_to_num(term1, nan=np.inf)  # inf * 0 at an unvisited pair
-        target = r[:, h] + mean + static[:, h] + term1
-        np.minimum(np.minimum(Q_previous[:, h], Hf), target, out=Q[:, h])
+        target = base[:, h] + mean + var_coef[:, h] * np.sqrt(variance)
+        np.minimum(Q_cap[:, h], target, out=Q[:, h])
         V[:, h] = Q[:, h].max(axis=-1)
     return Q, V
 

@@ -1,0 +1,303 @@
+"""DP-UCBVI core (specs/dp_ucbvi.md §2): bonus, backward induction, tie-breaking, run().
+
+The reference implementations here are deliberately naive (loops over h, s, a) so that a
+vectorisation mistake in the batched code shows up as a mismatch.
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+from algorithms.envs.generators import random_mdp
+from algorithms.envs.riverswim import riverswim
+from algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g, iota
+from algorithms.online.ucbvi import DPUCBVI, UCBVI, backward_induction, greedy_policy, private_estimates
+from dpcheck.errors import InputError, MechanismError
+
+
+# ----------------------------------------------------------------------------- test doubles
+class ExactCounts:
+    """Exact counts shifted like the post-processing of noise-free counts (§3.2): with E > 0,
+    N~(s,a,s') = N + E/(2S), N~(s,a) = N + E/2, so Assumption 3.1 holds with certainty."""
+
+    def __init__(self, E=0.0):
+        self.E = E
+
+    def start(self, runs, H, S, A, K, rng, rewards=True):
+        self.S = S
+        self.width = self.E
+        self.n = np.zeros((runs, H, S, A))
+        self.m = np.zeros((runs, H, S, A, S))
+        self.R = np.zeros((runs, H, S, A))
+
+    def observe(self, states, actions, rewards):
+        runs, H = actions.shape
+        r, h = np.arange(runs)[:, None], np.arange(H)[None, :]
+        np.add.at(self.n, (r, h, states[:, :-1], actions), 1)
+        np.add.at(self.m, (r, h, states[:, :-1], actions, states[:, 1:]), 1)
+        if rewards is not None:
+            np.add.at(self.R, (r, h, states[:, :-1], actions), rewards)
+
+    def release(self):
+        return SimpleNamespace(visits=self.n + self.E / 2, transitions=self.m + self.E / (2 * self.S),
+                               rewards=self.R.copy(), noisy_visits=self.n.copy(), noisy_transitions=self.m.copy(),
+                               width=self.E)
+
+
+def naive_ucbvi_actions(mdp, K, seed, constants, beta=0.1):
+    """UCBVI (§2.5) written out per (h, s, a) with lowest-index ties, one run."""
+    H, S, A = mdp.H, mdp.S, mdp.A
+    io = constants.iota_value(H, S, A, K, beta)
+    N = np.zeros((H, S, A)); Nn = np.zeros((H, S, A, S)); R = np.zeros((H, S, A))
+    Qprev = np.full((H, S, A), float(H))
+    rng_env = np.random.default_rng(seed).spawn(3)[0]
+    out = []
+    for k in range(K):
+        V = np.zeros((H + 1, S))
+        Q = np.empty((H, S, A))
+        for h in reversed(range(H)):
+            for s in range(S):
+                for a in range(A):
+                    n = N[h, s, a]
+                    if n == 0:
+                        Q[h, s, a] = min(Qprev[h, s, a], H)
+                        continue
+                    p = Nn[h, s, a] / n
+                    mean = p @ V[h + 1]
+                    var = max(p @ V[h + 1] ** 2 - mean ** 2, 0.0)
+                    b = constants.c_variance * math.sqrt(var * io / n) + constants.c_reward * math.sqrt(io / n)
+                    if constants.c_correction > 0 and h < H - 1:
+                        ns = N[h + 1].sum(axis=1)
+                        g = np.minimum(correction_g(ns, H=H, S=S, A=A, E=0.0, iota=io), H * H)
+                        b += constants.c_correction * math.sqrt(io) * math.sqrt(p @ g / n)
+                    rr = min(max(R[h, s, a] / n, 0.0), 1.0)
+                    Q[h, s, a] = min(Qprev[h, s, a], H, rr + mean + constants.scale * b)
+                V[h, s] = Q[h, s].max()
+        Qprev = Q
+        pi = Q.argmax(axis=-1)
+        tr = mdp.rollout(pi[None], rng_env)
+        st_, ac, rw = tr.states[0], tr.actions[0], tr.rewards[0]
+        for h in range(H):
+            N[h, st_[h], ac[h]] += 1; Nn[h, st_[h], ac[h], st_[h + 1]] += 1; R[h, st_[h], ac[h]] += rw[h]
+        out.append(ac)
+    return np.array(out)
+
+
+# ----------------------------------------------------------------------------- bonus
+def test_iota_matches_spec_reference_value():
+    # spec §3.4 reference: S=6, A=2, H=20, K=50,000, beta=0.1 -> iota ~= 25.0
+    assert iota(20, 6, 2, 50_000, 0.1) == pytest.approx(math.log(30 * 20 * 6 * 2 * 20 * 50_000 / 0.1))
+    assert iota(20, 6, 2, 50_000, 0.1) == pytest.approx(25.0, abs=0.1)
+
+
+def test_bonus_terms_by_hand():
+    # one (s, a) with P~ = (1/2, 1/2), V = (0, 2): Var = 1; N~ = 4; E = 2; H = 3, S = 2, A = 1
+    H, S, A, E, io = 3, 2, 1, 2.0, 5.0
+    P = np.array([[[[0.5, 0.5]], [[0.5, 0.5]]]])          # (1, S, A, S)
+    N = np.full((1, S, A), 4.0)
+    V = np.array([[0.0, 2.0]])
+    Ns = np.array([[8.0, 1e30]])                            # g(8) and g(huge) -> 0
+    c = BonusConstants.theory()
+    b = bernstein_bonus(P, N, V, Ns, H=H, E=E, iota=io, constants=c, last_step=False)[0, 0, 0]
+    g8 = 1000.0 ** 2 * (H ** 3 * S * A * io ** 2 / 8 + (H ** 4 * S ** 4 * A ** 2 * E ** 2 * io ** 4
+                                                        + H ** 6 * S ** 4 * A ** 2 * io ** 4) / 64)
+    W = 0.5 * min(g8, H ** 2) + 0.5 * 0.0
+    expected = (2 * math.sqrt(1.0 * io / 4) + math.sqrt(2 * io / 4) + 20 * H * S * E * io / 4
+                + 4 * math.sqrt(io) * math.sqrt(W / 4))
+    assert b == pytest.approx(expected, rel=1e-12)
+    # W_H = 0 at the last step
+    b_last = bernstein_bonus(P, N, V, None, H=H, E=E, iota=io, constants=c, last_step=True)[0, 0, 0]
+    assert b_last == pytest.approx(expected - 4 * math.sqrt(io) * math.sqrt(W / 4), rel=1e-12)
+
+
+def test_g_is_sum_of_squares_of_f():
+    # spec §2.3: g(n) = a^2 + b^2 + c^2 for f = a + b + c (eq. 83)
+    H, S, A, E, io, n = 4, 3, 2, 7.0, 3.0, 50.0
+    a = 1000 * math.sqrt(S * A * H ** 3 * io ** 2 / n)
+    b = 1000 * S ** 2 * A * H ** 2 * E * io ** 2 / n
+    c = 1000 * S ** 2 * A * H ** 3 * io ** 2 / n
+    assert correction_g(n, H=H, S=S, A=A, E=E, iota=io) == pytest.approx(a * a + b * b + c * c, rel=1e-12)
+    assert correction_g(0.0, H=H, S=S, A=A, E=E, iota=io) == np.inf
+
+
+def test_unvisited_pairs_get_infinite_bonus():
+    P = np.full((1, 2, 2, 2), 0.5)
+    N = np.array([[[0.0, 3.0], [1.0, 0.0]]])
+    b = bernstein_bonus(P, N, np.zeros((1, 2)), None, H=2, E=0.0, iota=1.0,
+                        constants=BonusConstants.practical(), last_step=True)
+    assert np.isinf(b[0, 0, 0]) and np.isinf(b[0, 1, 1]) and np.isfinite(b[0, 0, 1])
+
+
+def test_bonus_constants_validated():
+    with pytest.raises(InputError):
+        BonusConstants(mode="fast")
+    with pytest.raises(InputError):
+        BonusConstants(c_variance=-1.0)
+    with pytest.raises(InputError):
+        BonusConstants(iota=0.0)
+
+
+# ----------------------------------------------------------------------------- backward induction
+def naive_backward_induction(P, r, N, Qprev, E, io, c):
+    runs, H, S, A, _ = P.shape
+    Q = np.empty((runs, H, S, A)); V = np.zeros((runs, H + 1, S))
+    for i in range(runs):
+        for h in reversed(range(H)):
+            Ns = N[i, h + 1].sum(-1)[None] if h < H - 1 else None
+            b = bernstein_bonus(P[i:i + 1, h], N[i:i + 1, h], V[i:i + 1, h + 1], Ns, H=H, E=E, iota=io,
+                                constants=c, last_step=h == H - 1)[0]
+            for s in range(S):
+                for a in range(A):
+                    Q[i, h, s, a] = min(Qprev[i, h, s, a], H, r[i, h, s, a] + P[i, h, s, a] @ V[i, h + 1] + b[s, a])
+                V[i, h, s] = Q[i, h, s].max()
+    return Q, V
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs=st.integers(1, 3), H=st.integers(1, 4), S=st.integers(1, 4), A=st.integers(1, 3),
+       E=st.sampled_from([0.0, 0.5, 3.0]), mode=st.sampled_from(["theory", "practical"]),
+       seed=st.integers(0, 2 ** 16))
+def test_backward_induction_matches_naive_loops(runs, H, S, A, E, mode, seed):
+    rng = np.random.default_rng(seed)
+    N_sas = rng.integers(0, 5, size=(runs, H, S, A, S)).astype(float) * rng.random((runs, H, S, A, S))
+    if E > 0:
+        N_sas += E / (2 * S)
+    N = N_sas.sum(-1)
+    R = rng.random((runs, H, S, A)) * N
+    P, r = private_estimates(N_sas, N, R)
+    Qprev = np.where(rng.random((runs, H, S, A)) < 0.3, rng.random((runs, H, S, A)) * H, H)
+    c = BonusConstants.for_mode(mode)
+    if mode == "theory":  # make the theory bonus bite somewhere: scale it down
+        c = BonusConstants(scale=1e-7)
+    io = 2.0
+    Q, V = backward_induction(P, r, N, Qprev, E=E, iota=io, constants=c)
+    Qn, Vn = naive_backward_induction(P, r, N, Qprev, E, io, c)
+    np.testing.assert_allclose(Q, Qn, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(V, Vn, rtol=1e-12, atol=1e-12)
+    assert np.all(Q <= H) and np.all(Q <= Qprev)
+
+
+def test_private_estimates_valid_and_clipped():
+    N_sas = np.array([[[[[1.0, 3.0]], [[0.0, 0.0]]]]])   # (1,1,2,1,2)
+    N = N_sas.sum(-1)
+    R = np.array([[[[7.0], [0.0]]]])                     # R~ > N~: r~ clipped to 1
+    P, r = private_estimates(N_sas, N, R)
+    np.testing.assert_allclose(P[0, 0, 0, 0], [0.25, 0.75])
+    np.testing.assert_allclose(P[0, 0, 1, 0], [0.5, 0.5])  # unvisited: uniform placeholder
+    assert r[0, 0, 0, 0] == 1.0 and r[0, 0, 1, 0] == 0.0
+    _, r_neg = private_estimates(N_sas, N, -R)
+    assert r_neg[0, 0, 0, 0] == 0.0
+
+
+def test_greedy_policy_ties():
+    Q = np.zeros((2000, 1, 1, 3))
+    Q[..., 0] = -1.0  # actions 1 and 2 tie
+    assert np.all(greedy_policy(Q, None, "lowest") == 1)
+    pi = greedy_policy(Q, np.random.default_rng(0), "random")
+    assert set(np.unique(pi)) == {1, 2}
+    assert abs((pi == 1).mean() - 0.5) < 0.05  # uniform among maximisers
+
+
+# ----------------------------------------------------------------------------- run()
+def test_ucbvi_equals_naive_reference():
+    mdp = random_mdp(3, 2, 3, np.random.default_rng(5))
+    K = 60
+    for mode in ("practical", "theory"):
+        c = BonusConstants.for_mode(mode) if mode == "practical" else BonusConstants(scale=1e-6)
+        res = DPUCBVI(ExactCounts(0.0), constants=c, tie_breaking="lowest").run(mdp, K, 11, runs=1)
+        expected = naive_ucbvi_actions(mdp, K, 11, c)
+        np.testing.assert_array_equal(res.actions[0], expected)
+
+
+def test_zero_noise_privatizer_reproduces_ucbvi_actions():
+    # a privatizer that adds no noise (exact counts, E = 0) through DP-UCBVI == UCBVI, action by action
+    pytest.importorskip("algorithms.privatizers", reason="privatizers not available")
+    from algorithms.privatizers import NoPrivatizer  # noqa: F401
+    env = riverswim(6)
+    a = DPUCBVI(ExactCounts(0.0), mode="practical").run(env, 300, 3, runs=4)
+    b = UCBVI(mode="practical").run(env, 300, 3, runs=4)
+    np.testing.assert_array_equal(a.actions, b.actions)
+    np.testing.assert_allclose(a.regret, b.regret)
+
+
+def test_monotone_min_and_clip_hold_in_runs():
+    env = random_mdp(4, 2, 4, np.random.default_rng(2), reward_noise="bernoulli")
+    res = DPUCBVI(ExactCounts(2.0), mode="practical").run(env, 200, 0, runs=3)
+    m = res.monitors
+    assert np.all(m["monotonicity_violations"] == 0) and np.all(m["above_H"] == 0)
+    # exact shifted counts: Assumption 3.1 holds with certainty
+    assert np.all(m["underestimates"] == 0) and np.all(m["max_count_error"] <= 2.0 + 1e-9)
+    assert np.all(m["min_transition_private"] > 0) and np.all(m["max_row_error"] < 1e-12)
+    assert np.all(m["reward_range"][:, 0] >= 0) and np.all(m["reward_range"][:, 1] <= 1)
+
+
+def test_theory_mode_is_vacuous_on_riverswim():
+    # §6.3: with the paper's constants the bonus exceeds H, Q~ = H everywhere, optimism is trivial
+    env = riverswim(20)
+    res = DPUCBVI(ExactCounts(1.0), mode="theory").run(env, 50, 0, runs=2)
+    assert np.all(res.monitors["vacuous_fraction_last"] == 1.0)
+    assert np.all(res.monitors["optimism_violations"] == 0)
+    # regret per episode stays at the level of a policy that does not learn
+    assert res.regret[:, -10:].mean() > 1.0
+
+
+def test_practical_mode_learns_riverswim():
+    env = riverswim(20)
+    res = DPUCBVI(ExactCounts(0.0), mode="practical").run(env, 1500, 0, runs=2)
+    late, early = res.regret[:, -200:].mean(), res.regret[:, :50].mean()
+    assert late < 0.2 * early and late < 0.3
+
+
+def test_seeded_runs_are_reproducible_and_streams_separate():
+    env = riverswim(5)
+    r1 = DPUCBVI(ExactCounts(0.0), mode="practical").run(env, 40, 7, runs=3)
+    r2 = DPUCBVI(ExactCounts(0.0), mode="practical").run(env, 40, 7, runs=3)
+    np.testing.assert_array_equal(r1.actions, r2.actions)
+    np.testing.assert_array_equal(r1.states, r2.states)
+    # theory mode + lowest ties: the policy is "action 0 always" whatever the counts, so the
+    # environment stream alone fixes the states -- identical for privatizers with different noise
+    a = DPUCBVI(ExactCounts(1.0), tie_breaking="lowest").run(env, 20, 9, runs=2)
+    b = DPUCBVI(ExactCounts(5.0), tie_breaking="lowest").run(env, 20, 9, runs=2)
+    np.testing.assert_array_equal(a.states, b.states)
+
+
+def test_input_validation():
+    env = riverswim(4)
+    with pytest.raises(InputError):
+        DPUCBVI(object())
+    with pytest.raises(InputError):
+        DPUCBVI(ExactCounts(), beta=1.5)
+    with pytest.raises(InputError):
+        DPUCBVI(ExactCounts(), mode="fastest")
+    with pytest.raises(InputError):
+        DPUCBVI(ExactCounts(), tie_breaking="first")
+    with pytest.raises(InputError):
+        DPUCBVI(ExactCounts()).run(env, 0, 0)
+    with pytest.raises(InputError):
+        DPUCBVI(ExactCounts()).run(env, 5, 0, runs=-1)
+    with pytest.raises(InputError):
+        DPUCBVI(ExactCounts()).run(env, 5, "seed")
+    with pytest.raises(InputError):
+        DPUCBVI(ExactCounts()).run(object(), 5, 0)
+
+
+def test_misbehaving_privatizer_is_a_mechanism_error():
+    class BadShape(ExactCounts):
+        def release(self):
+            c = super().release()
+            c.visits = c.visits[:, :1]
+            return c
+
+    class BadWidth(ExactCounts):
+        def start(self, *a, **k):
+            super().start(*a, **k)
+            self.width = -1.0
+
+    with pytest.raises(MechanismError):
+        DPUCBVI(BadShape()).run(riverswim(3), 3, 0)
+    with pytest.raises(MechanismError):
+        DPUCBVI(BadWidth()).run(riverswim(3), 3, 0)
