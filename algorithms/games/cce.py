@@ -93,36 +93,36 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None) -> tuple[np.ndarray,
     T[:, m, :d] = -1.0                                      # objective row of max 1'x
     basis = np.tile(np.arange(d, d + m), (n, 1))
     converged = np.zeros(n, dtype=bool)
-    active = np.arange(n)
     max_iter = max_iter if max_iter is not None else 50 * (m + d)
     tol = 1e-12
-    for _ in range(max_iter):
-        Ta = T[active]
-        rc = Ta[:, m, :d + m]
+    ar = np.arange(n)
+    big = np.iinfo(np.int64).max
+    # All instances are pivoted together; finished ones get a zero update. For the handful of
+    # instances per step that DP-Nash-VI hands us, this beats compacting the batch every iteration.
+    for it in range(max_iter):
+        rc = T[:, m, :d + m]
         neg = rc < -tol
         done = ~neg.any(axis=1)
-        if done.any():
-            converged[active[done]] = True
-            keep = ~done
-            active, Ta, neg = active[keep], Ta[keep], neg[keep]
-        if active.size == 0:
+        if done.all():
+            converged[:] = True
             break
-        na = active.size
-        idx = np.arange(na)
-        enter = neg.argmax(axis=1)                          # Bland: lowest-index improving column
-        col = Ta[idx, :m, enter]                            # (na, m)
-        rhs = Ta[:, :m, -1]
+        # Dantzig's rule (most negative reduced cost) first; Bland's rule (lowest index) after a few
+        # pivots, which cannot cycle on these degenerate problems (rhs = 1 everywhere at the start).
+        enter = neg.argmax(axis=1) if it >= 2 * (m + d) else rc.argmin(axis=1)
+        col = T[ar, :m, enter]                              # (n, m)
+        rhs = T[:, :m, -1]
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(col > tol, rhs / col, np.inf)
         best = ratio.min(axis=1, keepdims=True)
         # Bland's tie-break: among minimum-ratio rows, the one whose basic variable has lowest index
-        cand = np.where(ratio <= best * (1 + 1e-12) + 1e-15, basis[active], np.iinfo(np.int64).max)
-        leave = cand.argmin(axis=1)
-        piv_row = Ta[idx, leave] / Ta[idx, leave, enter][:, None]
-        Ta = Ta - Ta[idx, :, enter][:, :, None] * piv_row[:, None, :]
-        Ta[idx, leave] = piv_row
-        T[active] = Ta
-        basis[active, leave] = enter
+        leave = np.where(ratio <= best * (1 + 1e-12) + 1e-15, basis, big).argmin(axis=1)
+        pivval = T[ar, leave, enter]
+        piv_row = T[ar, leave] / np.where(done, 1.0, pivval)[:, None]
+        factor = T[ar, :, enter]                            # (n, m + 1)
+        factor[ar, leave] = pivval - 1.0                    # turns the pivot row into piv_row
+        factor[done] = 0.0
+        T -= factor[:, :, None] * piv_row[:, None, :]
+        basis[ar, leave] = np.where(done, basis[ar, leave], enter)
     x = np.zeros((n, d + m))
     np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
     x = np.clip(x[:, :d], 0.0, None)
@@ -207,23 +207,21 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
         pi[found, j[found]] = 1.0
         todo = ~found
         n_pure = int(found.sum())
-    M = None
+    Mall = constraint_matrix(qb, qu)
     if method in ("auto", "simplex") and todo.any():
-        M = constraint_matrix(qb[todo], qu[todo])
+        ids = np.flatnonzero(todo)
+        M = Mall[ids]
         p, conv = simplex_cce(M)
         res = np.max(np.einsum("nij,nj->ni", M, p), axis=1)
         good = conv & (res <= tol)
-        ids = np.flatnonzero(todo)
         pi[ids[good]] = p[good]
         todo[ids[good]] = False
         n_simplex = int(good.sum())
     if todo.any():
         ids = np.flatnonzero(todo)
-        Ms = constraint_matrix(qb[ids], qu[ids])
-        for i, Mi in zip(ids, Ms):
-            pi[i] = highs_cce(Mi)
+        for i in ids:
+            pi[i] = highs_cce(Mall[i])
         n_highs = ids.size
-    Mall = constraint_matrix(qb, qu)
     residual = np.max(np.einsum("nij,nj->ni", Mall, pi), axis=1)
     if (residual > tol).any():
         i = int(np.argmax(residual))

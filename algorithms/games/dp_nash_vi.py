@@ -135,9 +135,10 @@ class DPNashVI:
         P_tilde (runs, S, A, B, S'); G, Vm (runs, S'); N_bonus (runs, S, A, B) = N~_h (the private
         visits; > 0 wherever used).
         """
-        PG = np.einsum("rsabt,rt->rsab", P_tilde, G)
-        PV = np.einsum("rsabt,rt->rsab", P_tilde, Vm)
-        PV2 = np.einsum("rsabt,rt->rsab", P_tilde, Vm * Vm)
+        # one batched product for P~ G, P~ Vm, P~ Vm^2: (runs, S*A*B, S') @ (runs, S', 3)
+        runs, S_, A, B, S2 = P_tilde.shape
+        prod = np.matmul(P_tilde.reshape(runs, S_ * A * B, S2), np.stack([G, Vm, Vm * Vm], axis=-1))
+        PG, PV, PV2 = (prod[..., i].reshape(runs, S_, A, B) for i in range(3))
         var = np.clip(PV2 - PV * PV, 0.0, None)          # Var clipped at 0 before sqrt (spec §7.2)
         with np.errstate(divide="ignore", invalid="ignore"):
             inv_n = 1.0 / N_bonus
