@@ -1,0 +1,371 @@
+"""Black-box DP auditor: an epsilon lower bound with valid confidence, for pure, approximate and zCDP claims.
+
+Method (DESIGN.md "Privacy, black box"; DP-Opt-style event search, no pinned mass):
+
+1. For every neighbouring pair (D, D') draw ``samples`` outputs from each input, in seeded
+   chunks of fixed size (so the result does not depend on ``workers`` or ``backend``).
+   The first ``selection_fraction`` of each side is the selection sample, the rest the
+   disjoint certification sample.
+2. For each direction (D against D', then D' against D) fit the event families of
+   :mod:`dpcheck.events` on the selection sample and choose the event E that maximises the
+   Clopper-Pearson bound the certification sample is expected to give.
+3. Certify on the certification sample: one-sided Clopper-Pearson bounds p_lo on
+   P[M(D) in E] and q_hi on P[M(D') in E]; eps_lb = ln((p_lo - delta) / q_hi).
+4. For approximate-DP and zCDP claims, test the claimed privacy profile delta(eps)
+   (:meth:`dpcheck.Claim.delta_at`) at a few eps: for each, a separately chosen event
+   certifies p_lo - e^eps q_hi, a lower bound on the hockey-stick divergence, which must
+   not exceed delta(eps).
+
+Confidence (Bonferroni over everything certified): with P pairs, 2 directions, and
+1 + |G| certified events per direction (the eps_lb event and one per profile point G),
+every one of the 2 * 2 * P * (1 + |G|) one-sided bounds is computed at level
+alpha / (4 P (1 + |G|)). Events are chosen on data independent of the certification
+sample, so with probability >= 1 - alpha every certified statement holds simultaneously;
+in particular the reported epsilon_lower_bound (the maximum over pairs and directions) is
+a valid lower bound on the true epsilon and a "fail" is a false alarm with probability
+<= alpha.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from dpcheck import events as ev
+from dpcheck import stats
+from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS
+from dpcheck.claims import Claim, zcdp_delta
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.target import AuditTarget
+
+CHUNK = 1 << 16                 # outputs per chunk; fixed so results never depend on workers
+ZCDP_DELTA = 1e-5               # the delta at which a zCDP claim's epsilon is reported
+ZCDP_PROFILE_DELTAS = (1e-1, 1e-2, 1e-3)
+APPROX_PROFILE_FRACTIONS = (0.0, 0.5)
+INCONCLUSIVE_FACTOR = 2.0
+DIRECTIONS = ("D->D'", "D'->D")
+
+
+# ------------------------------------------------------------------ the result record
+@dataclass(frozen=True)
+class AuditResult:
+    """The outcome of :func:`audit`: a self-explaining, immutable record.
+
+    verdict:             "fail" when a certified statement contradicts the claim (eps_lb >
+                         epsilon_claimed, or a certified profile point above delta(eps));
+                         "inconclusive" when it does not, but ``power`` shows the budget could
+                         not have caught even a doubling of epsilon (power > 2 x epsilon_claimed;
+                         > 0.1 when the claim is epsilon = 0); "pass" otherwise.
+    epsilon_lower_bound: max over pairs and directions of ln((p_lo - delta) / q_hi), floored at 0;
+                         valid with probability >= confidence.
+    epsilon_claimed / delta: the (eps, delta) point the bound is compared with: the claim's own for
+                         DP / JDP / LDP; for zCDP, delta = 1e-5 (or the claim's delta if set) and
+                         eps the claimed profile's epsilon at that delta.
+    samples:             outputs per input of each pair, selection + certification (--samples).
+    event, pair, direction: the winning event (a dict with "text" and its parameters), the index of
+                         its neighbouring pair and "D->D'" (E is likely under D) or "D'->D".
+    tightness:           epsilon_lower_bound / epsilon_claimed.
+    power:               the smallest true epsilon that this budget would have caught about half
+                         the time, see :func:`dpcheck.stats.detectable_epsilon` (minimum over pairs
+                         and directions, for each direction's chosen event); power_ratio = power /
+                         epsilon_claimed.
+    pairs_table:         one row per (pair, direction) with counts, bounds and power.
+    profile:             one row per (pair, direction, tested eps) for approximate DP / zCDP.
+    """
+
+    verdict: str
+    reason: str
+    epsilon_lower_bound: float
+    confidence: float
+    samples: int
+    selection_samples: int
+    certification_samples: int
+    event: dict
+    pair: int
+    direction: str
+    tightness: float
+    power: float
+    power_ratio: float
+    claim: Claim
+    epsilon_claimed: float
+    delta: float
+    pairs_table: tuple
+    profile: tuple
+    alpha: float
+    alpha_per_bound: float
+    n_bounds: int
+    seed: int
+    output_kind: str
+    target: str = ""
+    plots: tuple = ()
+
+    def summary(self) -> str:
+        return (f"{self.verdict.upper()}: eps_lb = {self.epsilon_lower_bound:.4g} vs claimed "
+                f"{self.epsilon_claimed:.4g} (tightness {self.tightness:.3g}, power {self.power:.4g}) at "
+                f"{self.confidence:.0%} on {self.samples} samples per side; event {self.event.get('text')} "
+                f"(pair {self.pair}, {self.direction})")
+
+    def to_dict(self) -> dict:
+        from dpcheck.checks import _jsonable
+        return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("claim", "plots")}
+                         | {"claim": self.claim.to_dict()})
+
+    def to_check(self, id: str = "privacy.blackbox", kind: str = "privacy", claim_source: str | None = None) -> Check:
+        claim = self.claim.to_dict()
+        claim["statement"] = self.claim.describe()
+        src = claim_source if claim_source is not None else self.claim.source
+        if src:
+            claim["source"] = src
+        measured = {
+            "epsilon_lower_bound": self.epsilon_lower_bound, "confidence": self.confidence,
+            "samples": self.samples, "selection_samples": self.selection_samples,
+            "certification_samples": self.certification_samples,
+            "epsilon_claimed": self.epsilon_claimed, "delta": self.delta,
+            "tightness": self.tightness, "power": self.power, "power_ratio": self.power_ratio,
+            "event": self.event.get("text"), "pair": self.pair, "direction": self.direction,
+        }
+        win = next((r for r in self.pairs_table if r["pair"] == self.pair and r["direction"] == self.direction), None)
+        if win:
+            measured.update({k: win[k] for k in ("count_d", "count_dprime", "p_lo", "q_hi")})
+        details = {
+            "method": "black box: events chosen on a selection sample, Clopper-Pearson bounds on a disjoint "
+                      "certification sample, Bonferroni over pairs, directions, sides and profile points",
+            "event": self.event, "pairs": list(self.pairs_table), "profile": list(self.profile),
+            "alpha_per_bound": self.alpha_per_bound, "n_bounds": self.n_bounds, "seed": self.seed,
+            "output_kind": self.output_kind, "plots": list(self.plots),
+        }
+        return Check(id=id, kind=kind, verdict=self.verdict, claim=claim, measured=measured,
+                     details=details, reason=self.reason)
+
+
+# ------------------------------------------------------------------ sampling
+def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list):
+    """Chunk i: outputs of input i // len(sizes), chunk i % len(sizes) (top level: picklable)."""
+    j, c = divmod(i, len(sizes))
+    return target.sample(inputs[j], np.random.default_rng(seed_seq), sizes[c])
+
+
+def _draw(target, samples, seed, workers, backend, scheduler):
+    from dpcheck.parallel import run_chunks
+    sizes = [CHUNK] * (samples // CHUNK) + ([samples % CHUNK] if samples % CHUNK else [])
+    inputs = [d for pair in target.pairs for d in pair]
+    parts = run_chunks(_draw_chunk, len(inputs) * len(sizes), seed, workers=workers, backend=backend,
+                       scheduler=scheduler, args=(target, inputs, sizes))
+    outs = []
+    for j in range(len(inputs)):
+        try:
+            outs.append(np.concatenate(parts[j * len(sizes):(j + 1) * len(sizes)]))
+        except ValueError as e:
+            raise MechanismError(f"mechanism of target {target.name!r} returned outputs of varying shape: {e}") from e
+    shapes = {o.shape[1:] for o in outs}
+    if len(shapes) > 1:
+        raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
+                             f"for different inputs: {sorted(map(str, shapes))}")
+    return [(outs[2 * p], outs[2 * p + 1]) for p in range(len(target.pairs))]
+
+
+# ------------------------------------------------------------------ what is tested
+def _eps_of_zcdp(rho: float, delta: float) -> float:
+    """The smallest eps with zcdp_delta(rho, eps) <= delta (the claimed eps at ``delta``)."""
+    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0
+    while zcdp_delta(rho, hi) > delta:
+        hi *= 2
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if zcdp_delta(rho, mid) <= delta else (mid, hi)
+    return hi
+
+
+def _plan(claim: Claim) -> tuple[float, float, list[float]]:
+    """(epsilon_claimed, delta, profile eps grid) for a claim.
+
+    Pure DP: the bound at delta = 0 is the whole test. (eps, delta)-DP: the bound at the claimed
+    delta, plus profile points at eps x (0, 1/2), where (eps, delta)-DP still promises
+    delta(eps') from Kairouz et al.'s tight conversion (points above eps add nothing: the
+    profile is flat there and e^eps' q grows). zCDP: the bound at delta = 1e-5 against the
+    claimed profile's epsilon there, plus points where the profile is 1e-1, 1e-2, 1e-3.
+    """
+    if claim.notion == "zCDP":
+        delta = claim.delta if claim.delta > 0 else ZCDP_DELTA
+        if claim.rho == 0:
+            return 0.0, delta, [0.0]
+        grid = [_eps_of_zcdp(claim.rho, d) for d in ZCDP_PROFILE_DELTAS]
+        return _eps_of_zcdp(claim.rho, delta), delta, grid
+    if claim.delta > 0:
+        return claim.epsilon, claim.delta, [claim.epsilon * f for f in APPROX_PROFILE_FRACTIONS]
+    return claim.epsilon, 0.0, []
+
+
+# ------------------------------------------------------------------ the audit
+def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
+          backend: str = "local", scheduler: str | None = None, progress: Callable[[str], None] | None = None,
+          selection_fraction: float = 0.25) -> AuditResult:
+    """Audit ``target`` black-box; returns an :class:`AuditResult` (see the module docstring).
+
+    samples:            outputs per input of each pair, selection and certification together.
+    alpha:              1 - confidence, split over every certified bound (module docstring).
+    seed:               fixes everything; the chunking depends only on ``samples``, so any
+                        ``workers`` / ``backend`` gives identical results.
+    selection_fraction: share of each side's sample used to choose events. A quarter is our
+                        choice: the threshold objective is flat near its optimum, so a smaller
+                        selection sample loses little while certification precision grows.
+    """
+    if not isinstance(target, AuditTarget):
+        raise InputError(f"audit expects a dpcheck.AuditTarget, got {type(target).__name__}")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 20:
+        raise InputError(f"samples must be an integer >= 20, got {samples!r}")
+    samples = int(samples)
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if not (isinstance(selection_fraction, (int, float)) and 0 < selection_fraction < 1):
+        raise InputError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
+    n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
+    n_cert = samples - n_sel
+    claim = target.claim
+    eps_claim, delta, grid = _plan(claim)
+    n_pairs = len(target.pairs)
+    n_bounds = 2 * 2 * n_pairs * (1 + len(grid))
+    alpha_b = alpha / n_bounds
+    say = progress or (lambda msg: None)
+
+    say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
+    drawn = _draw(target, samples, seed, workers, backend, scheduler)
+    kind = ev.output_kind(drawn[0][0], target.output)
+
+    rows, prof, keep = [], [], {}
+    ratio = ev.Objective("ratio", delta=delta)
+    for p, (xd, xdp) in enumerate(drawn):
+        xd, xdp = ev.flat(xd), ev.flat(xdp)
+        for direction, (x, y) in zip(DIRECTIONS, ((xd, xdp), (xdp, xd))):
+            say(f"{target.name}: pair {p} {direction}: choosing and certifying events")
+            sel_x, cert_x, sel_y, cert_y = x[:n_sel], x[n_sel:], y[:n_sel], y[n_sel:]
+            scorers = ev.scorers_for(sel_x, sel_y, kind)
+            sel_scores = [(sc.score(sel_x), sc.score(sel_y)) for sc in scorers]
+            cert_cache: dict[int, tuple] = {}
+
+            def certify(objective):
+                best = None
+                for i, (sx, sy) in enumerate(sel_scores):
+                    t, v, _, _ = ev.best_threshold(sx, sy, n_cert, alpha_b, objective)
+                    if best is None or v > best[2]:
+                        best = (i, t, v)
+                i, t, _ = best
+                if i not in cert_cache:
+                    cert_cache[i] = (scorers[i].score(cert_x), scorers[i].score(cert_y))
+                cx, cy = cert_cache[i]
+                kx, ky = int(np.count_nonzero(cx >= t)), int(np.count_nonzero(cy >= t))
+                p_lo = float(stats.cp_lower(kx, n_cert, alpha_b))
+                q_hi = float(stats.cp_upper(ky, n_cert, alpha_b))
+                return i, t, kx, ky, p_lo, q_hi
+
+            i, t, kx, ky, p_lo, q_hi = certify(ratio)
+            eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
+            power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
+            event = scorers[i].describe(t)
+            rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
+                         "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
+                         "epsilon_lower_bound": max(eps_lb, 0.0), "power": power})
+            keep[(p, direction)] = (event, scorers[i], t, cert_cache[i], (cert_x, cert_y))
+            for e in grid:
+                _, _, kx2, ky2, p2, q2 = certify(ev.Objective("difference", eps=e))
+                hs = p2 - math.exp(e) * q2
+                allowed = claim.delta_at(e)
+                prof.append({"pair": p, "direction": direction, "epsilon": e, "count_d": kx2,
+                             "count_dprime": ky2, "delta_lower_bound": hs, "delta_claimed": allowed,
+                             "exceeded": bool(hs > allowed)})
+
+    win = max(range(len(rows)), key=lambda j: rows[j]["epsilon_lower_bound"])
+    w = rows[win]
+    eps_lb = w["epsilon_lower_bound"]
+    power = min(r["power"] for r in rows)
+    event, scorer, thr, (cx, cy), raw = keep[(w["pair"], w["direction"])]
+    event = dict(event, count_d=w["count_d"], count_dprime=w["count_dprime"], n=n_cert,
+                 p_lo=w["p_lo"], q_hi=w["q_hi"])
+    tight = eps_lb / eps_claim if eps_claim > 0 else (math.inf if eps_lb > 0 else 1.0)
+    power_ratio = power / eps_claim if eps_claim > 0 else math.inf
+    exceeded = [r for r in prof if r["exceeded"]]
+    conf = f"{1 - alpha:.0%}"
+    dtxt = f" at delta={delta:g}" if delta else ""
+    if eps_lb > eps_claim or exceeded:
+        verdict = FAIL
+        if eps_lb > eps_claim:
+            reason = (f"eps >= {eps_lb:.4g}{dtxt} with {conf} confidence, above the claimed {eps_claim:.4g} "
+                      f"(event {event['text']}, pair {w['pair']} {w['direction']})")
+        else:
+            r = max(exceeded, key=lambda r: r["delta_lower_bound"] - r["delta_claimed"])
+            reason = (f"delta({r['epsilon']:.4g}) >= {r['delta_lower_bound']:.4g} with {conf} confidence, above "
+                      f"the claimed profile's {r['delta_claimed']:.4g} (pair {r['pair']} {r['direction']})")
+    elif power > (INCONCLUSIVE_FACTOR * eps_claim if eps_claim > 0 else 0.1):
+        verdict = INCONCLUSIVE
+        reason = (f"no violation found (eps_lb = {eps_lb:.4g}{dtxt}), but {samples} samples per side could only "
+                  f"detect a true eps of about {power:.4g} vs the claimed {eps_claim:.4g}; use more samples")
+    else:
+        verdict = PASS
+        reason = (f"eps_lb = {eps_lb:.4g}{dtxt} <= claimed {eps_claim:.4g} at {conf} (tightness {tight:.3g}; "
+                  f"would detect eps >= {power:.4g})")
+    plots = [_distribution_plot(event, scorer, thr, cx, cy, raw, w)]
+    if grid:
+        plots.append(_profile_plot(claim, prof, grid))
+    return AuditResult(
+        verdict=verdict, reason=reason, epsilon_lower_bound=eps_lb, confidence=1 - alpha, samples=samples,
+        selection_samples=n_sel, certification_samples=n_cert, event=event, pair=w["pair"],
+        direction=w["direction"], tightness=tight, power=power, power_ratio=power_ratio, claim=claim,
+        epsilon_claimed=eps_claim, delta=delta, pairs_table=tuple(rows), profile=tuple(prof), alpha=alpha,
+        alpha_per_bound=alpha_b, n_bounds=n_bounds, seed=seed, output_kind=kind, target=target.name,
+        plots=tuple(plots))
+
+
+# ------------------------------------------------------------------ plots (docs/interfaces.md "Plots")
+def _distribution_plot(event, scorer, t, cx, cy, raw, row, bins: int = 80) -> dict:
+    """The chosen event's statistic under D and D' (certification sample), a few hundred points."""
+    first, second = ("D", "D'") if row["direction"] == "D->D'" else ("D'", "D")
+    title = f"pair {row['pair']}: {event['text']}"
+    if isinstance(scorer, ev.CellScorer):
+        # cell probabilities of the (at most 40) most frequent cells, sorted by likelihood ratio
+        xs, ys = raw
+        m = scorer.cells.size
+        ix, iy = scorer.cell_index(xs), scorer.cell_index(ys)
+        px = np.bincount(ix[ix >= 0], minlength=m) / xs.shape[0]
+        py = np.bincount(iy[iy >= 0], minlength=m) / ys.shape[0]
+        top = np.argsort(-(px + py), kind="stable")[:40]
+        top = top[np.argsort(-scorer.log_ratio[top], kind="stable")]
+        labels = [str(_short(ev._label(scorer.labels[i]))) for i in top]
+        return {"title": title, "xlabel": "cell (sorted by estimated likelihood ratio)", "ylabel": "probability",
+                "logx": False, "logy": False, "kind": "bar",
+                "series": [{"label": first, "x": labels, "y": px[top]},
+                           {"label": second, "x": labels, "y": py[top]}]}
+    fin = np.concatenate([cx[np.isfinite(cx)], cy[np.isfinite(cy)]])
+    lo, hi = np.quantile(fin, [0.0005, 0.9995]) if fin.size else (0.0, 1.0)
+    lo, hi = min(lo, t), max(hi, t)
+    if hi <= lo:
+        hi = lo + 1.0
+    edges = np.linspace(lo, hi, bins + 1)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    sign = -1 if event.get("tail") == "lower" else 1
+    hx = np.histogram(cx, edges)[0] / cx.shape[0]
+    hy = np.histogram(cy, edges)[0] / cy.shape[0]
+    x = sign * centres
+    order = np.argsort(x)
+    stat = "output" if event["family"] == "threshold" else "score"
+    return {"title": title, "xlabel": f"{stat} ({event.get('statistic', '')})", "ylabel": "fraction of samples",
+            "logx": False, "logy": "symlog", "kind": "hist",
+            "series": [{"label": first, "x": x[order], "y": hx[order]},
+                       {"label": second, "x": x[order], "y": hy[order]}],
+            "threshold": event.get("threshold")}
+
+
+def _short(v):
+    return v if not isinstance(v, (list, tuple)) or len(v) <= 6 else list(v[:6]) + ["..."]
+
+
+def _profile_plot(claim: Claim, prof: list, grid: list) -> dict:
+    """Claimed delta(eps) against the certified lower bounds at the tested eps."""
+    emax = max(max(grid) * 1.5, 0.1)
+    xs = np.linspace(0, emax, 60)
+    best = [max((r["delta_lower_bound"] for r in prof if r["epsilon"] == e), default=0.0) for e in grid]
+    return {"title": "privacy profile: claimed delta(eps) vs certified lower bounds",
+            "xlabel": "eps", "ylabel": "delta", "logx": False, "logy": True, "kind": "line",
+            "series": [{"label": "claimed delta(eps)", "x": xs, "y": [claim.delta_at(float(e)) for e in xs]},
+                       {"label": "certified lower bound", "x": list(grid), "y": [max(b, 1e-12) for b in best]}]}

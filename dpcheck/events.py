@@ -1,0 +1,270 @@
+"""Events for black-box auditing: families of sets E of outputs, chosen on a selection sample.
+
+Every family reduces an output to a scalar *score* and the event to a threshold on it,
+E = {score >= t}, so one sorting-based search serves them all:
+
+- ``ThresholdFamily``: the output itself (scalar outputs, or one coordinate of a vector),
+  both tails ({x >= t} and, through the score -x, {x <= t}).
+- ``CellFamily``: discrete outputs; the score of an output is the estimated log
+  likelihood ratio ln(P^[D] / P^[D']) of its cell, so {score >= t} are the unions of cells
+  sorted by likelihood ratio. Cells never seen in the selection sample score -inf.
+- ``NaiveBayesFamily``: vector outputs; the score is the sum over coordinates of binned
+  per-coordinate log likelihood ratios (a learned score in the spirit of DP-Sniper's
+  classifier; exact up to binning for mechanisms with independent coordinates, such as
+  Laplace or Gaussian histograms).
+
+Threshold search (DP-Opt style, no pinned mass, hence no ln(1/c) cap): for every candidate
+t (every distinct selection score under D) the selection counts are projected to the size of
+the certification sample and the objective, a Clopper-Pearson-based bound, is evaluated;
+Wilson bounds rank all candidates in O(n log n) (two sorts and a searchsorted), and the best
+few are re-ranked with exact Clopper-Pearson bounds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpcheck import stats
+
+N_EXACT = 64          # candidates re-ranked with exact Clopper-Pearson bounds
+SELECTION_Z = 1.0      # pessimism of the selection estimates (see best_threshold)
+SMOOTH = 0.5          # pseudo-count of the log-likelihood-ratio estimates (Jeffreys-like)
+
+
+# ----------------------------------------------------------------- objectives
+@dataclass(frozen=True)
+class Objective:
+    """What a threshold maximises, evaluated at bounds (p_lo, q_hi).
+
+    kind="ratio": ln((p_lo - delta) / q_hi), the epsilon lower bound at ``delta``.
+    kind="difference": p_lo - e^eps q_hi, a lower bound on the hockey-stick divergence at eps
+    (compared with the claimed privacy profile delta(eps)).
+    """
+    kind: str
+    delta: float = 0.0
+    eps: float = 0.0
+
+    def __call__(self, p_lo, q_hi):
+        if self.kind == "ratio":
+            return stats.eps_bound(p_lo, q_hi, self.delta)
+        return np.asarray(p_lo) - math.exp(self.eps) * np.asarray(q_hi)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The best threshold of one scorer on the selection sample."""
+    scorer: object
+    threshold: float
+    value: float          # the objective at projected counts (an estimate, not certified)
+    k_d: int              # selection counts in the event
+    k_dprime: int
+
+
+def best_threshold(score_d: np.ndarray, score_dp: np.ndarray, n_cert: int, alpha: float,
+                   objective: Objective) -> tuple[float, float, int, int]:
+    """Threshold t maximising the objective for E = {score >= t}; returns (t, value, k_d, k_d').
+
+    score_d, score_dp: (n_sel,) selection scores under D and D'. Counts are projected to
+    n_cert, the size of the certification sample the chosen event will be certified on.
+    """
+    a = np.sort(score_d[score_d > -np.inf])             # -inf: cells outside every event
+    b = np.sort(score_dp)
+    na, nb = score_d.shape[0], score_dp.shape[0]
+    if a.size == 0:
+        return math.inf, -math.inf, 0, 0
+    cand = np.unique(a)
+    kd = na - np.searchsorted(a, cand, side="left")      # #{score_d >= t}
+    kq = nb - np.searchsorted(b, cand, side="left")      # #{score_dp >= t}
+    # Winner's curse: the maximum over ~n_sel candidates of a noisy objective favours deep-tail
+    # thresholds whose selection ratio is high by chance. Projecting pessimistic selection
+    # estimates (one standard deviation: Wilson bounds at z = SELECTION_Z) makes the penalty
+    # grow with the selection noise of each candidate.
+    pd_ = stats.wilson_lower(kd, na, SELECTION_Z) * n_cert
+    pq_ = stats.wilson_upper(kq, nb, SELECTION_Z) * n_cert
+    z = stats.z_of(alpha)
+    approx = objective(stats.wilson_lower(pd_, n_cert, z), stats.wilson_upper(pq_, n_cert, z))
+    m = min(N_EXACT, cand.size)
+    top = np.argpartition(-approx, m - 1)[:m] if cand.size > m else np.arange(cand.size)
+    exact = objective(stats.cp_lower(pd_[top], n_cert, alpha), stats.cp_upper(pq_[top], n_cert, alpha))
+    j = top[int(np.argmax(exact))]
+    return float(cand[j]), float(np.max(exact)), int(kd[j]), int(kq[j])
+
+
+# ----------------------------------------------------------------- scorers
+class Scorer:
+    """A fitted score; ``score(x)`` maps outputs (n, ...) to (n,) floats."""
+    family = "score"
+
+    def score(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self, t: float) -> dict:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class ThresholdScorer(Scorer):
+    """score = sign * x[:, coord] (coord None for scalar outputs); sign -1 gives the lower tail."""
+    family = "threshold"
+
+    def __init__(self, sign: int, coord: int | None = None):
+        self.sign, self.coord = sign, coord
+
+    def score(self, x):
+        v = x if self.coord is None else x[:, self.coord]
+        return self.sign * v.astype(float, copy=False)
+
+    def describe(self, t):
+        name = "M(D)" if self.coord is None else f"M(D)[{self.coord}]"
+        op, thr = (">=", t) if self.sign > 0 else ("<=", -t)
+        return {"family": "threshold", "statistic": "output" if self.coord is None else f"coordinate {self.coord}",
+                "tail": "upper" if self.sign > 0 else "lower", "threshold": thr,
+                "text": f"{name} {op} {thr:.6g}"}
+
+
+def _as_keys(x: np.ndarray) -> np.ndarray:
+    """Outputs (n, ...) as sortable 1-D keys: the values themselves, or rows viewed as bytes."""
+    if x.ndim == 1:
+        return x
+    flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
+    return flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
+
+
+class CellScorer(Scorer):
+    """Cells of a discrete output, scored by their estimated log likelihood ratio."""
+    family = "cells"
+
+    def __init__(self, cells: np.ndarray, labels: np.ndarray, log_ratio: np.ndarray):
+        self.cells, self.labels, self.log_ratio = cells, labels, log_ratio
+
+    @classmethod
+    def fit(cls, d: np.ndarray, dp: np.ndarray) -> "CellScorer":
+        kd_keys, kp_keys = _as_keys(d), _as_keys(dp)
+        cells, first, inv = np.unique(np.concatenate([kd_keys, kp_keys]), return_index=True, return_inverse=True)
+        inv = inv.ravel()
+        cd = np.bincount(inv[: len(kd_keys)], minlength=cells.size)
+        cp = np.bincount(inv[len(kd_keys):], minlength=cells.size)
+        # labels in cell order (row keys sort by bytes, not by value)
+        labels = np.concatenate([d, dp])[first] if d.ndim > 1 else cells
+        lr = np.log((cd + SMOOTH) / len(kd_keys)) - np.log((cp + SMOOTH) / len(kp_keys))
+        return cls(cells, labels, lr)
+
+    def cell_index(self, x):
+        keys = _as_keys(x)
+        i = np.searchsorted(self.cells, keys)
+        i = np.minimum(i, self.cells.size - 1)
+        return np.where(self.cells[i] == keys, i, -1)
+
+    def score(self, x):
+        i = self.cell_index(x)
+        return np.where(i >= 0, self.log_ratio[np.maximum(i, 0)], -np.inf)
+
+    def describe(self, t):
+        inside = np.flatnonzero(self.log_ratio >= t)
+        inside = inside[np.argsort(-self.log_ratio[inside])]
+        shown = [_label(self.labels[i]) for i in inside[:20]]
+        more = f" and {inside.size - 20} more" if inside.size > 20 else ""
+        return {"family": "cells", "statistic": "estimated log likelihood ratio of the cell",
+                "tail": "upper", "threshold": t, "cells": shown, "n_cells": int(inside.size),
+                "text": f"M(D) in {{{', '.join(map(str, shown))}{more}}}"}
+
+
+def _label(v):
+    v = np.asarray(v)
+    return v.item() if v.ndim == 0 else v.tolist()
+
+
+class NaiveBayesScorer(Scorer):
+    """Sum over coordinates of binned per-coordinate log likelihood ratios."""
+    family = "naive_bayes"
+
+    def __init__(self, edges: list, tables: list):
+        self.edges, self.tables = edges, tables
+
+    @classmethod
+    def fit(cls, d: np.ndarray, dp: np.ndarray, bins: int = 64) -> "NaiveBayesScorer":
+        # d, dp: (n, k) flattened vector outputs
+        edges, tables = [], []
+        qs = np.linspace(0, 1, bins + 1)[1:-1]
+        for j in range(d.shape[1]):  # loop over coordinates, not samples
+            pooled = np.concatenate([d[:, j], dp[:, j]]).astype(float)
+            e = np.unique(np.quantile(pooled, qs))
+            cd = np.bincount(np.searchsorted(e, d[:, j], side="right"), minlength=e.size + 1)
+            cq = np.bincount(np.searchsorted(e, dp[:, j], side="right"), minlength=e.size + 1)
+            edges.append(e)
+            tables.append(np.log((cd + SMOOTH) / d.shape[0]) - np.log((cq + SMOOTH) / dp.shape[0]))
+        return cls(edges, tables)
+
+    def score(self, x):
+        s = np.zeros(x.shape[0])
+        for j, (e, tab) in enumerate(zip(self.edges, self.tables)):
+            s += tab[np.searchsorted(e, x[:, j], side="right")]
+        return s
+
+    def describe(self, t):
+        return {"family": "naive_bayes", "statistic": "sum of per-coordinate binned log likelihood ratios",
+                "tail": "upper", "threshold": t, "text": f"score(M(D)) >= {t:.6g} (naive-Bayes log LR)"}
+
+
+def output_kind(x: np.ndarray, declared: str = "auto") -> str:
+    """"discrete" for labels / integers / few distinct values, else "continuous"."""
+    if declared != "auto":
+        return declared
+    if x.dtype.kind in "iubUS":
+        return "discrete"
+    return "continuous"
+
+
+def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int = 4096,
+                max_coordinates: int = 16) -> list[Scorer]:
+    """Candidate scorers for one direction (D against D'), fitted on the selection sample.
+
+    d_sel, dp_sel: (n_sel, ...) selection outputs. Selection is free (only the chosen event
+    is certified), so every family that fits is tried.
+    """
+    numeric = d_sel.dtype.kind in "iubf"
+    out: list[Scorer] = []
+    vector = d_sel.ndim > 1 and int(np.prod(d_sel.shape[1:])) > 1
+    if not vector:
+        d1, p1 = d_sel.reshape(-1), dp_sel.reshape(-1)
+        if numeric:
+            out += [ThresholdScorer(+1), ThresholdScorer(-1)]
+        if kind == "discrete" or not numeric:
+            out.append(CellScorer.fit(d1, p1))
+        elif np.unique(np.concatenate([d1[:20000], p1[:20000]])).size <= 256:
+            # a float output with few values (e.g. a clipped or rounded release): cells too
+            cs = CellScorer.fit(d1, p1)
+            if cs.cells.size <= max_cells:
+                out.append(cs)
+        return out
+    d2 = d_sel.reshape(d_sel.shape[0], -1)
+    p2 = dp_sel.reshape(dp_sel.shape[0], -1)
+    if kind == "discrete" or not numeric:
+        keys = np.unique(_as_keys(np.concatenate([d2[:50000], p2[:50000]])))
+        if keys.size <= max_cells or not numeric:
+            out.append(CellScorer.fit(d2, p2))
+    if numeric:
+        out.append(NaiveBayesScorer.fit(d2, p2))
+        if d2.shape[1] <= max_coordinates:
+            out += [ThresholdScorer(s, j) for j in range(d2.shape[1]) for s in (+1, -1)]
+    return out
+
+
+def flat(x: np.ndarray) -> np.ndarray:
+    """Outputs as (n,) for scalars, (n, k) for vectors."""
+    if x.ndim == 1:
+        return x
+    if int(np.prod(x.shape[1:])) == 1:
+        return x.reshape(-1)
+    return x.reshape(x.shape[0], -1)
+
+
+def choose_event(d_sel, dp_sel, n_cert, alpha, objective: Objective, kind: str) -> Choice:
+    """Fit every family on the selection sample and return the best (scorer, threshold)."""
+    best = None
+    for sc in scorers_for(d_sel, dp_sel, kind):
+        t, v, kd, kq = best_threshold(sc.score(d_sel), sc.score(dp_sel), n_cert, alpha, objective)
+        if best is None or v > best.value:
+            best = Choice(sc, t, v, kd, kq)
+    return best

@@ -1,0 +1,107 @@
+"""Binomial confidence bounds and the detection-power calculation of the black-box auditor.
+
+Everything here is vectorised and accepts non-integer counts: the auditor evaluates
+bounds at *projected* counts (a selection-sample frequency scaled to the size of the
+certification sample) when it chooses an event, and at median counts when it computes
+power. Only integer counts from the certification sample ever enter a certified bound.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import betaincinv, ndtri
+
+
+def cp_lower(k, n, alpha):
+    """One-sided (1 - alpha) Clopper-Pearson lower bound on p from k successes in n trials.
+
+    The alpha-quantile of Beta(k, n - k + 1); 0 when k = 0 (Clopper & Pearson 1934).
+    """
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = betaincinv(np.maximum(k, 1e-300), n - k + 1, alpha)
+    return np.where(k > 0, lo, 0.0)
+
+
+def cp_upper(k, n, alpha):
+    """One-sided (1 - alpha) Clopper-Pearson upper bound: the (1 - alpha)-quantile of Beta(k + 1, n - k).
+
+    With k = 0 it is 1 - alpha^(1/n) ~ ln(1/alpha) / n, so an output never seen under an
+    input still gets a bound that shrinks with the samples (and eps_lb grows with them).
+    """
+    k = np.asarray(k, dtype=float)
+    n = np.asarray(n, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hi = betaincinv(k + 1, np.maximum(n - k, 1e-300), 1 - alpha)
+    return np.where(k < n, hi, 1.0)
+
+
+def wilson_lower(k, n, z):
+    """Wilson score lower bound (z standard deviations): a cheap proxy of :func:`cp_lower`.
+
+    Used only to rank hundreds of thousands of candidate thresholds on the selection
+    sample; the few best are re-ranked with exact Clopper-Pearson bounds.
+    """
+    k = np.asarray(k, dtype=float)
+    p = k / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
+    return np.maximum((centre - half) / (1 + z2 / n), 0.0)
+
+
+def wilson_upper(k, n, z):
+    """Wilson score upper bound (see :func:`wilson_lower`)."""
+    k = np.asarray(k, dtype=float)
+    p = k / n
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
+    return np.minimum((centre + half) / (1 + z2 / n), 1.0)
+
+
+def z_of(alpha: float) -> float:
+    return float(ndtri(1 - alpha))
+
+
+def eps_bound(p_lo, q_hi, delta=0.0):
+    """eps_lb = ln((p_lo - delta) / q_hi); -inf where p_lo <= delta (vectorised)."""
+    p_lo = np.asarray(p_lo, dtype=float)
+    q_hi = np.asarray(q_hi, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(np.maximum(p_lo - delta, 0.0)) - np.log(q_hi)
+    return np.where(p_lo > delta, out, -np.inf)
+
+
+def detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
+    """Median-case detection threshold of one event: the auditor's ``power``.
+
+    Fix the event E and its probability under D' at q = q_hat (its certification
+    estimate, at least 1/n). Suppose the mechanism had P[M(D) in E] = p = e^eps' q + delta
+    for some eps' > eps_claim. With both certification counts at their expected values
+    n p and n q (the medians up to rounding, so the statement holds with probability
+    about 1/2), the certified bound ln((CP_lo(n p) - delta) / CP_hi(n q)) exceeds
+    eps_claim exactly when p exceeds p* = CP_lo^{-1}(delta + e^eps_claim CP_hi(n q)).
+    The returned value is eps' = ln((p* - delta) / q): the smallest true epsilon this
+    event and this sample budget would catch half the time. inf if p* would exceed 1.
+    """
+    q = max(float(q_hat), 1.0 / n)
+    target = delta + math.exp(eps_claim) * float(cp_upper(q * n, n, alpha))
+    if target >= 1 or float(cp_lower(n, n, alpha)) <= target:
+        return math.inf
+    lo, hi = 0.0, float(n)
+    # CP_lo is increasing in k: bisection on the (continuous) count
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if float(cp_lower(mid, n, alpha)) > target:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-6 * max(1.0, hi):
+            break
+    p_star = hi / n
+    if p_star <= delta:
+        return float(eps_claim)
+    return max(float(eps_claim), math.log((p_star - delta) / q))
