@@ -1,0 +1,18 @@
+"""Count privatizers for tabular DP-RL (dp_ucbvi.md §3, dp_nash_vi.md §3, offline §2).
+
+CountPrivatizer (interface), CentralPrivatizer (JDP, tree mechanism), LocalPrivatizer (LDP),
+NoPrivatizer (exact counts), the offline DP-APVI privatizers, the exact post-processing projection,
+the binary mechanism, the widths E, and ``load_privatizer``.
+"""
+from algorithms.privatizers.base import CountPrivatizer, PrivateCounts, TrueCounts, INTERFACE
+from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
+from algorithms.privatizers.central import CentralPrivatizer
+from algorithms.privatizers.local import LocalPrivatizer, LocalMessage
+from algorithms.privatizers.nonprivate import NoPrivatizer
+from algorithms.privatizers.projection import project_counts, post_process, post_process_offline
+from algorithms.privatizers.width import confidence_width
+from algorithms.privatizers.loader import load_privatizer
+
+__all__ = ["CountPrivatizer", "PrivateCounts", "TrueCounts", "INTERFACE", "BinaryMechanism", "TreeCounter",
+           "tree_levels", "CentralPrivatizer", "LocalPrivatizer", "LocalMessage", "NoPrivatizer",
+           "project_counts", "post_process", "post_process_offline", "confidence_width", "load_privatizer"]

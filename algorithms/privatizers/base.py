@@ -1,0 +1,276 @@
+"""The count-privatizer interface of DP-UCBVI and DP-Nash-VI (dp_ucbvi.md §3, dp_nash_vi.md §3).
+
+A privatizer turns the trajectories of K users (one episode each, ``runs`` independent Monte-Carlo
+runs side by side) into private counts that the planner may read: ``N~_h^k(s,a)``, ``N~_h^k(s,a,s')``
+and ``R~_h^k(s,a)``. It declares its privacy as data (``claim``, ``dp_event()``) and its accuracy as
+the public width ``E`` of Assumption 3.1.
+
+What a researcher implements (see docs/privatizers.md for a complete example). Subclass
+:class:`CountPrivatizer` and provide
+
+* ``name`` (class attribute) and ``notion`` ("JDP" or "LDP");
+* ``_start_noise(rng)``: set up the noise state once the sizes are known (``self.runs, H, S, A, K,
+  families, scale`` are set; ``rng`` is the only source of randomness allowed);
+* ``_ingest(visits, transitions, rewards)``: one episode per run as one-hot increments
+  ``(runs,H,S,A)``, ``(runs,H,S,A,S)`` and reward increments ``(runs,H,S,A)`` (or None);
+* ``_noisy_counts()`` -> ``(N^ visits (runs,H,S,A), N^ transitions (runs,H,S,A,S), R~ or None)``;
+* ``_compute_width()`` -> E (data-independent; called in ``start`` before any data);
+* ``dp_event(neighbouring="replacement")`` -> a dp_accounting DpEvent describing the noise actually
+  drawn (noise family, scale, sensitivity, number of compositions);
+* ``claim`` -> the :class:`dpcheck.Claim` the privatizer promises (with its source).
+
+The base class does the rest: argument validation, the true counts (kept for checkers only), the
+post-processing LP (``release``), and the ``PrivateCounts`` record. A class that overrides the public
+methods ``start/observe/release`` directly is accepted too, as long as it has every member listed in
+:data:`INTERFACE`.
+
+Calibrations (dp_ucbvi.md §7.1 A5, dp_nash_vi.md §7.1 B3): ``"paper"`` uses the paper's sensitivity
+``H`` per family (add/remove one user), so under the replacement relation of the papers' definitions
+it certifies only ``2 eps``; ``"strict"`` (our default, so that the default claim holds) doubles the
+noise scales and certifies ``eps`` under replacement.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcheck.errors import InputError
+
+CALIBRATIONS = ("paper", "strict")
+INTERFACE = ("start", "observe", "release", "width", "claim", "dp_event", "true_counts")
+
+
+@dataclass(frozen=True)
+class PrivateCounts:
+    """What the planner may read after episode k (the N~, R~ of the specs), batched over runs.
+
+    visits:            N~_h(s,a)        (runs, H, S, A)
+    transitions:       N~_h(s,a,s')     (runs, H, S, A, S);  visits = transitions.sum(-1)
+    rewards:           R~_h(s,a)        (runs, H, S, A) or None (games: known rewards)
+    noisy_visits:      N^_h(s,a) before post-processing
+    noisy_transitions: N^_h(s,a,s') before post-processing
+    width:             E (public)
+    """
+
+    visits: np.ndarray
+    transitions: np.ndarray
+    rewards: np.ndarray | None
+    noisy_visits: np.ndarray
+    noisy_transitions: np.ndarray
+    width: float
+
+    @property
+    def kernel(self) -> np.ndarray:
+        """P~_h(s'|s,a) = N~(s,a,s') / N~(s,a)   (runs, H, S, A, S) (eq. 1)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.transitions / self.visits[..., None]
+
+
+@dataclass(frozen=True)
+class TrueCounts:
+    """The raw counts N, N(s,a,s'), R (runs, H, S, A[, S]); for checkers only, never for planning."""
+
+    visits: np.ndarray
+    transitions: np.ndarray
+    rewards: np.ndarray | None
+
+
+def _positive_int(name, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < 1:
+        raise InputError(f"{name} must be a positive integer, got {v!r}")
+    return int(v)
+
+
+def episode_increments(states, actions, rewards, S: int, A: int, with_rewards: bool = True):
+    """One-hot increments of one episode per run.
+
+    states (runs, H+1) ints in [0,S); actions (runs, H) ints in [0,A); rewards (runs, H) in [0,1] or None.
+    Returns visits (runs,H,S,A), transitions (runs,H,S,A,S), rewards (runs,H,S,A) or None.
+    """
+    st = np.asarray(states)
+    ac = np.asarray(actions)
+    if st.ndim != 2 or ac.ndim != 2 or st.shape[0] != ac.shape[0] or st.shape[1] != ac.shape[1] + 1:
+        raise InputError(f"states must be (runs, H+1) and actions (runs, H); got {st.shape} and {ac.shape}")
+    if st.dtype.kind not in "iu" or ac.dtype.kind not in "iu":
+        if not (np.all(np.mod(st, 1) == 0) and np.all(np.mod(ac, 1) == 0)):
+            raise InputError("states and actions must be integer indices")
+        st, ac = st.astype(np.int64), ac.astype(np.int64)
+    if st.size and (st.min() < 0 or st.max() >= S):
+        raise InputError(f"states must lie in [0, {S}), got values in [{st.min()}, {st.max()}]")
+    if ac.size and (ac.min() < 0 or ac.max() >= A):
+        raise InputError(f"actions must lie in [0, {A}), got values in [{ac.min()}, {ac.max()}]")
+    runs, H = ac.shape
+    r_idx = np.repeat(np.arange(runs), H)
+    h_idx = np.tile(np.arange(H), runs)
+    s, a, s2 = st[:, :H].ravel(), ac.ravel(), st[:, 1:].ravel()
+    visits = np.zeros((runs, H, S, A))
+    visits[r_idx, h_idx, s, a] = 1.0
+    trans = np.zeros((runs, H, S, A, S))
+    trans[r_idx, h_idx, s, a, s2] = 1.0
+    rew = None
+    if with_rewards:
+        if rewards is None:
+            raise InputError("this privatizer was started with rewards=True; observe() needs rewards")
+        rw = np.asarray(rewards, dtype=float)
+        if rw.shape != ac.shape:
+            raise InputError(f"rewards must have shape {ac.shape} (runs, H), got {rw.shape}")
+        if not np.all((rw >= 0) & (rw <= 1)):
+            raise InputError("rewards must lie in [0, 1] (the privatizers' sensitivity assumes it)")
+        rew = np.zeros((runs, H, S, A))
+        rew[r_idx, h_idx, s, a] = rw.ravel()
+    return visits, trans, rew
+
+
+class CountPrivatizer:
+    """Base class of count privatizers: stores configuration; ``start`` sizes it; ``observe`` /
+    ``release`` do the work (scikit-learn style: the constructor does no computation).
+
+    epsilon:     privacy budget, > 0 and finite.
+    beta:        failure probability of the utility statements, in (0, 1); E makes Assumption 3.1
+                 hold with probability >= 1 - beta/3.
+    calibration: "paper" (sensitivity H per family: eps under add/remove, 2 eps under replacement)
+                 or "strict" (sensitivity 2H: eps under replacement). Default "strict".
+    width_mode:  "rigorous" (default), "calibrated" or "nominal" (width.py).
+    """
+
+    name = "custom"
+    notion = "JDP"
+    source = ""
+
+    def __init__(self, epsilon: float = 1.0, beta: float = 0.1, calibration: str = "strict",
+                 width_mode: str = "rigorous"):
+        from algorithms.privatizers.width import WIDTH_MODES
+        try:
+            eps = float(epsilon)
+        except (TypeError, ValueError):
+            raise InputError(f"epsilon must be a number, got {epsilon!r}") from None
+        if isinstance(epsilon, bool) or not (eps > 0 and math.isfinite(eps)):
+            raise InputError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        try:
+            b = float(beta)
+        except (TypeError, ValueError):
+            raise InputError(f"beta must be a number, got {beta!r}") from None
+        if not 0 < b < 1:
+            raise InputError(f"beta must lie in (0, 1), got {beta!r}")
+        if calibration not in CALIBRATIONS:
+            raise InputError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+        if width_mode not in WIDTH_MODES:
+            raise InputError(f"width_mode must be one of {WIDTH_MODES}, got {width_mode!r}")
+        self.epsilon = eps
+        self.beta = b
+        self.calibration = calibration
+        self.width_mode = width_mode
+        self._started = False
+
+    # -- configuration -------------------------------------------------------------------
+    def get_params(self) -> dict:
+        return {"epsilon": self.epsilon, "beta": self.beta, "calibration": self.calibration,
+                "width_mode": self.width_mode}
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    @property
+    def sensitivity_factor(self) -> int:
+        """Per-family l1 sensitivity in units of H the noise is calibrated to: 1 (paper) or 2 (strict)."""
+        return 2 if self.calibration == "strict" else 1
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def start(self, runs: int, H: int, S: int, A: int, K: int, rng: np.random.Generator,
+              rewards: bool = True) -> "CountPrivatizer":
+        """Size the privatizer for ``runs`` independent runs of K episodes of an (H, S, A) model.
+
+        ``A`` is the number of (joint) actions: games pass ``A * B`` and ``rewards=False`` (two
+        stream families, so each family gets eps/2 instead of eps/3). Computes E before any data.
+        """
+        self.runs = _positive_int("runs", runs)
+        self.H = _positive_int("H", H)
+        self.S = _positive_int("S", S)
+        self.A = _positive_int("A", A)
+        self.K = _positive_int("K", K)
+        if not isinstance(rng, np.random.Generator):
+            raise InputError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        self.rewards = bool(rewards)
+        self.families = 3 if self.rewards else 2
+        self.rng = rng
+        self.episodes = 0
+        shape = (self.runs, self.H, self.S, self.A)
+        self._N = np.zeros(shape)
+        self._Ntr = np.zeros(shape + (self.S,))
+        self._R = np.zeros(shape) if self.rewards else None
+        self._started = True
+        self._start_noise(rng)
+        self._width = float(self._compute_width())
+        return self
+
+    def _require_started(self):
+        if not self._started:
+            raise InputError(f"{type(self).__name__}: call start(runs, H, S, A, K, rng) first")
+
+    @property
+    def width(self) -> float:
+        """E: public, data-independent confidence width (§3.4), floored at 1 for private ones."""
+        self._require_started()
+        return self._width
+
+    def observe(self, states, actions, rewards=None) -> None:
+        """Ingest one episode per run: states (runs, H+1), actions (runs, H), rewards (runs, H) or None."""
+        self._require_started()
+        if self.episodes >= self.K:
+            raise InputError(f"{type(self).__name__}: observed more than K={self.K} episodes")
+        st = np.asarray(states)
+        if st.ndim != 2 or st.shape != (self.runs, self.H + 1):
+            raise InputError(f"states must have shape (runs, H+1) = ({self.runs}, {self.H + 1}), got {st.shape}")
+        v, t, r = episode_increments(states, actions, rewards, self.S, self.A, self.rewards)
+        self._N += v
+        self._Ntr += t
+        if self.rewards:
+            self._R += r
+        self.episodes += 1
+        self._ingest(v, t, r)
+
+    def release(self) -> PrivateCounts:
+        """Private counts for the next episode: N^ from the noise process, then the §3.2 LP."""
+        from algorithms.privatizers.projection import post_process
+        self._require_started()
+        nv, nt, rw = self._noisy_counts()
+        pp = post_process(nt, nv, self.width)
+        return PrivateCounts(visits=pp.visits, transitions=pp.transitions, rewards=rw,
+                             noisy_visits=nv, noisy_transitions=nt, width=self.width)
+
+    def true_counts(self) -> TrueCounts:
+        """The raw counts so far (checkers only; the planner must never read them)."""
+        self._require_started()
+        return TrueCounts(visits=self._N.copy(), transitions=self._Ntr.copy(),
+                          rewards=None if self._R is None else self._R.copy())
+
+    # -- declared privacy ----------------------------------------------------------------
+    @property
+    def claim(self):
+        raise NotImplementedError
+
+    def dp_event(self, neighbouring: str = "replacement"):
+        raise NotImplementedError
+
+    # -- hooks ---------------------------------------------------------------------------
+    def _start_noise(self, rng):
+        raise NotImplementedError
+
+    def _ingest(self, visits, transitions, rewards):
+        raise NotImplementedError
+
+    def _noisy_counts(self):
+        raise NotImplementedError
+
+    def _compute_width(self) -> float:
+        raise NotImplementedError
+
+
+def _check_neighbouring(neighbouring: str) -> int:
+    """Multiplier of the per-family sensitivity H: 2 under replacement, 1 under add/remove."""
+    if neighbouring not in ("replacement", "add_remove"):
+        raise InputError("neighbouring must be 'replacement' or 'add_remove'")
+    return 2 if neighbouring == "replacement" else 1

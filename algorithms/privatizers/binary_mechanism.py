@@ -1,0 +1,171 @@
+"""Binary (tree) mechanism for continual counting (Chan, Shi & Song 2011, Algorithm 2).
+
+Spec: dp_ucbvi.md §3.1 ("Binary Mechanism, fully specified"), dp_nash_vi.md §3.1.
+
+* ``L = floor(log2 K) + 1`` levels; node ``(j, m)`` covers positions ``(m-1) 2^j + 1 .. m 2^j`` and holds
+  the p-sum of the items there. Every position is in one node per level, so in at most L nodes.
+* A node's noise is drawn ONCE, when the node completes (after item ``m 2^j``), and reused by every
+  later release (§7.3: fresh noise per release multiplies the privacy cost by the number of releases).
+* The release after ``t`` items is ``B(t)`` = sum of the ``popcount(t)`` noisy nodes of the dyadic
+  decomposition of ``{1..t}``; ``B(0) = 0``.
+
+Implementation: the lazy form of Chan et al. At time ``t`` exactly one node completes, at level
+``i = lowest set bit of t`` (index ``m = t / 2^i``, odd); its p-sum is ``z_t`` plus the p-sums of the
+open nodes below level ``i``, which are then discarded. Nodes with even ``m`` are never used by any
+release and are never formed. One step costs O(L) array operations over all counters, which are batched
+in an arbitrary array shape (runs, ...).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcheck.errors import InputError
+
+NOISES = ("laplace", "gaussian")
+
+
+def tree_levels(K: int) -> int:
+    """L = floor(log2 K) + 1: the number of dyadic levels for positions 1..K (§7.1 A3; never ln)."""
+    K = int(K)
+    if K < 1:
+        raise InputError(f"the stream length K must be >= 1, got {K}")
+    return K.bit_length()
+
+
+def release_nodes(t: int) -> list[tuple[int, int]]:
+    """The nodes (j, m) whose noisy p-sums make up B(t), most significant bit first (§3.1)."""
+    nodes, start = [], 0
+    for j in range(int(t).bit_length() - 1, -1, -1):
+        if (t >> j) & 1:
+            nodes.append((j, start // (1 << j) + 1))
+            start += 1 << j
+    return nodes
+
+
+def nodes_containing(position: int, K: int) -> list[tuple[int, int]]:
+    """The formed nodes (odd m, complete by K) that contain ``position`` (1-based): at most L."""
+    out = []
+    for j in range(tree_levels(K)):
+        m = (position - 1) // (1 << j) + 1
+        if m % 2 == 1 and m * (1 << j) <= K:
+            out.append((j, m))
+    return out
+
+
+@dataclass(frozen=True)
+class TreeCounter:
+    """Configuration of a batch of binary-tree counters, and the privacy it declares.
+
+    horizon:     K, the number of items of every stream (the tree needs it in advance).
+    node_scale:  the scale of every node's noise: Laplace scale b (density exp(-|x|/b)/(2b)), or
+                 Gaussian standard deviation sigma.
+    sensitivity: how much one user can change the vector of ALL true node p-sums of the counters this
+                 tree serves: l1 norm for Laplace noise, l2 norm for Gaussian noise. (DP-UCBVI, one
+                 family, replacement: 2 H L; add/remove: H L.)
+    noise:       "laplace" (pure DP) or "gaussian".
+
+    The noisy node vector is the Laplace (Gaussian) mechanism applied to the node p-sums, and every
+    release is post-processing of it, so ``dp_event()`` is exactly
+    ``LaplaceDpEvent(node_scale / sensitivity)`` (resp. ``GaussianDpEvent``): privacy loss at most
+    ``sensitivity / node_scale`` for Laplace.
+    """
+
+    horizon: int
+    node_scale: float
+    sensitivity: float = 1.0
+    noise: str = "laplace"
+
+    def __post_init__(self):
+        tree_levels(self.horizon)
+        if not (np.isfinite(self.node_scale) and self.node_scale >= 0):
+            raise InputError(f"node_scale must be a finite number >= 0, got {self.node_scale!r}")
+        if not (np.isfinite(self.sensitivity) and self.sensitivity > 0):
+            raise InputError(f"sensitivity must be a finite number > 0, got {self.sensitivity!r}")
+        if self.noise not in NOISES:
+            raise InputError(f"noise must be one of {NOISES}, got {self.noise!r}")
+
+    @property
+    def levels(self) -> int:
+        return tree_levels(self.horizon)
+
+    @property
+    def epsilon(self) -> float:
+        """Pure-DP epsilon of the whole tree (Laplace): sensitivity / node_scale."""
+        if self.noise != "laplace":
+            raise InputError("epsilon is defined for Laplace node noise only; use dp_event()")
+        return float("inf") if self.node_scale == 0 else self.sensitivity / self.node_scale
+
+    def dp_event(self):
+        import dp_accounting
+        if self.node_scale == 0:
+            return dp_accounting.NonPrivateDpEvent()
+        mult = self.node_scale / self.sensitivity
+        if self.noise == "laplace":
+            return dp_accounting.LaplaceDpEvent(noise_multiplier=mult)
+        return dp_accounting.GaussianDpEvent(noise_multiplier=mult)
+
+    def draw(self, rng: np.random.Generator, shape) -> np.ndarray:
+        """Noise of one node for every counter in ``shape``."""
+        if self.node_scale == 0:
+            return np.zeros(shape)
+        if self.noise == "laplace":
+            return rng.laplace(0.0, self.node_scale, size=shape)
+        return rng.normal(0.0, self.node_scale, size=shape)
+
+
+class BinaryMechanism:
+    """A batch of binary-tree counters sharing one :class:`TreeCounter` configuration.
+
+    ``BinaryMechanism(counter, shape, rng)``; ``step(z)`` ingests item ``t`` of every stream
+    (``z`` of shape ``shape``, entries in [0, 1]); ``release()`` returns ``B(t)`` for every counter.
+    All noise comes from ``rng``. ``node_draws`` counts the node noises drawn so far (one node per
+    step per counter) so tests can verify that nothing is redrawn.
+    """
+
+    def __init__(self, counter: TreeCounter, shape, rng: np.random.Generator):
+        self.counter = counter
+        self.shape = tuple(int(d) for d in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+        self.rng = rng
+        L = counter.levels
+        self.t = 0
+        self.node_draws = 0
+        # p-sums of the open node at each level, and noisy p-sums of the latest completed node per level
+        self._psum = np.zeros((L,) + self.shape)
+        self._noisy = np.zeros((L,) + self.shape)
+
+    @property
+    def levels(self) -> int:
+        return self.counter.levels
+
+    def step(self, z) -> None:
+        z = np.asarray(z, dtype=float)
+        if z.shape != self.shape:
+            raise InputError(f"binary mechanism: item shape {z.shape} != counter shape {self.shape}")
+        if self.t >= self.counter.horizon:
+            raise InputError(f"binary mechanism: more than K={self.counter.horizon} items")
+        self.t += 1
+        i = (self.t & -self.t).bit_length() - 1          # lowest set bit: the level that completes
+        # Chan et al.: alpha_i = sum_{j<i} alpha_j + z_t ; alpha_j = 0 for j < i
+        node = self._psum[:i].sum(axis=0) + z if i else z.copy()
+        self._psum[:i] = 0.0
+        self._psum[i] = node
+        self._noisy[i] = node + self.counter.draw(self.rng, self.shape)
+        self.node_draws += 1
+
+    def release(self) -> np.ndarray:
+        """B(t): the sum of the noisy nodes of the set bits of t (popcount(t) nodes); B(0) = 0."""
+        t = self.t
+        bits = [j for j in range(t.bit_length()) if (t >> j) & 1]
+        if not bits:
+            return np.zeros(self.shape)
+        return self._noisy[bits].sum(axis=0)
+
+    def exact(self) -> np.ndarray:
+        """The true prefix sum sum_{i<=t} z_i (for checkers and tests only)."""
+        t = self.t
+        bits = [j for j in range(t.bit_length()) if (t >> j) & 1]
+        if not bits:
+            return np.zeros(self.shape)
+        return self._psum[bits].sum(axis=0)

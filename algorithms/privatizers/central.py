@@ -1,0 +1,100 @@
+"""Central Privatizer for JDP (dp_ucbvi.md §3.1, dp_nash_vi.md §3.1).
+
+Every count is a continual counter over the K users: for each (h,s,a) the visit stream, for each
+(h,s,a,s') the transition stream and (DP-UCBVI only) for each (h,s,a) the reward stream. Each stream is
+privatised by the binary mechanism with per-node Laplace scale
+
+    b_c = F H L / eps            (paper;  F = 3 families for DP-UCBVI, 2 for DP-Nash-VI)
+    b_c = 2 F H L / eps          (strict: replacement neighbours, §7.1 A5 / B3)
+
+with L = floor(log2 K) + 1 (eps' = eps / (F H L) per node, §7.1 A3/A4). ``N^_h^k = B(k-1)``; N~ comes from
+the §3.2 LP with the central E (§3.4); R~ is the tree output itself (no post-processing, §7.1 A15).
+
+Privacy as data: in one family a user changes one unit per step h in each of the L nodes of the
+counters she touches (add/remove: l1 change H L; replacement: 2 H L), so the family's noisy node vector
+is ``LaplaceDpEvent(b_c / (H L n))`` (n = 1 add/remove, 2 replacement) and the privatizer is the
+composition over the F families: eps with the matching calibration, 2 eps with "paper" under replacement.
+All releases are post-processing of the noisy nodes; the Billboard lemma turns DP of the counts into
+JDP of the actions (Lemma 5.1 of both papers).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpcheck.claims import Claim
+
+from algorithms.privatizers.base import CountPrivatizer, _check_neighbouring
+from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
+from algorithms.privatizers.width import confidence_width
+
+
+class CentralPrivatizer(CountPrivatizer):
+    """Tree-mechanism counts for eps-JDP (Qiao & Wang 2023, Lemma 5.1; Qiao & Wang 2024, Lemma 5.1)."""
+
+    name = "central"
+    notion = "JDP"
+
+    @property
+    def source(self) -> str:
+        if getattr(self, "rewards", True):
+            return "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.1: Central Privatizer is eps-JDP"
+        return "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.1: Central Privatizer is eps-JDP"
+
+    # -- calibration: the node scale is the one parameter both the noise and dp_event() read ---------
+    def node_scale(self) -> float:
+        """b_c = 1/eps' = F H L / eps (paper) or 2 F H L / eps (strict)."""
+        self._require_started()
+        return self.sensitivity_factor * self.families * self.H * self.levels / self.epsilon
+
+    @property
+    def levels(self) -> int:
+        return tree_levels(self.K)
+
+    def tree(self, neighbouring: str = "replacement") -> TreeCounter:
+        """The declared tree of ONE family: horizon K, node scale b_c, l1 sensitivity H L (x2 replacement)."""
+        n = _check_neighbouring(neighbouring)
+        return TreeCounter(horizon=self.K, node_scale=self.node_scale(),
+                           sensitivity=n * self.H * self.levels, noise="laplace")
+
+    def dp_event(self, neighbouring: str = "replacement"):
+        import dp_accounting
+        return dp_accounting.ComposedDpEvent([self.tree(neighbouring).dp_event()] * self.families)
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(epsilon=self.epsilon, notion="JDP", source=self.source, neighbouring="replacement")
+
+    # -- noise ---------------------------------------------------------------------------------------
+    def _sizes(self):
+        HSA = self.H * self.S * self.A
+        return HSA, HSA * self.S, (HSA if self.rewards else 0)
+
+    def _start_noise(self, rng):
+        nv, nt, nr = self._sizes()
+        # all families share one batch of counters so each step draws one noise array (runs, C)
+        self._tree = BinaryMechanism(self.tree(), (self.runs, nv + nt + nr), rng)
+
+    def _ingest(self, visits, transitions, rewards):
+        parts = [visits.reshape(self.runs, -1), transitions.reshape(self.runs, -1)]
+        if self.rewards:
+            parts.append(rewards.reshape(self.runs, -1))
+        self._tree.step(np.concatenate(parts, axis=1))
+
+    def _noisy_counts(self):
+        nv, nt, nr = self._sizes()
+        B = self._tree.release()
+        shape = (self.runs, self.H, self.S, self.A)
+        visits = B[:, :nv].reshape(shape)
+        trans = B[:, nv:nv + nt].reshape(shape + (self.S,))
+        rew = B[:, nv + nt:].reshape(shape) if self.rewards else None
+        return visits, trans, rew
+
+    def _compute_width(self) -> float:
+        return confidence_width("central", self.width_mode, H=self.H, S=self.S, A=self.A, K=self.K,
+                                scale=self.node_scale(), epsilon=self.epsilon, beta=self.beta,
+                                rewards=self.rewards, rng=self._width_rng())
+
+    def _width_rng(self):
+        # the calibrated width simulates noise from a child stream, so the privatizer's own noise
+        # stream is the same in every width mode
+        return self.rng.spawn(1)[0] if self.width_mode == "calibrated" else None

@@ -1,0 +1,153 @@
+"""load_privatizer: "central" | "local" | "none" | "path/to/file.py:ClassName" | "pkg.mod:ClassName".
+
+A user's privatizer is checked against the interface (:data:`algorithms.privatizers.base.INTERFACE`)
+and wrapped so that any exception it raises becomes a :class:`dpcheck.MechanismError` naming it,
+while our own InputError (bad arguments) passes through unchanged.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+from dpcheck.errors import DPCheckError, InputError, MechanismError
+
+from algorithms.privatizers.base import INTERFACE, CountPrivatizer, PrivateCounts
+
+BUILTIN = {"central": "CentralPrivatizer", "local": "LocalPrivatizer", "none": "NoPrivatizer"}
+
+
+def _builtin(name):
+    import algorithms.privatizers as p
+    return getattr(p, BUILTIN[name])
+
+
+def _load_class(spec: str):
+    target, _, cls_name = spec.rpartition(":")
+    if not target or not cls_name:
+        raise InputError(f"privatizer {spec!r}: expected 'central', 'local', 'none', 'file.py:Class' "
+                         f"or 'pkg.module:Class'")
+    if target.endswith(".py") or os.sep in target or "/" in target:
+        path = os.path.abspath(target)
+        if not os.path.isfile(path):
+            raise InputError(f"privatizer {spec!r}: no such file {target!r}")
+        mod_name = "dpcheck_user_privatizer_" + str(abs(hash(path)))
+        s = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(s)
+        sys.modules[mod_name] = module
+        try:
+            s.loader.exec_module(module)
+        except DPCheckError:
+            raise
+        except Exception as e:
+            raise MechanismError(f"privatizer file {target!r} raised {type(e).__name__} on import: {e}") from e
+    else:
+        try:
+            module = importlib.import_module(target)
+        except ImportError as e:
+            raise InputError(f"privatizer {spec!r}: cannot import module {target!r} ({e})") from None
+    if not hasattr(module, cls_name):
+        raise InputError(f"privatizer {spec!r}: {target!r} has no class {cls_name!r}")
+    return getattr(module, cls_name)
+
+
+def check_interface(obj, label: str) -> None:
+    missing = [m for m in INTERFACE if not hasattr(type(obj), m)]
+    if missing:
+        raise InputError(f"privatizer {label!r} does not implement the privatizer interface: missing "
+                         f"{', '.join(missing)} (subclass algorithms.privatizers.CountPrivatizer; "
+                         f"see docs/privatizers.md)")
+
+
+class GuardedPrivatizer:
+    """Delegates to a user's privatizer; its exceptions become MechanismError with its name, and
+    ``release()`` is validated (shapes, NaN, sum identity is left to the assumption checks)."""
+
+    def __init__(self, inner, label: str):
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "_label", label)
+
+    def _call(self, what, fn, *a, **kw):
+        try:
+            return fn(*a, **kw)
+        except DPCheckError:
+            raise
+        except Exception as e:
+            raise MechanismError(f"privatizer {self._label!r} raised {type(e).__name__} in {what}: {e}") from e
+
+    def __getattr__(self, item):
+        try:
+            attr = getattr(type(self._inner), item)
+        except AttributeError:
+            attr = None
+        if isinstance(attr, property):
+            return self._call(item, getattr, self._inner, item)
+        value = getattr(self._inner, item)
+        if callable(value):
+            return functools.partial(self._call, item, value)
+        return value
+
+    def __setattr__(self, key, value):
+        setattr(self._inner, key, value)
+
+    def __repr__(self):
+        return f"Guarded({self._inner!r})"
+
+    def start(self, *a, **kw):
+        self._call("start", self._inner.start, *a, **kw)
+        return self
+
+    def release(self) -> PrivateCounts:
+        out = self._call("release", self._inner.release)
+        inner = self._inner
+        if not isinstance(out, PrivateCounts):
+            raise MechanismError(f"privatizer {self._label!r}: release() must return PrivateCounts, "
+                                 f"got {type(out).__name__}")
+        shape = (inner.runs, inner.H, inner.S, inner.A)
+        for name, arr, shp in (("visits", out.visits, shape), ("transitions", out.transitions, shape + (inner.S,))):
+            arr = np.asarray(arr)
+            if arr.shape != shp:
+                raise MechanismError(f"privatizer {self._label!r}: release().{name} has shape {arr.shape}, expected {shp}")
+            if not np.all(np.isfinite(arr)):
+                raise MechanismError(f"privatizer {self._label!r}: release().{name} contains NaN or infinity")
+        return out
+
+
+def load_privatizer(spec, **kw):
+    """Instantiate a privatizer from a name or a ``file.py:Class`` / ``pkg.mod:Class`` spec.
+
+    Keyword arguments (epsilon, beta, calibration, width_mode) go to the constructor. Built-ins are
+    returned as they are; user classes come back wrapped in :class:`GuardedPrivatizer`.
+    """
+    if isinstance(spec, CountPrivatizer):
+        return spec
+    if isinstance(spec, type):
+        cls, label, user = spec, spec.__name__, not spec.__module__.startswith("algorithms.")
+    elif isinstance(spec, str):
+        key = spec.strip().lower()
+        if key in BUILTIN:
+            return _builtin(key)(**kw)
+        if ":" not in spec:
+            raise InputError(f"unknown privatizer {spec!r}; expected one of {', '.join(BUILTIN)} "
+                             f"or 'path/to/file.py:ClassName' or 'pkg.module:ClassName'")
+        cls, label, user = _load_class(spec), spec, True
+    else:
+        raise InputError(f"privatizer must be a name or 'file.py:Class', got {spec!r}")
+    if not isinstance(cls, type):
+        raise InputError(f"privatizer {label!r} is not a class")
+    missing = [m for m in INTERFACE if not hasattr(cls, m)]
+    if missing:
+        raise InputError(f"privatizer {label!r} does not implement the privatizer interface: missing "
+                         f"{', '.join(missing)} (subclass algorithms.privatizers.CountPrivatizer; "
+                         f"see docs/privatizers.md)")
+    try:
+        obj = cls(**kw)
+    except DPCheckError:
+        raise
+    except Exception as e:
+        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor: {e}") from e
+    return GuardedPrivatizer(obj, label) if user else obj

@@ -1,0 +1,111 @@
+"""Local Privatizer for LDP (dp_ucbvi.md §3.3, dp_nash_vi.md §3.3).
+
+Each user perturbs her own per-trajectory statistics -- the one-hot visit vector sigma_h(s,a), the one-hot
+transition vector sigma_h(s,a,s') and (DP-UCBVI) the reward vector rho_h(s,a) -- with fresh i.i.d.
+Laplace noise on EVERY coordinate, zeros included (§7.1 A14), and sends only that message. The agent
+sums the messages (N^ = sum of sigma~, R~ = sum of rho~) and applies the §3.2 LP with the local E.
+
+Scale b_l = F H / eps (paper; F = 3 families for DP-UCBVI, 2 for DP-Nash-VI) or 2 F H / eps (strict,
+replacement). Privacy as data: one family of one message is the Laplace mechanism with l1 sensitivity H
+(add/remove) or 2 H (replacement; two trajectories differ in two one-hot entries per step), so
+``dp_event()`` composes F events ``LaplaceDpEvent(b_l / (n H))`` (Lemma 5.6 / Lemma 5.4 of the papers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcheck.claims import Claim
+
+from algorithms.privatizers.base import CountPrivatizer, _check_neighbouring, episode_increments
+from algorithms.privatizers.width import confidence_width
+
+
+@dataclass(frozen=True)
+class LocalMessage:
+    """Exactly what one user sends (per run): sigma~ (runs,H,S,A), sigma~' (runs,H,S,A,S), rho~ or None."""
+
+    visits: np.ndarray
+    transitions: np.ndarray
+    rewards: np.ndarray | None
+
+    def flat(self) -> np.ndarray:
+        """The message as one vector per run (runs, H S A + H S^2 A [+ H S A])."""
+        runs = self.visits.shape[0]
+        parts = [self.visits.reshape(runs, -1), self.transitions.reshape(runs, -1)]
+        if self.rewards is not None:
+            parts.append(self.rewards.reshape(runs, -1))
+        return np.concatenate(parts, axis=1)
+
+
+class LocalPrivatizer(CountPrivatizer):
+    """Laplace local randomiser for eps-LDP (Qiao & Wang 2023, Lemma 5.6; Qiao & Wang 2024, Lemma 5.4)."""
+
+    name = "local"
+    notion = "LDP"
+
+    @property
+    def source(self) -> str:
+        if getattr(self, "rewards", True):
+            return "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.6: Local Privatizer is eps-LDP"
+        return "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.4: Local Privatizer is eps-LDP"
+
+    def noise_scale(self) -> float:
+        """b_l = F H / eps (paper) or 2 F H / eps (strict)."""
+        self._require_started()
+        return self.sensitivity_factor * self.families * self.H / self.epsilon
+
+    def dp_event(self, neighbouring: str = "replacement"):
+        import dp_accounting
+        n = _check_neighbouring(neighbouring)
+        fam = dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_scale() / (n * self.H))
+        return dp_accounting.ComposedDpEvent([fam] * self.families)
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(epsilon=self.epsilon, notion="LDP", source=self.source, neighbouring="replacement")
+
+    def message(self, states, actions, rewards, rng: np.random.Generator) -> LocalMessage:
+        """What one user (per run) sends: her statistics plus Lap(b_l) on every coordinate.
+
+        states (runs, H+1), actions (runs, H), rewards (runs, H) or None; noise from ``rng`` only.
+        """
+        self._require_started()
+        v, t, r = episode_increments(states, actions, rewards, self.S, self.A, self.rewards)
+        b = self.noise_scale()
+        v = v + rng.laplace(0.0, b, size=v.shape)
+        t = t + rng.laplace(0.0, b, size=t.shape)
+        if r is not None:
+            r = r + rng.laplace(0.0, b, size=r.shape)
+        return LocalMessage(v, t, r)
+
+    # the base class computes the increments for the true counts; the message is built from the
+    # same trajectory inside observe(), so override observe to send exactly message(...)
+    def observe(self, states, actions, rewards=None) -> None:
+        self._pending = (states, actions, rewards)
+        super().observe(states, actions, rewards)
+
+    def _start_noise(self, rng):
+        shape = (self.runs, self.H, self.S, self.A)
+        self._sum_v = np.zeros(shape)
+        self._sum_t = np.zeros(shape + (self.S,))
+        self._sum_r = np.zeros(shape) if self.rewards else None
+
+    def _ingest(self, visits, transitions, rewards):
+        msg = self.message(*self._pending, rng=self.rng)
+        self._pending = None
+        self._sum_v += msg.visits
+        self._sum_t += msg.transitions
+        if self.rewards:
+            self._sum_r += msg.rewards
+
+    def _noisy_counts(self):
+        return (self._sum_v.copy(), self._sum_t.copy(),
+                None if self._sum_r is None else self._sum_r.copy())
+
+    def _compute_width(self) -> float:
+        rng = self.rng.spawn(1)[0] if self.width_mode == "calibrated" else None
+        return confidence_width("local", self.width_mode, H=self.H, S=self.S, A=self.A, K=self.K,
+                                scale=self.noise_scale(), epsilon=self.epsilon, beta=self.beta,
+                                rewards=self.rewards, rng=rng)

@@ -1,0 +1,50 @@
+"""NoPrivatizer: exact counts for the non-private baselines (dp_ucbvi.md §2.5, UCBVI; Nash-VI).
+
+N~ = N, R~ = R, E = 0, no post-processing (the LP with E = 0 would keep N anyway). It makes no privacy
+claim: ``claim`` is None and ``dp_event()`` is ``NonPrivateDpEvent``. The baseline's convention for
+unvisited pairs ("N = 0 => bonus = infinity") belongs to the algorithm, not here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from algorithms.privatizers.base import CountPrivatizer, PrivateCounts
+
+
+class NoPrivatizer(CountPrivatizer):
+    """Exact counts, E = 0 (non-private baselines)."""
+
+    name = "none"
+    notion = "none"
+    source = "non-private baseline (no privacy claim)"
+
+    def __init__(self, epsilon: float = 1.0, beta: float = 0.1, calibration: str = "strict",
+                 width_mode: str = "rigorous"):
+        # accepts (and ignores for the noise) the same arguments, so loaders can pass them uniformly
+        super().__init__(epsilon=epsilon, beta=beta, calibration=calibration, width_mode=width_mode)
+
+    @property
+    def claim(self):
+        return None
+
+    def dp_event(self, neighbouring: str = "replacement"):
+        import dp_accounting
+        return dp_accounting.NonPrivateDpEvent()
+
+    def _start_noise(self, rng):
+        pass
+
+    def _ingest(self, visits, transitions, rewards):
+        pass
+
+    def _noisy_counts(self):
+        return self._N.copy(), self._Ntr.copy(), None if self._R is None else self._R.copy()
+
+    def _compute_width(self) -> float:
+        return 0.0
+
+    def release(self) -> PrivateCounts:
+        self._require_started()
+        v, t, r = self._noisy_counts()
+        return PrivateCounts(visits=v, transitions=t, rewards=r, noisy_visits=v.copy(),
+                             noisy_transitions=t.copy(), width=0.0)

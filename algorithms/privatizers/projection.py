@@ -1,0 +1,167 @@
+"""Exact post-processing of noisy counts (dp_ucbvi.md §3.2 / §7.2, dp_nash_vi.md §3.2, offline §2.4).
+
+For every (h, s, a) -- or any leading index -- the noisy transition counts ``y = N^(s,a,.)`` (length S,
+possibly negative or fractional) and the noisy visit count ``n = N^(s,a)`` are replaced by the
+solution of the linear programme (eq. 4 of DP-UCBVI, eq. 8 of DP-Nash-VI, eq. 3 of DP-APVI)
+
+    minimise_x  max_s' |x_s' - y_s'|   subject to   |sum_s' x_s' - n| <= band,   x >= 0,
+
+with ``band = E/4`` in the online papers and ``band = E_rho/2`` in DP-APVI. The LP is solved exactly
+and for all leading axes at once with one sort per row (O(S log S), §7.2):
+
+* optimal value ``t* = max(t0, t_hi, t_lo)`` with ``t0 = max(0, max(-y))``,
+  ``t_hi = (n - band - sum y) / S`` and ``t_lo`` the root of ``sum (y - t)^+ = n + band``;
+* canonical optimal point = the Euclidean projection of ``y`` onto the optimal set. On that set the
+  projection has the closed form ``x = (y + theta)^+`` with ``theta = 0`` when ``sum y^+`` already lies
+  in the band, else ``theta`` the root of ``sum (y + theta)^+ = `` the violated band end. (Derivation:
+  the box of the optimal set is ``[max(0, y - t*), y + t*]``; for ``|theta| <= t*`` the spec's
+  ``clip(y + theta, l, u)`` equals ``(y + theta)^+`` entry by entry, and the root always has
+  ``|theta| <= t*`` because ``sum (y + t*)^+ = hi(t*) >= n - band`` and ``sum (y - t*)^+ = lo(t*) <= n + band``.)
+  The root of ``sum (y + theta)^+ = tau`` is the simplex-projection threshold (Held, Wolfe & Crowder
+  1974; Duchi et al. 2008), found from the same sort.
+* infeasible rows (``n + band < 0``, only outside the good event) fall back to ``x = 0`` (§7.1 A8).
+
+Shapes: ``y (..., S)``, ``n (...)``; ``band`` a scalar or broadcastable to ``n``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcheck.errors import InputError
+
+
+@dataclass(frozen=True)
+class ProjectionResult:
+    """Solution of the post-processing LP for every leading index.
+
+    counts:     the canonical optimal x = N-bar(s,a,.)  (..., S), non-negative
+    value:      the LP optimum t* = max_s' |x_s' - y_s'| (...); 0 on infeasible rows
+    infeasible: rows where n + band < 0 (fallback x = 0 used)  (...) bool
+    """
+
+    counts: np.ndarray
+    value: np.ndarray
+    infeasible: np.ndarray
+
+
+def _simplex_threshold(y_sorted_desc: np.ndarray, csum: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """theta with sum_i (y_i + theta)^+ = tau (tau > 0), from y sorted decreasingly and its cumsum.
+
+    Shapes: y_sorted_desc, csum (M, S); tau (M,). The active set is the top j entries for the largest
+    j with y_(j) + (tau - C_j)/j > 0 (the function is increasing, so the largest such j is the right
+    segment).
+    """
+    S = y_sorted_desc.shape[-1]
+    j = np.arange(1, S + 1, dtype=float)
+    theta_j = (tau[:, None] - csum) / j
+    active = y_sorted_desc + theta_j > 0
+    # largest active j (there is always one when tau > 0: j = 1 gives y_(1) + tau - y_(1) = tau > 0)
+    jstar = S - 1 - np.argmax(active[:, ::-1], axis=1)
+    return np.take_along_axis(theta_j, jstar[:, None], axis=1)[:, 0]
+
+
+def project_counts(y, n, band) -> ProjectionResult:
+    """Solve ``min max|x - y| s.t. |sum x - n| <= band, x >= 0`` exactly for every leading index.
+
+    y: noisy transition counts (..., S); n: noisy visit counts (...); band: E/4 (online) or
+    E_rho/2 (offline), scalar or broadcastable to ``n``, must be >= 0.
+    """
+    y = np.asarray(y, dtype=float)
+    if y.ndim < 1 or y.shape[-1] < 1:
+        raise InputError(f"projection: y must have shape (..., S) with S >= 1, got {y.shape}")
+    lead, S = y.shape[:-1], y.shape[-1]
+    n = np.broadcast_to(np.asarray(n, dtype=float), lead)
+    band = np.asarray(band, dtype=float)
+    if np.any(band < 0) or not np.all(np.isfinite(band)):
+        raise InputError(f"projection: band must be finite and >= 0, got {band}")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(n))):
+        raise InputError("projection: noisy counts contain NaN or infinity")
+    band = np.broadcast_to(band, lead)
+
+    Y = y.reshape(-1, S)
+    nn = n.reshape(-1)
+    bb = band.reshape(-1)
+    lo_end, hi_end = nn - bb, nn + bb
+    infeasible = hi_end < 0
+
+    ys = -np.sort(-Y, axis=1)                      # decreasing
+    csum = np.cumsum(ys, axis=1)
+    total = csum[:, -1]
+
+    # --- optimal value t* (§7.2 steps 2-5) ---------------------------------------------------
+    t0 = np.maximum(0.0, -ys[:, -1])
+    t_hi = (lo_end - total) / S
+    yp = np.maximum(ys, 0.0)                        # (y - t)^+ for t >= 0 only sees positives
+    cp = np.cumsum(yp, axis=1)
+    j = np.arange(1, S + 1, dtype=float)
+    t_cand = (cp - hi_end[:, None]) / j
+    nxt = np.concatenate([yp[:, 1:], np.zeros((yp.shape[0], 1))], axis=1)
+    first = np.argmax(t_cand >= nxt, axis=1)        # first j with (C_j - c)/j >= y_(j+1)
+    t_lo = np.where(cp[:, -1] <= hi_end, 0.0,
+                    np.take_along_axis(t_cand, first[:, None], axis=1)[:, 0])
+    value = np.maximum(np.maximum(t0, t_hi), t_lo)
+
+    # --- canonical point: Euclidean projection onto the optimal set (§7.2 step 6) -----------
+    g0 = cp[:, -1]                                   # sum y^+
+    need = (g0 < lo_end) | (g0 > hi_end)
+    target = np.where(g0 > hi_end, hi_end, lo_end)
+    theta = np.zeros_like(g0)
+    pos = need & (target > 0) & ~infeasible
+    if np.any(pos):
+        theta[pos] = _simplex_threshold(ys[pos], csum[pos], target[pos])
+    # target == 0 (n + band == 0 exactly): the only point of the band is x = 0
+    zero = need & (target <= 0)
+    x = np.maximum(Y + theta[:, None], 0.0)
+    x[zero | infeasible] = 0.0
+    value = np.where(infeasible, 0.0, value)
+    return ProjectionResult(counts=x.reshape(y.shape), value=value.reshape(lead),
+                            infeasible=infeasible.reshape(lead))
+
+
+@dataclass(frozen=True)
+class PostProcessed:
+    """Output of the online post-processing step (dp_ucbvi.md §3.2 eqs. 4-5).
+
+    transitions: N~(s,a,s') = N-bar(s,a,s') + E/(2S)          (..., S)
+    visits:      N~(s,a)    = N-bar(s,a)    + E/2 = sum_s' N~  (...)
+    value:       LP optimum t* per row; infeasible: fallback rows.
+    """
+
+    transitions: np.ndarray
+    visits: np.ndarray
+    value: np.ndarray
+    infeasible: np.ndarray
+
+
+def post_process(noisy_transitions, noisy_visits, width: float) -> PostProcessed:
+    """N^ -> N~ of DP-UCBVI / DP-Nash-VI: the LP with band E/4, then the shifts E/(2S) and E/2.
+
+    The visit count is the sum of the shifted transition counts, so the identity
+    N~(s,a) = sum_s' N~(s,a,s') holds to float rounding (Lemma 5.4 / 5.8). ``width`` = E >= 0.
+    Shapes: noisy_transitions (..., S), noisy_visits (...).
+    """
+    E = float(width)
+    if not (E >= 0 and np.isfinite(E)):
+        raise InputError(f"width E must be a finite number >= 0, got {width!r}")
+    res = project_counts(noisy_transitions, noisy_visits, E / 4.0)
+    S = res.counts.shape[-1]
+    trans = res.counts + E / (2.0 * S)
+    # sum of the shifted entries rather than N-bar + E/2, so the identity is exact in floating point
+    visits = trans.sum(axis=-1)
+    return PostProcessed(transitions=trans, visits=visits, value=res.value, infeasible=res.infeasible)
+
+
+def post_process_offline(noisy_transitions, noisy_visits, width: float) -> PostProcessed:
+    """n' -> ntil of DP-APVI (offline §2.4): the LP with band E_rho/2 and NO shift.
+
+    The offline inputs are already clipped at 0 (§2.2), so the LP is always feasible; the
+    visit count is defined as the sum of the projected transition counts.
+    """
+    E = float(width)
+    if not (E >= 0 and np.isfinite(E)):
+        raise InputError(f"width E must be a finite number >= 0, got {width!r}")
+    res = project_counts(noisy_transitions, noisy_visits, E / 2.0)
+    return PostProcessed(transitions=res.counts, visits=res.counts.sum(axis=-1), value=res.value,
+                         infeasible=res.infeasible)
