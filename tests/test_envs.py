@@ -231,3 +231,116 @@ def test_matrix_games():
     np.testing.assert_array_equal(mp.r[0, 0], [[1, 0], [0, 1]])
     assert rps.r.min() == 0 and rps.r.max() == 1
     np.testing.assert_allclose(rps.r[0, 0] + rps.r[0, 0].T, 1.0)  # zero-sum symmetric after rescaling
+
+
+# ------------------------------------------------------------------ scripted users (JDP user trees)
+from algorithms.envs.planning import expected_return  # noqa: E402
+from algorithms.envs.users import (  # noqa: E402
+    FixedTrajectoryUsers, HashedUsers, TableUsers, neighbouring_users, random_table_users,
+    users_from_model,
+)
+
+
+def all_histories(A, H):
+    import itertools
+    return np.array(list(itertools.product(range(A), repeat=H)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng: random_table_users(4, 3, 2, 3, rng),
+    lambda rng: HashedUsers.random(4, 3, 2, 3, rng),
+    lambda rng: HashedUsers.random(4, 3, 2, 3, rng, rewards="binary"),
+    lambda rng: users_from_model(random_mdp(3, 2, 3, rng, reward_noise="bernoulli"), 4, rng),
+])
+def test_users_are_deterministic_trees(make):
+    U = make(np.random.default_rng(0))
+    hist = all_histories(2, 3)
+    users = np.repeat(np.arange(4), len(hist))
+    acts = np.tile(hist, (4, 1))
+    s1, r1 = U.responses(users, acts)
+    s2, r2 = U.responses(users[::-1], acts[::-1])
+    # same (user, history) -> same answer, whatever else is in the batch and in which order
+    np.testing.assert_array_equal(s1, s2[::-1])
+    np.testing.assert_array_equal(r1, r2[::-1])
+    assert s1.min() >= 0 and s1.max() < 3 and r1.min() >= 0 and r1.max() <= 1
+    # a response depends on the history only through its prefix (a tree, not a lookahead)
+    s_pre, r_pre = U.responses(users, acts[:, :2])
+    np.testing.assert_array_equal(s_pre, s1[:, :3])
+    np.testing.assert_array_equal(r_pre, r1[:, :2])
+    # the explicit tree answers exactly as the user does
+    T = U.to_table()
+    s3, r3 = T.responses(users, acts)
+    np.testing.assert_array_equal(s1, s3)
+    np.testing.assert_array_equal(r1, r3)
+    # rollouts: the user adds no randomness
+    pol = np.random.default_rng(1).integers(0, 2, size=(3, 3))
+    t1 = U.rollout(pol, np.random.default_rng(1), runs=3, episode=2)
+    t2 = U.rollout(pol, np.random.default_rng(99), runs=3, episode=2)
+    np.testing.assert_array_equal(t1.states, t2.states)
+    np.testing.assert_array_equal(t1.rewards, t2.rewards)
+
+
+def test_hashed_users_respond_to_actions():
+    U = HashedUsers.random(1, 50, 2, 4, np.random.default_rng(0))
+    hist = all_histories(2, 4)
+    s, _ = U.responses(0, hist)
+    # 16 histories, 50 states: distinct histories almost surely give distinct final answers
+    assert len({tuple(x) for x in s}) > 8
+
+
+def test_fixed_trajectory_users_ignore_actions():
+    st_ = np.array([[0, 1, 2], [2, 2, 0]])
+    rw = np.array([[0.5, 1.0], [0.0, 0.25]])
+    U = FixedTrajectoryUsers(2, 3, 4, st_, rw)
+    hist = all_histories(4, 2)
+    s, r = U.responses(np.ones(len(hist), dtype=int), hist)
+    assert np.all(s == st_[1]) and np.all(r == rw[1])
+    with pytest.raises(InputError, match="shape"):
+        FixedTrajectoryUsers(3, 3, 4, st_, rw)
+    with pytest.raises(InputError, match=r"\[0, 1\]"):
+        FixedTrajectoryUsers(2, 3, 4, st_, rw + 1)
+
+
+def test_model_users_behave_like_the_mdp_over_keys():
+    m = random_mdp(3, 2, 4, np.random.default_rng(3), init="random", reward_noise="bernoulli")
+    K = 100_000
+    U = users_from_model(m, K, np.random.default_rng(4))
+    pi = np.random.default_rng(5).dirichlet(np.ones(2), size=(4, 3))
+    t = U.rollout(pi, np.random.default_rng(6), episode=np.arange(K))
+    ret = t.rewards.sum(axis=1)
+    assert abs(ret.mean() - expected_return(m, pi)) < 5 * ret.std() / np.sqrt(K)
+    counts = np.bincount(t.states[:, 0], minlength=3)
+    assert stats.chisquare(counts, m.init * K).pvalue > 1e-4
+    sel = (t.states[:, 1] == 1) & (t.actions[:, 1] == 0)
+    counts = np.bincount(t.states[sel, 2], minlength=3)
+    assert stats.chisquare(counts, m.P[1, 1, 0] * sel.sum()).pvalue > 1e-4
+    assert U.mdp is m and U.per_episode
+
+
+def test_neighbouring_user_sequences_differ_in_exactly_one_user():
+    rng = np.random.default_rng(7)
+    m = random_mdp(2, 2, 3, rng)
+    U = users_from_model(m, 6, rng)
+    other = users_from_model(m, 2, rng)
+    U_, U2 = neighbouring_users(U, 3, other, j=1)
+    assert U_ is U
+    np.testing.assert_array_equal(U.differing_users(U2), [3])
+    np.testing.assert_array_equal(U.differing_users(U), [])
+    # across kinds through the explicit trees
+    fixed = FixedTrajectoryUsers(3, 2, 2, np.zeros((1, 4), dtype=int), np.zeros((1, 3))).to_table()
+    U3 = U.to_table().replace(0, fixed)
+    np.testing.assert_array_equal(U.differing_users(U3), [0])
+    with pytest.raises(InputError, match="to_table"):
+        U.replace(0, fixed)
+    with pytest.raises(InputError):
+        U.replace(0, users_from_model(random_mdp(2, 2, 3, rng), 1, rng))
+    assert U.select([5, 0]).K == 2
+
+
+def test_table_users_validation():
+    with pytest.raises(InputError, match="next_states"):
+        TableUsers(2, 2, 2, np.zeros(1, int), np.zeros((1, 6), int), np.zeros((1, 7)))
+    with pytest.raises(InputError, match=r"\[0, 1\]"):
+        TableUsers(2, 2, 2, np.zeros(1, int), np.zeros((1, 7), int), np.full((1, 7), 2.0))
+    with pytest.raises(InputError, match="too large"):
+        random_table_users(10, 2, 4, 12, np.random.default_rng(0))

@@ -5,6 +5,7 @@
     matching_pennies, rock_paper_scissors, matrix_game
     planning: optimal_values, policy_values, greedy, ...
     game_planning: nash_values, best_response_values, duality_gap, ...
+    users: ScriptedUsers (JDP user trees), users_from_model  -- the audit's fixed users
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
@@ -18,6 +19,10 @@ from algorithms.envs.planning import (
     optimal_values, policy_values, greedy, expected_return, optimal_return, suboptimality,
     occupancy, value_iteration, evaluate,
 )
+from algorithms.envs.users import (
+    ScriptedUsers, TableUsers, HashedUsers, ModelUsers, FixedTrajectoryUsers, users_from_model,
+    random_table_users, neighbouring_users,
+)
 from algorithms.envs.game_planning import (
     correlated_policy_values, product_policy_values, best_response_values, marginals,
     product_policy, nash_values, duality_gap, solve_matrix_game,
@@ -30,4 +35,6 @@ __all__ = [
     "suboptimality", "occupancy", "value_iteration", "evaluate",
     "correlated_policy_values", "product_policy_values", "best_response_values", "marginals",
     "product_policy", "nash_values", "duality_gap", "solve_matrix_game",
+    "ScriptedUsers", "TableUsers", "HashedUsers", "ModelUsers", "FixedTrajectoryUsers",
+    "users_from_model", "random_table_users", "neighbouring_users",
 ]
