@@ -62,6 +62,8 @@ class NashVIResult:
     mu (runs, K, H, S, A), nu (runs, K, H, S, B): episode marginals (the regret is their duality gap).
     pi, Qb, Qu (runs, K, H, S, A, B), Vb, Vu (runs, K, H+1, S): only if ``record_values``.
     count_error (runs, K): max |N~ - N| over both count families before episode k (needs true counts).
+    good_event (runs, K): Assumption 3.1 held at the release before episode k (spec §4; needs true counts).
+    sum_error (runs, K): max |N~(s,a,b) - sum_s' N~(s,a,b,s')| (Assumption 3.1 item 2, an invariant).
     states, actions_max, actions_min (runs, K, H+1 / H): the trajectories.
     vacuous (runs, K): True where Qb = H and Qu = 0 at every (h, s, a, b) (bonus saturated).
     width: E used (after the floor); iota; config: constants, mode, privatizer, calibration.
@@ -80,6 +82,8 @@ class NashVIResult:
     actions_min: np.ndarray
     vacuous: np.ndarray
     count_error: np.ndarray | None
+    good_event: np.ndarray | None
+    sum_error: np.ndarray
     width: float
     iota: float
     config: dict
@@ -228,6 +232,8 @@ class DPNashVI:
         certificate = np.empty((runs, K))
         vacuous = np.empty((runs, K), dtype=bool)
         count_error = np.full((runs, K), np.nan)
+        good_event = np.ones((runs, K), dtype=bool)
+        sum_error = np.zeros((runs, K))
         states = np.empty((runs, K, H + 1), dtype=np.int64)
         act_a = np.empty((runs, K, H), dtype=np.int64)
         act_b = np.empty((runs, K, H), dtype=np.int64)
@@ -243,6 +249,8 @@ class DPNashVI:
         stats = {"pure": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         ar = np.arange(runs)
         can_compare = hasattr(priv, "true_counts")
+        # scripted users (privacy audits): a different user pair per episode, told the episode index
+        per_episode = bool(getattr(game, "per_episode", False))
 
         for k in range(K):
             counts = self._release(priv)
@@ -260,8 +268,9 @@ class DPNashVI:
                                          "Assumption 3.1 requires N~(s,a,b,s') > 0")
                 P_tilde = trans / visits[..., None]
                 N_bonus = visits
+            sum_error[:, k] = np.max(np.abs(visits - trans.sum(axis=-1)).reshape(runs, -1), axis=1)
             if can_compare:
-                count_error[:, k] = self._count_error(priv, visits, trans, runs, H, S, A, B)
+                count_error[:, k], good_event[:, k] = self._assumption_31(priv, visits, trans, E, runs)
             pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited)
             for key in ("pure", "simplex", "highs"):
                 stats[key] += st[key]
@@ -279,14 +288,15 @@ class DPNashVI:
                 rec_pi[:, k], rec_Qb[:, k], rec_Qu[:, k], rec_Vb[:, k], rec_Vu[:, k] = pi, Qb, Qu, Vb, Vu
 
             # deploy pi^k: (a, b) drawn JOINTLY from pi_h(.,.|s_h) with the policy stream (line 18)
-            s = game.reset(rng_env, runs)
+            ep = {"episode": k} if per_episode else {}
+            s = game.reset(rng_env, runs, **ep)
             states[:, k, 0] = s
             for h in range(H):
                 cdf = np.cumsum(pi[ar, h, s].reshape(runs, A * B), axis=1)
                 u = rng_policy.random(runs) * cdf[:, -1]
                 j = np.minimum((cdf <= u[:, None]).sum(axis=1), A * B - 1)
                 a, b = np.divmod(j, B)
-                s, _ = game.step(h, s, a, b, rng_env)
+                s, _ = game.step(h, s, a, b, rng_env, **ep)
                 act_a[:, k, h], act_b[:, k, h] = a, b
                 states[:, k, h + 1] = s
             try:
@@ -304,7 +314,8 @@ class DPNashVI:
         result = NashVIResult(
             mu_out=pi_out.sum(axis=-1), nu_out=pi_out.sum(axis=-2), delta=delta, k_out=k_out,
             certificate=certificate, mu=mu, nu=nu, states=states, actions_max=act_a, actions_min=act_b,
-            vacuous=vacuous, count_error=count_error if can_compare else None, width=E, iota=iota,
+            vacuous=vacuous, count_error=count_error if can_compare else None,
+            good_event=good_event if can_compare else None, sum_error=sum_error, width=E, iota=iota,
             config=config, cce_stats=stats)
         if rec:
             result.pi, result.Qb, result.Qu, result.Vb, result.Vu = rec_pi, rec_Qb, rec_Qu, rec_Vb, rec_Vu
@@ -318,11 +329,19 @@ class DPNashVI:
             raise MechanismError(f"privatizer {priv!r} failed in release: {type(e).__name__}: {e}") from e
 
     @staticmethod
-    def _count_error(priv, visits, trans, runs, H, S, A, B):
-        """max |N~ - N| over both families (Assumption 3.1 item 1), per run."""
+    def _assumption_31(priv, visits, trans, E, runs):
+        """(max |N~ - N| over both families, Assumption 3.1 holds) per run, at this release.
+
+        Items (spec §4): |N~ - N| <= E for both families, N~(s,a,b,s') > 0, N~(s,a,b) >= N(s,a,b).
+        For exact counts (E = 0) only the first item applies (zeros are handled by the convention).
+        """
         true = priv.true_counts()
-        tv = np.asarray(true.visits if hasattr(true, "visits") else true[0], dtype=float).reshape(runs, -1)
-        tt = np.asarray(true.transitions if hasattr(true, "transitions") else true[1], dtype=float).reshape(runs, -1)
-        ev = np.max(np.abs(visits.reshape(runs, -1) - tv), axis=1)
-        et = np.max(np.abs(trans.reshape(runs, -1) - tt), axis=1)
-        return np.maximum(ev, et)
+        tv = np.asarray(true.visits, dtype=float).reshape(runs, -1)
+        tt = np.asarray(true.transitions, dtype=float).reshape(runs, -1)
+        v, t = visits.reshape(runs, -1), trans.reshape(runs, -1)
+        err = np.maximum(np.max(np.abs(v - tv), axis=1), np.max(np.abs(t - tt), axis=1))
+        slack = 1e-9 * max(1.0, E)
+        ok = err <= E + slack
+        if E > 0:
+            ok &= np.all(t > 0, axis=1) & np.all(v >= tv - slack, axis=1)
+        return err, ok
