@@ -45,6 +45,7 @@ ZCDP_DELTA = 1e-5               # the delta at which a zCDP claim's epsilon is r
 ZCDP_PROFILE_DELTAS = (1e-1, 1e-2, 1e-3)
 APPROX_PROFILE_FRACTIONS = (0.0, 0.5)
 INCONCLUSIVE_FACTOR = 2.0
+PLOT_SAMPLES = 100_000
 DIRECTIONS = ("D->D'", "D'->D")
 
 
@@ -238,11 +239,14 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     ratio = ev.Objective("ratio", delta=delta)
     for p, (xd, xdp) in enumerate(drawn):
         xd, xdp = ev.flat(xd), ev.flat(xdp)
-        for direction, (x, y) in zip(DIRECTIONS, ((xd, xdp), (xdp, xd))):
+        split = {"D": (xd[:n_sel], xd[n_sel:]), "D'": (xdp[:n_sel], xdp[n_sel:])}
+        sorts: dict = {}     # the sorted selection outputs, shared by both tails and directions
+        for direction, (a, b) in zip(DIRECTIONS, (("D", "D'"), ("D'", "D"))):
             say(f"{target.name}: pair {p} {direction}: choosing and certifying events")
-            sel_x, cert_x, sel_y, cert_y = x[:n_sel], x[n_sel:], y[:n_sel], y[n_sel:]
-            scorers = ev.scorers_for(sel_x, sel_y, kind)
-            sel_scores = [(sc.score(sel_x), sc.score(sel_y)) for sc in scorers]
+            (sel_x, cert_x), (sel_y, cert_y) = split[a], split[b]
+            fitted = ev.selection_scores(sel_x, sel_y, kind, sorts)
+            scorers = [f[0] for f in fitted]
+            sel_scores = [f[1:] for f in fitted]
             cert_cache: dict[int, tuple] = {}
 
             def certify(objective):
@@ -336,6 +340,8 @@ def _distribution_plot(event, scorer, t, cx, cy, raw, row, bins: int = 80) -> di
                 "logx": False, "logy": False, "kind": "bar",
                 "series": [{"label": first, "x": labels, "y": px[top]},
                            {"label": second, "x": labels, "y": py[top]}]}
+    # a subsample fixes the plotting range (the plot is illustrative; keeps large audits cheap)
+    cx, cy = cx[:PLOT_SAMPLES], cy[:PLOT_SAMPLES]
     fin = np.concatenate([cx[np.isfinite(cx)], cy[np.isfinite(cy)]])
     lo, hi = np.quantile(fin, [0.0005, 0.9995]) if fin.size else (0.0, 1.0)
     lo, hi = min(lo, t), max(hi, t)

@@ -28,6 +28,8 @@ import numpy as np
 
 from dpcheck import stats
 
+MAX_CANDIDATES = 4096  # distinct thresholds evaluated (plus the tails below)
+TAIL_CANDIDATES = 512
 N_EXACT = 64          # candidates re-ranked with exact Clopper-Pearson bounds
 SELECTION_Z = 1.0      # pessimism of the selection estimates (see best_threshold)
 SMOOTH = 0.5          # pseudo-count of the log-likelihood-ratio estimates (Jeffreys-like)
@@ -62,22 +64,29 @@ class Choice:
     k_dprime: int
 
 
-def best_threshold(score_d: np.ndarray, score_dp: np.ndarray, n_cert: int, alpha: float,
+def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
                    objective: Objective) -> tuple[float, float, int, int]:
     """Threshold t maximising the objective for E = {score >= t}; returns (t, value, k_d, k_d').
 
-    score_d, score_dp: (n_sel,) selection scores under D and D'. Counts are projected to
-    n_cert, the size of the certification sample the chosen event will be certified on.
+    a, b: (n_sel,) selection scores under D and D', each sorted ascending. Counts are projected
+    to n_cert, the size of the certification sample the chosen event will be certified on.
+    Candidates are the distinct values of a; above MAX_CANDIDATES of them, every one of the
+    TAIL_CANDIDATES smallest and largest is kept (tiny-mass events live there) and the rest
+    thinned evenly (the objective is smooth in t in the bulk).
     """
-    a = np.sort(score_d[score_d > -np.inf])             # -inf: cells outside every event
-    b = np.sort(score_dp)
-    na, nb = score_d.shape[0], score_dp.shape[0]
-    if a.size == 0:
+    na, nb = a.shape[0], b.shape[0]
+    lo = int(np.searchsorted(a, -np.inf, side="right"))       # -inf: cells outside every event
+    if lo >= na:
         return math.inf, -math.inf, 0, 0
-    cand = np.unique(a)
-    kd = na - np.searchsorted(a, cand, side="left")      # #{score_d >= t}
-    kq = nb - np.searchsorted(b, cand, side="left")      # #{score_dp >= t}
-    # Winner's curse: the maximum over ~n_sel candidates of a noisy objective favours deep-tail
+    starts = lo + np.flatnonzero(np.r_[True, a[lo + 1:] != a[lo:-1]])   # first index of each distinct value
+    if starts.size > MAX_CANDIDATES:
+        step = max(1, (starts.size - 2 * TAIL_CANDIDATES) // MAX_CANDIDATES)
+        starts = np.unique(np.r_[starts[:TAIL_CANDIDATES], starts[TAIL_CANDIDATES:-TAIL_CANDIDATES:step],
+                                 starts[-TAIL_CANDIDATES:]])
+    cand = a[starts]
+    kd = na - starts                                       # #{score_d >= t}
+    kq = nb - np.searchsorted(b, cand, side="left")        # #{score_dp >= t}
+    # Winner's curse: the maximum over many candidates of a noisy objective favours deep-tail
     # thresholds whose selection ratio is high by chance. Projecting pessimistic selection
     # estimates (one standard deviation: Wilson bounds at z = SELECTION_Z) makes the penalty
     # grow with the selection noise of each candidate.
@@ -94,8 +103,14 @@ def best_threshold(score_d: np.ndarray, score_dp: np.ndarray, n_cert: int, alpha
 
 # ----------------------------------------------------------------- scorers
 class Scorer:
-    """A fitted score; ``score(x)`` maps outputs (n, ...) to (n,) floats."""
+    """A fitted score; ``score(x)`` maps outputs (n, ...) to (n,) floats.
+
+    ``learned`` scorers were fitted on data; their threshold must be chosen on other data
+    (cross-fitting), or the union of cells that look extreme by chance wins the selection
+    and certifies nothing (seen on a geometric mechanism with hundreds of cells).
+    """
     family = "score"
+    learned = True
 
     def score(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
@@ -107,6 +122,7 @@ class Scorer:
 class ThresholdScorer(Scorer):
     """score = sign * x[:, coord] (coord None for scalar outputs); sign -1 gives the lower tail."""
     family = "threshold"
+    learned = False
 
     def __init__(self, sign: int, coord: int | None = None):
         self.sign, self.coord = sign, coord
@@ -114,6 +130,15 @@ class ThresholdScorer(Scorer):
     def score(self, x):
         v = x if self.coord is None else x[:, self.coord]
         return self.sign * v.astype(float, copy=False)
+
+    def sorted_score(self, x, cache: dict):
+        """sort(score(x)) from one cached sort of the raw column (both tails share it)."""
+        key = (id(x), self.coord)
+        if key not in cache:
+            v = x if self.coord is None else x[:, self.coord]
+            cache[key] = np.sort(v.astype(float, copy=False))
+        s = cache[key]
+        return s if self.sign > 0 else -s[::-1]
 
     def describe(self, t):
         name = "M(D)" if self.coord is None else f"M(D)[{self.coord}]"
@@ -260,11 +285,29 @@ def flat(x: np.ndarray) -> np.ndarray:
     return x.reshape(x.shape[0], -1)
 
 
+def selection_scores(d_sel, dp_sel, kind: str, cache: dict | None = None):
+    """Every candidate scorer with the *sorted* selection scores its threshold is chosen on.
+
+    Learned scorers are fitted on the first half of the selection sample and scored on the
+    second half (cross-fitting); fixed scorers (thresholds of the output) use all of it.
+    ``cache`` (keyed by array identity) shares sorts between tails and directions.
+    """
+    cache = {} if cache is None else cache
+    half = d_sel.shape[0] // 2
+    out = []
+    for sc in scorers_for(d_sel[:half], dp_sel[:half], kind):
+        if sc.learned:
+            out.append((sc, np.sort(sc.score(d_sel[half:])), np.sort(sc.score(dp_sel[half:]))))
+        else:
+            out.append((sc, sc.sorted_score(d_sel, cache), sc.sorted_score(dp_sel, cache)))
+    return out
+
+
 def choose_event(d_sel, dp_sel, n_cert, alpha, objective: Objective, kind: str) -> Choice:
     """Fit every family on the selection sample and return the best (scorer, threshold)."""
     best = None
-    for sc in scorers_for(d_sel, dp_sel, kind):
-        t, v, kd, kq = best_threshold(sc.score(d_sel), sc.score(dp_sel), n_cert, alpha, objective)
+    for sc, sx, sy in selection_scores(d_sel, dp_sel, kind):
+        t, v, kd, kq = best_threshold(sx, sy, n_cert, alpha, objective)
         if best is None or v > best.value:
             best = Choice(sc, t, v, kd, kq)
     return best

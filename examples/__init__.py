@@ -1,0 +1,1 @@
+"""Example mechanisms and audit targets (correct ones and deliberately broken ones)."""
