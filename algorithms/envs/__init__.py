@@ -6,6 +6,8 @@
     planning: optimal_values, policy_values, greedy, ...
     game_planning: nash_values, best_response_values, duality_gap, ...
     users: ScriptedUsers (JDP user trees), users_from_model  -- the audit's fixed users
+    gym_interop: from_gymnasium, TabularMDPEnv, MarkovGameParallelEnv (import it explicitly;
+                 gymnasium is an optional extra)
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
