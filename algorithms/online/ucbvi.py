@@ -280,6 +280,7 @@ class DPUCBVI:
         if reference is None and model is not None and monitor:
             from algorithms.envs.planning import optimal_values
             reference = _optimal_Q(model, optimal_values)
+        self._begin(runs, H, S, A)
         t0 = time.perf_counter()
         Q = np.full((runs, H, S, A), float(H))
         actions = np.empty((runs, K, H), dtype=np.int8 if A < 128 else np.int32) if record else None
@@ -290,8 +291,8 @@ class DPUCBVI:
         for k in range(K):
             counts = priv.release()
             _validate_release(counts, runs, H, S, A, type(priv).__name__)
-            P, r = private_estimates(counts.transitions, counts.visits, counts.rewards)
-            Q, V = backward_induction(P, r, counts.visits, Q, E=E, iota=iota, constants=self.constants)
+            P, r, n = self._estimates(counts)
+            Q, V = backward_induction(P, r, n, Q, E=E, iota=iota, constants=self.constants)
             policy = greedy_policy(Q, rng_ties, self.tie_breaking)
             if mon is not None:
                 mon.update(k, Q, counts, P, r)
@@ -304,6 +305,7 @@ class DPUCBVI:
             if mon is not None:
                 mon.observe(st, ac, rw)
             priv.observe(st, ac, rw if has_rewards else None)
+            self._after_episode(st, ac, rw)
             if progress is not None and (k + 1) % max(1, K // 10) == 0:
                 progress(f"{self.algorithm}: episode {k + 1}/{K}")
         duration = time.perf_counter() - t0
@@ -313,6 +315,19 @@ class DPUCBVI:
                         actions=actions, states=states,
                         regret=evaluator.result() if evaluator is not None else None,
                         monitors=mon.result() if mon is not None else {}, duration_s=duration)
+
+    # -- the seams a planted defect (tests/test_dp_ucbvi_defects.py) or a variant overrides ------------
+    def _begin(self, runs, H, S, A):
+        """Called once before episode 1. DP-UCBVI keeps no state of its own besides Q~^{k-1}."""
+
+    def _estimates(self, counts):
+        """(P~, r~, N~) from the privatizer's release only (eq. 1); the bonus reads the same N~."""
+        P, r = private_estimates(counts.transitions, counts.visits, counts.rewards)
+        return P, r, counts.visits
+
+    def _after_episode(self, states, actions, rewards):
+        """Called with each episode's raw trajectories after the privatizer saw them. DP-UCBVI
+        ignores them: the agent's view of the data is the privatizer's release (Billboard lemma)."""
 
 
 class UCBVI(DPUCBVI):
