@@ -131,6 +131,7 @@ class BinaryMechanism:
         L = counter.levels
         self.t = 0
         self.node_draws = 0
+        self.last_level = None                           # level of the node completed by the last step
         # p-sums of the open node at each level, and noisy p-sums of the latest completed node per level
         self._psum = np.zeros((L,) + self.shape)
         self._noisy = np.zeros((L,) + self.shape)
@@ -153,6 +154,12 @@ class BinaryMechanism:
         self._psum[i] = node
         self._noisy[i] = node + self.counter.draw(self.rng, self.shape)
         self.node_draws += 1
+        self.last_level = i
+
+    def completed_node(self) -> tuple[tuple[int, int], np.ndarray]:
+        """((j, m), true p-sum) of the node the last step completed (white-box sensitivity audits)."""
+        i = self.last_level
+        return (i, self.t >> i), self._psum[i].copy()
 
     def release(self) -> np.ndarray:
         """B(t): the sum of the noisy nodes of the set bits of t (popcount(t) nodes); B(0) = 0."""

@@ -56,9 +56,10 @@ def _simplex_threshold(y_sorted_desc: np.ndarray, csum: np.ndarray, tau: np.ndar
     S = y_sorted_desc.shape[-1]
     j = np.arange(1, S + 1, dtype=float)
     theta_j = (tau[:, None] - csum) / j
-    active = y_sorted_desc + theta_j > 0
-    # largest active j (there is always one when tau > 0: j = 1 gives y_(1) + tau - y_(1) = tau > 0)
-    jstar = S - 1 - np.argmax(active[:, ::-1], axis=1)
+    # ">= 0" rather than "> 0": j = 1 gives y_(1) + theta_1 = tau >= 0 even when rounding eats a tiny
+    # tau, so an active j always exists; a tie (entry exactly at 0) gives the same theta either way
+    active = y_sorted_desc + theta_j >= 0
+    jstar = S - 1 - np.argmax(active[:, ::-1], axis=1)      # largest active j
     return np.take_along_axis(theta_j, jstar[:, None], axis=1)[:, 0]
 
 

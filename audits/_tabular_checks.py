@@ -1,0 +1,142 @@
+"""Assumption 3.1 on private counts, as separate Check records (dp_ucbvi.md §4, dp_nash_vi.md §4).
+
+Shared by the privatizer audits and the DP-UCBVI / DP-Nash-VI audits. Feed a monitor every release
+(batched over runs) and ask it for the checks at the end:
+
+    mon = CountAssumptionMonitor(runs, width=E, source="Qiao & Wang 2023, Assumption 3.1 / Lemma 5.4")
+    for k in ...:
+        mon.update(privatizer.release(), privatizer.true_counts())
+    for check in mon.checks(beta=beta, alpha=alpha):
+        ctx.add(check)
+
+Checks (ids fixed; each carries its claim's source):
+* ``assumption.count_error`` (probability, Assumption 3.1 part 1): per run, the event "for all
+  (h,s,a,s',k): |N~ - N| <= E for both count types and |R~ - R| <= E" must hold with probability
+  >= 1 - beta/3: exact binomial bound over the runs (dpcheck.checks.probability_check).
+  Details log the Lemma 5.4 good event (|N^ - N| <= E/4) per run as well (claim C6 / N6).
+* ``assumption.sum_consistency`` (invariant, part 2): N~(s,a) = sum_s' N~(s,a,s') (relative 1e-9).
+* ``assumption.no_underestimation`` (invariant on the good event, part 2 / Lemma 5.4):
+  N~(s,a) >= N(s,a) whenever |N^ - N| <= E/4 held in that run (deterministic there).
+* ``assumption.valid_transition`` (invariant, Remark 3.2 / C5 / N5): P~(.|s,a) has entries > 0
+  summing to 1 -- always, including outside the good event thanks to the fallback.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpcheck.checks import invariant_check, probability_check
+
+REL_TOL = 1e-9          # float rounding of sums of O(S) terms of size up to ~1e6
+
+
+def _runs_max(x: np.ndarray) -> np.ndarray:
+    """max over every axis but the first (runs)."""
+    return x.reshape(x.shape[0], -1).max(axis=1) if x.size else np.zeros(x.shape[0])
+
+
+class CountAssumptionMonitor:
+    """Accumulates, per run, everything Assumption 3.1 needs; ``checks()`` turns it into records.
+
+    runs:   number of independent runs (leading axis of every array it is fed).
+    width:  E (public). With E = 0 (exact counts) the error bounds are checked with tolerance only.
+    source: the claim's source, e.g. "Qiao & Wang 2023 (DP-UCBVI), Assumption 3.1; Lemmas 5.1, 5.4".
+    """
+
+    def __init__(self, runs: int, width: float, *, source: str, has_rewards: bool = True):
+        self.runs = int(runs)
+        self.E = float(width)
+        self.source = source
+        self.has_rewards = has_rewards
+        z = lambda: np.zeros(self.runs)
+        self.error_ratio = z()          # max |N~ - N| / E   (and |R~ - R| / E)
+        self.noise_ratio = z()          # max |N^ - N| / (E/4)
+        self.reward_ratio = z()         # max |R~ - R| / E
+        self.sum_violations = np.zeros(self.runs, dtype=np.int64)
+        self.under_violations = np.zeros(self.runs, dtype=np.int64)
+        self.kernel_violations = np.zeros(self.runs, dtype=np.int64)
+        self.cases = 0                  # (h,s,a) rows checked per run
+        self.releases = 0
+        self.worst = {}                 # a counterexample per invariant, for the report
+
+    def update(self, private, true) -> None:
+        """One release. ``private``: PrivateCounts-like (visits, transitions, rewards, noisy_*);
+        ``true``: TrueCounts-like (visits, transitions, rewards). Shapes (runs, H, S, A[, S])."""
+        E = self.E
+        v, t = np.asarray(private.visits, float), np.asarray(private.transitions, float)
+        Nv, Nt = np.asarray(true.visits, float), np.asarray(true.transitions, float)
+        scale = max(E, 1.0)
+        err = np.maximum(_runs_max(np.abs(v - Nv)), _runs_max(np.abs(t - Nt)))
+        if getattr(private, "rewards", None) is not None and getattr(true, "rewards", None) is not None:
+            rerr = _runs_max(np.abs(np.asarray(private.rewards) - np.asarray(true.rewards)))
+            self.reward_ratio = np.maximum(self.reward_ratio, rerr / scale)
+            err = np.maximum(err, rerr)
+        self.error_ratio = np.maximum(self.error_ratio, err / (E if E > 0 else 1e-12))
+        nv, nt = getattr(private, "noisy_visits", None), getattr(private, "noisy_transitions", None)
+        if nv is not None and nt is not None:
+            nerr = np.maximum(_runs_max(np.abs(np.asarray(nv) - Nv)), _runs_max(np.abs(np.asarray(nt) - Nt)))
+            self.noise_ratio = np.maximum(self.noise_ratio, nerr / (E / 4 if E > 0 else 1e-12))
+        # part 2: sum identity
+        tsum = t.sum(axis=-1)
+        bad_sum = np.abs(v - tsum) > REL_TOL * np.maximum(1.0, np.abs(v))
+        self.sum_violations += bad_sum.reshape(self.runs, -1).sum(axis=1)
+        # part 2: no underestimation (deterministic on the Lemma 5.4 good event; recorded for all runs)
+        under = v < Nv - REL_TOL * np.maximum(1.0, Nv)
+        self.under_violations += under.reshape(self.runs, -1).sum(axis=1)
+        # valid P~: entries > 0, rows sum to 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            P = t / v[..., None]
+        bad_P = ~(np.all(P > 0, axis=-1) & (np.abs(P.sum(axis=-1) - 1.0) <= 1e-9))
+        self.kernel_violations += bad_P.reshape(self.runs, -1).sum(axis=1)
+        for key, mask in (("sum_consistency", bad_sum), ("no_underestimation", under), ("valid_transition", bad_P)):
+            if key not in self.worst and mask.any():
+                idx = tuple(int(i) for i in np.argwhere(mask)[0])
+                self.worst[key] = {"index (run,h,s,a)": idx, "release": self.releases,
+                                   "N~(s,a)": float(v[idx]), "sum N~(s,a,.)": float(tsum[idx]),
+                                   "N(s,a)": float(Nv[idx]), "P~(.|s,a)": P[idx]}
+        self.cases += int(np.prod(v.shape[1:]))
+        self.releases += 1
+
+    @property
+    def good_event(self) -> np.ndarray:
+        """Per run: did |N^ - N| <= E/4 hold at every release (Lemma 5.4's hypothesis)?"""
+        return self.noise_ratio <= 1.0
+
+    def checks(self, *, beta: float, alpha: float, prefix: str = "assumption") -> list:
+        claim_base = {"source": self.source}
+        fails = self.error_ratio > 1.0
+        good = self.good_event
+        details = {"width_E": self.E, "releases_per_run": self.releases,
+                   "max_error_ratio_per_run": self.error_ratio, "max_noise_ratio_per_run (|N^-N|/(E/4))": self.noise_ratio,
+                   "good_event_runs": int(good.sum()),
+                   "plots": [{"title": "max |N~ - N| / E per run", "xlabel": "run", "ylabel": "ratio",
+                              "kind": "bar", "logx": False, "logy": False,
+                              "series": [{"label": "max |N~-N|/E", "x": list(range(self.runs)),
+                                          "y": self.error_ratio.tolist()}]}]}
+        if self.has_rewards:
+            details["max_reward_ratio_per_run"] = self.reward_ratio
+        out = [probability_check(
+            id=f"{prefix}.count_error", failures=int(fails.sum()), runs=self.runs, beta=beta / 3, alpha=alpha,
+            claim=dict(claim_base, statement="w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all "
+                       "(h,s,a,s',k) (Assumption 3.1 part 1)", beta_over_3=beta / 3),
+            details=details, what="the uniform count-error bound")]
+        total = self.cases * self.runs
+        out.append(invariant_check(
+            id=f"{prefix}.sum_consistency", violations=int(self.sum_violations.sum()), total=total,
+            claim=dict(claim_base, statement="N~(s,a) = sum_s' N~(s,a,s') (Assumption 3.1 part 2)"),
+            details={"counterexample": self.worst.get("sum_consistency")}, what="sum consistency"))
+        n_good = int(good.sum())
+        out.append(invariant_check(
+            id=f"{prefix}.no_underestimation", violations=int(self.under_violations[good].sum()),
+            total=self.cases * n_good,
+            claim=dict(claim_base, statement="N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4 "
+                       "(Assumption 3.1 part 2; Lemma 5.4)"),
+            details={"counterexample": self.worst.get("no_underestimation"), "good_event_runs": n_good,
+                     "violations_outside_good_event": int(self.under_violations[~good].sum())},
+            what="no underestimation on the good event",
+            vacuous=None if n_good else "the good event held in no run"))
+        out.append(invariant_check(
+            id=f"{prefix}.valid_transition", violations=int(self.kernel_violations.sum()), total=total,
+            claim=dict(claim_base, statement="P~(.|s,a) = N~(s,a,.)/N~(s,a) is a full-support distribution "
+                       "(Remark 3.2; always, via the fallback)"),
+            details={"counterexample": self.worst.get("valid_transition")}, what="valid P~"))
+        return out
