@@ -354,9 +354,8 @@ def _distribution_plot(event, scorer, t, cx, cy, raw, row, bins: int = 80) -> di
     hy = np.histogram(cy, edges)[0] / cy.shape[0]
     x = sign * centres
     order = np.argsort(x)
-    stat = "output" if event["family"] == "threshold" else "score"
-    return {"title": title, "xlabel": f"{stat} ({event.get('statistic', '')})", "ylabel": "fraction of samples",
-            "logx": False, "logy": "symlog", "kind": "hist",
+    return {"title": title, "xlabel": event.get("statistic", "score"), "ylabel": "fraction of samples (log)",
+            "logx": False, "logy": True, "kind": "hist",
             "series": [{"label": first, "x": x[order], "y": hx[order]},
                        {"label": second, "x": x[order], "y": hy[order]}],
             "threshold": event.get("threshold")}
