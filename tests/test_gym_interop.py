@@ -83,6 +83,13 @@ def test_from_gymnasium_rejects_non_discrete_and_modelless_envs():
         from_gymnasium(make("FrozenLake-v1"), H=0)
 
 
+def test_from_gymnasium_init_override():
+    m = from_gymnasium(make("CliffWalking-v1"), H=3, init=0)
+    assert m.init[0] == 1.0
+    with pytest.raises(InputError, match="init"):
+        from_gymnasium(make("CliffWalking-v1"), H=3, init=np.ones(5))
+
+
 def test_tabular_mdp_env_passes_gymnasium_checker():
     for observe_step in (False, True):
         env = TabularMDPEnv(riverswim(H=5), observe_step=observe_step)

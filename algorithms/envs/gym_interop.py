@@ -92,11 +92,12 @@ def from_gymnasium(env, H: int, init=None, name: str | None = None) -> TabularMD
         init = getattr(env.unwrapped, "initial_state_distrib", None)
         if init is None:
             raise InputError("pass init=: the env exposes no initial_state_distrib")
-    init = np.asarray(init, dtype=np.float64)
-    if init.ndim == 1 and init.shape == (S,) and absorbing:
-        init = np.append(init, 0.0)
-    if init.ndim == 1 and init.size == S_total:
-        init = init / init.sum()
+    if not isinstance(init, (int, np.integer)):  # an int is a fixed s_1, passed through
+        init = np.asarray(init, dtype=np.float64)
+        if init.ndim == 1 and init.shape == (S,) and absorbing:
+            init = np.append(init, 0.0)
+        if init.ndim == 1 and init.size == S_total and init.sum() > 0:
+            init = init / init.sum()  # Gymnasium stores e.g. 1/n floats; same renormalisation as P
     label = name or getattr(getattr(env, "spec", None), "id", None) or type(env.unwrapped).__name__
     mdp = TabularMDP(np.broadcast_to(P, (H,) + P.shape), np.broadcast_to(r, (H,) + r.shape), init,
                      name=str(label))
