@@ -344,3 +344,20 @@ def test_table_users_validation():
         TableUsers(2, 2, 2, np.zeros(1, int), np.zeros((1, 7), int), np.full((1, 7), 2.0))
     with pytest.raises(InputError, match="too large"):
         random_table_users(10, 2, 4, 12, np.random.default_rng(0))
+
+
+def test_inverse_cdf_never_lands_on_zero_probability_outcomes_at_the_edges():
+    """u = 0 and u -> 1 are the edge draws; zero-probability first/last outcomes must be skipped."""
+    from algorithms.envs._validate import cumulative, sample_from_cdf
+
+    class Fixed:
+        def __init__(self, u):
+            self.u = u
+
+        def random(self, shape):
+            return np.full(shape, self.u)
+
+    probs = np.array([[0.0, 0.3, 0.7, 0.0], [1 / 3, 1 / 3, 1 / 3, 0.0]])
+    cdf = cumulative(probs)
+    np.testing.assert_array_equal(sample_from_cdf(cdf, Fixed(0.0)), [1, 0])
+    np.testing.assert_array_equal(sample_from_cdf(cdf, Fixed(np.nextafter(1.0, 0.0))), [2, 2])
