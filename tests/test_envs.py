@@ -361,3 +361,14 @@ def test_inverse_cdf_never_lands_on_zero_probability_outcomes_at_the_edges():
     cdf = cumulative(probs)
     np.testing.assert_array_equal(sample_from_cdf(cdf, Fixed(0.0)), [1, 0])
     np.testing.assert_array_equal(sample_from_cdf(cdf, Fixed(np.nextafter(1.0, 0.0))), [2, 2])
+
+
+def test_pickled_instances_stay_immutable():
+    import pickle
+    m = riverswim(H=3)
+    g = random_game(2, 2, 2, 2, np.random.default_rng(0))
+    U = users_from_model(m, 2, np.random.default_rng(0))
+    for obj, arr in ((m, "P"), (g, "r"), (U, "keys")):
+        copy = pickle.loads(pickle.dumps(obj))
+        assert not getattr(copy, arr).flags.writeable
+        np.testing.assert_array_equal(getattr(copy, arr), getattr(obj, arr))

@@ -134,3 +134,14 @@ def as_policy(policy, H: int, S: int, A: int, name: str = "policy") -> tuple[np.
 def one_hot(actions: np.ndarray, A: int) -> np.ndarray:
     """Deterministic policy (..., H, S) -> stochastic (..., H, S, A)."""
     return (actions[..., None] == np.arange(A)).astype(np.float64)
+
+
+class ReadOnlyArrays:
+    """Mixin: arrays stay read-only after unpickling (pickle does not keep numpy's write flag),
+    so an instance shipped to a joblib / dask worker is as immutable as the original."""
+
+    def __setstate__(self, state):
+        for value in state.values():
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+        self.__dict__.update(state)

@@ -17,6 +17,7 @@ import numpy as np
 
 from dpcheck.errors import InputError
 from algorithms.envs._validate import (
+    ReadOnlyArrays,
     as_float_array, as_index_array, as_initial_distribution, as_policy, check_distributions,
     check_rng, check_runs, check_unit_interval, cumulative, one_hot, sample_from_cdf,
 )
@@ -40,7 +41,7 @@ class GameTrajectories(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False)
-class MarkovGame:
+class MarkovGame(ReadOnlyArrays):
     """MG = (S, A, B, H, {P_h}, {r_h}, d_1), two-player zero-sum.
 
     P (H, S, A, B, S): P[h, s, a, b, s'] = P_h(s' | s, a, b).

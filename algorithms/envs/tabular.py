@@ -16,6 +16,7 @@ import numpy as np
 
 from dpcheck.errors import InputError
 from algorithms.envs._validate import (
+    ReadOnlyArrays,
     as_float_array, as_index_array, as_initial_distribution, as_policy, check_distributions,
     check_rng, check_runs, check_unit_interval, cumulative, sample_from_cdf,
 )
@@ -36,7 +37,7 @@ class Trajectories(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False)
-class TabularMDP:
+class TabularMDP(ReadOnlyArrays):
     """Episodic, non-stationary tabular MDP M = (S, A, H, {P_h}, {r_h}, d_1).
 
     P (H, S, A, S):  P[h, s, a, s'] = P_h(s' | s, a); every row a distribution.

@@ -39,6 +39,7 @@ import numpy as np
 
 from dpcheck.errors import InputError
 from algorithms.envs._validate import (
+    ReadOnlyArrays,
     as_index_array, as_policy, check_rng, check_runs, cumulative, sample_from_cdf,
 )
 from algorithms.envs.tabular import TabularMDP, Trajectories
@@ -84,7 +85,7 @@ def _check_sizes(H, S, A):
 
 # ----------------------------------------------------------------------------- base class
 @dataclass(frozen=True, eq=False)
-class ScriptedUsers:
+class ScriptedUsers(ReadOnlyArrays):
     """A batch of K users, each a deterministic response function of (h, own action history).
 
     Subclasses store per-user arrays with the user axis first (names in ``_per_user``) and
