@@ -204,7 +204,7 @@ class DPNashVI:
             raise InputError(f"runs must be a positive integer, got {runs!r}")
         if not isinstance(rng, np.random.Generator):
             raise InputError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-        for attr in ("P", "r", "init", "H", "S", "A", "B"):
+        for attr in ("r", "init", "H", "S", "A", "B", "reset", "step"):
             if not hasattr(game, attr):
                 raise InputError(f"game must be a MarkovGame (missing {attr!r}); got {type(game).__name__}")
         K, runs = int(K), int(runs)
