@@ -16,10 +16,12 @@ Method (DESIGN.md "Privacy, black box"; DP-Opt-style event search, no pinned mas
    certifies p_lo - e^eps q_hi, a lower bound on the hockey-stick divergence, which must
    not exceed delta(eps).
 
-Confidence (Bonferroni over everything certified): with P pairs, 2 directions, and
-1 + |G| certified events per direction (the eps_lb event and one per profile point G),
-every one of the 2 * 2 * P * (1 + |G|) one-sided bounds is computed at level
-alpha / (4 P (1 + |G|)). Events are chosen on data independent of the certification
+Confidence (weighted Bonferroni over everything certified): with P pairs, 2 directions, 2
+sides and 1 + |G| certified events per direction (the eps_lb event and one per profile point
+in G), there are 4 P (1 + |G|) one-sided bounds. Pure DP (G empty): each is at level
+alpha / (4 P). Otherwise the 4 P bounds of the eps_lb events get alpha / 2 between them
+(alpha / (8 P) each) and the 4 P |G| profile bounds the other alpha / 2 (alpha / (8 P |G|)
+each): the levels sum to alpha. Events are chosen on data independent of the certification
 sample, so with probability >= 1 - alpha every certified statement holds simultaneously;
 in particular the reported epsilon_lower_bound (the maximum over pairs and directions) is
 a valid lower bound on the true epsilon and a "fail" is a false alarm with probability
@@ -45,6 +47,7 @@ ZCDP_DELTA = 1e-5               # the delta at which a zCDP claim's epsilon is r
 ZCDP_PROFILE_DELTAS = (1e-1, 1e-2, 1e-3)
 APPROX_PROFILE_FRACTIONS = (0.0, 0.5)
 INCONCLUSIVE_FACTOR = 2.0
+LB_ALPHA_SHARE = 0.5            # share of alpha for the eps-bound events when profile points are tested
 PLOT_SAMPLES = 100_000
 DIRECTIONS = ("D->D'", "D'->D")
 
@@ -96,6 +99,7 @@ class AuditResult:
     profile: tuple
     alpha: float
     alpha_per_bound: float
+    alpha_per_profile_bound: float
     n_bounds: int
     seed: int
     output_kind: str
@@ -134,7 +138,8 @@ class AuditResult:
             "method": "black box: events chosen on a selection sample, Clopper-Pearson bounds on a disjoint "
                       "certification sample, Bonferroni over pairs, directions, sides and profile points",
             "event": self.event, "pairs": list(self.pairs_table), "profile": list(self.profile),
-            "alpha_per_bound": self.alpha_per_bound, "n_bounds": self.n_bounds, "seed": self.seed,
+            "alpha_per_bound": self.alpha_per_bound,
+            "alpha_per_profile_bound": self.alpha_per_profile_bound, "n_bounds": self.n_bounds, "seed": self.seed,
             "output_kind": self.output_kind, "plots": list(self.plots),
         }
         return Check(id=id, kind=kind, verdict=self.verdict, claim=claim, measured=measured,
@@ -228,7 +233,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     eps_claim, delta, grid = _plan(claim)
     n_pairs = len(target.pairs)
     n_bounds = 2 * 2 * n_pairs * (1 + len(grid))
-    alpha_b = alpha / n_bounds
+    # the epsilon-bound events get half of alpha when profile points share it (they carry the
+    # headline figure); weighted Bonferroni: the weights over all bounds sum to alpha
+    share = LB_ALPHA_SHARE if grid else 1.0
+    alpha_b = alpha * share / (4 * n_pairs)
+    alpha_prof = alpha * (1 - share) / (4 * n_pairs * len(grid)) if grid else 0.0
     say = progress or (lambda msg: None)
 
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
@@ -249,10 +258,10 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             sel_scores = [f[1:] for f in fitted]
             cert_cache: dict[int, tuple] = {}
 
-            def certify(objective):
+            def certify(objective, a_b):
                 best = None
                 for i, (sx, sy) in enumerate(sel_scores):
-                    t, v, _, _ = ev.best_threshold(sx, sy, n_cert, alpha_b, objective)
+                    t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective)
                     if best is None or v > best[2]:
                         best = (i, t, v)
                 i, t, _ = best
@@ -260,11 +269,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                     cert_cache[i] = (scorers[i].score(cert_x), scorers[i].score(cert_y))
                 cx, cy = cert_cache[i]
                 kx, ky = int(np.count_nonzero(cx >= t)), int(np.count_nonzero(cy >= t))
-                p_lo = float(stats.cp_lower(kx, n_cert, alpha_b))
-                q_hi = float(stats.cp_upper(ky, n_cert, alpha_b))
+                p_lo = float(stats.cp_lower(kx, n_cert, a_b))
+                q_hi = float(stats.cp_upper(ky, n_cert, a_b))
                 return i, t, kx, ky, p_lo, q_hi
 
-            i, t, kx, ky, p_lo, q_hi = certify(ratio)
+            i, t, kx, ky, p_lo, q_hi = certify(ratio, alpha_b)
             eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
             power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
             event = scorers[i].describe(t)
@@ -273,7 +282,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                          "epsilon_lower_bound": max(eps_lb, 0.0), "power": power})
             keep[(p, direction)] = (event, scorers[i], t, cert_cache[i], (cert_x, cert_y))
             for e in grid:
-                _, _, kx2, ky2, p2, q2 = certify(ev.Objective("difference", eps=e))
+                _, _, kx2, ky2, p2, q2 = certify(ev.Objective("difference", eps=e), alpha_prof)
                 hs = p2 - math.exp(e) * q2
                 allowed = claim.delta_at(e)
                 prof.append({"pair": p, "direction": direction, "epsilon": e, "count_d": kx2,
@@ -317,7 +326,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         selection_samples=n_sel, certification_samples=n_cert, event=event, pair=w["pair"],
         direction=w["direction"], tightness=tight, power=power, power_ratio=power_ratio, claim=claim,
         epsilon_claimed=eps_claim, delta=delta, pairs_table=tuple(rows), profile=tuple(prof), alpha=alpha,
-        alpha_per_bound=alpha_b, n_bounds=n_bounds, seed=seed, output_kind=kind, target=target.name,
+        alpha_per_bound=alpha_b, alpha_per_profile_bound=alpha_prof, n_bounds=n_bounds, seed=seed,
+        output_kind=kind, target=target.name,
         plots=tuple(plots))
 
 

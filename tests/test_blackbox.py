@@ -245,3 +245,23 @@ def test_user_file_example_target():
     ns = runpy.run_path(str(Path(__file__).resolve().parents[1] / "examples" / "laplace_target.py"))
     r = audit(ns["target"], samples=20_000)
     assert r.verdict == "pass"
+
+
+@pytest.mark.slow
+def test_dask_backend_matches_local():
+    pytest.importorskip("dask.distributed")
+    t = target(M.laplace_count(1.0))
+    n = 2 * (1 << 16) + 7
+    local = audit(t, samples=n, seed=5)
+    dask = audit(t, samples=n, seed=5, workers=2, backend="dask")
+    assert local.to_dict() == dask.to_dict()
+
+
+def test_weighted_bonferroni_sums_to_alpha():
+    for claim, n_grid in ((Claim(epsilon=1.0), 0), (Claim(epsilon=1.0, delta=1e-6), 2),
+                          (Claim(rho=0.5, notion="zCDP"), 3)):
+        r = audit(target(M.gaussian(2.0), pairs=[(0, 1), (1, 2)], claim=claim), samples=2000, seed=0, alpha=0.1)
+        assert r.n_bounds == 4 * 2 * (1 + n_grid)
+        total = 4 * 2 * r.alpha_per_bound + 4 * 2 * n_grid * r.alpha_per_profile_bound
+        assert total == pytest.approx(0.1)
+        assert len(r.profile) == 2 * 2 * n_grid
