@@ -12,7 +12,9 @@ from algorithms.privatizers.nonprivate import NoPrivatizer
 from algorithms.privatizers.projection import project_counts, post_process, post_process_offline
 from algorithms.privatizers.width import confidence_width
 from algorithms.privatizers.loader import load_privatizer
+from algorithms.privatizers.offline import OfflineGaussianPrivatizer, OfflineLaplacePrivatizer, OfflineCounts, dataset_counts
 
 __all__ = ["CountPrivatizer", "PrivateCounts", "TrueCounts", "INTERFACE", "BinaryMechanism", "TreeCounter",
            "tree_levels", "CentralPrivatizer", "LocalPrivatizer", "LocalMessage", "NoPrivatizer",
-           "project_counts", "post_process", "post_process_offline", "confidence_width", "load_privatizer"]
+           "project_counts", "post_process", "post_process_offline", "confidence_width", "load_privatizer",
+           "OfflineGaussianPrivatizer", "OfflineLaplacePrivatizer", "OfflineCounts", "dataset_counts"]

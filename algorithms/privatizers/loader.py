@@ -80,6 +80,8 @@ class GuardedPrivatizer:
             raise MechanismError(f"privatizer {self._label!r} raised {type(e).__name__} in {what}: {e}") from e
 
     def __getattr__(self, item):
+        if item.startswith("__") or item in ("_inner", "_label"):
+            raise AttributeError(item)              # copy/pickle protocols; never recurse
         try:
             attr = getattr(type(self._inner), item)
         except AttributeError:

@@ -1,0 +1,190 @@
+"""Offline count privatizers of DP-APVI (offline_dp_apvi_vapvi.md §2.1-2.5, §2.7, §2.8).
+
+The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair counts) and
+``n_h(s,a,s')`` (H S^2 A triple counts), batched over runs: (runs, H, S, A[, S]).
+
+* :class:`OfflineGaussianPrivatizer` (rho-zCDP, §2.2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
+  ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (§2.3);
+  post-processing with band ``E_rho / 2`` and no shift (§2.4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
+  ``ntil(s,a) > E_rho`` else uniform (§2.5). Privacy (§2.7, Lemma C.1): replacing one trajectory changes
+  H pair counts by -1 and H by +1, l2 sensitivity ``sqrt(2H)`` per family, so each family is
+  ``GaussianDpEvent(sigma / sqrt(2H))`` = rho/2-zCDP and the two compose to rho-zCDP.
+* :class:`OfflineLaplacePrivatizer` (pure eps-DP, §2.8(c)): ``Lap(4H/eps)`` on every count; the union of
+  both families has l1 sensitivity ``4H``, so it is ``LaplaceDpEvent(1)`` i.e. eps-DP; width
+  ``E_eps = (8H/eps) log(2 H S^2 A / beta)``.
+
+``beta`` is the failure probability the spec writes ``delta`` (renamed here so it is not confused with
+the delta of (eps, delta)-DP). The clip ``{.}^+`` and everything after it are post-processing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcheck.claims import Claim
+from dpcheck.errors import InputError
+
+from algorithms.privatizers.projection import post_process_offline
+
+SOURCE = "Qiao & Wang, Offline RL with Differential Privacy"
+
+
+@dataclass(frozen=True)
+class OfflineCounts:
+    """Private counts of DP-APVI, batched over runs.
+
+    visits:            ntil_h(s,a) = sum_s' ntil_h(s,a,s')   (runs, H, S, A)
+    transitions:       ntil_h(s,a,s')                         (runs, H, S, A, S)
+    noisy_visits:      n'_h(s,a)  (clipped noisy counts, before §2.4)
+    noisy_transitions: n'_h(s,a,s')
+    width:             E_rho (or E_eps)
+    """
+
+    visits: np.ndarray
+    transitions: np.ndarray
+    noisy_visits: np.ndarray
+    noisy_transitions: np.ndarray
+    width: float
+
+    @property
+    def kernel(self) -> np.ndarray:
+        """P~_h(s'|s,a) (eq. 5): ntil(s,a,s')/ntil(s,a) if ntil(s,a) > E, else uniform 1/S."""
+        S = self.transitions.shape[-1]
+        ok = self.visits > self.width
+        with np.errstate(invalid="ignore", divide="ignore"):
+            P = self.transitions / self.visits[..., None]
+        return np.where(ok[..., None], P, 1.0 / S)
+
+
+def dataset_counts(states, actions, S: int, A: int):
+    """Pair and triple counts of a batch of datasets.
+
+    states (runs, n, H+1) ints, actions (runs, n, H) ints -> n_h(s,a) (runs,H,S,A), n_h(s,a,s') (runs,H,S,A,S).
+    """
+    st, ac = np.asarray(states), np.asarray(actions)
+    if st.ndim != 3 or ac.ndim != 3 or st.shape[:2] != ac.shape[:2] or st.shape[2] != ac.shape[2] + 1:
+        raise InputError(f"states must be (runs, n, H+1) and actions (runs, n, H); got {st.shape}, {ac.shape}")
+    if st.size and (st.min() < 0 or st.max() >= S) or ac.size and (ac.min() < 0 or ac.max() >= A):
+        raise InputError("states / actions out of range")
+    runs, n, H = ac.shape
+    r = np.repeat(np.arange(runs), n * H)
+    h = np.tile(np.arange(H), runs * n)
+    pair = np.zeros((runs, H, S, A))
+    np.add.at(pair, (r, h, st[:, :, :H].ravel(), ac.ravel()), 1.0)
+    triple = np.zeros((runs, H, S, A, S))
+    np.add.at(triple, (r, h, st[:, :, :H].ravel(), ac.ravel(), st[:, :, 1:].ravel()), 1.0)
+    return pair, triple
+
+
+def _check_counts(pair, triple):
+    pair, triple = np.asarray(pair, float), np.asarray(triple, float)
+    if pair.ndim != 4 or triple.shape != pair.shape + (pair.shape[-2],):
+        raise InputError(f"counts must be (runs,H,S,A) and (runs,H,S,A,S); got {pair.shape}, {triple.shape}")
+    if np.any(pair < 0) or np.any(triple < 0):
+        raise InputError("counts must be non-negative")
+    return pair, triple
+
+
+def _check_beta(beta):
+    b = float(beta)
+    if not 0 < b < 1:
+        raise InputError(f"beta (the spec's failure probability delta) must lie in (0, 1), got {beta!r}")
+    return b
+
+
+class _OfflinePrivatizer:
+    def privatize(self, pair, triple, rng: np.random.Generator) -> OfflineCounts:
+        """Noise on every pair and triple count, clip at 0 (§2.2), then the §2.4 projection."""
+        pair, triple = _check_counts(pair, triple)
+        if not isinstance(rng, np.random.Generator):
+            raise InputError("rng must be a numpy.random.Generator")
+        H, S, A = pair.shape[1:]
+        noisy_p = np.maximum(pair + self._noise(rng, pair.shape, H), 0.0)
+        noisy_t = np.maximum(triple + self._noise(rng, triple.shape, H), 0.0)
+        E = self.width(H, S, A)
+        pp = post_process_offline(noisy_t, noisy_p, E)
+        return OfflineCounts(visits=pp.visits, transitions=pp.transitions, noisy_visits=noisy_p,
+                             noisy_transitions=noisy_t, width=E)
+
+
+class OfflineGaussianPrivatizer(_OfflinePrivatizer):
+    """DP-APVI's Gaussian count privatizer: rho-zCDP (offline §2.2-2.5, Lemma C.1)."""
+
+    name = "offline_gaussian"
+
+    def __init__(self, rho: float, beta: float = 0.1):
+        r = float(rho)
+        if not (r > 0 and math.isfinite(r)):
+            raise InputError(f"rho must be a finite number > 0, got {rho!r}")
+        self.rho = r
+        self.beta = _check_beta(beta)
+
+    @classmethod
+    def from_approx_dp(cls, epsilon: float, delta_dp: float, beta: float = 0.1):
+        """(eps, delta_dp)-DP through zCDP (§2.8(d)): rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2."""
+        if not (epsilon > 0 and 0 < delta_dp < 1):
+            raise InputError("need epsilon > 0 and delta_dp in (0, 1)")
+        L = math.log(1.0 / delta_dp)
+        return cls(rho=(math.sqrt(L + epsilon) - math.sqrt(L)) ** 2, beta=beta)
+
+    def sigma(self, H: int) -> float:
+        """Standard deviation: sigma^2 = 2H / rho."""
+        return math.sqrt(2.0 * H / self.rho)
+
+    def width(self, H: int, S: int, A: int) -> float:
+        """E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho) (§2.3)."""
+        return 4.0 * math.sqrt(H * math.log(4.0 * H * S * S * A / self.beta) / self.rho)
+
+    def _noise(self, rng, shape, H):
+        return rng.normal(0.0, self.sigma(H), size=shape)
+
+    def dp_event(self, H: int):
+        import dp_accounting
+        fam = dp_accounting.GaussianDpEvent(noise_multiplier=self.sigma(H) / math.sqrt(2.0 * H))
+        return dp_accounting.ComposedDpEvent([fam, fam])
+
+    def sensitivity(self, H: int) -> float:
+        """Declared l2 sensitivity of one family under replacement: sqrt(2H)."""
+        return math.sqrt(2.0 * H)
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(rho=self.rho, notion="zCDP", source=f"{SOURCE}, Lemma C.1 / Theorem 3.4 (DP-APVI is rho-zCDP)")
+
+
+class OfflineLaplacePrivatizer(_OfflinePrivatizer):
+    """Pure-DP variant: Lap(4H/eps) on every count (offline §2.8(c))."""
+
+    name = "offline_laplace"
+
+    def __init__(self, epsilon: float, beta: float = 0.1):
+        e = float(epsilon)
+        if not (e > 0 and math.isfinite(e)):
+            raise InputError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        self.epsilon = e
+        self.beta = _check_beta(beta)
+
+    def scale(self, H: int) -> float:
+        """b = 4H / eps (l1 sensitivity 4H of both families together)."""
+        return 4.0 * H / self.epsilon
+
+    def width(self, H: int, S: int, A: int) -> float:
+        """E_eps = (8H/eps) log(2 H S^2 A / beta) (§2.8(c))."""
+        return 8.0 * H / self.epsilon * math.log(2.0 * H * S * S * A / self.beta)
+
+    def _noise(self, rng, shape, H):
+        return rng.laplace(0.0, self.scale(H), size=shape)
+
+    def sensitivity(self, H: int) -> float:
+        """Declared l1 sensitivity of both families together under replacement: 4H."""
+        return 4.0 * H
+
+    def dp_event(self, H: int):
+        import dp_accounting
+        return dp_accounting.LaplaceDpEvent(noise_multiplier=self.scale(H) / self.sensitivity(H))
+
+    @property
+    def claim(self) -> Claim:
+        return Claim(epsilon=self.epsilon, notion="DP", source=f"{SOURCE}, §2.8(c) pure-DP variant (Laplace)")
