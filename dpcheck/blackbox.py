@@ -30,6 +30,7 @@ a valid lower bound on the true epsilon and a "fail" is a false alarm with proba
 from __future__ import annotations
 
 import math
+from numbers import Real
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -153,12 +154,19 @@ def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list
     return target.sample(inputs[j], np.random.default_rng(seed_seq), sizes[c])
 
 
-def _draw(target, samples, seed, workers, backend, scheduler):
+def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: None):
     from dpcheck.parallel import run_chunks
     sizes = [CHUNK] * (samples // CHUNK) + ([samples % CHUNK] if samples % CHUNK else [])
     inputs = [d for pair in target.pairs for d in pair]
-    parts = run_chunks(_draw_chunk, len(inputs) * len(sizes), seed, workers=workers, backend=backend,
-                       scheduler=scheduler, args=(target, inputs, sizes))
+    n_chunks = len(inputs) * len(sizes)
+    step = max(1, n_chunks // 10)
+
+    def tick(done, total):
+        if total >= 20 and (done % step == 0 or done == total):
+            say(f"{target.name}: sampled {done}/{total} chunks of {CHUNK} outputs")
+
+    parts = run_chunks(_draw_chunk, n_chunks, seed, workers=workers, backend=backend,
+                       scheduler=scheduler, args=(target, inputs, sizes), progress=tick)
     outs = []
     for j in range(len(inputs)):
         try:
@@ -223,9 +231,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 20:
         raise InputError(f"samples must be an integer >= 20, got {samples!r}")
     samples = int(samples)
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    if not (isinstance(alpha, Real) and 0 < alpha < 1):
         raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
-    if not (isinstance(selection_fraction, (int, float)) and 0 < selection_fraction < 1):
+    if not (isinstance(selection_fraction, Real) and 0 < selection_fraction < 1):
         raise InputError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
     n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
     n_cert = samples - n_sel
@@ -241,7 +251,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     say = progress or (lambda msg: None)
 
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
-    drawn = _draw(target, samples, seed, workers, backend, scheduler)
+    drawn = _draw(target, samples, seed, workers, backend, scheduler, say)
     kind = ev.output_kind(drawn[0][0], target.output)
 
     rows, prof, keep = [], [], {}
@@ -280,7 +290,10 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
                          "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
                          "epsilon_lower_bound": max(eps_lb, 0.0), "power": power})
-            keep[(p, direction)] = (event, scorers[i], t, cert_cache[i], (cert_x, cert_y))
+            if not keep or rows[-1]["epsilon_lower_bound"] > keep["eps_lb"]:
+                # only the winner's certification scores are kept (for its plot)
+                keep = {"eps_lb": rows[-1]["epsilon_lower_bound"],
+                        "plot": (event, scorers[i], t, cert_cache[i], (cert_x, cert_y))}
             for e in grid:
                 _, _, kx2, ky2, p2, q2 = certify(ev.Objective("difference", eps=e), alpha_prof)
                 hs = p2 - math.exp(e) * q2
@@ -293,7 +306,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     w = rows[win]
     eps_lb = w["epsilon_lower_bound"]
     power = min(r["power"] for r in rows)
-    event, scorer, thr, (cx, cy), raw = keep[(w["pair"], w["direction"])]
+    event, scorer, thr, (cx, cy), raw = keep["plot"]
     event = dict(event, count_d=w["count_d"], count_dprime=w["count_dprime"], n=n_cert,
                  p_lo=w["p_lo"], q_hi=w["q_hi"])
     tight = eps_lb / eps_claim if eps_claim > 0 else (math.inf if eps_lb > 0 else 1.0)

@@ -3,15 +3,18 @@
 Every family reduces an output to a scalar *score* and the event to a threshold on it,
 E = {score >= t}, so one sorting-based search serves them all:
 
-- ``ThresholdFamily``: the output itself (scalar outputs, or one coordinate of a vector),
+- ``ThresholdScorer``: the output itself (scalar outputs, or one coordinate of a vector),
   both tails ({x >= t} and, through the score -x, {x <= t}).
-- ``CellFamily``: discrete outputs; the score of an output is the estimated log
+- ``CellScorer``: discrete outputs; the score of an output is the estimated log
   likelihood ratio ln(P^[D] / P^[D']) of its cell, so {score >= t} are the unions of cells
   sorted by likelihood ratio. Cells never seen in the selection sample score -inf.
-- ``NaiveBayesFamily``: vector outputs; the score is the sum over coordinates of binned
+- ``NaiveBayesScorer``: vector outputs; the score is the sum over coordinates of binned
   per-coordinate log likelihood ratios (a learned score in the spirit of DP-Sniper's
   classifier; exact up to binning for mechanisms with independent coordinates, such as
   Laplace or Gaussian histograms).
+- ``LogisticScorer``: vector outputs; the logit of a logistic regression of the input on the
+  output (DP-Sniper), for leaks in linear combinations of coordinates.
+- ``ThresholdScorer`` on each coordinate of short vectors, both tails.
 
 Threshold search (DP-Opt style, no pinned mass, hence no ln(1/c) cap): for every candidate
 t (every distinct selection score under D) the selection counts are projected to the size of
@@ -232,6 +235,40 @@ class NaiveBayesScorer(Scorer):
                 "tail": "upper", "threshold": t, "text": f"score(M(D)) >= {t:.6g} (naive-Bayes log LR)"}
 
 
+class LogisticScorer(Scorer):
+    """Logistic regression of "came from D" on the output coordinates (DP-Sniper's simplest classifier).
+
+    Catches leaks that live in a linear combination of coordinates, which per-coordinate
+    likelihood ratios miss (e.g. (d + Z + small noise, Z): each coordinate alone hides d).
+    Coordinates are standardised on the training data; at most ``max_train`` outputs per side.
+    """
+    family = "logistic"
+
+    def __init__(self, mean, scale, coef, intercept):
+        self.mean, self.scale, self.coef, self.intercept = mean, scale, coef, intercept
+
+    @classmethod
+    def fit(cls, d: np.ndarray, dp: np.ndarray, max_train: int = 50_000) -> "LogisticScorer":
+        from sklearn.linear_model import LogisticRegression
+
+        d, dp = d[:max_train].astype(float), dp[:max_train].astype(float)
+        x = np.concatenate([d, dp])
+        mean, scale = x.mean(axis=0), x.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        y = np.r_[np.ones(d.shape[0]), np.zeros(dp.shape[0])]
+        model = LogisticRegression(C=1e4, max_iter=500).fit((x - mean) / scale, y)
+        return cls(mean, scale, model.coef_.ravel() / scale, float(model.intercept_[0]) - float(model.coef_.ravel() @ (mean / scale)))
+
+    def score(self, x):
+        return x.astype(float, copy=False) @ self.coef + self.intercept
+
+    def describe(self, t):
+        w = ", ".join(f"{c:.4g}" for c in self.coef[:8]) + (", ..." if self.coef.size > 8 else "")
+        return {"family": "logistic", "statistic": "logistic-regression logit w.M(D) + b",
+                "tail": "upper", "threshold": t, "weights": self.coef.tolist()[:64], "intercept": self.intercept,
+                "text": f"w.M(D) + b >= {t:.6g} (logistic, w = [{w}])"}
+
+
 def output_kind(x: np.ndarray, declared: str = "auto") -> str:
     """"discrete" for labels / integers / few distinct values, else "continuous"."""
     if declared != "auto":
@@ -242,7 +279,7 @@ def output_kind(x: np.ndarray, declared: str = "auto") -> str:
 
 
 def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int = 4096,
-                max_coordinates: int = 16) -> list[Scorer]:
+                max_coordinates: int = 16, max_logistic: int = 256) -> list[Scorer]:
     """Candidate scorers for one direction (D against D'), fitted on the selection sample.
 
     d_sel, dp_sel: (n_sel, ...) selection outputs. Selection is free (only the chosen event
@@ -271,6 +308,8 @@ def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int
             out.append(CellScorer.fit(d2, p2))
     if numeric:
         out.append(NaiveBayesScorer.fit(d2, p2))
+        if kind == "continuous" and d2.shape[1] <= max_logistic:
+            out.append(LogisticScorer.fit(d2, p2))
         if d2.shape[1] <= max_coordinates:
             out += [ThresholdScorer(s, j) for j in range(d2.shape[1]) for s in (+1, -1)]
     return out

@@ -128,6 +128,13 @@ def test_inconclusive_when_budget_too_small():
 
 
 # ------------------------------------------------------------------ determinism and parallelism
+def test_progress_reports_sampling_and_pairs():
+    msgs = []
+    audit(target(M.laplace_count(1.0)), samples=11 * (1 << 16), progress=msgs.append)
+    assert any("sampled 22/22 chunks" in m for m in msgs)
+    assert any("pair 0 D'->D" in m for m in msgs)
+
+
 def test_same_seed_same_result_and_seed_matters():
     t = target(M.laplace_count(1.0))
     a, b = audit(t, samples=30_000, seed=7), audit(t, samples=30_000, seed=7)
@@ -175,7 +182,7 @@ def test_result_record_and_check():
 def test_bad_arguments_raise_input_error():
     t = target(M.laplace_count(1.0))
     for kw in ({"samples": -5}, {"samples": 10}, {"samples": 1.5}, {"alpha": 0.0}, {"alpha": 1.5},
-               {"selection_fraction": 1.0}):
+               {"selection_fraction": 1.0}, {"seed": -1}, {"seed": "x"}):
         with pytest.raises(InputError):
             audit(t, **kw)
     with pytest.raises(InputError):
@@ -265,3 +272,13 @@ def test_weighted_bonferroni_sums_to_alpha():
         total = 4 * 2 * r.alpha_per_bound + 4 * 2 * n_grid * r.alpha_per_profile_bound
         assert total == pytest.approx(0.1)
         assert len(r.profile) == 2 * 2 * n_grid
+
+
+@settings(max_examples=15, deadline=None)
+@given(eps=st.floats(0.2, 3.0), seed=st.integers(0, 2**31), discrete=st.booleans())
+def test_bound_never_exceeds_true_epsilon(eps, seed, discrete):
+    # at alpha = 1e-3 an exceedance would be a real bug, not bad luck
+    mech = M.geometric(eps) if discrete else M.laplace_count(eps)
+    r = audit(target(mech, claim=Claim(epsilon=eps)), samples=4000, seed=seed, alpha=1e-3)
+    assert r.epsilon_lower_bound <= eps
+    assert r.verdict != "fail"

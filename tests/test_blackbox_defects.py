@@ -85,3 +85,13 @@ def test_geometric_wrong_epsilon_fails():
 def test_diffprivlib_laplace_with_wrong_claim_fails():
     r = audit(target(M.diffprivlib_laplace(2.0), per_call=True), samples=2 * 10**4, seed=0)
     assert r.verdict == "fail" and r.epsilon_lower_bound <= 2.0
+
+
+def test_leak_in_a_linear_combination_of_coordinates_fails():
+    # (d + Z + 0.05 W, Z): each coordinate alone hides d under huge noise; their difference reveals it
+    def mech(d, rng, size):
+        z = rng.normal(0.0, 30.0, size)
+        return np.stack([d + z + rng.laplace(0.0, 0.05, size), z], axis=1)
+    r = audit(target(mech), samples=10**5, seed=0)
+    assert r.verdict == "fail" and r.event["family"] == "logistic"
+    assert r.epsilon_lower_bound > 5
