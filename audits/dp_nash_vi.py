@@ -58,7 +58,7 @@ BETA = 0.1
 
 # sizes of every part; quick in brackets
 PRIVACY_SAMPLES = (200_000, 40_000)
-ASSUMPTION = {"runs": (300, 100), "K": (300, 120)}
+ASSUMPTION = {"runs": (300, 120), "K": (300, 120)}
 REGRET = {"seeds": (6, 4), "K": (8000, 2000), "eps": (2.5, 5.0, 10.0)}
 REGRET_TOLERANCE = 0.1
 
@@ -181,8 +181,8 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     tag = f" [{mode} mode]"
     practical = mode == "practical"
     vac_all = bool(res.vacuous.all())
-    vac_msg = ("Qb = H and Qu = 0 at every (k,h,s,a,b): the theory bonus (C1=2, C2=10, E=%.3g) exceeds H at K=%d"
-               % (res.width, K)) if vac_all else None
+    vac_msg = ("Qb = H and Qu = 0 at every (k,h,s,a,b): the %s-mode bonus (C1=%g, C2=%g, E=%.3g) exceeds H at K=%d"
+               % (mode, res.config["C1"], res.config["C2"], res.width, K)) if vac_all else None
     out = []
     config = {"mode": mode, "C1": res.config["C1"], "C2": res.config["C2"], "E": res.width, "K": K, "runs": runs,
               "vacuous_fraction": float(res.vacuous.mean())}
