@@ -27,5 +27,5 @@ def run(ctx) -> None:
     ctx.config["mechanism"] = f"count + Lap(1/{eps:g})"
     ctx.config["claim"] = target.claim.to_dict()
     result = audit(target, samples=samples, alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend,
-                   scheduler=o.scheduler, progress=ctx.progress)
+                   scheduler=o.scheduler, progress=ctx.progress, cache_dir=o.cache_dir)
     ctx.add(result.to_check(id="privacy.blackbox", claim_source=target.claim.source))

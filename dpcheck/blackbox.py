@@ -154,7 +154,14 @@ def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list
     return target.sample(inputs[j], np.random.default_rng(seed_seq), sizes[c])
 
 
-def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: None):
+def _cache_key(target, samples, seed) -> str:
+    """Identifies a sampling run: target name and inputs, sample size, seed and chunk size."""
+    import hashlib
+    inputs = hashlib.sha256(repr([(repr(a), repr(b)) for a, b in target.pairs]).encode()).hexdigest()[:16]
+    return f"blackbox:{target.name}:{inputs}:{samples}:{seed}:{CHUNK}"
+
+
+def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: None, cache_dir=None):
     from dpcheck.parallel import run_chunks
     sizes = [CHUNK] * (samples // CHUNK) + ([samples % CHUNK] if samples % CHUNK else [])
     inputs = [d for pair in target.pairs for d in pair]
@@ -166,7 +173,8 @@ def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: No
             say(f"{target.name}: sampled {done}/{total} chunks of {CHUNK} outputs")
 
     parts = run_chunks(_draw_chunk, n_chunks, seed, workers=workers, backend=backend,
-                       scheduler=scheduler, args=(target, inputs, sizes), progress=tick)
+                       scheduler=scheduler, args=(target, inputs, sizes), progress=tick, cache_dir=cache_dir,
+                       cache_key=_cache_key(target, samples, seed) if cache_dir is not None else None)
     outs = []
     for j in range(len(inputs)):
         try:
@@ -215,7 +223,7 @@ def _plan(claim: Claim) -> tuple[float, float, list[float]]:
 # ------------------------------------------------------------------ the audit
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress: Callable[[str], None] | None = None,
-          selection_fraction: float = 0.25) -> AuditResult:
+          selection_fraction: float = 0.25, cache_dir=None) -> AuditResult:
     """Audit ``target`` black-box; returns an :class:`AuditResult` (see the module docstring).
 
     samples:            outputs per input of each pair, selection and certification together.
@@ -225,6 +233,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     selection_fraction: share of each side's sample used to choose events. A quarter is our
                         choice: the threshold objective is flat near its optimum, so a smaller
                         selection sample loses little while certification precision grows.
+    cache_dir:          if given, every finished chunk of outputs is written there and read back
+                        by a later run with the same target, inputs, samples and seed (resume a
+                        long audit after an interruption; DESIGN.md "Engineering rules"). The
+                        key uses the target's name and the repr of its inputs, not its code:
+                        clear the directory after changing the mechanism.
     """
     if not isinstance(target, AuditTarget):
         raise InputError(f"audit expects a dpcheck.AuditTarget, got {type(target).__name__}")
@@ -251,7 +264,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     say = progress or (lambda msg: None)
 
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
-    drawn = _draw(target, samples, seed, workers, backend, scheduler, say)
+    drawn = _draw(target, samples, seed, workers, backend, scheduler, say, cache_dir)
     kind = ev.output_kind(drawn[0][0], target.output)
 
     rows, prof, keep = [], [], {}

@@ -282,3 +282,12 @@ def test_bound_never_exceeds_true_epsilon(eps, seed, discrete):
     r = audit(target(mech, claim=Claim(epsilon=eps)), samples=4000, seed=seed, alpha=1e-3)
     assert r.epsilon_lower_bound <= eps
     assert r.verdict != "fail"
+
+
+def test_cache_dir_resumes_without_resampling(tmp_path):
+    first = audit(target(M.laplace_count(1.0)), samples=70_000, seed=2, cache_dir=tmp_path)
+
+    def broken(d, rng, size):
+        raise RuntimeError("must not be called: every chunk is cached")
+    again = audit(target(broken), samples=70_000, seed=2, cache_dir=tmp_path)
+    assert again.to_dict() == first.to_dict()
