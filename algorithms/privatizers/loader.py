@@ -136,7 +136,8 @@ def load_privatizer(spec, **kw):
         if ":" not in spec:
             raise InputError(f"unknown privatizer {spec!r}; expected one of {', '.join(BUILTIN)} "
                              f"or 'path/to/file.py:ClassName' or 'pkg.module:ClassName'")
-        cls, label, user = _load_class(spec), spec, True
+        cls, label = _load_class(spec), spec
+        user = not getattr(cls, "__module__", "").startswith("algorithms.privatizers")
     else:
         raise InputError(f"privatizer must be a name or 'file.py:Class', got {spec!r}")
     if not isinstance(cls, type):
