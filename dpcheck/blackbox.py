@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 

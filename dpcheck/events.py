@@ -25,7 +25,7 @@ few are re-ranked with exact Clopper-Pearson bounds.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
