@@ -1,0 +1,123 @@
+"""Planted defects in DP-UCBVI: each must come out of the audit as a violation (issue #4, item 4).
+
+* the bonus / P~ computed from raw counts          -> privacy.dataflow fails
+* a privatizer whose E is too small                -> assumption.good_event / count_error fail
+* the privacy term of the bonus removed            -> assumption.optimism fails (where it matters)
+and, as the sanity check that the auditor sees a real leak, the non-private UCBVI audited
+like DP-UCBVI -> privacy.jdp.blackbox fails with a large lower bound.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from algorithms.envs.generators import random_mdp
+from algorithms.envs.tabular import TabularMDP
+from algorithms.online.bonus import BonusConstants
+from algorithms.online.ucbvi import DPUCBVI, private_estimates
+from algorithms.privatizers import CentralPrivatizer
+from audits.dp_ucbvi import (AgentSpec, assumption_checks, dataflow_check, jdp_blackbox_check,
+                             optimism_check)
+
+
+class _RawCountsMixin:
+    """Keeps its own tally of the raw trajectories it sees as the central agent."""
+
+    def _begin(self, runs, H, S, A):
+        self.N = np.zeros((runs, H, S, A))
+        self.Ntr = np.zeros((runs, H, S, A, S))
+
+    def _after_episode(self, states, actions, rewards):
+        runs, H = actions.shape
+        r, h = np.arange(runs)[:, None], np.arange(H)[None, :]
+        np.add.at(self.N, (r, h, states[:, :-1], actions), 1)
+        np.add.at(self.Ntr, (r, h, states[:, :-1], actions, states[:, 1:]), 1)
+
+
+class RawKernelDPUCBVI(_RawCountsMixin, DPUCBVI):
+    """Defect: P~ from raw counts (N(s,a,s') / N(s,a)) where visited; N~ elsewhere."""
+
+    def _estimates(self, counts):
+        P, r, n = super()._estimates(counts)
+        seen = self.N[..., None] > 0
+        P = np.where(seen, self.Ntr / np.where(seen, self.N[..., None], 1.0), P)
+        return P, r, n
+
+
+class RawBonusDPUCBVI(_RawCountsMixin, DPUCBVI):
+    """Defect: the bonus (and everything reading N~(s,a)) uses raw visit counts + E/2."""
+
+    def _estimates(self, counts):
+        P, r, _ = super()._estimates(counts)
+        return P, r, self.N + counts.width / 2
+
+
+class TinyWidthCentral(CentralPrivatizer):
+    """Defect: declares E 100 times smaller than its noise needs (Assumption 3.1 fails)."""
+
+    def _compute_width(self):
+        return super()._compute_width() / 100.0
+
+
+@pytest.mark.parametrize("defect", [RawKernelDPUCBVI, RawBonusDPUCBVI])
+def test_raw_counts_in_planner_fail_dataflow(defect):
+    check = dataflow_check(AgentSpec(agent_class=defect, mode="practical"), seed=0)
+    assert check.verdict == "fail", check.reason
+    assert check.measured["violations"] > 0
+
+
+def test_correct_agents_pass_dataflow():
+    for spec in (AgentSpec(mode="practical"), AgentSpec(mode="theory"), AgentSpec(privatizer="local", mode="practical")):
+        check = dataflow_check(spec, seed=1)
+        assert check.verdict == "pass", check.reason
+
+
+def test_too_small_width_fails_assumption_3_1():
+    env = random_mdp(3, 2, 3, np.random.default_rng(0), reward_noise="bernoulli")
+    spec = AgentSpec(privatizer=TinyWidthCentral, mode="theory")
+    checks = {c.id: c for c in assumption_checks(spec, env, K=64, runs=40, seed=0, alpha=0.05)}
+    assert checks["assumption.good_event"].verdict == "fail"
+    assert checks["assumption.good_event"].measured["failures"] == 40
+    # the honest privatizer on the same runs
+    ok = {c.id: c for c in assumption_checks(AgentSpec(privatizer="central", mode="theory"), env, K=64, runs=120,
+                                              seed=0, alpha=0.05)}
+    assert all(c.verdict == "pass" for c in ok.values()), [c.reason for c in ok.values()]
+
+
+def _deterministic_chain():
+    # deterministic transitions and rewards: the non-private estimates are exact after one visit,
+    # so any optimism failure comes from the privacy noise (and the privacy term must cover it)
+    H, S, A = 2, 2, 2
+    P = np.zeros((H, S, A, S))
+    P[:, :, 0, 0] = 1.0
+    P[:, :, 1, 1] = 1.0
+    r = np.zeros((H, S, A))
+    r[:, 1, :] = 0.9
+    r[:, 0, 1] = 0.3
+    return TabularMDP(P, r, 0)
+
+
+def test_removing_privacy_term_breaks_optimism():
+    env = _deterministic_chain()
+    full = replace(BonusConstants.practical())
+    cut = replace(full, c_privacy=0.0)
+    good = optimism_check(AgentSpec(mode="practical", constants=full), env, K=300, runs=60, seed=0, alpha=0.05)
+    bad = optimism_check(AgentSpec(mode="practical", constants=cut), env, K=300, runs=60, seed=0, alpha=0.05)
+    assert good.verdict == "pass" and "vacuous" not in good.details  # where it matters: Q~ < H often
+    assert good.details["saturated_fraction"] < 0.9
+    assert bad.verdict == "fail" and bad.measured["failures"] == 60
+
+
+def test_nonprivate_ucbvi_is_a_jdp_violation():
+    check = jdp_blackbox_check(AgentSpec(privatizer="none", mode="practical"), samples=20_000, seed=0)
+    assert check.verdict == "fail"
+    assert check.measured["epsilon_lower_bound"] > 3.0
+
+
+def test_dp_ucbvi_central_is_not_flagged():
+    check = jdp_blackbox_check(AgentSpec(privatizer="central", mode="practical", width_mode="nominal"),
+                               samples=20_000, seed=0)
+    assert check.verdict != "fail"
+    assert check.measured["epsilon_lower_bound"] <= 1.0
