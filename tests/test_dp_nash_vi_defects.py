@@ -20,9 +20,9 @@ class RawCountBonus(DPNashVI):
         self._raw = np.asarray(priv.true_counts().visits, dtype=float)
         return DPNashVI._release(priv)
 
-    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None):
+    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None, **kw):
         raw = np.maximum(self._raw.reshape(N_visits.shape), 1e-12)   # N = 0: an (effectively) infinite bonus
-        return super().plan(r, P_tilde, raw, E, iota, unvisited)
+        return super().plan(r, P_tilde, raw, E, iota, unvisited, **kw)
 
 
 class PlusGammaLCB(DPNashVI):
@@ -32,7 +32,7 @@ class PlusGammaLCB(DPNashVI):
         return np.maximum(r + PVu - gamma + Gamma, 0.0)
 
 
-def max_player_only_cce(Qb, Qu, H=None, method="auto"):
+def max_player_only_cce(Qb, Qu, H=None, method="auto", **kw):
     """Defect 3's solver: satisfies the max-player's constraints only (puts all mass on a global
     argmax of Qb, from which no row deviation gains) and ignores the min-player's."""
     A, B = Qb.shape[-2:]

@@ -158,11 +158,12 @@ class DPNashVI:
         """LCB (line 11): clipped at 0."""
         return np.maximum(r + PVu - gamma - Gamma, 0.0)
 
-    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None):
+    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None, hint=None):
         """One episode's backward pass for a batch of runs.
 
         r (H, S, A, B); P_tilde (runs, H, S, A, B, S); N_visits (runs, H, S, A, B) = N~;
         unvisited (runs, H, S, A, B) bool or None: where the non-private convention Qb = H, Qu = 0 applies.
+        hint (runs, H, S, A, B) or None: last episode's policy, reused where it is still a CCE (cce.py).
         Returns pi (runs, H, S, A, B), Qb, Qu (runs, H, S, A, B), Vb, Vu (runs, H+1, S), cce stats.
         """
         runs, H, S, A, B, _ = P_tilde.shape
@@ -171,7 +172,7 @@ class DPNashVI:
         Vb = np.zeros((runs, H + 1, S))
         Vu = np.zeros((runs, H + 1, S))
         pi = np.empty((runs, H, S, A, B))
-        stats = {"pure": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
+        stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         for h in range(H - 1, -1, -1):
             P = P_tilde[:, h]
             G = Vb[:, h + 1] - Vu[:, h + 1]
@@ -184,7 +185,8 @@ class DPNashVI:
             if unvisited is not None:
                 qb = np.where(unvisited[:, h], float(H), qb)
                 qu = np.where(unvisited[:, h], 0.0, qu)
-            sol = self.cce(qb, qu, H=H, method=self.cce_method)
+            kw = {} if hint is None else {"hint": hint[:, h]}
+            sol = self.cce(qb, qu, H=H, method=self.cce_method, **kw)
             p = sol.pi
             Qb[:, h], Qu[:, h], pi[:, h] = qb, qu, p
             Vb[:, h] = np.einsum("rsab,rsab->rs", p, qb)
@@ -192,6 +194,7 @@ class DPNashVI:
             stats["pure"] += sol.n_pure
             stats["simplex"] += sol.n_simplex
             stats["highs"] += sol.n_highs
+            stats["hint"] += getattr(sol, "n_hint", 0)
             stats["max_residual"] = max(stats["max_residual"], float(np.max(sol.residual)))
         return pi, Qb, Qu, Vb, Vu, stats
 
@@ -246,8 +249,9 @@ class DPNashVI:
         delta = np.full(runs, np.inf)                  # B8: Delta starts at +inf
         k_out = np.zeros(runs, dtype=np.int64)
         pi_out = np.empty((runs, H, S, A, B))
-        stats = {"pure": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
+        stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         ar = np.arange(runs)
+        pi_prev = None
         can_compare = hasattr(priv, "true_counts")
         # scripted users (privacy audits): a different user pair per episode, told the episode index
         per_episode = bool(getattr(game, "per_episode", False))
@@ -271,8 +275,9 @@ class DPNashVI:
             sum_error[:, k] = np.max(np.abs(visits - trans.sum(axis=-1)).reshape(runs, -1), axis=1)
             if can_compare:
                 count_error[:, k], good_event[:, k] = self._assumption_31(priv, visits, trans, E, runs)
-            pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited)
-            for key in ("pure", "simplex", "highs"):
+            pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited, hint=pi_prev)
+            pi_prev = pi
+            for key in ("pure", "hint", "simplex", "highs"):
                 stats[key] += st[key]
             stats["max_residual"] = max(stats["max_residual"], st["max_residual"])
             mu[:, k] = pi.sum(axis=-1)
@@ -309,7 +314,7 @@ class DPNashVI:
                   "privatizer": type(priv).__name__,
                   "calibration": getattr(priv, "calibration", None),
                   "width_mode": getattr(priv, "width_mode", None),
-                  "cce_solver": "pure profiles + numpy simplex (Bland), HiGHS fallback",
+                  "cce_solver": "pure profiles, last episode's CCE if still one, numpy simplex, HiGHS fallback",
                   "delta_init": "inf (spec B8)"}
         result = NashVIResult(
             mu_out=pi_out.sum(axis=-1), nu_out=pi_out.sum(axis=-2), delta=delta, k_out=k_out,
