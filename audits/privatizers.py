@@ -272,8 +272,8 @@ def pld_delta(event, eps: float) -> float:
 def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -> Check:
     """whitebox.dp_event: the PLD of the declared DpEvent against the claim.
 
-    Pure claims (DP / JDP / LDP, delta = 0): eps_PLD at delta = 1e-12 must not exceed the claimed eps
-    (slack 2e-3 for the PLD discretisation). zCDP claims: the PLD delta(eps) must not exceed the
+    DP / JDP / LDP claims: eps_PLD at the claimed delta (1e-12 for pure claims) must not exceed the
+    claimed eps (slack 2e-3 for the PLD discretisation). zCDP claims: the PLD delta(eps) must not exceed the
     claim's profile delta(eps) at a few eps.
     """
     closed = _closed_form(event)
@@ -290,14 +290,16 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
                   f"{bad[0]['epsilon']:g}" if bad else
                   f"declared event (rho = {closed['rho']:.4g}) stays within the claimed rho={claim.rho:g}-zCDP profile")
     else:
-        eps = pld_epsilon(event)
-        measured.update(epsilon_pld=eps, epsilon_lower_bound=eps, confidence=1.0, samples=0,
+        at = claim.delta if claim.delta > 0 else PLD_DELTA
+        eps = pld_epsilon(event, at)
+        measured.update(epsilon_pld=eps, at_delta=at, epsilon_lower_bound=eps, confidence=1.0, samples=0,
                         delta_at_claimed_epsilon=pld_delta(event, claim.epsilon))
         if add_remove_event is not None:
-            measured["epsilon_pld_add_remove"] = pld_epsilon(add_remove_event)
+            measured["epsilon_pld_add_remove"] = pld_epsilon(add_remove_event, at)
         ok = eps <= claim.epsilon * (1 + EPS_SLACK) + EPS_SLACK
         verdict = PASS if ok else FAIL
-        reason = (f"declared noise gives eps = {eps:.4g} under {claim.neighbouring} "
+        dtxt = f" at delta={claim.delta:g}" if claim.delta > 0 else ""
+        reason = (f"declared noise gives eps = {eps:.4g}{dtxt} under {claim.neighbouring} "
                   f"({'<=' if ok else '>'} claimed {claim.epsilon:g})")
         if add_remove_event is not None:
             reason += f"; add/remove: {measured['epsilon_pld_add_remove']:.4g}"
