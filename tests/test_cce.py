@@ -135,3 +135,17 @@ def test_bad_shapes_raise_input_error():
         solve_cce(np.zeros((2, 2)), np.zeros((2, 3)))
     with pytest.raises(InputError):
         solve_cce(np.zeros(3), np.zeros(3))
+
+
+def test_hints_are_used_only_where_they_verify():
+    rng = np.random.default_rng(5)
+    Qb, Qu = rng.uniform(0, 3, (2, 300, 3, 3))
+    first = solve_cce(Qb, Qu, H=3)
+    # the same games: every hint that is not a pure CCE is accepted as is
+    again = solve_cce(Qb, Qu, H=3, hint=first.pi)
+    assert again.n_hint == 300 - again.n_pure and again.n_simplex == 0
+    # a bad hint (uniform play) is rejected wherever uniform is not a CCE; results stay verified
+    bad = solve_cce(Qb, Qu, H=3, hint=np.full((300, 3, 3), 1 / 9))
+    assert np.all(bad.residual <= 3e-8)
+    uniform_ok = cce_residual(np.full((300, 3, 3), 1 / 9), Qb, Qu) <= 3e-8
+    assert bad.n_hint <= int(uniform_ok.sum())
