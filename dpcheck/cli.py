@@ -13,6 +13,7 @@ on stderr; the traceback only with --debug).
 from __future__ import annotations
 
 import argparse
+import re
 import importlib
 import importlib.util
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 from dpcheck.errors import DPCheckError, InputError
 
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+_COUNTER = re.compile(r"(\d+)/(\d+)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -171,7 +173,7 @@ def _user_target_audit(target):
             t = replace(t, claim=claim)
         ctx.config["claim"] = t.claim.to_dict()
         kw = dict(alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend, scheduler=o.scheduler,
-                  progress=ctx.progress)
+                  progress=ctx.progress, cache_dir=o.cache_dir)
         if o.samples is not None:
             kw["samples"] = o.samples
         res = audit(t, **kw)
@@ -217,13 +219,25 @@ def cmd_audit(args) -> int:
                          "for your own mechanism use path/to/file.py:NAME")
 
     t0 = time.perf_counter()
+    last = {"t": -1e9}
 
     def progress(msg):
-        if not args.quiet:
-            print(f"[{time.perf_counter() - t0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+        if args.quiet:
+            return
+        now = time.perf_counter() - t0
+        m = _COUNTER.search(msg)
+        # counters ("chunk 3/32") at most every 2 s, and always the last one
+        if m and m.group(1) != m.group(2) and now - last["t"] < 2.0:
+            return
+        last["t"] = now
+        print(f"[{now:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
     out_dir = Path(args.out)
-    stem = rpt.stem_for(name)
+    if ":" in name:  # a user's file or module: name the reports after the module and the object
+        mod, _, obj = name.rpartition(":")
+        stem = rpt.stem_for(f"{Path(mod).stem if mod.endswith('.py') else mod}-{obj}")
+    else:
+        stem = rpt.stem_for(name)
     json_path = args.json_path if args.json_path not in (None, "-") else None
 
     def stream(rep):  # keep the report-so-far on disk after every finished check

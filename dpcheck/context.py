@@ -56,8 +56,8 @@ class AuditOptions:
             self.delta = d
         if not 0 < float(self.alpha) < 1:
             raise InputError(f"--alpha must lie in (0, 1), got {self.alpha!r}")
-        if self.samples is not None and int(self.samples) < 10:
-            raise InputError(f"--samples must be >= 10, got {self.samples!r}")
+        if self.samples is not None and int(self.samples) < 20:
+            raise InputError(f"--samples must be >= 20, got {self.samples!r}")
         if int(self.workers) < 1:
             raise InputError(f"--workers must be >= 1, got {self.workers!r}")
         if self.backend not in ("local", "dask"):

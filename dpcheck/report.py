@@ -5,7 +5,8 @@ nothing else, so ``dpcheck report FILE.json`` re-renders any report exactly.
 
 Plots: a check may carry ``details["plots"]``, a list of dicts
 ``{"title", "xlabel", "ylabel", "logx", "logy", "kind": "line"|"hist"|"bar",
-"series": [{"label", "x", "y", "lo", "hi"}]}`` (lo/hi optional: a band).
+"series": [{"label", "x", "y", "lo", "hi"}], "hlines": [{"y", "label"}],
+"vlines": [{"x", "label"}], "threshold": x}`` (lo/hi: a band; threshold: an event's cut).
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def summary_table(rep: dict, width: int = 110) -> str:
     lines = [f"{'verdict':12s} {'check':{idw}s}  measured"]
     for v, i, h, _ in rows:
         lines.append(f"{v.upper():12s} {i:{idw}s}  {h}"[:width])
-    lines.append(f"overall: {rep['verdict'].upper()}  ({len(rows)} checks, "
+    lines.append(f"overall: {rep['verdict'].upper()}  ({len(rows)} check{'s' if len(rows) != 1 else ''}, "
                  f"confidence of each stated in the report; seed={rep['seed']}, alpha={rep['alpha']})")
     return "\n".join(lines)
 
@@ -146,6 +147,14 @@ def _plot_png(spec: dict) -> str | None:
         ax.axhline(ref.get("y"), ls="--", color="gray", lw=1)
         if ref.get("label"):
             ax.annotate(ref["label"], (0.01, ref["y"]), xycoords=("axes fraction", "data"), fontsize=7, color="gray")
+    vlines = list(spec.get("vlines") or [])
+    if spec.get("threshold") is not None:
+        vlines.append({"x": spec["threshold"], "label": "event threshold"})
+    for ref in vlines:
+        try:
+            ax.axvline(float(ref["x"]), ls=":", color="black", lw=1, label=ref.get("label"))
+        except (TypeError, ValueError):
+            pass
     if spec.get("logx"):
         ax.set_xscale("log")
     if spec.get("logy"):
