@@ -596,6 +596,9 @@ def run(ctx) -> None:
                                  alpha=alpha))
 
     # -- regret (practical mode)
+    if notion not in ("JDP", "LDP"):
+        ctx.progress(f"dp_ucbvi: privatizer notion {notion!r} claims no privacy: regret-cost checks skipped")
+        return
     ctx.progress("dp_ucbvi: regret rates (practical mode)")
     env = random_mdp(2, 2, 2, np.random.default_rng(seed + 7))
     # LDP needs K >> E^2 ~ K / eps^2 before learning starts: its sweep sits at larger eps

@@ -1,0 +1,127 @@
+"""The registered audit ``dpcheck audit dp_ucbvi`` and its building blocks (audits/dp_ucbvi.py)."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+from algorithms.envs.generators import random_mdp
+from audits.dp_ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
+                             optimism_check, practical_noise, whitebox_check)
+from dpcheck.cli import main
+
+
+def test_jdp_users_are_neighbours_in_user_one_only():
+    U, U2 = jdp_users(K=5, H=2)
+    assert list(U.differing_users(U2)) == [0]
+
+
+def test_whitebox_strict_passes_paper_fails_under_replacement():
+    # spec A5: the paper's sensitivity H certifies only 2 eps under replacement neighbours
+    assert whitebox_check(AgentSpec(privatizer="central", calibration="strict")).verdict == "pass"
+    paper = whitebox_check(AgentSpec(privatizer="central", calibration="paper"))
+    assert paper.verdict == "fail"
+    assert paper.measured["epsilon_declared"] == pytest.approx(2.0, rel=1e-2)
+    local = whitebox_check(AgentSpec(privatizer="local", calibration="paper", epsilon=0.5))
+    assert local.verdict == "fail" and local.measured["epsilon_declared"] == pytest.approx(1.0, rel=1e-2)
+    assert whitebox_check(AgentSpec(privatizer="none")).verdict == "fail"
+
+
+def test_ldp_message_audit_strict_passes():
+    check = ldp_message_check(AgentSpec(privatizer="local", calibration="strict"), samples=20_000, seed=0)
+    assert check.verdict != "fail"
+    assert check.measured["epsilon_lower_bound"] <= 1.0
+
+
+def test_ldp_message_audit_catches_noise_too_small():
+    # a local privatizer run at 8x its stated eps leaks 8x: the black box must see more than eps = 1
+    from algorithms.privatizers import LocalPrivatizer
+
+    class Leaky(LocalPrivatizer):
+        def noise_scale(self):
+            return super().noise_scale() / 8
+
+    check = ldp_message_check(AgentSpec(privatizer=Leaky, calibration="strict"), samples=20_000, seed=0)
+    assert check.verdict == "fail" and check.measured["epsilon_lower_bound"] > 1.0
+
+
+def test_optimism_and_explicit_bound_are_flagged_vacuous_in_theory_mode():
+    env = random_mdp(2, 2, 2, np.random.default_rng(0))
+    spec = AgentSpec(privatizer="central", mode="theory")
+    opt = optimism_check(spec, env, K=32, runs=40, seed=0, alpha=0.05)
+    assert opt.verdict == "pass" and "vacuous" in opt.details and "vacuously" in opt.reason
+    bound = explicit_bound_check(spec, env, K=32, runs=40, seed=0, alpha=0.05)
+    assert bound.verdict == "pass" and "vacuous" in bound.details
+
+
+def test_explicit_bound_formula():
+    # eq. 75 at H=1, S=A=1, K=1, E=0, iota=1: 1000 (sqrt(1) + 0 + 1)
+    assert explicit_bound(1, 1, 1, [1], 0.0, 1.0)[0] == pytest.approx(2000.0)
+
+
+def test_practical_noise_is_per_node_unit_laplace():
+    spec = practical_noise(AgentSpec(privatizer="central", epsilon=2.0), H=3, K=16, eps=2.0)
+    p = spec.make_privatizer()
+    p.start(1, 3, 2, 2, 16, np.random.default_rng(0))
+    assert p.node_scale() == pytest.approx(1 / 2.0)  # Lap(1/eps) per node (Chowdhury & Zhou's code)
+    spec = practical_noise(AgentSpec(privatizer="local", epsilon=2.0), H=3, K=16, eps=2.0)
+    p = spec.make_privatizer()
+    p.start(1, 3, 2, 2, 16, np.random.default_rng(0))
+    assert p.noise_scale() == pytest.approx(1 / 2.0)
+
+
+def _report(tmp_path):
+    return json.loads((tmp_path / "dp_ucbvi.json").read_text())
+
+
+@pytest.mark.slow
+def test_cli_quick_central(tmp_path):
+    code = main(["audit", "dp_ucbvi", "--quick", "--out", str(tmp_path), "--quiet"])
+    rep = _report(tmp_path)
+    assert code in (0, 1) and rep["verdict"] in ("pass", "inconclusive", "fail")
+    ids = {c["id"]: c for c in rep["checks"]}
+    for want in ("privacy.whitebox", "privacy.dataflow", "privacy.jdp.blackbox", "assumption.count_error",
+                 "assumption.valid_transition", "assumption.good_event", "assumption.optimism",
+                 "assumption.monotone", "regret.explicit_bound", "regret.exponent", "regret.privacy_cost_K",
+                 "regret.privacy_cost_eps"):
+        assert want in ids
+    for must_pass in ("privacy.whitebox", "privacy.dataflow", "assumption.count_error", "assumption.good_event"):
+        assert ids[must_pass]["verdict"] == "pass"
+    assert ids["privacy.jdp.blackbox"]["verdict"] != "fail"
+    cfg = rep["config"]
+    assert cfg["calibration"] == "strict" and "theory" in cfg["constants"] and "practical" in cfg["constants"]
+    assert cfg["mode"]["optimism"] == "theory"
+    assert "vacuous" in ids["assumption.optimism"]["details"]
+    assert ids["regret.exponent"]["details"]["plots"]
+
+
+@pytest.mark.slow
+def test_cli_nonprivate_baseline_is_a_violation(tmp_path):
+    code = main(["audit", "dp_ucbvi", "--privatizer", "none", "--quick", "--out", str(tmp_path), "--quiet"])
+    rep = _report(tmp_path)
+    ids = {c["id"]: c for c in rep["checks"]}
+    assert code == 1 and rep["verdict"] == "fail"
+    assert ids["privacy.jdp.blackbox"]["verdict"] == "fail"
+    assert ids["privacy.jdp.blackbox"]["measured"]["epsilon_lower_bound"] > 3.0
+
+
+@pytest.mark.slow
+def test_cli_user_privatizer_class(tmp_path):
+    f = tmp_path / "mypriv.py"
+    f.write_text(textwrap.dedent("""
+        from algorithms.privatizers import LocalPrivatizer
+        class MyLocal(LocalPrivatizer):
+            pass
+    """))
+    code = main(["audit", "dp_ucbvi", "--privatizer", f"{f}:MyLocal", "--quick", "--out", str(tmp_path), "--quiet"])
+    rep = _report(tmp_path)
+    ids = {c["id"] for c in rep["checks"]}
+    assert code in (0, 1) and "privacy.ldp.blackbox" in ids
+
+
+@pytest.mark.parametrize("argv", [["--privatizer", "bogus"], ["--set", "mode=fast"],
+                                  ["--set", "calibration=loose"], ["--epsilon", "-1"]])
+def test_cli_bad_input_exits_2(tmp_path, argv):
+    assert main(["audit", "dp_ucbvi", "--quick", "--out", str(tmp_path), "--quiet", *argv]) == 2
