@@ -220,7 +220,6 @@ def offline_target(priv, *, H=1, S=2, A=1, gaussian=True):
 
     mu, mu_p = flat(*counts(D, 1))[0], flat(*counts(Dp, 1))[0]
     llr = gaussian_llr if gaussian else laplace_llr
-    key = {id(D): D, id(Dp): Dp}
 
     def mechanism(dataset, rng, size):
         pair, triple = counts(dataset, 1)
