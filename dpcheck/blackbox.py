@@ -72,10 +72,15 @@ class AuditResult:
     event, pair, direction: the winning event (a dict with "text" and its parameters), the index of
                          its neighbouring pair and "D->D'" (E is likely under D) or "D'->D".
     tightness:           epsilon_lower_bound / epsilon_claimed.
-    power:               the smallest true epsilon that this budget would have caught about half
-                         the time, see :func:`dpcheck.stats.detectable_epsilon` (minimum over pairs
-                         and directions, for each direction's chosen event); power_ratio = power /
-                         epsilon_claimed.
+    power:               the smallest true epsilon that this sample budget would have caught about
+                         half the time with an event of the best mass, see
+                         :func:`dpcheck.stats.budget_detectable_epsilon`; power_ratio = power /
+                         epsilon_claimed. It is a property of the budget, not of the event the
+                         search chose: a mechanism with no leak at all gives uninformative events,
+                         and that must not read as too few samples.
+    event_power:         the same for the chosen events (:func:`dpcheck.stats.detectable_epsilon`,
+                         minimum over pairs and directions): how close the found event came to
+                         being able to show a violation.
     pairs_table:         one row per (pair, direction) with counts, bounds and power.
     profile:             one row per (pair, direction, tested eps) for approximate DP / zCDP.
     """
@@ -93,6 +98,7 @@ class AuditResult:
     tightness: float
     power: float
     power_ratio: float
+    event_power: float
     claim: Claim
     epsilon_claimed: float
     delta: float
@@ -130,7 +136,7 @@ class AuditResult:
             "certification_samples": self.certification_samples,
             "epsilon_claimed": self.epsilon_claimed, "delta": self.delta,
             "tightness": self.tightness, "power": self.power, "power_ratio": self.power_ratio,
-            "event": self.event.get("text"), "pair": self.pair, "direction": self.direction,
+            "event_power": self.event_power, "event": self.event.get("text"), "pair": self.pair, "direction": self.direction,
         }
         win = next((r for r in self.pairs_table if r["pair"] == self.pair and r["direction"] == self.direction), None)
         if win:
@@ -298,11 +304,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
 
             i, t, kx, ky, p_lo, q_hi = certify(ratio, alpha_b)
             eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
-            power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
+            event_power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
             event = scorers[i].describe(t)
             rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
                          "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
-                         "epsilon_lower_bound": max(eps_lb, 0.0), "power": power})
+                         "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power})
             if not keep or rows[-1]["epsilon_lower_bound"] > keep["eps_lb"]:
                 # only the winner's certification scores are kept (for its plot)
                 keep = {"eps_lb": rows[-1]["epsilon_lower_bound"],
@@ -318,7 +324,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     win = max(range(len(rows)), key=lambda j: rows[j]["epsilon_lower_bound"])
     w = rows[win]
     eps_lb = w["epsilon_lower_bound"]
-    power = min(r["power"] for r in rows)
+    event_power = min(r["event_power"] for r in rows)
+    power = stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta)
     event, scorer, thr, (cx, cy), raw = keep["plot"]
     event = dict(event, count_d=w["count_d"], count_dprime=w["count_dprime"], n=n_cert,
                  p_lo=w["p_lo"], q_hi=w["q_hi"])
@@ -350,7 +357,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     return AuditResult(
         verdict=verdict, reason=reason, epsilon_lower_bound=eps_lb, confidence=1 - alpha, samples=samples,
         selection_samples=n_sel, certification_samples=n_cert, event=event, pair=w["pair"],
-        direction=w["direction"], tightness=tight, power=power, power_ratio=power_ratio, claim=claim,
+        direction=w["direction"], tightness=tight, power=power, power_ratio=power_ratio,
+        event_power=event_power, claim=claim,
         epsilon_claimed=eps_claim, delta=delta, pairs_table=tuple(rows), profile=tuple(prof), alpha=alpha,
         alpha_per_bound=alpha_b, alpha_per_profile_bound=alpha_prof, n_bounds=n_bounds, seed=seed,
         output_kind=kind, target=target.name,

@@ -105,3 +105,17 @@ def detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, del
     if p_star <= delta:
         return float(eps_claim)
     return max(float(eps_claim), math.log((p_star - delta) / q))
+
+
+def budget_detectable_epsilon(n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
+    """The sample budget's power: min over event masses q of :func:`detectable_epsilon`.
+
+    The smallest true epsilon that an event of the best mass q under D' (searched on
+    a log grid from 1/n to 1/2) would catch about half the time with n certification
+    samples per side at level alpha. It depends on the budget only, not on the event
+    the search happened to choose, so an audit that found no leak because there is
+    none is not mistaken for an under-powered one; :func:`detectable_epsilon` of the
+    chosen event is reported beside it.
+    """
+    grid = np.unique(np.concatenate([np.geomspace(1.0 / n, 0.5, 48), [0.5]]))
+    return float(min(detectable_epsilon(q, n, alpha, eps_claim, delta) for q in grid))
