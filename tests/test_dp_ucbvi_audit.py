@@ -23,9 +23,10 @@ def test_whitebox_strict_passes_paper_fails_under_replacement():
     assert whitebox_check(AgentSpec(privatizer="central", calibration="strict")).verdict == "pass"
     paper = whitebox_check(AgentSpec(privatizer="central", calibration="paper"))
     assert paper.verdict == "fail"
-    assert paper.measured["epsilon_declared"] == pytest.approx(2.0, rel=1e-2)
+    assert paper.measured["epsilon_pld"] == pytest.approx(2.0, rel=1e-2)
+    assert paper.measured["epsilon_pld_add_remove"] == pytest.approx(1.0, rel=1e-2)
     local = whitebox_check(AgentSpec(privatizer="local", calibration="paper", epsilon=0.5))
-    assert local.verdict == "fail" and local.measured["epsilon_declared"] == pytest.approx(1.0, rel=1e-2)
+    assert local.verdict == "fail" and local.measured["epsilon_pld"] == pytest.approx(1.0, rel=1e-2)
     assert whitebox_check(AgentSpec(privatizer="none")).verdict == "fail"
 
 
@@ -82,12 +83,15 @@ def test_cli_quick_central(tmp_path):
     rep = _report(tmp_path)
     assert code in (0, 1) and rep["verdict"] in ("pass", "inconclusive", "fail")
     ids = {c["id"]: c for c in rep["checks"]}
-    for want in ("privacy.whitebox", "privacy.dataflow", "privacy.jdp.blackbox", "assumption.count_error",
-                 "assumption.valid_transition", "assumption.good_event", "assumption.optimism",
-                 "assumption.monotone", "regret.explicit_bound", "regret.exponent", "regret.privacy_cost_K",
-                 "regret.privacy_cost_eps"):
+    for want in ("whitebox.dp_event", "whitebox.sensitivity", "whitebox.tree_noise_reuse",
+                 "privacy.privatizer.blackbox", "privacy.dataflow", "privacy.jdp.blackbox", "assumption.count_error",
+                 "assumption.sum_consistency", "assumption.no_underestimation", "assumption.valid_transition",
+                 "assumption.good_event", "assumption.optimism", "assumption.monotone",
+                 "assumption.count_error_order_eps", "assumption.count_error_order_K", "regret.explicit_bound",
+                 "regret.exponent", "regret.privacy_cost_K", "regret.privacy_cost_eps"):
         assert want in ids
-    for must_pass in ("privacy.whitebox", "privacy.dataflow", "assumption.count_error", "assumption.good_event"):
+    for must_pass in ("whitebox.dp_event", "privacy.dataflow", "assumption.count_error", "assumption.good_event",
+                      "assumption.count_error_order_eps", "assumption.count_error_order_K"):
         assert ids[must_pass]["verdict"] == "pass"
     assert ids["privacy.jdp.blackbox"]["verdict"] != "fail"
     cfg = rep["config"]

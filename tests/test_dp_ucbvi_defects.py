@@ -80,6 +80,7 @@ def test_too_small_width_fails_assumption_3_1():
     checks = {c.id: c for c in assumption_checks(spec, env, K=64, runs=40, seed=0, alpha=0.05)}
     assert checks["assumption.good_event"].verdict == "fail"
     assert checks["assumption.good_event"].measured["failures"] == 40
+    assert checks["assumption.count_error"].verdict == "fail"
     # the honest privatizer on the same runs
     ok = {c.id: c for c in assumption_checks(AgentSpec(privatizer="central", mode="theory"), env, K=64, runs=120,
                                               seed=0, alpha=0.05)}

@@ -236,7 +236,7 @@ class DPUCBVI:
 
     # -- the work -----------------------------------------------------------------------------
     def run(self, env, K: int, rng, runs: int = 1, *, record: bool = True, reference=None,
-            monitor: bool = True, regret: bool = True, progress=None) -> UCBVIRun:
+            monitor: bool = True, regret: bool = True, progress=None, release_hook=None) -> UCBVIRun:
         """Run K episodes on ``env`` for ``runs`` independent runs at once.
 
         env:       an environment with batched ``reset(runs, rng)`` / ``step``-style rollout
@@ -249,6 +249,8 @@ class DPUCBVI:
         monitor:   compute Assumption 3.1 / optimism / vacuity diagnostics (uses the true
                    counts, for checking only; the agent never reads them).
         regret:    exact expected regret per episode from the true model.
+        release_hook: called as ``release_hook(counts, privatizer)`` after every release (checkers,
+                   e.g. audits/_tabular_checks.CountAssumptionMonitor; the agent ignores it).
 
         monitors (each (runs,) unless noted): optimism_violations (#(k,h,s,a) with
         Q~ < Q* - 1e-9), optimism_min_margin (min Q~ - Q*), vacuous_fraction (fraction
@@ -291,6 +293,8 @@ class DPUCBVI:
         for k in range(K):
             counts = priv.release()
             _validate_release(counts, runs, H, S, A, type(priv).__name__)
+            if release_hook is not None:
+                release_hook(counts, priv)
             P, r, n = self._estimates(counts)
             Q, V = backward_induction(P, r, n, Q, E=E, iota=iota, constants=self.constants)
             policy = greedy_policy(Q, rng_ties, self.tie_breaking)
