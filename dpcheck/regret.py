@@ -90,7 +90,10 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
 
     Dm = D[:, sel].mean(axis=0)
     b = fit(Dm)
-    ols = sm.OLS(np.log(np.maximum(Dm, tiny)), sm.add_constant(x)).fit()
+    if x.size > 2:  # a standard error needs a residual degree of freedom
+        stderr = float(sm.OLS(np.log(np.maximum(Dm, tiny)), sm.add_constant(x)).fit().bse[1])
+    else:
+        stderr = float("nan")
     rng = np.random.default_rng(seed)
     n = D.shape[0]
     if n > 1:
@@ -101,14 +104,16 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
         boots = (yb - yb.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
         ci = (float(np.quantile(boots, alpha / 2)), float(np.quantile(boots, 1 - alpha / 2)))
     else:
-        half = float(ols.bse[1]) * 1.96
+        # one seed: no bootstrap; a normal interval from the OLS standard error (infinite if unknown)
+        from scipy.stats import norm
+        half = stderr * float(norm.ppf(1 - alpha / 2)) if np.isfinite(stderr) else float("inf")
         ci = (b - half, b + half)
     per_seed = tuple(fit(D[i, sel]) for i in range(n))
     logD = np.log(np.maximum(Dm, tiny))
     local = tuple(float(s) for s in np.diff(logD) / np.diff(x))
     return RegretFit(exponent=b, ci=ci, confidence=1 - alpha, window=(float(lo), float(hi)),
                      K_grid=tuple(float(k) for k in K), increments_mean=tuple(float(v) for v in D.mean(axis=0)),
-                     local_slopes=local, per_seed=per_seed, ols_stderr=float(ols.bse[1]), seeds=n)
+                     local_slopes=local, per_seed=per_seed, ols_stderr=stderr, seeds=n)
 
 
 def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: float = 0.1,
