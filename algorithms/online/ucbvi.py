@@ -36,14 +36,17 @@ def private_estimates(transitions_private, visits_private, rewards_private):
     bonus is +inf there, so these placeholder values never reach Q~.
     """
     S = transitions_private.shape[-1]
-    n = visits_private[..., None]
-    safe = np.where(n > 0, n, 1.0)
-    P = np.where(n > 0, transitions_private / safe, 1.0 / S)
+    visited = visits_private > 0
+    inv = 1.0 / np.where(visited, visits_private, 1.0)
+    # unvisited rows have N~(s,a,s') = 0 too under E = 0, so one multiply gives 0 there; the
+    # uniform placeholder is written only where needed (one pass over the big array, not three)
+    P = transitions_private * inv[..., None]
+    if not visited.all():
+        P[~visited] = 1.0 / S
     if rewards_private is None:
         r = np.zeros_like(visits_private, dtype=float)
     else:
-        r = np.where(visits_private > 0, rewards_private / safe[..., 0], 0.0)
-        r = np.clip(r, 0.0, 1.0)
+        r = np.clip(np.where(visited, rewards_private * inv, 0.0), 0.0, 1.0)
     return P, r
 
 
