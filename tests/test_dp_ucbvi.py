@@ -301,3 +301,22 @@ def test_misbehaving_privatizer_is_a_mechanism_error():
         DPUCBVI(BadShape()).run(riverswim(3), 3, 0)
     with pytest.raises(MechanismError):
         DPUCBVI(BadWidth()).run(riverswim(3), 3, 0)
+
+
+def test_central_privatizer_without_noise_reproduces_ucbvi_actions():
+    # the real Central Privatizer (tree + post-processing LP) with its noise switched off and E = 0
+    # releases N~ = N exactly, so DP-UCBVI must send the same actions as UCBVI, episode by episode
+    from algorithms.privatizers import CentralPrivatizer
+
+    class Noiseless(CentralPrivatizer):
+        def node_scale(self):
+            return 0.0
+
+        def _compute_width(self):
+            return 0.0
+
+    env = random_mdp(3, 2, 4, np.random.default_rng(4), reward_noise="bernoulli")
+    a = DPUCBVI(Noiseless(1.0), mode="practical").run(env, 150, 21, runs=3)
+    b = UCBVI(mode="practical").run(env, 150, 21, runs=3)
+    assert a.width == 0.0
+    np.testing.assert_array_equal(a.actions, b.actions)
