@@ -189,11 +189,12 @@ def cmd_list(args) -> int:
         print("no audits registered")
         return EXIT_PASS
     w = max(len(n) for n in reg)
-    print(f"{'audit':{w}s}  {'notion':6s}  algorithm — claim")
+    wn = max(6, *(len(s.notion) for s in reg.values()))
+    print(f"{'audit':{w}s}  {'notion':{wn}s}  algorithm — claim")
     for name in sorted(reg):
         s = reg[name]
         extra = f"  [privatizers: {', '.join(s.privatizers)}]" if s.privatizers else ""
-        print(f"{name:{w}s}  {s.notion:6s}  {s.algorithm} — {s.claim}{extra}")
+        print(f"{name:{w}s}  {s.notion:{wn}s}  {s.algorithm} — {s.claim}{extra}")
     print("\nalso: dpcheck audit path/to/file.py:NAME  (a dpcheck.AuditTarget of your own)")
     return EXIT_PASS
 
