@@ -290,3 +290,54 @@ def test_offline_laplace_and_conversions():
         OfflineGaussianPrivatizer(rho=-1)
     with pytest.raises(InputError):
         priv.privatize(-np.ones((1, 1, 2, 1)), np.zeros((1, 1, 2, 1, 2)), np.random.default_rng(0))
+
+
+# ------------------------------------------------------------------ review (issue #3): loader messages
+def test_module_that_raises_on_import_is_a_mechanism_error_naming_it(tmp_path, monkeypatch):
+    """pkg.module:Class whose module raises (not ImportError) on import: MechanismError naming it,
+    as for file.py:Class (before the fix the RuntimeError escaped as an internal error)."""
+    (tmp_path / "badmod_p7.py").write_text("raise RuntimeError('boom at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(MechanismError, match="badmod_p7.*RuntimeError.*boom at import"):
+        load_privatizer("badmod_p7:X")
+
+
+def test_subclass_missing_a_hook_names_the_hook(tmp_path):
+    """A CountPrivatizer subclass that forgets a hook: the message says which one (it was empty)."""
+    f = tmp_path / "half.py"
+    f.write_text("from algorithms.privatizers import CountPrivatizer\nclass Half(CountPrivatizer):\n    pass\n")
+    p = load_privatizer(f"{f}:Half")
+    with pytest.raises(MechanismError, match="Half.*_start_noise"):
+        p.start(1, 1, 2, 1, 2, np.random.default_rng(0))
+    with pytest.raises(MechanismError, match="Half.*claim"):
+        p.claim
+    with pytest.raises(MechanismError, match="Half.*dp_event"):
+        p.dp_event()
+
+
+def test_release_of_a_privatizer_without_sizes_is_a_mechanism_error(tmp_path):
+    """A duck-typed user class whose start() does not record runs/H/S/A: release() validation must
+    not crash with a bare AttributeError."""
+    f = tmp_path / "duck.py"
+    f.write_text(textwrap.dedent('''
+        import numpy as np
+        from algorithms.privatizers.base import PrivateCounts
+        class Duck:
+            def __init__(self, **kw): pass
+            def start(self, runs, H, S, A, K, rng, rewards=True): return self
+            def observe(self, *a): pass
+            def release(self):
+                z = np.zeros((1, 1, 2, 1))
+                return PrivateCounts(z, z[..., None].repeat(2, -1), None, z, z[..., None].repeat(2, -1), 1.0)
+            width = 1.0
+            claim = None
+            def dp_event(self, neighbouring="replacement"): return None
+            def true_counts(self): return None
+    '''))
+    p = load_privatizer(f"{f}:Duck")
+    p.start(1, 1, 2, 1, 2, np.random.default_rng(0))
+    assert p.release().visits.shape == (1, 1, 2, 1)          # right sizes: accepted
+    q = load_privatizer(f"{f}:Duck")
+    q.start(3, 1, 2, 1, 2, np.random.default_rng(0))         # asked for 3 runs, returns 1
+    with pytest.raises(MechanismError, match="Duck.*visits has shape"):
+        q.release()

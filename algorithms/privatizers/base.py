@@ -250,23 +250,28 @@ class CountPrivatizer:
     # -- declared privacy ----------------------------------------------------------------
     @property
     def claim(self):
-        raise NotImplementedError
+        raise NotImplementedError(self._missing("claim", "a property returning the dpcheck.Claim promised"))
 
     def dp_event(self, neighbouring: str = "replacement"):
-        raise NotImplementedError
+        raise NotImplementedError(self._missing("dp_event(neighbouring)", "the dp_accounting DpEvent of the noise drawn"))
 
     # -- hooks ---------------------------------------------------------------------------
     def _start_noise(self, rng):
-        raise NotImplementedError
+        raise NotImplementedError(self._missing("_start_noise(rng)", "set up the noise state"))
 
     def _ingest(self, visits, transitions, rewards):
-        raise NotImplementedError
+        raise NotImplementedError(self._missing("_ingest(visits, transitions, rewards)", "consume one episode"))
 
     def _noisy_counts(self):
-        raise NotImplementedError
+        raise NotImplementedError(self._missing("_noisy_counts()", "return N^ visits, N^ transitions, R~"))
 
     def _compute_width(self) -> float:
-        raise NotImplementedError
+        raise NotImplementedError(self._missing("_compute_width()", "return the public width E"))
+
+    def _missing(self, hook: str, what: str) -> str:
+        # a user's subclass that forgets a hook should hear which one (the loader names the class)
+        return (f"{type(self).__name__} does not implement {hook} ({what}); "
+                f"see docs/privatizers.md")
 
 
 def _check_neighbouring(neighbouring: str) -> int:

@@ -50,6 +50,11 @@ def _load_class(spec: str):
             module = importlib.import_module(target)
         except ImportError as e:
             raise InputError(f"privatizer {spec!r}: cannot import module {target!r} ({e})") from None
+        except DPCheckError:
+            raise
+        except Exception as e:
+            # the user's module ran and failed: their code, not bad input (same as a file that raises)
+            raise MechanismError(f"privatizer module {target!r} raised {type(e).__name__} on import: {e}") from e
     if not hasattr(module, cls_name):
         raise InputError(f"privatizer {spec!r}: {target!r} has no class {cls_name!r}")
     return getattr(module, cls_name)
@@ -80,7 +85,7 @@ class GuardedPrivatizer:
             raise MechanismError(f"privatizer {self._label!r} raised {type(e).__name__} in {what}: {e}") from e
 
     def __getattr__(self, item):
-        if item.startswith("__") or item in ("_inner", "_label"):
+        if item.startswith("__") or item in ("_inner", "_label", "_sizes"):
             raise AttributeError(item)              # copy/pickle protocols; never recurse
         try:
             attr = getattr(type(self._inner), item)
@@ -99,18 +104,24 @@ class GuardedPrivatizer:
     def __repr__(self):
         return f"Guarded({self._inner!r})"
 
-    def start(self, *a, **kw):
-        self._call("start", self._inner.start, *a, **kw)
+    def start(self, runs, H, S, A, K, rng, rewards=True):
+        self._call("start", self._inner.start, runs, H, S, A, K, rng, rewards=rewards)
+        # release() is validated against the sizes WE asked for, not attributes the user's class may
+        # or may not keep (a duck-typed class need not store runs/H/S/A)
+        object.__setattr__(self, "_sizes", (int(runs), int(H), int(S), int(A)))
         return self
 
     def release(self) -> PrivateCounts:
         out = self._call("release", self._inner.release)
-        inner = self._inner
         if not isinstance(out, PrivateCounts):
             raise MechanismError(f"privatizer {self._label!r}: release() must return PrivateCounts, "
                                  f"got {type(out).__name__}")
-        shape = (inner.runs, inner.H, inner.S, inner.A)
-        for name, arr, shp in (("visits", out.visits, shape), ("transitions", out.transitions, shape + (inner.S,))):
+        sizes = self.__dict__.get("_sizes")
+        if sizes is None:
+            raise InputError(f"privatizer {self._label!r}: call start(runs, H, S, A, K, rng) before release()")
+        runs, H, S, A = sizes
+        shape = (runs, H, S, A)
+        for name, arr, shp in (("visits", out.visits, shape), ("transitions", out.transitions, shape + (S,))):
             arr = np.asarray(arr)
             if arr.shape != shp:
                 raise MechanismError(f"privatizer {self._label!r}: release().{name} has shape {arr.shape}, expected {shp}")
