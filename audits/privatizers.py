@@ -413,30 +413,36 @@ def sensitivity_check(template, *, kind: str, claim, H=2, S=3, A=2, K=6, rewards
 
 
 # ============================================================ white box: tree noise structure
+def tree_covariance_z(releases: np.ndarray, b: float) -> dict:
+    """Empirical covariance of release noise B(1..K) against the tree's, ``Cov(B(t), B(t')) = (#nodes
+    shared by the two releases) x 2 b^2``. releases (K, samples). Returns max |z| over (t, t')."""
+    from algorithms.privatizers.binary_mechanism import release_nodes
+    K = releases.shape[0]
+    emp = np.cov(releases)
+    nodes = [set(release_nodes(t)) for t in range(1, K + 1)]
+    want = np.array([[len(x & y) for y in nodes] for x in nodes]) * 2 * b * b
+    var = np.diag(want)
+    # standard error of a sample covariance of (near-)Gaussian-like variables, with a 4th-moment
+    # factor 3 for Laplace tails (kurtosis 6): generous, the defect gives z in the hundreds
+    se = np.sqrt(3 * (np.outer(var, var) + want ** 2) / releases.shape[1])
+    return {"max_z": float((np.abs(emp - want) / se).max()), "empirical": emp, "expected": want,
+            "samples": releases.shape[1]}
+
+
 def tree_noise_structure(mech_cls, *, K: int, b: float, counters: int, seed: int) -> dict:
-    """Empirical covariance of the release noise B(1..K) (zero data) against the tree's:
-    Cov(B(t), B(t')) = (#nodes shared by the two releases) x 2 b^2. Returns max |z| over (t, t')."""
-    from algorithms.privatizers.binary_mechanism import TreeCounter, release_nodes
+    """The tree-covariance test on a bare mechanism class (zero data)."""
+    from algorithms.privatizers.binary_mechanism import TreeCounter
     mech = mech_cls(TreeCounter(K, node_scale=b), (counters,), np.random.default_rng(seed))
     rel = np.empty((K, counters))
     for t in range(K):
         mech.step(np.zeros(counters))
         rel[t] = mech.release()
-    emp = np.cov(rel)
-    nodes = [set(release_nodes(t)) for t in range(1, K + 1)]
-    want = np.array([[len(a & c) for c in nodes] for a in nodes]) * 2 * b * b
-    var = np.diag(want)
-    # standard error of a sample covariance of (near-)Gaussian-like variables, with a 4th-moment
-    # factor 3 for Laplace tails (kurtosis 6): generous, the defect gives z in the hundreds
-    se = np.sqrt(3 * (np.outer(var, var) + want ** 2) / counters)
-    z = np.abs(emp - want) / se
-    return {"max_z": float(z.max()), "empirical": emp, "expected": want}
+    return tree_covariance_z(rel, b)
 
 
 def release_error_structure(template, *, runs=2_000, K=8, seed=0, rewards=True) -> dict:
     """The same covariance test on a central privatizer's own releases: the errors N^ - N (and R~ - R)
     of every counter and run are samples of the tree's noise process (data-independent, §3.1)."""
-    from algorithms.privatizers.binary_mechanism import release_nodes
     H, S, A = 1, 2, 1
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, np.random.default_rng(seed), rewards=rewards)
@@ -446,15 +452,7 @@ def release_error_structure(template, *, runs=2_000, K=8, seed=0, rewards=True) 
         st, ac, rw = o.arrays(runs)
         p.observe(st, ac, rw if rewards else None)
         errs.append((_flat_release(p.release()) - _flat_true(p.true_counts())).ravel())
-    rel = np.stack(errs)                                   # (K, runs * counters)
-    b = p.node_scale()
-    emp = np.cov(rel)
-    nodes = [set(release_nodes(t)) for t in range(1, K + 1)]
-    want = np.array([[len(x & y) for y in nodes] for x in nodes]) * 2 * b * b
-    var = np.diag(want)
-    se = np.sqrt(3 * (np.outer(var, var) + want ** 2) / rel.shape[1])
-    return {"max_z": float((np.abs(emp - want) / se).max()), "empirical": emp, "expected": want,
-            "samples": rel.shape[1]}
+    return tree_covariance_z(np.stack(errs), p.node_scale())     # (K, runs * counters)
 
 
 def tree_reuse_check(template, *, runs=2_000, K=8, seed=0, rewards=True, source="") -> Check:

@@ -341,3 +341,60 @@ def test_release_of_a_privatizer_without_sizes_is_a_mechanism_error(tmp_path):
     q.start(3, 1, 2, 1, 2, np.random.default_rng(0))         # asked for 3 runs, returns 1
     with pytest.raises(MechanismError, match="Duck.*visits has shape"):
         q.release()
+
+
+# ------------------------------------------------------------------ review (issue #3): widths, Nash values
+def test_nash_rigorous_widths_equal_the_spec_closed_forms():
+    """dp_nash_vi.md §3.4: C = H S A B (S+1), m = C (K-1), paper b_c = 2 H L/eps, b_l = 2 H/eps:
+    E_central = (16 H L/eps)(log(6m/beta) + L log(4/3)); E_local = 4 b_l sqrt(8 (K-1) log(6m/beta))."""
+    H, S, AB, K, beta, eps = 10, 4, 9, 20_000, 0.1, 0.5
+    m = H * S * AB * (S + 1) * (K - 1)
+    L = 15
+    lg = math.log(6 * m / beta)
+    p = CentralPrivatizer(eps, beta=beta, calibration="paper").start(1, H, S, AB, K, np.random.default_rng(0),
+                                                                     rewards=False)
+    assert p.levels == L and p.node_scale() == pytest.approx(2 * H * L / eps)
+    assert p.width == pytest.approx(16 * H * L / eps * (lg + L * math.log(4 / 3)), rel=1e-12)
+    q = LocalPrivatizer(eps, beta=beta, calibration="paper").start(1, H, S, AB, K, np.random.default_rng(0),
+                                                                   rewards=False)
+    assert q.width == pytest.approx(4 * (2 * H / eps) * math.sqrt(8 * (K - 1) * lg), rel=1e-12)
+    # strict doubles the scale and so the width
+    r = CentralPrivatizer(eps, beta=beta).start(1, H, S, AB, K, np.random.default_rng(0), rewards=False)
+    assert r.width == pytest.approx(2 * p.width, rel=1e-12)
+
+
+def test_local_width_uses_bound_A_when_K_is_small():
+    """(B) needs n >= log(2/delta); with K - 1 < log(6m/beta) the local width is bound (A)."""
+    H, S, A, K, beta, b = 3, 3, 2, 8, 0.1, 2.0
+    m = H * S * A * (S + 2) * (K - 1)
+    lg = math.log(6 * m / beta)
+    assert K - 1 < lg
+    assert rigorous_width("local", H=H, S=S, A=A, K=K, scale=b, beta=beta) == pytest.approx(
+        8 * b * (lg + (K - 1) * math.log(4 / 3)), rel=1e-12)
+
+
+@pytest.mark.parametrize("mechanism,K", [("central", 64), ("local", 64), ("local", 6)])
+def test_rigorous_width_achieves_assumption_3_1_by_monte_carlo(mechanism, K):
+    """The good event |N^ - N| <= E/4 for every counter and release k = 2..K, simulated from the noise
+    alone (data-independent, §3.4) in R = 400 repetitions: 0 failures, and the exact (Clopper-Pearson)
+    upper bound on the failure rate at confidence 0.99 is <= beta/3."""
+    from scipy.stats import beta as beta_dist
+    H, S, A, beta, R = 2, 3, 2, 0.1, 400
+    cls = CentralPrivatizer if mechanism == "central" else LocalPrivatizer
+    p = cls(1.0, beta=beta).start(1, H, S, A, K, np.random.default_rng(0))
+    b = p.node_scale() if mechanism == "central" else p.noise_scale()
+    sims = simulate_max_noise(mechanism, counters=H * S * A * (S + 2), K=K, scale=b, reps=R,
+                              rng=np.random.default_rng(11))
+    failures = int(np.sum(sims > p.width / 4))
+    upper = beta_dist.ppf(0.99, failures + 1, R - failures)
+    assert failures == 0 and upper <= beta / 3
+
+
+@pytest.mark.parametrize("make", [lambda: OfflineGaussianPrivatizer("x"), lambda: OfflineGaussianPrivatizer(None),
+                                  lambda: OfflineLaplacePrivatizer("1e"), lambda: OfflineGaussianPrivatizer(1.0, beta="b"),
+                                  lambda: OfflineGaussianPrivatizer.from_approx_dp("a", 1e-5),
+                                  lambda: OfflineGaussianPrivatizer.from_approx_dp(1.0, 1.0)])
+def test_offline_bad_numbers_are_input_errors(make):
+    """Non-numeric budgets raised ValueError/TypeError (exit 'internal error') before the review fix."""
+    with pytest.raises(InputError):
+        make()

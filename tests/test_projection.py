@@ -210,3 +210,38 @@ def test_bad_input():
         project_counts(np.array([[np.nan, 1.0]]), np.zeros(1), 1.0)
     with pytest.raises(InputError):
         post_process(np.zeros((1, 2)), np.zeros(1), float("inf"))
+
+
+# ------------------------------------------------------------------ review (issue #3): offline §2.4 exactly
+def offline_closed_form(y, m, E):
+    """The offline spec's own closed form (§2.4 cases 1-3), written independently of project_counts."""
+    S = len(y)
+    T, lo, hi = y.sum(), m - E / 2, m + E / 2
+    if lo <= T <= hi:
+        return y.copy()
+    if T < lo:
+        return y + (lo - T) / S
+    # water filling: sum max(y - t, 0) = hi, by bisection to machine precision
+    a, b = 0.0, float(y.max())
+    for _ in range(200):
+        t = 0.5 * (a + b)
+        a, b = (t, b) if np.maximum(y - t, 0).sum() > hi else (a, t)
+    return np.maximum(y - 0.5 * (a + b), 0.0)
+
+
+nonneg = st.one_of(st.floats(0, 1e3, allow_nan=False), st.sampled_from([0.0, 1.0, 0.5]),
+                   st.integers(0, 20).map(float))
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.integers(1, 7).flatmap(lambda S: st.lists(nonneg, min_size=S, max_size=S)), nonneg,
+       st.one_of(st.floats(0, 200, allow_nan=False), st.just(0.0)))
+def test_offline_projection_equals_the_offline_spec_closed_form(y, m, E):
+    """post_process_offline (band E/2, no shift) returns exactly the spec's minimiser on clipped inputs."""
+    y = np.asarray(y, float)
+    pp = post_process_offline(y[None], np.array([m]), E)
+    want = offline_closed_form(y, m, E)
+    scale = max(1.0, y.max(initial=0), m, E)
+    np.testing.assert_allclose(pp.transitions[0], want, atol=1e-9 * scale)
+    assert not pp.infeasible[0]                               # m >= 0: always feasible (§2.4)
+    assert abs(pp.visits[0] - m) <= E / 2 + 1e-9 * scale       # |ntil(s,a) - n'(s,a)| <= E/2

@@ -163,16 +163,14 @@ class BinaryMechanism:
 
     def release(self) -> np.ndarray:
         """B(t): the sum of the noisy nodes of the set bits of t (popcount(t) nodes); B(0) = 0."""
-        t = self.t
-        bits = [j for j in range(t.bit_length()) if (t >> j) & 1]
-        if not bits:
-            return np.zeros(self.shape)
-        return self._noisy[bits].sum(axis=0)
+        return self._sum_set_bits(self._noisy)
 
     def exact(self) -> np.ndarray:
         """The true prefix sum sum_{i<=t} z_i (for checkers and tests only)."""
-        t = self.t
-        bits = [j for j in range(t.bit_length()) if (t >> j) & 1]
-        if not bits:
-            return np.zeros(self.shape)
-        return self._psum[bits].sum(axis=0)
+        return self._sum_set_bits(self._psum)
+
+    def _sum_set_bits(self, per_level: np.ndarray) -> np.ndarray:
+        # the latest completed node of level j is node (j, t >> j) exactly when bit j of t is set,
+        # so the set bits of t index the dyadic decomposition of {1..t} (§3.1)
+        bits = [j for j in range(self.t.bit_length()) if (self.t >> j) & 1]
+        return per_level[bits].sum(axis=0) if bits else np.zeros(self.shape)

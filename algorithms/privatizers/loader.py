@@ -60,8 +60,10 @@ def _load_class(spec: str):
     return getattr(module, cls_name)
 
 
-def check_interface(obj, label: str) -> None:
-    missing = [m for m in INTERFACE if not hasattr(type(obj), m)]
+def check_interface(cls_or_obj, label: str) -> None:
+    """InputError naming every member of INTERFACE the class (or an instance's class) lacks."""
+    cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)
+    missing = [m for m in INTERFACE if not hasattr(cls, m)]
     if missing:
         raise InputError(f"privatizer {label!r} does not implement the privatizer interface: missing "
                          f"{', '.join(missing)} (subclass algorithms.privatizers.CountPrivatizer; "
@@ -153,11 +155,7 @@ def load_privatizer(spec, **kw):
         raise InputError(f"privatizer must be a name or 'file.py:Class', got {spec!r}")
     if not isinstance(cls, type):
         raise InputError(f"privatizer {label!r} is not a class")
-    missing = [m for m in INTERFACE if not hasattr(cls, m)]
-    if missing:
-        raise InputError(f"privatizer {label!r} does not implement the privatizer interface: missing "
-                         f"{', '.join(missing)} (subclass algorithms.privatizers.CountPrivatizer; "
-                         f"see docs/privatizers.md)")
+    check_interface(cls, label)
     try:
         obj = cls(**kw)
     except DPCheckError:

@@ -87,9 +87,19 @@ def _check_counts(pair, triple):
     return pair, triple
 
 
+def _positive_finite(name, v, what=""):
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, got {v!r}") from None
+    if isinstance(v, bool) or not (x > 0 and math.isfinite(x)):
+        raise InputError(f"{name} must be a finite number > 0, got {v!r}")
+    return x
+
+
 def _check_beta(beta):
-    b = float(beta)
-    if not 0 < b < 1:
+    b = _positive_finite("beta", beta)
+    if not b < 1:
         raise InputError(f"beta (the spec's failure probability delta) must lie in (0, 1), got {beta!r}")
     return b
 
@@ -115,17 +125,16 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
     name = "offline_gaussian"
 
     def __init__(self, rho: float, beta: float = 0.1):
-        r = float(rho)
-        if not (r > 0 and math.isfinite(r)):
-            raise InputError(f"rho must be a finite number > 0, got {rho!r}")
-        self.rho = r
+        self.rho = _positive_finite("rho", rho)
         self.beta = _check_beta(beta)
 
     @classmethod
     def from_approx_dp(cls, epsilon: float, delta_dp: float, beta: float = 0.1):
         """(eps, delta_dp)-DP through zCDP (§2.8(d)): rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2."""
-        if not (epsilon > 0 and 0 < delta_dp < 1):
-            raise InputError("need epsilon > 0 and delta_dp in (0, 1)")
+        epsilon = _positive_finite("epsilon", epsilon)
+        delta_dp = _positive_finite("delta_dp", delta_dp)
+        if not delta_dp < 1:
+            raise InputError(f"delta_dp must lie in (0, 1), got {delta_dp!r}")
         L = math.log(1.0 / delta_dp)
         return cls(rho=(math.sqrt(L + epsilon) - math.sqrt(L)) ** 2, beta=beta)
 
@@ -160,10 +169,7 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
     name = "offline_laplace"
 
     def __init__(self, epsilon: float, beta: float = 0.1):
-        e = float(epsilon)
-        if not (e > 0 and math.isfinite(e)):
-            raise InputError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-        self.epsilon = e
+        self.epsilon = _positive_finite("epsilon", epsilon)
         self.beta = _check_beta(beta)
 
     def scale(self, H: int) -> float:
