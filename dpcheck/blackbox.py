@@ -6,26 +6,31 @@ Method (DESIGN.md "Privacy, black box"; DP-Opt-style event search, no pinned mas
    chunks of fixed size (so the result does not depend on ``workers`` or ``backend``).
    The first ``selection_fraction`` of each side is the selection sample, the rest the
    disjoint certification sample.
-2. For each direction (D against D', then D' against D) fit the event families of
-   :mod:`dpcheck.events` on the selection sample and choose the event E that maximises the
-   Clopper-Pearson bound the certification sample is expected to give.
+2. For each pair, fit the event families of :mod:`dpcheck.events` on the selection sample in
+   both directions (E likely under D, or under D') and choose the one (direction, family,
+   threshold) that maximises the Clopper-Pearson bound the certification sample is expected
+   to give. Only that event is certified: everything chosen on the selection sample is free.
 3. Certify on the certification sample: one-sided Clopper-Pearson bounds p_lo on
    P[M(D) in E] and q_hi on P[M(D') in E]; eps_lb = ln((p_lo - delta) / q_hi).
 4. For approximate-DP and zCDP claims, test the claimed privacy profile delta(eps)
    (:meth:`dpcheck.Claim.delta_at`) at a few eps: for each, a separately chosen event
-   certifies p_lo - e^eps q_hi, a lower bound on the hockey-stick divergence, which must
-   not exceed delta(eps).
+   (again direction, family and threshold chosen on the selection sample) certifies
+   p_lo - e^eps q_hi, a lower bound on the hockey-stick divergence, which must not exceed
+   delta(eps).
 
-Confidence (weighted Bonferroni over everything certified): with P pairs, 2 directions, 2
-sides and 1 + |G| certified events per direction (the eps_lb event and one per profile point
-in G), there are 4 P (1 + |G|) one-sided bounds. Pure DP (G empty): each is at level
-alpha / (4 P). Otherwise the 4 P bounds of the eps_lb events get alpha / 2 between them
-(alpha / (8 P) each) and the 4 P |G| profile bounds the other alpha / 2 (alpha / (8 P |G|)
-each): the levels sum to alpha. Events are chosen on data independent of the certification
-sample, so with probability >= 1 - alpha every certified statement holds simultaneously;
-in particular the reported epsilon_lower_bound (the maximum over pairs and directions) is
-a valid lower bound on the true epsilon and a "fail" is a false alarm with probability
-<= alpha.
+Confidence (weighted Bonferroni over everything certified): with P pairs, 2 sides and
+1 + |G| certified events per pair (the eps_lb event and one per profile point in G), there
+are 2 P (1 + |G|) one-sided bounds. Pure DP (G empty): each is at level alpha / (2 P).
+Otherwise the 2 P bounds of the eps_lb events get alpha / 2 between them (alpha / (4 P)
+each) and the 2 P |G| profile bounds the other alpha / 2 (alpha / (4 P |G|) each): the
+levels sum to alpha. Directions, families and thresholds are chosen on data independent of
+the certification sample (learned scores are fitted on one half of the selection sample and
+thresholded on the other), so conditionally on the selection sample each certified event is
+fixed, and with probability >= 1 - alpha every certified statement holds simultaneously;
+in particular the reported epsilon_lower_bound (the maximum over pairs) is a valid lower
+bound on the true epsilon and a "fail" is a false alarm with probability <= alpha.
+(Certifying both directions, as an earlier version did, halves every level for nothing:
+the direction is as much a selection-sample choice as the threshold.)
 """
 from __future__ import annotations
 
@@ -70,7 +75,8 @@ class AuditResult:
                          eps the claimed profile's epsilon at that delta.
     samples:             outputs per input of each pair, selection + certification (--samples).
     event, pair, direction: the winning event (a dict with "text" and its parameters), the index of
-                         its neighbouring pair and "D->D'" (E is likely under D) or "D'->D".
+                         its neighbouring pair and "D->D'" (E is likely under D) or "D'->D"
+                         (the direction chosen on the selection sample).
     tightness:           epsilon_lower_bound / epsilon_claimed.
     power:               the smallest true epsilon that this sample budget would have caught about
                          half the time with an event of the best mass, see
@@ -79,10 +85,11 @@ class AuditResult:
                          search chose: a mechanism with no leak at all gives uninformative events,
                          and that must not read as too few samples.
     event_power:         the same for the chosen events (:func:`dpcheck.stats.detectable_epsilon`,
-                         minimum over pairs and directions): how close the found event came to
+                         minimum over pairs): how close the found event came to
                          being able to show a violation.
-    pairs_table:         one row per (pair, direction) with counts, bounds and power.
-    profile:             one row per (pair, direction, tested eps) for approximate DP / zCDP.
+    pairs_table:         one row per pair (its chosen direction) with counts, bounds and power.
+    profile:             one row per (pair, tested eps) for approximate DP / zCDP, with the
+                         direction chosen for that point.
     """
 
     verdict: str
@@ -143,7 +150,8 @@ class AuditResult:
             measured.update({k: win[k] for k in ("count_d", "count_dprime", "p_lo", "q_hi")})
         details = {
             "method": "black box: events chosen on a selection sample, Clopper-Pearson bounds on a disjoint "
-                      "certification sample, Bonferroni over pairs, directions, sides and profile points",
+                      "certification sample (direction, family and threshold chosen on selection data), "
+                      "Bonferroni over pairs, sides and profile points",
             "event": self.event, "pairs": list(self.pairs_table), "profile": list(self.profile),
             "alpha_per_bound": self.alpha_per_bound,
             "alpha_per_profile_bound": self.alpha_per_profile_bound, "n_bounds": self.n_bounds, "seed": self.seed,
@@ -261,12 +269,12 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     claim = target.claim
     eps_claim, delta, grid = _plan(claim)
     n_pairs = len(target.pairs)
-    n_bounds = 2 * 2 * n_pairs * (1 + len(grid))
+    n_bounds = 2 * n_pairs * (1 + len(grid))
     # the epsilon-bound events get half of alpha when profile points share it (they carry the
     # headline figure); weighted Bonferroni: the weights over all bounds sum to alpha
     share = LB_ALPHA_SHARE if grid else 1.0
-    alpha_b = alpha * share / (4 * n_pairs)
-    alpha_prof = alpha * (1 - share) / (4 * n_pairs * len(grid)) if grid else 0.0
+    alpha_b = alpha * share / (2 * n_pairs)
+    alpha_prof = alpha * (1 - share) / (2 * n_pairs * len(grid)) if grid else 0.0
     say = progress or (lambda msg: None)
 
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
@@ -279,47 +287,56 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         xd, xdp = ev.flat(xd), ev.flat(xdp)
         split = {"D": (xd[:n_sel], xd[n_sel:]), "D'": (xdp[:n_sel], xdp[n_sel:])}
         sorts: dict = {}     # the sorted selection outputs, shared by both tails and directions
+        say(f"{target.name}: pair {p}: choosing events (both directions) and certifying")
+        fits = {}            # direction -> (scorers, sorted selection scores, certification x / y, cache)
         for direction, (a, b) in zip(DIRECTIONS, (("D", "D'"), ("D'", "D"))):
-            say(f"{target.name}: pair {p} {direction}: choosing and certifying events")
             (sel_x, cert_x), (sel_y, cert_y) = split[a], split[b]
             fitted = ev.selection_scores(sel_x, sel_y, kind, sorts)
-            scorers = [f[0] for f in fitted]
-            sel_scores = [f[1:] for f in fitted]
-            cert_cache: dict[int, tuple] = {}
+            fits[direction] = ([f[0] for f in fitted], [f[1:] for f in fitted], cert_x, cert_y, {})
 
-            def certify(objective, a_b):
+        def certify(objective, a_b):
+            # the direction, family and threshold are all chosen on the selection sample:
+            # only the winner is certified (one event, two one-sided bounds)
+            # (with less pessimism about the selection estimates when nothing looks certifiable:
+            # events.SELECTION_LADDER)
+            for z_sel in ev.SELECTION_LADDER:
                 best = None
-                for i, (sx, sy) in enumerate(sel_scores):
-                    t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective)
-                    if best is None or v > best[2]:
-                        best = (i, t, v)
-                i, t, _ = best
-                if i not in cert_cache:
-                    cert_cache[i] = (scorers[i].score(cert_x), scorers[i].score(cert_y))
-                cx, cy = cert_cache[i]
-                kx, ky = int(np.count_nonzero(cx >= t)), int(np.count_nonzero(cy >= t))
-                p_lo = float(stats.cp_lower(kx, n_cert, a_b))
-                q_hi = float(stats.cp_upper(ky, n_cert, a_b))
-                return i, t, kx, ky, p_lo, q_hi
+                for direction, (scorers, sel_scores, _, _, _) in fits.items():
+                    for i, (sx, sy) in enumerate(sel_scores):
+                        t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective, z_sel)
+                        if best is None or v > best[3]:
+                            best = (direction, i, t, v)
+                if best[3] > 0:
+                    break
+            direction, i, t, _ = best
+            scorers, _, cert_x, cert_y, cache = fits[direction]
+            if i not in cache:
+                cache[i] = (scorers[i].score(cert_x), scorers[i].score(cert_y))
+            cx, cy = cache[i]
+            kx, ky = int(np.count_nonzero(cx >= t)), int(np.count_nonzero(cy >= t))
+            p_lo = float(stats.cp_lower(kx, n_cert, a_b))
+            q_hi = float(stats.cp_upper(ky, n_cert, a_b))
+            return direction, i, t, kx, ky, p_lo, q_hi
 
-            i, t, kx, ky, p_lo, q_hi = certify(ratio, alpha_b)
-            eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
-            event_power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
-            event = scorers[i].describe(t)
-            rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
-                         "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
-                         "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power})
-            if not keep or rows[-1]["epsilon_lower_bound"] > keep["eps_lb"]:
-                # only the winner's certification scores are kept (for its plot)
-                keep = {"eps_lb": rows[-1]["epsilon_lower_bound"],
-                        "plot": (event, scorers[i], t, cert_cache[i], (cert_x, cert_y))}
-            for e in grid:
-                _, _, kx2, ky2, p2, q2 = certify(ev.Objective("difference", eps=e), alpha_prof)
-                hs = p2 - math.exp(e) * q2
-                allowed = claim.delta_at(e)
-                prof.append({"pair": p, "direction": direction, "epsilon": e, "count_d": kx2,
-                             "count_dprime": ky2, "delta_lower_bound": hs, "delta_claimed": allowed,
-                             "exceeded": bool(hs > allowed)})
+        direction, i, t, kx, ky, p_lo, q_hi = certify(ratio, alpha_b)
+        scorers, _, cert_x, cert_y, cache = fits[direction]
+        eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
+        event_power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
+        event = scorers[i].describe(t)
+        rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
+                     "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
+                     "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power})
+        if not keep or rows[-1]["epsilon_lower_bound"] > keep["eps_lb"]:
+            # only the winner's certification scores are kept (for its plot)
+            keep = {"eps_lb": rows[-1]["epsilon_lower_bound"],
+                    "plot": (event, scorers[i], t, cache[i], (cert_x, cert_y))}
+        for e in grid:
+            d2, _, _, kx2, ky2, p2, q2 = certify(ev.Objective("difference", eps=e), alpha_prof)
+            hs = p2 - math.exp(e) * q2
+            allowed = claim.delta_at(e)
+            prof.append({"pair": p, "direction": d2, "epsilon": e, "count_d": kx2,
+                         "count_dprime": ky2, "delta_lower_bound": hs, "delta_claimed": allowed,
+                         "exceeded": bool(hs > allowed)})
 
     win = max(range(len(rows)), key=lambda j: rows[j]["epsilon_lower_bound"])
     w = rows[win]

@@ -34,7 +34,12 @@ from dpcheck import stats
 MAX_CANDIDATES = 4096  # distinct thresholds evaluated (plus the tails below)
 TAIL_CANDIDATES = 512
 N_EXACT = 64          # candidates re-ranked with exact Clopper-Pearson bounds
-SELECTION_Z = 1.0      # pessimism of the selection estimates (see best_threshold)
+SELECTION_Z = 2.0      # pessimism of the selection estimates, in standard deviations (best_threshold)
+# Weak signals on small samples (Laplace eps = 0.1 at 10^4): once SELECTION_Z standard deviations
+# of selection noise are charged, no event may be expected to certify a positive bound. The
+# auditor then retries the whole choice (all directions and families) with less pessimism;
+# the plug-in z = 0 still points at the informative event, which certifies > 0 most of the time.
+SELECTION_LADDER = (SELECTION_Z, 1.0, 0.0)
 SMOOTH = 0.5          # pseudo-count of the log-likelihood-ratio estimates (Jeffreys-like)
 
 
@@ -68,15 +73,18 @@ class Choice:
 
 
 def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
-                   objective: Objective) -> tuple[float, float, int, int]:
+                   objective: Objective, z_sel: float = None) -> tuple[float, float, int, int]:
     """Threshold t maximising the objective for E = {score >= t}; returns (t, value, k_d, k_d').
 
     a, b: (n_sel,) selection scores under D and D', each sorted ascending. Counts are projected
     to n_cert, the size of the certification sample the chosen event will be certified on.
     Candidates are the distinct values of a; above MAX_CANDIDATES of them, every one of the
     TAIL_CANDIDATES smallest and largest is kept (tiny-mass events live there) and the rest
-    thinned evenly (the objective is smooth in t in the bulk).
+    thinned evenly (the objective is smooth in t in the bulk). z_sel: pessimism of the
+    selection estimates (default SELECTION_Z; see :data:`SELECTION_LADDER`). (inf, -inf, 0, 0)
+    when no candidate is informative (then E is empty and certifies nothing).
     """
+    z_sel = SELECTION_Z if z_sel is None else z_sel
     na, nb = a.shape[0], b.shape[0]
     lo = int(np.searchsorted(a, -np.inf, side="right"))       # -inf: cells outside every event
     if lo >= na:
@@ -90,18 +98,29 @@ def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
     kd = na - starts                                       # #{score_d >= t}
     kq = nb - np.searchsorted(b, cand, side="left")        # #{score_dp >= t}
     # Winner's curse: the maximum over many candidates of a noisy objective favours deep-tail
-    # thresholds whose selection ratio is high by chance. Projecting pessimistic selection
-    # estimates (one standard deviation: Wilson bounds at z = SELECTION_Z) makes the penalty
-    # grow with the selection noise of each candidate.
-    pd_ = stats.wilson_lower(kd, na, SELECTION_Z) * n_cert
-    pq_ = stats.wilson_upper(kq, nb, SELECTION_Z) * n_cert
+    # thresholds whose selection ratio is high by chance (Laplace eps = 1 at 10^5: 15 vs 0
+    # selection counts beat the bulk event and certify 0.30). Projecting pessimistic selection
+    # estimates (Wilson bounds at z = z_sel standard deviations) makes the penalty grow with
+    # the selection noise of each candidate.
     z = stats.z_of(alpha)
+    pd_ = stats.wilson_lower(kd, na, z_sel) * n_cert
+    pq_ = stats.wilson_upper(kq, nb, z_sel) * n_cert
     approx = objective(stats.wilson_lower(pd_, n_cert, z), stats.wilson_upper(pq_, n_cert, z))
+    # An event whose plug-in objective is <= 0 (no more likely under D than allowed, e.g. the
+    # trivial E = everything, whose CP bounds are the tightest of all) can never certify
+    # anything: it must not win just because it loses least.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        informative = objective(kd / na, kq / nb) > 0
+    approx = np.where(informative, approx, -np.inf)
+    if not informative.any():
+        return math.inf, -math.inf, 0, 0
     m = min(N_EXACT, cand.size)
     top = np.argpartition(-approx, m - 1)[:m] if cand.size > m else np.arange(cand.size)
-    exact = objective(stats.cp_lower(pd_[top], n_cert, alpha), stats.cp_upper(pq_[top], n_cert, alpha))
+    exact = np.where(informative[top], objective(stats.cp_lower(pd_[top], n_cert, alpha),
+                                                 stats.cp_upper(pq_[top], n_cert, alpha)), -np.inf)
     j = top[int(np.argmax(exact))]
-    return float(cand[j]), float(np.max(exact)), int(kd[j]), int(kq[j])
+    value = float(np.max(exact))
+    return float(cand[j]), value, int(kd[j]), int(kq[j])
 
 
 # ----------------------------------------------------------------- scorers
