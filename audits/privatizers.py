@@ -101,9 +101,19 @@ def gaussian_llr(x: np.ndarray, mu: np.ndarray, mu_prime: np.ndarray) -> np.ndar
 
 
 # ============================================================ online privatizers: streams and messages
-def _flat_release(pc) -> np.ndarray:
-    runs = pc.noisy_visits.shape[0]
-    parts = [np.asarray(pc.noisy_visits).reshape(runs, -1), np.asarray(pc.noisy_transitions).reshape(runs, -1)]
+VIEWS = ("noisy", "planner")
+
+
+def _flat_release(pc, view: str = "noisy") -> np.ndarray:
+    """One release as a vector per run. ``view="noisy"``: N^ (and R~) -- the tree's output, where the
+    Laplace LLR is the optimal statistic; ``"planner"``: N~ (and R~) -- what the planner actually reads.
+    For the built-ins N~ is the §3.2 post-processing of N^, so "noisy" suffices; a user's privatizer only
+    self-reports its noisy_* fields, so its planner view must be audited too (review of issue #3)."""
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
+    v, t = (pc.noisy_visits, pc.noisy_transitions) if view == "noisy" else (pc.visits, pc.transitions)
+    runs = np.asarray(v).shape[0]
+    parts = [np.asarray(v).reshape(runs, -1), np.asarray(t).reshape(runs, -1)]
     if pc.rewards is not None:
         parts.append(np.asarray(pc.rewards).reshape(runs, -1))
     return np.concatenate(parts, axis=1)
@@ -117,8 +127,10 @@ def _flat_true(tc) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A, K, rewards, rng, size):
-    """What the adversary sees from a central privatizer: N^ (and R~) after each of the K episodes.
+def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A, K, rewards, rng, size,
+                    view: str = "noisy"):
+    """What the adversary sees from a central privatizer: N^ (or N~, ``view="planner"``) and R~ after
+    each of the K episodes.
 
     User 1 plays ``first``, users 2..K play ``others``. Returns (size, K, C) noisy releases and the
     (K, C) true counts. ``template`` is an un-started privatizer; it is copied, never mutated.
@@ -129,30 +141,47 @@ def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A,
     for k in range(K):
         st, ac, rw = (first if k == 0 else others).arrays(size)
         p.observe(st, ac, rw if rewards else None)
-        out.append(_flat_release(p.release()))
+        out.append(_flat_release(p.release(), view))
         true.append(_flat_true(p.true_counts())[0])
     return np.stack(out, axis=1), np.stack(true)
 
 
-def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True):
+def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy"):
     """AuditTarget for a central (JDP) privatizer: the worst-case user at position 1 (she is in all L
-    tree levels: nodes (j, 1), released alone as B(2^j)), the other K-1 users scripted."""
+    tree levels: nodes (j, 1), released alone as B(2^j)), the other K-1 users scripted.
+
+    The statistic is a function of the released stream only (post-processing), so the bound is valid
+    whatever the privatizer does; it is the optimal (Neyman-Pearson) one for a correct tree on N^.
+    ``view="planner"`` audits N~ instead (see :func:`_flat_release`)."""
     from dpcheck import AuditTarget
     x, y = worst_case_pair(H, S, A)
     o = background(H)
-    _, mu = released_stream(template, x, o, H=H, S=S, A=A, K=K, rewards=rewards, rng=np.random.default_rng(0), size=1)
-    _, mu_p = released_stream(template, y, o, H=H, S=S, A=A, K=K, rewards=rewards, rng=np.random.default_rng(0), size=1)
+    _, mu = released_stream(template, x, o, H=H, S=S, A=A, K=K, rewards=rewards, rng=np.random.default_rng(0),
+                            size=1, view=view)
+    _, mu_p = released_stream(template, y, o, H=H, S=S, A=A, K=K, rewards=rewards, rng=np.random.default_rng(0),
+                              size=1, view=view)
     dyadic = [(1 << j) - 1 for j in range(K.bit_length()) if (1 << j) <= K]      # releases B(2^j)
     mu_d, mu_pd = mu[dyadic].ravel(), mu_p[dyadic].ravel()
 
     def mechanism(user, rng, size):
-        stream, _ = released_stream(template, user, o, H=H, S=S, A=A, K=K, rewards=rewards, rng=rng, size=size)
-        return laplace_llr(stream[:, dyadic, :].reshape(size, -1), mu_d, mu_pd)
+        stream, _ = released_stream(template, user, o, H=H, S=S, A=A, K=K, rewards=rewards, rng=rng, size=size,
+                                    view=view)
+        out = stream[:, dyadic, :].reshape(size, -1)
+        if view == "noisy":
+            return laplace_llr(out, mu_d, mu_pd)
+        # N~ carries the public shifts E/(2S), E/2 and the projection, and a user's noise is unknown:
+        # hand the auditor the coordinates the neighbours' true counts differ in, as a vector, and let
+        # it choose the event (per-coordinate thresholds, learned scores) on its selection sample
+        return out[:, diff]
 
-    return AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.stream", mechanism=mechanism,
+    diff = mu_d != mu_pd
+
+    suffix = "stream" if view == "noisy" else "planner_view"
+    return AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.{suffix}", mechanism=mechanism,
                        pairs=[(x, y)], claim=template.claim, output="continuous",
                        description=f"H={H} S={S} A={A} K={K}: worst-case user 1, scripted others; "
-                                   f"statistic = Laplace LLR of the nodes B(2^j)")
+                                   f"statistic = {'Laplace LLR' if view == 'noisy' else 'learned score'} of the releases B(2^j) "
+                                   f"({'N^' if view == 'noisy' else 'N~, what the planner reads'})")
 
 
 def local_target(template, *, H=1, S=2, A=1, rewards=True):
@@ -541,10 +570,22 @@ def run_online(ctx, kind: str) -> None:
     is_builtin = isinstance(p, CountPrivatizer)
     ctx.progress(f"{kind} privatizer: black-box audit of the worst-case neighbours")
     if kind == "central":
-        target = central_target(_Claimed(p, claim, rewards), rewards=rewards)
+        ctx.add(_blackbox(ctx, central_target(_Claimed(p, claim, rewards), rewards=rewards), src))
+    elif hasattr(p, "message"):
+        ctx.add(_blackbox(ctx, local_target(_Claimed(p, claim, rewards), rewards=rewards), src))
     else:
-        target = local_target(_Claimed(p, claim, rewards), rewards=rewards)
-    ctx.add(_blackbox(ctx, target, src))
+        # a user's LDP class need not expose its message; the planner-view audit below still bounds it
+        ctx.add(Check(id="privacy.blackbox", kind="privacy", verdict=INCONCLUSIVE,
+                      claim=dict(claim.to_dict(), statement=claim.describe(), source=src),
+                      measured={"epsilon_lower_bound": None, "confidence": None, "samples": 0},
+                      details={}, reason="no message(states, actions, rewards, rng) method: one user's "
+                                         "message cannot be audited; see privacy.blackbox.planner_view"))
+    if not is_builtin:
+        # a user's class self-reports noisy_*; audit the counts its planner reads as well. For LDP the
+        # stream of sums depends on user 1 only through her message, so this is a valid (weaker) bound
+        ctx.progress(f"{kind} privatizer: black-box audit of the counts the planner reads")
+        ctx.add(_blackbox(ctx, central_target(_Claimed(p, claim, rewards), rewards=rewards, view="planner"),
+                          src, id="privacy.blackbox.planner_view"))
     # white box: the declared DpEvent (computed on a started copy: it depends on H, K)
     q = copy.deepcopy(p)
     H, S, A, K = 2, 3, 2, 6

@@ -196,3 +196,42 @@ def test_registered_audits_run_end_to_end(name, extra, expected):
         assert verdicts["whitebox.dp_event"] == FAIL and verdicts["whitebox.sensitivity"] == FAIL
     for c in ctx.checks:
         assert c.claim.get("source")
+
+
+# ------------------------------------------------------------------ review (issue #3): what the planner reads
+class RawPlannerCounts(CentralPrivatizer):
+    """Defect in a user privatizer: honest noisy_* fields, but the counts the PLANNER reads (visits,
+    transitions) are post-processed RAW counts. Auditing only the self-reported N^ misses it."""
+
+    def release(self):
+        pc = super().release()
+        from algorithms.privatizers.projection import post_process
+        tc = self.true_counts()
+        raw = post_process(tc.transitions, tc.visits, self.width)
+        return PrivateCounts(visits=raw.visits, transitions=raw.transitions, rewards=pc.rewards,
+                             noisy_visits=pc.noisy_visits, noisy_transitions=pc.noisy_transitions, width=pc.width)
+
+
+def test_planner_view_audit_catches_raw_counts_behind_honest_noisy_fields():
+    honest_view = audit(ap.central_target(RawPlannerCounts(1.0)), samples=50_000, seed=4)
+    assert honest_view.verdict == PASS                       # the self-reported N^ look fine ...
+    planner = audit(ap.central_target(RawPlannerCounts(1.0), view="planner"), samples=50_000, seed=4)
+    assert planner.verdict == FAIL and planner.epsilon_lower_bound > 3   # ... what the planner reads is not
+    ok = audit(ap.central_target(CentralPrivatizer(1.0), view="planner"), samples=50_000, seed=4)
+    assert ok.verdict == PASS
+
+
+def test_user_privatizer_audit_runs_the_planner_view(tmp_path):
+    """run_online adds privacy.blackbox.planner_view for user classes (the builtins' N~ is the §3.2
+    post-processing of N^, so their stream audit already covers it)."""
+    from dpcheck.context import AuditContext, AuditOptions
+    from dpcheck.registry import get
+    f = tmp_path / "rawplanner.py"
+    import inspect
+    f.write_text("import numpy as np\nfrom algorithms.privatizers import CentralPrivatizer, PrivateCounts\n\n"
+                 + inspect.getsource(RawPlannerCounts))
+    ctx = AuditContext("central_privatizer", AuditOptions(quick=True, samples=30_000,
+                                                          privatizer=f"{f}:RawPlannerCounts"))
+    get("central_privatizer").run(ctx)
+    verdicts = {c.id: c.verdict for c in ctx.checks}
+    assert verdicts["privacy.blackbox"] == PASS and verdicts["privacy.blackbox.planner_view"] == FAIL
