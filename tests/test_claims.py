@@ -78,3 +78,30 @@ def test_zcdp_profile_between_exact_gaussian_and_bun_steinke(rho, eps):
 def test_zcdp_profile_decreasing(rho, e1, e2):
     lo, hi = sorted((e1, e2))
     assert zcdp_delta(rho, hi) <= zcdp_delta(rho, lo) + 1e-12
+
+
+def _kov_extreme_hockey_stick(eps0, d0, eps):
+    # Kairouz, Oh & Viswanath (2015): every (eps0, d0)-DP pair is a post-processing of the 4-point
+    # pair P = (d0, (1-d0) e^eps0/(1+e^eps0), (1-d0)/(1+e^eps0), 0), Q = P reversed; its hockey-stick
+    # divergence sum max(P - e^eps Q, 0) is therefore the tight profile, computed here directly.
+    P = np.array([d0, (1 - d0) * math.exp(eps0) / (1 + math.exp(eps0)), (1 - d0) / (1 + math.exp(eps0)), 0.0])
+    return float(np.maximum(P - math.exp(eps) * P[::-1], 0).sum())
+
+
+@given(eps0=st.floats(0.01, 5.0), d0=st.sampled_from([0.0, 1e-6, 1e-3, 0.1]), frac=st.floats(0.0, 2.0))
+def test_approximate_profile_is_the_kairouz_extreme_hockey_stick(eps0, d0, frac):
+    c = Claim(epsilon=eps0, delta=d0)
+    assert c.delta_at(eps0 * frac) == pytest.approx(_kov_extreme_hockey_stick(eps0, d0, eps0 * frac), abs=1e-12)
+
+
+@pytest.mark.parametrize("rho", [0.05, 0.5, 2.0])
+def test_zcdp_profile_matches_dp_accounting_rdp_of_the_gaussian(rho):
+    # the Gaussian with sigma = 1/sqrt(2 rho) has RDP curve a * rho; dp_accounting converts it with the
+    # same Canonne-Kamath-Steinke bound but over a finite grid of orders, so it can only be (slightly) larger
+    import dp_accounting
+    acc = dp_accounting.rdp.RdpAccountant(orders=list(np.linspace(1.01, 200, 4000)))
+    acc.compose(dp_accounting.GaussianDpEvent(1 / math.sqrt(2 * rho)))
+    for eps in (0.5, 1.0, 3.0):
+        ours, theirs = zcdp_delta(rho, eps), acc.get_delta(eps)
+        assert ours <= theirs * (1 + 1e-9)
+        assert ours == pytest.approx(theirs, rel=1e-2)    # orders start at 1.01: coarse where a* -> 1
