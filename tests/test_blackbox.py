@@ -293,3 +293,29 @@ def test_cache_dir_resumes_without_resampling(tmp_path):
         raise RuntimeError("must not be called: every chunk is cached")
     again = audit(target(broken), samples=70_000, seed=2, cache_dir=tmp_path)
     assert again.to_dict() == first.to_dict()
+
+
+def _rr(bit, rng, size):                              # randomised response, eps = ln 3, discrete labels
+    keep = rng.random(size) < 0.75
+    return np.where(keep == (bit == 1), "yes", "no")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,mech,pairs,claim,true_eps", [
+    ("laplace", M.laplace_count(0.5), [(0, 1)], Claim(epsilon=0.5), 0.5),
+    ("geometric", M.geometric(0.5), [(0, 1)], Claim(epsilon=0.5), 0.5),
+    ("rr", _rr, [(0, 1)], Claim(epsilon=math.log(3)), math.log(3)),
+    ("histogram", M.noisy_histogram(1.0), [([3, 1], [4, 1])], Claim(epsilon=1.0), 1.0),
+    ("gaussian-approx", M.gaussian(1.0), [(0, 1)], Claim(epsilon=3.139, delta=1e-3), 3.139),
+    ("gaussian-zcdp", M.gaussian(1.0), [(0, 1)], Claim(rho=0.5, notion="zCDP"), None),
+])
+def test_validity_over_seeds_at_a_large_alpha(name, mech, pairs, claim, true_eps):
+    # At alpha = 0.3 a miscounted Bonferroni split or a selection/certification leak shows up as
+    # exceedances: with the split as documented, P[eps_lb > true eps] <= 0.3 (in practice far less,
+    # CP is conservative). 40 seeds; 20 exceedances has probability < 1e-3 under Bin(40, 0.3).
+    exceed = 0
+    for s in range(40):
+        r = audit(target(mech, pairs=pairs, claim=claim), samples=3000, seed=1000 + s, alpha=0.3)
+        eps = true_eps if true_eps is not None else r.epsilon_claimed
+        exceed += (r.epsilon_lower_bound > eps) or any(p["exceeded"] for p in r.profile)
+    assert exceed < 20
