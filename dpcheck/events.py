@@ -62,16 +62,6 @@ class Objective:
         return np.asarray(p_lo) - math.exp(self.eps) * np.asarray(q_hi)
 
 
-@dataclass(frozen=True)
-class Choice:
-    """The best threshold of one scorer on the selection sample."""
-    scorer: object
-    threshold: float
-    value: float          # the objective at projected counts (an estimate, not certified)
-    k_d: int              # selection counts in the event
-    k_dprime: int
-
-
 def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
                    objective: Objective, z_sel: float = None) -> tuple[float, float, int, int]:
     """Threshold t maximising the objective for E = {score >= t}; returns (t, value, k_d, k_d').
@@ -359,13 +349,3 @@ def selection_scores(d_sel, dp_sel, kind: str, cache: dict | None = None):
         else:
             out.append((sc, sc.sorted_score(d_sel, cache), sc.sorted_score(dp_sel, cache)))
     return out
-
-
-def choose_event(d_sel, dp_sel, n_cert, alpha, objective: Objective, kind: str) -> Choice:
-    """Fit every family on the selection sample and return the best (scorer, threshold)."""
-    best = None
-    for sc, sx, sy in selection_scores(d_sel, dp_sel, kind):
-        t, v, kd, kq = best_threshold(sx, sy, n_cert, alpha, objective)
-        if best is None or v > best.value:
-            best = Choice(sc, t, v, kd, kq)
-    return best

@@ -38,28 +38,26 @@ def cp_upper(k, n, alpha):
     return np.where(k < n, hi, 1.0)
 
 
+def _wilson(k, n, z, sign):
+    k = np.asarray(k, dtype=float)
+    p = k / n
+    z2 = z * z
+    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
+    return (p + z2 / (2 * n) + sign * half) / (1 + z2 / n)
+
+
 def wilson_lower(k, n, z):
     """Wilson score lower bound (z standard deviations): a cheap proxy of :func:`cp_lower`.
 
     Used only to rank hundreds of thousands of candidate thresholds on the selection
     sample; the few best are re-ranked with exact Clopper-Pearson bounds.
     """
-    k = np.asarray(k, dtype=float)
-    p = k / n
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
-    return np.maximum((centre - half) / (1 + z2 / n), 0.0)
+    return np.maximum(_wilson(k, n, z, -1.0), 0.0)
 
 
 def wilson_upper(k, n, z):
     """Wilson score upper bound (see :func:`wilson_lower`)."""
-    k = np.asarray(k, dtype=float)
-    p = k / n
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
-    return np.minimum((centre + half) / (1 + z2 / n), 1.0)
+    return np.minimum(_wilson(k, n, z, 1.0), 1.0)
 
 
 def z_of(alpha: float) -> float:
