@@ -212,6 +212,16 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
         pi[found, j[found]] = 1.0
         todo = ~found
         n_pure = int(found.sum())
+        if n_pure == n:
+            # every stage game has a pure CCE (the common case once a game is learned): its residual
+            # is the best deviation gain at that cell, without building the (A+B) x AB constraints
+            a, b = np.divmod(j, B)
+            ar = np.arange(n)
+            res_max = qb[ar, :, b].max(axis=1) - qb[ar, a, b]
+            res_min = qu[ar, a, b] - qu[ar, a, :].min(axis=1)
+            residual = np.maximum(res_max, res_min)
+            return CCESolution(pi=pi.reshape(lead + (A, B)), residual=residual.reshape(lead), tol=tol,
+                               n_pure=n_pure, n_simplex=0, n_highs=0, n_hint=0)
     Mall = constraint_matrix(qb, qu)
     n_hint = 0
     if hint is not None and method == "auto" and todo.any():

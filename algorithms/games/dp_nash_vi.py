@@ -133,21 +133,23 @@ class DPNashVI:
                 f"C1={self.C1:g}, C2={self.C2:g})")
 
     # ------------------------------------------------------------------ planning (lines 3-15)
-    def bonuses(self, P_tilde, G, Vm, N_bonus, H, S, E, iota):
+    def bonuses(self, P_tilde, G, Vm, N_bonus, H, S, E, iota, PG=None, PV=None, PV2=None):
         """gamma (line 8) and Gamma (line 9), each (runs, S, A, B).
 
         P_tilde (runs, S, A, B, S'); G, Vm (runs, S'); N_bonus (runs, S, A, B) = N~_h (the private
-        visits; > 0 wherever used).
+        visits; > 0 wherever used). ``plan`` passes the products P~G, P~Vm, P~Vm^2 it already has
+        (one batched matmul per step, see ``plan``); called alone, they are computed here.
         """
-        # one batched product for P~ G, P~ Vm, P~ Vm^2: (runs, S*A*B, S') @ (runs, S', 3)
-        runs, S_, A, B, S2 = P_tilde.shape
-        prod = np.matmul(P_tilde.reshape(runs, S_ * A * B, S2), np.stack([G, Vm, Vm * Vm], axis=-1))
-        PG, PV, PV2 = (prod[..., i].reshape(runs, S_, A, B) for i in range(3))
-        var = np.clip(PV2 - PV * PV, 0.0, None)          # Var clipped at 0 before sqrt (spec §7.2)
+        if PG is None:
+            runs, S_, A, B, S2 = P_tilde.shape
+            prod = np.matmul(P_tilde.reshape(runs, S_ * A * B, S2), np.stack([G, Vm, Vm * Vm], axis=-1))
+            PG, PV, PV2 = (prod[..., i].reshape(runs, S_, A, B) for i in range(3))
+        var = PV2 - PV * PV
+        np.maximum(var, 0.0, out=var)                    # Var clipped at 0 before sqrt (spec §7.2)
         with np.errstate(divide="ignore", invalid="ignore"):
             inv_n = 1.0 / N_bonus
         gamma = (self.C1 / H) * PG
-        Gamma = self.C2 * (np.sqrt(var * iota * inv_n) + H * S * E * iota * inv_n + H * H * S * iota * inv_n)
+        Gamma = self.C2 * (np.sqrt(var * (iota * inv_n)) + (H * S * E * iota + H * H * S * iota) * inv_n)
         return gamma, Gamma
 
     def upper_q(self, r, PVb, gamma, Gamma, H):
@@ -175,11 +177,17 @@ class DPNashVI:
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         for h in range(H - 1, -1, -1):
             P = P_tilde[:, h]
-            G = Vb[:, h + 1] - Vu[:, h + 1]
-            Vm = 0.5 * (Vb[:, h + 1] + Vu[:, h + 1])
-            gamma, Gamma = self.bonuses(P, G, Vm, N_visits[:, h], H, S, E, iota)
-            PVb = np.einsum("rsabt,rt->rsab", P, Vb[:, h + 1])
-            PVu = np.einsum("rsabt,rt->rsab", P, Vu[:, h + 1])
+            vb, vu = Vb[:, h + 1], Vu[:, h + 1]
+            G = vb - vu
+            Vm = 0.5 * (vb + vu)
+            # profiled (benchmarks/bench_nash_vi.py): per-step overhead dominates at these sizes, so one
+            # batched product gives P~Vb, P~Vu, P~Vm^2; P~G and P~Vm follow by linearity
+            prod = np.matmul(P.reshape(runs, S * A * B, S), np.stack([vb, vu, Vm * Vm], axis=-1))
+            PVb = prod[..., 0].reshape(runs, S, A, B)
+            PVu = prod[..., 1].reshape(runs, S, A, B)
+            PV2 = prod[..., 2].reshape(runs, S, A, B)
+            gamma, Gamma = self.bonuses(P, G, Vm, N_visits[:, h], H, S, E, iota,
+                                        PG=PVb - PVu, PV=0.5 * (PVb + PVu), PV2=PV2)
             qb = self.upper_q(r[h], PVb, gamma, Gamma, H)
             qu = self.lower_q(r[h], PVu, gamma, Gamma, H)
             if unvisited is not None:
@@ -199,8 +207,15 @@ class DPNashVI:
         return pi, Qb, Qu, Vb, Vu, stats
 
     # ------------------------------------------------------------------ the episode loop
-    def run(self, game, K: int, rng: np.random.Generator, runs: int = 1) -> NashVIResult:
-        """Play K episodes of self-play in ``game`` (a MarkovGame), ``runs`` independent copies at once."""
+    def run(self, game, K: int, rng: np.random.Generator, runs: int = 1, *, monitor: bool = True,
+            release_hook=None) -> NashVIResult:
+        """Play K episodes of self-play in ``game`` (a MarkovGame), ``runs`` independent copies at once.
+
+        monitor: compare every release with the privatizer's true counts (``count_error``, ``good_event``);
+                 off for regret runs, where it is a tenth of the loop and nobody reads it.
+        release_hook: called as ``release_hook(counts, privatizer)`` after every release, before planning
+                 (checkers, e.g. audits/_tabular_checks.CountAssumptionMonitor; the algorithm ignores it).
+        """
         if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
             raise InputError(f"K must be a positive integer, got {K!r}")
         if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
@@ -252,12 +267,20 @@ class DPNashVI:
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         ar = np.arange(runs)
         pi_prev = None
-        can_compare = hasattr(priv, "true_counts")
+        can_compare = bool(monitor) and hasattr(priv, "true_counts")
         # scripted users (privacy audits): a different user pair per episode, told the episode index
         per_episode = bool(getattr(game, "per_episode", False))
+        # A MarkovGame's step validates its inputs on every call (a quarter of the loop at S=5, A=B=3
+        # in the profile); our own indices are valid by construction, so sample from its kernel CDF
+        # directly: the same draws from the same stream as game.step, hence identical trajectories.
+        from algorithms.envs.games import MarkovGame
+        from algorithms.envs._validate import sample_from_cdf
+        fast_cdf = game._cdf if (isinstance(game, MarkovGame) and not per_episode) else None
 
         for k in range(K):
             counts = self._release(priv)
+            if release_hook is not None:
+                release_hook(counts, priv)
             visits = np.asarray(counts.visits, dtype=float).reshape(runs, H, S, A, B)
             trans = np.asarray(counts.transitions, dtype=float).reshape(runs, H, S, A, B, S)
             unvisited = None
@@ -301,7 +324,10 @@ class DPNashVI:
                 u = rng_policy.random(runs) * cdf[:, -1]
                 j = np.minimum((cdf <= u[:, None]).sum(axis=1), A * B - 1)
                 a, b = np.divmod(j, B)
-                s, _ = game.step(h, s, a, b, rng_env, **ep)
+                if fast_cdf is not None:
+                    s = sample_from_cdf(fast_cdf[h, s, a, b], rng_env)
+                else:
+                    s, _ = game.step(h, s, a, b, rng_env, **ep)
                 act_a[:, k, h], act_b[:, k, h] = a, b
                 states[:, k, h + 1] = s
             try:
