@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import importlib
-import importlib.util
 import sys
 import time
 import traceback
@@ -103,39 +101,10 @@ def _parse_extra(items) -> dict:
 # ------------------------------------------------------------------ targets
 def load_object(spec: str):
     """Load ``path/to/file.py:NAME`` or ``pkg.module:NAME`` with clear errors."""
+    from dpcheck.loading import load_object as _load
     if ":" not in spec:
         raise InputError(f"{spec!r} is neither a registered audit nor of the form path.py:NAME or pkg.module:NAME")
-    mod_part, _, name = spec.rpartition(":")
-    if not name or not mod_part:
-        raise InputError(f"{spec!r}: expected path.py:NAME or pkg.module:NAME")
-    if mod_part.endswith(".py") or "/" in mod_part or "\\" in mod_part:
-        path = Path(mod_part)
-        if not path.is_file():
-            raise InputError(f"no such file: {mod_part}")
-        modname = f"_dpcheck_user_{abs(hash(str(path.resolve())))}"
-        try:
-            spec_ = importlib.util.spec_from_file_location(modname, path)
-            module = importlib.util.module_from_spec(spec_)
-            sys.modules[modname] = module
-            sys.path.insert(0, str(path.resolve().parent))
-            try:
-                spec_.loader.exec_module(module)
-            finally:
-                sys.path.pop(0)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise InputError(f"importing {mod_part} failed: {type(e).__name__}: {e}") from e
-    else:
-        try:
-            module = importlib.import_module(mod_part)
-        except ImportError as e:
-            raise InputError(f"cannot import module {mod_part!r}: {e}") from e
-        except Exception as e:
-            raise InputError(f"importing {mod_part} failed: {type(e).__name__}: {e}") from e
-    if not hasattr(module, name):
-        raise InputError(f"{mod_part} has no attribute {name!r}")
-    return getattr(module, name)
+    return _load(spec, "target")
 
 
 def resolve_target(spec: str):

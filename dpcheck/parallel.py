@@ -102,7 +102,10 @@ def _run_dask(fn, todo, seeds, args, scheduler, workers, store):
         raise InputError("the dask backend needs dask.distributed: pip install 'dpcheck[dask]'") from None
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise InputError(f"cannot reach the dask scheduler at {scheduler!r}: {e}") from None
     else:
         cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
                                host="127.0.0.1", dashboard_address=None)

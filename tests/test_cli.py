@@ -97,6 +97,10 @@ def test_user_file_that_is_not_a_target(tmp_path, capsys):
                          ("f", "zero-argument"), ("C", "not a dpcheck.AuditTarget"), ("boom", "nope")]:
         assert main(["audit", f"{f}:{name}", "--out", str(tmp_path)]) == 2
         assert needle in capsys.readouterr().err
+    md = tmp_path / "README.md"
+    md.write_text("# hello")
+    assert main(["audit", f"{md}:x", "--out", str(tmp_path)]) == 2
+    assert "not a Python file" in capsys.readouterr().err
     bad = tmp_path / "syntax.py"
     bad.write_text("def (:\n")
     assert main(["audit", f"{bad}:x", "--out", str(tmp_path)]) == 2

@@ -44,3 +44,10 @@ def test_dask_backend_matches_local():
     a = run_chunks(_draw, 4, 5, args=(100,))
     b = run_chunks(_draw, 4, 5, backend="dask", workers=1, args=(100,))
     assert a == b
+
+
+@pytest.mark.slow
+def test_unreachable_dask_scheduler_is_bad_input():
+    pytest.importorskip("dask.distributed")
+    with pytest.raises(InputError, match="cannot reach the dask scheduler"):
+        run_chunks(_draw, 2, 0, backend="dask", scheduler="tcp://127.0.0.1:9", args=(10,))

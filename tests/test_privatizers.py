@@ -229,10 +229,14 @@ def test_load_builtins_and_files(tmp_path):
     f.write_text(USER)
     with pytest.raises(InputError, match="no such file"):
         load_privatizer(str(tmp_path / "nope.py") + ":X")
-    with pytest.raises(InputError, match="has no class"):
+    with pytest.raises(InputError, match="has no attribute .Missing."):
         load_privatizer(f"{f}:Missing")
     with pytest.raises(InputError, match="does not implement"):
         load_privatizer(f"{f}:NotAPrivatizer")
+    notes = tmp_path / "notes.md"
+    notes.write_text("# not python")
+    with pytest.raises(InputError, match="not a Python file"):
+        load_privatizer(f"{notes}:X")
     with pytest.raises(InputError, match="unknown privatizer"):
         load_privatizer("centrale")
     p = load_privatizer(f"{f}:Broken", epsilon=1.0)

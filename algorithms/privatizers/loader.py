@@ -7,10 +7,6 @@ while our own InputError (bad arguments) passes through unchanged.
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
-import os
-import sys
 
 import numpy as np
 
@@ -27,37 +23,12 @@ def _builtin(name):
 
 
 def _load_class(spec: str):
-    target, _, cls_name = spec.rpartition(":")
-    if not target or not cls_name:
+    from dpcheck.loading import load_object
+    if not spec.rpartition(":")[0] or not spec.rpartition(":")[2]:
         raise InputError(f"privatizer {spec!r}: expected 'central', 'local', 'none', 'file.py:Class' "
                          f"or 'pkg.module:Class'")
-    if target.endswith(".py") or os.sep in target or "/" in target:
-        path = os.path.abspath(target)
-        if not os.path.isfile(path):
-            raise InputError(f"privatizer {spec!r}: no such file {target!r}")
-        mod_name = "dpcheck_user_privatizer_" + str(abs(hash(path)))
-        s = importlib.util.spec_from_file_location(mod_name, path)
-        module = importlib.util.module_from_spec(s)
-        sys.modules[mod_name] = module
-        try:
-            s.loader.exec_module(module)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"privatizer file {target!r} raised {type(e).__name__} on import: {e}") from e
-    else:
-        try:
-            module = importlib.import_module(target)
-        except ImportError as e:
-            raise InputError(f"privatizer {spec!r}: cannot import module {target!r} ({e})") from None
-        except DPCheckError:
-            raise
-        except Exception as e:
-            # the user's module ran and failed: their code, not bad input (same as a file that raises)
-            raise MechanismError(f"privatizer module {target!r} raised {type(e).__name__} on import: {e}") from e
-    if not hasattr(module, cls_name):
-        raise InputError(f"privatizer {spec!r}: {target!r} has no class {cls_name!r}")
-    return getattr(module, cls_name)
+    # the user's module ran and failed on import: their code, not bad input -> MechanismError
+    return load_object(spec, "privatizer", import_error=MechanismError)
 
 
 def check_interface(cls_or_obj, label: str) -> None:
