@@ -99,9 +99,11 @@ def evaluate(results, K):
                  "numbers": {"Regret(K)": final}}
     # E2: the JDP cost stops growing: late per-episode regret close to UCBVI's, cost flat in K
     jdp_slopes = {k: slope(G[last_decade], np.maximum(cost(k)[last_decade], 1e-9)) for k in jdp}
-    e2 = all(late[k] <= 2 * late["UCBVI"] + 0.01 for k in jdp)
+    e2_bad = [k for k in jdp if late[k] > 2 * late["UCBVI"] + 0.01]
+    e2 = not e2_bad
     out["E2"] = {"claim": "the JDP cost is a small additive term that becomes negligible as K grows "
                           "(late per-episode regret <= 2 x UCBVI's + 0.01)", "holds": e2,
+                 "violated_by": e2_bad,
                  "numbers": {"late_per_episode_regret": {k: late[k] for k in ["UCBVI"] + jdp},
                              "cost_slope_last_decade": jdp_slopes,
                              "cost_at_K": {k: float(cost(k)[-1]) for k in jdp}}}
@@ -113,10 +115,13 @@ def evaluate(results, K):
                           "(LDP regret above JDP's at every eps; late per-episode regret > 2 x UCBVI's)",
                  "holds": e4, "numbers": {"late_per_episode_regret": {k: late[k] for k in ldp}}}
     ldp_slopes = {k: slope(G[last_decade], np.maximum(cost(k)[last_decade], 1e-9)) for k in ldp}
-    e5 = all(v <= 0.35 for v in jdp_slopes.values()) and all(0.3 <= v <= 1.0 for v in ldp_slopes.values())
+    e5_bad = ([k for k, v in jdp_slopes.items() if v > 0.35]
+              + [k for k, v in ldp_slopes.items() if not 0.3 <= v <= 1.0])
+    e5 = not e5_bad
     out["E5"] = {"claim": "consistent with theory: JDP cost an additive constant (log-log slope of the cost "
                           "over the last decade of K <= 0.35), LDP cost growing like sqrt(K) (slope in [0.3, 1.0])",
-                 "holds": e5, "numbers": {"jdp_cost_slope": jdp_slopes, "ldp_cost_slope": ldp_slopes}}
+                 "holds": e5, "violated_by": e5_bad,
+                 "numbers": {"jdp_cost_slope": jdp_slopes, "ldp_cost_slope": ldp_slopes}}
     return out
 
 
@@ -124,7 +129,7 @@ def plot(results, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     colors = {0.5: "tab:red", 1.0: "tab:orange", 5.0: "tab:green", 10.0: "tab:blue"}
     for ax, kind, title in ((axes[0], "central", "DP-UCBVI, JDP (Central Privatizer)"),
                             (axes[1], "local", "DP-UCBVI, LDP (Local Privatizer)")):
@@ -143,6 +148,7 @@ def plot(results, path):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left")
     axes[0].set_ylabel("cumulative regret (mean +- 1 sd)")
+    axes[1].set_ylabel("(different scale)", fontsize=7)
     fig.suptitle("RiverSwim, H = 20 (practical mode: Lap(1/eps) per node / coordinate)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
@@ -176,9 +182,28 @@ def markdown(meta, results, findings):
                      f"{r['episodes_per_second']:.0f} |")
     lines += ["", "## Findings (§6.2 E1–E5)", ""]
     for key, f in findings.items():
-        lines.append(f"* **{key}** {'holds' if f['holds'] else 'does NOT hold'} — {f['claim']}.")
+        bad = f.get("violated_by")
+        why = f" Violated by: {', '.join(bad)}." if bad else ""
+        lines.append(f"* **{key}** {'holds' if f['holds'] else 'does NOT hold'} — {f['claim']}.{why}")
+    if not (findings["E2"]["holds"] and findings["E5"]["holds"]):
+        lines += ["", "Reading (criteria fixed in evaluate() before any run): a failing E2 / E5 at small eps "
+                  "means K is too short there -- a JDP cost whose last-decade log-log slope is still above 0.35 "
+                  "has not flattened yet, and an LDP cost slope near 1 means the LDP curve is still in its "
+                  "burn-in (E_local ~ sqrt(K)/eps exceeds the visit counts). Compare the slopes in results.json "
+                  "with fig1.png."]
     lines += ["", "Numbers behind each finding are in `results.json` (`findings`)."]
     return "\n".join(lines) + "\n"
+
+
+def write(out, meta, results, findings):
+    plot(results, os.path.join(out, "fig1.png"))
+    for r in results:  # 0.01 regret resolution keeps the committed JSON small
+        r["cumulative"] = np.round(np.asarray(r["cumulative"], float), 2).tolist()
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"meta": meta, "findings": findings, "results": results}, f,
+                  default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(markdown(meta, results, findings))
 
 
 def main(argv=None):
@@ -189,7 +214,17 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="reports/reproductions/dp_ucbvi_fig1")
+    ap.add_argument("--render-only", action="store_true",
+                    help="re-evaluate and re-render report.md / fig1.png from an existing results.json in --out")
     a = ap.parse_args(argv)
+    if a.render_only:
+        with open(os.path.join(a.out, "results.json")) as f:
+            old = json.load(f)
+        meta, results = old["meta"], old["results"]
+        findings = evaluate(results, meta["K"])
+        write(a.out, meta, results, findings)
+        print("re-rendered " + ", ".join(f"{k}: {'holds' if v['holds'] else 'FAILS'}" for k, v in findings.items()))
+        return 0
     from joblib import Parallel, delayed
     t0 = time.perf_counter()
     cfg = configurations()
@@ -208,12 +243,7 @@ def main(argv=None):
             "seconds": seconds, "eps_grid": list(EPS_GRID), "band": "mean +- 1 sd over runs",
             "mode": "practical", "noise": "Lap(1/eps) per node / coordinate (eps_eff = eps*3HL / eps*3H, calibration paper)",
             "width_mode": "rigorous"}
-    plot(results, os.path.join(a.out, "fig1.png"))
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"meta": meta, "findings": findings, "results": results}, f, indent=1,
-                  default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
-    with open(os.path.join(a.out, "report.md"), "w") as f:
-        f.write(markdown(meta, results, findings))
+    write(a.out, meta, results, findings)
     print(f"done in {seconds:.1f} s; " + ", ".join(f"{k}: {'holds' if v['holds'] else 'FAILS'}"
                                                   for k, v in findings.items()))
     return 0
