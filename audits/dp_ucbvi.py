@@ -500,9 +500,12 @@ def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: 
                       "ylabel": "Regret(K)", "logx": True, "logy": True, "kind": "line",
                       "series": [_band(label(e), K_grid, curves[e][:, at]) for e in curves]
                       + [_band("UCBVI (non-private)", K_grid, R_np[:, at])]}]}
+    my_plots = det.pop("plots")
     exp_check = regret_exponent_check(fit, claimed=0.5, tolerance=0.1, id="regret.exponent",
                                       source=f"{SOURCE}, Theorem {'5.2' if notion == 'JDP' else '5.7'} "
                                              f"(practical mode, spec §6.3)", details=det)
+    exp_check = replace(exp_check, details={**exp_check.details,
+                                            "plots": my_plots + list(exp_check.details.get("plots", []))})
     checks = [exp_check]
     cost = np.maximum(R_priv[:, at] - R_np[:, at], 1e-9)
     late = (K_grid >= window[0])
