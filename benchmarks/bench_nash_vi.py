@@ -4,7 +4,10 @@
 
 1. Episodes per second of one run on T3 (S=3, A=B=2, H=3) and on a larger game (S=5, A=B=3, H=5),
    non-private and with the Central privatizer (practical mode, so the CCEs are not all trivial).
-   Goal: K = 10^4 episodes of the larger game in under 10 s on one core.
+   Goal: K = 10^4 episodes of the larger game in under 10 s on one core. Baseline timed in the same
+   run: the same algorithm through the validated ``game.step`` (a wrapper that hides the MarkovGame
+   kernel) with the per-release Assumption 3.1 monitor on -- the loop before the issue #5 profile;
+   the ratio baseline/ours is what to compare across machines (the machine is shared and loaded).
 2. CCE time per stage game (h, s): our batched solver (pure profiles + numpy simplex) against one
    scipy.optimize.linprog(method="highs") call per stage game, on the stage games DP-Nash-VI actually
    produced (recorded from a run), measured in the same process: the ratio is what matters.
@@ -17,14 +20,31 @@ import time
 import numpy as np
 
 
-def episodes_per_second(S, A, H, K, privatizer, seed=0):
+class _Validated:
+    """The game seen only through its public protocol (validated reset/step): the baseline path."""
+
+    def __init__(self, game):
+        self._g = game
+        self.H, self.S, self.A, self.B, self.r, self.init = game.H, game.S, game.A, game.B, game.r, game.init
+
+    def reset(self, rng, runs):
+        return self._g.reset(rng, runs)
+
+    def step(self, h, s, a, b, rng):
+        return self._g.step(h, s, a, b, rng)
+
+
+def episodes_per_second(S, A, H, K, privatizer, seed=0, baseline=False):
     from algorithms.envs.generators import random_game
     from algorithms.games.dp_nash_vi import DPNashVI
 
     game = random_game(S, A, A, H, np.random.default_rng(seed))
     algo = DPNashVI(privatizer, mode="practical")
     t = time.perf_counter()
-    res = algo.run(game, K, np.random.default_rng(seed + 1))
+    if baseline:
+        res = algo.run(_Validated(game), K, np.random.default_rng(seed + 1), monitor=True)
+    else:
+        res = algo.run(game, K, np.random.default_rng(seed + 1), monitor=False)
     dt = time.perf_counter() - t
     return K / dt, dt, res.cce_stats
 
@@ -69,9 +89,12 @@ def main(argv=None):
     print(f"DP-Nash-VI episodes per second (one run, practical mode, K={K})")
     for label, (S, A, H) in [("T3 S=3 A=B=2 H=3", (3, 2, 3)), ("larger S=5 A=B=3 H=5", (5, 3, 5))]:
         for pname, priv in [("non-private", NoPrivatizer()), ("central eps=1", CentralPrivatizer(epsilon=1.0))]:
+            import copy
+            base_s, base_dt, _ = episodes_per_second(S, A, H, K, copy.deepcopy(priv), baseline=True)
             eps_s, dt, st = episodes_per_second(S, A, H, K, priv)
             goal = f"  (10^4 episodes would take {1e4 / eps_s:.1f} s; goal < 10 s)" if S == 5 else ""
-            print(f"  {label:22s} {pname:14s} {eps_s:8.0f} episodes/s  ({dt:.2f} s){goal}  CCE: {st['pure']} pure, {st['hint']} reused, "
+            print(f"  {label:22s} {pname:14s} {eps_s:8.0f} episodes/s  ({dt:.2f} s; baseline {base_dt:.2f} s, "
+                  f"ratio {base_dt / dt:.2f}x){goal}  CCE: {st['pure']} pure, {st['hint']} reused, "
                   f"{st['simplex']} simplex, {st['highs']} HiGHS")
     print("CCE time per stage game (h, s): batched solver vs one scipy linprog(HiGHS) call per stage game")
     for label, (S, A, H) in [("T3", (3, 2, 3)), ("larger", (5, 3, 5))]:

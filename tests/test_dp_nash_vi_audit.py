@@ -80,3 +80,100 @@ def test_registered_audit_quick_end_to_end(tmp_path):
     assert not [c.id for c in ctx.checks if c.verdict == "fail"]
     assert ctx.config["calibration"] == "strict" and "practical_mode" in ctx.config
     assert any(c.details.get("plots") for c in ctx.checks if c.kind == "regret")
+
+
+# ---------------------------------------------------------------- issue #5 hardening: regret test bed
+from types import SimpleNamespace
+
+from algorithms.games.dp_nash_vi import DPNashVI
+from algorithms.games.testbeds import mixed_margin, stochastic_pennies
+from dpcheck.regret import fit_increment_exponent, regret_exponent_check
+
+
+class NeverUpdates(DPNashVI):
+    """A broken learner: plans every episode with the counts of the first release (all zero), so it never
+    learns and its duality gap stays at its first-episode value (linear regret)."""
+
+    def _release(self, priv):
+        if not hasattr(self, "_frozen"):
+            c = DPNashVI._release(priv)
+            self._frozen = SimpleNamespace(visits=np.array(c.visits, copy=True),
+                                           transitions=np.array(c.transitions, copy=True), width=c.width)
+        return self._frozen
+
+
+def _exponent_check(algo_cls, K, seeds, seed=0):
+    R, _ = regret_curves(stochastic_pennies(), lambda: NoPrivatizer(), K=K, seeds=seeds,
+                         rng=np.random.default_rng(seed), algo_cls=algo_cls)
+    g = k_grid(K)
+    fit = fit_increment_exponent(g, R[:, g - 1], window=(g[0], g[-2]), seed=seed)
+    return regret_exponent_check(fit, claimed=0.5, tolerance=0.1), fit
+
+
+def test_regret_test_bed_has_mixed_equilibria_where_the_old_one_was_pure():
+    assert mixed_margin(stochastic_pennies()) >= 0.3         # every reached stage game fully mixed
+    # the criterion separates: a game with a strictly dominant pure profile has margin 0
+    from algorithms.envs.generators import matrix_game
+    assert mixed_margin(matrix_game([[0.9, 0.8], [0.1, 0.2]])) == 0.0
+
+
+def test_a_learner_that_never_updates_fails_the_exponent_check():
+    check, fit = _exponent_check(NeverUpdates, K=1000, seeds=4)
+    assert check.verdict == "fail" and fit.exponent > 0.9     # linear regret
+
+
+@pytest.mark.slow
+def test_nonprivate_nash_vi_is_in_the_sqrt_K_regime_on_the_test_bed():
+    check, fit = _exponent_check(None, K=4000, seeds=12, seed=3)
+    assert check.verdict != "fail"
+    assert 0.25 < fit.exponent < 0.7, fit.summary()            # informative: neither saturated nor linear
+
+
+# ---------------------------------------------------------------- user privatizers end to end (CLI)
+FLAKY = '''
+from algorithms.privatizers import CentralPrivatizer
+
+
+class FlakyPrivatizer(CentralPrivatizer):
+    """Works on the short privacy / assumption runs, raises on the long regret runs."""
+
+    def observe(self, states, actions, rewards=None):
+        if self.K >= 400:
+            raise RuntimeError("flaky privatizer broke on purpose")
+        return super().observe(states, actions, rewards)
+'''
+
+
+@pytest.mark.slow
+def test_cli_quick_with_the_example_user_privatizer(tmp_path):
+    import json
+    from pathlib import Path
+    from dpcheck.cli import main
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "my_privatizer.py"
+    code = main(["audit", "dp_nash_vi", "--quick", "--samples", "5000", "--privatizer",
+                 f"{example}:GaussianTreePrivatizer", "--out", str(tmp_path)])
+    rep = json.loads((tmp_path / "dp_nash_vi.json").read_text())
+    assert code in (0, 1) and rep["verdict"] in ("pass", "inconclusive", "fail")
+    ids = {c["id"]: c for c in rep["checks"]}
+    assert {"whitebox.dp_event", "privacy.privatizer.blackbox", "privacy.jdp.blackbox", "assumption.count_error",
+            "regret.exponent.nonprivate"} <= set(ids)
+    assert ids["whitebox.dp_event"]["verdict"] == "pass"
+
+
+@pytest.mark.slow
+def test_cli_a_privatizer_that_raises_exits_2_naming_it_and_keeps_finished_checks(tmp_path, capsys):
+    import json
+    from dpcheck.cli import main
+
+    path = tmp_path / "flaky.py"
+    path.write_text(FLAKY)
+    code = main(["audit", "dp_nash_vi", "--quick", "--samples", "5000", "--privatizer",
+                 f"{path}:FlakyPrivatizer", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    errors = [line for line in err.splitlines() if line.startswith("dpcheck: error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err[-2000:]
+    assert "FlakyPrivatizer" in errors[0] and "broke on purpose" in errors[0], errors[0]
+    rep = json.loads((tmp_path / "out" / "dp_nash_vi.json").read_text())
+    assert {"privacy.jdp.blackbox", "assumption.count_error"} <= {c["id"] for c in rep["checks"]}

@@ -237,6 +237,8 @@ class DPNashVI:
         try:
             priv.start(runs, H, S, A * B, K, rng_noise, rewards=False)
             E_raw = float(priv.width)
+        except MechanismError:
+            raise                                       # already names the privatizer (loader's guard)
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed to start: {type(e).__name__}: {e}") from e
         exact = E_raw == 0.0
@@ -332,6 +334,8 @@ class DPNashVI:
                 states[:, k, h + 1] = s
             try:
                 priv.observe(states[:, k], act_a[:, k] * B + act_b[:, k], None)   # line 19
+            except MechanismError:
+                raise
             except Exception as e:
                 raise MechanismError(f"privatizer {priv!r} failed in observe: {type(e).__name__}: {e}") from e
 
@@ -356,6 +360,8 @@ class DPNashVI:
     def _release(priv):
         try:
             return priv.release()
+        except MechanismError:
+            raise                                       # already names the privatizer (loader's guard)
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed in release: {type(e).__name__}: {e}") from e
 
