@@ -76,8 +76,16 @@ def test_registered_audit_quick_end_to_end(tmp_path):
     spec.run(ctx)
     ids = {c.id: c for c in ctx.checks}
     assert {"privacy.jdp.blackbox", "assumption.optimism", "regret.exponent.nonprivate", "regret.exponent.jdp",
-            "regret.exponent.ldp", "regret.privacy_cost.jdp_eps"} <= set(ids)
+            "regret.exponent.ldp", "regret.privacy_cost.jdp_eps", "regret.privacy_cost.ldp_eps",
+            "regret.privacy_cost.jdp_K", "regret.privacy_cost.ldp_K", "regret.privacy_cost.jdp_vs_ldp_K",
+            "whitebox.dp_event", "whitebox.sensitivity", "whitebox.tree_noise_reuse", "privacy.privatizer.blackbox",
+            "assumption.count_error", "assumption.sum_consistency", "assumption.no_underestimation",
+            "assumption.valid_transition"} <= set(ids)
     assert not [c.id for c in ctx.checks if c.verdict == "fail"]
+    # the paired (common random numbers) cost measurement is informative even in --quick
+    assert ids["regret.privacy_cost.jdp_eps"].verdict == "pass"
+    assert -1.2 < ids["regret.privacy_cost.jdp_eps"].measured["slope"] < -0.8
+    assert ids["regret.privacy_cost.jdp_vs_ldp_K"].measured["slope_difference"] > 0.15
     assert ctx.config["calibration"] == "strict" and "practical_mode" in ctx.config
     assert any(c.details.get("plots") for c in ctx.checks if c.kind == "regret")
 
