@@ -320,3 +320,61 @@ def test_central_privatizer_without_noise_reproduces_ucbvi_actions():
     b = UCBVI(mode="practical").run(env, 150, 21, runs=3)
     assert a.width == 0.0
     np.testing.assert_array_equal(a.actions, b.actions)
+
+
+def test_backward_induction_with_per_run_widths_equals_scalar_calls():
+    rng = np.random.default_rng(3)
+    runs, H, S, A = 3, 3, 2, 2
+    E = np.array([0.0, 1.5, 7.0])
+    N_sas = rng.integers(0, 4, size=(runs, H, S, A, S)).astype(float) + (E / (2 * S))[:, None, None, None, None]
+    N = N_sas.sum(-1)
+    P, r = private_estimates(N_sas, N, rng.random((runs, H, S, A)) * N)
+    Qprev = np.full((runs, H, S, A), float(H))
+    for c in (BonusConstants.practical(), BonusConstants(scale=1e-7)):
+        Q, V = backward_induction(P, r, N, Qprev, E=E, iota=2.0, constants=c)
+        for i in range(runs):
+            Qi, Vi = backward_induction(P[i:i + 1], r[i:i + 1], N[i:i + 1], Qprev[i:i + 1], E=float(E[i]),
+                                        iota=2.0, constants=c)
+            np.testing.assert_allclose(Q[i], Qi[0], rtol=1e-12)
+            np.testing.assert_allclose(V[i], Vi[0], rtol=1e-12)
+
+
+def test_stacked_privatizers_equal_separate_runs():
+    # users add no randomness and ties go to the lowest action: everything is deterministic, so a
+    # stacked batch must reproduce each configuration's separate run exactly, run by run
+    from algorithms.envs.users import HashedUsers
+    from algorithms.online.stacking import StackedPrivatizer
+    users = HashedUsers.random(40, 3, 2, 3, np.random.default_rng(0))
+    parts = [(ExactCounts(0.0), 2), (ExactCounts(2.0), 1), (ExactCounts(9.0), 2)]
+    stacked = DPUCBVI(StackedPrivatizer(parts), mode="practical", tie_breaking="lowest").run(users, 40, 0, runs=5)
+    assert stacked.width.shape == (5,)
+    for (p, n), sl in zip(parts, StackedPrivatizer(parts).slices):
+        alone = DPUCBVI(ExactCounts(p.E), mode="practical", tie_breaking="lowest").run(users, 40, 0, runs=n)
+        np.testing.assert_array_equal(stacked.actions[sl], alone.actions)
+    assert "E=[0, 9] per run" in stacked.summary()
+
+
+def test_stacked_release_equals_each_privatizers_own_release():
+    # the merged post-processing LP of StackedPrivatizer must give what each privatizer releases alone
+    import copy
+    from algorithms.online.stacking import StackedPrivatizer
+    from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
+    parts = [(CentralPrivatizer(3.0, width_mode="nominal"), 2), (NoPrivatizer(), 1),
+             (LocalPrivatizer(50.0, width_mode="nominal"), 2), (CentralPrivatizer(100.0), 1)]
+    twins = [copy.deepcopy(p) for p, _ in parts]
+    st = StackedPrivatizer(parts)
+    H, S, A, K = 2, 3, 2, 9
+    rng = np.random.default_rng(0)
+    st.start(6, H, S, A, K, np.random.default_rng(1))
+    for t, g, (p, n) in zip(twins, np.random.default_rng(1).spawn(len(parts)), parts):
+        t.start(n, H, S, A, K, g)
+    for _ in range(K - 1):
+        states = rng.integers(0, S, (6, H + 1)); actions = rng.integers(0, A, (6, H)); rewards = rng.random((6, H))
+        st.observe(states, actions, rewards)
+        got = st.release()
+        for t, sl in zip(twins, st.slices):
+            t.observe(states[sl], actions[sl], rewards[sl])
+            want = t.release()
+            np.testing.assert_allclose(got.transitions[sl], want.transitions, rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(got.visits[sl], want.visits, rtol=1e-12, atol=1e-9)
+            np.testing.assert_allclose(got.rewards[sl], want.rewards, rtol=1e-12, atol=1e-9)

@@ -108,7 +108,9 @@ def correction_g(n, *, H: int, S: int, A: int, E: float, iota: float, g_constant
     """g(n) of spec §2.3 (= a^2 + b^2 + c^2 of the induction hypothesis f, eq. 83).
 
     n: private state counts N~_{h+1}(s') (any shape). n = 0 gives +inf (no data).
+    E: a scalar or an array broadcastable against n (per-run widths of a stacked batch).
     """
+    E = np.asarray(E, dtype=float)
     n = np.asarray(n, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         inv = np.where(n > 0, 1.0 / np.where(n > 0, n, 1.0), np.inf)
@@ -123,6 +125,7 @@ def bernstein_bonus(transition_private, visits_private, value_next, state_counts
     """b_h^k(s,a) for one step h, batched over runs (spec §2.3).
 
     Shapes: transition_private P~_h (runs, S, A, S); visits_private N~_h(s,a) (runs, S, A);
+    E a scalar or (runs,);
     value_next V~_{h+1} (runs, S); state_counts_next N~_{h+1}(s') = sum_a' N~_{h+1}(s',a')
     (runs, S) or None when ``last_step`` (W_H = 0). Returns (runs, S, A).
 
@@ -131,6 +134,9 @@ def bernstein_bonus(transition_private, visits_private, value_next, state_counts
     """
     S = transition_private.shape[-1]
     n = visits_private
+    # E: scalar, or one width per run (a stacked batch of privatizers, algorithms.online.stacking)
+    E = np.asarray(E, dtype=float)
+    E_sa = E.reshape(-1, 1, 1) if E.ndim == 1 else E
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_n = np.where(n > 0, 1.0 / np.where(n > 0, n, 1.0), np.inf)
     c = constants
@@ -142,12 +148,13 @@ def bernstein_bonus(transition_private, visits_private, value_next, state_counts
             # population variance; rounding can make it slightly negative (spec §7.3)
             variance = np.maximum(second - mean * mean, 0.0)
             bonus = bonus + c.c_variance * np.sqrt(variance * iota * inv_n)
-        privacy = c.c_privacy * (H * S if c.privacy_scales_with_HS else 1.0) * E * iota * inv_n
-        if E > 0:
+        privacy = c.c_privacy * (H * S if c.privacy_scales_with_HS else 1.0) * E_sa * iota * inv_n
+        if np.any(E > 0):
             bonus = bonus + privacy
         if c.c_correction > 0 and not last_step:
             A = transition_private.shape[2]
-            g = np.minimum(correction_g(state_counts_next, H=H, S=S, A=A, E=E, iota=iota,
+            g = np.minimum(correction_g(state_counts_next, H=H, S=S, A=A,
+                                        E=E.reshape(-1, 1) if E.ndim == 1 else E, iota=iota,
                                         g_constant=c.g_constant), float(H) ** 2)
             W = np.einsum("rsat,rt->rsa", transition_private, g)
             bonus = bonus + c.c_correction * math.sqrt(iota) * np.sqrt(W * inv_n)

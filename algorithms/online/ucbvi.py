@@ -54,7 +54,8 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
                        E: float, iota: float, constants: BonusConstants, rewards_known=None):
     """One episode of §2.4's value iteration, batched over runs; loops over h only.
 
-    Shapes: P~ (runs,H,S,A,S), r~ (runs,H,S,A), N~ (runs,H,S,A), Q~^{k-1} (runs,H,S,A).
+    Shapes: P~ (runs,H,S,A,S), r~ (runs,H,S,A), N~ (runs,H,S,A), Q~^{k-1} (runs,H,S,A); E a scalar
+    or (runs,) (one width per run when the batch stacks several privatizers).
     Returns Q~^k (runs,H,S,A) and V~^k (runs,H+1,S) (V~_{H+1} = 0).
 
     Q~_h = min{Q~_h^{k-1}, H, r~ + P~ V~_{h+1} + b_h}: clipped at H for every h (not
@@ -73,11 +74,14 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
     zero_V = np.zeros((runs * H, S))
     state_next = visits_private.sum(axis=3)  # N~_h(s) (runs,H,S)
     flat = (runs * H, S, A, S)
+    E = np.asarray(E, dtype=float)  # scalar, or (runs,) for a stacked batch of privatizers
+    E_rows = np.repeat(E, H) if E.ndim == 1 else E
     static = bernstein_bonus(transition_private.reshape(flat), visits_private.reshape(runs * H, S, A),
-                             zero_V, None, H=H, E=E, iota=iota, constants=c, last_step=True,
+                             zero_V, None, H=H, E=E_rows, iota=iota, constants=c, last_step=True,
                              include_variance=False).reshape(runs, H, S, A)
     if c.c_correction > 0 and H > 1:
-        g = np.minimum(correction_g(state_next[:, 1:], H=H, S=S, A=A, E=E, iota=iota,
+        g = np.minimum(correction_g(state_next[:, 1:], H=H, S=S, A=A,
+                                    E=E.reshape(-1, 1, 1) if E.ndim == 1 else E, iota=iota,
                                     g_constant=c.g_constant), Hf ** 2)  # (runs,H-1,S)
         W = np.einsum("rhsat,rht->rhsa", transition_private[:, :-1], g)
         n = visits_private[:, :-1]
@@ -125,6 +129,7 @@ class UCBVIRun:
     """The record of one batched run of (DP-)UCBVI.
 
     config:     the agent's configuration (algorithm, mode, calibration, constants, E, iota...).
+    width:      E, or one E per run when the privatizer stacks several (algorithms.online.stacking).
     actions:    (runs, K, H) actions recommended to the users (what a JDP adversary sees
                 for the users it colludes with); None if not recorded.
     states:     (runs, K, H+1) states reported by the users; None if not recorded.
@@ -140,7 +145,7 @@ class UCBVIRun:
     H: int
     S: int
     A: int
-    width: float
+    width: float | np.ndarray
     iota: float
     actions: np.ndarray | None
     states: np.ndarray | None
@@ -160,8 +165,10 @@ class UCBVIRun:
         return self.K / self.duration_s if self.duration_s > 0 else float("inf")
 
     def summary(self) -> str:
+        E = (f"{self.width:.4g}" if np.ndim(self.width) == 0
+             else f"[{np.min(self.width):.4g}, {np.max(self.width):.4g}] per run")
         lines = [f"{self.config.get('algorithm')} mode={self.config.get('mode')} "
-                 f"calibration={self.config.get('calibration')} E={self.width:.4g} iota={self.iota:.4g}",
+                 f"calibration={self.config.get('calibration')} E={E} iota={self.iota:.4g}",
                  f"K={self.K} runs={self.runs} H={self.H} S={self.S} A={self.A} "
                  f"({self.episodes_per_second:.0f} episodes/s)"]
         if self.regret is not None:
@@ -277,8 +284,16 @@ class DPUCBVI:
             priv.start(runs, H, S, A, K, rng_noise, rewards=True)
         except TypeError as e:
             raise MechanismError(f"privatizer {type(priv).__name__}.start() failed: {e}") from e
-        E = float(priv.width)
-        if not (math.isfinite(E) and E >= 0):
+        try:
+            E = np.asarray(priv.width, dtype=float)
+        except (TypeError, ValueError):
+            raise MechanismError(f"privatizer {type(priv).__name__} declared a non-numeric width E") from None
+        if E.ndim == 0:
+            E = float(E)
+        elif E.shape != (runs,):
+            raise MechanismError(f"privatizer {type(priv).__name__} declared widths of shape {E.shape}; "
+                                 f"need a scalar E or one per run ({runs},)")
+        if not (np.all(np.isfinite(E)) and np.all(np.asarray(E) >= 0)):
             raise MechanismError(f"privatizer {type(priv).__name__} declared width E={E!r}; need a finite E >= 0")
 
         model = _true_model(env)
@@ -448,7 +463,8 @@ class _Monitor:
     """
 
     def __init__(self, runs, H, S, A, E, Q_star):
-        self.runs, self.H, self.S, self.A, self.E = runs, H, S, A, E
+        self.runs, self.H, self.S, self.A = runs, H, S, A
+        self.E = np.broadcast_to(np.asarray(E, dtype=float), (runs,))
         self.Q_star = Q_star
         self.N_sa = np.zeros((runs, H, S, A))
         self.N_sas = np.zeros((runs, H, S, A, S))
@@ -489,16 +505,18 @@ class _Monitor:
         nv, nt = np.asarray(counts.visits), np.asarray(counts.transitions)
         err = np.maximum(np.abs(nv - self.N_sa).max(axis=ax), np.abs(nt - self.N_sas).max(axis=(1, 2, 3, 4)))
         m["max_count_error"] = np.maximum(m["max_count_error"], err)
-        quarter = self.E / 4 if self.E > 0 else np.nan
+        pos = self.E > 0  # runs with E = 0 (exact counts) have no ratio to report
         noisy_v = getattr(counts, "noisy_visits", None)
         noisy_t = getattr(counts, "noisy_transitions", None)
-        if noisy_v is not None and noisy_t is not None and self.E > 0:
+        if noisy_v is not None and noisy_t is not None and pos.any():
             ne = np.maximum(np.abs(np.asarray(noisy_v) - self.N_sa).max(axis=ax),
                             np.abs(np.asarray(noisy_t) - self.N_sas).max(axis=(1, 2, 3, 4)))
-            m["max_noisy_error_ratio"] = np.maximum(m["max_noisy_error_ratio"], ne / quarter)
-        if counts.rewards is not None and self.E > 0 and self.have_rewards:
-            re = np.abs(np.asarray(counts.rewards) - self.R_sa).max(axis=ax) / self.E
-            m["max_reward_error_ratio"] = np.maximum(m["max_reward_error_ratio"], re)
+            ratio = np.where(pos, ne / np.where(pos, self.E / 4, 1.0), 0.0)
+            m["max_noisy_error_ratio"] = np.maximum(m["max_noisy_error_ratio"], ratio)
+        if counts.rewards is not None and pos.any() and self.have_rewards:
+            re = np.abs(np.asarray(counts.rewards) - self.R_sa).max(axis=ax)
+            m["max_reward_error_ratio"] = np.maximum(m["max_reward_error_ratio"],
+                                                     np.where(pos, re / np.where(pos, self.E, 1.0), 0.0))
         m["underestimates"] += (nv < self.N_sa - 1e-9).sum(axis=ax)
         scale = np.maximum(np.abs(nv), 1.0)
         m["sum_inconsistency"] = np.maximum(m["sum_inconsistency"],

@@ -1,0 +1,96 @@
+"""Several privatizers side by side in one batch of runs (for sweeps: UCBVI + JDP/LDP at many eps).
+
+A sweep over privatizers and budgets is a set of independent runs; batching them into one run axis
+lets the agent's planning, simulation and regret evaluation pay their per-episode numpy overhead once
+for the whole sweep instead of once per configuration. Each part keeps its own privatizer, its own
+noise stream (spawned from the batch's noise stream) and its own width E, so the agent sees one E
+per run (DPUCBVI accepts ``width`` of shape (runs,)). Nothing is shared between parts except the
+arrays they are laid out in: every part is exactly the privatizer it wraps, on its slice of runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpcheck.errors import InputError
+
+
+class StackedPrivatizer:
+    """parts: list of (privatizer, runs). Run axis layout: part 0's runs first, then part 1's, ...
+
+    Implements the CountPrivatizer protocol the agent uses (start / width / observe / release /
+    true_counts); ``slices`` gives each part's slice of the run axis.
+    """
+
+    def __init__(self, parts):
+        parts = [(p, int(n)) for p, n in parts]
+        if not parts or any(n < 1 for _, n in parts):
+            raise InputError("StackedPrivatizer needs at least one (privatizer, runs >= 1) part")
+        self.parts = parts
+        edges = np.cumsum([0] + [n for _, n in parts])
+        self.slices = [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+        self.runs = int(edges[-1])
+        self.calibration = "mixed"
+
+    def __repr__(self):
+        return "StackedPrivatizer(" + ", ".join(f"{p!r} x {n}" for p, n in self.parts) + ")"
+
+    def start(self, runs, H, S, A, K, rng, rewards=True):
+        if runs != self.runs:
+            raise InputError(f"StackedPrivatizer holds {self.runs} runs, started with runs={runs}")
+        for (p, n), g in zip(self.parts, rng.spawn(len(self.parts))):
+            p.start(n, H, S, A, K, g, rewards=rewards)
+        self.width = np.concatenate([np.full(n, float(p.width)) for p, n in self.parts])
+        return self
+
+    def observe(self, states, actions, rewards=None):
+        for (p, _), sl in zip(self.parts, self.slices):
+            p.observe(states[sl], actions[sl], None if rewards is None else rewards[sl])
+
+    def release(self):
+        from algorithms.privatizers.base import CountPrivatizer, PrivateCounts
+        from algorithms.privatizers.projection import project_counts
+        # parts that use the base class's release (noise process, then the §3.2 LP) are
+        # post-processed in ONE vectorised LP call over all their runs, with each run's own band
+        # E/4 and shifts E/(2S), E/2 -- row by row exactly what CountPrivatizer.release computes;
+        # any other part (NoPrivatizer, a user's class) releases through its own method
+        outs = [None] * len(self.parts)
+        fast = [i for i, (p, _) in enumerate(self.parts)
+                if isinstance(p, CountPrivatizer) and type(p).release is CountPrivatizer.release]
+        for i, (p, _) in enumerate(self.parts):
+            if i not in fast:
+                outs[i] = p.release()
+        if fast:
+            noisy = [self.parts[i][0]._noisy_counts() for i in fast]
+            nv = np.concatenate([n[0] for n in noisy], axis=0)
+            nt = np.concatenate([n[1] for n in noisy], axis=0)
+            E = np.concatenate([np.full(self.parts[i][1], float(self.parts[i][0].width)) for i in fast])
+            Eb = E.reshape((-1,) + (1,) * (nv.ndim - 1))
+            res = project_counts(nt, nv, Eb / 4.0)
+            S = nt.shape[-1]
+            trans = res.counts + (Eb / (2.0 * S))[..., None]
+            visits = trans.sum(axis=-1)
+            start = 0
+            for j, i in enumerate(fast):
+                n = self.parts[i][1]
+                sl = slice(start, start + n)
+                start += n
+                outs[i] = PrivateCounts(visits=visits[sl], transitions=trans[sl], rewards=noisy[j][2],
+                                        noisy_visits=noisy[j][0], noisy_transitions=noisy[j][1],
+                                        width=float(self.parts[i][0].width))
+
+        def cat(name):
+            vals = [getattr(o, name) for o in outs]
+            if any(v is None for v in vals):
+                return None
+            return np.concatenate([np.asarray(v, dtype=float) for v in vals], axis=0)
+
+        return PrivateCounts(visits=cat("visits"), transitions=cat("transitions"), rewards=cat("rewards"),
+                             noisy_visits=cat("noisy_visits"), noisy_transitions=cat("noisy_transitions"),
+                             width=self.width)
+
+    def true_counts(self):
+        from algorithms.privatizers.base import TrueCounts
+        outs = [p.true_counts() for p, _ in self.parts]
+        rew = None if any(o.rewards is None for o in outs) else np.concatenate([o.rewards for o in outs])
+        return TrueCounts(visits=np.concatenate([o.visits for o in outs]),
+                          transitions=np.concatenate([o.transitions for o in outs]), rewards=rew)
