@@ -58,8 +58,9 @@ VACUOUS = ("Q~ = H at every (k,h,s,a) (theory constants, spec §6.3): optimism i
 class AgentSpec:
     """How to build the agent under audit: configuration only, picklable (chunks run in workers).
 
-    privatizer: "central" | "local" | "none" | "file.py:Class"; agent: "dp_ucbvi" | "ucbvi"
-    or a zero-argument-compatible factory path; defects are subclasses passed as ``agent_class``.
+    privatizer: "central" | "local" | "none" | "file.py:Class" | a CountPrivatizer subclass (anything
+    ``load_privatizer`` accepts). agent_class: DPUCBVI (default) or a subclass (variants, planted
+    defects); constants: explicit BonusConstants overriding ``mode``'s.
     """
 
     privatizer: str = "central"
@@ -604,8 +605,9 @@ def run(ctx) -> None:
                  "regret_rates": "practical (practical noise calibration, see regret checks)"},
         "constants": {"theory": BonusConstants.theory().to_dict(), "practical": BonusConstants.practical().to_dict()},
         "width_mode": {"theory": theory.width_mode, "practical": practical.width_mode},
-        "note": "theory = the paper's constants (vacuous at feasible K, spec §6.3); practical = scaled constants, "
-                "privatizer's nominal width; privacy does not depend on the mode (C3)",
+        "note": "theory = the paper's constants (vacuous at feasible K, spec §6.3); practical = scaled constants "
+                "(privacy checks: the privatizer's nominal width; regret rates: Lap(1/eps) per node / coordinate "
+                "with the rigorous width, eps_eff reported per check); privacy does not depend on the mode (C3)",
     })
     samples = o.samples if o.samples is not None else (20_000 if quick else 200_000)
     seed, alpha = int(o.seed), float(o.alpha)
