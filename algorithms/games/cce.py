@@ -99,26 +99,33 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None) -> tuple[np.ndarray,
     big = np.iinfo(np.int64).max
     # All instances are pivoted together; finished ones get a zero update. For the handful of
     # instances per step that DP-Nash-VI hands us, this beats compacting the batch every iteration.
+    bland_after = 2 * (m + d)
+    Tt = T.transpose(0, 2, 1)                               # a view: columns as rows, for one gather
     for it in range(max_iter):
         rc = T[:, m, :d + m]
-        neg = rc < -tol
-        done = ~neg.any(axis=1)
+        # Dantzig's rule (most negative reduced cost) first; Bland's rule (lowest index) after a few
+        # pivots, which cannot cycle on these degenerate problems (rhs = 1 everywhere at the start).
+        if it < bland_after:
+            enter = rc.argmin(axis=1)
+            done = rc[ar, enter] >= -tol
+        else:
+            neg = rc < -tol
+            enter = neg.argmax(axis=1)
+            done = ~neg[ar, enter]
         if done.all():
             converged[:] = True
             break
-        # Dantzig's rule (most negative reduced cost) first; Bland's rule (lowest index) after a few
-        # pivots, which cannot cycle on these degenerate problems (rhs = 1 everywhere at the start).
-        enter = neg.argmax(axis=1) if it >= 2 * (m + d) else rc.argmin(axis=1)
-        col = T[ar, :m, enter]                              # (n, m)
+        col = Tt[ar, enter, :m]                             # (n, m)
         rhs = T[:, :m, -1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(col > tol, rhs / col, np.inf)
+        ok = col > tol
+        # no np.errstate here: entering and leaving it costs more than the division (profile)
+        ratio = np.where(ok, rhs / np.where(ok, col, 1.0), np.inf)
         best = ratio.min(axis=1, keepdims=True)
         # Bland's tie-break: among minimum-ratio rows, the one whose basic variable has lowest index
         leave = np.where(ratio <= best * (1 + 1e-12) + 1e-15, basis, big).argmin(axis=1)
         pivval = T[ar, leave, enter]
         piv_row = T[ar, leave] / np.where(done, 1.0, pivval)[:, None]
-        factor = T[ar, :, enter]                            # (n, m + 1)
+        factor = Tt[ar, enter]                              # (n, m + 1), a copy (fancy index)
         factor[ar, leave] = pivval - 1.0                    # turns the pivot row into piv_row
         factor[done] = 0.0
         T -= factor[:, :, None] * piv_row[:, None, :]

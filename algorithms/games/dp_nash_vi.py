@@ -146,8 +146,7 @@ class DPNashVI:
             PG, PV, PV2 = (prod[..., i].reshape(runs, S_, A, B) for i in range(3))
         var = PV2 - PV * PV
         np.maximum(var, 0.0, out=var)                    # Var clipped at 0 before sqrt (spec §7.2)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv_n = 1.0 / N_bonus
+        inv_n = 1.0 / N_bonus                            # N_bonus > 0: plan() puts 1 where N = 0 (convention)
         gamma = (self.C1 / H) * PG
         Gamma = self.C2 * (np.sqrt(var * (iota * inv_n)) + (H * S * E * iota + H * H * S * iota) * inv_n)
         return gamma, Gamma
