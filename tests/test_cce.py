@@ -149,3 +149,36 @@ def test_hints_are_used_only_where_they_verify():
     assert np.all(bad.residual <= 3e-8)
     uniform_ok = cce_residual(np.full((300, 3, 3), 1 / 9), Qb, Qu) <= 3e-8
     assert bad.n_hint <= int(uniform_ok.sum())
+
+
+def test_simplex_warm_start_from_last_basis_is_exact_and_falls_back_safely():
+    rng = np.random.default_rng(11)
+    Qb = rng.uniform(0, 3, (200, 3, 3))
+    Qu = Qb - rng.uniform(0, 0.3, (200, 3, 3))
+    M = constraint_matrix(Qb, Qu)
+    pi0, conv0, basis = simplex_cce(M, return_basis=True)
+    assert conv0.all()
+    # the same games from their own optimal bases: nothing to pivot, same answer
+    pi1, conv1 = simplex_cce(M, basis0=basis, max_iter=1)
+    assert conv1.all() and np.allclose(pi1, pi0)
+    # slightly moved games (as from one episode to the next): still exact CCEs
+    M2 = constraint_matrix(Qb + rng.normal(0, 1e-3, Qb.shape), Qu + rng.normal(0, 1e-3, Qu.shape))
+    pi2, conv2 = simplex_cce(M2, basis0=basis)
+    assert conv2.all() and np.max(np.einsum("nij,nj->ni", M2, pi2)) <= 3e-8
+    # unusable bases (singular: a repeated column; out of range) fall back to the cold start
+    bad = basis.copy()
+    bad[:, 1] = bad[:, 0]
+    pi3, conv3 = simplex_cce(M, basis0=bad)
+    assert conv3.all() and np.max(np.einsum("nij,nj->ni", M, pi3)) <= 3e-8
+    pi4, conv4 = simplex_cce(M, basis0=np.full_like(basis, 99))
+    assert conv4.all() and np.allclose(pi4, pi0)
+
+
+def test_solve_cce_returns_bases_for_warm_starts():
+    rng = np.random.default_rng(12)
+    Qb = rng.uniform(0, 3, (40, 3, 3))
+    Qu = Qb - 0.1
+    sol = solve_cce(Qb, Qu, H=3.0, method="simplex")
+    assert sol.basis.shape == (40, 6) and (sol.basis >= 0).all()
+    again = solve_cce(Qb, Qu, H=3.0, method="simplex", hint_basis=sol.basis)
+    assert np.allclose(again.pi, sol.pi) and np.all(cce_residual(again.pi, Qb, Qu) <= 3e-8)

@@ -75,11 +75,16 @@ def pure_cce(Qb: np.ndarray, Qu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return flat.any(axis=-1), flat.argmax(axis=-1)
 
 
-def simplex_cce(M: np.ndarray, max_iter: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray | None = None,
+                return_basis: bool = False):
     """Batched tableau simplex for ``min_pi max_i (M pi)_i`` over the simplex.
 
     M: (n, m, d) constraint matrices (m = A + B rows, d = A * B columns).
-    Returns (pi (n, d), converged (n,) bool).
+    basis0: optional (n, m) starting bases (column indices into [x | slack]), e.g. the final basis of the
+    same stage game last episode. Where that basis is non-singular and still primal feasible for the new
+    M, the simplex starts there (a warm start: DP-Nash-VI's stage games move a little per episode, so
+    it usually needs 0-2 pivots instead of ~10); elsewhere it starts from the slack basis.
+    Returns (pi (n, d), converged (n,) bool), and the final bases (n, m) if ``return_basis``.
     """
     n, m, d = M.shape
     scale = np.abs(M).max(axis=(1, 2))
@@ -92,6 +97,8 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None) -> tuple[np.ndarray,
     T[:, :m, -1] = 1.0
     T[:, m, :d] = -1.0                                      # objective row of max 1'x
     basis = np.tile(np.arange(d, d + m), (n, 1))
+    if basis0 is not None:
+        _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m)
     converged = np.zeros(n, dtype=bool)
     max_iter = max_iter if max_iter is not None else 50 * (m + d)
     tol = 1e-12
@@ -136,7 +143,42 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None) -> tuple[np.ndarray,
     tot = x.sum(axis=1, keepdims=True)
     bad = ~(tot[:, 0] > 0)
     pi = np.where(bad[:, None], 1.0 / d, x / np.where(bad[:, None], 1.0, tot))
+    if return_basis:
+        return pi, converged & ~bad, basis
     return pi, converged & ~bad
+
+
+def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int) -> None:
+    """Re-express the slack tableau T (n, m+1, ncol) in the bases ``basis0`` where they are usable (in place).
+
+    Usable: B (the basis columns of [G | I]) non-singular and B^-1 1 >= 0 (primal feasible). Elsewhere the
+    slack basis stays. Profiled: plain fancy indexing and one batched solve (det only if that fails).
+    """
+    n, _, ncol = T.shape
+    if basis0.shape != basis.shape or basis0.min() < 0 or basis0.max() >= ncol - 1:
+        return
+    ar = np.arange(n)[:, None]
+    B = T.transpose(0, 2, 1)[ar, basis0, :m].transpose(0, 2, 1)               # (n, m, m): B[:, r, j] = T[:, r, b_j]
+    try:
+        rows = np.linalg.solve(B, T[:, :m, :])                                 # B^-1 [G | I | 1]
+        idx = np.arange(n)
+    except np.linalg.LinAlgError:
+        idx = np.flatnonzero(np.abs(np.linalg.det(B)) > 1e-9)
+        if idx.size == 0:
+            return
+        rows = np.linalg.solve(B[idx], T[idx, :m, :])
+    feasible = (rows[:, :, -1] >= -1e-12).all(axis=1) & np.isfinite(rows).all(axis=(1, 2))
+    if not feasible.all():
+        idx, rows = idx[feasible], rows[feasible]
+        if idx.size == 0:
+            return
+    b0 = basis0[idx]
+    obj = T[idx, m, :]
+    # eliminate the basic columns from the objective row: row - sum_i row[basis_i] * (B^-1 A)_i
+    obj = obj - np.matmul(obj[np.arange(idx.size)[:, None], b0][:, None, :], rows)[:, 0]
+    T[idx, :m, :] = rows
+    T[idx, m, :] = obj
+    basis[idx] = b0
 
 
 def highs_cce(Mi: np.ndarray) -> np.ndarray:
@@ -177,6 +219,7 @@ class CCESolution:
     n_simplex: int
     n_highs: int
     n_hint: int = 0
+    basis: np.ndarray | None = None     # (..., A + B) final simplex bases, -1 where another stage settled it
 
     @property
     def marginals(self):
@@ -184,7 +227,8 @@ class CCESolution:
 
 
 def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method: str = "auto",
-              tol: float | None = None, hint: np.ndarray | None = None) -> CCESolution:
+              tol: float | None = None, hint: np.ndarray | None = None,
+              hint_basis: np.ndarray | None = None) -> CCESolution:
     """CCEs of every stage game in a batch. Qb, Qu: (..., A, B); returns a :class:`CCESolution`.
 
     method: "auto" (pure profiles, then batched simplex, then HiGHS for failures), "simplex"
@@ -194,6 +238,7 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
     accepted (after the pure-profile stage) wherever they pass the verification, which saves the
     simplex on stage games that barely changed. Any CCE satisfies the analysis (spec B7); the choice
     stays deterministic given the history.
+    hint_basis: optional (..., A + B) simplex bases (``CCESolution.basis`` of an earlier call): warm starts.
     """
     Qb = np.asarray(Qb, dtype=float)
     Qu = np.asarray(Qu, dtype=float)
@@ -214,6 +259,7 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
     pi = np.zeros((n, A * B))
     todo = np.ones(n, dtype=bool)
     n_pure = n_simplex = n_highs = 0
+    basis_out = np.full((n, A + B), -1, dtype=np.int64)         # -1: not settled by the simplex
     if method == "auto":
         found, j = pure_cce(qb, qu)
         pi[found, j[found]] = 1.0
@@ -228,7 +274,8 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
             res_min = qu[ar, a, b] - qu[ar, a, :].min(axis=1)
             residual = np.maximum(res_max, res_min)
             return CCESolution(pi=pi.reshape(lead + (A, B)), residual=residual.reshape(lead), tol=tol,
-                               n_pure=n_pure, n_simplex=0, n_highs=0, n_hint=0)
+                               n_pure=n_pure, n_simplex=0, n_highs=0, n_hint=0,
+                               basis=basis_out.reshape(lead + (A + B,)))
     Mall = constraint_matrix(qb, qu)
     n_hint = 0
     if hint is not None and method == "auto" and todo.any():
@@ -241,7 +288,9 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
     if method in ("auto", "simplex") and todo.any():
         ids = np.flatnonzero(todo)
         M = Mall[ids]
-        p, conv = simplex_cce(M)
+        b0 = None if hint_basis is None else np.asarray(hint_basis).reshape(-1, A + B)[ids]
+        p, conv, bas = simplex_cce(M, basis0=b0, return_basis=True)
+        basis_out[ids] = bas
         res = np.max(np.einsum("nij,nj->ni", M, p), axis=1)
         good = conv & (res <= tol)
         pi[ids[good]] = p[good]
@@ -258,4 +307,5 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
         raise ArithmeticError(f"CCE verification failed: residual {residual[i]:.3g} > tol {tol:.3g} "
                               f"at instance {i} even after the HiGHS fallback")
     return CCESolution(pi=pi.reshape(lead + (A, B)), residual=residual.reshape(lead), tol=tol,
-                       n_pure=n_pure, n_simplex=n_simplex, n_highs=n_highs, n_hint=n_hint)
+                       n_pure=n_pure, n_simplex=n_simplex, n_highs=n_highs, n_hint=n_hint,
+                       basis=basis_out.reshape(lead + (A + B,)))

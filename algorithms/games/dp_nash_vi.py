@@ -159,12 +159,14 @@ class DPNashVI:
         """LCB (line 11): clipped at 0."""
         return np.maximum(r + PVu - gamma - Gamma, 0.0)
 
-    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None, hint=None):
+    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None, hint=None, hint_basis=None):
         """One episode's backward pass for a batch of runs.
 
         r (H, S, A, B); P_tilde (runs, H, S, A, B, S); N_visits (runs, H, S, A, B) = N~;
         unvisited (runs, H, S, A, B) bool or None: where the non-private convention Qb = H, Qu = 0 applies.
         hint (runs, H, S, A, B) or None: last episode's policy, reused where it is still a CCE (cce.py).
+        hint_basis (runs, H, S, A + B) or None: the simplex bases of earlier episodes (warm starts); the
+        updated bases come back in ``stats["basis"]``.
         Returns pi (runs, H, S, A, B), Qb, Qu (runs, H, S, A, B), Vb, Vu (runs, H+1, S), cce stats.
         """
         runs, H, S, A, B, _ = P_tilde.shape
@@ -174,6 +176,9 @@ class DPNashVI:
         Vu = np.zeros((runs, H + 1, S))
         pi = np.empty((runs, H, S, A, B))
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
+        slack = np.arange(A * B, A * B + A + B)                 # the simplex's cold-start basis
+        basis = (np.broadcast_to(slack, (runs, H, S, A + B)).copy() if hint_basis is None
+                 else np.array(hint_basis, dtype=np.int64, copy=True))
         for h in range(H - 1, -1, -1):
             P = P_tilde[:, h]
             vb, vu = Vb[:, h + 1], Vu[:, h + 1]
@@ -193,7 +198,12 @@ class DPNashVI:
                 qb = np.where(unvisited[:, h], float(H), qb)
                 qu = np.where(unvisited[:, h], 0.0, qu)
             kw = {} if hint is None else {"hint": hint[:, h]}
+            if hint_basis is not None:
+                kw["hint_basis"] = basis[:, h]
             sol = self.cce(qb, qu, H=H, method=self.cce_method, **kw)
+            b = getattr(sol, "basis", None)
+            if b is not None:
+                basis[:, h] = np.where(b >= 0, b, basis[:, h])
             p = sol.pi
             Qb[:, h], Qu[:, h], pi[:, h] = qb, qu, p
             Vb[:, h] = np.einsum("rsab,rsab->rs", p, qb)
@@ -203,6 +213,7 @@ class DPNashVI:
             stats["highs"] += sol.n_highs
             stats["hint"] += getattr(sol, "n_hint", 0)
             stats["max_residual"] = max(stats["max_residual"], float(np.max(sol.residual)))
+        stats["basis"] = basis
         return pi, Qb, Qu, Vb, Vu, stats
 
     # ------------------------------------------------------------------ the episode loop
@@ -268,6 +279,7 @@ class DPNashVI:
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         ar = np.arange(runs)
         pi_prev = None
+        basis_prev = None
         can_compare = bool(monitor) and hasattr(priv, "true_counts")
         # scripted users (privacy audits): a different user pair per episode, told the episode index
         per_episode = bool(getattr(game, "per_episode", False))
@@ -299,8 +311,10 @@ class DPNashVI:
             sum_error[:, k] = np.max(np.abs(visits - trans.sum(axis=-1)).reshape(runs, -1), axis=1)
             if can_compare:
                 count_error[:, k], good_event[:, k] = self._assumption_31(priv, visits, trans, E, runs)
-            pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited, hint=pi_prev)
+            pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited, hint=pi_prev,
+                                               hint_basis=basis_prev)
             pi_prev = pi
+            basis_prev = st.get("basis")
             for key in ("pure", "hint", "simplex", "highs"):
                 stats[key] += st[key]
             stats["max_residual"] = max(stats["max_residual"], st["max_residual"])
