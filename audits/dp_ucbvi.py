@@ -660,7 +660,7 @@ def run(ctx) -> None:
     # LDP needs K >> E^2 ~ K / eps^2 before learning starts: its sweep sits at larger eps
     grid = (0.5, 1, 2, 4) if notion == "JDP" else (8, 16, 32, 64)
     if quick:
-        K_grid, runs_r = 2 ** np.arange(6, 13), 4
+        K_grid, runs_r = 2 ** np.arange(6, 14), 4
     else:
         K_grid, runs_r = 2 ** np.arange(7, 15), 8
     eps_grid = [spec.epsilon * f for f in grid]
