@@ -378,3 +378,14 @@ def test_stacked_release_equals_each_privatizers_own_release():
             np.testing.assert_allclose(got.transitions[sl], want.transitions, rtol=1e-12, atol=1e-9)
             np.testing.assert_allclose(got.visits[sl], want.visits, rtol=1e-12, atol=1e-9)
             np.testing.assert_allclose(got.rewards[sl], want.rewards, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("A", [1, 2, 3, 5, 9, 12])
+def test_folded_max_and_argmax_match_numpy(A):
+    from algorithms.online.ucbvi import _argmax_last, _max_last
+    x = np.random.default_rng(A).integers(0, 3, (7, 4, A)).astype(float)  # many ties
+    np.testing.assert_array_equal(_max_last(x), x.max(-1))
+    np.testing.assert_array_equal(_argmax_last(x), x.argmax(-1))
+    out = np.empty((7, 4))
+    assert _max_last(x, out=out) is out
+    np.testing.assert_array_equal(out, x.max(-1))

@@ -27,6 +27,37 @@ TIE_BREAKING = ("random", "lowest")
 
 
 # ----------------------------------------------------------------------------- pure batched pieces
+def _max_last(x, out=None):
+    """max over the last (action) axis. numpy's reduction over a short trailing axis costs ~10x an
+    elementwise maximum (profiled: 11.8 vs 1.1 us at (64, 6, 2)), so for few actions fold it."""
+    A = x.shape[-1]
+    if A > 8:
+        return x.max(axis=-1, out=out)
+    if A == 1:
+        if out is None:
+            return x[..., 0].copy()
+        out[...] = x[..., 0]
+        return out
+    out = np.maximum(x[..., 0], x[..., 1], out=out)
+    for a in range(2, A):
+        np.maximum(out, x[..., a], out=out)
+    return out
+
+
+def _argmax_last(x):
+    """argmax over the last axis, first maximiser on ties (same as ndarray.argmax), folded for few actions."""
+    A = x.shape[-1]
+    if A > 8:
+        return x.argmax(axis=-1)
+    best = x[..., 0].copy()
+    idx = np.zeros(best.shape, dtype=np.intp)
+    for a in range(1, A):
+        better = x[..., a] > best
+        idx[better] = a
+        np.maximum(best, x[..., a], out=best)
+    return idx
+
+
 def private_estimates(transitions_private, visits_private, rewards_private):
     """Eq. 1: P~ = N~(s,a,s') / N~(s,a), r~ = clip_[0,1](R~ / N~).
 
@@ -104,7 +135,7 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
         variance = np.maximum(moments[..., 1].reshape(runs, S, A) - mean * mean, 0.0)
         target = base[:, h] + mean + var_coef[:, h] * np.sqrt(variance)
         np.minimum(Q_cap[:, h], target, out=Q[:, h])
-        V[:, h] = Q[:, h].max(axis=-1)
+        _max_last(Q[:, h], out=V[:, h])
     return Q, V
 
 
@@ -117,10 +148,10 @@ def greedy_policy(Q, rng: np.random.Generator | None, tie_breaking: str = "rando
     produce bit-identical values.
     """
     if tie_breaking == "lowest":
-        return Q.argmax(axis=-1)
-    best = Q.max(axis=-1, keepdims=True)
+        return _argmax_last(Q)
+    best = _max_last(Q)[..., None]
     u = rng.random(Q.shape)
-    return np.where(Q == best, u, -1.0).argmax(axis=-1)
+    return _argmax_last(np.where(Q == best, u, -1.0))
 
 
 # ----------------------------------------------------------------------------- results
