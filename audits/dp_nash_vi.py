@@ -32,12 +32,14 @@ Regret (practical mode: C1 = 0.1, C2 = 0.02, width_mode "nominal"; no guarantee 
   equilibrium and the first step's transitions lead to states of different value, so the gap of the
   episode policies shrinks like 1/sqrt(k) and the regret stays in the sqrt(K) regime. The first audit used
   a seeded random S=2, A=B=2, H=2 game with a pure equilibrium: the regret saturated and the exponent came
-  out at -0.7 / -1.3 (a vacuous pass). Measured now (16 seeds, K = 8000, window [250, 4000]): non-private
-  exponent 0.45 (CI about [0.34, 0.55]); local slopes 0.3-0.65.
+  out at -0.7 / -1.3 (a vacuous pass). Measured now (seed 0, 16 seeds, K = 8000, window [250, 4000]): non-private
+  exponent 0.43 (CI [0.34, 0.54]), local slopes 0.23 / 0.40 / 0.59 / 0.47; JDP (eps 32, window [1000, 4000])
+  0.29 (CI [0.20, 0.38]); LDP (eps 64) 0.46 (CI [0.34, 0.58]).
   [regret.exponent.nonprivate]  exponent of the increments R(2K) - R(K) <= 0.5 + 0.1 (Theorem 4.1 with E = 0;
       a hard check: a learner that never updates has exponent 1 and fails it). A CI below 0.25 is flagged as
       an uninformative (saturated) pass.
-  [regret.exponent.jdp | .ldp]   the same for the private runs at the largest eps of the sweep (softened).
+  [regret.exponent.jdp | .ldp]   the same for the private runs at the largest eps of the sweep (softened), on
+      a window that starts after the privacy term's burn-in (K >= 1000; see regret_checks).
   [regret.privacy_cost.jdp_eps | .ldp_eps]  paired cost R_priv(K) - R_nonpriv(K) against eps: slope -1 +- 0.35.
   [regret.privacy_cost.jdp_K | .ldp_K]      the cost at the end of runs with horizons K_j (one run each, so
       E = E(K_j) as in the theorem): slope <= the slope of the theorem's privacy term H^2 S^2 A B E(K) iota(K)^2
@@ -359,13 +361,17 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
     g = base["grid"]
     dg = k_grid(K)
     at = np.searchsorted(g, dg)
-    window = (dg[0], dg[-2])
     out = []
     R_ref = results[(spec, eps_ref, K)]["R"]
     # the exponent at the largest eps of the sweep: the privacy term, constant in K but paid off over the
     # first episodes, is smallest there, so the sqrt(K) part is most visible in the window
     eps_exp = max(eps_grid)
-    fit = fit_increment_exponent(dg, results[(spec, eps_exp, K)]["R"][:, at], window=window, seed=seed)
+    # Declared window for private runs: from the third grid point on (K >= 1000 by default). The privacy
+    # term is paid in the first episodes (the bonus C2 H S E iota / N exceeds the game's scale while N <~ E),
+    # which makes the first increments LARGER than the later ones and the fit negative (measured: local
+    # slope -0.9 between 250 and 500 at eps = 32, then 0.05 .. 0.31).
+    pwin = (dg[min(2, len(dg) - 3)], dg[-2])
+    fit = fit_increment_exponent(dg, results[(spec, eps_exp, K)]["R"][:, at], window=pwin, seed=seed)
     curves = {"non-private": base["R"]}
     curves.update({f"{key} eps={e:g}": results[(spec, e, K)]["R"] for e in eps_grid})
     c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id=f"regret.exponent.{key}", source=src,

@@ -33,7 +33,7 @@ Choices the spec leaves to us (documented here, reported in every output via ``c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
