@@ -354,7 +354,7 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
     regret.privacy_cost.<n>_K   paired cost at the end of runs with horizons K_cost: slope no larger than
                                the theorem's privacy term's (computed from the privatizer's width) + 0.15.
     """
-    from dpcheck.regret import fit_increment_exponent, fit_scaling, regret_exponent_check
+    from dpcheck.regret import fit_increment_exponent, fit_scaling, increments_plot, regret_exponent_check
     key = notion.lower()
     src = f"{SOURCE}, {theorem} [practical mode: C1 = 0.1, C2 = 0.02, nominal width; no guarantee]"
     base = results[("none", None, K)]
@@ -377,7 +377,9 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
     c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id=f"regret.exponent.{key}", source=src,
                               what=f"duality-gap regret ({notion}, eps={eps_exp:g})",
                               details={"game": game.name, "seeds": seeds, "K": K, "epsilon": eps_exp,
-                                       "plots": [_regret_plot(curves, g), _local_slopes_plot(curves, g)]})
+                                       "window": [int(pwin[0]), int(pwin[1])],
+                                       "plots": [increments_plot(fit, 0.5), _regret_plot(curves, g),
+                                                 _local_slopes_plot(curves, g)]})
     out.append(_soften(_regime(c, fit), True))
 
     # cost against eps at the largest K (paired differences, common random numbers)
@@ -652,7 +654,7 @@ def run(ctx) -> None:
     ctx.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)
 
     # -- regret ----------------------------------------------------------------------------
-    from dpcheck.regret import fit_increment_exponent, regret_exponent_check
+    from dpcheck.regret import fit_increment_exponent, increments_plot, regret_exponent_check
 
     t0 = time.perf_counter()
     seeds, Kr = REGRET["seeds"][q], REGRET["K"][q]
@@ -695,7 +697,8 @@ def run(ctx) -> None:
                               source=SOURCE + ", Theorem 4.1 with E = 0 (N22) [practical constants]",
                               what="duality-gap regret",
                               details={"game": regret_game.name, "seeds": seeds, "K": Kr,
-                                       "plots": [_regret_plot({"non-private": base["R"]}, base["grid"]),
+                                       "plots": [increments_plot(fit, 0.5),
+                                                 _regret_plot({"non-private": base["R"]}, base["grid"]),
                                                  _local_slopes_plot({"non-private": base["R"]}, base["grid"])]})
     ctx.add(_regime(c, fit))
     for key, pspec, thm in notions:
