@@ -181,3 +181,43 @@ def test_misbehaving_privatizer_is_a_mechanism_error():
             return c
     with pytest.raises(MechanismError):
         DPNashVI(Broken(E=2.0)).run(t3(), 3, np.random.default_rng(0))
+
+
+def test_release_hook_sees_every_release_and_monitor_off_skips_true_count_comparison():
+    from algorithms.envs.generators import random_game
+    from algorithms.games.dp_nash_vi import DPNashVI
+    from algorithms.privatizers import CentralPrivatizer
+
+    game = random_game(2, 2, 2, 2, np.random.default_rng(0))
+    seen = []
+    hook = lambda counts, priv: seen.append((np.asarray(counts.visits).shape, priv.true_counts().visits.sum()))
+    res = DPNashVI(CentralPrivatizer(epsilon=1.0), mode="practical").run(
+        game, 5, np.random.default_rng(1), runs=3, monitor=False, release_hook=hook)
+    assert res.count_error is None and res.good_event is None
+    # one call per episode, before planning: the k-th release holds k episodes of H steps per run
+    assert [n for _, n in seen] == [3 * game.H * k for k in range(5)]
+    assert seen[0][0][0] == 3
+    # the hook does not change what the algorithm does
+    ref = DPNashVI(CentralPrivatizer(epsilon=1.0), mode="practical").run(game, 5, np.random.default_rng(1), runs=3)
+    assert np.array_equal(ref.actions_max, res.actions_max) and np.allclose(ref.mu, res.mu)
+
+
+def test_direct_kernel_sampling_matches_the_validated_step_path():
+    """run() samples a MarkovGame's transitions from its kernel CDF directly (speed); a game seen only
+    through reset/step must give the very same trajectories from the same seed."""
+    from algorithms.privatizers import NoPrivatizer
+
+    game = random_game(3, 2, 2, 3, np.random.default_rng(5))
+
+    class Protocol:
+        H, S, A, B, r, init = game.H, game.S, game.A, game.B, game.r, game.init
+
+        def reset(self, rng, runs):
+            return game.reset(rng, runs)
+
+        def step(self, h, s, a, b, rng):
+            return game.step(h, s, a, b, rng)
+
+    fast = DPNashVI(NoPrivatizer(), mode="practical").run(game, 40, np.random.default_rng(2), runs=4)
+    slow = DPNashVI(NoPrivatizer(), mode="practical").run(Protocol(), 40, np.random.default_rng(2), runs=4)
+    assert np.array_equal(fast.states, slow.states) and np.array_equal(fast.actions_min, slow.actions_min)
