@@ -83,11 +83,12 @@ def _positive_int(name, v) -> int:
     return int(v)
 
 
-def episode_increments(states, actions, rewards, S: int, A: int, with_rewards: bool = True):
-    """One-hot increments of one episode per run.
+def _episode_index(states, actions, rewards, S: int, A: int, with_rewards: bool = True):
+    """Validated flat indices of one episode per run (the sparse form of :func:`episode_increments`).
 
-    states (runs, H+1) ints in [0,S); actions (runs, H) ints in [0,A); rewards (runs, H) in [0,1] or None.
-    Returns visits (runs,H,S,A), transitions (runs,H,S,A,S), rewards (runs,H,S,A) or None.
+    Returns (runs, H, sa, s2, rw): ``sa`` (runs*H,) flat index into (runs,H,S,A) of every (run, h)
+    visit, in (run, h) order, ``s2`` (runs*H,) the next states, ``rw`` (runs*H,) float rewards or None.
+    Within a run every h gives a distinct index, so ``x.reshape(-1)[sa] += 1`` adds each visit once.
     """
     st = np.asarray(states)
     ac = np.asarray(actions)
@@ -102,14 +103,10 @@ def episode_increments(states, actions, rewards, S: int, A: int, with_rewards: b
     if ac.size and (ac.min() < 0 or ac.max() >= A):
         raise InputError(f"actions must lie in [0, {A}), got values in [{ac.min()}, {ac.max()}]")
     runs, H = ac.shape
-    r_idx = np.repeat(np.arange(runs), H)
-    h_idx = np.tile(np.arange(H), runs)
-    s, a, s2 = st[:, :H].ravel(), ac.ravel(), st[:, 1:].ravel()
-    visits = np.zeros((runs, H, S, A))
-    visits[r_idx, h_idx, s, a] = 1.0
-    trans = np.zeros((runs, H, S, A, S))
-    trans[r_idx, h_idx, s, a, s2] = 1.0
-    rew = None
+    rh = np.arange(runs * H, dtype=np.int64).reshape(runs, H)   # run * H + h
+    sa = ((rh * S + st[:, :H]) * A + ac).ravel()
+    s2 = st[:, 1:].ravel().astype(np.int64, copy=False)
+    rw = None
     if with_rewards:
         if rewards is None:
             raise InputError("this privatizer was started with rewards=True; observe() needs rewards")
@@ -118,9 +115,30 @@ def episode_increments(states, actions, rewards, S: int, A: int, with_rewards: b
             raise InputError(f"rewards must have shape {ac.shape} (runs, H), got {rw.shape}")
         if not np.all((rw >= 0) & (rw <= 1)):
             raise InputError("rewards must lie in [0, 1] (the privatizers' sensitivity assumes it)")
+        rw = rw.ravel()
+    return runs, H, sa, s2, rw
+
+
+def _dense_increments(runs, H, S, A, sa, s2, rw):
+    visits = np.zeros((runs, H, S, A))
+    visits.reshape(-1)[sa] = 1.0
+    trans = np.zeros((runs, H, S, A, S))
+    trans.reshape(-1)[sa * S + s2] = 1.0
+    rew = None
+    if rw is not None:
         rew = np.zeros((runs, H, S, A))
-        rew[r_idx, h_idx, s, a] = rw.ravel()
+        rew.reshape(-1)[sa] = rw
     return visits, trans, rew
+
+
+def episode_increments(states, actions, rewards, S: int, A: int, with_rewards: bool = True):
+    """One-hot increments of one episode per run.
+
+    states (runs, H+1) ints in [0,S); actions (runs, H) ints in [0,A); rewards (runs, H) in [0,1] or None.
+    Returns visits (runs,H,S,A), transitions (runs,H,S,A,S), rewards (runs,H,S,A) or None.
+    """
+    runs, H, sa, s2, rw = _episode_index(states, actions, rewards, S, A, with_rewards)
+    return _dense_increments(runs, H, S, A, sa, s2, rw)
 
 
 class CountPrivatizer:
@@ -224,13 +242,16 @@ class CountPrivatizer:
         st = np.asarray(states)
         if st.ndim != 2 or st.shape != (self.runs, self.H + 1):
             raise InputError(f"states must have shape (runs, H+1) = ({self.runs}, {self.H + 1}), got {st.shape}")
-        v, t, r = episode_increments(states, actions, rewards, self.S, self.A, self.rewards)
-        self._N += v
-        self._Ntr += t
+        runs, H, sa, s2, rw = _episode_index(states, actions, rewards, self.S, self.A, self.rewards)
+        # indexed adds, not dense one-hot arrays: x + 0 is x exactly, so the counts are the same
+        sas = sa * self.S + s2
+        self._N.reshape(-1)[sa] += 1.0
+        self._Ntr.reshape(-1)[sas] += 1.0
         if self.rewards:
-            self._R += r
+            self._R.reshape(-1)[sa] += rw
         self.episodes += 1
-        self._ingest(v, t, r)
+        if not self._ingest_sparse(sa, sas, rw):
+            self._ingest(*_dense_increments(runs, H, self.S, self.A, sa, s2, rw))
 
     def release(self) -> PrivateCounts:
         """Private counts for the next episode: N^ from the noise process, then the §3.2 LP."""
@@ -258,6 +279,13 @@ class CountPrivatizer:
     # -- hooks ---------------------------------------------------------------------------
     def _start_noise(self, rng):
         raise NotImplementedError(self._missing("_start_noise(rng)", "set up the noise state"))
+
+    def _ingest_sparse(self, sa, sas, rewards) -> bool:
+        """Optional fast form of ``_ingest``: flat indices ``sa`` into (runs,H,S,A) and ``sas`` into
+        (runs,H,S,A,S) of this episode's visits (each +1), rewards (runs*H,) at ``sa`` or None.
+        Return True if consumed; False (the default) makes ``observe`` call ``_ingest`` with the
+        dense one-hot arrays. Must give exactly what ``_ingest`` would."""
+        return False
 
     def _ingest(self, visits, transitions, rewards):
         raise NotImplementedError(self._missing("_ingest(visits, transitions, rewards)", "consume one episode"))

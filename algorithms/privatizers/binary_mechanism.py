@@ -156,6 +156,21 @@ class BinaryMechanism:
         self.node_draws += 1
         self.last_level = i
 
+    def step_sparse(self, index, values) -> None:
+        """``step(z)`` for an item given sparsely: ``z.ravel()[index] = values``, 0 elsewhere (indices
+        distinct). Same node values and the same noise draws as the dense step (x + 0 = x exactly)."""
+        if self.t >= self.counter.horizon:
+            raise InputError(f"binary mechanism: more than K={self.counter.horizon} items")
+        self.t += 1
+        i = (self.t & -self.t).bit_length() - 1
+        node = self._psum[:i].sum(axis=0) if i else np.zeros(self.shape)
+        node.reshape(-1)[index] += values
+        self._psum[:i] = 0.0
+        self._psum[i] = node
+        np.add(node, self.counter.draw(self.rng, self.shape), out=self._noisy[i])
+        self.node_draws += 1
+        self.last_level = i
+
     def completed_node(self) -> tuple[tuple[int, int], np.ndarray]:
         """((j, m), true p-sum) of the node the last step completed (white-box sensitivity audits)."""
         i = self.last_level

@@ -80,6 +80,22 @@ class CentralPrivatizer(CountPrivatizer):
             parts.append(rewards.reshape(self.runs, -1))
         self._tree.step(np.concatenate(parts, axis=1))
 
+    def _ingest_sparse(self, sa, sas, rewards) -> bool:
+        # the same tree step as _ingest without the dense (runs, C) item, when nothing is overridden
+        if type(self)._ingest is not CentralPrivatizer._ingest or type(self._tree).step is not BinaryMechanism.step:
+            return False
+        nv, nt, nr = self._sizes()
+        C = nv + nt + nr
+        run = np.arange(self.runs, dtype=np.int64).repeat(self.H)
+        # item layout per run: [visits (HSA) | transitions (HSAS) | rewards (HSA)]
+        parts = [run * C + (sa - run * nv), run * C + nv + (sas - run * nt)]
+        values = [np.ones(sa.size), np.ones(sa.size)]
+        if self.rewards:
+            parts.append(run * C + nv + nt + (sa - run * nv))
+            values.append(rewards)
+        self._tree.step_sparse(np.concatenate(parts), np.concatenate(values))
+        return True
+
     def _noisy_counts(self):
         nv, nt, nr = self._sizes()
         B = self._tree.release()

@@ -100,6 +100,25 @@ class LocalPrivatizer(CountPrivatizer):
         if self.rewards:
             self._sum_r += msg.rewards
 
+    def _ingest_sparse(self, sa, sas, rewards) -> bool:
+        # message(...) without the dense one-hot arrays: the same three noise draws in the same
+        # order, the one-hot 1s (and rewards) added at their indices (noise + 0 elsewhere is exact)
+        if type(self)._ingest is not LocalPrivatizer._ingest or type(self).message is not LocalPrivatizer.message:
+            return False
+        self._pending = None
+        b = self.noise_scale()
+        v = self.rng.laplace(0.0, b, size=self._sum_v.shape)
+        v.reshape(-1)[sa] += 1.0
+        t = self.rng.laplace(0.0, b, size=self._sum_t.shape)
+        t.reshape(-1)[sas] += 1.0
+        self._sum_v += v
+        self._sum_t += t
+        if self.rewards:
+            r = self.rng.laplace(0.0, b, size=self._sum_r.shape)
+            r.reshape(-1)[sa] += rewards
+            self._sum_r += r
+        return True
+
     def _noisy_counts(self):
         return (self._sum_v.copy(), self._sum_t.copy(),
                 None if self._sum_r is None else self._sum_r.copy())

@@ -63,6 +63,92 @@ def _simplex_threshold(y_sorted_desc: np.ndarray, csum: np.ndarray, tau: np.ndar
     return np.take_along_axis(theta_j, jstar[:, None], axis=1)[:, 0]
 
 
+# Column layout for short rows (tabular RL: S of a few states, many (run, h, s, a) rows). numpy's
+# sort / cumsum / argmax along a short trailing axis pay a per-row loop (profiled at M = 4,800 rows,
+# S = 6: sort 125 us, each cumsum 109 us, the whole row-wise solve 1.56 ms); on the transposed
+# (S, M) layout every step is an elementwise op over M rows (~1.3 us each), and a sorting network
+# replaces the sort. Same arithmetic in the same order, so the results are bit-identical to the
+# row-wise code below (tests/test_projection.py checks both paths against each other).
+_COLUMN_MAX_S = 12
+_COLUMN_MIN_ROWS = 64
+
+
+def _sorting_network(S: int) -> list[tuple[int, int]]:
+    """Comparators (i, j), i < j, of Batcher's odd-even merge sort for S inputs (0-1 principle
+    checked in tests/test_projection.py for S <= _COLUMN_MAX_S)."""
+    pairs, p = [], 1
+    while p < S:
+        k = p
+        while k >= 1:
+            for j in range(k % p, S - k, 2 * k):
+                for i in range(min(k, S - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p):
+                        pairs.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    return pairs
+
+
+_NETWORKS = {S: _sorting_network(S) for S in range(2, _COLUMN_MAX_S + 1)}
+
+
+def _project_columns(Y, nn, bb):
+    """The row-wise solve of :func:`project_counts` on columns (S small); returns (x, value, infeasible)."""
+    M, S = Y.shape
+    lo_end, hi_end = nn - bb, nn + bb
+    infeasible = hi_end < 0
+    Yt = np.ascontiguousarray(Y.T)                   # (S, M): strided column reads cost ~5x
+    ys = [c.copy() for c in Yt]                       # S columns of length M, sorted in place
+    for i, j in _NETWORKS[S]:                        # decreasing: the max goes to the lower index
+        hi = np.maximum(ys[i], ys[j])
+        np.minimum(ys[i], ys[j], out=ys[j])
+        ys[i] = hi
+    csum = [ys[0]]
+    for j in range(1, S):
+        csum.append(csum[-1] + ys[j])
+    total = csum[-1]
+    t0 = np.maximum(0.0, -ys[-1])
+    t_hi = (lo_end - total) / S
+    yp = [np.maximum(c, 0.0) for c in ys]
+    cp = [yp[0]]
+    for j in range(1, S):
+        cp.append(cp[-1] + yp[j])
+    # t_lo: t_cand at the first j with t_cand_j >= y+_(j+1) (y+_(S+1) = 0); index 0 when none does
+    t_sel = None
+    zero = np.zeros(M)
+    for j in range(S - 1, -1, -1):
+        t_cand = (cp[j] - hi_end) / float(j + 1)
+        nxt = yp[j + 1] if j + 1 < S else zero
+        t_sel = t_cand if t_sel is None else np.where(t_cand >= nxt, t_cand, t_sel)
+    t_lo = np.where(cp[-1] <= hi_end, 0.0, t_sel)
+    value = np.maximum(np.maximum(t0, t_hi), t_lo)
+
+    g0 = cp[-1]
+    need = (g0 < lo_end) | (g0 > hi_end)
+    target = np.where(g0 > hi_end, hi_end, lo_end)
+    pos = need & (target > 0) & ~infeasible
+    theta = np.zeros(M)
+    if np.any(pos):
+        # _simplex_threshold on every row (discarded where not pos): the largest active j wins;
+        # j = S when none is active (argmax of an all-False row)
+        sel = (target - csum[S - 1]) / float(S)
+        for j in range(S):
+            th = (target - csum[j]) / float(j + 1)
+            sel = np.where(ys[j] + th >= 0, th, sel)
+        theta = np.where(pos, sel, 0.0)
+    # x = (y + theta)^+ column by column (a (M,1) broadcast over a length-S axis is ~15x slower)
+    x = np.empty((M, S))
+    keep = ~((need & (target <= 0)) | infeasible)
+    col = np.empty(M)
+    for j in range(S):
+        np.add(Yt[j], theta, out=col)
+        np.maximum(col, 0.0, out=col)
+        col *= keep                                  # rows with x = 0 (0 * finite = +0.0)
+        x[:, j] = col
+    value = np.where(infeasible, 0.0, value)
+    return x, value, infeasible
+
+
 def project_counts(y, n, band) -> ProjectionResult:
     """Solve ``min max|x - y| s.t. |sum x - n| <= band, x >= 0`` exactly for every leading index.
 
@@ -84,6 +170,10 @@ def project_counts(y, n, band) -> ProjectionResult:
     Y = y.reshape(-1, S)
     nn = n.reshape(-1)
     bb = band.reshape(-1)
+    if 2 <= S <= _COLUMN_MAX_S and Y.shape[0] >= _COLUMN_MIN_ROWS:
+        x, value, infeasible = _project_columns(Y, nn, bb)
+        return ProjectionResult(counts=x.reshape(y.shape), value=value.reshape(lead),
+                                infeasible=infeasible.reshape(lead))
     lo_end, hi_end = nn - bb, nn + bb
     infeasible = hi_end < 0
 
