@@ -389,3 +389,60 @@ def test_folded_max_and_argmax_match_numpy(A):
     out = np.empty((7, 4))
     assert _max_last(x, out=out) is out
     np.testing.assert_array_equal(out, x.max(-1))
+
+
+# --- the column-layout fast path (short rows, many of them) must be bit-identical to the row path ---
+def test_sorting_networks_sort_every_zero_one_input():
+    """0-1 principle: a comparator network sorts every input iff it sorts every 0/1 input."""
+    import itertools
+    from algorithms.privatizers import projection as P
+    for S in range(2, P._COLUMN_MAX_S + 1):
+        X = np.array(list(itertools.product([0.0, 1.0], repeat=S)))
+        cols = list(X.T.copy())
+        for i, j in P._NETWORKS[S]:
+            hi = np.maximum(cols[i], cols[j])
+            cols[j] = np.minimum(cols[i], cols[j])
+            cols[i] = hi
+        assert np.array_equal(np.array(cols).T, -np.sort(-X, axis=1)), S
+
+
+@pytest.mark.parametrize("S", [2, 3, 6, 7, 12])
+def test_column_path_is_bit_identical_to_row_path(S, monkeypatch):
+    from algorithms.privatizers import projection as P
+    rng = np.random.default_rng(S)
+    M = 400
+    y = rng.normal(rng.uniform(-5, 40), rng.uniform(0.1, 30), (M, S))
+    y[rng.random((M, S)) < 0.2] = 0.0                        # ties and exact zeros
+    band = rng.uniform(0, 25, M)
+    band[::11] = 0.0
+    n = y.sum(1) + rng.normal(0, 40, M)
+    n[::7] = -100.0                                          # infeasible rows
+    n[::13] = -band[::13]                                    # n + band == 0 exactly
+    fast = project_counts(y, n, band)
+    monkeypatch.setattr(P, "_COLUMN_MIN_ROWS", 10 ** 9)      # force the row-wise solve
+    slow = project_counts(y, n, band)
+    assert fast.infeasible.any() and (~fast.infeasible).any()
+    for a, b in ((fast.counts, slow.counts), (fast.value, slow.value), (fast.infeasible, slow.infeasible)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("kind", ["central", "local"])
+def test_sparse_observe_equals_the_dense_hook(kind):
+    """The privatizers' sparse fast path (_ingest_sparse) gives bit-identical releases to the dense
+    _ingest hook a user's subclass would get (the subclass below only forces the dense path)."""
+    from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
+    base = CentralPrivatizer if kind == "central" else LocalPrivatizer
+    Dense = type("Dense", (base,), {"_ingest": lambda self, v, t, r: base._ingest(self, v, t, r)})
+    H, S, A, K, runs = 3, 4, 2, 13, 3
+    fast = base(2.0).start(runs, H, S, A, K, np.random.default_rng(5))
+    slow = Dense(2.0).start(runs, H, S, A, K, np.random.default_rng(5))
+    rng = np.random.default_rng(6)
+    for _ in range(K):
+        st_, ac, rw = rng.integers(0, S, (runs, H + 1)), rng.integers(0, A, (runs, H)), rng.random((runs, H))
+        fast.observe(st_, ac, rw)
+        slow.observe(st_, ac, rw)
+        a, b = fast.release(), slow.release()
+        for name in ("visits", "transitions", "rewards", "noisy_visits", "noisy_transitions"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    for x, y in zip(fast.true_counts(), slow.true_counts()):
+        assert np.array_equal(x, y)

@@ -246,37 +246,3 @@ def test_offline_projection_equals_the_offline_spec_closed_form(y, m, E):
     assert not pp.infeasible[0]                               # m >= 0: always feasible (§2.4)
     assert abs(pp.visits[0] - m) <= E / 2 + 1e-9 * scale       # |ntil(s,a) - n'(s,a)| <= E/2
 
-
-# --- the column-layout fast path (short rows, many of them) must be bit-identical to the row path ---
-def test_sorting_networks_sort_every_zero_one_input():
-    """0-1 principle: a comparator network sorts every input iff it sorts every 0/1 input."""
-    import itertools
-    from algorithms.privatizers import projection as P
-    for S in range(2, P._COLUMN_MAX_S + 1):
-        X = np.array(list(itertools.product([0.0, 1.0], repeat=S)))
-        cols = list(X.T.copy())
-        for i, j in P._NETWORKS[S]:
-            hi = np.maximum(cols[i], cols[j])
-            cols[j] = np.minimum(cols[i], cols[j])
-            cols[i] = hi
-        assert np.array_equal(np.array(cols).T, -np.sort(-X, axis=1)), S
-
-
-@pytest.mark.parametrize("S", [2, 3, 6, 7, 12])
-def test_column_path_is_bit_identical_to_row_path(S, monkeypatch):
-    from algorithms.privatizers import projection as P
-    rng = np.random.default_rng(S)
-    M = 400
-    y = rng.normal(rng.uniform(-5, 40), rng.uniform(0.1, 30), (M, S))
-    y[rng.random((M, S)) < 0.2] = 0.0                        # ties and exact zeros
-    band = rng.uniform(0, 25, M)
-    band[::11] = 0.0
-    n = y.sum(1) + rng.normal(0, 40, M)
-    n[::7] = -100.0                                          # infeasible rows
-    n[::13] = -band[::13]                                    # n + band == 0 exactly
-    fast = project_counts(y, n, band)
-    monkeypatch.setattr(P, "_COLUMN_MIN_ROWS", 10 ** 9)      # force the row-wise solve
-    slow = project_counts(y, n, band)
-    assert fast.infeasible.any() and (~fast.infeasible).any()
-    for a, b in ((fast.counts, slow.counts), (fast.value, slow.value), (fast.infeasible, slow.infeasible)):
-        assert np.array_equal(a, b)
