@@ -138,6 +138,8 @@ class AuditContext:
         if error is not None:
             rep["error"] = error
             rep["complete"] = False
+            if rep["verdict"] == "pass":  # an unfinished audit cannot vouch for the checks it never ran
+                rep["verdict"] = "inconclusive"
         else:
             rep["complete"] = True
         return rep

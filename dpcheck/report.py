@@ -83,6 +83,8 @@ def summary_table(rep: dict, width: int = 110) -> str:
     lines = [f"{'verdict':12s} {'check':{idw}s}  measured"]
     for v, i, h, _ in rows:
         lines.append(f"{v.upper():12s} {i:{idw}s}  {h}"[:width])
+    if rep.get("error"):
+        lines.append(f"INCOMPLETE: {rep['error']}")
     lines.append(f"overall: {rep['verdict'].upper()}  ({len(rows)} check{'s' if len(rows) != 1 else ''}, "
                  f"confidence of each stated in the report; seed={rep['seed']}, alpha={rep['alpha']})")
     return "\n".join(lines)

@@ -56,6 +56,7 @@ def test_crash_keeps_finished_checks(tmp_path, capsys):
     assert "privatizer exploded" in err and "Traceback" not in err
     rep = json.loads((tmp_path / "_test_crash.json").read_text())
     assert rep["complete"] is False and [c["id"] for c in rep["checks"]] == ["a.done"]
+    assert rep["verdict"] == "inconclusive"      # never "pass" for an audit that did not finish
 
 
 def test_json_to_stdout(tmp_path, capsys):
