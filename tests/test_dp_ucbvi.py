@@ -418,9 +418,9 @@ def test_column_path_is_bit_identical_to_row_path(S, monkeypatch):
     n = y.sum(1) + rng.normal(0, 40, M)
     n[::7] = -100.0                                          # infeasible rows
     n[::13] = -band[::13]                                    # n + band == 0 exactly
-    fast = project_counts(y, n, band)
+    fast = P.project_counts(y, n, band)
     monkeypatch.setattr(P, "_COLUMN_MIN_ROWS", 10 ** 9)      # force the row-wise solve
-    slow = project_counts(y, n, band)
+    slow = P.project_counts(y, n, band)
     assert fast.infeasible.any() and (~fast.infeasible).any()
     for a, b in ((fast.counts, slow.counts), (fast.value, slow.value), (fast.infeasible, slow.infeasible)):
         assert np.array_equal(a, b)
