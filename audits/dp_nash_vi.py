@@ -167,7 +167,7 @@ def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: in
     for the Laplace randomiser. Built by audits/privatizers.local_target (one implementation for both)."""
     from audits import privatizers as pa
     claim = Claim(epsilon=epsilon, notion="LDP", source=claim_source)
-    return pa.local_target(pa._Claimed(make_privatizer(), claim, False), H=H, S=S, A=A * B, rewards=False)
+    return pa.local_target(pa.ClaimedTemplate(make_privatizer(), claim, False), H=H, S=S, A=A * B, rewards=False)
 
 
 # ------------------------------------------------------------------ assumptions
@@ -539,7 +539,7 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
         if kind == "central":
             out.append(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=int(o.seed), rewards=False,
                                            source=claim.source))
-    claimed = pa._Claimed(p, claim, False)
+    claimed = pa.ClaimedTemplate(p, claim, False)
     if kind == "central":
         tgt = pa.central_target(claimed, A=AB, rewards=False)
         out.append(_audit(tgt, samples, o, ctx).to_check(id="privacy.privatizer.blackbox",
@@ -615,7 +615,7 @@ def run(ctx) -> None:
     lemma = "Lemma 5.1 (N1)" if notion == "JDP" else "Lemma 5.4 (N2)"
     claim = Claim(epsilon=eps, notion=notion, source=f"{SOURCE}, {lemma}")
     from audits import privatizers as pa
-    own = pa._claimed(probe, False)                 # the privatizer's own claim with 2 families, if it has one
+    own = pa.claim_for_families(probe, False)                 # the privatizer's own claim with 2 families, if it has one
     if own is not None:
         claim = own
     ctx.progress(f"privacy: privatizer-level audits ({spec}, games setting: A*B joint actions, 2 families)")

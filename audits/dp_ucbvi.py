@@ -627,11 +627,11 @@ def run(ctx) -> None:
             ctx.add(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=seed, source=claim.source))
     if notion == "LDP":
         # what the adversary sees under LDP is exactly one user's message (spec §1.5, A14)
-        tgt = pa.local_target(pa._Claimed(p, _claim(spec), True))
+        tgt = pa.local_target(pa.ClaimedTemplate(p, _claim(spec), True))
         ctx.add(_blackbox(tgt, "privacy.ldp.blackbox", samples, alpha, seed, par))
     else:
         if notion == "JDP":
-            tgt = pa.central_target(pa._Claimed(p, _claim(spec), True))
+            tgt = pa.central_target(pa.ClaimedTemplate(p, _claim(spec), True))
             ctx.add(_blackbox(tgt, "privacy.privatizer.blackbox", samples, alpha, seed, par))
         ctx.add(jdp_blackbox_check(practical, samples=samples, alpha=alpha, seed=seed, **par))
     ctx.add(dataflow_check(practical, seed=seed))

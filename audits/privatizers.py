@@ -554,7 +554,7 @@ def _blackbox(ctx, target, source, id="privacy.blackbox"):
     return res.to_check(id=id, kind="privacy", claim_source=source)
 
 
-def _claimed(p, rewards):
+def claim_for_families(p, rewards):
     """The privatizer's claim once it knows whether it runs with 2 or 3 families."""
     q = copy.deepcopy(p)
     q.start(1, 1, 2, 1, 1, np.random.default_rng(0), rewards=rewards)
@@ -565,14 +565,14 @@ def run_online(ctx, kind: str) -> None:
     from algorithms.privatizers.base import CountPrivatizer
     p, eps, rewards = _online_template(ctx, kind)
     o = ctx.options
-    claim = _claimed(p, rewards)
+    claim = claim_for_families(p, rewards)
     src = claim.source
     is_builtin = isinstance(p, CountPrivatizer)
     ctx.progress(f"{kind} privatizer: black-box audit of the worst-case neighbours")
     if kind == "central":
-        ctx.add(_blackbox(ctx, central_target(_Claimed(p, claim, rewards), rewards=rewards), src))
+        ctx.add(_blackbox(ctx, central_target(ClaimedTemplate(p, claim, rewards), rewards=rewards), src))
     elif hasattr(p, "message"):
-        ctx.add(_blackbox(ctx, local_target(_Claimed(p, claim, rewards), rewards=rewards), src))
+        ctx.add(_blackbox(ctx, local_target(ClaimedTemplate(p, claim, rewards), rewards=rewards), src))
     else:
         # a user's LDP class need not expose its message; the planner-view audit below still bounds it
         ctx.add(Check(id="privacy.blackbox", kind="privacy", verdict=INCONCLUSIVE,
@@ -584,7 +584,7 @@ def run_online(ctx, kind: str) -> None:
         # a user's class self-reports noisy_*; audit the counts its planner reads as well. For LDP the
         # stream of sums depends on user 1 only through her message, so this is a valid (weaker) bound
         ctx.progress(f"{kind} privatizer: black-box audit of the counts the planner reads")
-        ctx.add(_blackbox(ctx, central_target(_Claimed(p, claim, rewards), rewards=rewards, view="planner"),
+        ctx.add(_blackbox(ctx, central_target(ClaimedTemplate(p, claim, rewards), rewards=rewards, view="planner"),
                           src, id="privacy.blackbox.planner_view"))
     # white box: the declared DpEvent (computed on a started copy: it depends on H, K)
     q = copy.deepcopy(p)
@@ -607,7 +607,7 @@ def run_online(ctx, kind: str) -> None:
         ctx.add(c)
 
 
-class _Claimed:
+class ClaimedTemplate:
     """A privatizer template whose claim is fixed (the 2- or 3-family one) before it is started."""
 
     def __init__(self, p, claim, rewards):
