@@ -48,44 +48,54 @@ class StackedPrivatizer:
 
     def release(self):
         from algorithms.privatizers.base import CountPrivatizer, PrivateCounts
-        from algorithms.privatizers.projection import project_counts
+        from algorithms.privatizers.projection import _sum_last, project_counts
         # parts that use the base class's release (noise process, then the §3.2 LP) are
         # post-processed in ONE vectorised LP call over all their runs, with each run's own band
         # E/4 and shifts E/(2S), E/2 -- row by row exactly what CountPrivatizer.release computes;
-        # any other part (NoPrivatizer, a user's class) releases through its own method
-        outs = [None] * len(self.parts)
-        fast = [i for i, (p, _) in enumerate(self.parts)
-                if isinstance(p, CountPrivatizer) and type(p).release is CountPrivatizer.release]
-        for i, (p, _) in enumerate(self.parts):
-            if i not in fast:
-                outs[i] = p.release()
-        if fast:
-            noisy = [self.parts[i][0]._noisy_counts() for i in fast]
-            nv = np.concatenate([n[0] for n in noisy], axis=0)
-            nt = np.concatenate([n[1] for n in noisy], axis=0)
-            E = np.concatenate([np.full(self.parts[i][1], float(self.parts[i][0].width)) for i in fast])
-            Eb = E.reshape((-1,) + (1,) * (nv.ndim - 1))
+        # any other part (NoPrivatizer, a user's class) releases through its own method.
+        # Every field is written once into a preallocated (runs, ...) array (no concatenate of
+        # per-part outputs); the LP runs on a view when the fast parts are contiguous in the run axis.
+        fast = [isinstance(p, CountPrivatizer) and type(p).release is CountPrivatizer.release
+                for p, _ in self.parts]
+        fields = dict(visits=None, transitions=None, rewards=None, noisy_visits=None, noisy_transitions=None)
+        have_rewards = True
+
+        def put(name, sl, value):
+            if value is None:
+                return
+            arr = fields[name]
+            if arr is None:
+                arr = fields[name] = np.empty((self.runs,) + np.shape(value)[1:])
+            arr[sl] = value
+
+        fast_runs = []
+        for (p, n), sl, f in zip(self.parts, self.slices, fast):
+            if f:
+                nv, nt, rw = p._noisy_counts()
+                put("noisy_visits", sl, nv)
+                put("noisy_transitions", sl, nt)
+                fast_runs.append(np.arange(sl.start, sl.stop))
+            else:
+                o = p.release()
+                nv, nt, rw = o.noisy_visits, o.noisy_transitions, o.rewards
+                for name in ("visits", "transitions", "noisy_visits", "noisy_transitions"):
+                    put(name, sl, getattr(o, name))
+            have_rewards = have_rewards and rw is not None
+            if have_rewards:
+                put("rewards", sl, rw)
+        if fast_runs:
+            idx = np.concatenate(fast_runs)
+            block = slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx
+            nv, nt = fields["noisy_visits"][block], fields["noisy_transitions"][block]
+            Eb = self.width[block].reshape((-1,) + (1,) * (nv.ndim - 1))
             res = project_counts(nt, nv, Eb / 4.0)
             S = nt.shape[-1]
             trans = res.counts + (Eb / (2.0 * S))[..., None]
-            visits = trans.sum(axis=-1)
-            start = 0
-            for j, i in enumerate(fast):
-                n = self.parts[i][1]
-                sl = slice(start, start + n)
-                start += n
-                outs[i] = PrivateCounts(visits=visits[sl], transitions=trans[sl], rewards=noisy[j][2],
-                                        noisy_visits=noisy[j][0], noisy_transitions=noisy[j][1],
-                                        width=float(self.parts[i][0].width))
-
-        def cat(name):
-            vals = [getattr(o, name) for o in outs]
-            if any(v is None for v in vals):
-                return None
-            return np.concatenate([np.asarray(v, dtype=float) for v in vals], axis=0)
-
-        return PrivateCounts(visits=cat("visits"), transitions=cat("transitions"), rewards=cat("rewards"),
-                             noisy_visits=cat("noisy_visits"), noisy_transitions=cat("noisy_transitions"),
+            put("transitions", block, trans)
+            put("visits", block, _sum_last(trans))
+        return PrivateCounts(visits=fields["visits"], transitions=fields["transitions"],
+                             rewards=fields["rewards"] if have_rewards else None,
+                             noisy_visits=fields["noisy_visits"], noisy_transitions=fields["noisy_transitions"],
                              width=self.width)
 
     def true_counts(self):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g
+from algorithms.privatizers.projection import _sum_last
 from dpcheck.errors import InputError, MechanismError
 
 TIE_BREAKING = ("random", "lowest")
@@ -103,7 +104,6 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
     # terms 2-4 of the bonus do not depend on V~: evaluate them for all h at once (bonus with
     # V = 0 and no variance term); only term 1 is computed inside the h-loop
     zero_V = np.zeros((runs * H, S))
-    state_next = visits_private.sum(axis=3)  # N~_h(s) (runs,H,S)
     flat = (runs * H, S, A, S)
     E = np.asarray(E, dtype=float)  # scalar, or (runs,) for a stacked batch of privatizers
     E_rows = np.repeat(E, H) if E.ndim == 1 else E
@@ -111,6 +111,7 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
                              zero_V, None, H=H, E=E_rows, iota=iota, constants=c, last_step=True,
                              include_variance=False).reshape(runs, H, S, A)
     if c.c_correction > 0 and H > 1:
+        state_next = _sum_last(visits_private)  # N~_h(s) (runs,H,S)
         g = np.minimum(correction_g(state_next[:, 1:], H=H, S=S, A=A,
                                     E=E.reshape(-1, 1, 1) if E.ndim == 1 else E, iota=iota,
                                     g_constant=c.g_constant), Hf ** 2)  # (runs,H-1,S)

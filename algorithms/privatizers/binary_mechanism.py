@@ -188,4 +188,11 @@ class BinaryMechanism:
         # the latest completed node of level j is node (j, t >> j) exactly when bit j of t is set,
         # so the set bits of t index the dyadic decomposition of {1..t} (§3.1)
         bits = [j for j in range(self.t.bit_length()) if (self.t >> j) & 1]
-        return per_level[bits].sum(axis=0) if bits else np.zeros(self.shape)
+        if not bits:
+            return np.zeros(self.shape)
+        # = per_level[bits].sum(axis=0) (a reduction over the outer axis adds the levels in order),
+        # without the fancy-indexed copy of popcount(t) levels
+        out = per_level[bits[0]].copy()
+        for j in bits[1:]:
+            out += per_level[j]
+        return out

@@ -73,6 +73,19 @@ _COLUMN_MAX_S = 12
 _COLUMN_MIN_ROWS = 64
 
 
+def _sum_last(x: np.ndarray) -> np.ndarray:
+    """x.sum(axis=-1), bit-identical, ~5x faster for a short last axis (profiled 19 vs 104 us at
+    (6000, 6)): numpy's pairwise sum adds fewer than 8 terms left to right from -0.0, which is
+    exactly the column fold below; from 8 terms on it switches to unrolled partial sums."""
+    n = x.shape[-1]
+    if n >= 8 or n < 2:
+        return x.sum(axis=-1)
+    out = x[..., 0] + x[..., 1]
+    for j in range(2, n):
+        out += x[..., j]
+    return out
+
+
 def _sorting_network(S: int) -> list[tuple[int, int]]:
     """Comparators (i, j), i < j, of Batcher's odd-even merge sort for S inputs (0-1 principle
     checked in tests/test_projection.py for S <= _COLUMN_MAX_S)."""
@@ -240,7 +253,7 @@ def post_process(noisy_transitions, noisy_visits, width: float) -> PostProcessed
     S = res.counts.shape[-1]
     trans = res.counts + E / (2.0 * S)
     # sum of the shifted entries rather than N-bar + E/2, so the identity is exact in floating point
-    visits = trans.sum(axis=-1)
+    visits = _sum_last(trans)
     return PostProcessed(transitions=trans, visits=visits, value=res.value, infeasible=res.infeasible)
 
 
