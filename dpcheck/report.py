@@ -63,10 +63,16 @@ def _fmt(v) -> str:
     return str(v)
 
 
+HEADLINE_KEYS = ("epsilon_lower_bound", "epsilon_pld", "epsilon_realised", "tightness", "exponent", "slope",
+                 "slope_difference", "ci", "max_z", "failure_rate", "violations", "confidence")
+
+
 def _headline(c: dict) -> str:
+    """The two or three figures that say most about a check, for summary tables."""
     m = c.get("measured", {})
-    keys = [k for k in ("epsilon_lower_bound", "tightness", "exponent", "failure_rate", "violations", "confidence")
-            if k in m]
+    keys = [k for k in HEADLINE_KEYS if m.get(k) is not None]
+    if "epsilon_pld" in keys or "epsilon_realised" in keys:  # exact white-box figures: no lower bound to show
+        keys = [k for k in keys if k != "epsilon_lower_bound"]
     return ", ".join(f"{k}={_fmt(m[k])}" for k in keys[:3])
 
 
