@@ -284,6 +284,10 @@ def main(argv=None) -> int:
             traceback.print_exc()
         print(f"dpcheck: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:  # `dpcheck ... | head`: the reader left; say nothing more
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
     except Exception as e:  # never a bare traceback for the user
         if debug:
             traceback.print_exc()

@@ -80,7 +80,7 @@ def summary_rows(rep: dict) -> list[tuple[str, str, str, str]]:
     return [(c["verdict"], c["id"], _headline(c), c.get("reason", "")) for c in rep["checks"]]
 
 
-def summary_table(rep: dict, width: int = 110) -> str:
+def summary_table(rep: dict, width: int = 140) -> str:
     """The plain-text table the CLI prints at the end."""
     rows = summary_rows(rep)
     if not rows:
