@@ -48,7 +48,7 @@ class StackedPrivatizer:
 
     def release(self):
         from algorithms.privatizers.base import CountPrivatizer, PrivateCounts
-        from algorithms.privatizers.projection import _sum_last, project_counts
+        from algorithms.privatizers.projection import _project, _sum_last
         # parts that use the base class's release (noise process, then the §3.2 LP) are
         # post-processed in ONE vectorised LP call over all their runs, with each run's own band
         # E/4 and shifts E/(2S), E/2 -- row by row exactly what CountPrivatizer.release computes;
@@ -88,7 +88,7 @@ class StackedPrivatizer:
             block = slice(int(idx[0]), int(idx[-1]) + 1) if idx[-1] - idx[0] + 1 == idx.size else idx
             nv, nt = fields["noisy_visits"][block], fields["noisy_transitions"][block]
             Eb = self.width[block].reshape((-1,) + (1,) * (nv.ndim - 1))
-            res = project_counts(nt, nv, Eb / 4.0)
+            res = _project(nt, nv, Eb / 4.0, with_value=False)  # the release needs x, not t*
             S = nt.shape[-1]
             trans = res.counts + (Eb / (2.0 * S))[..., None]
             put("transitions", block, trans)

@@ -126,15 +126,27 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
     base = r + static  # (runs,H,S,A)
     P_flat = transition_private.reshape(runs, H, S * A, S)
     Q_cap = np.minimum(Q_previous, Hf)
+    # per-h buffers written with out=: the loop is numpy-call bound at audit batch sizes, so no
+    # temporaries; the arithmetic and its order are those of
+    # target = (r~ + s) + P~V + c sqrt(max(P~V^2 - (P~V)^2, 0)), Q = min(Q_cap, target)
     VV = np.empty((runs, S, 2))
+    moments = np.empty((runs, S * A, 2))
+    mean = moments[..., 0].reshape(runs, S, A)
+    second = moments[..., 1].reshape(runs, S, A)
+    spread = np.empty((runs, S, A))
+    target = np.empty((runs, S, A))
     for h in range(H - 1, -1, -1):
         Vn = V[:, h + 1]
         VV[..., 0] = Vn
         np.multiply(Vn, Vn, out=VV[..., 1])
-        moments = P_flat[:, h] @ VV  # (runs, S*A, 2): P~V and P~V^2
-        mean = moments[..., 0].reshape(runs, S, A)
-        variance = np.maximum(moments[..., 1].reshape(runs, S, A) - mean * mean, 0.0)
-        target = base[:, h] + mean + var_coef[:, h] * np.sqrt(variance)
+        np.matmul(P_flat[:, h], VV, out=moments)  # (runs, S*A, 2): P~V and P~V^2
+        np.multiply(mean, mean, out=spread)
+        np.subtract(second, spread, out=spread)
+        np.maximum(spread, 0.0, out=spread)
+        np.sqrt(spread, out=spread)
+        np.multiply(var_coef[:, h], spread, out=spread)
+        np.add(base[:, h], mean, out=target)
+        np.add(target, spread, out=target)
         np.minimum(Q_cap[:, h], target, out=Q[:, h])
         _max_last(Q[:, h], out=V[:, h])
     return Q, V

@@ -255,10 +255,10 @@ class CountPrivatizer:
 
     def release(self) -> PrivateCounts:
         """Private counts for the next episode: N^ from the noise process, then the §3.2 LP."""
-        from algorithms.privatizers.projection import post_process
+        from algorithms.privatizers.projection import _post_process
         self._require_started()
         nv, nt, rw = self._noisy_counts()
-        pp = post_process(nt, nv, self.width)
+        pp = _post_process(nt, nv, self.width, with_value=False)  # = post_process; t* is not released
         return PrivateCounts(visits=pp.visits, transitions=pp.transitions, rewards=rw,
                              noisy_visits=nv, noisy_transitions=nt, width=self.width)
 
