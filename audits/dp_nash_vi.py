@@ -86,38 +86,20 @@ REGRET_TOLERANCE = 0.1
 
 
 # ------------------------------------------------------------------ scripted users (JDP audit)
-class ScriptedPairs:
-    """Per-episode user pairs with fixed deterministic responses (a depth-H response tree each).
-
-    Pair k answers (h, s, a, b) with next state ``responses[k][h, s, a, b]``; pairs k >= len-1 all use
-    the last table. ``r`` is the known reward. Only the algorithm's randomness remains.
-    """
-
-    per_episode = True
-
-    def __init__(self, responses, r, S: int):
-        self.responses = [np.asarray(t, dtype=np.int64) for t in responses]
-        self.r = np.asarray(r, dtype=float)
-        self.H, self.S, self.A, self.B = self.r.shape[0], S, self.r.shape[2], self.r.shape[3]
-        self.init = np.eye(S)[0]
-
-    def _table(self, episode):
-        return self.responses[min(episode, len(self.responses) - 1)]
-
-    def reset(self, rng, runs, episode=0):
-        return np.zeros(runs, dtype=np.int64)
-
-    def step(self, h, states, a, b, rng, episode=0):
-        return self._table(episode)[h, states, a, b], self.r[h, states, a, b]
-
-
-def jdp_scenario(H: int = 2, S: int = 2, A: int = 2, B: int = 2, seed: int = 0):
-    """(D, D'): the first pair always moves to state 0 in D and to state S-1 in D'; every later pair
-    moves to state 0. Rewards U[0,1] (seeded), known."""
+def jdp_scenario(H: int = 2, S: int = 2, A: int = 2, B: int = 2, seed: int = 0, K: int = 3):
+    """(D, D'): K scripted user pairs (algorithms/envs/users.py: FixedTrajectoryUsers on joint actions, in
+    the game protocol through UserPairs). Every pair starts in state 0 and stays there whatever the actions,
+    except the first pair of D', who moves to state S-1 at her first step and stays. Rewards U[0,1]
+    (seeded) are the game's known reward. Only the algorithm's randomness remains."""
+    from algorithms.envs.users import FixedTrajectoryUsers, UserPairs
     rng = np.random.default_rng(seed)
     r = rng.random((H, S, A, B))
-    to = lambda s: np.full((H, S, A, B), s, dtype=np.int64)
-    return ScriptedPairs([to(0), to(0)], r, S), ScriptedPairs([to(S - 1), to(0)], r, S)
+    states = np.zeros((K, H + 1), dtype=np.int64)
+    rewards = np.zeros((K, H))                     # unused: the reward is known in the games setting
+    D = FixedTrajectoryUsers(H, S, A * B, states, rewards)
+    other = FixedTrajectoryUsers(H, S, A * B, np.r_[0, np.full(H, S - 1)][None, :], rewards[:1])
+    pairs = UserPairs(D, r, B, name="jdp scenario D")
+    return pairs, UserPairs(D.replace(0, other, 0), r, B, name="jdp scenario D'")
 
 
 def audit_constants(H, S, E, iota):
@@ -153,7 +135,7 @@ def jdp_mechanism(make_privatizer, K: int = 3, algo_cls=None, **algo_kw):
 
 def jdp_target(make_privatizer, epsilon: float, K: int = 3, claim_source: str = "", delta: float = 0.0, **kw):
     from dpcheck.target import AuditTarget
-    D, Dp = jdp_scenario()
+    D, Dp = jdp_scenario(K=K)
     return AuditTarget(name="dp_nash_vi.jdp", mechanism=jdp_mechanism(make_privatizer, K=K, **kw),
                        pairs=[(D, Dp)], claim=Claim(epsilon=epsilon, delta=delta, notion="JDP", source=claim_source),
                        output="discrete")
@@ -172,13 +154,15 @@ def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: in
 
 # ------------------------------------------------------------------ assumptions
 def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: str = "theory",
-                      suffix: str = "", C1=None, C2=None, algo_cls=None) -> list[Check]:
+                      suffix: str = "", C1=None, C2=None, algo_cls=None, alpha: float = 0.05) -> list[Check]:
     """Assumption 3.1 (via audits/_tabular_checks.CountAssumptionMonitor, fed every release the algorithm
     planned with), CCE (N18), UCB/LCB (N16, N17) and the certificate (N27) on ``game``.
 
     Exact counts (E = 0, the non-private baseline) have N = 0 rows where P^ is undefined and the
     algorithm uses its convention (Qb = H, Qu = 0); there the monitor's ``valid_transition`` and
     ``no_underestimation`` items do not apply and are left out (said in the config of every check).
+    ``alpha``: each probability check is at confidence 1 - alpha on its own (the run's --alpha; no
+    simultaneous coverage across checks is claimed).
     """
     from dataclasses import replace as _replace
     from algorithms.envs.game_planning import best_response_values, correlated_policy_values, duality_gap
@@ -216,7 +200,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
         skip = ("assumption.valid_transition", "assumption.no_underestimation") if exact else ()
         if exact:
             config["exact_counts"] = "E = 0: valid_transition / no_underestimation do not apply (N = 0 convention)"
-        for c in box["mon"].checks(beta=BETA, alpha=0.05):
+        for c in box["mon"].checks(beta=BETA, alpha=alpha):
             if c.id in skip:
                 continue
             c = _replace(c, id=c.id + suffix, details={**c.details, "config": config})
@@ -237,7 +221,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
          (res.Vu[..., :H, :] > br.V_mu_dagger[..., :H, :] + tol).any(axis=(2, 3))
     viol_runs = (up | lo).any(axis=1)
     c = probability_check(id="assumption.optimism" + suffix, failures=int(viol_runs.sum()), runs=runs,
-                          beta=2 * BETA / 3, alpha=0.05, what="Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger}" + tag,
+                          beta=2 * BETA / 3, alpha=alpha, what="Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger}" + tag,
                           claim={"statement": "UCB/LCB at every (k,h,s,a,b) w.p. >= 1 - 2 beta/3",
                                  "source": src + ", Lemma B.7 (N16)"},
                           details={"config": config, "ucb_violations": int(up.sum()), "lcb_violations": int(lo.sum()),
@@ -247,7 +231,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     _, V_pi = correlated_policy_values(game, res.pi)
     bad = ((V_pi[..., :H, :] > res.Vb[..., :H, :] + tol) | (V_pi[..., :H, :] < res.Vu[..., :H, :] - tol)).any(axis=(1, 2, 3))
     c = probability_check(id="assumption.optimism_correlated" + suffix, failures=int(bad.sum()), runs=runs,
-                          beta=2 * BETA / 3, alpha=0.05, what="Vu <= V^{pi^k} <= Vb" + tag,
+                          beta=2 * BETA / 3, alpha=alpha, what="Vu <= V^{pi^k} <= Vb" + tag,
                           claim={"statement": "Vu_h^k <= V_h^{pi^k} <= Vb_h^k (used in Lemma B.8; spec B10)",
                                  "source": src + " (N17)"}, details={"config": config})
     out.append(_vacuous(_soften(c, practical), vac_msg))
@@ -256,7 +240,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     chain = int((res.delta > res.certificate.mean(axis=1) + 1e-12).sum())
     exceed = gap_out > res.delta + tol
     c = probability_check(id="assumption.certificate" + suffix, failures=int(exceed.sum()) + chain, runs=runs,
-                          beta=BETA, alpha=0.05, what="duality gap of (mu^out, nu^out) <= Delta_final" + tag,
+                          beta=BETA, alpha=alpha, what="duality gap of (mu^out, nu^out) <= Delta_final" + tag,
                           claim={"statement": "V^{dagger,nu^out} - V^{mu^out,dagger} <= Delta_final <= mean_k "
                                               "(Vb_1^k - Vu_1^k)(s_1)", "source": src + ", Theorem 4.2 proof (N27)"},
                           details={"config": config, "chain_violations": chain,
@@ -346,7 +330,7 @@ def theorem_privacy_term(spec: str, eps: float, calibration: str, game, K_grid) 
 
 
 def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, seeds: int, eps_grid, eps_ref: float,
-                  K_cost, results: dict, seed: int, theorem: str) -> list[Check]:
+                  K_cost, results: dict, seed: int, theorem: str, alpha: float = 0.05) -> list[Check]:
     """The rate checks of one notion from finished runs ``results[(spec, eps, K)] -> {"grid", "R"}``.
 
     regret.exponent.<n>        exponent of the increments at eps_ref (practical mode: softened).
@@ -371,7 +355,7 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
     # which makes the first increments LARGER than the later ones and the fit negative (measured: local
     # slope -0.9 between 250 and 500 at eps = 32, then 0.05 .. 0.31).
     pwin = (dg[min(2, len(dg) - 3)], dg[-2])
-    fit = fit_increment_exponent(dg, results[(spec, eps_exp, K)]["R"][:, at], window=pwin, seed=seed)
+    fit = fit_increment_exponent(dg, results[(spec, eps_exp, K)]["R"][:, at], window=pwin, alpha=alpha, seed=seed)
     curves = {"non-private": base["R"]}
     curves.update({f"{key} eps={e:g}": results[(spec, e, K)]["R"] for e in eps_grid})
     c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id=f"regret.exponent.{key}", source=src,
@@ -392,7 +376,7 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
                                 f"8): no eps slope (not evidence either way)"))
         return out
     cost_eps = np.stack([results[(spec, e, K)]["R"][:, -1] - base["R"][:, -1] for e in eps_grid], axis=1)
-    sf = fit_scaling(np.array(eps_grid, float), np.maximum(cost_eps, 1e-9), seed=seed)
+    sf = fit_scaling(np.array(eps_grid, float), np.maximum(cost_eps, 1e-9), alpha=alpha, seed=seed)
     c = _slope_check(sf, lower=-1.35, upper=-0.65, id=f"regret.privacy_cost.{key}_eps", xname="eps",
                      statement=f"{notion} privacy cost R_priv(K) - R_nonpriv(K) at K = {K} ~ 1/eps (slope -1 +- 0.35)",
                      source=src, details={"K": K, "epsilons": list(eps_grid), "seeds": seeds,
@@ -408,7 +392,7 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
     within = R_ref[:, at] - base["R"][:, at]
     term = theorem_privacy_term(spec, eps_ref, calibration, game, K_cost)
     predicted = float(np.polyfit(np.log(K_cost), np.log(term), 1)[0])
-    sk = fit_scaling(np.array(K_cost, float), np.maximum(cost_K, 1e-9), seed=seed)
+    sk = fit_scaling(np.array(K_cost, float), np.maximum(cost_K, 1e-9), alpha=alpha, seed=seed)
     shape = "polylog(K) (flat up to logs)" if notion == "JDP" else "sqrt(K) polylog(K)"
     c = _slope_check(sk, lower=None, upper=predicted + 0.15, id=f"regret.privacy_cost.{key}_K", xname="K",
                      statement=(f"{notion} privacy cost at eps={eps_ref:g} grows like the theorem's privacy term "
@@ -591,6 +575,8 @@ def run(ctx) -> None:
     notion = "LDP" if (getattr(probe, "notion", "JDP") == "LDP" or callable(getattr(probe, "message", None))) else "JDP"
     builtin = spec in ("central", "local")
     samples = int(o.samples) if o.samples else PRIVACY_SAMPLES[q]
+    # --alpha reaches every check (the assumption and regret checks used a hard-coded 0.05 before)
+    alpha = float(o.alpha)                           # validated in (0, 1) by AuditOptions
     assump_game = random_game(3, 2, 2, 3, ctx.rng("game", "T3"))
     regret_game = stochastic_pennies()
     ctx.config.update({
@@ -608,6 +594,8 @@ def run(ctx) -> None:
                         "every reached stage game and stochastic transitions, so the regret stays in the sqrt(K) "
                         "regime over the window"),
         "cce_solver": "pure profiles + batched numpy simplex, HiGHS fallback, verified at 1e-8 H",
+        "confidence": (f"each check at 1 - alpha = {1 - alpha:g} on its own (black-box bounds split alpha "
+                       "internally); no simultaneous coverage across the report's checks is claimed"),
     })
 
     # -- privacy: the privatizer (white box + tight black box), then the algorithm's outputs ----------
@@ -643,12 +631,12 @@ def run(ctx) -> None:
     t0 = time.perf_counter()
     runs, K = ASSUMPTION["runs"][q], ASSUMPTION["K"][q]
     ctx.progress(f"assumptions: theory mode, {runs} runs x K={K} on a T3 game")
-    for c in assumption_checks(assump_game, make, runs=runs, K=K, rng=ctx.rng("assumptions", "theory")):
+    for c in assumption_checks(assump_game, make, runs=runs, K=K, rng=ctx.rng("assumptions", "theory"), alpha=alpha):
         ctx.add(c)
     ctx.progress("assumptions: practical mode (labelled; informative, no guarantee)")
     make_nom = _privatizer_factory(spec, eps, calibration, "nominal")
     for c in assumption_checks(assump_game, make_nom, runs=runs, K=K, rng=ctx.rng("assumptions", "practical"),
-                               mode="practical", suffix=".practical"):
+                               mode="practical", suffix=".practical", alpha=alpha):
         if c.id.startswith(("assumption.optimism", "assumption.certificate")):
             ctx.add(c)
     ctx.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)
@@ -692,7 +680,7 @@ def run(ctx) -> None:
     base = results[("none", None, Kr)]
     dg = k_grid(Kr)
     at = np.searchsorted(base["grid"], dg)
-    fit = fit_increment_exponent(dg, base["R"][:, at], window=(dg[0], dg[-2]), seed=int(o.seed))
+    fit = fit_increment_exponent(dg, base["R"][:, at], window=(dg[0], dg[-2]), alpha=alpha, seed=int(o.seed))
     c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id="regret.exponent.nonprivate",
                               source=SOURCE + ", Theorem 4.1 with E = 0 (N22) [practical constants]",
                               what="duality-gap regret",
@@ -707,12 +695,13 @@ def run(ctx) -> None:
             continue
         for c in regret_checks(regret_game, pspec, key, calibration=calibration, K=Kr, seeds=seeds, eps_grid=g,
                                eps_ref=g[len(g) // 2], K_cost=K_cost, results=results, seed=int(o.seed),
-                               theorem=thm):
+                               theorem=thm, alpha=alpha):
             ctx.add(c)
     if builtin:
         gj, gl = grids["central"], grids["local"]
         ctx.add(cost_K_comparison(results, regret_game, K_cost=K_cost, jdp_eps=gj[len(gj) // 2],
-                                  ldp_eps=gl[len(gl) // 2], calibration=calibration, seed=int(o.seed)))
+                                  ldp_eps=gl[len(gl) // 2], calibration=calibration, seed=int(o.seed),
+                                  alpha=alpha))
     ctx.config["time_regret_s"] = round(time.perf_counter() - t0, 1)
 
 

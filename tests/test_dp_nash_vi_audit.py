@@ -4,22 +4,59 @@ import pytest
 
 from algorithms.envs.generators import random_game
 from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
-from audits.dp_nash_vi import (ScriptedPairs, assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
+from audits.dp_nash_vi import (assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
                                regret_curves)
 from dpcheck.blackbox import audit
 
 
 def test_scripted_pairs_differ_only_in_the_first_user():
-    D, Dp = jdp_scenario()
+    D, Dp = jdp_scenario(K=4)
     rng = np.random.default_rng(0)
-    s = np.zeros(4, dtype=np.int64)
     a = np.array([0, 1, 0, 1])
     b = np.array([0, 0, 1, 1])
+    s = D.reset(rng, 4, episode=0)
+    sp = Dp.reset(rng, 4, episode=0)
+    assert np.all(s == 0) and np.all(sp == 0)
     assert np.all(D.step(0, s, a, b, rng, episode=0)[0] == 0)
-    assert np.all(Dp.step(0, s, a, b, rng, episode=0)[0] == D.S - 1)
-    for k in (1, 5):
-        assert np.array_equal(D.step(1, s, a, b, rng, episode=k)[0], Dp.step(1, s, a, b, rng, episode=k)[0])
+    assert np.all(Dp.step(0, sp, a, b, rng, episode=0)[0] == D.S - 1)
+    for k in (1, 3):
+        s, sp = D.reset(rng, 4, episode=k), Dp.reset(rng, 4, episode=k)
+        for h in range(D.H):
+            (s, r), (sp, rp) = D.step(h, s, a, b, rng, episode=k), Dp.step(h, sp, a, b, rng, episode=k)
+            assert np.array_equal(s, sp) and np.array_equal(r, rp)
     assert np.array_equal(D.r, Dp.r)
+    assert np.array_equal(D.users.differing_users(Dp.users), [0])   # neighbours in the sense of Def. 2.2
+
+
+def test_user_pairs_follow_the_action_history_of_a_hashed_tree():
+    """UserPairs is the game view of ScriptedUsers on joint actions: step by step it reports what
+    responses() reports for the same joint-action history (history-dependent users included)."""
+    from algorithms.envs.generators import random_game
+    from algorithms.envs.users import UserPairs, users_from_model
+
+    game = random_game(3, 2, 3, 4, np.random.default_rng(0))
+    users = users_from_model(game.joint_mdp(), 5, np.random.default_rng(1))
+    pairs = UserPairs(users, game.r, game.B)
+    rng = np.random.default_rng(2)
+    ep = np.array([0, 1, 2, 3, 4, 4])
+    a = rng.integers(0, game.A, size=(6, game.H))
+    b = rng.integers(0, game.B, size=(6, game.H))
+    want, _ = users.responses(ep, a * game.B + b)
+    s = pairs.reset(rng, 6, episode=ep)
+    got = [s]
+    for h in range(game.H):
+        s, rew = pairs.step(h, s, a[:, h], b[:, h], rng, episode=ep)
+        assert np.array_equal(rew, game.r[h, got[-1], a[:, h], b[:, h]])
+        got.append(s)
+    assert np.array_equal(np.stack(got, axis=1), want)
+
+
+def test_assumption_checks_use_the_runs_alpha():
+    game = random_game(3, 2, 2, 3, np.random.default_rng(0))
+    checks = assumption_checks(game, lambda: CentralPrivatizer(epsilon=1.0), runs=20, K=5,
+                               rng=np.random.default_rng(1), alpha=0.2)
+    probs = [c for c in checks if "failure_rate_interval" in c.measured]
+    assert probs and all(abs(c.measured["confidence"] - 0.8) < 1e-12 for c in probs)
 
 
 def test_jdp_audit_catches_the_nonprivate_baseline_with_a_large_bound():

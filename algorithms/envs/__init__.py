@@ -23,7 +23,7 @@ from algorithms.envs.planning import (
 )
 from algorithms.envs.users import (
     ScriptedUsers, TableUsers, HashedUsers, ModelUsers, FixedTrajectoryUsers, users_from_model,
-    random_table_users, neighbouring_users,
+    random_table_users, neighbouring_users, UserPairs,
 )
 from algorithms.envs.game_planning import (
     correlated_policy_values, product_policy_values, best_response_values, marginals,
@@ -31,6 +31,7 @@ from algorithms.envs.game_planning import (
 )
 
 __all__ = [
+    "UserPairs",
     "TabularMDP", "Trajectories", "MarkovGame", "GameTrajectories", "riverswim",
     "random_mdp", "random_game", "matrix_game", "matching_pennies", "rock_paper_scissors",
     "optimal_values", "policy_values", "greedy", "expected_return", "optimal_return",

@@ -13,7 +13,8 @@ randomness**. That is what a JDP audit needs:
 
 and the black-box auditor compares the distributions of M_{-k}(U) and M_{-k}(U') with fresh
 algorithm randomness only. For games (dp_nash_vi.md §1.4) a user *pair* answers joint actions
-j = a * B + b: build the users on ``game.joint_mdp()``.
+j = a * B + b: build the users on ``game.joint_mdp()`` and
+hand them to DPNashVI wrapped in :class:`UserPairs` (the per-episode game protocol).
 
 Three kinds, all batched over runs (each run faces one user per episode; the Python loop is over
 the H steps only):
@@ -436,3 +437,65 @@ class FixedTrajectoryUsers(ScriptedUsers):
 def neighbouring_users(users: ScriptedUsers, k: int, replacement: ScriptedUsers, j: int = 0):
     """(U, U') with U' = U except user k, who becomes user j of ``replacement`` (Def. 2.2)."""
     return users, users.replace(k, replacement, j)
+
+
+# ----------------------------------------------------------------------------- games
+class UserPairs:
+    """K scripted user *pairs* of a two-player game, in the per-episode game protocol of DPNashVI.run
+    (dp_nash_vi.md §1.4): ``H, S, A, B, r, init``, ``per_episode = True``, ``reset(rng, runs, episode=k)``,
+    ``step(h, states, a, b, rng, episode=k) -> (next_states, rewards)``.
+
+    ``users`` is any :class:`ScriptedUsers` on joint actions ``j = a * B + b`` (so ``users.A == A * B``);
+    pair k answers episode k (``episode`` an int or (runs,) users). ``r`` (H, S, A, B) is the game's known
+    reward (the games setting privatizes transitions only), so the users' own reported rewards are unused.
+    Users add no randomness: ``rng`` is never drawn from.
+
+    ``step`` continues the episode begun by the last ``reset`` (the users' history summary is kept between
+    the calls, which is what lets a user respond to her whole action history); one episode is in flight
+    per object at a time, as in DPNashVI.run's loop.
+    """
+
+    per_episode = True
+
+    def __init__(self, users: ScriptedUsers, r, B: int, name: str = "scripted user pairs"):
+        if not isinstance(users, ScriptedUsers):
+            raise InputError(f"users must be ScriptedUsers on joint actions, got {type(users).__name__}")
+        r = np.asarray(r, dtype=np.float64)
+        if r.ndim != 4 or r.shape[0] != users.H or r.shape[1] != users.S:
+            raise InputError(f"r must have shape (H, S, A, B) = ({users.H}, {users.S}, A, B), got {r.shape}")
+        if not np.all(np.isfinite(r)) or r.min() < 0 or r.max() > 1:
+            raise InputError("r must lie in [0, 1]")
+        if int(B) != r.shape[3] or r.shape[2] * r.shape[3] != users.A:
+            raise InputError(f"users answer {users.A} joint actions but r has A*B = {r.shape[2]}*{r.shape[3]}")
+        r.setflags(write=False)
+        self.users, self.r, self.name = users, r, name
+        self.H, self.S, self.A, self.B = users.H, users.S, r.shape[2], r.shape[3]
+        self.K = users.K
+        s1, _ = users._start(np.arange(users.K))
+        self.init = np.bincount(s1, minlength=self.S) / users.K      # s_1 over the users (a point mass if shared)
+        self._episode = None
+
+    def __repr__(self) -> str:
+        return f"UserPairs({self.users!r}, B={self.B})"
+
+    def replace(self, k: int, other: "UserPairs", j: int = 0) -> "UserPairs":
+        """The neighbouring sequence: pair k replaced by pair j of ``other`` (same reward)."""
+        if not np.array_equal(self.r, other.r):
+            raise InputError("neighbouring user pairs must share the game's known reward")
+        return UserPairs(self.users.replace(k, other.users, j), self.r, self.B, self.name)
+
+    def reset(self, rng, runs, episode=0):
+        u = self.users._users(episode, int(runs))
+        s, memo = self.users._start(u)
+        self._episode = (u, memo)
+        return s
+
+    def step(self, h, states, a, b, rng, episode=0):
+        if self._episode is None:
+            raise InputError("UserPairs.step called before reset (an episode starts with reset)")
+        u, memo = self._episode
+        states = np.asarray(states)
+        j = np.asarray(a, dtype=np.int64) * self.B + np.asarray(b, dtype=np.int64)
+        nxt, _, memo = self.users._advance(h, u, memo, states, j)
+        self._episode = (u, memo)
+        return nxt, self.r[h, states, a, b]
