@@ -183,6 +183,21 @@ def test_misbehaving_privatizer_is_a_mechanism_error():
         DPNashVI(Broken(E=2.0)).run(t3(), 3, np.random.default_rng(0))
 
 
+def test_bad_input_raised_inside_the_privatizer_stays_input_error():
+    """A privatizer that rejects its input (InputError) is bad input, not a misbehaving mechanism: the
+    algorithm's guard used to rewrap it as MechanismError("privatizer failed ...")."""
+    class Refuses(ExactCounts):
+        def observe(self, states, actions, rewards):
+            raise InputError("states must lie in [0, S)")
+    with pytest.raises(InputError):
+        DPNashVI(Refuses(E=2.0)).run(t3(), 3, np.random.default_rng(0))
+    class Raises(ExactCounts):
+        def observe(self, states, actions, rewards):
+            raise RuntimeError("boom")
+    with pytest.raises(MechanismError, match="failed in observe"):
+        DPNashVI(Raises(E=2.0)).run(t3(), 3, np.random.default_rng(0))
+
+
 def test_release_hook_sees_every_release_and_monitor_off_skips_true_count_comparison():
     from algorithms.envs.generators import random_game
     from algorithms.games.dp_nash_vi import DPNashVI

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from algorithms.games.cce import solve_cce
-from dpcheck.errors import InputError, MechanismError
+from dpcheck.errors import DPCheckError, InputError, MechanismError
 
 __all__ = ["DPNashVI", "NashVIResult", "THEORY_CONSTANTS", "PRACTICAL_CONSTANTS", "confidence_log"]
 
@@ -247,8 +247,8 @@ class DPNashVI:
         try:
             priv.start(runs, H, S, A * B, K, rng_noise, rewards=False)
             E_raw = float(priv.width)
-        except MechanismError:
-            raise                                       # already names the privatizer (loader's guard)
+        except DPCheckError:
+            raise               # InputError stays bad input; MechanismError already names the privatizer
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed to start: {type(e).__name__}: {e}") from e
         exact = E_raw == 0.0
@@ -347,8 +347,8 @@ class DPNashVI:
                 states[:, k, h + 1] = s
             try:
                 priv.observe(states[:, k], act_a[:, k] * B + act_b[:, k], None)   # line 19
-            except MechanismError:
-                raise
+            except DPCheckError:
+                raise           # InputError stays bad input; MechanismError already names the privatizer
             except Exception as e:
                 raise MechanismError(f"privatizer {priv!r} failed in observe: {type(e).__name__}: {e}") from e
 
@@ -373,8 +373,8 @@ class DPNashVI:
     def _release(priv):
         try:
             return priv.release()
-        except MechanismError:
-            raise                                       # already names the privatizer (loader's guard)
+        except DPCheckError:
+            raise               # InputError stays bad input; MechanismError already names the privatizer
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed in release: {type(e).__name__}: {e}") from e
 
