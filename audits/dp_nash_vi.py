@@ -205,6 +205,11 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
                 continue
             c = _replace(c, id=c.id + suffix, details={**c.details, "config": config})
             out.append(_soften(c, practical))
+    else:                                   # say so rather than leave Assumption 3.1 out of the report silently
+        out.append(Check(id="assumption.count_error" + suffix, kind="assumption", verdict=INCONCLUSIVE,
+                         claim={"statement": "Assumption 3.1", "source": SOURCE + ", Assumption 3.1 (N5-N8)"},
+                         measured={"confidence": None}, details={"config": config},
+                         reason="the privatizer exposes no true_counts(): Assumption 3.1 cannot be checked"))
 
     resid = cce_residual(res.pi, res.Qb, res.Qu)
     out.append(invariant_check(
@@ -544,6 +549,15 @@ def _privatizer_factory(spec, epsilon, calibration, width_mode):
     return make
 
 
+def privatizer_notion(p, own_claim=None) -> str:
+    """"JDP" or "LDP" for a privatizer: its declared claim's notion first (privacy declared as data: a
+    CountPrivatizer subclass inherits ``notion = "JDP"`` even when its claim says LDP), then its ``notion``
+    attribute, then the Local hook ``message``; JDP otherwise (the non-private baseline included)."""
+    if own_claim is not None and getattr(own_claim, "notion", None) in ("JDP", "LDP"):
+        return own_claim.notion
+    return "LDP" if (getattr(p, "notion", "JDP") == "LDP" or callable(getattr(p, "message", None))) else "JDP"
+
+
 def _accepts(spec, eps, calibration) -> bool:
     """Does the privatizer accept this budget? (a user's class may refuse, e.g. Gaussian needs eps <= 1)."""
     from dpcheck.errors import MechanismError
@@ -572,7 +586,9 @@ def run(ctx) -> None:
     calibration = o.extra.get("calibration", "strict")
     make = _privatizer_factory(spec, eps, calibration, "rigorous")
     probe = make()                                   # bad names / files: InputError before any work
-    notion = "LDP" if (getattr(probe, "notion", "JDP") == "LDP" or callable(getattr(probe, "message", None))) else "JDP"
+    from audits import privatizers as pa
+    own = pa.claim_for_families(probe, False)        # the privatizer's own claim with 2 families, if it has one
+    notion = privatizer_notion(probe, own)
     builtin = spec in ("central", "local")
     samples = int(o.samples) if o.samples else PRIVACY_SAMPLES[q]
     # --alpha reaches every check (the assumption and regret checks used a hard-coded 0.05 before)
@@ -602,8 +618,6 @@ def run(ctx) -> None:
     t0 = time.perf_counter()
     lemma = "Lemma 5.1 (N1)" if notion == "JDP" else "Lemma 5.4 (N2)"
     claim = Claim(epsilon=eps, notion=notion, source=f"{SOURCE}, {lemma}")
-    from audits import privatizers as pa
-    own = pa.claim_for_families(probe, False)                 # the privatizer's own claim with 2 families, if it has one
     if own is not None:
         claim = own
     ctx.progress(f"privacy: privatizer-level audits ({spec}, games setting: A*B joint actions, 2 families)")

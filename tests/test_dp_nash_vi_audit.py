@@ -257,3 +257,21 @@ def test_privacy_cost_checks_read_planted_scalings(cost, verdicts):
         assert c.verdict == verdict, (key, c.reason)
         if verdict == "inconclusive":              # a violation softened: practical mode carries no guarantee
             assert c.reason.startswith("practical mode (no guarantee)") and "not guaranteed" in c.details["note"]
+
+
+def test_notion_comes_from_the_declared_claim():
+    from algorithms.privatizers import CentralPrivatizer as C
+    from audits.dp_nash_vi import privatizer_notion
+    from audits.privatizers import claim_for_families
+    from dpcheck.claims import Claim
+
+    class LdpByClaim(C):                      # inherits notion = "JDP" but declares an LDP claim
+        @property
+        def claim(self):
+            return Claim(epsilon=self.epsilon, notion="LDP", source="test")
+
+    p = LdpByClaim(epsilon=1.0)
+    assert p.notion == "JDP" and privatizer_notion(p, claim_for_families(p, False)) == "LDP"
+    assert privatizer_notion(C(epsilon=1.0), claim_for_families(C(epsilon=1.0), False)) == "JDP"
+    assert privatizer_notion(LocalPrivatizer(epsilon=1.0), None) == "LDP"
+    assert privatizer_notion(NoPrivatizer(), claim_for_families(NoPrivatizer(), False)) == "JDP"
