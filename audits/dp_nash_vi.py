@@ -23,7 +23,8 @@ Assumptions (theory mode: C1 = 2, C2 = 10, the privatizer's rigorous width; on a
   [assumption.cce]              every stage policy is a CCE of (Qb, Qu) (N18, tolerance 1e-8 H)
   [assumption.optimism]         Qb >= Q^{dagger,nu^k}, Qu <= Q^{mu^k,dagger} (N16) w.p. >= 1 - 2 beta/3
   [assumption.optimism_correlated] Vu <= V^{pi^k} <= Vb (N17)
-  [assumption.certificate]      Delta_final <= mean certificate and true gap of the output <= Delta_final (N27)
+  [assumption.certificate_chain] Delta_final <= mean certificate in every run (N27, an invariant)
+  [assumption.certificate]      true gap of the output <= Delta_final w.p. >= 1 - 2 beta/3 (N27 on N16's event)
   In theory mode the bonus exceeds H at feasible K (spec §5 last note): the optimism checks hold trivially
   and say so ("vacuous"). They are repeated in the labelled practical mode (ids suffixed .practical): there
   they are informative but carry no guarantee, so a miss is reported as inconclusive.
@@ -225,6 +226,8 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     lo = (res.Qu > br.Q_mu_dagger + tol).any(axis=(2, 3, 4, 5)) | \
          (res.Vu[..., :H, :] > br.V_mu_dagger[..., :H, :] + tol).any(axis=(2, 3))
     viol_runs = (up | lo).any(axis=1)
+    # Gap_k of the episode policies from the same best responses (duality_gap would solve them again)
+    gap_k = br.V_dagger_nu[..., 0, :] @ game.init - br.V_mu_dagger[..., 0, :] @ game.init
     c = probability_check(id="assumption.optimism" + suffix, failures=int(viol_runs.sum()), runs=runs,
                           beta=2 * BETA / 3, alpha=alpha, what="Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger}" + tag,
                           claim={"statement": "UCB/LCB at every (k,h,s,a,b) w.p. >= 1 - 2 beta/3",
@@ -242,12 +245,23 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     out.append(_vacuous(_soften(c, practical), vac_msg))
 
     gap_out = duality_gap(game, res.mu_out, res.nu_out)
+    # N27 has two parts of different kinds: the chain Delta_final <= mean_k certificate holds ALWAYS (an
+    # invariant: one counterexample fails it; it used to be added to the gap failures of a probability
+    # check at beta, where a few broken runs passed unnoticed), the gap bound only on N16's good event,
+    # which has probability >= 1 - 2 beta/3 (Lemma B.7), so that is the level it is checked at.
     chain = int((res.delta > res.certificate.mean(axis=1) + 1e-12).sum())
+    out.append(invariant_check(
+        id="assumption.certificate_chain" + suffix, violations=chain, total=runs,
+        what="Delta_final <= mean_k (Vb_1^k - Vu_1^k)(s_1) in every run",
+        claim={"statement": "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) always",
+               "source": src + ", Theorem 4.2 proof (N27, deterministic part)"},
+        details={"config": config}))
     exceed = gap_out > res.delta + tol
-    c = probability_check(id="assumption.certificate" + suffix, failures=int(exceed.sum()) + chain, runs=runs,
-                          beta=BETA, alpha=alpha, what="duality gap of (mu^out, nu^out) <= Delta_final" + tag,
-                          claim={"statement": "V^{dagger,nu^out} - V^{mu^out,dagger} <= Delta_final <= mean_k "
-                                              "(Vb_1^k - Vu_1^k)(s_1)", "source": src + ", Theorem 4.2 proof (N27)"},
+    c = probability_check(id="assumption.certificate" + suffix, failures=int(exceed.sum()), runs=runs,
+                          beta=2 * BETA / 3, alpha=alpha, what="duality gap of (mu^out, nu^out) <= Delta_final" + tag,
+                          claim={"statement": "V^{dagger,nu^out} - V^{mu^out,dagger} <= Delta_final on the good "
+                                              "event of N16 (w.p. >= 1 - 2 beta/3)",
+                                 "source": src + ", Theorem 4.2 proof (N27) with Lemma B.7 (N16)"},
                           details={"config": config, "chain_violations": chain,
                                    "gap_out_mean": float(gap_out.mean()), "delta_mean": float(res.delta.mean()),
                                    "plots": [{"title": "certificate vs true duality gap of the episode policy",
@@ -256,7 +270,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
                                                   {"label": "(Vb_1 - Vu_1)(s_1), mean over runs",
                                                    "x": list(range(1, K + 1)), "y": res.certificate.mean(0).tolist()},
                                                   {"label": "Gap_k, mean over runs", "x": list(range(1, K + 1)),
-                                                   "y": duality_gap(game, res.mu, res.nu).mean(0).tolist()}]}]})
+                                                   "y": gap_k.mean(0).tolist()}]}]})
     out.append(_vacuous(_soften(c, practical), vac_msg))
     return out
 

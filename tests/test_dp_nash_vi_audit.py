@@ -275,3 +275,25 @@ def test_notion_comes_from_the_declared_claim():
     assert privatizer_notion(C(epsilon=1.0), claim_for_families(C(epsilon=1.0), False)) == "JDP"
     assert privatizer_notion(LocalPrivatizer(epsilon=1.0), None) == "LDP"
     assert privatizer_notion(NoPrivatizer(), claim_for_families(NoPrivatizer(), False)) == "JDP"
+
+
+def test_certificate_chain_is_an_invariant_one_broken_run_fails_it():
+    """Delta_final <= mean_k certificate holds always (N27): one run that breaks it must fail the audit.
+    (It used to be counted as one failure of a probability check at beta, which 1 run in 40 passed.)"""
+    from algorithms.games.dp_nash_vi import DPNashVI
+
+    class OneBadOutput(DPNashVI):
+        def run(self, *a, **kw):
+            res = super().run(*a, **kw)
+            res.delta = res.delta.copy()
+            res.delta[0] = res.certificate[0].max() + 1.0       # not the min over episodes
+            return res
+
+    game = random_game(3, 2, 2, 3, np.random.default_rng(0))
+    checks = {c.id: c for c in assumption_checks(game, lambda: CentralPrivatizer(epsilon=1.0), runs=40, K=5,
+                                                 rng=np.random.default_rng(1), algo_cls=OneBadOutput)}
+    assert checks["assumption.certificate_chain"].verdict == "fail"
+    assert checks["assumption.certificate_chain"].measured["violations"] == 1
+    ok = {c.id: c for c in assumption_checks(game, lambda: CentralPrivatizer(epsilon=1.0), runs=40, K=5,
+                                             rng=np.random.default_rng(1))}
+    assert ok["assumption.certificate_chain"].verdict == "pass"
