@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcheck.checks import invariant_check, probability_check
+from dpcheck.checks import INCONCLUSIVE, FAIL, Check, invariant_check, probability_check
 
 REL_TOL = 1e-9          # float rounding of sums of O(S) terms of size up to ~1e6
 
@@ -54,6 +54,7 @@ class CountAssumptionMonitor:
         self.sum_violations = np.zeros(self.runs, dtype=np.int64)
         self.under_violations = np.zeros(self.runs, dtype=np.int64)
         self.kernel_violations = np.zeros(self.runs, dtype=np.int64)
+        self.noise_seen = False         # did the releases carry N^ (noisy_*)? Without it the good event is unknown
         self.cases = 0                  # (h,s,a) rows checked per run
         self.releases = 0
         self.worst = {}                 # a counterexample per invariant, for the report
@@ -75,6 +76,7 @@ class CountAssumptionMonitor:
         if nv is not None and nt is not None:
             nerr = np.maximum(_runs_max(np.abs(np.asarray(nv) - Nv)), _runs_max(np.abs(np.asarray(nt) - Nt)))
             self.noise_ratio = np.maximum(self.noise_ratio, nerr / (E / 4 if E > 0 else 1e-12))
+            self.noise_seen = True
         # part 2: sum identity
         tsum = t.sum(axis=-1)
         bad_sum = np.abs(v - tsum) > REL_TOL * np.maximum(1.0, np.abs(v))
@@ -98,7 +100,8 @@ class CountAssumptionMonitor:
 
     @property
     def good_event(self) -> np.ndarray:
-        """Per run: did |N^ - N| <= E/4 hold at every release (Lemma 5.4's hypothesis)?"""
+        """Per run: did |N^ - N| <= E/4 hold at every release (Lemma 5.4's hypothesis)? All True when the
+        releases carry no N^ (``noise_seen`` False): then it is unknown, and checks() says so."""
         return self.noise_ratio <= 1.0
 
     def checks(self, *, beta: float, alpha: float, prefix: str = "assumption") -> list:
@@ -125,7 +128,7 @@ class CountAssumptionMonitor:
             claim=dict(claim_base, statement="N~(s,a) = sum_s' N~(s,a,s') (Assumption 3.1 part 2)"),
             details={"counterexample": self.worst.get("sum_consistency")}, what="sum consistency"))
         n_good = int(good.sum())
-        out.append(invariant_check(
+        under = invariant_check(
             id=f"{prefix}.no_underestimation", violations=int(self.under_violations[good].sum()),
             total=self.cases * n_good,
             claim=dict(claim_base, statement="N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4 "
@@ -133,7 +136,15 @@ class CountAssumptionMonitor:
             details={"counterexample": self.worst.get("no_underestimation"), "good_event_runs": n_good,
                      "violations_outside_good_event": int(self.under_violations[~good].sum())},
             what="no underestimation on the good event",
-            vacuous=None if n_good else "the good event held in no run"))
+            vacuous=None if n_good else "the good event held in no run")
+        if not self.noise_seen and self.releases and under.verdict == FAIL:
+            # releases without N^ (a user's privatizer may omit noisy_*): the good event cannot be told
+            # apart, every run counted as good, so an underestimate is no proof against a claim made on it
+            under = Check(id=under.id, kind=under.kind, verdict=INCONCLUSIVE, claim=under.claim,
+                          measured=under.measured, details={**under.details, "good_event": "unobservable"},
+                          reason=under.reason + " (the releases carry no N^: the good event |N^ - N| <= E/4 "
+                                                "is unobservable, so this is not a violation of the claim)")
+        out.append(under)
         out.append(invariant_check(
             id=f"{prefix}.valid_transition", violations=int(self.kernel_violations.sum()), total=total,
             claim=dict(claim_base, statement="P~(.|s,a) = N~(s,a,.)/N~(s,a) is a full-support distribution "

@@ -235,3 +235,25 @@ def test_user_privatizer_audit_runs_the_planner_view(tmp_path):
     get("central_privatizer").run(ctx)
     verdicts = {c.id: c.verdict for c in ctx.checks}
     assert verdicts["privacy.blackbox"] == PASS and verdicts["privacy.blackbox.planner_view"] == FAIL
+
+
+def test_monitor_without_noisy_counts_does_not_fail_no_underestimation():
+    """Assumption 3.1's no-underestimation item is claimed on the good event |N^ - N| <= E/4 only. A release
+    without N^ (noisy_*) leaves that event unobservable: an underestimate is then inconclusive, while with
+    N^ inside the good event it fails."""
+    from types import SimpleNamespace
+    from audits._tabular_checks import CountAssumptionMonitor
+
+    N = np.full((3, 1, 2, 1), 5.0)
+    true = SimpleNamespace(visits=N, transitions=np.stack([N / 2, N / 2], axis=-1), rewards=None)
+    low = N - 1.0                                       # underestimates by 1 < E
+    rel = SimpleNamespace(visits=low, transitions=np.stack([low / 2, low / 2], axis=-1), rewards=None)
+    mon = CountAssumptionMonitor(3, 8.0, source="test", has_rewards=False)
+    mon.update(rel, true)
+    c = {c.id: c for c in mon.checks(beta=0.1, alpha=0.05)}["assumption.no_underestimation"]
+    assert c.verdict == "inconclusive" and "unobservable" in c.reason
+    rel.noisy_visits, rel.noisy_transitions = N, true.transitions        # N^ = N: inside the good event
+    mon = CountAssumptionMonitor(3, 8.0, source="test", has_rewards=False)
+    mon.update(rel, true)
+    c = {c.id: c for c in mon.checks(beta=0.1, alpha=0.05)}["assumption.no_underestimation"]
+    assert c.verdict == "fail"
