@@ -18,7 +18,8 @@ j = a*B + b (A*B of them), rewards=False (the reward is known), so 2 stream fami
       on C1, C2 (N3), and with these a raw count in the bonus changes the deployed actions.
   [privacy.jdp.power]          the same audit on non-private Nash-VI must find a large bound (not --quick).
 Assumptions (theory mode: C1 = 2, C2 = 10, the privatizer's rigorous width; on a seeded T3 game)
-  [assumption.count_error | .sum_consistency | .no_underestimation | .valid_transition]  Assumption 3.1, from
+  [assumption.count_error | .sum_consistency | .no_underestimation | .valid_transition | .good_event (N6)]
+      Assumption 3.1 and Lemma 5.4's good event, from
       audits/_tabular_checks.CountAssumptionMonitor fed every release the algorithm planned with (release_hook)
   [assumption.cce]              every stage policy is a CCE of (Qb, Qu) (N18, tolerance 1e-8 H)
   [assumption.optimism]         Qb >= Q^{dagger,nu^k}, Qu <= Q^{mu^k,dagger} (N16) w.p. >= 1 - 2 beta/3
@@ -205,6 +206,16 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             if c.id in skip:
                 continue
             c = _replace(c, id=c.id + suffix, details={**c.details, "config": config})
+            out.append(_soften(c, practical))
+        mon = box["mon"]
+        if not exact and mon.noise_seen:
+            # N6 (as DP-UCBVI's C6 in audits/dp_ucbvi.py), from the same monitor: Lemma 5.4's hypothesis
+            c = probability_check(
+                id="assumption.good_event" + suffix, failures=int((~mon.good_event).sum()), runs=runs,
+                beta=BETA / 3, alpha=alpha, what="the good event |N^ - N| <= E/4",
+                claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,b,s',k) w.p. >= 1 - beta/3",
+                       "source": SOURCE + ", Lemmas 5.1 / 5.4 (N6)"},
+                details={"config": config, "max_noise_ratio_per_run (|N^-N|/(E/4))": mon.noise_ratio})
             out.append(_soften(c, practical))
     else:                                   # say so rather than leave Assumption 3.1 out of the report silently
         out.append(Check(id="assumption.count_error" + suffix, kind="assumption", verdict=INCONCLUSIVE,

@@ -84,7 +84,8 @@ def test_assumption_checks_pass_and_say_when_vacuous():
     checks = {c.id: c for c in assumption_checks(game, lambda: CentralPrivatizer(epsilon=1.0), runs=120, K=30,
                                                  rng=np.random.default_rng(1))}
     assert {"assumption.count_error", "assumption.valid_transition", "assumption.cce", "assumption.optimism",
-            "assumption.optimism_correlated", "assumption.certificate"} <= set(checks)
+            "assumption.optimism_correlated", "assumption.certificate", "assumption.certificate_chain",
+            "assumption.good_event"} <= set(checks)
     assert all(c.verdict == "pass" for c in checks.values()), {k: c.reason for k, c in checks.items()}
     assert "vacuous" in checks["assumption.optimism"].details        # theory bonus saturates at H
     assert "vacuously" in checks["assumption.optimism"].reason
