@@ -122,7 +122,7 @@ def main(argv=None):
     ap.add_argument("--K", type=int, default=2000)
     ap.add_argument("--H", type=int, default=20)
     ap.add_argument("--runs", default="1,64,1024")
-    ap.add_argument("--rlberry-episodes", type=int, default=500)
+    ap.add_argument("--rlberry-episodes", type=int, default=2000)
     ap.add_argument("--fig1-K", type=int, default=1000, help="episodes of the Figure 1 batch (0: skip)")
     a = ap.parse_args(argv)
     base, why = rlberry_rate(a.H, a.rlberry_episodes)
