@@ -245,4 +245,3 @@ def test_offline_projection_equals_the_offline_spec_closed_form(y, m, E):
     np.testing.assert_allclose(pp.transitions[0], want, atol=1e-9 * scale)
     assert not pp.infeasible[0]                               # m >= 0: always feasible (§2.4)
     assert abs(pp.visits[0] - m) <= E / 2 + 1e-9 * scale       # |ntil(s,a) - n'(s,a)| <= E/2
-
