@@ -574,15 +574,6 @@ def _privatizer_factory(spec, epsilon, calibration, width_mode):
     return make
 
 
-def privatizer_notion(p, own_claim=None) -> str:
-    """"JDP" or "LDP" for a privatizer: its declared claim's notion first (privacy declared as data: a
-    CountPrivatizer subclass inherits ``notion = "JDP"`` even when its claim says LDP), then its ``notion``
-    attribute, then the Local hook ``message``; JDP otherwise (the non-private baseline included)."""
-    if own_claim is not None and getattr(own_claim, "notion", None) in ("JDP", "LDP"):
-        return own_claim.notion
-    return "LDP" if (getattr(p, "notion", "JDP") == "LDP" or callable(getattr(p, "message", None))) else "JDP"
-
-
 def _accepts(spec, eps, calibration) -> bool:
     """Does the privatizer accept this budget? (a user's class may refuse, e.g. Gaussian needs eps <= 1)."""
     from dpcheck.errors import MechanismError
@@ -613,7 +604,7 @@ def run(ctx) -> None:
     probe = make()                                   # bad names / files: InputError before any work
     from audits import privatizers as pa
     own = pa.claim_for_families(probe, False)        # the privatizer's own claim with 2 families, if it has one
-    notion = privatizer_notion(probe, own)
+    notion = pa.privatizer_notion(probe, own)
     builtin = spec in ("central", "local")
     samples = int(o.samples) if o.samples else PRIVACY_SAMPLES[q]
     # --alpha reaches every check (the assumption and regret checks used a hard-coded 0.05 before)

@@ -85,8 +85,9 @@ class AgentSpec:
                    tie_breaking=self.tie_breaking)
 
     def notion(self) -> str:
+        from audits.privatizers import claim_for_families, privatizer_notion
         p = self.make_privatizer()
-        return str(getattr(p, "notion", "JDP"))
+        return privatizer_notion(p, claim_for_families(p, True))
 
     def describe(self) -> dict:
         return {"agent": (self.agent_class.__name__ if self.agent_class else "DPUCBVI"),

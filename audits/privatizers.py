@@ -554,6 +554,15 @@ def _blackbox(ctx, target, source, id="privacy.blackbox"):
     return res.to_check(id=id, kind="privacy", claim_source=source)
 
 
+def privatizer_notion(p, own_claim=None) -> str:
+    """"JDP" or "LDP" for a privatizer: its declared claim's notion first (privacy declared as data: a
+    CountPrivatizer subclass inherits ``notion = "JDP"`` even when its claim says LDP), then its ``notion``
+    attribute, then the Local hook ``message``; JDP otherwise (the non-private baseline included)."""
+    if own_claim is not None and getattr(own_claim, "notion", None) in ("JDP", "LDP"):
+        return own_claim.notion
+    return "LDP" if (getattr(p, "notion", "JDP") == "LDP" or callable(getattr(p, "message", None))) else "JDP"
+
+
 def claim_for_families(p, rewards):
     """The privatizer's claim once it knows whether it runs with 2 or 3 families."""
     q = copy.deepcopy(p)

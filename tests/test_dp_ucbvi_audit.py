@@ -129,3 +129,20 @@ def test_cli_user_privatizer_class(tmp_path):
                                   ["--set", "calibration=loose"], ["--epsilon", "-1"]])
 def test_cli_bad_input_exits_2(tmp_path, argv):
     assert main(["audit", "dp_ucbvi", "--quick", "--out", str(tmp_path), "--quiet", *argv]) == 2
+
+
+def test_notion_comes_from_the_declared_claim(tmp_path):
+    # a CountPrivatizer subclass inherits notion = "JDP"; its declared LDP claim must decide how it is audited
+    f = tmp_path / "ldp_by_claim.py"
+    f.write_text(
+        "from algorithms.privatizers import CentralPrivatizer\n"
+        "from dpcheck.claims import Claim\n"
+        "class LdpByClaim(CentralPrivatizer):\n"
+        "    @property\n"
+        "    def claim(self):\n"
+        "        return Claim(epsilon=self.epsilon, notion='LDP', source='test')\n")
+    from audits.dp_ucbvi import AgentSpec
+    assert AgentSpec(privatizer=f"{f}:LdpByClaim").notion() == "LDP"
+    assert AgentSpec(privatizer="central").notion() == "JDP"
+    assert AgentSpec(privatizer="local").notion() == "LDP"
+    assert AgentSpec(privatizer="none").notion() == "JDP"
