@@ -87,6 +87,8 @@ class AgentSpec:
     def notion(self) -> str:
         from audits.privatizers import claim_for_families, privatizer_notion
         p = self.make_privatizer()
+        if getattr(p, "notion", None) == "none":   # the non-private baseline: audited as JDP, no privatizer checks
+            return "none"
         return privatizer_notion(p, claim_for_families(p, True))
 
     def describe(self) -> dict:

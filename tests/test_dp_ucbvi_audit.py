@@ -145,4 +145,4 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
     assert AgentSpec(privatizer=f"{f}:LdpByClaim").notion() == "LDP"
     assert AgentSpec(privatizer="central").notion() == "JDP"
     assert AgentSpec(privatizer="local").notion() == "LDP"
-    assert AgentSpec(privatizer="none").notion() == "JDP"
+    assert AgentSpec(privatizer="none").notion() == "none"
