@@ -163,8 +163,13 @@ def _plot_png(spec: dict) -> str | None:
             ax.axvline(float(ref["x"]), ls=":", color="black", lw=1, label=ref.get("label"))
         except (TypeError, ValueError):
             pass
+    from matplotlib.ticker import NullFormatter
     if spec.get("logx"):
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels of a log axis overlap
+        xs = sorted({float(v) for s_ in series for v in (s_.get("x") or []) if isinstance(v, (int, float)) and v > 0})
+        if 2 <= len(xs) <= 10:  # a short grid: label its own points
+            ax.set_xticks(xs, [f"{v:g}" for v in xs])
     if spec.get("logy"):
         ax.set_yscale("symlog" if spec.get("logy") == "symlog" else "log")
     ax.set_title(spec.get("title", ""), fontsize=10)
