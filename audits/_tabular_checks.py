@@ -13,9 +13,10 @@ Checks (ids fixed; each carries its claim's source):
 * ``assumption.count_error`` (probability, Assumption 3.1 part 1): per run, the event "for all
   (h,s,a,s',k): |N~ - N| <= E for both count types and |R~ - R| <= E" must hold with probability
   >= 1 - beta/3: exact binomial bound over the runs (dpcheck.checks.probability_check).
-  Details log the Lemma 5.4 good event (|N^ - N| <= E/4) per run as well (claim C6 / N6).
+  Details log the good event |N^ - N| <= E/4 per run as well (claim C6 / N6): the hypothesis of the
+  post-processing lemma (``good_event_lemma``: DP-UCBVI's Lemma 5.4, DP-Nash-VI's Lemma 5.8).
 * ``assumption.sum_consistency`` (invariant, part 2): N~(s,a) = sum_s' N~(s,a,s') (relative 1e-9).
-* ``assumption.no_underestimation`` (invariant on the good event, part 2 / Lemma 5.4):
+* ``assumption.no_underestimation`` (invariant on the good event, part 2 / ``good_event_lemma``):
   N~(s,a) >= N(s,a) whenever |N^ - N| <= E/4 held in that run (deterministic there).
 * ``assumption.valid_transition`` (invariant, Remark 3.2 / C5 / N5): P~(.|s,a) has entries > 0
   summing to 1 -- always, including outside the good event thanks to the fallback.
@@ -40,10 +41,15 @@ class CountAssumptionMonitor:
     runs:   number of independent runs (leading axis of every array it is fed).
     width:  E (public). With E = 0 (exact counts) the error bounds are checked with tolerance only.
     source: the claim's source, e.g. "Qiao & Wang 2023 (DP-UCBVI), Assumption 3.1; Lemmas 5.1, 5.4".
+    good_event_lemma: the paper's post-processing lemma whose hypothesis is the good event |N^ - N| <= E/4
+            and which gives N~ >= N on it (named in the no_underestimation claim): "Lemma 5.4" in
+            DP-UCBVI (Qiao & Wang 2023), "Lemma 5.8" in DP-Nash-VI (Qiao & Wang 2024).
     """
 
-    def __init__(self, runs: int, width: float, *, source: str, has_rewards: bool = True):
+    def __init__(self, runs: int, width: float, *, source: str, has_rewards: bool = True,
+                 good_event_lemma: str = "Lemma 5.4"):
         self.runs = int(runs)
+        self.good_event_lemma = good_event_lemma
         self.E = float(width)
         self.source = source
         self.has_rewards = has_rewards
@@ -100,7 +106,7 @@ class CountAssumptionMonitor:
 
     @property
     def good_event(self) -> np.ndarray:
-        """Per run: did |N^ - N| <= E/4 hold at every release (Lemma 5.4's hypothesis)? All True when the
+        """Per run: did |N^ - N| <= E/4 hold at every release (``good_event_lemma``'s hypothesis)? All True when the
         releases carry no N^ (``noise_seen`` False): then it is unknown, and checks() says so."""
         return self.noise_ratio <= 1.0
 
@@ -132,7 +138,7 @@ class CountAssumptionMonitor:
             id=f"{prefix}.no_underestimation", violations=int(self.under_violations[good].sum()),
             total=self.cases * n_good,
             claim=dict(claim_base, statement="N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4 "
-                       "(Assumption 3.1 part 2; Lemma 5.4)"),
+                       f"(Assumption 3.1 part 2; {self.good_event_lemma})"),
             details={"counterexample": self.worst.get("no_underestimation"), "good_event_runs": n_good,
                      "violations_outside_good_event": int(self.under_violations[~good].sum())},
             what="no underestimation on the good event",

@@ -181,11 +181,12 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             return
         if "mon" not in box:
             box["mon"] = CountAssumptionMonitor(runs, float(counts.width), has_rewards=False,
-                                                source=SOURCE + ", Assumption 3.1; Lemmas 5.1 / 5.4 / 5.8 (N5-N8)")
+                                                source=SOURCE + ", Assumption 3.1; Lemmas 5.1 / 5.4 / 5.8 (N5-N8)",
+                                                good_event_lemma="Lemma 5.8")
         box["mon"].update(counts, p.true_counts())
 
     res = algo_cls(priv, beta=BETA, mode=mode, C1=C1, C2=C2, record_values=True).run(
-        game, K, rng, runs=runs, monitor=False, release_hook=hook)
+        game, K, rng, runs=runs, release_hook=hook)
     H = game.H
     src = f"{SOURCE}"
     tag = f" [{mode} mode]"
@@ -209,11 +210,13 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             out.append(_soften(c, practical))
         mon = box["mon"]
         if not exact and mon.noise_seen:
-            # N6 (as DP-UCBVI's C6 in audits/dp_ucbvi.py), from the same monitor: Lemma 5.4's hypothesis
+            # N6 (as DP-UCBVI's C6 in audits/dp_ucbvi.py), from the same monitor: the hypothesis of Lemma 5.8
+            # (post-processing), NOT "Assumption 3.1 holds" -- that is the four checks above, item by item
             c = probability_check(
                 id="assumption.good_event" + suffix, failures=int((~mon.good_event).sum()), runs=runs,
                 beta=BETA / 3, alpha=alpha, what="the good event |N^ - N| <= E/4",
-                claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,b,s',k) w.p. >= 1 - beta/3",
+                claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,b,s',k) w.p. >= 1 - beta/3 "
+                                    "(Lemma 5.8's hypothesis)",
                        "source": SOURCE + ", Lemmas 5.1 / 5.4 (N6)"},
                 details={"config": config, "max_noise_ratio_per_run (|N^-N|/(E/4))": mon.noise_ratio})
             out.append(_soften(c, practical))
@@ -312,7 +315,7 @@ def regret_curves(game, make_privatizer, *, K: int, seeds: int, rng, algo_cls=No
     from algorithms.games.dp_nash_vi import DPNashVI
 
     algo_cls = algo_cls or DPNashVI
-    res = algo_cls(make_privatizer(), beta=BETA, mode="practical").run(game, K, rng, runs=seeds, monitor=False)
+    res = algo_cls(make_privatizer(), beta=BETA, mode="practical").run(game, K, rng, runs=seeds)
     gaps = duality_gap(game, res.mu, res.nu)                     # (seeds, K), each >= 0
     return np.cumsum(gaps, axis=1), res.config
 

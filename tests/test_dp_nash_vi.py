@@ -51,14 +51,19 @@ def t3(seed=0):
 
 
 def test_nonprivate_runs_and_records_shapes():
+    from audits._tabular_checks import CountAssumptionMonitor
     game = t3()
-    res = DPNashVI(ExactCounts(), mode="practical", record_values=True).run(game, 30, np.random.default_rng(1), runs=4)
+    # Assumption 3.1 is the checker's business (release_hook), not the algorithm's: exact counts, zero error
+    mon = CountAssumptionMonitor(4, 0.0, has_rewards=False, source="test")
+    res = DPNashVI(ExactCounts(), mode="practical", record_values=True).run(
+        game, 30, np.random.default_rng(1), runs=4, release_hook=lambda c, p: mon.update(c, p.true_counts()))
     assert res.mu.shape == (4, 30, 3, 3, 2) and res.nu.shape == (4, 30, 3, 3, 2)
     assert res.Qb.shape == (4, 30, 3, 3, 2, 2) and res.Vb.shape == (4, 30, 4, 3)
     assert np.allclose(res.mu.sum(-1), 1) and np.allclose(res.pi.sum((-1, -2)), 1)
     # first episode: nothing visited -> Qb = H, Qu = 0 (non-private convention)
     assert np.all(res.Qb[:, 0] == 3) and np.all(res.Qu[:, 0] == 0) and res.vacuous[:, 0].all()
-    assert np.all(res.count_error == 0)
+    assert mon.releases == 30 and np.all(mon.error_ratio == 0) and np.all(mon.sum_violations == 0)
+    assert not hasattr(res, "count_error") and not hasattr(res, "good_event")   # no duplicate in the algorithm
     assert res.config["calibration"] is None and res.config["mode"] == "practical"
 
 
@@ -198,7 +203,7 @@ def test_bad_input_raised_inside_the_privatizer_stays_input_error():
         DPNashVI(Raises(E=2.0)).run(t3(), 3, np.random.default_rng(0))
 
 
-def test_release_hook_sees_every_release_and_monitor_off_skips_true_count_comparison():
+def test_release_hook_sees_every_release_and_does_not_change_the_run():
     from algorithms.envs.generators import random_game
     from algorithms.games.dp_nash_vi import DPNashVI
     from algorithms.privatizers import CentralPrivatizer
@@ -207,8 +212,7 @@ def test_release_hook_sees_every_release_and_monitor_off_skips_true_count_compar
     seen = []
     hook = lambda counts, priv: seen.append((np.asarray(counts.visits).shape, priv.true_counts().visits.sum()))
     res = DPNashVI(CentralPrivatizer(epsilon=1.0), mode="practical").run(
-        game, 5, np.random.default_rng(1), runs=3, monitor=False, release_hook=hook)
-    assert res.count_error is None and res.good_event is None
+        game, 5, np.random.default_rng(1), runs=3, release_hook=hook)
     # one call per episode, before planning: the k-th release holds k episodes of H steps per run
     assert [n for _, n in seen] == [3 * game.H * k for k in range(5)]
     assert seen[0][0][0] == 3

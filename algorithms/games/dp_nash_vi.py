@@ -61,9 +61,6 @@ class NashVIResult:
     certificate (runs, K): (Vb_1^k - Vu_1^k)(s_1) per episode.
     mu (runs, K, H, S, A), nu (runs, K, H, S, B): episode marginals (the regret is their duality gap).
     pi, Qb, Qu (runs, K, H, S, A, B), Vb, Vu (runs, K, H+1, S): only if ``record_values``.
-    count_error (runs, K): max |N~ - N| over both count families before episode k (needs true counts).
-    good_event (runs, K): Assumption 3.1 held at the release before episode k (spec §4; needs true counts).
-    sum_error (runs, K): max |N~(s,a,b) - sum_s' N~(s,a,b,s')| (Assumption 3.1 item 2, an invariant).
     states, actions_max, actions_min (runs, K, H+1 / H): the trajectories.
     vacuous (runs, K): True where Qb = H and Qu = 0 at every (h, s, a, b) (bonus saturated).
     width: E used (after the floor); iota; config: constants, mode, privatizer, calibration.
@@ -81,9 +78,6 @@ class NashVIResult:
     actions_max: np.ndarray
     actions_min: np.ndarray
     vacuous: np.ndarray
-    count_error: np.ndarray | None
-    good_event: np.ndarray | None
-    sum_error: np.ndarray
     width: float
     iota: float
     config: dict
@@ -221,10 +215,12 @@ class DPNashVI:
             release_hook=None) -> NashVIResult:
         """Play K episodes of self-play in ``game`` (a MarkovGame), ``runs`` independent copies at once.
 
-        monitor: compare every release with the privatizer's true counts (``count_error``, ``good_event``);
-                 off for regret runs, where it is a tenth of the loop and nobody reads it.
+        monitor: accepted and ignored, so existing callers keep working. The algorithm no longer checks
+                 Assumption 3.1 itself (DESIGN.md: algorithms carry no checking logic); a checker gets every
+                 release and the true counts through ``release_hook``.
         release_hook: called as ``release_hook(counts, privatizer)`` after every release, before planning
-                 (checkers, e.g. audits/_tabular_checks.CountAssumptionMonitor; the algorithm ignores it).
+                 (checkers, e.g. audits/_tabular_checks.CountAssumptionMonitor, which reads
+                 ``privatizer.true_counts()`` there; the algorithm ignores it).
         """
         if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
             raise InputError(f"K must be a positive integer, got {K!r}")
@@ -261,9 +257,6 @@ class DPNashVI:
         nu = np.empty((runs, K, H, S, B))
         certificate = np.empty((runs, K))
         vacuous = np.empty((runs, K), dtype=bool)
-        count_error = np.full((runs, K), np.nan)
-        good_event = np.ones((runs, K), dtype=bool)
-        sum_error = np.zeros((runs, K))
         states = np.empty((runs, K, H + 1), dtype=np.int64)
         act_a = np.empty((runs, K, H), dtype=np.int64)
         act_b = np.empty((runs, K, H), dtype=np.int64)
@@ -280,7 +273,6 @@ class DPNashVI:
         ar = np.arange(runs)
         pi_prev = None
         basis_prev = None
-        can_compare = bool(monitor) and hasattr(priv, "true_counts")
         # scripted users (privacy audits): a different user pair per episode, told the episode index
         per_episode = bool(getattr(game, "per_episode", False))
         # A MarkovGame's step validates its inputs on every call (a quarter of the loop at S=5, A=B=3
@@ -308,9 +300,6 @@ class DPNashVI:
                                          "Assumption 3.1 requires N~(s,a,b,s') > 0")
                 P_tilde = trans / visits[..., None]
                 N_bonus = visits
-            sum_error[:, k] = np.max(np.abs(visits - trans.sum(axis=-1)).reshape(runs, -1), axis=1)
-            if can_compare:
-                count_error[:, k], good_event[:, k] = self._assumption_31(priv, visits, trans, E, runs)
             pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited, hint=pi_prev,
                                                hint_basis=basis_prev)
             pi_prev = pi
@@ -362,8 +351,7 @@ class DPNashVI:
         result = NashVIResult(
             mu_out=pi_out.sum(axis=-1), nu_out=pi_out.sum(axis=-2), delta=delta, k_out=k_out,
             certificate=certificate, mu=mu, nu=nu, states=states, actions_max=act_a, actions_min=act_b,
-            vacuous=vacuous, count_error=count_error if can_compare else None,
-            good_event=good_event if can_compare else None, sum_error=sum_error, width=E, iota=iota,
+            vacuous=vacuous, width=E, iota=iota,
             config=config, cce_stats=stats)
         if rec:
             result.pi, result.Qb, result.Qu, result.Vb, result.Vu = rec_pi, rec_Qb, rec_Qu, rec_Vb, rec_Vu
@@ -377,21 +365,3 @@ class DPNashVI:
             raise               # InputError stays bad input; MechanismError already names the privatizer
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed in release: {type(e).__name__}: {e}") from e
-
-    @staticmethod
-    def _assumption_31(priv, visits, trans, E, runs):
-        """(max |N~ - N| over both families, Assumption 3.1 holds) per run, at this release.
-
-        Items (spec §4): |N~ - N| <= E for both families, N~(s,a,b,s') > 0, N~(s,a,b) >= N(s,a,b).
-        For exact counts (E = 0) only the first item applies (zeros are handled by the convention).
-        """
-        true = priv.true_counts()
-        tv = np.asarray(true.visits, dtype=float).reshape(runs, -1)
-        tt = np.asarray(true.transitions, dtype=float).reshape(runs, -1)
-        v, t = visits.reshape(runs, -1), trans.reshape(runs, -1)
-        err = np.maximum(np.max(np.abs(v - tv), axis=1), np.max(np.abs(t - tt), axis=1))
-        slack = 1e-9 * max(1.0, E)
-        ok = err <= E + slack
-        if E > 0:
-            ok &= np.all(t > 0, axis=1) & np.all(v >= tv - slack, axis=1)
-        return err, ok
