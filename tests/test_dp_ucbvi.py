@@ -233,6 +233,8 @@ def test_monotone_min_and_clip_hold_in_runs():
     assert np.all(m["underestimates"] == 0) and np.all(m["max_count_error"] <= 2.0 + 1e-9)
     assert np.all(m["min_transition_private"] > 0) and np.all(m["max_row_error"] < 1e-12)
     assert np.all(m["reward_range"][:, 0] >= 0) and np.all(m["reward_range"][:, 1] <= 1)
+    # the good event is judged once, by audits/_tabular_checks.CountAssumptionMonitor (not by the agent)
+    assert not {"good_event", "max_noisy_error_ratio", "max_reward_error_ratio"} & set(m)
 
 
 def test_theory_mode_is_vacuous_on_riverswim():

@@ -218,7 +218,7 @@ class UCBVIRun:
         if self.regret is not None:
             cr = self.cumulative_regret[:, -1]
             lines.append(f"Regret(K) mean {cr.mean():.4g} (runs: {np.array2string(cr, precision=4)})")
-        for k in ("optimism_violations", "vacuous_fraction", "good_event"):
+        for k in ("optimism_violations", "vacuous_fraction"):
             if k in self.monitors:
                 lines.append(f"{k}: {np.array2string(np.asarray(self.monitors[k]), precision=4)}")
         return "\n".join(lines)
@@ -309,9 +309,7 @@ class DPUCBVI:
         monitors (each (runs,) unless noted): optimism_violations (#(k,h,s,a) with
         Q~ < Q* - 1e-9), optimism_min_margin (min Q~ - Q*), vacuous_fraction (fraction
         of (k,h,s,a) with Q~ = H), vacuous_fraction_last (at k = K), max_count_error
-        (max |N~ - N| over everything, visits and transitions), max_noisy_error_ratio
-        (max |N^ - N| / (E/4): > 1 means the good event failed), max_reward_error_ratio
-        (max |R~ - R| / E), underestimates (#N~(s,a) < N(s,a)), sum_inconsistency
+        (max |N~ - N| over everything, visits and transitions), underestimates (#N~(s,a) < N(s,a)), sum_inconsistency
         (max |N~(s,a) - sum_s' N~(s,a,s')| relative), min_transition_private
         (min N~(s,a,s')), min_P (min P~ entry), max_row_error (max |sum_s' P~ - 1|),
         reward_range ((runs,2) min and max of r~).
@@ -349,7 +347,7 @@ class DPUCBVI:
         Q = np.full((runs, H, S, A), float(H))
         actions = np.empty((runs, K, H), dtype=np.int8 if A < 128 else np.int32) if record else None
         states = np.empty((runs, K, H + 1), dtype=np.int16 if S < 32000 else np.int32) if record else None
-        mon = _Monitor(runs, H, S, A, E, reference) if monitor else None
+        mon = _Monitor(runs, H, S, A, reference) if monitor else None
         evaluator = _RegretEvaluator(model, runs, K) if (regret and model is not None) else None
 
         for k in range(K):
@@ -501,24 +499,23 @@ class _RegretEvaluator:
 
 
 class _Monitor:
-    """Diagnostics for the checks (Assumption 3.1 C4-C7, optimism C17, monotonicity C18, vacuity).
+    """Diagnostics for the checks (optimism C17, monotonicity C18, vacuity; raw count diagnostics).
 
-    Keeps its own exact counts from the observed trajectories; the agent never reads them.
+    Keeps its own exact counts from the observed trajectories; the agent never reads them. The good event
+    |N^ - N| <= E/4 (C6) is NOT judged here: audits/_tabular_checks.CountAssumptionMonitor does that from the
+    releases it gets through ``release_hook`` (one definition, used by every audit).
     """
 
-    def __init__(self, runs, H, S, A, E, Q_star):
+    def __init__(self, runs, H, S, A, Q_star):
         self.runs, self.H, self.S, self.A = runs, H, S, A
-        self.E = np.broadcast_to(np.asarray(E, dtype=float), (runs,))
         self.Q_star = Q_star
         self.N_sa = np.zeros((runs, H, S, A))
         self.N_sas = np.zeros((runs, H, S, A, S))
-        self.R_sa = np.zeros((runs, H, S, A))
-        self.have_rewards = False
         f = lambda v: np.full(runs, v, dtype=float)
         self.m = dict(optimism_violations=np.zeros(runs, dtype=np.int64), optimism_min_margin=f(np.inf),
                       optimism_first_violation=np.full(runs, -1, dtype=np.int64),
                       vacuous_fraction=f(0.0), vacuous_fraction_last=f(0.0),
-                      max_count_error=f(0.0), max_noisy_error_ratio=f(0.0), max_reward_error_ratio=f(0.0),
+                      max_count_error=f(0.0),
                       underestimates=np.zeros(runs, dtype=np.int64), sum_inconsistency=f(0.0),
                       min_transition_private=f(np.inf), min_P=f(np.inf), max_row_error=f(0.0),
                       reward_range=np.tile([np.inf, -np.inf], (runs, 1)),
@@ -549,18 +546,6 @@ class _Monitor:
         nv, nt = np.asarray(counts.visits), np.asarray(counts.transitions)
         err = np.maximum(np.abs(nv - self.N_sa).max(axis=ax), np.abs(nt - self.N_sas).max(axis=(1, 2, 3, 4)))
         m["max_count_error"] = np.maximum(m["max_count_error"], err)
-        pos = self.E > 0  # runs with E = 0 (exact counts) have no ratio to report
-        noisy_v = getattr(counts, "noisy_visits", None)
-        noisy_t = getattr(counts, "noisy_transitions", None)
-        if noisy_v is not None and noisy_t is not None and pos.any():
-            ne = np.maximum(np.abs(np.asarray(noisy_v) - self.N_sa).max(axis=ax),
-                            np.abs(np.asarray(noisy_t) - self.N_sas).max(axis=(1, 2, 3, 4)))
-            ratio = np.where(pos, ne / np.where(pos, self.E / 4, 1.0), 0.0)
-            m["max_noisy_error_ratio"] = np.maximum(m["max_noisy_error_ratio"], ratio)
-        if counts.rewards is not None and pos.any() and self.have_rewards:
-            re = np.abs(np.asarray(counts.rewards) - self.R_sa).max(axis=ax)
-            m["max_reward_error_ratio"] = np.maximum(m["max_reward_error_ratio"],
-                                                     np.where(pos, re / np.where(pos, self.E, 1.0), 0.0))
         m["underestimates"] += (nv < self.N_sa - 1e-9).sum(axis=ax)
         scale = np.maximum(np.abs(nv), 1.0)
         m["sum_inconsistency"] = np.maximum(m["sum_inconsistency"],
@@ -580,14 +565,10 @@ class _Monitor:
         flat_sa = ((self._idx * H + self._h) * S + s) * A + a  # (runs, H)
         self.N_sa.reshape(-1)[flat_sa.ravel()] += 1.0  # one visit per (run, h): indices are distinct
         self.N_sas.reshape(-1)[(flat_sa * S + s2).ravel()] += 1.0
-        if rewards is not None:
-            self.have_rewards = True
-            self.R_sa.reshape(-1)[flat_sa.ravel()] += np.asarray(rewards, dtype=float).ravel()
 
     def result(self):
         m = dict(self.m)
         m["vacuous_fraction"] = m["vacuous_fraction"] / max(self.k, 1)
-        m["good_event"] = ~(m["max_noisy_error_ratio"] > 1.0)
         if self.Q_star is None:
             for key in ("optimism_violations", "optimism_min_margin", "optimism_first_violation"):
                 m.pop(key)
