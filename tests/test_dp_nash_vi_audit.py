@@ -298,3 +298,17 @@ def test_certificate_chain_is_an_invariant_one_broken_run_fails_it():
     ok = {c.id: c for c in assumption_checks(game, lambda: CentralPrivatizer(epsilon=1.0), runs=40, K=5,
                                              rng=np.random.default_rng(1))}
     assert ok["assumption.certificate_chain"].verdict == "pass"
+
+
+@pytest.mark.slow
+def test_cli_nonprivate_baseline_is_a_privacy_violation(tmp_path):
+    # the non-private Nash-VI through the CLI: privacy checks fail (exit 1), no crash, no self-comparison
+    import json
+    from dpcheck.cli import main
+    code = main(["audit", "dp_nash_vi", "--quick", "--privatizer", "none", "--out", str(tmp_path), "--quiet"])
+    rep = json.loads((tmp_path / "dp_nash_vi.json").read_text())
+    assert code == 1 and rep["complete"] and rep["verdict"] == "fail"
+    by_id = {c["id"]: c for c in rep["checks"]}
+    assert by_id["privacy.jdp.blackbox"]["verdict"] == "fail"
+    assert by_id["whitebox.dp_event"]["verdict"] == "fail"
+    assert not any(i.startswith("regret.privacy_cost") for i in by_id)
