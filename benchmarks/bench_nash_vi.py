@@ -6,11 +6,11 @@
    non-private and with the Central privatizer (practical mode, so the CCEs are not all trivial).
    Goal: K = 10^4 episodes of the larger game in under 10 s on one core. Baseline timed in the same
    run: the same algorithm through the validated ``game.step`` (a wrapper that hides the MarkovGame
-   kernel) with the per-release Assumption 3.1 monitor on -- the loop before the issue #5 profile;
+   kernel) -- the stepping of the loop before the issue #5 profile;
    the ratio baseline/ours is what to compare across machines (the machine is shared and loaded).
    Since the issue #5 profile: one batched matmul per step (P~Vb, P~Vu, P~Vm^2), an all-pure CCE fast
    path, direct kernel sampling, simplex warm starts from last episode's bases (cce.py), no errstate in
-   hot loops. The baseline shares all but the step / monitor changes, so its ratio understates the gain:
+   hot loops. The baseline shares all but the step change, so its ratio understates the gain:
    the 12.7 s of the issue was measured before; see the commit messages for the same-machine numbers.
 2. CCE time per stage game (h, s): our batched solver (pure profiles + numpy simplex) against one
    scipy.optimize.linprog(method="highs") call per stage game, on the stage games DP-Nash-VI actually
@@ -46,9 +46,9 @@ def episodes_per_second(S, A, H, K, privatizer, seed=0, baseline=False):
     algo = DPNashVI(privatizer, mode="practical")
     t = time.perf_counter()
     if baseline:
-        res = algo.run(_Validated(game), K, np.random.default_rng(seed + 1), monitor=True)
+        res = algo.run(_Validated(game), K, np.random.default_rng(seed + 1))
     else:
-        res = algo.run(game, K, np.random.default_rng(seed + 1), monitor=False)
+        res = algo.run(game, K, np.random.default_rng(seed + 1))
     dt = time.perf_counter() - t
     return K / dt, dt, res.cce_stats
 

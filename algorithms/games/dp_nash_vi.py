@@ -211,13 +211,11 @@ class DPNashVI:
         return pi, Qb, Qu, Vb, Vu, stats
 
     # ------------------------------------------------------------------ the episode loop
-    def run(self, game, K: int, rng: np.random.Generator, runs: int = 1, *, monitor: bool = True,
-            release_hook=None) -> NashVIResult:
+    def run(self, game, K: int, rng: np.random.Generator, runs: int = 1, *, release_hook=None) -> NashVIResult:
         """Play K episodes of self-play in ``game`` (a MarkovGame), ``runs`` independent copies at once.
 
-        monitor: accepted and ignored, so existing callers keep working. The algorithm no longer checks
-                 Assumption 3.1 itself (DESIGN.md: algorithms carry no checking logic); a checker gets every
-                 release and the true counts through ``release_hook``.
+        The algorithm does not check Assumption 3.1 itself (DESIGN.md: algorithms carry no checking
+        logic); a checker gets every release and the true counts through ``release_hook``.
         release_hook: called as ``release_hook(counts, privatizer)`` after every release, before planning
                  (checkers, e.g. audits/_tabular_checks.CountAssumptionMonitor, which reads
                  ``privatizer.true_counts()`` there; the algorithm ignores it).
