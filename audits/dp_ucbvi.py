@@ -309,9 +309,11 @@ def whitebox_check(spec: AgentSpec, *, H: int = 2, S: int = 3, A: int = 2, K: in
 
 
 # ----------------------------------------------------------------------------- assumptions
-def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float) -> list[Check]:
-    """Assumption 3.1 (C4, C5 via audits/_tabular_checks.py; C6) and C18, from the releases the agent
-    actually planned with during one batch of runs."""
+def monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
+    """One batch of runs of the agent with Assumption 3.1's monitor on every release it planned with.
+
+    Returns (the agent's run, the CountAssumptionMonitor). The Assumption 3.1 checks and the optimism
+    check (whose details say per run whether the good event held) read the same batch."""
     from audits._tabular_checks import CountAssumptionMonitor
     box = {}
 
@@ -322,9 +324,16 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
         box["mon"].update(counts, priv.true_counts())
 
     res = spec.make().run(env, K, np.random.default_rng(seed), runs=runs, regret=False, release_hook=hook)
+    return res, box["mon"]
+
+
+def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float,
+                      run=None) -> list[Check]:
+    """Assumption 3.1 (C4, C5 via audits/_tabular_checks.py; C6) and C18, from the releases the agent
+    actually planned with during one batch of runs (``run``: a finished :func:`monitored_run`)."""
+    res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m, E = res.monitors, res.width
     base = {"agent": spec.describe(), "env": repr(env), "K": K, "runs": runs, "E": E}
-    mon = box["mon"]
     checks = [replace(c, details={**c.details, **base}) for c in mon.checks(beta=spec.beta, alpha=alpha)]
     # C6 from the same monitor that checks C4/C5 (one definition of the good event: |N^ - N| <= E/4 at every
     # release, Lemma 5.4's hypothesis). Releases without N^ leave it unobservable: every run counts as good.
@@ -399,20 +408,11 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
     return out
 
 
-def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float) -> Check:
+def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float, run=None) -> Check:
     """C17: Q~ >= Q* for all (k,h,s,a) w.p. >= 1 - beta, exact Q* from the true model. The details say per
     run whether the good event |N^ - N| <= E/4 held (CountAssumptionMonitor, as in assumption_checks): C17 is
     proved on it, so a violation outside it is expected at rate <= beta/3."""
-    from audits._tabular_checks import CountAssumptionMonitor
-    box = {}
-
-    def hook(counts, priv):
-        if "mon" not in box:
-            box["mon"] = CountAssumptionMonitor(runs, counts.width, has_rewards=counts.rewards is not None,
-                                                source=f"{SOURCE}, Assumption 3.1 / Lemma 5.4")
-        box["mon"].update(counts, priv.true_counts())
-
-    res = spec.make().run(env, K, np.random.default_rng(seed), runs=runs, regret=False, release_hook=hook)
+    res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m = res.monitors
     fails = int((m["optimism_violations"] > 0).sum())
     sat = float(np.mean(m["vacuous_fraction"]))
@@ -420,7 +420,7 @@ def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha:
            "violations_per_run": m["optimism_violations"].tolist(),
            "min_margin_per_run": m["optimism_min_margin"].tolist(),
            "first_violation_episode": m["optimism_first_violation"].tolist(),
-           "saturated_fraction": sat, "good_event": box["mon"].good_event.tolist()}
+           "saturated_fraction": sat, "good_event": mon.good_event.tolist()}
     check = probability_check(
         id="assumption.optimism", failures=fails, runs=runs, beta=spec.beta, alpha=alpha,
         claim={"statement": "Q~_h^k(s,a) >= Q*_h(s,a) for all (k,h,s,a) w.p. >= 1 - beta (C17)",
@@ -658,14 +658,16 @@ def run(ctx) -> None:
     ctx.progress("dp_ucbvi: Assumption 3.1, monotonicity")
     small = random_mdp(3, 2, 3, np.random.default_rng(seed), reward_noise="bernoulli")
     runs_a = 120 if quick else 300  # >= 109 runs: 0 failures certify beta/3 = 0.033
-    for c in assumption_checks(theory, small, K=64 if quick else 256, runs=runs_a, seed=seed, alpha=alpha):
+    K_a = 64 if quick else 256
+    batch = monitored_run(theory, small, K=K_a, runs=runs_a, seed=seed)   # feeds C4-C6, C18 and C17
+    for c in assumption_checks(theory, small, K=K_a, runs=runs_a, seed=seed, alpha=alpha, run=batch):
         ctx.add(c)
     if notion in ("JDP", "LDP"):
         for c in count_error_order_check(spec, K_grid=(128, 512, 2048) if quick else (256, 1024, 4096),
                                          runs=10 if quick else 20, seed=seed, alpha=alpha):
             ctx.add(c)
     ctx.progress("dp_ucbvi: optimism and explicit bound (theory mode)")
-    ctx.add(optimism_check(theory, small, K=64 if quick else 256, runs=runs_a, seed=seed + 1, alpha=alpha))
+    ctx.add(optimism_check(theory, small, K=K_a, runs=runs_a, seed=seed, alpha=alpha, run=batch))
     ctx.add(explicit_bound_check(theory, small, K=64 if quick else 256, runs=runs_a // 2, seed=seed + 2,
                                  alpha=alpha))
 
