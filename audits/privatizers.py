@@ -111,20 +111,14 @@ def _flat_release(pc, view: str = "noisy") -> np.ndarray:
     self-reports its noisy_* fields, so its planner view must be audited too (review of issue #3)."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
+    from algorithms.privatizers.base import flatten_counts
     v, t = (pc.noisy_visits, pc.noisy_transitions) if view == "noisy" else (pc.visits, pc.transitions)
-    runs = np.asarray(v).shape[0]
-    parts = [np.asarray(v).reshape(runs, -1), np.asarray(t).reshape(runs, -1)]
-    if pc.rewards is not None:
-        parts.append(np.asarray(pc.rewards).reshape(runs, -1))
-    return np.concatenate(parts, axis=1)
+    return flatten_counts(v, t, pc.rewards)
 
 
 def _flat_true(tc) -> np.ndarray:
-    runs = tc.visits.shape[0]
-    parts = [tc.visits.reshape(runs, -1), tc.transitions.reshape(runs, -1)]
-    if tc.rewards is not None:
-        parts.append(tc.rewards.reshape(runs, -1))
-    return np.concatenate(parts, axis=1)
+    from algorithms.privatizers.base import flatten_counts
+    return flatten_counts(tc.visits, tc.transitions, tc.rewards)
 
 
 def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A, K, rewards, rng, size,

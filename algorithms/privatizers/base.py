@@ -77,6 +77,18 @@ class TrueCounts:
     rewards: np.ndarray | None
 
 
+def flatten_counts(visits, transitions, rewards=None) -> np.ndarray:
+    """The three count families as one vector per run: (runs, H S A + H S^2 A [+ H S A]).
+
+    The layout of a Local message and of a release as an auditor sees it."""
+    visits = np.asarray(visits)
+    runs = visits.shape[0]
+    parts = [visits.reshape(runs, -1), np.asarray(transitions).reshape(runs, -1)]
+    if rewards is not None:
+        parts.append(np.asarray(rewards).reshape(runs, -1))
+    return np.concatenate(parts, axis=1)
+
+
 def _positive_int(name, v) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or int(v) < 1:
         raise InputError(f"{name} must be a positive integer, got {v!r}")

@@ -18,7 +18,7 @@ import numpy as np
 
 from dpcheck.claims import Claim
 
-from algorithms.privatizers.base import CountPrivatizer, _check_neighbouring, episode_increments
+from algorithms.privatizers.base import CountPrivatizer, _check_neighbouring, episode_increments, flatten_counts
 from algorithms.privatizers.width import confidence_width
 
 
@@ -32,11 +32,7 @@ class LocalMessage:
 
     def flat(self) -> np.ndarray:
         """The message as one vector per run (runs, H S A + H S^2 A [+ H S A])."""
-        runs = self.visits.shape[0]
-        parts = [self.visits.reshape(runs, -1), self.transitions.reshape(runs, -1)]
-        if self.rewards is not None:
-            parts.append(self.rewards.reshape(runs, -1))
-        return np.concatenate(parts, axis=1)
+        return flatten_counts(self.visits, self.transitions, self.rewards)
 
 
 class LocalPrivatizer(CountPrivatizer):
