@@ -145,3 +145,27 @@ class ReadOnlyArrays:
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
         self.__dict__.update(state)
+
+
+class TabularModel(ReadOnlyArrays):
+    """Shared by TabularMDP and MarkovGame: the validated arrays, their sampling CDFs, and the sizes
+    H, S, A read off P's leading axes (P is (H, S, A, ...), next state last)."""
+
+    def _store_model(self, P: np.ndarray, r: np.ndarray, init: np.ndarray) -> None:
+        object.__setattr__(self, "P", P)
+        object.__setattr__(self, "r", r)
+        object.__setattr__(self, "init", init)
+        object.__setattr__(self, "_cdf", cumulative(P))
+        object.__setattr__(self, "_init_cdf", cumulative(init))
+
+    @property
+    def H(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def S(self) -> int:
+        return self.P.shape[1]
+
+    @property
+    def A(self) -> int:
+        return self.P.shape[2]

@@ -17,9 +17,9 @@ import numpy as np
 
 from dpcheck.errors import InputError
 from algorithms.envs._validate import (
-    ReadOnlyArrays,
+    TabularModel,
     as_float_array, as_index_array, as_initial_distribution, as_policy, check_distributions,
-    check_rng, check_runs, check_unit_interval, cumulative, one_hot, sample_from_cdf,
+    check_rng, check_runs, check_unit_interval, one_hot, sample_from_cdf,
 )
 from algorithms.envs.tabular import TabularMDP
 
@@ -41,7 +41,7 @@ class GameTrajectories(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False)
-class MarkovGame(ReadOnlyArrays):
+class MarkovGame(TabularModel):
     """MG = (S, A, B, H, {P_h}, {r_h}, d_1), two-player zero-sum.
 
     P (H, S, A, B, S): P[h, s, a, b, s'] = P_h(s' | s, a, b).
@@ -64,23 +64,7 @@ class MarkovGame(ReadOnlyArrays):
         r = as_float_array("r", self.r, 4, (H, S, A, B))
         check_unit_interval("r", r)
         init = as_initial_distribution(self.init, S)
-        object.__setattr__(self, "P", P)
-        object.__setattr__(self, "r", r)
-        object.__setattr__(self, "init", init)
-        object.__setattr__(self, "_cdf", cumulative(P))
-        object.__setattr__(self, "_init_cdf", cumulative(init))
-
-    @property
-    def H(self) -> int:
-        return self.P.shape[0]
-
-    @property
-    def S(self) -> int:
-        return self.P.shape[1]
-
-    @property
-    def A(self) -> int:
-        return self.P.shape[2]
+        self._store_model(P, r, init)
 
     @property
     def B(self) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 
 from dpcheck.errors import InputError
 from algorithms.envs._validate import (
-    ReadOnlyArrays,
+    TabularModel,
     as_float_array, as_index_array, as_initial_distribution, as_policy, check_distributions,
     check_rng, check_runs, check_unit_interval, cumulative, sample_from_cdf,
 )
@@ -37,7 +37,7 @@ class Trajectories(NamedTuple):
 
 
 @dataclass(frozen=True, eq=False)
-class TabularMDP(ReadOnlyArrays):
+class TabularMDP(TabularModel):
     """Episodic, non-stationary tabular MDP M = (S, A, H, {P_h}, {r_h}, d_1).
 
     P (H, S, A, S):  P[h, s, a, s'] = P_h(s' | s, a); every row a distribution.
@@ -73,25 +73,9 @@ class TabularMDP(ReadOnlyArrays):
         init = as_initial_distribution(self.init, S)
         if self.reward_noise not in REWARD_NOISE:
             raise InputError(f"reward_noise must be one of {REWARD_NOISE}, got {self.reward_noise!r}")
-        object.__setattr__(self, "P", P)
-        object.__setattr__(self, "r", r)
-        object.__setattr__(self, "init", init)
-        object.__setattr__(self, "_cdf", cumulative(P))
-        object.__setattr__(self, "_init_cdf", cumulative(init))
+        self._store_model(P, r, init)
 
-    # ------------------------------------------------------------------ sizes
-    @property
-    def H(self) -> int:
-        return self.P.shape[0]
-
-    @property
-    def S(self) -> int:
-        return self.P.shape[1]
-
-    @property
-    def A(self) -> int:
-        return self.P.shape[2]
-
+    # ------------------------------------------------------------------ sizes: H, S, A from TabularModel
     def __repr__(self) -> str:
         label = f"{self.name!r}, " if self.name else ""
         return f"TabularMDP({label}H={self.H}, S={self.S}, A={self.A}, reward_noise={self.reward_noise!r})"
