@@ -43,6 +43,7 @@ import numpy as np
 
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check
 from dpcheck.registry import register
+from algorithms.privatizers.noise import ZeroNoise
 
 PLD_INTERVAL = 1e-4       # dp_accounting discretisation; eps overestimated by ~2e-4 per 3 compositions
 PLD_DELTA = 1e-12         # "pure DP" read off the PLD at this delta
@@ -203,15 +204,9 @@ def local_target(template, *, H=1, S=2, A=1, rewards=True):
                        description=f"H={H} S={S} A={A}: one user's message, worst-case pair; statistic = Laplace LLR")
 
 
-class _ZeroRng:
-    """A stand-in Generator whose noise is 0: the mean of a message (Laplace/Gaussian/uniform are odd
-    around their location)."""
-
-    def laplace(self, loc=0.0, scale=1.0, size=None):
-        return np.full(size, float(loc)) if size is not None else float(loc)
-
-    def normal(self, loc=0.0, scale=1.0, size=None):
-        return np.full(size, float(loc)) if size is not None else float(loc)
+class _ZeroRng(ZeroNoise):
+    """A stand-in Generator whose noise is 0: the mean of a message (Laplace/Gaussian are symmetric
+    around their location; algorithms.privatizers.noise.laplace returns zeros for it)."""
 
 
 # ============================================================ offline privatizers

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.errors import InputError
+from algorithms.privatizers.noise import laplace
 
 NOISES = ("laplace", "gaussian")
 
@@ -111,7 +112,7 @@ class TreeCounter:
         if self.node_scale == 0:
             return np.zeros(shape)
         if self.noise == "laplace":
-            return rng.laplace(0.0, self.node_scale, size=shape)
+            return laplace(rng, self.node_scale, shape)
         return rng.normal(0.0, self.node_scale, size=shape)
 
 

@@ -20,6 +20,7 @@ from dpcheck.claims import Claim
 
 from algorithms.privatizers.base import CountPrivatizer, _check_neighbouring, episode_increments, flatten_counts
 from algorithms.privatizers.width import confidence_width
+from algorithms.privatizers.noise import laplace
 
 
 @dataclass(frozen=True)
@@ -70,10 +71,10 @@ class LocalPrivatizer(CountPrivatizer):
         self._require_started()
         v, t, r = episode_increments(states, actions, rewards, self.S, self.A, self.rewards)
         b = self.noise_scale()
-        v = v + rng.laplace(0.0, b, size=v.shape)
-        t = t + rng.laplace(0.0, b, size=t.shape)
+        v = v + laplace(rng, b, v.shape)
+        t = t + laplace(rng, b, t.shape)
         if r is not None:
-            r = r + rng.laplace(0.0, b, size=r.shape)
+            r = r + laplace(rng, b, r.shape)
         return LocalMessage(v, t, r)
 
     # the base class computes the increments for the true counts; the message is built from the
@@ -103,14 +104,14 @@ class LocalPrivatizer(CountPrivatizer):
             return False
         self._pending = None
         b = self.noise_scale()
-        v = self.rng.laplace(0.0, b, size=self._sum_v.shape)
+        v = laplace(self.rng, b, self._sum_v.shape)
         v.reshape(-1)[sa] += 1.0
-        t = self.rng.laplace(0.0, b, size=self._sum_t.shape)
+        t = laplace(self.rng, b, self._sum_t.shape)
         t.reshape(-1)[sas] += 1.0
         self._sum_v += v
         self._sum_t += t
         if self.rewards:
-            r = self.rng.laplace(0.0, b, size=self._sum_r.shape)
+            r = laplace(self.rng, b, self._sum_r.shape)
             r.reshape(-1)[sa] += rewards
             self._sum_r += r
         return True

@@ -27,6 +27,7 @@ from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
 from algorithms.privatizers.projection import post_process_offline
+from algorithms.privatizers.noise import laplace
 
 SOURCE = "Qiao & Wang, Offline RL with Differential Privacy"
 
@@ -181,7 +182,7 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
         return 8.0 * H / self.epsilon * math.log(2.0 * H * S * S * A / self.beta)
 
     def _noise(self, rng, shape, H):
-        return rng.laplace(0.0, self.scale(H), size=shape)
+        return laplace(rng, self.scale(H), shape)
 
     def sensitivity(self, H: int) -> float:
         """Declared l1 sensitivity of both families together under replacement: 4H."""

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from dpcheck.errors import InputError
+from algorithms.privatizers.noise import laplace
 
 WIDTH_MODES = ("rigorous", "calibrated", "nominal")
 
@@ -108,10 +109,10 @@ def simulate_max_noise(mechanism: str, *, counters: int, K: int, scale: float, r
                 err = np.zeros((c, T))
                 for j in range(L):
                     idx = t >> j
-                    eta = rng.laplace(0.0, scale, size=(c, (T >> j) + 1))
+                    eta = laplace(rng, scale, (c, (T >> j) + 1))
                     err += np.where((idx & 1).astype(bool), eta[:, idx], 0.0)
             else:
-                err = np.cumsum(rng.laplace(0.0, scale, size=(c, T)), axis=1)
+                err = np.cumsum(laplace(rng, scale, (c, T)), axis=1)
             best = max(best, float(np.abs(err).max()))
         out[r] = best
     return out
