@@ -59,6 +59,18 @@ def _argmax_last(x):
     return idx
 
 
+def _fold_last(x, out):
+    """out = x[..., 0] + x[..., 1] + ... + x[..., n-1], added left to right (a fixed order on every machine)."""
+    n = x.shape[-1]
+    if n == 1:
+        out[...] = x[..., 0]
+        return out
+    np.add(x[..., 0], x[..., 1], out=out)
+    for j in range(2, n):
+        np.add(out, x[..., j], out=out)
+    return out
+
+
 def private_estimates(transitions_private, visits_private, rewards_private):
     """Eq. 1: P~ = N~(s,a,s') / N~(s,a), r~ = clip_[0,1](R~ / N~).
 
@@ -128,18 +140,25 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
     Q_cap = np.minimum(Q_previous, Hf)
     # per-h buffers written with out=: the loop is numpy-call bound at audit batch sizes, so no
     # temporaries; the arithmetic and its order are those of
-    # target = (r~ + s) + P~V + c sqrt(max(P~V^2 - (P~V)^2, 0)), Q = min(Q_cap, target)
-    VV = np.empty((runs, S, 2))
-    moments = np.empty((runs, S * A, 2))
-    mean = moments[..., 0].reshape(runs, S, A)
-    second = moments[..., 1].reshape(runs, S, A)
+    # target = (r~ + s) + P~V + c sqrt(max(P~V^2 - (P~V)^2, 0)), Q = min(Q_cap, target).
+    # The dot products P~V and P~(V^2) are summed left to right over s' (_fold_last), not by BLAS
+    # matmul, whose summation order depends on the machine's kernel: the compiled engine
+    # (algorithms/online/_kernels.py) sums in the same order and so gets bit-identical Q~.
+    V2 = np.empty((runs, S))
+    prod = np.empty((runs, S * A, S))
+    mean = np.empty((runs, S, A))
+    second = np.empty((runs, S, A))
+    mean_flat = mean.reshape(runs, S * A)
+    second_flat = second.reshape(runs, S * A)
     spread = np.empty((runs, S, A))
     target = np.empty((runs, S, A))
     for h in range(H - 1, -1, -1):
         Vn = V[:, h + 1]
-        VV[..., 0] = Vn
-        np.multiply(Vn, Vn, out=VV[..., 1])
-        np.matmul(P_flat[:, h], VV, out=moments)  # (runs, S*A, 2): P~V and P~V^2
+        np.multiply(Vn, Vn, out=V2)
+        np.multiply(P_flat[:, h], Vn[:, None, :], out=prod)
+        _fold_last(prod, mean_flat)
+        np.multiply(P_flat[:, h], V2[:, None, :], out=prod)
+        _fold_last(prod, second_flat)
         np.multiply(mean, mean, out=spread)
         np.subtract(second, spread, out=spread)
         np.maximum(spread, 0.0, out=spread)
@@ -290,7 +309,8 @@ class DPUCBVI:
 
     # -- the work -----------------------------------------------------------------------------
     def run(self, env, K: int, rng, runs: int = 1, *, record: bool = True, reference=None,
-            monitor: bool = True, regret: bool = True, progress=None, release_hook=None) -> UCBVIRun:
+            monitor: bool = True, regret: bool = True, progress=None, release_hook=None,
+            engine: str = "auto") -> UCBVIRun:
         """Run K episodes on ``env`` for ``runs`` independent runs at once.
 
         env:       an environment with batched ``reset(runs, rng)`` / ``step``-style rollout
@@ -305,6 +325,9 @@ class DPUCBVI:
         regret:    exact expected regret per episode from the true model.
         release_hook: called as ``release_hook(counts, privatizer)`` after every release (checkers,
                    e.g. audits/_tabular_checks.CountAssumptionMonitor; the agent ignores it).
+        engine:    "auto" (default: the compiled engine of algorithms/online/compiled.py when it covers
+                   the run, else numpy), "numpy" or "compiled" (an InputError if it does not cover
+                   the run). Both draw the same random numbers in the same order; reported in config.
 
         monitors (each (runs,) unless noted): optimism_violations (#(k,h,s,a) with
         Q~ < Q* - 1e-9), optimism_min_margin (min Q~ - Q*), vacuous_fraction (fraction
@@ -342,6 +365,8 @@ class DPUCBVI:
         if reference is None and model is not None and monitor:
             from algorithms.envs.planning import optimal_values
             reference = _optimal_Q(model, optimal_values)
+        from algorithms.online import compiled
+        engine_used = compiled.choose(engine, self, env, runs, monitor=monitor, release_hook=release_hook)
         self._begin(runs, H, S, A)
         t0 = time.perf_counter()
         Q = np.full((runs, H, S, A), float(H))
@@ -350,7 +375,10 @@ class DPUCBVI:
         mon = _Monitor(runs, H, S, A, reference) if monitor else None
         evaluator = _RegretEvaluator(model, runs, K) if (regret and model is not None) else None
 
-        for k in range(K):
+        if engine_used == "compiled":
+            compiled.run_compiled(self, env, K, runs, E, iota, rng_env, rng_ties, Q, actions, states,
+                                  evaluator, progress)
+        for k in range(K if engine_used == "numpy" else 0):
             counts = priv.release()
             _validate_release(counts, runs, H, S, A, type(priv).__name__)
             if release_hook is not None:
@@ -374,7 +402,7 @@ class DPUCBVI:
                 progress(f"{self.algorithm}: episode {k + 1}/{K}")
         duration = time.perf_counter() - t0
         cfg = self.config()
-        cfg.update(width=E, iota=iota)
+        cfg.update(width=E, iota=iota, engine=engine_used)
         return UCBVIRun(config=cfg, K=K, runs=runs, H=H, S=S, A=A, width=E, iota=iota,
                         actions=actions, states=states,
                         regret=evaluator.result() if evaluator is not None else None,

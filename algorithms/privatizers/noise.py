@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 _HALF_STEP = 2.0 ** -53
+_BLOCK = 1 << 15                   # 256 KB per temporary
 
 
 class ZeroNoise:
@@ -46,12 +47,21 @@ def laplace(rng: np.random.Generator, scale: float, size, out: np.ndarray | None
     if isinstance(rng, ZeroNoise):
         out[...] = 0.0
         return out
-    d = rng.random(out=out)                      # k / 2^53
-    d *= 2.0
-    d -= 1.0                                     # d = 2u - 1, exact
-    m = np.abs(d)
-    np.subtract(1.0, m, out=m)                   # 1 - |d|, exact
-    m -= np.copysign(_HALF_STEP, d)              # odd multiple of 2^-53 in (0, 1), exact
-    np.log(m, out=m)
-    m *= -float(scale)                           # scale * log(1/m) >= 0
-    return np.copysign(m, d, out=out)
+    flat = out.reshape(-1)
+    block = min(flat.size, _BLOCK)
+    m = np.empty(block)
+    c = np.empty(block)
+    for start in range(0, flat.size, _BLOCK):        # cache-sized blocks: every pass stays in L2
+        d = flat[start:start + _BLOCK]
+        mm, cc = m[:d.size], c[:d.size]
+        rng.random(out=d)                            # k / 2^53, consumed in C order
+        d *= 2.0
+        d -= 1.0                                     # d = 2u - 1, exact
+        np.abs(d, out=mm)
+        np.subtract(1.0, mm, out=mm)                 # 1 - |d|, exact
+        np.copysign(_HALF_STEP, d, out=cc)
+        mm -= cc                                     # odd multiple of 2^-53 in (0, 1), exact
+        np.log(mm, out=mm)
+        mm *= -float(scale)                          # scale * log(1/m) >= 0
+        np.copysign(mm, d, out=d)
+    return out

@@ -114,20 +114,31 @@ def _project_columns(Y, nn, bb, with_value: bool = True):
     lo_end, hi_end = nn - bb, nn + bb
     infeasible = hi_end < 0
     Yt = np.ascontiguousarray(Y.T)                   # (S, M): strided column reads cost ~5x
-    ys = [c.copy() for c in Yt]                       # S columns of length M, sorted in place
-    for i, j in _NETWORKS[S]:                        # decreasing: the max goes to the lower index
-        hi = np.maximum(ys[i], ys[j])
-        np.minimum(ys[i], ys[j], out=ys[j])
-        ys[i] = hi
-    csum = [ys[0]]
+    # sum y^+ in the original column order (the row path and the compiled engine use the same order):
+    # it alone decides which rows need a shift theta, so the sort is skipped when no row does
+    g0 = np.maximum(Yt[0], 0.0)
     for j in range(1, S):
-        csum.append(csum[-1] + ys[j])
-    yp = [np.maximum(c, 0.0) for c in ys]
-    cp = [yp[0]]
-    for j in range(1, S):
-        cp.append(cp[-1] + yp[j])
+        g0 = g0 + np.maximum(Yt[j], 0.0)
+    need = (g0 < lo_end) | (g0 > hi_end)
+    target = np.where(g0 > hi_end, hi_end, lo_end)
+    pos = need & (target > 0) & ~infeasible
+    any_pos = bool(np.any(pos))
     value = None
+    theta = np.zeros(M)
+    if with_value or any_pos:
+        ys = [c.copy() for c in Yt]                   # S columns of length M, sorted in place
+        for i, j in _NETWORKS[S]:                    # decreasing: the max goes to the lower index
+            hi = np.maximum(ys[i], ys[j])
+            np.minimum(ys[i], ys[j], out=ys[j])
+            ys[i] = hi
+        csum = [ys[0]]
+        for j in range(1, S):
+            csum.append(csum[-1] + ys[j])
     if with_value:
+        yp = [np.maximum(c, 0.0) for c in ys]
+        cp = [yp[0]]
+        for j in range(1, S):
+            cp.append(cp[-1] + yp[j])
         t0 = np.maximum(0.0, -ys[-1])
         t_hi = (lo_end - csum[-1]) / S
         # t_lo: t_cand at the first j with t_cand_j >= y+_(j+1) (y+_(S+1) = 0); index 0 when none does
@@ -139,13 +150,7 @@ def _project_columns(Y, nn, bb, with_value: bool = True):
             t_sel = t_cand if t_sel is None else np.where(t_cand >= nxt, t_cand, t_sel)
         t_lo = np.where(cp[-1] <= hi_end, 0.0, t_sel)
         value = np.where(infeasible, 0.0, np.maximum(np.maximum(t0, t_hi), t_lo))
-
-    g0 = cp[-1]
-    need = (g0 < lo_end) | (g0 > hi_end)
-    target = np.where(g0 > hi_end, hi_end, lo_end)
-    pos = need & (target > 0) & ~infeasible
-    theta = np.zeros(M)
-    if np.any(pos):
+    if any_pos:
         # _simplex_threshold on every row (discarded where not pos): the largest active j wins;
         # j = S when none is active (argmax of an all-False row)
         sel = (target - csum[S - 1]) / float(S)
@@ -216,7 +221,9 @@ def _project(y, n, band, with_value: bool) -> ProjectionResult:
     value = np.maximum(np.maximum(t0, t_hi), t_lo)
 
     # --- canonical point: Euclidean projection onto the optimal set (§7.2 step 6) -----------
-    g0 = cp[:, -1]                                   # sum y^+
+    g0 = np.maximum(Y[:, 0], 0.0)                    # sum y^+ left to right in the original order,
+    for j in range(1, S):                            # as the column path and the compiled engine
+        g0 = g0 + np.maximum(Y[:, j], 0.0)
     need = (g0 < lo_end) | (g0 > hi_end)
     target = np.where(g0 > hi_end, hi_end, lo_end)
     theta = np.zeros_like(g0)

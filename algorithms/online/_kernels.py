@@ -1,0 +1,281 @@
+"""numba kernels of the compiled (DP-)UCBVI engine (algorithms/online/compiled.py).
+
+One call runs ``n`` episodes of every run: release (tree / local sums / exact counts), the §3.2 LP,
+eq. 1 estimates, the practical-structure bonus, §2.4 value iteration, greedy policy, rollout on a tabular
+MDP, and the privatizer's ingest. Every random number comes in pre-drawn (noise, tie-breaking and
+environment uniforms, in the numpy engine's stream order), so the kernels are deterministic functions of
+their inputs. Each step repeats the numpy engine's arithmetic in the same order (same comparisons, same
+left-to-right sums, numpy's ``maximum``/``minimum`` semantics), except the two dot products of the
+backward induction (numpy: BLAS ``matmul``; here a left-to-right sum), which may differ in the last bit;
+tests/test_compiled_engine.py compares the two engines.
+
+Per-run array layout of the privatizer's counters (C = H S A (S + 2)): ``[visits (HSA) | transitions
+(HSA S) | rewards (HSA)]``, exactly the central privatizer's tree layout.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+NONE, CENTRAL, LOCAL = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def _max(a, b):
+    # numpy's maximum on finite inputs (the kernels never see NaN): one select, no branch -- a
+    # short-circuit NaN test here made every max a mispredicted branch (60 ns per LP row)
+    return a if a >= b else b
+
+
+@njit(cache=True, inline="always")
+def _min(a, b):
+    return a if a <= b else b
+
+
+@njit(cache=True)
+def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_private, scale, Hf,
+                 Q, N, Ntr, R, psum, noisy, t0, sums, noise, ties, random_ties, env_u, bernoulli,
+                 init_cdf, cdf, rmean, network, policies, actions, states, record):
+    """Run episodes e0 .. e0 + n - 1 for every run (see the module docstring).
+
+    kind (runs,) NONE/CENTRAL/LOCAL; E (runs,); Q (runs,H,S,A) in/out (Q~^{k-1}); N (runs,HSA), Ntr (runs,HSAS), R (runs,HSA)
+    true counts in/out; psum, noisy (runs, L, C) tree state in/out (central runs); t0 items already in the tree;
+    sums (runs, C) local sums in/out; noise (n, runs, C) scaled Laplace draws; ties (n, runs, H, S, A)
+    uniforms (random tie-breaking) ; env_u (n, 1 + H m, runs) uniforms (m = 2 with Bernoulli rewards);
+    policies (n, runs, H, S) int8 out; actions (runs, K, H), states (runs, K, H+1) out when ``record``.
+    """
+    runs = Q.shape[0]
+    HSA = H * S * A
+    HSAS = HSA * S
+    C = HSA * (S + 2)
+    m = 2 if bernoulli else 1
+    B = np.empty(C)
+    trans = np.empty(HSAS)
+    visits = np.empty(HSA)
+    P = np.empty(HSAS)
+    base = np.empty(HSA)
+    var_coef = np.empty(HSA)
+    ys = np.empty(S)
+    csum = np.empty(S)
+    x = np.empty(S)
+    V = np.empty(S)
+    Vn = np.empty(S)
+    V2 = np.empty(S)
+    node = np.empty(C)
+    sa_idx = np.empty(H, dtype=np.int64)
+    sas_idx = np.empty(H, dtype=np.int64)
+    rw_h = np.empty(H)
+    inv_S = 1.0 / S
+    for r in range(runs):                            # runs are independent: run-major keeps one
+        k = kind[r]                                  # run's tree state in cache for the whole chunk
+        Er = E[r]
+        for e in range(n):
+            t = t0 + e                               # items in the tree before this episode
+            # ---------------------------------------------------------------- release (N~, R~)
+            if k == NONE:
+                for i in range(HSA):
+                    visits[i] = N[r, i]
+                    B[HSAS + HSA + i] = R[r, i]
+                for i in range(HSAS):
+                    trans[i] = Ntr[r, i]
+            else:
+                if k == CENTRAL:
+                    first = True
+                    for j in range(psum.shape[1]):
+                        if (t >> j) & 1:
+                            if first:
+                                for i in range(C):
+                                    B[i] = noisy[r, j, i]
+                                first = False
+                            else:
+                                for i in range(C):
+                                    B[i] += noisy[r, j, i]
+                    if first:
+                        for i in range(C):
+                            B[i] = 0.0
+                else:
+                    for i in range(C):
+                        B[i] = sums[r, i]
+                band = Er / 4.0
+                shift = Er / (2.0 * S)
+                for row in range(HSA):
+                    # the §3.2 LP of this row (projection._project_columns, with_value=False),
+                    # written out here: a call costs more than the row (array refcounts)
+                    off = HSA + row * S
+                    n_row = B[row]
+                    lo_end = n_row - band
+                    hi_end = n_row + band
+                    infeasible = hi_end < 0.0
+                    g0 = _max(B[off], 0.0)                           # sum y^+ left to right, unsorted (as numpy)
+                    for j in range(1, S):
+                        g0 = g0 + _max(B[off + j], 0.0)
+                    need = (g0 < lo_end) or (g0 > hi_end)
+                    target = hi_end if g0 > hi_end else lo_end
+                    theta = 0.0
+                    if need and target > 0.0 and not infeasible:
+                        for j in range(S):
+                            ys[j] = B[off + j]
+                        if network.shape[0] > 0:                   # decreasing sort: numpy's Batcher network, as
+                            for p in range(network.shape[0]):      # projection._project_columns (branch-free)
+                                i = network[p, 0]
+                                j = network[p, 1]
+                                a = ys[i]
+                                b = ys[j]
+                                ys[i] = _max(a, b)
+                                ys[j] = _min(a, b)
+                        else:                                      # S > 12 or S = 1: insertion sort, same values
+                            for j in range(1, S):
+                                v = ys[j]
+                                i = j
+                                while i > 0 and ys[i - 1] < v:
+                                    ys[i] = ys[i - 1]
+                                    i -= 1
+                                ys[i] = v
+                        csum[0] = ys[0]
+                        for j in range(1, S):
+                            csum[j] = csum[j - 1] + ys[j]
+                        sel = (target - csum[S - 1]) / float(S)
+                        for j in range(S):
+                            th = (target - csum[j]) / float(j + 1)
+                            if ys[j] + th >= 0.0:
+                                sel = th
+                        theta = sel
+                    keep = 0.0 if ((need and target <= 0.0) or infeasible) else 1.0
+                    for j in range(S):
+                        x[j] = _max(B[off + j] + theta, 0.0) * keep
+                    tot = 0.0
+                    for j in range(S):
+                        v = x[j] + shift
+                        trans[row * S + j] = v
+                        tot = v if j == 0 else tot + v
+                    visits[row] = tot
+            # ---------------------------------------------------------------- eq. 1 + static bonus
+            for row in range(HSA):
+                nv = visits[row]
+                rew = B[HSAS + HSA + row]
+                visited = nv > 0.0
+                inv = 1.0 / nv if visited else 1.0
+                for j in range(S):
+                    P[row * S + j] = trans[row * S + j] * inv if visited else inv_S
+                rr = rew * inv if visited else 0.0
+                rr = _min(_max(rr, 0.0), 1.0)
+                inv_n = 1.0 / nv if visited else math.inf
+                b = c_rew * math.sqrt(iota * inv_n)
+                if any_private:
+                    b = b + c_priv * Er * iota * inv_n
+                b = scale * b
+                if not visited:
+                    b = math.inf
+                base[row] = rr + b
+                var_coef[row] = (scale * c_var) * math.sqrt(iota / nv) if visited else 0.0
+            # ---------------------------------------------------------------- value iteration + greedy
+            for s in range(S):
+                Vn[s] = 0.0
+            for h in range(H - 1, -1, -1):
+                for s in range(S):
+                    V2[s] = Vn[s] * Vn[s]
+                for s in range(S):
+                    best = 0.0
+                    for a in range(A):
+                        row = (h * S + s) * A + a
+                        mean = 0.0
+                        second = 0.0
+                        for j in range(S):
+                            p = P[row * S + j]
+                            mean += p * Vn[j]
+                            second += p * V2[j]
+                        spread = second - mean * mean
+                        spread = math.sqrt(_max(spread, 0.0))
+                        spread = var_coef[row] * spread
+                        target = base[row] + mean
+                        target = target + spread
+                        q = _min(_min(Q[r, h, s, a], Hf), target)
+                        Q[r, h, s, a] = q
+                        best = q if a == 0 else _max(best, q)
+                    V[s] = best
+                    # greedy action: uniform among exact maximisers via the tie uniforms, else lowest
+                    ba = 0
+                    if random_ties:
+                        bv = ties[e, r, h, s, 0] if Q[r, h, s, 0] == best else -1.0
+                        for a in range(1, A):
+                            val = ties[e, r, h, s, a] if Q[r, h, s, a] == best else -1.0
+                            if val > bv:
+                                ba = a
+                            bv = _max(bv, val)
+                    else:
+                        bv = Q[r, h, s, 0]
+                        for a in range(1, A):
+                            if Q[r, h, s, a] > bv:
+                                ba = a
+                            bv = _max(bv, Q[r, h, s, a])
+                    policies[e, r, h, s] = ba
+                for s in range(S):
+                    Vn[s] = V[s]
+            # ---------------------------------------------------------------- rollout
+            u = env_u[e, 0, r]
+            st = 0
+            for j in range(S):
+                if init_cdf[j] <= u:
+                    st += 1
+            if record:
+                states[r, e0 + e, 0] = st
+            for h in range(H):
+                a = policies[e, r, h, st]
+                u = env_u[e, 1 + h * m, r]
+                nxt = 0
+                for j in range(S):
+                    if cdf[h, st, a, j] <= u:
+                        nxt += 1
+                mu = rmean[h, st, a]
+                if bernoulli:
+                    rw = 1.0 if env_u[e, 2 + h * m, r] < mu else 0.0
+                else:
+                    rw = mu
+                row = (h * S + st) * A + a
+                sa_idx[h] = row
+                sas_idx[h] = row * S + nxt
+                rw_h[h] = rw
+                if record:
+                    actions[r, e0 + e, h] = a
+                    states[r, e0 + e, h + 1] = nxt
+                st = nxt
+            # ---------------------------------------------------------------- observe
+            for h in range(H):
+                N[r, sa_idx[h]] += 1.0
+                Ntr[r, sas_idx[h]] += 1.0
+                R[r, sa_idx[h]] += rw_h[h]
+            if k == CENTRAL:
+                tt = t + 1
+                lvl = 0
+                while not (tt >> lvl) & 1:
+                    lvl += 1
+                if lvl == 0:
+                    for i in range(C):
+                        node[i] = 0.0
+                else:
+                    for i in range(C):
+                        node[i] = psum[r, 0, i]
+                    for j in range(1, lvl):
+                        for i in range(C):
+                            node[i] += psum[r, j, i]
+                for h in range(H):
+                    node[sa_idx[h]] += 1.0
+                    node[HSA + sas_idx[h]] += 1.0
+                    node[HSA + HSAS + sa_idx[h]] += rw_h[h]
+                for j in range(lvl):
+                    for i in range(C):
+                        psum[r, j, i] = 0.0
+                for i in range(C):
+                    psum[r, lvl, i] = node[i]
+                    noisy[r, lvl, i] = node[i] + noise[e, r, i]
+            elif k == LOCAL:
+                for i in range(C):
+                    node[i] = noise[e, r, i]
+                for h in range(H):
+                    node[sa_idx[h]] += 1.0
+                    node[HSA + sas_idx[h]] += 1.0
+                    node[HSA + HSAS + sa_idx[h]] += rw_h[h]
+                for i in range(C):
+                    sums[r, i] += node[i]
