@@ -8,26 +8,24 @@ interpreter first and then in the interpreter named by ``$RLBERRY_PYTHON`` (e.g.
 has it, the ratio is skipped with a message and only our numbers are printed.
 
 Ours is batched over independent runs: a batch of ``runs`` runs of K episodes counts as runs * K
-episodes (that is the throughput an audit or a reproduction sees). Reported per configuration:
-episodes/s at runs = 1 and at a large batch, and the ratio to rlberry's episodes/s.
-Goal (issue #4): >= 100x rlberry's episodes/s.
+episodes (that is the throughput an audit or a reproduction sees). Both engines of ``DPUCBVI.run`` are
+timed (``engine="compiled"``: algorithms/online/compiled.py, numba, warmed up first so compilation is
+not counted; ``engine="numpy"``: the reference loop that monitors and variants use), one process, one
+core. Goal (issue #4): >= 100x rlberry's episodes/s.
 
-Also timed: one stacked batch of the Figure 1 reproduction (UCBVI + the 4 JDP curves, 5 runs each = 25
-runs, scripts/reproduce_dp_ucbvi_fig1.py's heavier worker), as ms per episode of the whole batch.
+The noise floor of DP-UCBVI is printed beside it: the time to draw one episode's Laplace noise for one
+run (the tree forms one new node per counter per episode, Chan et al.; RiverSwim has H S A (S + 2) =
+1,920 counters; the local randomiser draws the same number per message) with our fastest exact sampler
+(algorithms.privatizers.noise.laplace), in episodes/s and as a ratio to rlberry. No implementation
+that draws the paper's noise can run faster than that floor on this machine.
 
-Measured (2-core machine shared with other jobs; rlberry timed in the same invocation each time):
+Measured (2-core machine shared with other jobs; rlberry timed in the same invocation each time;
+``python benchmarks/bench_ucbvi.py``):
 
-    commit 6f179d1 (before)   rlberry 1,550/s | UCBVI 1.7x (1) 29.8x (64) 27.8x (1024) |
-                              central 1.2x / 6.4x / 4.8x | local 1.1x / 6.6x / 6.0x
-    after (issue #4 item 6)   rlberry 1,367/s | UCBVI 1.9x (1) 42.6x (64) 33.7x (1024) |
-                              central 1.4x / 11.2x / 7.3x | local 1.5x / 12.9x / 9.5x
-
-Goal NOT met: >= 100x needs a compiled kernel. numpy is call-bound at small batches (a single run
-does ~300 numpy calls per episode: the H-step backward induction alone is ~12 calls per step, ~1 us
-each) and memory-bound at large ones (5-10 passes over (runs,H,S,A,S) per episode); the private
-variants additionally draw runs x H S A (S + 2) Laplace variates per episode (~13.5 ns each in
-numpy's C loop, identical stream required). See the module notes of the reproduction for the
-Figure 1 cost.
+    commit 6f179d1 (numpy only)  rlberry 1,550/s | UCBVI 1.7x (1) 29.8x (64) | central 1.2x / 6.4x | local 1.1x / 6.6x
+    commit 596e800 (numpy only)  rlberry 1,536/s | UCBVI 1.5x (1) 28.9x (64) | central 1.1x / 9.2x | local 1.2x / 9.0x
+    compiled engine              see the output; README of reports/reproductions/dp_ucbvi_fig1 for the
+                                 Figure 1 reproduction (29 s, was 96 s)
 
 Usage: python benchmarks/bench_ucbvi.py [--K 2000] [--runs 1,64,1024] [--fig1-K 1000]
 """
@@ -87,7 +85,7 @@ def rlberry_rate(H: int, episodes: int):
                   "skipping the ratio")
 
 
-def our_rate(kind: str, H: int, K: int, runs: int, seed: int = 0) -> dict:
+def our_rate(kind: str, H: int, K: int, runs: int, seed: int = 0, engine: str = "compiled") -> dict:
     from algorithms.envs.riverswim import riverswim
     from algorithms.online.ucbvi import DPUCBVI, UCBVI
     from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
@@ -100,9 +98,26 @@ def our_rate(kind: str, H: int, K: int, runs: int, seed: int = 0) -> dict:
         agent = DPUCBVI(LocalPrivatizer(1.0, width_mode="nominal"), mode="practical")
     # learning only: no recording, no monitors, no regret evaluation (what rlberry's fit does)
     t = time.perf_counter()
-    agent.run(env, K, np.random.default_rng(seed), runs=runs, record=False, monitor=False, regret=False)
+    res = agent.run(env, K, np.random.default_rng(seed), runs=runs, record=False, monitor=False, regret=False,
+                    engine=engine)
     dt = time.perf_counter() - t
-    return {"algorithm": kind, "runs": runs, "K": K, "seconds": dt, "episodes_per_second": runs * K / dt}
+    return {"algorithm": kind, "engine": res.config["engine"], "runs": runs, "K": K, "seconds": dt,
+            "episodes_per_second": runs * K / dt}
+
+
+def noise_floor(H: int, runs: int = 64, episodes: int = 200, S: int = 6, A: int = 2) -> dict:
+    """Episodes/s if an episode cost nothing but its Laplace draws (H S A (S + 2) per run)."""
+    from algorithms.privatizers.noise import laplace
+    rng = np.random.default_rng(0)
+    C = H * S * A * (S + 2)
+    out = np.empty((runs, C))
+    laplace(rng, 1.0, out.shape, out=out)
+    t = time.perf_counter()
+    for _ in range(episodes):
+        laplace(rng, 1.0, out.shape, out=out)
+    dt = time.perf_counter() - t
+    return {"algorithm": "noise floor (Laplace draws only)", "draws_per_episode": C, "runs": runs,
+            "ns_per_draw": 1e9 * dt / (episodes * runs * C), "episodes_per_second": runs * episodes / dt}
 
 
 def fig1_group_rate(K: int, seed: int = 0) -> dict:
@@ -132,15 +147,35 @@ def main(argv=None):
         print(f"rlberry UCBVIAgent (RiverSwim H={a.H}, 1 run): {base['episodes_per_second']:.0f} episodes/s "
               f"({base['episodes']} episodes in {base['seconds']:.2f} s; {base['python']})")
     rows = []
+    our_rate("DP-UCBVI central", a.H, 3, 1)       # warm-up: numba compilation / cache load is not timed
     for kind in ("UCBVI", "DP-UCBVI central", "DP-UCBVI local"):
-        for runs in (int(r) for r in a.runs.split(",")):
-            K = max(50, a.K // max(1, runs // 16)) if runs > 16 else a.K
-            r = our_rate(kind, a.H, K, runs)
-            if base is not None:
-                r["ratio_vs_rlberry"] = r["episodes_per_second"] / base["episodes_per_second"]
-            rows.append(r)
-            ratio = f"  ratio {r['ratio_vs_rlberry']:8.1f}x" if base is not None else ""
-            print(f"{kind:18s} runs={runs:5d} K={K:6d}: {r['episodes_per_second']:10.0f} episodes/s{ratio}")
+        for engine in ("compiled", "numpy"):
+            for runs in (int(r) for r in a.runs.split(",")):
+                if engine == "numpy" and runs > 64:
+                    continue                        # the reference engine: small batches only (slow)
+                K = max(50, a.K // max(1, runs // 16)) if runs > 16 else a.K
+                if engine == "numpy":
+                    K = max(50, K // 4)
+                r = our_rate(kind, a.H, K, runs, engine=engine)
+                if base is not None:
+                    r["ratio_vs_rlberry"] = r["episodes_per_second"] / base["episodes_per_second"]
+                rows.append(r)
+                ratio = f"  ratio {r['ratio_vs_rlberry']:8.1f}x" if base is not None else ""
+                print(f"{kind:18s} {engine:8s} runs={runs:5d} K={K:6d}: {r['episodes_per_second']:10.0f} "
+                      f"episodes/s{ratio}")
+    floor = noise_floor(a.H)
+    if base is not None:
+        floor["ratio_vs_rlberry"] = floor["episodes_per_second"] / base["episodes_per_second"]
+    rows.append(floor)
+    print(f"DP-UCBVI noise floor: {floor['draws_per_episode']} Laplace draws per run-episode at "
+          f"{floor['ns_per_draw']:.1f} ns = {floor['episodes_per_second']:.0f} episodes/s"
+          + (f"  ratio {floor['ratio_vs_rlberry']:.1f}x" if base is not None else "")
+          + " (no DP-UCBVI run can beat this)")
+    if base is not None:
+        best = {k: max(r["ratio_vs_rlberry"] for r in rows if r["algorithm"] == k) for k in
+                ("UCBVI", "DP-UCBVI central", "DP-UCBVI local")}
+        for k, v in best.items():
+            print(f"goal >= 100x rlberry, {k}: best {v:.1f}x -> {'MET' if v >= 100 else 'not met'}")
     if a.fig1_K > 0:
         f = fig1_group_rate(a.fig1_K)
         if base is not None:

@@ -107,6 +107,7 @@ class _State:
         self.noisy = np.zeros_like(self.psum)
         self.sums = np.zeros((runs, self.C) if has_local else (runs, 1))
         self.t0 = None
+        self._noise = None
         for p, sl in self.parts:
             n = sl.stop - sl.start
             self.N[sl] = p._N.reshape(n, -1)
@@ -130,23 +131,42 @@ class _State:
             elif t != self.t0:
                 raise InputError("stacked privatizers have seen different numbers of episodes")
 
-    def draw_noise(self, n):
-        """(n, runs, C) noise of the next n episodes, each part from its own stream in its own order."""
+    def draw_noise(self, n, chunk):
+        """(n, runs, C) noise of the next n episodes, each part from its own stream in its own order.
+
+        Written into buffers kept across chunks (a fresh multi-MB array per chunk costs more in page
+        faults and copies than the draws themselves): a part that covers every run draws straight
+        into the kernel's array; the others draw into their own scratch and are copied to their slice.
+        """
         from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
         from algorithms.privatizers.noise import laplace
-        noise = np.zeros((n, self.runs, self.C)) if self.psum.shape[-1] > 1 or self.sums.shape[-1] > 1 else None
+        if self.psum.shape[-1] == 1 and self.sums.shape[-1] == 1:
+            return np.zeros((n, self.runs, 1))       # no noisy part: the kernel never reads it
+        if self._noise is None:
+            self._noise = np.empty((chunk, self.runs, self.C))
+            self._scratch = {}
+        noise = self._noise[:n]
         HSA, HSAS = self.HSA, self.HSAS
         for p, sl in self.parts:
             m = sl.stop - sl.start
             if type(p) is CentralPrivatizer:        # one (runs, C) node draw per episode
-                noise[:, sl] = laplace(p.rng, p.node_scale(), (n, m, self.C))
+                if m == self.runs:
+                    laplace(p.rng, p.node_scale(), noise.shape, out=noise)
+                else:
+                    buf = laplace(p.rng, p.node_scale(), (n, m * self.C), out=self._buffer(sl, chunk, n))
+                    noise[:, sl] = buf.reshape(n, m, self.C)
             elif type(p) is LocalPrivatizer:        # per episode: visits, then transitions, then rewards
-                b = p.noise_scale()
-                flat = laplace(p.rng, b, (n, m * self.C))
+                flat = laplace(p.rng, p.noise_scale(), (n, m * self.C), out=self._buffer(sl, chunk, n))
                 noise[:, sl, :HSA] = flat[:, :m * HSA].reshape(n, m, HSA)
                 noise[:, sl, HSA:HSA + HSAS] = flat[:, m * HSA:m * (HSA + HSAS)].reshape(n, m, HSAS)
                 noise[:, sl, HSA + HSAS:] = flat[:, m * (HSA + HSAS):].reshape(n, m, HSA)
-        return noise if noise is not None else np.zeros((n, self.runs, 1))
+        return noise
+
+    def _buffer(self, sl, chunk, n):
+        m = sl.stop - sl.start
+        if sl.start not in self._scratch:
+            self._scratch[sl.start] = np.empty((chunk, m * self.C))
+        return self._scratch[sl.start][:n].reshape(n, m * self.C)
 
     def scatter(self, episodes):
         """Write the state back into the privatizers (as if the numpy engine had run)."""
@@ -194,20 +214,23 @@ def run_compiled(agent, env, K, runs, E, iota, rng_env, rng_ties, Q, actions, st
     rmean = np.ascontiguousarray(env.r, dtype=float)
     chunk = int(max(1, min(K, _CHUNK_ELEMENTS // max(1, runs * max(st.C, H * S * A)))))
     progress_every = max(1, K // 10)
+    ties_buf = np.empty((chunk, runs, H, S, A)) if random_ties else np.zeros((1, 1, 1, 1, 1))
+    env_buf = np.empty((chunk, 1 + H * m, runs))
+    pol_buf = np.empty((chunk, runs, H, S), dtype=np.int8 if A < 128 else np.int32)
     e0 = 0
     while e0 < K:
         n = min(chunk, K - e0)
-        noise = st.draw_noise(n)
-        ties = rng_ties.random((n, runs, H, S, A)) if random_ties else np.zeros((1, 1, 1, 1, 1))
-        env_u = rng_env.random((n, 1 + H * m, runs))
-        policies = np.empty((n, runs, H, S), dtype=np.int8 if A < 128 else np.int32)
+        noise = st.draw_noise(n, chunk)
+        ties = rng_ties.random(out=ties_buf[:n]) if random_ties else ties_buf
+        env_u = rng_env.random(out=env_buf[:n])
+        policies = pol_buf[:n]
         run_episodes(n, e0, H, S, A, st.kind, E_runs, float(iota), float(c.c_variance), float(c.c_reward),
                      float(c_priv), bool(np.any(E_runs > 0)), float(c.scale), float(H),
                      Q, st.N, st.Ntr, st.R, st.psum, st.noisy, int(st.t0 + e0), st.sums, noise, ties,
                      random_ties, env_u, bernoulli, init_cdf, cdf, rmean, network, policies, acts, sts, record)
         if evaluator is not None:
-            for e in range(n):
-                evaluator.add(e0 + e, policies[e])
+            for e in range(n):                      # copies: the buffer is refilled by the next chunk
+                evaluator.add(e0 + e, policies[e].copy())
         if progress is not None:
             for k in range(e0, e0 + n):
                 if (k + 1) % progress_every == 0:

@@ -42,8 +42,8 @@ def laplace(rng: np.random.Generator, scale: float, size, out: np.ndarray | None
     """Laplace(0, scale) draws of shape ``size`` from ``rng`` (into ``out`` if given, float64, C order)."""
     if out is None:
         out = np.empty(size)
-    elif out.dtype != np.float64 or not out.flags.c_contiguous:
-        raise ValueError("out must be a C-contiguous float64 array")
+    elif out.dtype != np.float64 or not out.flags.c_contiguous or out.size != np.prod(size, dtype=np.int64):
+        raise ValueError("out must be a C-contiguous float64 array with as many elements as size")
     if isinstance(rng, ZeroNoise):
         out[...] = 0.0
         return out
