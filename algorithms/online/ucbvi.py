@@ -329,13 +329,12 @@ class DPUCBVI:
                    the run, else numpy), "numpy" or "compiled" (an InputError if it does not cover
                    the run). Both draw the same random numbers in the same order; reported in config.
 
-        monitors (each (runs,) unless noted): optimism_violations (#(k,h,s,a) with
-        Q~ < Q* - 1e-9), optimism_min_margin (min Q~ - Q*), vacuous_fraction (fraction
-        of (k,h,s,a) with Q~ = H), vacuous_fraction_last (at k = K), max_count_error
-        (max |N~ - N| over everything, visits and transitions), underestimates (#N~(s,a) < N(s,a)), sum_inconsistency
-        (max |N~(s,a) - sum_s' N~(s,a,s')| relative), min_transition_private
-        (min N~(s,a,s')), min_P (min P~ entry), max_row_error (max |sum_s' P~ - 1|),
-        reward_range ((runs,2) min and max of r~).
+        monitors (each (runs,)): optimism_violations (#(k,h,s,a) with Q~ < Q* - 1e-9),
+        optimism_min_margin (min Q~ - Q*), optimism_first_violation (first episode, -1 if none),
+        vacuous_fraction (fraction of (k,h,s,a) with Q~ = H), vacuous_fraction_last (at k = K),
+        monotonicity_violations (#Q~^k > Q~^{k-1}), above_H (#Q~ > H). Properties of the released counts
+        (count error, sum identity, valid P~, no underestimation) are judged from ``release_hook`` by
+        audits/_tabular_checks.CountAssumptionMonitor, the one definition every audit uses.
         """
         K = _check_int("K", K, 1)
         runs = _check_int("runs", runs, 1)
@@ -387,15 +386,13 @@ class DPUCBVI:
             Q, V = backward_induction(P, r, n, Q, E=E, iota=iota, constants=self.constants)
             policy = greedy_policy(Q, rng_ties, self.tie_breaking)
             if mon is not None:
-                mon.update(k, Q, counts, P, r)
+                mon.update(k, Q)
             if evaluator is not None:
                 evaluator.add(k, policy)
             st, ac, rw = _rollout(env, policy, rng_env, k)
             if record:
                 actions[:, k] = ac
                 states[:, k] = st
-            if mon is not None:
-                mon.observe(st, ac, rw)
             priv.observe(st, ac, rw if has_rewards else None)
             self._after_episode(st, ac, rw)
             if progress is not None and (k + 1) % max(1, K // 10) == 0:
@@ -527,33 +524,24 @@ class _RegretEvaluator:
 
 
 class _Monitor:
-    """Diagnostics for the checks (optimism C17, monotonicity C18, vacuity; raw count diagnostics).
+    """Diagnostics of Q~ for the checks: optimism (C17), monotonicity (C18), the clip at H, vacuity.
 
-    Keeps its own exact counts from the observed trajectories; the agent never reads them. The good event
-    |N^ - N| <= E/4 (C6) is NOT judged here: audits/_tabular_checks.CountAssumptionMonitor does that from the
-    releases it gets through ``release_hook`` (one definition, used by every audit).
+    The released counts are not judged here: audits/_tabular_checks.CountAssumptionMonitor does that from
+    the releases it gets through ``release_hook`` (one definition, used by every audit).
     """
 
     def __init__(self, runs, H, S, A, Q_star):
-        self.runs, self.H, self.S, self.A = runs, H, S, A
+        self.runs, self.H = runs, H
         self.Q_star = Q_star
-        self.N_sa = np.zeros((runs, H, S, A))
-        self.N_sas = np.zeros((runs, H, S, A, S))
         f = lambda v: np.full(runs, v, dtype=float)
         self.m = dict(optimism_violations=np.zeros(runs, dtype=np.int64), optimism_min_margin=f(np.inf),
                       optimism_first_violation=np.full(runs, -1, dtype=np.int64),
                       vacuous_fraction=f(0.0), vacuous_fraction_last=f(0.0),
-                      max_count_error=f(0.0),
-                      underestimates=np.zeros(runs, dtype=np.int64), sum_inconsistency=f(0.0),
-                      min_transition_private=f(np.inf), min_P=f(np.inf), max_row_error=f(0.0),
-                      reward_range=np.tile([np.inf, -np.inf], (runs, 1)),
                       monotonicity_violations=np.zeros(runs, dtype=np.int64), above_H=np.zeros(runs, dtype=np.int64))
         self.Q_prev = None
         self.k = 0
-        self._idx = np.arange(runs)[:, None]
-        self._h = np.arange(H)[None, :]
 
-    def update(self, k, Q, counts, P, r):
+    def update(self, k, Q):
         m, ax = self.m, (1, 2, 3)
         H = self.H
         self.k = k + 1
@@ -571,28 +559,6 @@ class _Monitor:
             m["monotonicity_violations"] += (Q > self.Q_prev + 1e-12).sum(axis=ax)
         m["above_H"] += (Q > H + 1e-12).sum(axis=ax)
         self.Q_prev = Q
-        nv, nt = np.asarray(counts.visits), np.asarray(counts.transitions)
-        err = np.maximum(np.abs(nv - self.N_sa).max(axis=ax), np.abs(nt - self.N_sas).max(axis=(1, 2, 3, 4)))
-        m["max_count_error"] = np.maximum(m["max_count_error"], err)
-        m["underestimates"] += (nv < self.N_sa - 1e-9).sum(axis=ax)
-        scale = np.maximum(np.abs(nv), 1.0)
-        m["sum_inconsistency"] = np.maximum(m["sum_inconsistency"],
-                                            (np.abs(nt.sum(-1) - nv) / scale).max(axis=ax))
-        m["min_transition_private"] = np.minimum(m["min_transition_private"], nt.min(axis=(1, 2, 3, 4)))
-        visited = nv > 0
-        Pm = np.where(visited[..., None], P, np.inf)
-        m["min_P"] = np.minimum(m["min_P"], Pm.min(axis=(1, 2, 3, 4)))
-        m["max_row_error"] = np.maximum(m["max_row_error"], np.abs(P.sum(-1) - 1.0).max(axis=ax))
-        rr = m["reward_range"]
-        rr[:, 0] = np.minimum(rr[:, 0], r.min(axis=ax))
-        rr[:, 1] = np.maximum(rr[:, 1], r.max(axis=ax))
-
-    def observe(self, states, actions, rewards):
-        runs, H, S, A = self.runs, self.H, self.S, self.A
-        s, a, s2 = states[:, :-1], actions, states[:, 1:]
-        flat_sa = ((self._idx * H + self._h) * S + s) * A + a  # (runs, H)
-        self.N_sa.reshape(-1)[flat_sa.ravel()] += 1.0  # one visit per (run, h): indices are distinct
-        self.N_sas.reshape(-1)[(flat_sa * S + s2).ravel()] += 1.0
 
     def result(self):
         m = dict(self.m)
