@@ -125,3 +125,10 @@ def test_progress_is_reported_from_the_compiled_engine(monkeypatch):
     _agent("central").run(riverswim(4), 50, 0, monitor=False, regret=False, record=False,
                           progress=seen.append, engine="compiled")
     assert len(seen) == 10 and seen[-1].endswith("50/50")
+
+
+@pytest.mark.parametrize("kind", ["central", "local"])
+def test_engines_agree_beyond_the_sorting_networks(kind):
+    # S = 14 > 12: numpy sorts LP rows with np.sort, the kernel with an insertion sort
+    env = riverswim(3, S=14)
+    _assert_same(*_both(lambda: _agent(kind, eps=0.5), env, 40, 1, 2))
