@@ -5,9 +5,10 @@ eq. 1 estimates, the practical-structure bonus, §2.4 value iteration, greedy po
 MDP, and the privatizer's ingest. Every random number comes in pre-drawn (noise, tie-breaking and
 environment uniforms, in the numpy engine's stream order), so the kernels are deterministic functions of
 their inputs. Each step repeats the numpy engine's arithmetic in the same order (same comparisons, same
-left-to-right sums, numpy's ``maximum``/``minimum`` semantics), except the two dot products of the
-backward induction (numpy: BLAS ``matmul``; here a left-to-right sum), which may differ in the last bit;
-tests/test_compiled_engine.py compares the two engines.
+left-to-right sums -- including the value iteration's dot products, ``ucbvi._fold_last`` -- and numpy's
+``maximum``/``minimum`` on finite numbers), so the two engines agree bit for bit;
+tests/test_compiled_engine.py holds them to that. Runs are processed one after another inside a chunk
+(run-major), which keeps one run's tree state in cache.
 
 Per-run array layout of the privatizer's counters (C = H S A (S + 2)): ``[visits (HSA) | transitions
 (HSA S) | rewards (HSA)]``, exactly the central privatizer's tree layout.
@@ -43,7 +44,7 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
     kind (runs,) NONE/CENTRAL/LOCAL; E (runs,); Q (runs,H,S,A) in/out (Q~^{k-1}); N (runs,HSA), Ntr (runs,HSAS), R (runs,HSA)
     true counts in/out; psum, noisy (runs, L, C) tree state in/out (central runs); t0 items already in the tree;
     sums (runs, C) local sums in/out; noise (n, runs, C) scaled Laplace draws; ties (n, runs, H, S, A)
-    uniforms (random tie-breaking) ; env_u (n, 1 + H m, runs) uniforms (m = 2 with Bernoulli rewards);
+    uniforms (random tie-breaking); env_u (n, 1 + H m, runs) uniforms (m = 2 with Bernoulli rewards);
     policies (n, runs, H, S) int8 out; actions (runs, K, H), states (runs, K, H+1) out when ``record``.
     """
     runs = Q.shape[0]

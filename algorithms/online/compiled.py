@@ -13,11 +13,10 @@ StackedPrivatizer of them), no monitor and no release hook (they read every rele
 Randomness: every stream is drawn by numpy in chunks, in exactly the numpy engine's order (environment:
 reset then one uniform per step and one per Bernoulli reward; tie-breaking: one (runs,H,S,A) array per
 episode; noise: the privatizer's own draws, :func:`algorithms.privatizers.noise.laplace`), so the two
-engines see the same numbers; the arithmetic is the numpy engine's, step for step, except the dot
-products of the value iteration (BLAS there, a left-to-right sum here: the last bit may differ, so a
-near-tie between actions can resolve differently). tests/test_compiled_engine.py runs both engines
-side by side. At the end the privatizers' state (true counts, tree, local sums) is written back, so the
-privatizer object is exactly where the numpy engine would have left it.
+engines see the same numbers; the arithmetic is the numpy engine's, step for step (module docstring of
+``_kernels``), so they give the same trajectories bit for bit (tests/test_compiled_engine.py). At the
+end the privatizers' state (true counts, tree, local sums) is written back, so the privatizer object is
+exactly where the numpy engine would have left it.
 """
 from __future__ import annotations
 
