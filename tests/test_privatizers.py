@@ -402,3 +402,23 @@ def test_offline_bad_numbers_are_input_errors(make):
     """Non-numeric budgets raised ValueError/TypeError (exit 'internal error') before the review fix."""
     with pytest.raises(InputError):
         make()
+
+
+@pytest.mark.parametrize("K", [2, 3, 64, 100])
+def test_simulated_max_noise_is_the_tree_and_the_local_sums_on_zero_data(K):
+    """simulate_max_noise draws the privatizers' noise in their order and must reproduce their releases:
+    the binary mechanism's B(t) (resp. the running sum of the local noise) on all-zero data."""
+    from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter
+    from algorithms.privatizers.noise import laplace
+    c, b = 7, 2.5
+    tree = BinaryMechanism(TreeCounter(horizon=K, node_scale=b), (c,), np.random.default_rng(4))
+    worst = 0.0
+    for _ in range(K - 1):
+        tree.step(np.zeros(c))
+        worst = max(worst, float(np.abs(tree.release()).max()))
+    sim = simulate_max_noise("central", counters=c, K=K, scale=b, reps=1, rng=np.random.default_rng(4), block=10)
+    assert sim[0] == pytest.approx(worst, rel=1e-12)
+    rng = np.random.default_rng(5)
+    local = np.abs(np.cumsum(np.stack([laplace(rng, b, c) for _ in range(K - 1)]), axis=0)).max()
+    sim = simulate_max_noise("local", counters=c, K=K, scale=b, reps=1, rng=np.random.default_rng(5), block=10)
+    assert sim[0] == pytest.approx(local, rel=1e-12)

@@ -83,38 +83,35 @@ def nominal_width(mechanism: str, *, H: int, S: int, A: int, K: int, epsilon: fl
 
 
 def simulate_max_noise(mechanism: str, *, counters: int, K: int, scale: float, reps: int,
-                       rng: np.random.Generator, chunk: int = 2_000_000) -> np.ndarray:
+                       rng: np.random.Generator, block: int = 1 << 20) -> np.ndarray:
     """max over counters and releases k = 2..K of |N^ - N|, simulated from the noise alone, per rep.
 
-    Central: the error of B(t) is sum over set bits j of t of the noise of node (j, t >> j).
-    Local: the error of the k-th release is a running sum of k - 1 i.i.d. Lap(b).
-    Returns shape (reps,). Counters are processed in chunks of about ``chunk`` (counter, release)
-    entries, so memory stays bounded.
+    The noise is drawn exactly as the privatizers draw it -- one Laplace(scale) vector over the counters
+    per position t = 1..K-1, in that order -- and the release errors follow by recurrence:
+    central, err_t = err_{t - lowbit(t)} + eta_t (eta_t: the node that completes at t; so err_t is the
+    sum of the noisy nodes of the dyadic decomposition of {1..t}, the tree's B(t) on zero data);
+    local, err_t = err_{t-1} + eta_t (a running sum). One pass of O(1) amortised work per (counter, t)
+    (algorithms.privatizers._width_kernels), memory bounded by ``block`` draws at a time.
+    Returns shape (reps,).
     """
+    from algorithms.privatizers._width_kernels import prefix_error_max
     from algorithms.privatizers.binary_mechanism import tree_levels
+    if mechanism not in ("central", "local"):
+        raise InputError(f"mechanism must be 'central' or 'local', got {mechanism!r}")
     T = K - 1
     out = np.zeros(reps)
     if T <= 0 or scale == 0:
         return out
-    t = np.arange(1, T + 1)
-    L = tree_levels(T)
-    per = max(1, chunk // T)
+    n = max(1, min(T, block // max(1, counters)))
+    eta = np.empty((n, counters))
     for r in range(reps):
-        best = 0.0
-        left = counters
-        while left > 0:
-            c = min(per, left)
-            left -= c
-            if mechanism == "central":
-                err = np.zeros((c, T))
-                for j in range(L):
-                    idx = t >> j
-                    eta = laplace(rng, scale, (c, (T >> j) + 1))
-                    err += np.where((idx & 1).astype(bool), eta[:, idx], 0.0)
-            else:
-                err = np.cumsum(laplace(rng, scale, (c, T)), axis=1)
-            best = max(best, float(np.abs(err).max()))
-        out[r] = best
+        state = np.zeros((tree_levels(T) + 1, counters))
+        maxabs = np.zeros(counters)
+        for t0 in range(0, T, n):
+            m = min(n, T - t0)
+            laplace(rng, scale, (m, counters), out=eta[:m])
+            prefix_error_max(eta[:m], t0, mechanism == "central", state, maxabs)
+        out[r] = maxabs.max()
     return out
 
 
