@@ -44,7 +44,7 @@ def _state(priv):
         tc = p.true_counts()
         out += [tc.visits, tc.transitions, tc.rewards, np.array(p.episodes)]
         if isinstance(p, CentralPrivatizer):
-            out += [p._tree._psum, p._tree._noisy, np.array(p._tree.t), np.array(p._tree.node_draws)]
+            out += [p._tree._psum, p._tree._prefix, np.array(p._tree.t), np.array(p._tree.node_draws)]
         if isinstance(p, LocalPrivatizer):
             out += [p._sum_v, p._sum_t, p._sum_r]
         out.append(p.release().transitions)

@@ -42,7 +42,7 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
     """Run episodes e0 .. e0 + n - 1 for every run (see the module docstring).
 
     kind (runs,) NONE/CENTRAL/LOCAL; E (runs,); Q (runs,H,S,A) in/out (Q~^{k-1}); N (runs,HSA), Ntr (runs,HSAS), R (runs,HSA)
-    true counts in/out; psum, noisy (runs, L, C) tree state in/out (central runs); t0 items already in the tree;
+    true counts in/out; psum (runs, L, C), noisy (runs, L+1, C) = the tree's p-sums and prefix releases, in/out (central runs); t0 items already in the tree;
     sums (runs, C) local sums in/out; noise (n, runs, C) scaled Laplace draws; ties (n, runs, H, S, A)
     uniforms (random tie-breaking); env_u (n, 1 + H m, runs) uniforms (m = 2 with Bernoulli rewards);
     policies (n, runs, H, S) int8 out; actions (runs, K, H), states (runs, K, H+1) out when ``record``.
@@ -82,20 +82,9 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
                 for i in range(HSAS):
                     trans[i] = Ntr[r, i]
             else:
-                if k == CENTRAL:
-                    first = True
-                    for j in range(psum.shape[1]):
-                        if (t >> j) & 1:
-                            if first:
-                                for i in range(C):
-                                    B[i] = noisy[r, j, i]
-                                first = False
-                            else:
-                                for i in range(C):
-                                    B[i] += noisy[r, j, i]
-                    if first:
-                        for i in range(C):
-                            B[i] = 0.0
+                if k == CENTRAL:                     # B(t) = prefix[0] (BinaryMechanism)
+                    for i in range(C):
+                        B[i] = noisy[r, 0, i]
                 else:
                     for i in range(C):
                         B[i] = sums[r, i]
@@ -270,9 +259,12 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
                 for j in range(lvl):
                     for i in range(C):
                         psum[r, j, i] = 0.0
-                for i in range(C):
-                    psum[r, lvl, i] = node[i]
-                    noisy[r, lvl, i] = node[i] + noise[e, r, i]
+                for i in range(C):                   # B(t+1) = B(t+1 - 2^lvl) + noisy node;
+                    psum[r, lvl, i] = node[i]        # prefix[0..lvl] := B(t+1)
+                    noisy[r, 0, i] = noisy[r, lvl + 1, i] + (node[i] + noise[e, r, i])
+                for j in range(1, lvl + 1):
+                    for i in range(C):
+                        noisy[r, j, i] = noisy[r, 0, i]
             elif k == LOCAL:
                 for i in range(C):
                     node[i] = noise[e, r, i]

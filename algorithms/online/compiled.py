@@ -103,7 +103,7 @@ class _State:
         has_central = any(type(p) is CentralPrivatizer for p, _ in self.parts)
         has_local = any(type(p) is LocalPrivatizer for p, _ in self.parts)
         self.psum = np.zeros((runs, L, self.C) if has_central else (runs, 1, 1))
-        self.noisy = np.zeros_like(self.psum)
+        self.noisy = np.zeros((runs, L + 1, self.C) if has_central else (runs, 1, 1))   # prefix releases
         self.sums = np.zeros((runs, self.C) if has_local else (runs, 1))
         self.t0 = None
         self._noise = None
@@ -115,7 +115,7 @@ class _State:
             if type(p) is CentralPrivatizer:
                 self.kind[sl] = CENTRAL
                 self.psum[sl] = np.moveaxis(p._tree._psum, 0, 1)
-                self.noisy[sl] = np.moveaxis(p._tree._noisy, 0, 1)
+                self.noisy[sl] = np.moveaxis(p._tree._prefix, 0, 1)
                 t = p._tree.t
             elif type(p) is LocalPrivatizer:
                 self.kind[sl] = LOCAL
@@ -180,7 +180,7 @@ class _State:
             if type(p) is CentralPrivatizer:
                 tree = p._tree
                 tree._psum[...] = np.moveaxis(self.psum[sl], 1, 0)
-                tree._noisy[...] = np.moveaxis(self.noisy[sl], 1, 0)
+                tree._prefix[...] = np.moveaxis(self.noisy[sl], 1, 0)
                 tree.t += episodes
                 tree.node_draws += episodes
                 tree.last_level = (tree.t & -tree.t).bit_length() - 1 if tree.t else None

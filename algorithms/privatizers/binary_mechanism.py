@@ -12,8 +12,13 @@ Spec: dp_ucbvi.md §3.1 ("Binary Mechanism, fully specified"), dp_nash_vi.md §3
 Implementation: the lazy form of Chan et al. At time ``t`` exactly one node completes, at level
 ``i = lowest set bit of t`` (index ``m = t / 2^i``, odd); its p-sum is ``z_t`` plus the p-sums of the
 open nodes below level ``i``, which are then discarded. Nodes with even ``m`` are never used by any
-release and are never formed. One step costs O(L) array operations over all counters, which are batched
-in an arbitrary array shape (runs, ...).
+release and are never formed. The releases are kept by recurrence rather than re-summed:
+``B(t) = B(t - 2^i) + noisy node (i, t >> i)`` (the decomposition of ``{1..t}`` is that of
+``{1..t - 2^i}`` plus the new node), with ``prefix[j] = B(t with its bits below j cleared)`` for
+``j = 0..L``; a step writes ``prefix[0..i]`` and a release is ``prefix[0]`` -- one pass instead of
+``popcount(t)``. The sum is the same set of noisy nodes, added from the highest level down. One step costs
+O(i + 1) array operations (amortised 2) over all counters, which are batched in an arbitrary array
+shape (runs, ...).
 """
 from __future__ import annotations
 
@@ -133,9 +138,9 @@ class BinaryMechanism:
         self.t = 0
         self.node_draws = 0
         self.last_level = None                           # level of the node completed by the last step
-        # p-sums of the open node at each level, and noisy p-sums of the latest completed node per level
+        # p-sums of the open node at each level; prefix[j] = B(t with its bits below j cleared), j = 0..L
         self._psum = np.zeros((L,) + self.shape)
-        self._noisy = np.zeros((L,) + self.shape)
+        self._prefix = np.zeros((L + 1,) + self.shape)
 
     @property
     def levels(self) -> int:
@@ -153,9 +158,7 @@ class BinaryMechanism:
         node = self._psum[:i].sum(axis=0) + z if i else z.copy()
         self._psum[:i] = 0.0
         self._psum[i] = node
-        self._noisy[i] = node + self.counter.draw(self.rng, self.shape)
-        self.node_draws += 1
-        self.last_level = i
+        self._advance(i, node + self.counter.draw(self.rng, self.shape))
 
     def step_sparse(self, index, values) -> None:
         """``step(z)`` for an item given sparsely: ``z.ravel()[index] = values``, 0 elsewhere (indices
@@ -168,7 +171,12 @@ class BinaryMechanism:
         node.reshape(-1)[index] += values
         self._psum[:i] = 0.0
         self._psum[i] = node
-        np.add(node, self.counter.draw(self.rng, self.shape), out=self._noisy[i])
+        self._advance(i, node + self.counter.draw(self.rng, self.shape))
+
+    def _advance(self, i, noisy_node) -> None:
+        """B(t) = B(t - 2^i) + the noisy node completed at level i; prefix[0..i] := B(t)."""
+        np.add(self._prefix[i + 1], noisy_node, out=self._prefix[0])
+        self._prefix[1:i + 1] = self._prefix[0]
         self.node_draws += 1
         self.last_level = i
 
@@ -179,7 +187,7 @@ class BinaryMechanism:
 
     def release(self) -> np.ndarray:
         """B(t): the sum of the noisy nodes of the set bits of t (popcount(t) nodes); B(0) = 0."""
-        return self._sum_set_bits(self._noisy)
+        return self._prefix[0].copy()
 
     def exact(self) -> np.ndarray:
         """The true prefix sum sum_{i<=t} z_i (for checkers and tests only)."""
