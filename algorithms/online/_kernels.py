@@ -75,12 +75,8 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
         for e in range(n):
             t = t0 + e                               # items in the tree before this episode
             # ---------------------------------------------------------------- release (N~, R~)
-            if k == NONE:
-                for i in range(HSA):
-                    visits[i] = N[r, i]
-                    B[HSAS + HSA + i] = R[r, i]
-                for i in range(HSAS):
-                    trans[i] = Ntr[r, i]
+            if k == NONE:                            # exact counts: read N, Ntr, R in place below
+                pass
             else:
                 if k == CENTRAL:                     # B(t) = prefix[0] (BinaryMechanism)
                     for i in range(C):
@@ -144,13 +140,22 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
                         tot = v if j == 0 else tot + v
                     visits[row] = tot
             # ---------------------------------------------------------------- eq. 1 + static bonus
-            for row in range(HSA):
-                nv = visits[row]
-                rew = B[HSAS + HSA + row]
+            # exact counts change only in the H rows the last episode visited: recompute those (the
+            # same formula, so the same values); every row at the first episode of a chunk or run
+            partial = k == NONE and e > 0
+            for q in range(H if partial else HSA):
+                row = sa_idx[q] if partial else q
+                if k == NONE:
+                    nv = N[r, row]
+                    rew = R[r, row]
+                else:
+                    nv = visits[row]
+                    rew = B[HSAS + HSA + row]
                 visited = nv > 0.0
                 inv = 1.0 / nv if visited else 1.0
                 for j in range(S):
-                    P[row * S + j] = trans[row * S + j] * inv if visited else inv_S
+                    tr = Ntr[r, row * S + j] if k == NONE else trans[row * S + j]
+                    P[row * S + j] = tr * inv if visited else inv_S
                 rr = rew * inv if visited else 0.0
                 rr = _min(_max(rr, 0.0), 1.0)
                 inv_n = 1.0 / nv if visited else math.inf
