@@ -105,6 +105,7 @@ class _State:
         self.psum = np.zeros((runs, L, self.C) if has_central else (runs, 1, 1))
         self.noisy = np.zeros((runs, L + 1, self.C) if has_central else (runs, 1, 1))   # prefix releases
         self.sums = np.zeros((runs, self.C) if has_local else (runs, 1))
+        self.noisy_parts = has_central or has_local
         self.t0 = None
         self._noise = None
         for p, sl in self.parts:
@@ -139,7 +140,7 @@ class _State:
         """
         from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
         from algorithms.privatizers.noise import laplace
-        if self.psum.shape[-1] == 1 and self.sums.shape[-1] == 1:
+        if not self.noisy_parts:
             return np.zeros((n, self.runs, 1))       # no noisy part: the kernel never reads it
         if self._noise is None:
             self._noise = np.empty((chunk, self.runs, self.C))
