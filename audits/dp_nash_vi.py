@@ -294,6 +294,7 @@ def _vacuous(c: Check, msg):
         return c
     det = dict(c.details)
     det["vacuous"] = msg
+    det["qualifier"] = "vacuous"  # dpcheck.checks.qualify's marker: reports show "pass (vacuous)"
     return Check(id=c.id, kind=c.kind, verdict=c.verdict, claim=c.claim, measured=c.measured, details=det,
                  reason=c.reason + f" (vacuously: {msg})")
 
@@ -497,7 +498,7 @@ def _regime(c: Check, fit) -> Check:
     """Say whether the exponent check was informative: a CI entirely below 0.25 means the regret saturated
     (finite-time learning of a pure equilibrium, or a window past the sqrt(K) phase)."""
     if c.verdict == PASS and fit.ci[1] < 0.25:
-        det = dict(c.details)
+        det = dict(c.details, qualifier="uninformative")  # reports show "pass (uninformative)"
         det["vacuous"] = ("exponent CI below 0.25: the increments shrink over the window (the regret saturates, or "
                           "a privacy term constant in K is still being paid off); the pass says little about sqrt(K)")
         return Check(id=c.id, kind=c.kind, verdict=c.verdict, claim=c.claim, measured=c.measured, details=det,

@@ -14,6 +14,7 @@ import numpy as np
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 VERDICTS = (PASS, FAIL, INCONCLUSIVE)
+QUALIFIERS = ("vacuous", "uninformative")
 KINDS = ("privacy", "assumption", "regret", "whitebox")
 
 
@@ -86,6 +87,27 @@ def combine(verdicts) -> str:
     return PASS
 
 
+def qualify(check: Check, qualifier: str, why: str, note: str | None = None) -> Check:
+    """Mark a check whose pass says little: ``"vacuous"`` (the claim held only trivially, e.g. a
+    bonus saturated at H makes optimism true by construction) or ``"uninformative"`` (the
+    measurement could not tell the claim from its negation in this regime).
+
+    Sets ``details["qualifier"]`` and ``details["vacuous"] = why`` (the explanation) and appends
+    ``note`` -- by default "(vacuously: why)" or "(uninformative: why)" -- to the reason. The
+    verdict is unchanged (a vacuous pass does not fail a run), but the reports show such a pass
+    as its own state ("PASS (vacuous)"), so nobody mistakes it for evidence.
+    """
+    if qualifier not in QUALIFIERS:
+        raise ValueError(f"qualifier must be one of {QUALIFIERS}, got {qualifier!r}")
+    det = dict(check.details)
+    det["qualifier"] = qualifier
+    det["vacuous"] = why
+    if note is None:
+        note = f" ({'vacuously' if qualifier == 'vacuous' else 'uninformative'}: {why})"
+    return Check(id=check.id, kind=check.kind, verdict=check.verdict, claim=check.claim, measured=check.measured,
+                 details=det, reason=check.reason + note)
+
+
 def clopper_pearson(k, n, alpha: float, side: str = "two"):
     """Exact binomial confidence bounds for k successes in n trials.
 
@@ -140,14 +162,11 @@ def invariant_check(*, id: str, violations: int, total: int, claim: dict, kind: 
     ``vacuous``: if given, the invariant held only trivially (say why); the check
     passes but the reason and details say so, so nobody mistakes it for evidence.
     """
-    det = dict(details or {})
     if violations:
         verdict, reason = FAIL, f"{what}: {violations} of {total} cases violated"
     else:
         verdict, reason = PASS, f"{what}: held in all {total} cases"
-        if vacuous:
-            det["vacuous"] = vacuous
-            reason += f" (vacuously: {vacuous})"
-    return Check(id=id, kind=kind, verdict=verdict, claim=claim,
-                 measured={"violations": violations, "cases": total, "confidence": 1.0},
-                 details=det, reason=reason)
+    c = Check(id=id, kind=kind, verdict=verdict, claim=claim,
+              measured={"violations": violations, "cases": total, "confidence": 1.0},
+              details=dict(details or {}), reason=reason)
+    return qualify(c, "vacuous", vacuous) if vacuous and verdict == PASS else c

@@ -7,8 +7,15 @@
     dpcheck report FILE.json [--out DIR]
 
 Exit codes: 0 every check passes (inconclusive ones too, unless --strict); 1 a
-violation was found; 2 usage error, bad input or internal error (one clear line
-on stderr; the traceback only with --debug).
+violation was found; 2 usage error, bad input, internal error or an interrupted
+run (one clear line on stderr; the traceback only with --debug).
+
+Interruption: SIGTERM is handled like SIGINT. The run stops, joblib's worker
+processes are killed, and the reports are written marked incomplete
+(``status: interrupted``, never the verdict pass); exit 2. While the checks run,
+the JSON and JUnit on disk say ``status: running``; a SIGKILL leaves them so.
+The write order that keeps the files of one report consistent at every moment
+is described in :mod:`dpcheck.report`.
 """
 from __future__ import annotations
 
@@ -209,45 +216,138 @@ def cmd_audit(args) -> int:
     else:
         stem = rpt.stem_for(name)
     json_path = args.json_path if args.json_path not in (None, "-") else None
+    writer = rpt.ReportWriter(out_dir, stem, json_path)
+    stream_failed = []
 
-    def stream(rep):  # keep the report-so-far on disk after every finished check
+    def stream(rep):  # the report so far (status running, never pass) after every finished check
         try:
-            rpt.write_all(rep, out_dir, stem=stem, formats=("json",))
-        except OSError:
-            pass
+            writer.stream(rep)
+        except OSError as e:  # the last streamed report stays, still marked incomplete
+            if not stream_failed:
+                stream_failed.append(e)
+                progress(f"warning: cannot update the reports in {out_dir}: {e}")
 
     ctx = AuditContext(name, options, progress=progress, on_check=stream)
-    progress(f"dpcheck {_version()}: auditing {name} (seed={options.seed}, alpha={options.alpha}"
-             f"{', quick' if options.quick else ''})")
-    try:
-        run(ctx)
-    except (DPCheckError, KeyboardInterrupt, Exception) as e:
-        msg = "interrupted" if isinstance(e, KeyboardInterrupt) else _one_line(e)
-        rep = ctx.report(error=msg)
-        paths = _write_reports(rep, out_dir, stem, json_path, rpt)
-        if ctx.checks:
-            print(rpt.summary_table(rep))
-        where = f" (the {len(ctx.checks)} finished checks are in {paths.get('json')})" if ctx.checks else ""
-        if args.debug:
-            traceback.print_exc()
-        print(f"dpcheck: error: {msg}{where}", file=sys.stderr)
-        return EXIT_ERROR
-    rep = ctx.report()
-    paths = _write_reports(rep, out_dir, stem, json_path, rpt)
+    with _Signals() as signals:
+        try:
+            writer.begin(ctx.report(status="running"))
+        except OSError as e:
+            raise InputError(f"cannot write reports to {out_dir}: {e}") from e
+        progress(f"dpcheck {_version()}: auditing {name} (seed={options.seed}, alpha={options.alpha}"
+                 f"{', quick' if options.quick else ''}; run {ctx.run_id})")
+        try:
+            run(ctx)
+        except (Exception, KeyboardInterrupt) as e:
+            signals.defer()          # a second Ctrl-C / SIGTERM must not cut the report short
+            _stop_workers()          # no loky worker may outlive an interrupted run
+            interrupted = isinstance(e, KeyboardInterrupt)
+            msg = f"interrupted ({signals.name or 'SIGINT'})" if interrupted else _one_line(e)
+            rep = ctx.report(error=msg, status="interrupted" if interrupted else "error")
+            paths = _finish(writer, rep, out_dir)
+            if args.json_path == "-":
+                import json
+                print(json.dumps(rep, indent=2))
+            elif ctx.checks:
+                print(rpt.summary_table(rep))
+            where = f" (the {len(ctx.checks)} finished checks are in {paths.get('json')}, marked incomplete)" \
+                if ctx.checks else ""
+            if args.debug:
+                traceback.print_exc()
+            print(f"dpcheck: error: {msg}{where}", file=sys.stderr)
+            return EXIT_ERROR
+        signals.defer()  # every check finished: write the complete set even if a signal comes now
+        rep = ctx.report()
+        paths = _finish(writer, rep, out_dir)
     if args.json_path == "-":
         import json
         print(json.dumps(rep, indent=2))
     else:
         print(rpt.summary_table(rep))
         print("reports: " + ", ".join(str(p) for p in paths.values()))
+    if signals.received is not None:
+        print(f"dpcheck: error: interrupted ({signals.name}) after the last check; the complete reports are "
+              f"written", file=sys.stderr)
+        return EXIT_ERROR
     return exit_code(rep, strict=options.strict)
 
 
-def _write_reports(rep, out_dir, stem, json_path, rpt) -> dict:
+def _finish(writer, rep, out_dir) -> dict:
     try:
-        return rpt.write_all(rep, out_dir, stem=stem, json_path=json_path)
+        return writer.finish(rep)
     except OSError as e:
         raise InputError(f"cannot write reports to {out_dir}: {e}") from e
+
+
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as SIGINT raises KeyboardInterrupt, so both end a run the same way."""
+
+
+class _Signals:
+    """While the checks run, SIGTERM (and SIGINT) raise :class:`_Interrupted` in the main thread;
+    after ``defer()`` they are only recorded, so the reports are written whole. Restores the
+    previous handlers on exit. An ignored SIGINT (a background job of a non-interactive shell)
+    stays ignored."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self._old: dict = {}
+
+    @property
+    def name(self) -> str | None:
+        import signal
+        return signal.Signals(self.received).name if self.received is not None else None
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is not threading.main_thread():
+            return self  # signal handlers can only be set from the main thread
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old = signal.getsignal(sig)
+            if old is signal.SIG_IGN:
+                continue
+            self._old[sig] = old
+            signal.signal(sig, self._raise)
+        return self
+
+    def _raise(self, signum, frame):
+        self.received = signum
+        self.defer()
+        raise _Interrupted(signum)
+
+    def _record(self, signum, frame):
+        if self.received is None:
+            self.received = signum
+
+    def defer(self) -> None:
+        import signal
+        for sig in self._old:
+            signal.signal(sig, self._record)
+
+    def __exit__(self, *exc):
+        import signal
+        for sig, old in self._old.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        return False
+
+
+def _stop_workers() -> None:
+    """Kill joblib's loky worker processes (an interrupted run must leave none computing).
+
+    joblib aborts the Parallel call an exception passes through; its reusable executor may
+    still hold workers (idle, or busy with a task of an aborted call), so shut it down too.
+    """
+    try:
+        from joblib.externals.loky import reusable_executor
+    except ImportError:
+        return
+    ex = getattr(reusable_executor, "_executor", None)
+    if ex is None:
+        return
+    try:
+        ex.shutdown(wait=True, kill_workers=True)
+    except Exception:  # best effort: the run is already ending with an error
+        pass
 
 
 def _one_line(e: BaseException) -> str:
@@ -263,7 +363,10 @@ def cmd_report(args) -> int:
     out = Path(args.out) if args.out else Path(args.file).parent
     stem = Path(args.file).name
     stem = stem[:-5] if stem.endswith(".json") else stem
-    paths = rpt.write_all(rep, out, stem=stem, formats=("md", "html", "xml"))
+    try:
+        paths = rpt.write_all(rep, out, stem=stem, formats=("md", "html", "xml"))
+    except OSError as e:
+        raise InputError(f"cannot write the views to {out}: {e}") from None
     print(rpt.summary_table(rep))
     print("rendered: " + ", ".join(str(p) for p in paths.values()))
     return EXIT_PASS
@@ -283,6 +386,9 @@ def main(argv=None) -> int:
         if debug:
             traceback.print_exc()
         print(f"dpcheck: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:  # before an audit started (cmd_audit handles its own): nothing was written
+        print("dpcheck: error: interrupted", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:  # `dpcheck ... | head`: the reader left; say nothing more
         import os

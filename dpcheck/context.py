@@ -3,12 +3,16 @@
 A registered audit is ``run(ctx)``; it adds each check with ``ctx.add`` as soon
 as it is finished. The context streams the report-so-far to disk after every
 check (``on_check``), so an audit that later crashes or is interrupted loses no
-finished work.
+finished work. That streamed report has ``status: running``, ``complete: false``
+and never the verdict ``pass`` (only a run whose every check finished can pass);
+how the files are written so that a kill at any moment leaves a consistent set
+is in :mod:`dpcheck.report`.
 """
 from __future__ import annotations
 
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field, asdict
 from datetime import datetime, timezone
 from typing import Any, Callable
@@ -74,7 +78,7 @@ class AuditContext:
     """What an audit sees: its options, a place for checks, progress, seeds and parallelism."""
 
     def __init__(self, target: str, options: AuditOptions, *, progress: Callable[[str], None] | None = None,
-                 on_check: Callable[[dict], None] | None = None):
+                 on_check: Callable[[dict], None] | None = None, run_id: str | None = None):
         self.target = target
         self.options = options
         self.checks: list[Check] = []
@@ -83,6 +87,8 @@ class AuditContext:
         self._on_check = on_check
         self.started = datetime.now(timezone.utc)
         self._t0 = time.perf_counter()
+        # one id per run, written into every report file of the run (dpcheck.report: never a mix of runs)
+        self.run_id = run_id or f"{self.started:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
     # -- writing ---------------------------------------------------------------
     def add(self, check: Check) -> Check:
@@ -91,7 +97,7 @@ class AuditContext:
         self.checks.append(check)
         self.progress(f"{check.verdict.upper():12s} {check.id}: {check.reason}")
         if self._on_check is not None:
-            self._on_check(self.report())
+            self._on_check(self.report(status="running"))
         return check
 
     def progress(self, msg: str) -> None:
@@ -120,12 +126,27 @@ class AuditContext:
                           cache_key=(f"{self.target}:{o.seed}:{cache_key}" if cache_key else None))
 
     # -- the report ------------------------------------------------------------------
-    def report(self, error: str | None = None) -> dict:
+    def report(self, error: str | None = None, *, status: str | None = None) -> dict:
+        """The report of this run. With no arguments: the final report of a run whose every check
+        finished (``status: complete``). ``status="running"``: the report so far, streamed after
+        each check. ``error``: the run stopped early (status ``error``, or ``interrupted``).
+        Only a complete report may carry the verdict ``pass``: otherwise a pass so far is
+        ``inconclusive`` (the checks never run cannot vouch for the run); a fail stays a fail.
+        """
+        if status is None:
+            status = "complete" if error is None else "error"
+        if status not in ("running", "interrupted", "error", "complete"):
+            raise ValueError(f"unknown report status {status!r}")
+        if status == "complete" and error is not None:
+            raise ValueError("a report with an error cannot be complete")
         verdicts = [c.verdict for c in self.checks]
         rep = {
             "schema": SCHEMA,
             "target": self.target,
             "dpcheck_version": _version(),
+            "run_id": self.run_id,
+            "status": status,
+            "complete": status == "complete",
             "seed": int(self.options.seed),
             "alpha": float(self.options.alpha),
             "started": self.started.isoformat(timespec="seconds"),
@@ -137,11 +158,8 @@ class AuditContext:
         }
         if error is not None:
             rep["error"] = error
-            rep["complete"] = False
-            if rep["verdict"] == "pass":  # an unfinished audit cannot vouch for the checks it never ran
-                rep["verdict"] = "inconclusive"
-        else:
-            rep["complete"] = True
+        if status != "complete" and rep["verdict"] == "pass":
+            rep["verdict"] = "inconclusive"
         return rep
 
 
@@ -151,7 +169,9 @@ def _version() -> str:
 
 
 def exit_code(report: dict, strict: bool = False) -> int:
-    """0 all pass; 1 a violation (or, with --strict, an inconclusive check or no checks)."""
+    """0 all pass; 1 a violation (or, with --strict, an inconclusive check or no checks); 2 an incomplete run."""
+    if report.get("complete") is False:
+        return 2
     v = report["verdict"]
     if v == "fail":
         return 1
