@@ -189,7 +189,9 @@ def _headline(c: dict) -> str:
 
 
 def summary_rows(rep: dict) -> list[tuple[str, str, str, str]]:
-    return [(verdict_label(c), c["id"], _headline(c), c.get("reason", "")) for c in rep["checks"]]
+    """(verdict, id, headline figures, reason) per check; the verdict as ``PASS``, ``PASS (vacuous)``, ``FAIL``..."""
+    return [(c["verdict"].upper() + (f" ({qualifier(c)})" if qualifier(c) else ""), c["id"], _headline(c),
+             c.get("reason", "")) for c in rep["checks"]]
 
 
 def _overall(rep: dict) -> str:
@@ -213,7 +215,7 @@ def summary_table(rep: dict, width: int = 140) -> str:
         vw = max(12, *(len(r[0]) for r in rows))
         lines = [f"{'verdict':{vw}s} {'check':{idw}s}  measured"]
         for v, i, h, _ in rows:
-            lines.append(f"{v.upper():{vw}s} {i:{idw}s}  {h}"[:width])
+            lines.append(f"{v:{vw}s} {i:{idw}s}  {h}"[:width])
     if rep.get("error"):
         lines.append(f"INCOMPLETE: {rep['error']}")
     lines.append(f"overall: {_overall(rep)}; confidence of each stated in the report; seed={rep['seed']}, "
@@ -374,7 +376,7 @@ td.reason{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .inconclusive{color:#8a5a00;background:#fff3d6}.qualified{color:#1f4e8c;background:#e4ecf7;font-style:italic}
 .banner{padding:.45em .8em;border-radius:4px;font-size:1.05em;margin:.4em 0}
 .meta{color:#555;font-size:13px;margin:.2em 0}.legend{font-size:12px;color:#444;margin:.3em 0}
-code{background:#f4f4f4;padding:1px 3px}
+code{background:#f4f4f4;padding:1px 3px}td code{font-size:12px}a.pl{font-size:11px;color:#666}
 .gallery{display:grid;grid-template-columns:repeat(auto-fill,minmax(270px,1fr));gap:8px}
 .gallery figure{margin:0;border:1px solid #ddd;padding:3px}.gallery figure.big{grid-column:1/-1}
 .gallery img{width:100%;cursor:zoom-in}.gallery figure.big img{cursor:zoom-out;max-width:900px}
@@ -434,12 +436,13 @@ def to_html(rep: dict) -> str:
                 plots_of.setdefault(i, []).append(len(figs))
                 figs.append((i, c, spec, png))
 
-    parts.append("<table><colgroup><col style='width:11em'><col style='width:17em'><col style='width:6em'>"
-                 "<col style='width:22em'><col></colgroup>"
+    parts.append("<table><colgroup><col style='width:10.5em'><col style='width:23em'><col style='width:6.5em'>"
+                 "<col style='width:21em'><col></colgroup>"
                  "<tr><th>verdict</th><th>check</th><th>kind</th><th>measured</th><th>reason</th></tr>")
     for i, c in enumerate(checks):
         nplots = len(plots_of.get(i, []))
-        pl = f" <a href='#f{plots_of[i][0]}' title='plots'>&#128200;{nplots if nplots > 1 else ''}</a>" if nplots else ""
+        pl = (f" <a class='pl' href='#f{plots_of[i][0]}'>{'plot' if nplots == 1 else f'{nplots} plots'}</a>"
+              if nplots else "")
         parts.append(f"<tr><td class='v {_vclass(c)}'>{e(verdict_label(c))}</td>"
                      f"<td><a href='#c{i}'><code>{e(c['id'])}</code></a>{pl}</td><td>{e(c['kind'])}</td>"
                      f"<td>{e(_headline(c))}</td><td class='reason' title='{e(c.get('reason', ''))}'>{e(c.get('reason', ''))}</td></tr>")
