@@ -269,6 +269,24 @@ def _num(v) -> float | None:
     return None
 
 
+def _finite_points(s: dict):
+    """x, y (and the band lo, hi) of a line/hist series with the points the JSON cannot carry as
+    numbers dropped: NaN is stored as null and +-inf as "inf"/"-inf" (dpcheck.checks._jsonable)."""
+    y = [_num(v) for v in s["y"]]
+    x = s.get("x") if s.get("x") is not None else list(range(len(y)))
+    xn = [_num(v) for v in x]
+    categorical = any(isinstance(v, str) and v not in ("inf", "-inf") for v in x)
+    band = s.get("lo") is not None and s.get("hi") is not None
+    lo = [_num(v) for v in s["lo"]] if band else None
+    hi = [_num(v) for v in s["hi"]] if band else None
+    keep = [i for i in range(min(len(x), len(y)))
+            if y[i] is not None and math.isfinite(y[i]) and (categorical or (xn[i] is not None and math.isfinite(xn[i])))
+            and (not band or (i < len(lo) and i < len(hi) and lo[i] is not None and hi[i] is not None
+                              and math.isfinite(lo[i]) and math.isfinite(hi[i])))]
+    xs = [str(x[i]) if categorical else xn[i] for i in keep]
+    return (xs, [y[i] for i in keep], [lo[i] for i in keep] if band else None, [hi[i] for i in keep] if band else None)
+
+
 def plot_plan(spec: dict) -> dict:
     """How a plot spec will be drawn, decided before drawing (so it can be tested without pixels).
 
@@ -324,14 +342,13 @@ def _plot_png(spec: dict) -> str | None:
                   f"{series[0].get('label') or 'value'} (largest first)")
     else:
         for s in series:
-            y = s["y"]
-            x = s.get("x") if s.get("x") is not None else list(range(len(y)))
+            x, y, lo, hi = _finite_points(s)
             if plan["kind"] == "hist":
                 ax.step(x, y, where="mid", label=s.get("label"))
             else:
                 ax.plot(x, y, marker="o" if len(y) <= 20 else None, ms=3, label=s.get("label"))
-            if s.get("lo") is not None and s.get("hi") is not None:
-                ax.fill_between(x, s["lo"], s["hi"], alpha=0.2)
+            if lo is not None:
+                ax.fill_between(x, lo, hi, alpha=0.2)
     for ref in spec.get("hlines", []) or []:
         ax.axhline(ref.get("y"), ls="--", color="gray", lw=1)
         if ref.get("label"):
@@ -431,7 +448,10 @@ def to_html(rep: dict) -> str:
         for spec in (c.get("details") or {}).get("plots", []) or []:
             if not isinstance(spec, dict):
                 continue
-            png = _plot_png(spec)
+            try:
+                png = _plot_png(spec)
+            except Exception:  # a malformed plot must not cost the report: the figures are in the JSON
+                png = None
             if png:
                 plots_of.setdefault(i, []).append(len(figs))
                 figs.append((i, c, spec, png))

@@ -162,3 +162,15 @@ def test_300_bar_spec_renders_without_300_bars(monkeypatch):
     assert calls == {"bar": 0, "step": 1}               # one sorted profile, no bars
     assert rpt._plot_png(_bars(12, series=2))
     assert calls["bar"] == 24                            # grouped bars when few
+
+
+def test_plots_with_inf_and_nan_points_still_render():
+    # what an all-inf mechanism produced: x stored as "inf", y with nulls (NaN) -- it crashed the HTML writer
+    bad = {"title": "pair 0", "kind": "hist", "logy": True, "threshold": "inf",
+           "series": [{"label": "D", "x": ["inf"] * 5 + [1.0, 2.0], "y": [None] * 5 + [0.5, 0.5]}]}
+    empty = {"title": "all inf", "kind": "line", "series": [{"x": ["inf"] * 3, "y": [1, 2, 3]}]}
+    broken = {"title": "nonsense", "kind": "line", "series": [{"x": [{"a": 1}], "y": [[1, 2]]}]}
+    rep = json.loads(json.dumps(_report([Check(id="privacy.blackbox", kind="privacy", verdict="pass", claim={},
+                                               measured={}, details={"plots": [bad, empty, broken]})])))
+    html = rpt.to_html(rep)
+    assert html.count("<img ") >= 1 and "privacy.blackbox" in html
