@@ -57,6 +57,25 @@ def test_crash_keeps_finished_checks(tmp_path, capsys):
     rep = json.loads((tmp_path / "_test_crash.json").read_text())
     assert rep["complete"] is False and [c["id"] for c in rep["checks"]] == ["a.done"]
     assert rep["verdict"] == "inconclusive"      # never "pass" for an audit that did not finish
+    assert rep["status"] == "error" and rep["error"].startswith("internal error: RuntimeError")
+    junit = (tmp_path / "_test_crash.junit.xml").read_text()
+    assert "<error" in junit and rep["run_id"] in junit
+
+
+def test_crash_with_json_to_stdout_prints_the_incomplete_report(tmp_path, capsys):
+    assert main(["audit", "_test_crash", "--out", str(tmp_path), "--json", "-", "--quiet"]) == 2
+    out = capsys.readouterr()
+    rep = json.loads(out.out)                    # stdout is the JSON alone, parseable
+    assert rep["complete"] is False and rep["verdict"] == "inconclusive" and rep["status"] == "error"
+    assert "privatizer exploded" in out.err
+
+
+def test_json_copy_belongs_to_the_run(tmp_path):
+    copy = tmp_path / "ci" / "result.json"
+    assert main(["audit", "_test_fail", "--out", str(tmp_path), "--json", str(copy), "--quiet"]) == 1
+    a, b = json.loads(copy.read_text()), json.loads((tmp_path / "_test_fail.json").read_text())
+    assert a == b and a["complete"] is True and a["run_id"]
+    assert not list(tmp_path.rglob("*.tmp"))     # atomic writes leave no temporary files
 
 
 def test_json_to_stdout(tmp_path, capsys):

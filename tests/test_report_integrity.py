@@ -252,7 +252,7 @@ def _old_set(tmp_path, out):
     return old
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 @pytest.mark.parametrize("after", [0, 2])
 def test_killed_rerun_never_leaves_a_mix_or_a_pass(tmp_path, sig, after):
     out = tmp_path / "reports"
@@ -266,11 +266,12 @@ def test_killed_rerun_never_leaves_a_mix_or_a_pass(tmp_path, sig, after):
     rep = json.loads(files[f"{STEM}.json"])
     assert rep["complete"] is False and rep["verdict"] != "pass" and len(rep["checks"]) >= after
     assert "<error" in files[f"{STEM}.junit.xml"]            # a CI reading JUnit sees an error
-    if sig == signal.SIGTERM:
+    if sig != signal.SIGKILL:   # SIGTERM is handled like SIGINT
+        name = signal.Signals(sig).name
         assert proc.returncode == 2
-        assert rep["status"] == "interrupted" and rep["error"] == "interrupted (SIGTERM)"
+        assert rep["status"] == "interrupted" and rep["error"] == f"interrupted ({name})"
         assert sorted(files) == sorted(f"{STEM}{s}" for s in (".json",) + VIEWS)   # the whole set, marked incomplete
-        assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("dpcheck: error: interrupted (SIGTERM)")
+        assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(f"dpcheck: error: interrupted ({name})")
     else:
         assert proc.returncode == -signal.SIGKILL
         assert rep["status"] == "running"
