@@ -105,7 +105,8 @@ def validate(rep, where: str = "report") -> None:
     missing = [k for k in _REQUIRED if k not in rep]
     if missing:
         raise InputError(f"{where} lacks the fields {', '.join(missing)}")
-    bad = [k for k, ok in (("target", isinstance(rep["target"], str)), ("dpcheck_version", isinstance(rep["dpcheck_version"], str)),
+    bad = [k for k, ok in (("target", isinstance(rep["target"], str)),
+                           ("dpcheck_version", isinstance(rep["dpcheck_version"], str)),
                            ("seed", _number(rep["seed"])), ("alpha", _number(rep["alpha"])),
                            ("started", isinstance(rep["started"], str)), ("duration_s", _number(rep["duration_s"])),
                            ("verdict", rep["verdict"] in VERDICTS), ("checks", isinstance(rep["checks"], list)),
@@ -465,7 +466,8 @@ def to_html(rep: dict) -> str:
               if nplots else "")
         parts.append(f"<tr><td class='v {_vclass(c)}'>{e(verdict_label(c))}</td>"
                      f"<td><a href='#c{i}'><code>{e(c['id'])}</code></a>{pl}</td><td>{e(c['kind'])}</td>"
-                     f"<td>{e(_headline(c))}</td><td class='reason' title='{e(c.get('reason', ''))}'>{e(c.get('reason', ''))}</td></tr>")
+                     f"<td>{e(_headline(c))}</td>"
+                     f"<td class='reason' title='{e(c.get('reason', ''))}'>{e(c.get('reason', ''))}</td></tr>")
     parts.append("</table>")
     if n_q:
         parts.append("<p class='legend'><span class='qualified'>pass (vacuous)</span> held only trivially (e.g. a "
