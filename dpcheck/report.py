@@ -386,9 +386,11 @@ def _plot_png(spec: dict) -> str | None:
 # ---------------------------------------------------------------- HTML
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:1em auto;padding:0 1em;color:#222}
 h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.1em;margin:.8em 0 .3em}
-table{border-collapse:collapse;width:100%;font-size:13px;table-layout:fixed}
-td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
-td.reason{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+table{border-collapse:collapse;width:100%;font-size:12.5px}
+td,th{border:1px solid #ddd;padding:1px 6px;text-align:left;vertical-align:top}
+td.v,td.id,td.kind{white-space:nowrap}td.reason{max-width:0;width:100%}
+.cut{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}td.fig .cut{max-width:min(24em,28vw)}
+@media (max-width:1000px){.kind{display:none}}
 .v{font-weight:bold;white-space:nowrap}
 .pass{color:#17703a;background:#e6f4ea}.fail{color:#b00020;background:#fde7ea}
 .inconclusive{color:#8a5a00;background:#fff3d6}.qualified{color:#1f4e8c;background:#e4ecf7;font-style:italic}
@@ -457,17 +459,18 @@ def to_html(rep: dict) -> str:
                 plots_of.setdefault(i, []).append(len(figs))
                 figs.append((i, c, spec, png))
 
-    parts.append("<table><colgroup><col style='width:10.5em'><col style='width:23em'><col style='width:6.5em'>"
-                 "<col style='width:21em'><col></colgroup>"
-                 "<tr><th>verdict</th><th>check</th><th>kind</th><th>measured</th><th>reason</th></tr>")
+    parts.append("<table><tr><th>verdict</th><th>check</th><th class='kind'>kind</th><th>measured</th>"
+                 "<th>reason</th></tr>")
     for i, c in enumerate(checks):
         nplots = len(plots_of.get(i, []))
         pl = (f" <a class='pl' href='#f{plots_of[i][0]}'>{'plot' if nplots == 1 else f'{nplots} plots'}</a>"
               if nplots else "")
         parts.append(f"<tr><td class='v {_vclass(c)}'>{e(verdict_label(c))}</td>"
-                     f"<td><a href='#c{i}'><code>{e(c['id'])}</code></a>{pl}</td><td>{e(c['kind'])}</td>"
-                     f"<td>{e(_headline(c))}</td>"
-                     f"<td class='reason' title='{e(c.get('reason', ''))}'>{e(c.get('reason', ''))}</td></tr>")
+                     f"<td class='id'><a href='#c{i}'><code>{e(c['id'])}</code></a>{pl}</td>"
+                     f"<td class='kind'>{e(c['kind'])}</td>"
+                     f"<td class='fig'><div class='cut' title='{e(_headline(c))}'>{e(_headline(c))}</div></td>"
+                     f"<td class='reason'><div class='cut' title='{e(c.get('reason', ''))}'>{e(c.get('reason', ''))}"
+                     "</div></td></tr>")
     parts.append("</table>")
     if n_q:
         parts.append("<p class='legend'><span class='qualified'>pass (vacuous)</span> held only trivially (e.g. a "
