@@ -230,13 +230,15 @@ def cmd_audit(args) -> int:
     ctx = AuditContext(name, options, progress=progress, on_check=stream)
     with _Signals() as signals:
         try:
-            writer.begin(ctx.report(status="running"))
-        except OSError as e:
-            raise InputError(f"cannot write reports to {out_dir}: {e}") from e
-        progress(f"dpcheck {_version()}: auditing {name} (seed={options.seed}, alpha={options.alpha}"
-                 f"{', quick' if options.quick else ''}; run {ctx.run_id})")
-        try:
+            try:  # inside the try: a signal during begin still leaves an "interrupted" report
+                writer.begin(ctx.report(status="running"))
+            except OSError as e:
+                raise _Unwritable(f"cannot write reports to {out_dir}: {e}") from e
+            progress(f"dpcheck {_version()}: auditing {name} (seed={options.seed}, alpha={options.alpha}"
+                     f"{', quick' if options.quick else ''}; run {ctx.run_id})")
             run(ctx)
+        except _Unwritable:
+            raise
         except (Exception, KeyboardInterrupt) as e:
             signals.defer()          # a second Ctrl-C / SIGTERM must not cut the report short
             _stop_workers()          # no loky worker may outlive an interrupted run
@@ -276,6 +278,10 @@ def _finish(writer, rep, out_dir) -> dict:
         return writer.finish(rep)
     except OSError as e:
         raise InputError(f"cannot write reports to {out_dir}: {e}") from e
+
+
+class _Unwritable(InputError):
+    """The report folder cannot be written at the start of a run: say so, run nothing."""
 
 
 class _Interrupted(KeyboardInterrupt):

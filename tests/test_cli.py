@@ -150,3 +150,11 @@ def test_console_script_bad_input_no_traceback(tmp_path):
                           "--out", str(tmp_path)], capture_output=True, text=True)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_unwritable_report_folder_is_bad_input(tmp_path, capsys):
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    assert main(["audit", "_test_pass", "--out", str(f / "sub"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dpcheck: error: cannot write reports to") and len(err.strip().splitlines()) == 1
