@@ -43,7 +43,8 @@ import numpy as np
 _SKIP_CLASS_ATTRS = frozenset({"__dict__", "__weakref__", "__doc__", "__module__", "__qualname__",
                                "__annotations__", "__dataclass_fields__", "__dataclass_params__",
                                "__match_args__", "__slots__", "__orig_bases__", "__parameters__",
-                               "__abstractmethods__", "_abc_impl", "__firstlineno__", "__static_attributes__"})
+                               "__abstractmethods__", "_abc_impl", "__firstlineno__", "__static_attributes__",
+                               "__slotnames__"})   # copyreg caches __slotnames__ on first pickling
 
 
 class Unfingerprintable(TypeError):
@@ -89,6 +90,7 @@ class _Hasher:
         self.h = hashlib.sha256()
         self.seen: dict[int, int] = {}
         self.keep: list = []          # keeps walked objects alive so their ids are not reused
+        self.where: list[str] = []    # functions / classes being walked, for the error message
 
     def w(self, *parts) -> None:
         for p in parts:
@@ -153,6 +155,9 @@ class _Hasher:
         elif isinstance(x, (staticmethod, classmethod)):
             self.w(type(x).__name__)
             self.obj(x.__func__)
+        elif isinstance(x, functools.cached_property):     # its RLock (3.11) is not part of what it computes
+            self.w("cached_property", x.attrname)
+            self.obj(x.func)
         elif isinstance(x, property):
             self.w("property")
             for f in (x.fget, x.fset, x.fdel):
@@ -185,7 +190,9 @@ class _Hasher:
         try:
             red = x.__reduce_ex__(4)
         except Exception as e:
-            raise Unfingerprintable(f"{self._qual(t)} cannot be reduced for hashing ({type(e).__name__}: {e})") from None
+            via = f", reached from {' > '.join(self.where[-3:])}" if self.where else ""
+            raise Unfingerprintable(f"a {self._qual(t)} cannot be reduced for hashing "
+                                    f"({type(e).__name__}: {e}){via}") from None
         if isinstance(red, str):        # a global singleton, pickled by reference
             self.w("global", red)
             return
@@ -208,6 +215,7 @@ class _Hasher:
         if ("cls", id(t)) in self.seen:
             return
         self.seen[("cls", id(t))] = len(self.seen)
+        self.where.append(t.__qualname__)
         for b in t.__bases__:
             self.obj(b)
         for name in sorted(vars(t)):
@@ -215,6 +223,7 @@ class _Hasher:
                 continue
             self.w("attr", name)
             self.obj(vars(t)[name])
+        self.where.pop()
 
     def module(self, mod, names=()) -> None:
         self.w("module", mod.__name__)
@@ -238,6 +247,11 @@ class _Hasher:
         if mod is not None and _is_library_module(mod):
             self.w("lib", _library_version(mod))
             return
+        self.where.append(f.__qualname__)
+        self._function_body(f)
+        self.where.pop()
+
+    def _function_body(self, f: types.FunctionType) -> None:
         self.code(f.__code__)
         self.obj(f.__defaults__)
         self.obj(f.__kwdefaults__)
