@@ -79,6 +79,16 @@ def _module_of(obj):
     return sys.modules.get(name) if isinstance(name, str) else None
 
 
+def _stable_module_name(name) -> str:
+    """A module's name as it is in every run: a user file loaded by dpcheck.loading gets a per-process
+    name (``_dpcheck_user_<hash(path)>``, string hashing is salted), so it is named by its path."""
+    if isinstance(name, str) and name.startswith("_dpcheck_user_"):
+        f = getattr(sys.modules.get(name), "__file__", None)
+        if f:
+            return "file:" + os.path.realpath(f)
+    return str(name)
+
+
 def _library_version(mod) -> str:
     top = (getattr(mod, "__name__", "") or "").split(".")[0]
     v = getattr(sys.modules.get(top), "__version__", "")
@@ -181,7 +191,7 @@ class _Hasher:
             self.instance(x)
 
     def _qual(self, t) -> str:
-        return f"{getattr(t, '__module__', '?')}.{getattr(t, '__qualname__', getattr(t, '__name__', '?'))}"
+        return f"{_stable_module_name(getattr(t, '__module__', '?'))}.{getattr(t, '__qualname__', getattr(t, '__name__', '?'))}"
 
     def instance(self, x) -> None:
         t = type(x)
@@ -226,7 +236,7 @@ class _Hasher:
         self.where.pop()
 
     def module(self, mod, names=()) -> None:
-        self.w("module", mod.__name__)
+        self.w("module", _stable_module_name(mod.__name__))
         if _is_library_module(mod):
             self.w("lib", _library_version(mod))
             return
@@ -243,7 +253,7 @@ class _Hasher:
 
     def function(self, f: types.FunctionType) -> None:
         mod = _module_of(f)
-        self.w("function", f.__qualname__, getattr(f, "__module__", "") or "")
+        self.w("function", f.__qualname__, _stable_module_name(getattr(f, "__module__", "") or ""))
         if mod is not None and _is_library_module(mod):
             self.w("lib", _library_version(mod))
             return
