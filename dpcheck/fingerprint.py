@@ -282,10 +282,24 @@ class _Hasher:
             else:
                 self.w("builtin-name", n)
         for modname, attrs in _local_imports(f.__code__, g.get("__package__")):
-            m = sys.modules.get(modname)
+            # imported here if the function has not run yet: the key must not depend on whether it has
+            m = _import(modname)
             self.w("import", modname)
-            if m is not None:
-                self.module(m, attrs | names)
+            if m is None:
+                self.w("import-missing")
+                continue
+            if not _is_library_module(m):
+                for a in attrs:                        # "from pkg import submodule"
+                    if a not in vars(m):
+                        _import(f"{modname}.{a}")
+            self.module(m, attrs | names)
+
+
+def _import(name: str):
+    try:
+        return importlib.import_module(name)
+    except Exception:              # the function would fail at this import too; nothing more to hash
+        return None
 
 
 def _all_codes(co):
@@ -337,9 +351,6 @@ def _local_imports(co, package):
                     out.append((".".join(parts[:i]), {parts[i]}))
             elif ins.opname == "IMPORT_FROM" and current is not None:
                 current[1].add(ins.argval)
-                sub = f"{current[0]}.{ins.argval}"
-                if sub in sys.modules:
-                    out.append((sub, set()))
     return [(m, frozenset(a)) for m, a in out]
 
 

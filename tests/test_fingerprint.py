@@ -139,3 +139,23 @@ def test_stable_across_processes_and_hash_seeds():
                            text=True, check=True)
         outs.add(r.stdout.strip())
     assert len(outs) == 1 and len(outs.pop()) == 64
+
+
+def test_key_does_not_depend_on_whether_a_local_import_has_run(tmp_path):
+    _module(tmp_path, "fp_lazy_user", """
+        def mech(d, rng, size):
+            from fp_lazy_dep import SCALE
+            return rng.laplace(d, SCALE, size)
+    """)
+    (tmp_path / "fp_lazy_dep.py").write_text("SCALE = 1.0\n")
+    import fp_lazy_user
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert "fp_lazy_dep" not in sys.modules
+        before = fingerprint(fp_lazy_user.mech)
+        fp_lazy_user.mech(0.0, np.random.default_rng(0), 3)
+        assert fingerprint(fp_lazy_user.mech) == before
+        sys.modules["fp_lazy_dep"].SCALE = 0.1
+        assert fingerprint(fp_lazy_user.mech) != before
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -1,3 +1,4 @@
+import os
 import pickle
 import threading
 from pathlib import Path
@@ -154,3 +155,22 @@ def test_cache_with_two_workers_matches_one_worker(tmp_path):
     again = run_chunks(_sq, 4, 9, args=(1.0,), workers=2, cache_dir=tmp_path / "a", cache_report=rep)
     assert rep["hits"] == 4
     assert all(np.array_equal(a, b) and np.array_equal(a, c) for a, b, c in zip(one, two, again))
+
+
+def _killable(i, ss):
+    # the kill comes from outside the computation (like a signal): not part of the cache key
+    if os.environ.get("DPCHECK_TEST_KILL_AT") == str(i):
+        raise KeyboardInterrupt("killed")
+    return float(np.random.default_rng(ss).random())
+
+
+def test_an_interrupted_run_resumes_from_its_finished_chunks(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPCHECK_TEST_KILL_AT", "3")
+    with pytest.raises(KeyboardInterrupt):
+        run_chunks(_killable, 5, 3, cache_dir=tmp_path)
+    assert len(_files(tmp_path)) == 3                 # chunks 0-2 were streamed before the kill
+    monkeypatch.delenv("DPCHECK_TEST_KILL_AT")
+    rep = {}
+    out = run_chunks(_killable, 5, 3, cache_dir=tmp_path, cache_report=rep)
+    assert rep["hits"] == 3 and rep["computed"] == 2
+    assert out == run_chunks(_killable, 5, 3)
