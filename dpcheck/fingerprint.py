@@ -184,6 +184,9 @@ class _Hasher:
             else:
                 self.w("builtin", getattr(x, "__module__", "") or "",
                        getattr(x, "__qualname__", getattr(x, "__name__", repr(type(x)))))
+        elif not isinstance(x, type) and isinstance(getattr(x, "__wrapped__", None), types.FunctionType):
+            self.w("wrapper", self._qual(type(x)))      # functools.lru_cache / cache: the function it wraps
+            self.function(x.__wrapped__)
         elif hasattr(x, "py_func") and isinstance(getattr(x, "py_func"), types.FunctionType):
             self.w("jit", self._qual(type(x)))          # numba dispatchers: their Python source
             self.function(x.py_func)

@@ -159,3 +159,16 @@ def test_key_does_not_depend_on_whether_a_local_import_has_run(tmp_path):
         assert fingerprint(fp_lazy_user.mech) != before
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_cached_and_jitted_style_wrappers_are_walked(tmp_path):
+    mod = _module(tmp_path, "fp_wrapped_mod", """
+        import functools
+        SCALE = 1.0
+        @functools.lru_cache(maxsize=None)
+        def scale(k):
+            return SCALE * k
+    """)
+    k = fingerprint(mod.scale)
+    mod.SCALE = 0.1
+    assert fingerprint(mod.scale) != k
