@@ -323,9 +323,12 @@ def _global_names(co) -> set[str]:
 
 
 def _all_names(co) -> set[str]:
+    """Attribute names the code may read from a module: its names, and identifier-like string
+    constants (``getattr(config, "SCALE")``)."""
     out = set()
     for c in _all_codes(co):
         out.update(c.co_names)
+        out.update(k for k in c.co_consts if isinstance(k, str) and k.isidentifier())
     return out
 
 

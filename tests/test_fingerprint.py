@@ -172,3 +172,13 @@ def test_cached_and_jitted_style_wrappers_are_walked(tmp_path):
     k = fingerprint(mod.scale)
     mod.SCALE = 0.1
     assert fingerprint(mod.scale) != k
+
+
+def test_module_attribute_read_by_getattr_string(tmp_path):
+    mod = _module(tmp_path, "fp_getattr_mod", "SCALE = 1.0\n")
+
+    def mech(d, rng, size):
+        return rng.laplace(d, getattr(mod, "SCALE"), size)
+    k = fingerprint(mech)
+    mod.SCALE = 0.1
+    assert fingerprint(mech) != k
