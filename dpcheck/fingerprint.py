@@ -194,7 +194,8 @@ class _Hasher:
             self.instance(x)
 
     def _qual(self, t) -> str:
-        return f"{_stable_module_name(getattr(t, '__module__', '?'))}.{getattr(t, '__qualname__', getattr(t, '__name__', '?'))}"
+        name = getattr(t, "__qualname__", getattr(t, "__name__", "?"))
+        return f"{_stable_module_name(getattr(t, '__module__', '?'))}.{name}"
 
     def instance(self, x) -> None:
         t = type(x)

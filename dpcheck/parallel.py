@@ -6,11 +6,11 @@ amount of work, never on the number of workers: chunk i gets the i-th child of
 ``--workers 2``, local or dask, give identical results.
 
 Finished chunks can be streamed to a cache directory and are read back on the
-next run with the same key (resume after an interruption).
+next run of the same computation (resume after an interruption). The key is a
+fingerprint of everything the chunks depend on (:class:`ChunkCache`), never just a name.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import sys
@@ -49,7 +49,9 @@ class ChunkCache:
     wrongly): a file that does not unpickle, or holds another key, index or chunk count, or whose
     result does not match its recorded shape / dtype or fails the caller's ``validate``, is
     *recomputed* and overwritten; each such file is named in a progress line and listed in
-    :attr:`report` ("recomputed"). A cache directory that cannot be written is an InputError.
+    :meth:`report` ("recomputed"). Nothing is refused: recomputation is always possible, and a
+    refused chunk would only stop a run that can repair itself. A cache directory that cannot be
+    written is an InputError. Chunk files are pickles: a cache directory is trusted like code.
     """
 
     def __init__(self, cache_dir, key: str, n_chunks: int, label: str, say: Callable[[str], None]):
