@@ -183,7 +183,8 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
                     remaining.append(i)
             todo = remaining
             if cache.hits:
-                say(f"cache: {cache.hits}/{n_chunks} chunks of {label} read back from {cache.dir}")
+                # "k of n", not "k/n": the command line throttles counters, and this line must show
+                say(f"cache: read back {cache.hits} of {n_chunks} chunks of {label} from {cache.dir}")
 
     seeds = child_seeds(seed, n_chunks)
 
