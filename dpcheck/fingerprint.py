@@ -70,6 +70,11 @@ def _is_library_module(mod) -> bool:
     if not f:                        # built-in / frozen modules are library; a module made at run time is not
         origin = getattr(getattr(mod, "__spec__", None), "origin", None)
         return name in sys.builtin_module_names or origin in ("built-in", "frozen")
+    return _is_library_file(f)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_library_file(f: str) -> bool:
     f = os.path.realpath(f)
     return any(f.startswith(r) for r in _library_roots())
 
@@ -313,26 +318,29 @@ def _all_codes(co):
             yield from _all_codes(c)
 
 
-def _global_names(co) -> set[str]:
+@functools.lru_cache(maxsize=4096)     # a pure function of the (immutable) code object
+def _global_names(co) -> frozenset[str]:
     """Names a code object (and its nested code) may load as globals."""
     out = set()
     for c in _all_codes(co):
         for ins in dis.get_instructions(c):
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"):
                 out.add(ins.argval)
-    return out
+    return frozenset(out)
 
 
-def _all_names(co) -> set[str]:
+@functools.lru_cache(maxsize=4096)     # a pure function of the (immutable) code object
+def _all_names(co) -> frozenset[str]:
     """Attribute names the code may read from a module: its names, and identifier-like string
     constants (``getattr(config, "SCALE")``)."""
     out = set()
     for c in _all_codes(co):
         out.update(c.co_names)
         out.update(k for k in c.co_consts if isinstance(k, str) and k.isidentifier())
-    return out
+    return frozenset(out)
 
 
+@functools.lru_cache(maxsize=4096)     # a pure function of the (immutable) code object
 def _local_imports(co, package):
     """(module name, names imported from it) for every import statement inside a function body."""
     out = []
@@ -358,7 +366,7 @@ def _local_imports(co, package):
                     out.append((".".join(parts[:i]), {parts[i]}))
             elif ins.opname == "IMPORT_FROM" and current is not None:
                 current[1].add(ins.argval)
-    return [(m, frozenset(a)) for m, a in out]
+    return tuple((m, frozenset(a)) for m, a in out)
 
 
 def fingerprint(*objs) -> str:
