@@ -713,7 +713,9 @@ def run(ctx) -> None:
     # dpcheck.parallel directly (not ctx.run_chunks) for its per-chunk progress callback; same seeding
     out = run_chunks(_regret_job, len(jobs), ctx.seed_sequence("regret"), workers=o.workers, backend=o.backend,
                      scheduler=o.scheduler, args=(jobs, regret_game, common),
-                     progress=lambda i, n: ctx.progress(f"regret: {i}/{n} runs done"))
+                     progress=lambda i, n: ctx.progress(f"regret: {i}/{n} runs done"),
+                     cache_dir=o.cache_dir, cache_key="dp_nash_vi:regret", say=ctx.progress,
+                     cache_report=ctx.config["regret"].setdefault("cache", {}) if o.cache_dir else None)
     results = {(j[0], j[1], j[3]): r for j, r in zip(jobs, out)}
 
     base = results[("none", None, Kr)]
@@ -747,7 +749,7 @@ def run(ctx) -> None:
 def _audit(target, samples, o, ctx):
     from dpcheck.blackbox import audit
     return audit(target, samples=samples, alpha=o.alpha, seed=int(o.seed), workers=o.workers,
-                 backend=o.backend, scheduler=o.scheduler, progress=ctx.progress)
+                 backend=o.backend, scheduler=o.scheduler, progress=ctx.progress, cache_dir=o.cache_dir)
 
 
 def _regret_plot(curves, grid):

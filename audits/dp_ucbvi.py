@@ -143,7 +143,7 @@ class _OtherUsersActions:
 
 def jdp_blackbox_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float = 0.05, seed: int = 0,
                        workers: int = 1, backend: str = "local", scheduler=None, progress=None,
-                       K: int = 4, H: int = 2) -> Check:
+                       K: int = 4, H: int = 2, cache_dir=None) -> Check:
     """C1: eps-JDP of the recommended actions, black box (DESIGN.md "Privacy in RL")."""
     from dpcheck import AuditTarget
     from dpcheck.blackbox import audit
@@ -152,7 +152,7 @@ def jdp_blackbox_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float 
     target = AuditTarget(name="dp_ucbvi.jdp", mechanism=_OtherUsersActions(spec), pairs=[(U, U2)],
                          claim=claim, output="discrete")
     res = audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                scheduler=scheduler, progress=progress)
+                scheduler=scheduler, progress=progress, cache_dir=cache_dir)
     check = res.to_check(id="privacy.jdp.blackbox", claim_source=claim.source)
     # how much the actions depend on the data at all: fraction of Q~ saturated at H
     probe = spec.make().run(U2, K, np.random.default_rng(seed), runs=64, regret=False)
@@ -630,7 +630,8 @@ def run(ctx) -> None:
     })
     samples = o.samples if o.samples is not None else (20_000 if quick else 200_000)
     seed, alpha = int(o.seed), float(o.alpha)
-    par = dict(workers=o.workers, backend=o.backend, scheduler=o.scheduler, progress=ctx.progress)
+    par = dict(workers=o.workers, backend=o.backend, scheduler=o.scheduler, progress=ctx.progress,
+               cache_dir=o.cache_dir)
 
     # -- privacy: the privatizer (white box + tight black box, audits/privatizers.py), then the agent
     ctx.progress("dp_ucbvi: privacy (white box, privatizer black box, dataflow, actions black box)")

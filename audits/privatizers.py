@@ -539,7 +539,8 @@ def _blackbox(ctx, target, source, id="privacy.blackbox"):
     from dpcheck.blackbox import audit
     o = ctx.options
     res = audit(target, samples=_samples(o), alpha=o.alpha, seed=int(ctx.seed_sequence("blackbox").generate_state(1)[0]),
-                workers=o.workers, backend=o.backend, scheduler=o.scheduler, progress=ctx.progress)
+                workers=o.workers, backend=o.backend, scheduler=o.scheduler, progress=ctx.progress,
+                cache_dir=o.cache_dir)
     return res.to_check(id=id, kind="privacy", claim_source=source)
 
 

@@ -90,6 +90,10 @@ class AuditResult:
     pairs_table:         one row per pair (its chosen direction) with counts, bounds and power.
     profile:             one row per (pair, tested eps) for approximate DP / zCDP, with the
                          direction chosen for that point.
+    cache:               with ``cache_dir``: how the chunk cache was used ({"dir", "key", "chunks",
+                         "hits", "computed", "recomputed": [{"file", "why"}]}, or {"disabled": why});
+                         None without a cache. It says how the outputs were obtained, not what they
+                         show, so :meth:`to_dict` leaves it out when None.
     """
 
     verdict: str
@@ -119,6 +123,7 @@ class AuditResult:
     output_kind: str
     target: str = ""
     plots: tuple = ()
+    cache: dict | None = None
 
     def summary(self) -> str:
         return (f"{self.verdict.upper()}: eps_lb = {self.epsilon_lower_bound:.4g} vs claimed "
@@ -128,7 +133,8 @@ class AuditResult:
 
     def to_dict(self) -> dict:
         from dpcheck.checks import _jsonable
-        return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("claim", "plots")}
+        skip = ("claim", "plots") + (("cache",) if self.cache is None else ())
+        return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__ if k not in skip}
                          | {"claim": self.claim.to_dict()})
 
     def to_check(self, id: str = "privacy.blackbox", kind: str = "privacy", claim_source: str | None = None) -> Check:
@@ -157,6 +163,8 @@ class AuditResult:
             "alpha_per_profile_bound": self.alpha_per_profile_bound, "n_bounds": self.n_bounds, "seed": self.seed,
             "output_kind": self.output_kind, "plots": list(self.plots),
         }
+        if self.cache is not None:
+            details["cache"] = self.cache
         return Check(id=id, kind=kind, verdict=self.verdict, claim=claim, measured=measured,
                      details=details, reason=self.reason)
 
@@ -168,15 +176,18 @@ def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list
     return target.sample(inputs[j], np.random.default_rng(seed_seq), sizes[c])
 
 
-def _cache_key(target, samples, seed) -> str:
-    """Identifies a sampling run: target name and inputs, sample size, seed and chunk size."""
-    import hashlib
-    inputs = hashlib.sha256(repr([(repr(a), repr(b)) for a, b in target.pairs]).encode()).hexdigest()[:16]
-    return f"blackbox:{target.name}:{inputs}:{samples}:{seed}:{CHUNK}"
+def _cache_label(target, samples, seed) -> str:
+    """A readable label for the chunk cache. The key itself (dpcheck.parallel.ChunkCache) is a
+    fingerprint of everything the outputs depend on: the target (mechanism code, the values it
+    closes over and the globals it reads, pairs, claim, output kind), the inputs, the chunk
+    layout (``sizes``: CHUNK and ``samples``), the seed, and the dpcheck / numpy versions."""
+    return f"blackbox:{target.name}:samples={samples}:seed={seed}:chunk={CHUNK}"
 
 
-def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: None, cache_dir=None):
+def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: None, cache_dir=None,
+          cache_report=None):
     from dpcheck.parallel import run_chunks
+    from dpcheck.target import output_problem
     sizes = [CHUNK] * (samples // CHUNK) + ([samples % CHUNK] if samples % CHUNK else [])
     inputs = [d for pair in target.pairs for d in pair]
     n_chunks = len(inputs) * len(sizes)
@@ -186,9 +197,14 @@ def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: No
         if total >= 20 and (done % step == 0 or done == total):
             say(f"{target.name}: sampled {done}/{total} chunks of {CHUNK} outputs")
 
+    def valid(i, out):
+        # a cached chunk must be what a fresh one would be: length, dtype, finite values
+        return output_problem(out, sizes[i % len(sizes)])
+
     parts = run_chunks(_draw_chunk, n_chunks, seed, workers=workers, backend=backend,
                        scheduler=scheduler, args=(target, inputs, sizes), progress=tick, cache_dir=cache_dir,
-                       cache_key=_cache_key(target, samples, seed) if cache_dir is not None else None)
+                       cache_key=_cache_label(target, samples, seed), say=say, validate=valid,
+                       cache_report=cache_report)
     outs = []
     for j in range(len(inputs)):
         try:
@@ -248,10 +264,15 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                         choice: the threshold objective is flat near its optimum, so a smaller
                         selection sample loses little while certification precision grows.
     cache_dir:          if given, every finished chunk of outputs is written there and read back
-                        by a later run with the same target, inputs, samples and seed (resume a
-                        long audit after an interruption; DESIGN.md "Engineering rules"). The
-                        key uses the target's name and the repr of its inputs, not its code:
-                        clear the directory after changing the mechanism.
+                        by a later run of the same computation (resume a long audit after an
+                        interruption; DESIGN.md "Engineering rules"). The key fingerprints the
+                        mechanism's code, the values it closes over and the globals it reads,
+                        the pairs, claim, samples, chunk layout, seed and versions
+                        (:mod:`dpcheck.fingerprint`), so a changed mechanism never reuses chunks.
+                        A cached chunk that is unreadable, from another key, or of the wrong
+                        length / shape / dtype / values is recomputed and named in progress and
+                        in ``cache["recomputed"]``. A mechanism that cannot be fingerprinted
+                        runs without the cache (``cache["disabled"]`` says why).
     """
     if not isinstance(target, AuditTarget):
         raise InputError(f"audit expects a dpcheck.AuditTarget, got {type(target).__name__}")
@@ -278,7 +299,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     say = progress or (lambda msg: None)
 
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
-    drawn = _draw(target, samples, seed, workers, backend, scheduler, say, cache_dir)
+    cache_use = {} if cache_dir is not None else None
+    drawn = _draw(target, samples, seed, workers, backend, scheduler, say, cache_dir, cache_use)
     kind = ev.output_kind(drawn[0][0], target.output)
 
     rows, prof, keep = [], [], {}
@@ -379,7 +401,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         epsilon_claimed=eps_claim, delta=delta, pairs_table=tuple(rows), profile=tuple(prof), alpha=alpha,
         alpha_per_bound=alpha_b, alpha_per_profile_bound=alpha_prof, n_bounds=n_bounds, seed=seed,
         output_kind=kind, target=target.name,
-        plots=tuple(plots))
+        plots=tuple(plots), cache=cache_use)
 
 
 # ------------------------------------------------------------------ plots (docs/interfaces.md "Plots")

@@ -6,13 +6,14 @@ amount of work, never on the number of workers: chunk i gets the i-th child of
 ``--workers 2``, local or dask, give identical results.
 
 Finished chunks can be streamed to a cache directory and are read back on the
-next run with the same key (resume after an interruption).
+next run of the same computation (resume after an interruption). The key is a
+fingerprint of everything the chunks depend on (:class:`ChunkCache`), never just a name.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
+import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -34,68 +35,186 @@ def child_seeds(seed, n: int) -> list[np.random.SeedSequence]:
     return root.spawn(n)
 
 
-def _cache_path(cache_dir, key: str, i: int) -> Path:
-    h = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return Path(cache_dir) / h / f"chunk-{i:06d}.pkl"
+CHUNK_FORMAT = "dpcheck.chunk/1"
+
+
+class ChunkCache:
+    """One run's chunk files: ``<cache_dir>/<key[:16]>/chunk-NNNNNN.pkl``.
+
+    The key is a sha256 over the caller's label, the fingerprint of ``fn`` and ``args``
+    (:func:`dpcheck.fingerprint.fingerprint`: code, closure values, referenced globals), the
+    root seed, the number of chunks, and the dpcheck / numpy / Python versions. Each file holds
+    ``{"format", "key", "index", "n_chunks", "meta", "result"}``, with ``meta`` the result's
+    type, shape and dtype. Policy on read (DESIGN.md "Engineering rules": resume, never reuse
+    wrongly): a file that does not unpickle, or holds another key, index or chunk count, or whose
+    result does not match its recorded shape / dtype or fails the caller's ``validate``, is
+    *recomputed* and overwritten; each such file is named in a progress line and listed in
+    :meth:`report` ("recomputed"). Nothing is refused: recomputation is always possible, and a
+    refused chunk would only stop a run that can repair itself. A cache directory that cannot be
+    written is an InputError. Chunk files are pickles: a cache directory is trusted like code.
+    """
+
+    def __init__(self, cache_dir, key: str, n_chunks: int, label: str, say: Callable[[str], None]):
+        self.dir = Path(cache_dir) / key[:16]
+        self.key, self.n_chunks, self.label, self.say = key, n_chunks, label, say
+        self.hits = 0
+        self.written = 0
+        self.recomputed: list[dict] = []
+
+    def path(self, i: int) -> Path:
+        return self.dir / f"chunk-{i:06d}.pkl"
+
+    def read(self, i: int, validate) -> tuple[bool, Any]:
+        p = self.path(i)
+        if not p.exists():
+            return False, None
+        why = None
+        try:
+            with open(p, "rb") as f:
+                rec = pickle.load(f)
+        except Exception as e:          # truncated, garbage, or from an incompatible class layout
+            why = f"unreadable ({type(e).__name__}: {str(e)[:80]})" if str(e) else f"unreadable ({type(e).__name__})"
+        else:
+            if not (isinstance(rec, dict) and rec.get("format") == CHUNK_FORMAT):
+                why = "not a dpcheck chunk file"
+            elif rec.get("key") != self.key:
+                why = "written by a different computation (key mismatch)"
+            elif rec.get("index") != i or rec.get("n_chunks") != self.n_chunks:
+                why = f"holds chunk {rec.get('index')} of {rec.get('n_chunks')}, expected {i} of {self.n_chunks}"
+            elif rec.get("meta") != _meta(rec.get("result")):
+                why = f"result does not match its recorded shape/dtype {rec.get('meta')}"
+            elif validate is not None:
+                why = validate(i, rec["result"])
+        if why is None:
+            self.hits += 1
+            return True, rec["result"]
+        self.recomputed.append({"file": str(p), "why": why})
+        self.say(f"cache: {p}: {why}; recomputing this chunk")
+        return False, None
+
+    def write(self, i: int, result) -> None:
+        p = self.path(i)
+        rec = {"format": CHUNK_FORMAT, "key": self.key, "label": self.label, "index": i,
+               "n_chunks": self.n_chunks, "meta": _meta(result), "result": result}
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_name(p.name + f".{os.getpid()}.tmp")
+            with open(tmp, "wb") as f:
+                pickle.dump(rec, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, p)
+        except OSError as e:
+            raise InputError(f"cannot write the cache chunk {p}: {e.strerror or e}") from None
+        self.written += 1
+
+    def report(self) -> dict:
+        return {"dir": str(self.dir), "key": self.key, "chunks": self.n_chunks, "hits": self.hits,
+                "computed": self.written, "recomputed": list(self.recomputed)}
+
+
+def _meta(result) -> dict:
+    """What a chunk file records about its result, checked again on read."""
+    if isinstance(result, np.ndarray):
+        return {"type": "ndarray", "shape": list(result.shape), "dtype": result.dtype.str}
+    if isinstance(result, (list, tuple, dict)):
+        return {"type": type(result).__name__, "len": len(result)}
+    return {"type": type(result).__name__}
+
+
+def chunk_cache_key(label: str, fn, args, seed, n_chunks: int) -> str:
+    """The chunk-cache key of a run (see :class:`ChunkCache`); raises Unfingerprintable."""
+    from dpcheck import __version__
+    from dpcheck.fingerprint import fingerprint
+    root = seed if isinstance(seed, np.random.SeedSequence) else None
+    seed_id = (("ss", repr(root.entropy), tuple(root.spawn_key), root.pool_size, root.n_children_spawned)
+               if root is not None else ("seed", repr(seed)))
+    versions = (__version__, np.__version__, sys.version_info[:3])
+    return fingerprint(CHUNK_FORMAT, label, versions, seed_id, int(n_chunks), fn, tuple(args))
 
 
 def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1, backend: str = "local",
                scheduler: str | None = None, args: Sequence = (), cache_dir=None, cache_key: str | None = None,
-               progress: Callable[[int, int], None] | None = None) -> list:
+               progress: Callable[[int, int], None] | None = None, say: Callable[[str], None] | None = None,
+               validate: Callable[[int, Any], str | None] | None = None,
+               cache_report: dict | None = None) -> list:
     """Call ``fn(i, seed_sequence_i, *args)`` for i in range(n_chunks); results in chunk order.
 
-    workers:   local processes (joblib's loky backend); 1 runs in this process.
-    backend:   "local" (joblib) or "dask" (dask.distributed; ``scheduler`` is the
-               address of a running scheduler, or None for a LocalCluster on loopback).
-    cache_dir: if given with ``cache_key``, every finished chunk is written there and
-               chunks already present are read back instead of recomputed.
+    workers:      local processes (joblib's loky backend); 1 runs in this process.
+    backend:      "local" (joblib) or "dask" (dask.distributed; ``scheduler`` is the
+                  address of a running scheduler, or None for a LocalCluster on loopback).
+    cache_dir:    if given, every finished chunk is written there and chunks of the same
+                  computation already present are read back instead of recomputed. The key is
+                  derived from ``fn``, ``args``, ``seed`` and ``n_chunks`` themselves (see
+                  :class:`ChunkCache`); ``cache_key`` is only a label mixed into it (say, the
+                  audit and check), so two different computations never share chunks. If ``fn``
+                  or ``args`` cannot be fingerprinted, the run goes on without the cache and
+                  ``say`` explains why.
+    say:          progress messages (cache use, recomputed chunks).
+    validate:     ``validate(i, result) -> None | reason``: a cached result it rejects is recomputed.
+    cache_report: a dict that receives :meth:`ChunkCache.report` (or ``{"disabled": reason}``).
     """
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     if int(workers) < 1:
         raise InputError(f"workers must be >= 1, got {workers!r}")
-    seeds = child_seeds(seed, n_chunks)
+    say = say or (lambda msg: None)
     results: list = [None] * n_chunks
+    done = [False] * n_chunks
     todo = list(range(n_chunks))
-    if cache_dir is not None and cache_key is not None:
-        remaining = []
-        for i in todo:
-            p = _cache_path(cache_dir, cache_key, i)
-            if p.exists():
-                with open(p, "rb") as f:
-                    results[i] = pickle.load(f)
-            else:
-                remaining.append(i)
-        todo = remaining
+    cache = None
+    if cache_dir is not None:
+        from dpcheck.fingerprint import Unfingerprintable
+        label = cache_key or f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
+        try:
+            key = chunk_cache_key(label, fn, args, seed, n_chunks)
+        except Unfingerprintable as e:
+            reason = f"cache not used for {label}: its inputs cannot be fingerprinted ({e})"
+            say(reason)
+            if cache_report is not None:
+                cache_report.update({"disabled": reason})
+        else:
+            # the key (computed before spawning: it records the seed's state as handed to us)
+            cache = ChunkCache(cache_dir, key, n_chunks, label, say)
+            remaining = []
+            for i in todo:
+                ok, r = cache.read(i, validate)
+                if ok:
+                    results[i], done[i] = r, True
+                else:
+                    remaining.append(i)
+            todo = remaining
+            if cache.hits:
+                # "k of n", not "k/n": the command line throttles counters, and this line must show
+                say(f"cache: read back {cache.hits} of {n_chunks} chunks of {label} from {cache.dir}")
+
+    seeds = child_seeds(seed, n_chunks)
 
     def store(i, r):
-        results[i] = r
-        if cache_dir is not None and cache_key is not None:
-            p = _cache_path(cache_dir, cache_key, i)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_suffix(".tmp")
-            with open(tmp, "wb") as f:
-                pickle.dump(r, f)
-            os.replace(tmp, p)
+        results[i], done[i] = r, True
+        if cache is not None:
+            cache.write(i, r)
         if progress is not None:
-            progress(sum(x is not None for x in results), n_chunks)
+            progress(sum(done), n_chunks)
 
-    if not todo:
+    try:
+        if not todo:
+            return results
+        if backend == "dask":
+            _run_dask(fn, todo, seeds, args, scheduler, workers, store)
+        elif workers == 1 or len(todo) == 1:
+            for i in todo:
+                store(i, fn(i, seeds[i], *args))
+        else:
+            from joblib import Parallel, delayed
+            from joblib.parallel import LokyBackend
+            # workers die with this process, even on SIGKILL (no orphan keeps computing; see _die_with_parent)
+            backend_ = LokyBackend(initializer=_die_with_parent, initargs=(os.getpid(),))
+            par = Parallel(n_jobs=int(workers), backend=backend_, return_as="generator")
+            for i, r in zip(todo, par(delayed(fn)(i, seeds[i], *args) for i in todo)):
+                store(i, r)
         return results
-    if backend == "dask":
-        _run_dask(fn, todo, seeds, args, scheduler, workers, store)
-    elif workers == 1 or len(todo) == 1:
-        for i in todo:
-            store(i, fn(i, seeds[i], *args))
-    else:
-        from joblib import Parallel, delayed
-        from joblib.parallel import LokyBackend
-        # workers die with this process, even on SIGKILL (no orphan keeps computing; see _die_with_parent)
-        backend_ = LokyBackend(initializer=_die_with_parent, initargs=(os.getpid(),))
-        par = Parallel(n_jobs=int(workers), backend=backend_, return_as="generator")
-        for i, r in zip(todo, par(delayed(fn)(i, seeds[i], *args) for i in todo)):
-            store(i, r)
-    return results
+    finally:
+        if cache is not None and cache_report is not None:
+            cache_report.update(cache.report())
 
 
 def _die_with_parent(parent_pid: int) -> None:

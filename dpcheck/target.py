@@ -53,7 +53,7 @@ class AuditTarget:
         return cls(name=name, mechanism=single, pairs=pairs, claim=claim, per_call=True, **kw)
 
     def sample(self, data, rng: np.random.Generator, size: int) -> np.ndarray:
-        """Draw ``size`` outputs for ``data``, validated: shape (size, ...), no NaN."""
+        """Draw ``size`` outputs for ``data``, validated by :func:`output_problem`."""
         from dpcheck.errors import MechanismError
         try:
             if self.per_call:
@@ -62,11 +62,45 @@ class AuditTarget:
                 out = np.asarray(self.mechanism(data, rng, size))
         except Exception as e:  # a user's code raising is bad input, not our crash
             raise MechanismError(f"mechanism of target {self.name!r} raised {type(e).__name__}: {e}") from e
-        if out.ndim == 0 or out.shape[0] != size:
-            raise MechanismError(f"mechanism of target {self.name!r} returned shape {out.shape}; "
-                                 f"expected {size} outputs stacked on axis 0")
-        if out.dtype.kind in "fc" and np.isnan(out).any():
-            raise MechanismError(f"mechanism of target {self.name!r} returned NaN")
-        if out.dtype.kind == "O":
-            raise MechanismError(f"mechanism of target {self.name!r} returned non-numeric objects")
+        problem = output_problem(out, size)
+        if problem is not None:
+            raise MechanismError(f"mechanism of target {self.name!r} returned {problem}")
         return out
+
+
+def output_problem(out, size: int) -> str | None:
+    """Why ``out`` is not a usable batch of ``size`` outputs, or None if it is.
+
+    Accepted: a numpy array of shape (size, ...) with at least one value per output, of booleans,
+    integers, finite floats, or string labels. Refused, because the event families and the
+    Clopper-Pearson certification of :mod:`dpcheck.blackbox` would silently mis-handle them:
+    complex numbers (ordering and thresholds use only the real part, so a leak in the imaginary
+    part, or in the real part once cast, would be missed: the user must release the two real
+    coordinates explicitly), Python objects, other dtypes (dates, structured records), NaN, and
+    +-inf anywhere (a partly infinite output breaks the learned scorers and every mean).
+    """
+    if not isinstance(out, np.ndarray):
+        return f"a {type(out).__name__}, not an array of outputs"
+    if out.ndim == 0 or out.shape[0] != size:
+        return f"shape {out.shape}; expected {size} outputs stacked on axis 0"
+    if out.size == 0:
+        return f"empty outputs (shape {out.shape})"
+    k = out.dtype.kind
+    if k == "c":
+        return (f"complex numbers (dtype {out.dtype}); dpcheck audits real outputs: return the released "
+                "real coordinates, e.g. np.stack([z.real, z.imag], axis=-1)")
+    if k == "O":
+        return "non-numeric objects (dtype object); return numbers, vectors or string labels"
+    if k not in "biufUS":
+        return f"outputs of dtype {out.dtype}, neither numbers nor labels"
+    if k == "f":
+        nan = np.isnan(out)
+        inf = np.isinf(out)
+        if nan.any() or inf.any():
+            bad = nan | inf
+            first = int(np.argmax(bad.reshape(out.shape[0], -1).any(axis=1)))
+            what = " and ".join(f"{int(m.sum())} {w}" for m, w in ((nan, "NaN"), (inf, "infinite"))
+                                if m.any())
+            return (f"{what} value(s) among {out.size} (first in output {first}); outputs must be finite: "
+                    "map a sentinel to a finite value or a label")
+    return None

@@ -288,11 +288,15 @@ def test_bound_never_exceeds_true_epsilon(eps, seed, discrete):
 
 def test_cache_dir_resumes_without_resampling(tmp_path):
     first = audit(target(M.laplace_count(1.0)), samples=70_000, seed=2, cache_dir=tmp_path)
+    again = audit(target(M.laplace_count(1.0)), samples=70_000, seed=2, cache_dir=tmp_path)
+    assert again.cache["hits"] == again.cache["chunks"] == 4
+    strip = lambda d: {k: v for k, v in d.items() if k != "cache"}  # noqa: E731
+    assert strip(again.to_dict()) == strip(first.to_dict())
 
-    def broken(d, rng, size):
-        raise RuntimeError("must not be called: every chunk is cached")
-    again = audit(target(broken), samples=70_000, seed=2, cache_dir=tmp_path)
-    assert again.to_dict() == first.to_dict()
+    def broken(d, rng, size):                  # other code: the cache must not stand in for it
+        raise RuntimeError("called: the cache was not reused for a different mechanism")
+    with pytest.raises(MechanismError, match="called"):
+        audit(target(broken), samples=70_000, seed=2, cache_dir=tmp_path)
 
 
 def _rr(bit, rng, size):                              # randomised response, eps = ln 3, discrete labels

@@ -1,3 +1,8 @@
+import os
+import pickle
+import threading
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -51,3 +56,121 @@ def test_unreachable_dask_scheduler_is_bad_input():
     pytest.importorskip("dask.distributed")
     with pytest.raises(InputError, match="cannot reach the dask scheduler"):
         run_chunks(_draw, 2, 0, backend="dask", scheduler="tcp://127.0.0.1:9", args=(10,))
+
+
+# ------------------------------------------------------------------ the chunk cache
+def _sq(i, ss, scale):
+    return np.random.default_rng(ss).normal(size=3) * scale
+
+
+def _files(d):
+    return sorted(p for p in Path(d).rglob("chunk-*.pkl"))
+
+
+def test_cache_key_follows_args_seed_and_layout(tmp_path):
+    rep = {}
+    run_chunks(_sq, 3, 1, args=(1.0,), cache_dir=tmp_path, cache_report=rep)
+    assert rep["computed"] == 3 and rep["hits"] == 0 and len(_files(tmp_path)) == 3
+    for kw in (dict(args=(0.1,)), dict(seed=2), dict(n=4)):
+        rep = {}
+        out = run_chunks(_sq, kw.get("n", 3), kw.get("seed", 1), args=kw.get("args", (1.0,)), cache_dir=tmp_path,
+                         cache_report=rep)
+        assert rep["hits"] == 0, kw
+        assert all(np.array_equal(a, b) for a, b in zip(out, run_chunks(_sq, kw.get("n", 3), kw.get("seed", 1),
+                                                                         args=kw.get("args", (1.0,)))))
+    rep = {}
+    run_chunks(_sq, 3, 1, args=(1.0,), cache_dir=tmp_path, cache_report=rep)
+    assert rep["hits"] == 3 and rep["computed"] == 0 and rep["recomputed"] == []
+
+
+def test_a_changed_function_never_reads_the_old_chunks(tmp_path):
+    def make(scale):
+        def fn(i, ss):
+            return float(np.random.default_rng(ss).random()) * scale
+        return fn
+    a = run_chunks(make(1.0), 2, 0, cache_dir=tmp_path)
+    b = run_chunks(make(0.1), 2, 0, cache_dir=tmp_path)
+    assert b == [x * 0.1 for x in a]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "other_key", "wrong_shape"])
+def test_damaged_chunks_are_recomputed_and_named(tmp_path, damage):
+    fresh = run_chunks(_sq, 3, 5, args=(1.0,))
+    run_chunks(_sq, 3, 5, args=(1.0,), cache_dir=tmp_path)
+    target = [p for p in _files(tmp_path)][1]
+    if damage == "truncated":
+        target.write_bytes(target.read_bytes()[:40])
+    elif damage == "garbage":
+        target.write_bytes(b"\x00garbage bytes, not a pickle" * 10)
+    elif damage == "other_key":
+        other = tmp_path / "other"
+        run_chunks(_sq, 3, 5, args=(2.0,), cache_dir=other)
+        target.write_bytes(_files(other)[1].read_bytes())
+    else:
+        rec = pickle.loads(target.read_bytes())
+        rec["result"] = rec["result"][:1]            # a short result whose metadata still says 3
+        target.write_bytes(pickle.dumps(rec))
+    said, rep = [], {}
+    out = run_chunks(_sq, 3, 5, args=(1.0,), cache_dir=tmp_path, say=said.append, cache_report=rep)
+    assert all(np.array_equal(a, b) for a, b in zip(out, fresh))
+    assert rep["hits"] == 2 and rep["computed"] == 1
+    assert [r["file"] for r in rep["recomputed"]] == [str(target)]
+    assert any(str(target) in m and "recomputing" in m for m in said)
+    rep = {}
+    run_chunks(_sq, 3, 5, args=(1.0,), cache_dir=tmp_path, cache_report=rep)      # repaired on disk
+    assert rep["hits"] == 3 and rep["recomputed"] == []
+
+
+def test_validate_rejects_a_cached_result(tmp_path):
+    run_chunks(_sq, 2, 5, args=(1.0,), cache_dir=tmp_path)
+    rep = {}
+    run_chunks(_sq, 2, 5, args=(1.0,), cache_dir=tmp_path, cache_report=rep,
+               validate=lambda i, r: "too small" if i == 0 else None)
+    assert rep["hits"] == 1 and rep["recomputed"][0]["why"] == "too small"
+
+
+def test_unfingerprintable_work_runs_without_cache_and_says_so(tmp_path):
+    lock = threading.Lock()
+    said, rep = [], {}
+
+    def fn(i, ss):
+        with lock:
+            return float(np.random.default_rng(ss).random())
+    out = run_chunks(fn, 2, 5, cache_dir=tmp_path / "x", say=said.append, cache_report=rep)
+    assert len(out) == 2 and not (tmp_path / "x").exists()
+    assert "cannot be fingerprinted" in rep["disabled"] and any("cache not used" in m for m in said)
+
+
+def test_unwritable_cache_dir_is_bad_input(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("not a directory")
+    with pytest.raises(InputError, match="cannot write the cache chunk"):
+        run_chunks(_sq, 1, 0, args=(1.0,), cache_dir=f)
+
+
+def test_cache_with_two_workers_matches_one_worker(tmp_path):
+    one = run_chunks(_sq, 4, 9, args=(1.0,), cache_dir=tmp_path / "a")
+    two = run_chunks(_sq, 4, 9, args=(1.0,), workers=2, cache_dir=tmp_path / "b")
+    rep = {}
+    again = run_chunks(_sq, 4, 9, args=(1.0,), workers=2, cache_dir=tmp_path / "a", cache_report=rep)
+    assert rep["hits"] == 4
+    assert all(np.array_equal(a, b) and np.array_equal(a, c) for a, b, c in zip(one, two, again))
+
+
+def _killable(i, ss):
+    # the kill comes from outside the computation (like a signal): not part of the cache key
+    if os.environ.get("DPCHECK_TEST_KILL_AT") == str(i):
+        raise KeyboardInterrupt("killed")
+    return float(np.random.default_rng(ss).random())
+
+
+def test_an_interrupted_run_resumes_from_its_finished_chunks(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPCHECK_TEST_KILL_AT", "3")
+    with pytest.raises(KeyboardInterrupt):
+        run_chunks(_killable, 5, 3, cache_dir=tmp_path)
+    assert len(_files(tmp_path)) == 3                 # chunks 0-2 were streamed before the kill
+    monkeypatch.delenv("DPCHECK_TEST_KILL_AT")
+    rep = {}
+    out = run_chunks(_killable, 5, 3, cache_dir=tmp_path, cache_report=rep)
+    assert rep["hits"] == 3 and rep["computed"] == 2
+    assert out == run_chunks(_killable, 5, 3)

@@ -1,0 +1,380 @@
+"""A deterministic fingerprint of everything that determines a computation's outputs.
+
+The chunk cache (:mod:`dpcheck.parallel`) may only hand back a stored chunk when it would be
+recomputed identically, so its key must change whenever the function, or anything it reads,
+changes: a noise scale in a closure, a module-level constant, a default argument, a method of
+an object it calls, the code itself. :func:`fingerprint` walks the object graph and hashes
+
+* functions: their code (bytecode, constants, names; not file names or line numbers),
+  closure cells, default arguments, and every global they name (recursively), including names
+  imported inside the function body;
+* code of *user* modules (anything outside the standard library and site-packages): a module
+  reached from a function contributes the attributes the function's code names (``mod.SCALE``);
+  a library module or a function / class defined in one contributes its qualified name and the
+  version of its top-level package (its code is taken to be fixed by that version);
+* classes: qualified name, bases and their attributes (methods walked as functions);
+* values: numbers, strings, bytes, containers, numpy arrays (dtype, shape, bytes) and any other
+  object through its pickle reduction (``__reduce_ex__(4)``: class and state).
+
+Nothing depends on ``id()``, string hashing or memory addresses, so the fingerprint is the same
+in every process and run for an unchanged computation. What cannot be walked (an object with
+no pickle reduction, a C extension instance without state) raises :class:`Unfingerprintable`:
+the caller then runs without the cache rather than key on something weaker (a name).
+
+Limits (documented, not silent): state outside the object graph (files the function reads,
+environment variables, a global mutated between runs without being referenced by name) is not
+seen; a library upgrade is seen only through its ``__version__``.
+"""
+from __future__ import annotations
+
+import dis
+import functools
+import hashlib
+import importlib.util
+import os
+import site
+import struct
+import sys
+import sysconfig
+import types
+
+import numpy as np
+
+_SKIP_CLASS_ATTRS = frozenset({"__dict__", "__weakref__", "__doc__", "__module__", "__qualname__",
+                               "__annotations__", "__dataclass_fields__", "__dataclass_params__",
+                               "__match_args__", "__slots__", "__orig_bases__", "__parameters__",
+                               "__abstractmethods__", "_abc_impl", "__firstlineno__", "__static_attributes__",
+                               "__slotnames__"})   # copyreg caches __slotnames__ on first pickling
+
+
+class Unfingerprintable(TypeError):
+    """An object in the graph cannot be fingerprinted deterministically."""
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    roots = {os.path.dirname(os.__file__), sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
+             sysconfig.get_paths()["platlib"]}
+    try:
+        roots.update(site.getsitepackages())
+    except AttributeError:          # some virtualenvs' site module has no getsitepackages
+        pass
+    return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
+
+
+def _is_library_module(mod) -> bool:
+    name = getattr(mod, "__name__", "")
+    if name == "__main__":
+        return False
+    f = getattr(mod, "__file__", None)
+    if not f:                        # built-in / frozen modules are library; a module made at run time is not
+        origin = getattr(getattr(mod, "__spec__", None), "origin", None)
+        return name in sys.builtin_module_names or origin in ("built-in", "frozen")
+    return _is_library_file(f)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_library_file(f: str) -> bool:
+    f = os.path.realpath(f)
+    return any(f.startswith(r) for r in _library_roots())
+
+
+def _module_of(obj):
+    name = getattr(obj, "__module__", None)
+    return sys.modules.get(name) if isinstance(name, str) else None
+
+
+def _stable_module_name(name) -> str:
+    """A module's name as it is in every run: a user file loaded by dpcheck.loading gets a per-process
+    name (``_dpcheck_user_<hash(path)>``, string hashing is salted), so it is named by its path."""
+    if isinstance(name, str) and name.startswith("_dpcheck_user_"):
+        f = getattr(sys.modules.get(name), "__file__", None)
+        if f:
+            return "file:" + os.path.realpath(f)
+    return str(name)
+
+
+def _library_version(mod) -> str:
+    top = (getattr(mod, "__name__", "") or "").split(".")[0]
+    v = getattr(sys.modules.get(top), "__version__", "")
+    return v if isinstance(v, str) else repr(v)
+
+
+class _Hasher:
+    def __init__(self):
+        self.h = hashlib.sha256()
+        self.seen: dict[int, int] = {}
+        self.keep: list = []          # keeps walked objects alive so their ids are not reused
+        self.where: list[str] = []    # functions / classes being walked, for the error message
+
+    def w(self, *parts) -> None:
+        for p in parts:
+            b = p if isinstance(p, bytes) else str(p).encode()
+            self.h.update(struct.pack("<Q", len(b)))
+            self.h.update(b)
+
+    # ------------------------------------------------------------------ the walk
+    def obj(self, x, names=()) -> None:
+        if x is None or isinstance(x, (bool, int, float, complex, str, bytes)):
+            self.w(type(x).__name__, repr(x))
+            return
+        if isinstance(x, (np.generic,)):
+            self.w("np.generic", x.dtype.str, x.tobytes())
+            return
+        if x is Ellipsis or x is NotImplemented:
+            self.w("builtin-singleton", repr(x))
+            return
+        if isinstance(x, types.ModuleType):       # not memoised: each reference names other attributes
+            self.module(x, names)
+            return
+        k = id(x)
+        if k in self.seen:
+            self.w("ref", self.seen[k])
+            return
+        self.seen[k] = len(self.seen)
+        self.keep.append(x)
+        if isinstance(x, np.ndarray):
+            if x.dtype.kind == "O":
+                self.w("ndarray-O", x.shape)
+                for v in x.reshape(-1):
+                    self.obj(v)
+            else:
+                self.w("ndarray", x.dtype.str, x.shape, np.ascontiguousarray(x).tobytes())
+        elif isinstance(x, (list, tuple)):
+            self.w(type(x).__name__ if type(x) in (list, tuple) else self._qual(type(x)), len(x))
+            if type(x) not in (list, tuple):
+                self.cls(type(x))
+            for v in x:
+                self.obj(v)
+        elif isinstance(x, dict) and type(x) is dict:
+            self.w("dict", len(x))
+            for a, b in x.items():
+                self.obj(a)
+                self.obj(b)
+        elif isinstance(x, (set, frozenset)):
+            subs = sorted(fingerprint(v) for v in x)
+            self.w(type(x).__name__, *subs)
+        elif isinstance(x, types.CodeType):
+            self.code(x)
+        elif isinstance(x, types.FunctionType):
+            self.function(x)
+        elif isinstance(x, types.MethodType):
+            self.w("method")
+            self.obj(x.__func__)
+            self.obj(x.__self__)
+        elif isinstance(x, functools.partial):
+            self.w("partial")
+            self.obj(x.func)
+            self.obj(x.args)
+            self.obj(x.keywords)
+        elif isinstance(x, (staticmethod, classmethod)):
+            self.w(type(x).__name__)
+            self.obj(x.__func__)
+        elif isinstance(x, functools.cached_property):     # its RLock (3.11) is not part of what it computes
+            self.w("cached_property", x.attrname)
+            self.obj(x.func)
+        elif isinstance(x, property):
+            self.w("property")
+            for f in (x.fget, x.fset, x.fdel):
+                self.obj(f)
+        elif isinstance(x, type):
+            self.cls(x)
+        elif isinstance(x, (types.BuiltinFunctionType, types.WrapperDescriptorType, types.MethodDescriptorType,
+                            types.MethodWrapperType, types.ClassMethodDescriptorType, types.GetSetDescriptorType,
+                            types.MemberDescriptorType)):
+            owner = getattr(x, "__self__", None)
+            if owner is not None and not isinstance(owner, types.ModuleType) and not isinstance(owner, type):
+                self.w("bound-builtin", getattr(x, "__qualname__", getattr(x, "__name__", "?")))
+                self.obj(owner)       # e.g. rng.laplace: the generator's state matters
+            else:
+                self.w("builtin", getattr(x, "__module__", "") or "",
+                       getattr(x, "__qualname__", getattr(x, "__name__", repr(type(x)))))
+        elif not isinstance(x, type) and isinstance(getattr(x, "__wrapped__", None), types.FunctionType):
+            self.w("wrapper", self._qual(type(x)))      # functools.lru_cache / cache: the function it wraps
+            self.function(x.__wrapped__)
+        elif hasattr(x, "py_func") and isinstance(getattr(x, "py_func"), types.FunctionType):
+            self.w("jit", self._qual(type(x)))          # numba dispatchers: their Python source
+            self.function(x.py_func)
+        else:
+            self.instance(x)
+
+    def _qual(self, t) -> str:
+        name = getattr(t, "__qualname__", getattr(t, "__name__", "?"))
+        return f"{_stable_module_name(getattr(t, '__module__', '?'))}.{name}"
+
+    def instance(self, x) -> None:
+        t = type(x)
+        self.w("instance", self._qual(t))
+        self.cls(t)
+        try:
+            red = x.__reduce_ex__(4)
+        except Exception as e:
+            via = f", reached from {' > '.join(self.where[-3:])}" if self.where else ""
+            raise Unfingerprintable(f"a {self._qual(t)} cannot be reduced for hashing "
+                                    f"({type(e).__name__}: {e}){via}") from None
+        if isinstance(red, str):        # a global singleton, pickled by reference
+            self.w("global", red)
+            return
+        red = tuple(red) + (None,) * (5 - len(red))
+        fn, args, state, items, kv = red[:5]
+        self.obj(fn)
+        self.obj(args)
+        self.obj(state)
+        if items is not None:
+            self.obj(list(items))
+        if kv is not None:
+            self.obj(list(kv))
+
+    def cls(self, t: type) -> None:
+        mod = _module_of(t)
+        self.w("class", self._qual(t))
+        if mod is not None and _is_library_module(mod):
+            self.w("lib", _library_version(mod))
+            return
+        if ("cls", id(t)) in self.seen:
+            return
+        self.seen[("cls", id(t))] = len(self.seen)
+        self.where.append(t.__qualname__)
+        for b in t.__bases__:
+            self.obj(b)
+        for name in sorted(vars(t)):
+            if name in _SKIP_CLASS_ATTRS:
+                continue
+            self.w("attr", name)
+            self.obj(vars(t)[name])
+        self.where.pop()
+
+    def module(self, mod, names=()) -> None:
+        self.w("module", _stable_module_name(mod.__name__))
+        if _is_library_module(mod):
+            self.w("lib", _library_version(mod))
+            return
+        for n in sorted(set(names)):
+            if n in vars(mod):
+                self.w("modattr", n)
+                self.obj(vars(mod)[n], names=names)
+
+    def code(self, co: types.CodeType) -> None:
+        self.w("code", co.co_name, co.co_argcount, co.co_posonlyargcount, co.co_kwonlyargcount, co.co_flags,
+               co.co_code, co.co_names, co.co_varnames, co.co_freevars, co.co_cellvars)
+        for c in co.co_consts:
+            self.obj(c)
+
+    def function(self, f: types.FunctionType) -> None:
+        mod = _module_of(f)
+        self.w("function", f.__qualname__, _stable_module_name(getattr(f, "__module__", "") or ""))
+        if mod is not None and _is_library_module(mod):
+            self.w("lib", _library_version(mod))
+            return
+        self.where.append(f.__qualname__)
+        self._function_body(f)
+        self.where.pop()
+
+    def _function_body(self, f: types.FunctionType) -> None:
+        self.code(f.__code__)
+        self.obj(f.__defaults__)
+        self.obj(f.__kwdefaults__)
+        self.w("closure")
+        for cell in f.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:          # an empty cell (a name not yet bound)
+                self.w("empty-cell")
+                continue
+            self.obj(v, names=_all_names(f.__code__))
+        g = f.__globals__
+        names = _all_names(f.__code__)
+        for n in sorted(_global_names(f.__code__)):
+            if n in g:
+                self.w("global", n)
+                self.obj(g[n], names=names)
+            else:
+                self.w("builtin-name", n)
+        for modname, attrs in _local_imports(f.__code__, g.get("__package__")):
+            # imported here if the function has not run yet: the key must not depend on whether it has
+            m = _import(modname)
+            self.w("import", modname)
+            if m is None:
+                self.w("import-missing")
+                continue
+            if not _is_library_module(m):
+                for a in attrs:                        # "from pkg import submodule"
+                    if a not in vars(m):
+                        _import(f"{modname}.{a}")
+            self.module(m, attrs | names)
+
+
+def _import(name: str):
+    try:
+        return importlib.import_module(name)
+    except Exception:              # the function would fail at this import too; nothing more to hash
+        return None
+
+
+def _all_codes(co):
+    yield co
+    for c in co.co_consts:
+        if isinstance(c, types.CodeType):
+            yield from _all_codes(c)
+
+
+@functools.lru_cache(maxsize=4096)     # a pure function of the (immutable) code object
+def _global_names(co) -> frozenset[str]:
+    """Names a code object (and its nested code) may load as globals."""
+    out = set()
+    for c in _all_codes(co):
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"):
+                out.add(ins.argval)
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=4096)     # a pure function of the (immutable) code object
+def _all_names(co) -> frozenset[str]:
+    """Attribute names the code may read from a module: its names, and identifier-like string
+    constants (``getattr(config, "SCALE")``)."""
+    out = set()
+    for c in _all_codes(co):
+        out.update(c.co_names)
+        out.update(k for k in c.co_consts if isinstance(k, str) and k.isidentifier())
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=4096)     # a pure function of the (immutable) code object
+def _local_imports(co, package):
+    """(module name, names imported from it) for every import statement inside a function body."""
+    out = []
+    for c in _all_codes(co):
+        consts = []
+        current = None
+        for ins in dis.get_instructions(c):
+            if ins.opname == "LOAD_CONST":
+                consts.append(ins.argval)
+            elif ins.opname == "IMPORT_NAME":
+                level = consts[-2] if len(consts) >= 2 and isinstance(consts[-2], int) else 0
+                name = ins.argval
+                if level:
+                    try:
+                        name = importlib.util.resolve_name("." * level + name, package or "")
+                    except (ImportError, ValueError):
+                        pass
+                current = (name, set())
+                out.append(current)
+                # "import a.b" binds a; its attributes are reached by name
+                parts = name.split(".")
+                for i in range(1, len(parts)):
+                    out.append((".".join(parts[:i]), {parts[i]}))
+            elif ins.opname == "IMPORT_FROM" and current is not None:
+                current[1].add(ins.argval)
+    return tuple((m, frozenset(a)) for m, a in out)
+
+
+def fingerprint(*objs) -> str:
+    """sha256 hex digest of ``objs`` (see the module docstring); raises :class:`Unfingerprintable`."""
+    h = _Hasher()
+    try:
+        for o in objs:
+            h.obj(o)
+    except RecursionError:
+        raise Unfingerprintable("the object graph is too deep to fingerprint") from None
+    return h.h.hexdigest()
