@@ -228,7 +228,7 @@ class DPAPVI:
         """
         check_rng(rng)
         if isinstance(data, OfflineDataset):
-            counts = data.counts()
+            counts = data.counts(rewards=False)
         elif isinstance(data, TabularCounts):
             counts = data
         else:

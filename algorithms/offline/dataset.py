@@ -26,6 +26,19 @@ from algorithms.envs._validate import as_policy, check_rng, check_runs
 from algorithms.envs.tabular import TabularMDP
 
 
+_BLOCK_ROWS = 8192      # trajectories per counting block (OfflineDataset.counts)
+COUNT_ENGINES = ("auto", "numpy", "compiled")
+
+
+def _compiled_kernel():
+    """The numba counting kernel, or None when numba is unavailable."""
+    try:
+        from algorithms.offline._count_kernel import count_transitions
+    except ImportError:
+        return None
+    return count_transitions
+
+
 def _positive_int(name, v):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
         raise InputError(f"{name} must be a positive integer, got {v!r}")
@@ -190,36 +203,65 @@ class OfflineDataset:
         return (OfflineDataset(part(self.states, first), part(self.actions, first), part(self.rewards, first), self.S, self.A),
                 OfflineDataset(part(self.states, second), part(self.actions, second), part(self.rewards, second), self.S, self.A))
 
-    def counts(self) -> TabularCounts:
-        """n_h(s,a), n_h(s,a,s') (and reward sums if rewards were observed) with one np.bincount each.
+    def counts(self, engine: str = "auto", rewards: bool = True) -> TabularCounts:
+        """n_h(s,a), n_h(s,a,s') (and reward sums if rewards were observed).
 
-        Per step h, flat index of a transition: ((run S + s) A + a) S + s' -- so the triple counts come out
-        in (runs, S, A, S) order and the pair counts are their sum over s' (no second pass over data).
+        engine: 'auto' (the compiled one-pass kernel of ``_count_kernel`` when numba imports, else numpy),
+        'numpy' (blocked np.bincount, the reference) or 'compiled'. Both give identical counts.
+        rewards=False skips the reward sums (the tabular algorithm knows r, §1.1).
+
+        Flat index of a transition: (((run H + h) S + s) A + a) S + s' -- so the triple counts come out in
+        (runs, H, S, A, S) order and the pair counts are their sum over s' (no second pass over data).
         """
+        if engine not in COUNT_ENGINES:
+            raise InputError(f"engine must be one of {COUNT_ENGINES}, got {engine!r}")
         runs, n, H = self.actions.shape
         S, A = self.S, self.A
-        st, ac, rw = self.states, self.actions, self.rewards
         SAS = S * A * S
-        trip = np.empty((runs, H, SAS))
-        rsum = None if rw is None else np.empty((runs, H, S * A))
-        # one step at a time: st[:, :, h] reads a long strided column, whereas whole-array expressions
-        # on st[:, :, :H] iterate H-long inner loops (profiled ~2x slower at n = 1e5, H = 10)
-        idx = np.empty((runs, n), np.int64)
-        tmp = np.empty((runs, n), np.int64)
-        run_offset = (np.arange(runs) * SAS)[:, None]
-        for h in range(H):
-            np.multiply(st[:, :, h], A * S, out=idx)
-            np.multiply(ac[:, :, h], S, out=tmp)
-            idx += tmp
-            idx += st[:, :, h + 1]
-            idx += run_offset
-            flat = idx.reshape(-1)
-            trip[:, h] = np.bincount(flat, minlength=runs * SAS).reshape(runs, SAS)
-            if rw is not None:
-                flat //= S
-                rsum[:, h] = np.bincount(flat, weights=rw[:, :, h].reshape(-1),
-                                         minlength=runs * S * A).reshape(runs, S * A)
-        trip = trip.reshape(runs, H, S, A, S)
+        observed = self.rewards if rewards else None
+        if engine != "numpy":
+            kernel = _compiled_kernel()
+            if kernel is None and engine == "compiled":
+                raise InputError("engine='compiled' needs numba, which is not installed")
+            if kernel is not None:
+                trip = np.zeros(runs * H * SAS, np.int64)
+                rsum = np.zeros(runs * H * S * A)
+                rw = observed if observed is not None else np.zeros((1, 1, 1))
+                kernel(self.states, self.actions, rw, observed is not None, S, A, trip, rsum)
+                trip = trip.reshape(runs, H, S, A, S).astype(np.float64)
+                rsum = None if observed is None else rsum.reshape(runs, H, S, A)
+                return TabularCounts(visits=trip.sum(axis=-1), transitions=trip, reward_sums=rsum, n=n)
+        X = self.states.reshape(runs * n, H + 1)
+        Y = self.actions.reshape(runs * n, H)
+        R = None if observed is None else observed.reshape(runs * n, H)
+        trip = np.zeros(runs * H * SAS, np.int64)
+        rsum = None if R is None else np.zeros(runs * H * S * A)
+        # Blocks of trajectories small enough for the cache: a whole-array expression on the (n, H+1)
+        # layout iterates H-long inner loops, a per-step loop reads strided columns of the whole array
+        # H times; within a cached block both costs vanish (profiled at n = 1e5, H = 10: blocks of 8192
+        # rows were the fastest of the three, see benchmarks/bench_offline.py).
+        B = max(1, min(runs * n, _BLOCK_ROWS))
+        idx = np.empty((B, H), np.int64)
+        tmp = np.empty((B, H), np.int64)
+        step_offset = np.arange(H) * SAS
+        for b in range(0, runs * n, B):
+            x = X[b:b + B]
+            m = x.shape[0]
+            o, t = idx[:m], tmp[:m]
+            np.multiply(x[:, :H], A * S, out=o)
+            o += x[:, 1:]
+            np.multiply(Y[b:b + B], S, out=t)
+            o += t
+            o += step_offset
+            np.floor_divide(np.arange(b, b + m), n, out=t[:, 0])          # run of each row
+            t[:, 0] *= H * SAS
+            o += t[:, :1]
+            flat = o.reshape(-1)
+            trip += np.bincount(flat, minlength=trip.size)
+            if R is not None:
+                flat //= S                                                 # ((run H + h) S + s) A + a
+                rsum += np.bincount(flat, weights=R[b:b + B].reshape(-1), minlength=rsum.size)
+        trip = trip.reshape(runs, H, S, A, S).astype(np.float64)
         if rsum is not None:
             rsum = rsum.reshape(runs, H, S, A)
         return TabularCounts(visits=trip.sum(axis=-1), transitions=trip, reward_sums=rsum, n=n)

@@ -335,7 +335,6 @@ class DPVAPVI:
         Dpen, additive = self._additive(H, d, K)
         noise = None if self.noise_off else self.draw_noise(rng, runs, H, d)
         I = np.eye(d)
-        phi_flat = phi.reshape(S * A, d)
 
         V = np.zeros((runs, H + 1, S))
         Qhat = np.empty((runs, H, S, A))
@@ -378,7 +377,7 @@ class DPVAPVI:
             W[:, h] = _solve(Lam, b_w[..., None])[..., 0]
             bell[:, h] = np.einsum("sai,ri->rsa", phi, W[:, h])
             # line 11 with Lambdatil (P12), and the non-PD fallback of the module docstring
-            Gam[:, h] = self._penalty(Lam, phi_flat, S, A, d, additive, eig_l[:, h])
+            Gam[:, h] = self._penalty(h, Lam, phi, additive, eig_l[:, h], bell[:, h], Vn)
             # lines 12-14
             Qhat[:, h] = np.maximum(np.minimum(bell[:, h] - Gam[:, h], top), 0.0)
             V[:, h] = Qhat[:, h].max(axis=-1)
@@ -391,8 +390,12 @@ class DPVAPVI:
             max_feature_norm=float(np.sqrt((phi ** 2).sum(-1)).max()), feature_bound=self.feature_bound,
             config=self.config, dp_event=self.dp_event(H))
 
-    def _penalty(self, Lam, phi_flat, S, A, d, additive, min_eig):
-        """Gamma = C sqrt(d) ||phi||_{Lambdatil^{-1}} + additive; +inf on runs where Lambdatil is not PD."""
+    def _penalty(self, h, Lam, phi, additive, min_eig, bellman, V_next):
+        """Line 11: Gamma_h = C sqrt(d) ||phi||_{Lambdatil_h^{-1}} + Dpen/K; +inf on runs where Lambdatil_h is
+        not PD. Seam: h (0-based), Lam (runs, d, d), phi (S, A, d), min_eig (runs,), bellman = phi^T wtil_h
+        (runs, S, A) and V_next = Vtil_{h+1} (runs, S) let a check plant e.g. Lemma D.3's oracle penalty."""
+        S, A, d = phi.shape
+        phi_flat = phi.reshape(S * A, d)
         sol = _solve(Lam, np.broadcast_to(phi_flat.T, Lam.shape[:1] + phi_flat.T.shape))   # (runs, d, S A)
         q = np.einsum("ni,rin->rn", phi_flat, sol).reshape(-1, S, A)
         g = self.C * math.sqrt(d) * np.sqrt(np.maximum(q, 0.0)) + additive
