@@ -240,3 +240,18 @@ def test_bad_data_and_features():
         with pytest.raises(InputError) as e:
             c()
         assert "\n" not in str(e.value)
+
+
+def test_dataset_coverage_figures():
+    """Empirical dbar_m and kappa of datasets: on LIN-TAB (one-hot features) lambda_min(1/n sum phi phi^T)
+    is the smallest visit frequency, and both approach the exact dbar_m = kappa of the instance."""
+    from algorithms.offline import empirical_coverage, empirical_kappa
+    inst, rng = _lin_tab(8, S=2, A=2, H=3)
+    counts = inst.sample_counts(200_000, rng, runs=3)
+    k = empirical_kappa(counts, inst.features)
+    assert np.allclose(k, empirical_coverage(counts))
+    exact = inst.feature_figures().kappa
+    assert exact == pytest.approx(inst.coverage().dbar_m)
+    assert np.all(np.abs(k - exact) < 0.01)
+    f = appendix_f(np.random.default_rng(9), H=3)
+    assert np.all(np.abs(empirical_kappa(f.sample_counts(500, rng, runs=2), f.features)) < 1e-12)  # dead coordinate
