@@ -44,23 +44,15 @@ class ReusedNoiseVAPVI(DPVAPVI):
     """Planted defect (Ambiguity A8's wrong reading): one draw at initialisation, reused for every h."""
 
     def draw_noise(self, rng, runs, H, d):
-        z = super().draw_noise(rng, runs, 1, d)
-        rep = lambda x: np.repeat(x, H, axis=1)
-        return VAPVINoise(rep(z.g1), rep(z.g2), rep(z.g3), rep(z.N1), rep(z.N2))
-
-    def noise_stds(self, H):
-        # the stds of the H-step calibration (draw_noise above asks for a 1-step draw)
-        return DPVAPVI.noise_stds(self, self._H)
-
-    def run(self, data, features, rng):
-        self._H = data.H
-        return super().run(data, features, rng)
+        z = super().draw_noise(rng, runs, H, d)
+        first = lambda x: np.repeat(x[:, :1], H, axis=1)
+        return VAPVINoise(first(z.g1), first(z.g2), first(z.g3), first(z.N1), first(z.N2))
 
 
 def test_fresh_noise_per_step_and_a_reused_draw_is_detected():
     """§3.2 / A8: g1_h recovered from the released statistics is uncorrelated across h (|corr| over 300
-    runs stays below 0.25: the null sd of a sample correlation is 1/sqrt(300) = 0.058, and 0.25 is > 4 sd
-    even after the max over 3*2*4 pairs); the planted one-draw variant has corr = 1 and is caught."""
+    runs stays below 0.25: the null sd of a sample correlation is 1/sqrt(300) = 0.058, and 0.25 is > 4 sd,
+    so the max over 3 step pairs x 4 coordinates exceeds it with probability ~1e-4); the planted one-draw variant has corr = 1 and is caught."""
     inst, rng = _lin_tab(1)
     data = inst.collect(40, rng, runs=300)
     good = DPVAPVI(rho=1.0, Dpen=1.0).run(data, inst.features, rng)
@@ -255,3 +247,23 @@ def test_dataset_coverage_figures():
     assert np.all(np.abs(k - exact) < 0.01)
     f = appendix_f(np.random.default_rng(9), H=3)
     assert np.all(np.abs(empirical_kappa(f.sample_counts(500, rng, runs=2), f.features)) < 1e-12)  # dead coordinate
+
+
+def test_xi_two_state_matches_a_brute_force_supremum():
+    """xi (§1.4) by the closed form against a grid over V in [0, H]^2 on Appendix F (S = 2)."""
+    from algorithms.offline import xi_two_state
+    f = appendix_f(np.random.default_rng(10), H=5)
+    H = 5
+    v = np.linspace(0, H, 501)
+    V0, V1 = np.meshgrid(v, v, indexing="ij")
+    best = 0.0
+    for p in np.unique(f.mdp.P[..., 0]):
+        var = p * (1 - p) * (V0 - V1) ** 2
+        sig = np.sqrt(np.maximum(1.0, var))
+        PV = p * V0 + (1 - p) * V1
+        if p > 0:
+            best = max(best, float(np.max(np.abs(V0 - PV) / sig)))
+        if p < 1:
+            best = max(best, float(np.max(np.abs(V1 - PV) / sig)))
+    xi = xi_two_state(f.mdp)
+    assert best <= xi + 1e-12 and xi - best < 1e-2 * max(1.0, xi)

@@ -6,7 +6,8 @@
     vapvi:     DPVAPVI (Algorithm 2, 5H fresh Gaussian releases declared as PrivateStatistic / DpEvents),
                VAPVI, PEVI, LinearResult, VAPVINoise
     instances: tab_full, tab_partial, lin_tab, appendix_f (TAB-FULL, TAB-PARTIAL, LIN-TAB, §5.1),
-               OfflineInstance (.coverage(), .feature_figures()), feature_figures, empirical_kappa
+               OfflineInstance (.coverage(), .feature_figures()), feature_figures, empirical_kappa,
+               xi_two_state
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
@@ -15,7 +16,7 @@ from algorithms.offline.apvi import DPAPVI, APVI, APVIResult, PenaltyConstants, 
 from algorithms.offline.vapvi import DPVAPVI, VAPVI, PEVI, LinearResult, VAPVINoise, PrivateStatistic
 from algorithms.offline.instances import (
     OfflineInstance, Coverage, FeatureFigures, tab_full, tab_partial, lin_tab, appendix_f, action_code,
-    feature_figures, empirical_coverage, empirical_kappa,
+    feature_figures, empirical_coverage, empirical_kappa, xi_two_state,
 )
 
 __all__ = [
@@ -23,5 +24,5 @@ __all__ = [
     "DPAPVI", "APVI", "APVIResult", "PenaltyConstants", "penalty",
     "DPVAPVI", "VAPVI", "PEVI", "LinearResult", "VAPVINoise", "PrivateStatistic",
     "OfflineInstance", "Coverage", "FeatureFigures", "tab_full", "tab_partial", "lin_tab", "appendix_f",
-    "action_code", "feature_figures", "empirical_coverage", "empirical_kappa",
+    "action_code", "feature_figures", "empirical_coverage", "empirical_kappa", "xi_two_state",
 ]

@@ -9,7 +9,8 @@
 * :func:`appendix_f`  the linear MDP of Section 6 / Appendix F (§5.1): S = 2, A = 100, d = 10, H = 20.
                       It BREAKS the theory's assumptions -- max ||phi||_2 = sqrt(7) > 1 and kappa = 0 (the
                       2^7 bit of the action code is 0 for every a <= 99) -- and :meth:`OfflineInstance.feature_figures`
-                      reports both figures instead of hiding them (Ambiguity A12).
+                      reports both figures instead of hiding them (Ambiguity A12); :func:`xi_two_state`
+                      gives its xi (§1.4) exactly, to compare with sqrt(d).
 
 Every instance is an :class:`OfflineInstance`: the true MDP (for exact evaluation with
 ``algorithms.envs.planning``), the behaviour policy mu, and for linear instances the feature map.
@@ -132,6 +133,27 @@ def feature_figures(features, d_mu) -> FeatureFigures:
                           kappa_h=eig[:, 0], kappa=float(eig[:, 0].min()),
                           next_eigenvalue=float(eig[:, 1].min()) if d > 1 else float("nan"),
                           dead_coordinates=dead)
+
+
+def xi_two_state(mdp: TabularMDP) -> float:
+    """xi of §1.4 exactly, for a two-state MDP with deterministic rewards (Ambiguity A12: sqrt(d) > xi may fail
+    on Appendix F when some alpha is near 0 or 1).
+
+    With r deterministic, r + V(s') - (T_h V)(s,a) = V(s') - P V; write p = P_h(0|s,a), D = V(0) - V(1) in
+    [-H, H]. Then sigma_V^2 = max(1, p (1-p) D^2) and the ratio is (1-p)|D| / sigma_V for s' = 0 (possible iff
+    p > 0) and p |D| / sigma_V for s' = 1 (iff p < 1). Both grow linearly in |D| until sqrt(p(1-p)) |D| = 1,
+    then stay constant, so the suprema over |D| <= H are min((1-p) H, sqrt((1-p)/p)) and min(p H, sqrt(p/(1-p))).
+    """
+    if not isinstance(mdp, TabularMDP) or mdp.S != 2:
+        raise InputError("xi_two_state needs a TabularMDP with S = 2")
+    if mdp.reward_noise != "deterministic":
+        raise InputError("xi_two_state assumes deterministic rewards (A15)")
+    p = mdp.P[..., 0].ravel()
+    H = mdp.H
+    with np.errstate(divide="ignore", invalid="ignore"):
+        to0 = np.where(p > 0, np.minimum((1 - p) * H, np.sqrt((1 - p) / p)), 0.0)
+        to1 = np.where(p < 1, np.minimum(p * H, np.sqrt(p / (1 - p))), 0.0)
+    return float(np.max(np.maximum(to0, to1)))
 
 
 def empirical_coverage(counts: TabularCounts) -> np.ndarray:
