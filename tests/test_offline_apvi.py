@@ -9,8 +9,8 @@ from dpcheck.errors import InputError
 from algorithms.envs.planning import policy_values, suboptimality
 from algorithms.privatizers.offline import dataset_counts
 from algorithms.offline import (
-    APVI, DPAPVI, OfflineDataset, PenaltyConstants, TabularCounts, appendix_f, lin_tab, penalty, sample_counts,
-    tab_full, tab_partial,
+    APVI, DPAPVI, OfflineDataset, PenaltyConstants, appendix_f, lin_tab, penalty, sample_counts, tab_full,
+    tab_partial,
 )
 
 RESULT_ARRAYS = ("policy", "values", "q_values", "q_tilde", "penalties", "variances", "kernel")

@@ -1,12 +1,11 @@
 """Compiled counting of offline datasets (numba): one pass over the trajectories.
 
-Same counts as the numpy path of ``OfflineDataset.counts`` (integers, so bit-identical; the reward sums
-add the same floats in the same trajectory order per (run, h, s, a) bin, as ``np.bincount`` does).
+Same counts as the numpy path of ``OfflineDataset.counts`` (integers, so identical); the reward sums add
+the same floats in trajectory order, the numpy path block by block, so they agree to rounding.
 Used only when numba imports (it is a dependency of the project; the numpy path stays the reference).
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from dpcheck.errors import InputError
 from algorithms.envs._validate import as_policy, check_rng, one_hot
 from algorithms.envs.generators import random_mdp
-from algorithms.envs.planning import occupancy, optimal_values, policy_values, greedy
+from algorithms.envs.planning import occupancy, optimal_values, greedy
 from algorithms.envs.tabular import TabularMDP
 from algorithms.offline.dataset import OfflineDataset, TabularCounts, check_features, sample_counts
 
