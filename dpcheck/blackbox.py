@@ -278,7 +278,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     say = progress or (lambda msg: None)
 
     from dpcheck.limits import check_sampling_memory
-    check_sampling_memory(target, samples)      # refuse a draw that cannot fit in memory (dpcheck.limits)
+    check_sampling_memory(target, samples, seed, cache_dir)   # refuse a draw that cannot fit in memory
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
     drawn = _draw(target, samples, seed, workers, backend, scheduler, say, cache_dir)
     kind = ev.output_kind(drawn[0][0], target.output)

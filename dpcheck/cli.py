@@ -196,6 +196,7 @@ def _user_target_audit(target):
                 claim = replace(claim, delta=o.delta)
             t = replace(t, claim=claim)
         ctx.config["claim"] = t.claim.to_dict()
+        ctx.config["timeout_s_per_call"] = t.timeout
         kw = dict(alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend, scheduler=o.scheduler,
                   progress=ctx.progress, cache_dir=o.cache_dir)
         if o.samples is not None:

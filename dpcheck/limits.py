@@ -77,20 +77,38 @@ def fmt_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def bytes_per_output(target) -> int:
-    """Bytes one output of ``target`` holds, from a probe draw of PROBE_SIZE outputs (its own rng:
-    the audit's random numbers are unchanged)."""
-    data = target.pairs[0][0]
-    out = target.sample(data, np.random.default_rng(0x5EED), PROBE_SIZE)
-    return max(1, int(math.ceil(np.asarray(out).nbytes / PROBE_SIZE)))
+def bytes_per_output(target, cached=None) -> int:
+    """Bytes one output of ``target`` holds: from ``cached`` (a chunk of its outputs already drawn) when
+    given, else from a probe draw of PROBE_SIZE outputs (its own rng: the audit's random numbers are
+    unchanged)."""
+    out = cached
+    if out is None or len(out) == 0:
+        out = target.sample(target.pairs[0][0], np.random.default_rng(0x5EED), PROBE_SIZE)
+    out = np.asarray(out)
+    return max(1, int(math.ceil(out.nbytes / len(out))))
 
 
-def check_sampling_memory(target, samples: int) -> None:
+def _cached_chunk(target, samples, seed, cache_dir):
+    """The first chunk of a black-box draw if ``--cache`` holds it (a resumed audit need not call the
+    mechanism at all)."""
+    if cache_dir is None:
+        return None
+    import pickle
+    from dpcheck.blackbox import _cache_key
+    from dpcheck.parallel import _cache_path
+    try:
+        with open(_cache_path(cache_dir, _cache_key(target, samples, seed), 0), "rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError):
+        return None
+
+
+def check_sampling_memory(target, samples: int, seed=None, cache_dir=None) -> None:
     """Refuse (InputError) a black-box draw whose outputs would exceed the memory limit."""
     limit, source = memory_limit()
     if limit is None or limit == math.inf:
         return
-    per = bytes_per_output(target)
+    per = bytes_per_output(target, _cached_chunk(target, samples, seed, cache_dir))
     sides = 2 * len(target.pairs)
     estimate = float(samples) * sides * per
     if estimate <= limit:

@@ -352,3 +352,28 @@ def test_usage_errors_are_one_line(capsys):
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 2 and "unrecognized arguments: --epsilonn" in err
     assert main(["--version"]) == 0
+
+
+def test_declarations_match_what_each_audit_module_reads():
+    """Per audit module: the options its audits declare are exactly the ones its code reads (o.NAME,
+    o.extra["KEY"]). Declared but never read would be silently ignored; read but not declared would be
+    refused on the command line."""
+    import importlib
+    import inspect
+    import re
+    from dpcheck.options import COMMON
+    reg = registry.load()
+    modules = {}
+    for spec in reg.values():
+        mod = spec.run.__module__
+        if mod.startswith("audits."):
+            uses, keys = modules.setdefault(mod, (set(), set()))
+            uses.update(spec.uses)
+            keys.update(o.name for o in spec.options)
+    assert {"audits.dp_nash_vi", "audits.dp_ucbvi", "audits.privatizers", "audits.examples"} <= set(modules)
+    for mod, (uses, keys) in modules.items():
+        src = inspect.getsource(importlib.import_module(mod))
+        read = set(re.findall(r"\b(?:o|options)\.([a-z_]+)", src)) & set(COMMON)
+        read_keys = set(re.findall(r"""extra(?:\.get\(|\[)["'](\w+)["']""", src))
+        assert uses == read, (mod, uses ^ read)
+        assert keys == read_keys, (mod, keys ^ read_keys)
