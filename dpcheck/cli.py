@@ -56,28 +56,34 @@ def build_parser() -> argparse.ArgumentParser:
                        description="An option the audit does not use is an error (exit 2); "
                                    "'dpcheck list --options NAME' shows the ones it uses and its --set keys.")
     a.add_argument("target", help="registered audit name, path/to/file.py:NAME or pkg.module:NAME")
-    a.add_argument("--epsilon", help="privacy budget to run and check at (overrides the default / the target's claim)")
-    a.add_argument("--delta", help="delta of an approximate-DP claim, in [0, 1) (only audits whose claim has one)")
-    a.add_argument("--privatizer", help="central | local | none | path/to/file.py:CLASS (algorithm audits only)")
-    a.add_argument("--samples", help="outputs drawn per input of each neighbouring pair (selection and "
+    a.add_argument("--epsilon", metavar="E",
+                   help="privacy budget to run and check at (overrides the default / the target's claim)")
+    a.add_argument("--delta", metavar="D",
+                   help="delta of an approximate-DP claim, in [0, 1) (only audits whose claim has one)")
+    a.add_argument("--privatizer", metavar="P",
+                   help="central | local | none | path/to/file.py:CLASS (algorithm audits only)")
+    a.add_argument("--samples", metavar="N", help="outputs drawn per input of each neighbouring pair (selection and "
                    "certification together); an integer (1e6 allowed) in [20, 1e12]")
-    a.add_argument("--seed", help="one seed fixes everything, in [0, 2^32 - 1] (default 0)")
-    a.add_argument("--alpha", help="error probability of each check, in (0, 1) (default 0.05)")
-    a.add_argument("--workers", help="parallel worker processes (default 1; at most the number of CPUs "
+    a.add_argument("--seed", metavar="S", help="one seed fixes everything, in [0, 2^32 - 1] (default 0)")
+    a.add_argument("--alpha", metavar="A", help="error probability of each check, in (0, 1) (default 0.05)")
+    a.add_argument("--workers", metavar="W", help="parallel worker processes (default 1; at most the number of CPUs "
                    "unless --force-workers)")
     a.add_argument("--force-workers", action="store_true", help="allow --workers above the number of CPUs")
     a.add_argument("--backend", choices=("local", "dask"), help="local (default) or dask")
-    a.add_argument("--scheduler", help="dask scheduler address (needs --backend dask; then --workers is not used)")
-    a.add_argument("--timeout", help="seconds one call of a user's mechanism (one chunk of outputs) may take "
-                   "before the audit stops with exit 2, or 'off' (user targets; default 600)")
+    a.add_argument("--scheduler", metavar="ADDR",
+                   help="dask scheduler address (needs --backend dask; then --workers is not used)")
+    a.add_argument("--timeout", metavar="SECONDS",
+                   help="seconds one call of a user's mechanism (one chunk of outputs) may take before the "
+                        "audit stops with exit 2, or 'off' (user targets; default 600)")
     a.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
                    help="refuse a black-box draw whose outputs would need more memory than SIZE (500M, 8G, "
                         "bytes) or 'off' (default: $DPCHECK_MEMORY_LIMIT, else 1/6 of the available memory)")
-    a.add_argument("--out", default="reports", help="directory for the reports (default reports/)")
-    a.add_argument("--json", dest="json_path", help="also write the JSON report to this path ('-' for stdout)")
+    a.add_argument("--out", default="reports", metavar="DIR", help="directory for the reports (default reports/)")
+    a.add_argument("--json", dest="json_path", metavar="PATH",
+                   help="also write the JSON report to this path ('-' for stdout)")
     a.add_argument("--quick", action="store_true", help="a reduced run for CI smoke tests")
     a.add_argument("--strict", action="store_true", help="an inconclusive check fails the run")
-    a.add_argument("--cache", dest="cache_dir", help="stream finished chunks here and resume from them")
+    a.add_argument("--cache", dest="cache_dir", metavar="DIR", help="stream finished chunks here and resume from them")
     a.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
                    help="audit-specific option (e.g. --set mode=theory --set calibration=strict); "
                         "'dpcheck list --options NAME' lists an audit's keys")
@@ -276,6 +282,7 @@ def cmd_audit(args) -> int:
     if args.target in reg:
         spec = reg[args.target]
     elif ":" in args.target:
+        check_audit_options(user_target_spec(args.target), options, given)   # before importing the user's file
         spec = user_target_spec(args.target, resolve_target(args.target))
     else:
         known = ", ".join(sorted(reg)) or "(none)"

@@ -65,7 +65,8 @@ class AuditOptions:
             self.timeout = op.parse_timeout(self.timeout)
         if self.privatizer is not None and not str(self.privatizer).strip():
             raise InputError("--privatizer must not be empty")
-        if self.scheduler is not None and (not str(self.scheduler).strip() or any(c.isspace() for c in str(self.scheduler))):
+        if self.scheduler is not None and (not str(self.scheduler).strip()
+                                           or any(c.isspace() for c in str(self.scheduler))):
             raise InputError(f"--scheduler must be an address such as tcp://host:8786, got {self.scheduler!r}")
         self.extra = dict(self.extra or {})
 

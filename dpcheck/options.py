@@ -223,6 +223,18 @@ class SetOption:
         return f"{self.name}={kind}  ({dflt}) {self.help}".rstrip()
 
 
+def options_dataclass(name: str, table) -> type:
+    """The ``--set`` table as a frozen dataclass, one field per SetOption (its default; choices, bounds
+    and help in the field metadata): the per-audit options type a later design can declare directly.
+    ``options_dataclass("X", table)(**parse_set(table, raw, audit))`` gives the parsed values as fields."""
+    import dataclasses
+    fields = [(o.name, o.type if o.default is not None else (o.type | None),
+               dataclasses.field(default=o.default, metadata={"choices": o.choices, "bounds": o.bounds,
+                                                              "help": o.help}))
+              for o in table]
+    return dataclasses.make_dataclass(name, fields, frozen=True)
+
+
 def split_set(items) -> dict:
     """``["k=v", ...]`` -> {"k": "v"} with the syntax checked (KEY=VALUE, a name, each key once)."""
     out: dict = {}

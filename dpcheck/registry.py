@@ -51,6 +51,12 @@ class AuditSpec:
             self.validate(options)
 
 
+    def options_type(self) -> type:
+        """Its ``--set`` keys as a frozen dataclass (dpcheck.options.options_dataclass)."""
+        from dpcheck.options import options_dataclass
+        return options_dataclass(f"{self.name}_options", self.options)
+
+
 _REGISTRY: dict[str, AuditSpec] = {}
 _loaded = False
 

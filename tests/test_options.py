@@ -190,6 +190,11 @@ def test_user_target_refuses_privatizer_and_set(tmp_path, capsys):
     assert rc == 2 and f"--privatizer is not used by audit '{f}:T'" in err
     rc, err = _run(["audit", f"{f}:T", "--set", "calibration=strict"], tmp_path, capsys)
     assert rc == 2 and "takes no --set options" in err
+    # refused before the user's file is imported (its top-level code never runs)
+    marker = tmp_path / "imported"
+    g = _user_file(tmp_path, f"open({str(marker)!r}, 'w').close()\n" + LAPLACE)
+    rc, err = _run(["audit", f"{g}:T", "--privatizer", "local"], tmp_path, capsys)
+    assert rc == 2 and not marker.exists()
 
 
 # ------------------------------------------------------------------ parallel options
@@ -377,3 +382,16 @@ def test_declarations_match_what_each_audit_module_reads():
         read_keys = set(re.findall(r"""extra(?:\.get\(|\[)["'](\w+)["']""", src))
         assert uses == read, (mod, uses ^ read)
         assert keys == read_keys, (mod, keys ^ read_keys)
+
+
+def test_set_table_becomes_an_options_dataclass():
+    import dataclasses
+    spec = registry.load()["dp_ucbvi"]
+    cls = spec.options_type()
+    parsed = parse_set(spec.options, {"beta": "0.2"}, "dp_ucbvi")
+    o = cls(**parsed)
+    assert (o.calibration, o.beta, o.mode) == ("strict", 0.2, None)
+    meta = {f.name: f.metadata for f in dataclasses.fields(cls)}
+    assert meta["mode"]["choices"] == ("theory", "practical") and meta["beta"]["bounds"] == (0, 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        o.beta = 0.3
