@@ -395,3 +395,16 @@ def test_set_table_becomes_an_options_dataclass():
     assert meta["mode"]["choices"] == ("theory", "practical") and meta["beta"]["bounds"] == (0, 1)
     with pytest.raises(dataclasses.FrozenInstanceError):
         o.beta = 0.3
+
+
+@pytest.mark.parametrize("name, rc_expected", [("FINE", 0), ("LATE", 2)])
+def test_user_file_target_on_dask(name, rc_expected, tmp_path, capsys):
+    """A user file's `def` mechanism reaches dask workers (it used to hang: workers could not import the
+    file's module), and a hanging call there is stopped too (worker threads: the thread fallback)."""
+    pytest.importorskip("dask.distributed")
+    f = _user_file(tmp_path, HANGING + LAPLACE.replace("T = ", "FINE = "))
+    rc, err = _run(["audit", f"{f}:{name}", "--backend", "dask", "--samples", "200", "--timeout", "1"],
+                   tmp_path, capsys)
+    assert rc == rc_expected, err
+    if rc_expected == 2:
+        assert "timeout of 1 s" in err and "'late'" in err
