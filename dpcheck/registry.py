@@ -50,7 +50,6 @@ class AuditSpec:
         if self.validate is not None:
             self.validate(options)
 
-
     def options_type(self) -> type:
         """Its ``--set`` keys as a frozen dataclass (dpcheck.options.options_dataclass)."""
         from dpcheck.options import options_dataclass
