@@ -71,7 +71,7 @@ import numpy as np
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
-from dpcheck.registry import register
+from dpcheck.registry import PARALLEL, SetOption, register
 
 SOURCE = "Qiao & Wang 2024, Differentially Private RL with Self-Play (arXiv 2404.07559)"
 BETA = 0.1
@@ -593,7 +593,12 @@ def _accepts(spec, eps, calibration) -> bool:
 @register("dp_nash_vi", algorithm="DP-Nash-VI (Qiao & Wang 2024)", notion="JDP / LDP",
           claim="eps-JDP (Central) / eps-LDP (Local); UCB/LCB; Regret O~(sqrt(H^2 SABT) + privacy term)",
           description="DP self-play in two-player zero-sum Markov games: privacy, assumptions and regret",
-          privatizers=("central", "local"), default_epsilon=1.0)
+          privatizers=("central", "local"), default_epsilon=1.0,
+          # no --delta: the claim is pure eps-JDP / eps-LDP; no --cache: its draws are not cached
+          uses=("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir"),
+          options=(SetOption("calibration", str, choices=("paper", "strict"), default="strict",
+                             help="noise scale: strict = the replacement neighbouring relation, paper = the "
+                                  "papers' add/remove scales"),))
 def run(ctx) -> None:
     from algorithms.envs.generators import random_game
     from algorithms.games.testbeds import stochastic_pennies

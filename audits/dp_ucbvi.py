@@ -46,7 +46,7 @@ import numpy as np
 
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check
 from dpcheck.errors import InputError
-from dpcheck.registry import register
+from dpcheck.registry import PARALLEL, SetOption, register
 
 SOURCE = "Qiao & Wang 2023, Near-Optimal Differentially Private Reinforcement Learning (AISTATS)"
 VACUOUS = ("Q~ = H at every (k,h,s,a) (theory constants, spec §6.3): optimism is trivial and regret linear; "
@@ -600,7 +600,15 @@ def _spec_from_options(o) -> tuple[AgentSpec, dict]:
                 "+ S^2 A sqrt(H^5 T)/eps (LDP)",
           description="privacy (black box on actions / messages, dataflow, white box), Assumption 3.1, "
                       "optimism, explicit bound, regret exponent and privacy-cost scaling",
-          privatizers=("central", "local"), default_epsilon=1.0)
+          privatizers=("central", "local"), default_epsilon=1.0,
+          uses=("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir"),
+          options=(SetOption("calibration", str, choices=("paper", "strict"), default="strict",
+                             help="noise scale: strict = the replacement neighbouring relation, paper = the "
+                                  "papers' add/remove scales"),
+                   SetOption("beta", float, bounds=(0, 1), default=0.1,
+                             help="failure probability of the privatizer's uniform noise bound"),
+                   SetOption("mode", str, choices=("theory", "practical"),
+                             help="run every check in this mode (default: each check in its own mode)")))
 def run(ctx) -> None:
     from algorithms.envs.generators import random_mdp
     from algorithms.envs.riverswim import riverswim

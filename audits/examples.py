@@ -5,11 +5,12 @@ mechanism is calibrated to and claims.
 """
 from __future__ import annotations
 
-from dpcheck.registry import register
+from dpcheck.registry import PARALLEL, register
 
 
 @register("laplace_example", algorithm="Laplace mechanism (example)", notion="DP", claim="epsilon = 1",
-          description="counting query + Lap(1/eps), audited black-box", default_epsilon=1.0)
+          description="counting query + Lap(1/eps), audited black-box", default_epsilon=1.0,
+          uses=("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir"))
 def run(ctx) -> None:
     from dpcheck import AuditTarget, Claim
     from dpcheck.blackbox import audit

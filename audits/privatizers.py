@@ -42,7 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check
-from dpcheck.registry import register
+from dpcheck.errors import InputError
+from dpcheck.registry import PARALLEL, SetOption, register
 from algorithms.privatizers.noise import ZeroNoise
 
 PLD_INTERVAL = 1e-4       # dp_accounting discretisation; eps overestimated by ~2e-4 per 3 compositions
@@ -512,6 +513,29 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
 
 
 # ============================================================ the registered audits
+# what the online privatizer audits read from the command line (run_online / _online_template)
+ONLINE_USES = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+ONLINE_SET = (
+    SetOption("calibration", str, choices=("paper", "strict"), default="strict",
+              help="noise scale: strict = the replacement neighbouring relation, paper = add/remove"),
+    SetOption("width_mode", str, choices=("rigorous", "calibrated", "nominal"),
+              help="the privatizer's noise-width bound (default: the privatizer's own)"),
+    SetOption("beta", float, bounds=(0, 1), help="failure probability of the noise bound (default: the "
+                                                 "privatizer's own, 0.1 for the built-ins)"),
+    SetOption("games", bool, default=False, help="the games setting: 2 stream families, no rewards"),
+)
+OFFLINE_USES = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+
+
+def _offline_gaussian_options(o) -> None:
+    """--set rho and --epsilon both choose the privatizer's rho: one of them; --delta only with --epsilon."""
+    if o.epsilon is not None and "rho" in o.extra:
+        raise InputError("offline_gaussian_privatizer: give --set rho or --epsilon (with --delta), not both")
+    if o.delta is not None and o.epsilon is None:
+        raise InputError("offline_gaussian_privatizer: --delta is used only with --epsilon "
+                         "(the (eps, delta) that selects rho)")
+
+
 def _samples(o, default=10**6, quick=2 * 10**5):
     return int(o.samples) if o.samples is not None else (quick if o.quick else default)
 
@@ -528,7 +552,8 @@ def _online_template(ctx, default: str):
     if "beta" in o.extra:
         kw["beta"] = float(o.extra["beta"])
     p = load_privatizer(spec, **kw)
-    games = str(o.extra.get("games", "0")).lower() in ("1", "true", "yes")
+    games = o.extra.get("games", False)          # a bool once parsed (ONLINE_SET); text from library callers
+    games = games if isinstance(games, bool) else str(games).lower() in ("1", "true", "yes")
     ctx.config.update(privatizer=spec, epsilon=eps, calibration=calibration, neighbouring="replacement",
                       stream_families=2 if games else 3,
                       width_mode=kw.get("width_mode", getattr(p, "width_mode", None)))
@@ -619,7 +644,8 @@ class ClaimedTemplate:
 @register("central_privatizer", algorithm="Central Privatizer (binary tree mechanism)", notion="JDP",
           claim="epsilon-JDP (DP-UCBVI Lemma 5.1; DP-Nash-VI Lemma 5.1)",
           description="black-box stream audit, PLD of the declared noise, sensitivity search, tree "
-                      "noise reuse, Assumption 3.1", privatizers=("central",), default_epsilon=1.0)
+                      "noise reuse, Assumption 3.1", privatizers=("central",), default_epsilon=1.0,
+          uses=ONLINE_USES, options=ONLINE_SET)
 def run_central(ctx) -> None:
     run_online(ctx, "central")
 
@@ -627,7 +653,7 @@ def run_central(ctx) -> None:
 @register("local_privatizer", algorithm="Local Privatizer (Laplace randomiser)", notion="LDP",
           claim="epsilon-LDP (DP-UCBVI Lemma 5.6; DP-Nash-VI Lemma 5.4)",
           description="black-box audit of one user's message, PLD, sensitivity search, Assumption 3.1",
-          privatizers=("local",), default_epsilon=1.0)
+          privatizers=("local",), default_epsilon=1.0, uses=ONLINE_USES, options=ONLINE_SET)
 def run_local(ctx) -> None:
     run_online(ctx, "local")
 
@@ -702,7 +728,10 @@ def _offline_checks(ctx, priv, gaussian: bool) -> None:
 
 @register("offline_gaussian_privatizer", algorithm="DP-APVI Gaussian count privatizer", notion="zCDP",
           claim="rho-zCDP (offline DP-APVI, Lemma C.1)", description="black-box, PLD, brute-force sensitivity, "
-          "noise bound", default_epsilon=None)
+          "noise bound", default_epsilon=None, uses=("delta", *OFFLINE_USES),
+          options=(SetOption("rho", float, bounds=(0, None),
+                             help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),),
+          validate=_offline_gaussian_options)
 def run_offline_gaussian(ctx) -> None:
     from algorithms.privatizers.offline import OfflineGaussianPrivatizer
     o = ctx.options
@@ -717,7 +746,7 @@ def run_offline_gaussian(ctx) -> None:
 
 @register("offline_laplace_privatizer", algorithm="DP-APVI Laplace count privatizer", notion="DP",
           claim="epsilon-DP (offline §2.8(c))", description="black-box, PLD, brute-force sensitivity, noise bound",
-          default_epsilon=1.0)
+          default_epsilon=1.0, uses=OFFLINE_USES)
 def run_offline_laplace(ctx) -> None:
     from algorithms.privatizers.offline import OfflineLaplacePrivatizer
     o = ctx.options

@@ -184,13 +184,37 @@ def _cache_label(target, samples, seed) -> str:
     return f"blackbox:{target.name}:samples={samples}:seed={seed}:chunk={CHUNK}"
 
 
+def _layout(target, samples):
+    """(chunk sizes per input, the inputs in draw order, number of chunks) of a black-box draw."""
+    sizes = [CHUNK] * (samples // CHUNK) + ([samples % CHUNK] if samples % CHUNK else [])
+    inputs = [d for pair in target.pairs for d in pair]
+    return sizes, inputs, len(inputs) * len(sizes)
+
+
+def cached_first_chunk(target, samples, seed, cache_dir):
+    """Chunk 0 of the draw :func:`_draw` would make, if ``cache_dir`` holds a valid copy, else None
+    (lets the memory estimate of :mod:`dpcheck.limits` avoid calling the mechanism on a resume)."""
+    if cache_dir is None:
+        return None
+    from dpcheck.fingerprint import Unfingerprintable
+    from dpcheck.parallel import ChunkCache, chunk_cache_key
+    from dpcheck.target import output_problem
+    sizes, inputs, n_chunks = _layout(target, samples)
+    label = _cache_label(target, samples, seed)
+    try:
+        key = chunk_cache_key(label, _draw_chunk, (target, inputs, sizes), seed, n_chunks)
+    except Unfingerprintable:
+        return None
+    ok, out = ChunkCache(cache_dir, key, n_chunks, label, lambda msg: None).read(
+        0, lambda i, out: output_problem(out, sizes[0]))
+    return out if ok else None
+
+
 def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: None, cache_dir=None,
           cache_report=None):
     from dpcheck.parallel import run_chunks
     from dpcheck.target import output_problem
-    sizes = [CHUNK] * (samples // CHUNK) + ([samples % CHUNK] if samples % CHUNK else [])
-    inputs = [d for pair in target.pairs for d in pair]
-    n_chunks = len(inputs) * len(sizes)
+    sizes, inputs, n_chunks = _layout(target, samples)
     step = max(1, n_chunks // 10)
 
     def tick(done, total):
@@ -298,6 +322,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     alpha_prof = alpha * (1 - share) / (2 * n_pairs * len(grid)) if grid else 0.0
     say = progress or (lambda msg: None)
 
+    from dpcheck.limits import check_sampling_memory
+    check_sampling_memory(target, samples, seed, cache_dir)   # refuse a draw that cannot fit in memory
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
     cache_use = {} if cache_dir is not None else None
     drawn = _draw(target, samples, seed, workers, backend, scheduler, say, cache_dir, cache_use)

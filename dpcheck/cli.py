@@ -1,10 +1,15 @@
 """The ``dpcheck`` command line (DESIGN.md "Command line").
 
-    dpcheck list
+    dpcheck list [--options NAME]
     dpcheck audit TARGET [--epsilon E] [--delta D] [--privatizer P] [--samples N] [--seed S]
-                         [--alpha A] [--workers W] [--backend local|dask] [--scheduler ADDR]
-                         [--out DIR] [--json PATH] [--quick] [--strict] [--debug]
+                         [--alpha A] [--workers W] [--force-workers] [--backend local|dask]
+                         [--scheduler ADDR] [--timeout SECONDS] [--memory-limit SIZE]
+                         [--out DIR] [--json PATH] [--quick] [--strict] [--cache DIR]
+                         [--set KEY=VALUE ...] [--debug] [--quiet]
     dpcheck report FILE.json [--out DIR]
+
+Every option is parsed once, before the audit starts (dpcheck.options); a bad value, an option
+the audit does not use, or an unknown ``--set`` key is one line on stderr and exit 2.
 
 Exit codes: 0 every check passes (inconclusive ones too, unless --strict); 1 a
 violation was found; 2 usage error, bad input, internal error or an interrupted
@@ -31,11 +36,15 @@ from dpcheck.errors import DPCheckError, InputError
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 _COUNTER = re.compile(r"(\d+)/(\d+)")
 
+# what a user's AuditTarget (path.py:NAME) honours: no --privatizer, no --set keys
+USER_TARGET_USES = ("epsilon", "delta", "samples", "seed", "alpha", "workers", "backend", "scheduler",
+                    "quick", "cache_dir", "timeout")
+USER_QUICK_SAMPLES = 200_000
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one clear line, exit 2 (argparse's own convention too)
-        self.print_usage(sys.stderr)
-        print(f"dpcheck: error: {message}", file=sys.stderr)
+        print(f"dpcheck: error: {message} (see '{self.prog} --help')", file=sys.stderr)
         sys.exit(EXIT_ERROR)
 
 
@@ -46,27 +55,45 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    sub.add_parser("list", help="list the registered audits")
+    ls = sub.add_parser("list", help="list the registered audits")
+    ls.add_argument("--options", metavar="NAME", dest="options_of",
+                    help="the options and --set keys audit NAME uses (NAME may also be path.py:OBJ)")
 
-    a = sub.add_parser("audit", help="audit a registered algorithm or a user target (path.py:NAME, pkg.mod:NAME)")
+    a = sub.add_parser("audit", help="audit a registered algorithm or a user target (path.py:NAME, pkg.mod:NAME)",
+                       description="An option the audit does not use is an error (exit 2); "
+                                   "'dpcheck list --options NAME' shows the ones it uses and its --set keys.")
     a.add_argument("target", help="registered audit name, path/to/file.py:NAME or pkg.module:NAME")
-    a.add_argument("--epsilon", help="privacy budget to run and check at (overrides the default / the target's claim)")
-    a.add_argument("--delta", help="delta of an approximate-DP claim")
-    a.add_argument("--privatizer", help="central | local | none | path/to/file.py:CLASS")
-    a.add_argument("--samples", type=_int, help="outputs drawn per input of each neighbouring pair "
-                   "(selection and certification together)")
-    a.add_argument("--seed", type=_int, default=0, help="one seed fixes everything (default 0)")
-    a.add_argument("--alpha", type=float, default=0.05, help="error probability of each check (default 0.05)")
-    a.add_argument("--workers", type=_int, default=1, help="parallel worker processes (default 1)")
-    a.add_argument("--backend", choices=("local", "dask"), default="local")
-    a.add_argument("--scheduler", help="dask scheduler address (with --backend dask)")
-    a.add_argument("--out", default="reports", help="directory for the reports (default reports/)")
-    a.add_argument("--json", dest="json_path", help="also write the JSON report to this path ('-' for stdout)")
+    a.add_argument("--epsilon", metavar="E",
+                   help="privacy budget to run and check at (overrides the default / the target's claim)")
+    a.add_argument("--delta", metavar="D",
+                   help="delta of an approximate-DP claim, in [0, 1) (only audits whose claim has one)")
+    a.add_argument("--privatizer", metavar="P",
+                   help="central | local | none | path/to/file.py:CLASS (algorithm audits only)")
+    a.add_argument("--samples", metavar="N", help="outputs drawn per input of each neighbouring pair (selection and "
+                   "certification together); an integer (1e6 allowed) in [20, 1e12]")
+    a.add_argument("--seed", metavar="S", help="one seed fixes everything, in [0, 2^32 - 1] (default 0)")
+    a.add_argument("--alpha", metavar="A", help="error probability of each check, in (0, 1) (default 0.05)")
+    a.add_argument("--workers", metavar="W", help="parallel worker processes (default 1; at most the number of CPUs "
+                   "unless --force-workers)")
+    a.add_argument("--force-workers", action="store_true", help="allow --workers above the number of CPUs")
+    a.add_argument("--backend", choices=("local", "dask"), help="local (default) or dask")
+    a.add_argument("--scheduler", metavar="ADDR",
+                   help="dask scheduler address (needs --backend dask; then --workers is not used)")
+    a.add_argument("--timeout", metavar="SECONDS",
+                   help="seconds one call of a user's mechanism (one chunk of outputs) may take before the "
+                        "audit stops with exit 2, or 'off' (user targets; default 600)")
+    a.add_argument("--memory-limit", dest="memory_limit", metavar="SIZE",
+                   help="refuse a black-box draw whose outputs would need more memory than SIZE (500M, 8G, "
+                        "bytes) or 'off' (default: $DPCHECK_MEMORY_LIMIT, else 1/6 of the available memory)")
+    a.add_argument("--out", default="reports", metavar="DIR", help="directory for the reports (default reports/)")
+    a.add_argument("--json", dest="json_path", metavar="PATH",
+                   help="also write the JSON report to this path ('-' for stdout)")
     a.add_argument("--quick", action="store_true", help="a reduced run for CI smoke tests")
     a.add_argument("--strict", action="store_true", help="an inconclusive check fails the run")
-    a.add_argument("--cache", dest="cache_dir", help="stream finished chunks here and resume from them")
+    a.add_argument("--cache", dest="cache_dir", metavar="DIR", help="stream finished chunks here and resume from them")
     a.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
-                   help="audit-specific option (e.g. --set mode=theory --set calibration=strict)")
+                   help="audit-specific option (e.g. --set mode=theory --set calibration=strict); "
+                        "'dpcheck list --options NAME' lists an audit's keys")
     a.add_argument("--debug", action="store_true", help="show tracebacks")
     a.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -77,32 +104,64 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _int(s: str) -> int:
-    try:
-        return int(float(s)) if "e" in s.lower() else int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
-
-
 def _version() -> str:
     from dpcheck import __version__
     return __version__
 
 
 def _parse_extra(items) -> dict:
-    out = {}
-    for it in items:
-        if "=" not in it:
-            raise InputError(f"--set expects KEY=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        for conv in (int, float):
-            try:
-                v = conv(v)
-                break
-            except ValueError:
-                continue
-        out[k.strip()] = v
-    return out
+    """``--set`` items as {key: raw text}: the syntax checked here, the values by the audit's table."""
+    from dpcheck.options import split_set
+    return split_set(items)
+
+
+# ------------------------------------------------------------------ options (validated once, here)
+def options_from_args(args):
+    """(AuditOptions, the set of fields given on the command line), every value parsed and the
+    parallel options checked for consistency. Which options the audit uses is checked later
+    against its registration (:func:`check_audit_options`)."""
+    import importlib.util
+    from dpcheck.context import AuditOptions
+    from dpcheck.options import COMMON, cpu_limit
+
+    given = {name for name in COMMON if getattr(args, name, None) not in (None, False)}
+    kw = {name: getattr(args, name) for name in COMMON if name in given}
+    options = AuditOptions(**kw, strict=args.strict, extra=_parse_extra(args.extra))
+    if options.scheduler is not None and options.backend != "dask":
+        raise InputError("--scheduler is the address of a dask scheduler: it needs --backend dask")
+    if options.backend == "dask":
+        if options.scheduler is not None and "workers" in given:
+            raise InputError("--workers sets the size of a local dask cluster; with --scheduler the remote "
+                             "cluster's workers run the chunks: drop --workers")
+        if importlib.util.find_spec("distributed") is None:
+            raise InputError("--backend dask needs dask.distributed: pip install 'dpcheck[dask]'")
+    n_cpu = cpu_limit()
+    if options.workers > n_cpu and not args.force_workers:
+        raise InputError(f"--workers {options.workers} is more than the {n_cpu} CPU(s) this process may use "
+                         f"(each worker is a process with its own memory): use --workers {n_cpu}, or add "
+                         "--force-workers to start them anyway")
+    if options.cache_dir is not None and Path(options.cache_dir).exists() and not Path(options.cache_dir).is_dir():
+        raise InputError(f"--cache {options.cache_dir}: exists and is not a directory")
+    return options, given
+
+
+def check_audit_options(spec, options, given) -> None:
+    """Refuse options the audit does not use; parse its --set keys (AuditSpec.check_options)."""
+    spec.check_options(options, given)
+
+
+def memory_limit_of(args):
+    from dpcheck.options import parse_size
+    return parse_size(args.memory_limit) if args.memory_limit is not None else None
+
+
+def _with_limits(run, memory_limit):
+    """``run(ctx)`` with the --memory-limit in force for every black-box draw it makes."""
+    def limited(ctx):
+        from dpcheck.limits import memory_limit_set
+        with memory_limit_set(memory_limit):
+            return run(ctx)
+    return limited
 
 
 # ------------------------------------------------------------------ targets
@@ -138,8 +197,10 @@ def _user_target_audit(target):
     def run(ctx):
         from dataclasses import replace
         from dpcheck.blackbox import audit
+        from dpcheck.options import DEFAULT_USER_TIMEOUT
         o = ctx.options
-        t = target
+        # a hanging mechanism is stopped after --timeout seconds per call (dpcheck.target.call_with_deadline)
+        t = replace(target, timeout=o.timeout if o.timeout is not None else DEFAULT_USER_TIMEOUT)
         if o.epsilon is not None or o.delta is not None:
             claim = t.claim
             if o.epsilon is not None:
@@ -148,19 +209,60 @@ def _user_target_audit(target):
                 claim = replace(claim, delta=o.delta)
             t = replace(t, claim=claim)
         ctx.config["claim"] = t.claim.to_dict()
+        ctx.config["timeout_s_per_call"] = t.timeout
         kw = dict(alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend, scheduler=o.scheduler,
                   progress=ctx.progress, cache_dir=o.cache_dir)
         if o.samples is not None:
             kw["samples"] = o.samples
+        elif o.quick:
+            kw["samples"] = USER_QUICK_SAMPLES
         res = audit(t, **kw)
         ctx.add(res.to_check(id="privacy.blackbox"))
     return run
 
 
+def user_target_spec(name: str, target=None):
+    """The registration a user's AuditTarget gets: black box, USER_TARGET_USES, no --set keys."""
+    from dpcheck.registry import AuditSpec
+    claim = target.claim.describe() if target is not None else "the target's own Claim"
+    return AuditSpec(name=name, run=_user_target_audit(target) if target is not None else (lambda ctx: None),
+                     algorithm="user AuditTarget", notion=getattr(getattr(target, "claim", None), "notion", "DP"),
+                     claim=claim, description="one black-box privacy check", uses=USER_TARGET_USES)
+
+
 # ------------------------------------------------------------------ commands
+def _print_options(spec) -> None:
+    from dpcheck.options import COMMON
+    print(f"{spec.name} — {spec.algorithm}")
+    print(f"  notion: {spec.notion}; claim: {spec.claim}")
+    used = []
+    for name, flag in COMMON.items():
+        if name in spec.uses:
+            used.append(f"{flag} ({'|'.join(spec.privatizers)}|none|file.py:CLASS)"
+                        if name == "privatizer" and spec.privatizers else flag)
+    print(f"  options it uses: {', '.join(used) or 'none'}")
+    print("  for every audit: --out, --json, --strict, --memory-limit, --force-workers, --debug, --quiet")
+    if spec.options:
+        print("  --set keys:")
+        for o in spec.options:
+            print(f"    {o.describe()}")
+    else:
+        print("  --set keys: none")
+
+
 def cmd_list(args) -> int:
     from dpcheck import registry
     reg = registry.load()
+    if args.options_of is not None:
+        name = args.options_of
+        if name in reg:
+            _print_options(reg[name])
+        elif ":" in name:
+            _print_options(user_target_spec(name))
+        else:
+            known = ", ".join(sorted(reg)) or "(none)"
+            raise InputError(f"no audit named {name!r} (registered: {known})")
+        return EXIT_PASS
     if not reg:
         print("no audits registered")
         return EXIT_PASS
@@ -172,28 +274,30 @@ def cmd_list(args) -> int:
         extra = f"  [privatizers: {', '.join(s.privatizers)}]" if s.privatizers else ""
         print(f"{name:{w}s}  {s.notion:{wn}s}  {s.algorithm} — {s.claim}{extra}")
     print("\nalso: dpcheck audit path/to/file.py:NAME  (a dpcheck.AuditTarget of your own)")
+    print("options and --set keys of one audit: dpcheck list --options NAME")
     return EXIT_PASS
 
 
 def cmd_audit(args) -> int:
     from dpcheck import registry, report as rpt
-    from dpcheck.context import AuditContext, AuditOptions, exit_code
+    from dpcheck.context import AuditContext, exit_code
 
-    options = AuditOptions(epsilon=args.epsilon, delta=args.delta, privatizer=args.privatizer,
-                           samples=args.samples, seed=args.seed, alpha=args.alpha, workers=args.workers,
-                           backend=args.backend, scheduler=args.scheduler, quick=args.quick,
-                           strict=args.strict, cache_dir=args.cache_dir, extra=_parse_extra(args.extra))
+    # every option is validated here, before the audit starts (dpcheck.options)
+    options, given = options_from_args(args)
+    memory_limit = memory_limit_of(args)
     reg = registry.load()
     if args.target in reg:
-        run = reg[args.target].run
-        name = args.target
+        spec = reg[args.target]
     elif ":" in args.target:
-        run = _user_target_audit(resolve_target(args.target))
-        name = args.target
+        check_audit_options(user_target_spec(args.target), options, given)   # before importing the user's file
+        spec = user_target_spec(args.target, resolve_target(args.target))
     else:
         known = ", ".join(sorted(reg)) or "(none)"
         raise InputError(f"no audit named {args.target!r} (registered: {known}); "
                          "for your own mechanism use path/to/file.py:NAME")
+    check_audit_options(spec, options, given)
+    run = _with_limits(spec.run, memory_limit)
+    name = args.target
 
     t0 = time.perf_counter()
     last = {"t": -1e9}
@@ -365,21 +469,30 @@ def _one_line(e: BaseException) -> str:
 
 def cmd_report(args) -> int:
     from dpcheck import report as rpt
-    rep = rpt.load(args.file)
     out = Path(args.out) if args.out else Path(args.file).parent
     stem = Path(args.file).name
     stem = stem[:-5] if stem.endswith(".json") else stem
     try:
+        rep = rpt.load(args.file)
         paths = rpt.write_all(rep, out, stem=stem, formats=("md", "html", "xml"))
+        table = rpt.summary_table(rep)
+    except DPCheckError:
+        raise
     except OSError as e:
-        raise InputError(f"cannot write the views to {out}: {e}") from None
-    print(rpt.summary_table(rep))
+        raise InputError(f"cannot read {args.file} or write to {out}: {e}") from e
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        # a JSON file that passes the schema check but holds values of the wrong shape
+        raise InputError(f"{args.file} is not a valid dpcheck report: {type(e).__name__}: {e}") from e
+    print(table)
     print("rendered: " + ", ".join(str(p) for p in paths.values()))
     return EXIT_PASS
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:      # a usage error (one line already printed), --help or --version
+        return e.code if isinstance(e.code, int) else EXIT_ERROR
     debug = getattr(args, "debug", False)
     try:
         if args.command == "list":

@@ -27,7 +27,15 @@ SCHEMA = "dpcheck.report/1"
 
 @dataclass
 class AuditOptions:
-    """Everything the command line passes to an audit (DESIGN.md "Command line")."""
+    """Everything the command line passes to an audit (DESIGN.md "Command line").
+
+    Values are parsed here, once (dpcheck.options: the same parsers and messages for the command
+    line and for library callers): strings such as ``"0.5"`` or ``"1e6"`` become numbers and a bad
+    value is an InputError naming the flag. Which options an audit uses, and its ``--set`` keys
+    in ``extra``, are checked against its registration (AuditSpec.check_options).
+    timeout: seconds per call of a user's mechanism (user targets; None: the default 600 s,
+             math.inf: no limit).
+    """
 
     epsilon: float | None = None
     delta: float | None = None
@@ -42,32 +50,29 @@ class AuditOptions:
     strict: bool = False
     cache_dir: str | None = None
     extra: dict = field(default_factory=dict)
+    timeout: float | None = None
 
     def __post_init__(self):
-        import math
+        from dpcheck import options as op
         if self.epsilon is not None:
-            try:
-                e = float(self.epsilon)
-            except (TypeError, ValueError):
-                raise InputError(f"--epsilon must be a number, got {self.epsilon!r}") from None
-            if not (e > 0 and math.isfinite(e)):
-                raise InputError(f"--epsilon must be a finite number > 0, got {self.epsilon!r}")
-            self.epsilon = e
+            self.epsilon = op.parse_epsilon(self.epsilon)
         if self.delta is not None:
-            d = float(self.delta)
-            if not 0 <= d < 1:
-                raise InputError(f"--delta must lie in [0, 1), got {self.delta!r}")
-            self.delta = d
-        if not 0 < float(self.alpha) < 1:
-            raise InputError(f"--alpha must lie in (0, 1), got {self.alpha!r}")
-        if self.samples is not None and int(self.samples) < 20:
-            raise InputError(f"--samples must be >= 20, got {self.samples!r}")
-        if int(self.workers) < 1:
-            raise InputError(f"--workers must be >= 1, got {self.workers!r}")
+            self.delta = op.parse_delta(self.delta)
+        self.alpha = op.parse_alpha(self.alpha)
+        if self.samples is not None:
+            self.samples = op.parse_samples(self.samples)
+        self.workers = op.parse_workers(self.workers)
         if self.backend not in ("local", "dask"):
             raise InputError(f"--backend must be local or dask, got {self.backend!r}")
-        if int(self.seed) < 0:
-            raise InputError(f"--seed must be >= 0, got {self.seed!r}")
+        self.seed = op.parse_seed(self.seed)
+        if self.timeout is not None:
+            self.timeout = op.parse_timeout(self.timeout)
+        if self.privatizer is not None and not str(self.privatizer).strip():
+            raise InputError("--privatizer must not be empty")
+        if self.scheduler is not None and (not str(self.scheduler).strip()
+                                           or any(c.isspace() for c in str(self.scheduler))):
+            raise InputError(f"--scheduler must be an address such as tcp://host:8786, got {self.scheduler!r}")
+        self.extra = dict(self.extra or {})
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -51,6 +51,7 @@ def load_module(mod: str, what: str, import_error=InputError):
             raise import_error(f"{what}: importing {mod} raised {type(e).__name__}: {e}") from e
         finally:
             sys.path.remove(os.path.dirname(path))
+        _pickle_by_value(module)
         return module
     try:
         return importlib.import_module(mod)
@@ -69,3 +70,13 @@ def load_object(spec: str, what: str = "target", import_error=InputError):
     if not hasattr(module, name):
         raise InputError(f"{what} {spec!r}: {mod} has no attribute {name!r}")
     return getattr(module, name)
+
+
+def _pickle_by_value(module) -> None:
+    """Worker processes (loky, dask) cannot import a file module by its made-up name: have
+    cloudpickle (joblib's copy and dask's) send its functions and classes by value."""
+    for name in ("joblib.externals.cloudpickle", "cloudpickle"):
+        try:
+            importlib.import_module(name).register_pickle_by_value(module)
+        except (ImportError, AttributeError, ValueError):
+            pass

@@ -252,10 +252,21 @@ def _run_dask(fn, todo, seeds, args, scheduler, workers, store):
                                host="127.0.0.1", dashboard_address=None)
         client = Client(cluster)
     try:
-        futures = {client.submit(fn, i, seeds[i], *args, pure=False): i for i in todo}
+        import cloudpickle
+        payload = cloudpickle.dumps((fn, tuple(args)))
+        futures = {client.submit(_call_payload, payload, i, seeds[i], pure=False): i for i in todo}
         for fut in as_completed(futures):
             store(futures[fut], fut.result())
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+def _call_payload(payload: bytes, i, seed):
+    """``fn(i, seed, *args)`` from a cloudpickle payload. dask pickles with plain pickle first, which sends
+    the functions of a user's file by reference to a module a worker cannot import (the task then never
+    runs and the audit waits forever); cloudpickle sends them by value (dpcheck.loading registers them)."""
+    import cloudpickle
+    fn, args = cloudpickle.loads(payload)
+    return fn(i, seed, *args)

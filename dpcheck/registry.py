@@ -7,6 +7,11 @@ add audits through the ``dpcheck.audits`` entry-point group.
 
 An audit is a function ``run(ctx: AuditContext) -> None`` that adds checks to
 ``ctx`` as it finishes them (so a crash later loses no finished work).
+
+Each audit declares the options it honours (``uses``: AuditOptions field names, see
+:data:`dpcheck.options.COMMON`) and its ``--set`` keys (``options``: a table of
+:class:`dpcheck.options.SetOption`); the command line refuses any other option before the audit
+starts (:meth:`AuditSpec.check_options`), so no option is ever silently ignored.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dpcheck.errors import InputError
+from dpcheck.options import COMMON, DEFAULT_USES, PARALLEL, SetOption, check_uses, parse_set  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,26 @@ class AuditSpec:
     description: str = ""
     privatizers: tuple[str, ...] = ()
     default_epsilon: float | None = None
+    uses: tuple[str, ...] = DEFAULT_USES
+    options: tuple[SetOption, ...] = ()
+    validate: Callable | None = None
+
+    def check_options(self, options, given) -> None:
+        """Refuse options this audit does not use; parse its ``--set`` keys into ``options.extra``.
+
+        ``given``: the AuditOptions fields set on the command line. ``options.extra`` holds the raw
+        ``--set`` values on entry and the parsed ones (defaults filled in) on exit; then the audit's
+        own cross-option check ``validate(options)`` runs, if it has one.
+        """
+        check_uses(self.uses, given, self.name, self.claim)
+        options.extra = parse_set(self.options, dict(options.extra or {}), self.name)
+        if self.validate is not None:
+            self.validate(options)
+
+    def options_type(self) -> type:
+        """Its ``--set`` keys as a frozen dataclass (dpcheck.options.options_dataclass)."""
+        from dpcheck.options import options_dataclass
+        return options_dataclass(f"{self.name}_options", self.options)
 
 
 _REGISTRY: dict[str, AuditSpec] = {}
@@ -35,12 +61,31 @@ _loaded = False
 
 
 def register(name: str, *, algorithm: str, notion: str, claim: str, description: str = "",
-             privatizers: tuple[str, ...] = (), default_epsilon: float | None = None):
-    """Decorator: register ``run(ctx)`` as the audit ``name``."""
+             privatizers: tuple[str, ...] = (), default_epsilon: float | None = None,
+             uses: tuple[str, ...] | None = None, options: tuple[SetOption, ...] = (),
+             validate: Callable | None = None):
+    """Decorator: register ``run(ctx)`` as the audit ``name``.
+
+    uses:     the common options the audit reads (AuditOptions field names: epsilon, delta,
+              privatizer, samples, seed, alpha, workers, backend, scheduler, quick, cache_dir,
+              timeout; ``*PARALLEL`` for the three parallel ones). Default: seed and alpha only.
+    options:  its ``--set`` keys, a tuple of SetOption (name, type, choices, default, help, bounds).
+    validate: ``validate(options)`` for constraints between options (raise InputError); it runs
+              after the values are parsed and before the audit starts.
+    """
+    uses = tuple(DEFAULT_USES if uses is None else uses)
+    unknown = [u for u in uses if u not in COMMON]
+    if unknown:
+        raise ValueError(f"register({name!r}): unknown option(s) in uses: {unknown}; known: {list(COMMON)}")
+    names = [o.name for o in options]
+    if len(set(names)) != len(names) or not all(isinstance(o, SetOption) for o in options):
+        raise ValueError(f"register({name!r}): options must be SetOptions with distinct names")
+
     def deco(fn):
         _REGISTRY[name] = AuditSpec(name=name, run=fn, algorithm=algorithm, notion=notion, claim=claim,
                                     description=description, privatizers=tuple(privatizers),
-                                    default_epsilon=default_epsilon)
+                                    default_epsilon=default_epsilon, uses=uses, options=tuple(options),
+                                    validate=validate)
         return fn
     return deco
 

@@ -1,13 +1,85 @@
 """AuditTarget: a user's mechanism with the neighbouring inputs to test (DESIGN.md contract)."""
 from __future__ import annotations
 
+import math
+import signal
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from dpcheck.claims import Claim
-from dpcheck.errors import InputError
+from dpcheck.errors import InputError, MechanismError
+
+
+class MechanismTimeout(MechanismError):
+    """A call of a user's mechanism did not return within ``AuditTarget.timeout`` seconds."""
+
+
+class _Deadline(BaseException):
+    """Raised inside the mechanism by the alarm. A BaseException, so that a mechanism's own
+    ``except Exception`` does not swallow it (and the alarm repeats every second until it gets out)."""
+
+
+def call_with_deadline(fn: Callable[[], Any], seconds: float | None, what: str) -> Any:
+    """``fn()``, stopped after ``seconds`` with MechanismTimeout (None or inf: no limit).
+
+    In the main thread of a process (the CLI with --workers 1, and every joblib/loky worker, which
+    runs its tasks in its main thread) a SIGALRM timer interrupts the call: pure-Python and
+    interruptible waits (sleep, locks, I/O) stop; a single C call that never returns to the
+    interpreter (one huge numpy operation) stops when it returns. Elsewhere (a dask worker
+    thread, Windows) the call runs in a helper thread that is abandoned at the deadline.
+    """
+    if seconds is None or seconds == math.inf:
+        return fn()
+    msg = (f"{what} did not return within the timeout of {seconds:g} s; "
+           "raise it with --timeout SECONDS (or --timeout off), or make the mechanism faster")
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+        state = {"armed": True}
+
+        def on_alarm(signum, frame):
+            if state["armed"]:
+                raise _Deadline()
+
+        prev_timer = signal.getitimer(signal.ITIMER_REAL)
+        prev_handler = signal.signal(signal.SIGALRM, on_alarm)
+        t0 = time.monotonic()
+        timed_out = False
+        try:
+            signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+            try:
+                out = fn()
+            finally:
+                state["armed"] = False          # an alarm after this line is ignored
+        except _Deadline:
+            timed_out = True
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, prev_handler)
+            if prev_timer[0] > 0:               # give back a timer someone else had set (pytest-timeout, say)
+                signal.setitimer(signal.ITIMER_REAL, max(prev_timer[0] - (time.monotonic() - t0), 1e-3),
+                                 prev_timer[1])
+        if timed_out:
+            raise MechanismTimeout(msg)
+        return out
+    box: dict = {}
+
+    def work():
+        try:
+            box["out"] = fn()
+        except BaseException as e:  # handed to the caller below
+            box["err"] = e
+
+    th = threading.Thread(target=work, daemon=True, name="dpcheck-mechanism")
+    th.start()
+    th.join(seconds)
+    if th.is_alive():
+        raise MechanismTimeout(msg + " (the call was abandoned in a background thread)")
+    if "err" in box:
+        raise box["err"]
+    return box["out"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +94,9 @@ class AuditTarget:
     pairs: neighbouring inputs (D, D'); both directions are tested.
     claim: the promised guarantee.
     output: "auto", "continuous" (real scalars / vectors) or "discrete" (labels).
+    timeout: seconds one call of ``sample`` (one chunk of outputs) may take before it is stopped
+             with MechanismTimeout; None (the default for a target built in code) means no limit.
+             ``dpcheck audit path.py:NAME`` sets it from --timeout (default 600 s).
     """
 
     name: str
@@ -31,6 +106,7 @@ class AuditTarget:
     output: str = "auto"
     per_call: bool = False
     description: str = ""
+    timeout: float | None = None
 
     def __post_init__(self):
         if not isinstance(self.claim, Claim):
@@ -46,6 +122,8 @@ class AuditTarget:
         object.__setattr__(self, "pairs", [tuple(p) for p in pairs])
         if self.output not in ("auto", "continuous", "discrete"):
             raise InputError("output must be 'auto', 'continuous' or 'discrete'")
+        if self.timeout is not None and not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
+            raise InputError(f"target {self.name!r}: timeout must be a number of seconds > 0, got {self.timeout!r}")
 
     @classmethod
     def from_single(cls, name, single: Callable[[Any, np.random.Generator], Any], pairs, claim, **kw):
@@ -55,11 +133,14 @@ class AuditTarget:
     def sample(self, data, rng: np.random.Generator, size: int) -> np.ndarray:
         """Draw ``size`` outputs for ``data``, validated by :func:`output_problem`."""
         from dpcheck.errors import MechanismError
-        try:
+        def call():
             if self.per_call:
-                out = np.asarray([self.mechanism(data, rng) for _ in range(size)])
-            else:
-                out = np.asarray(self.mechanism(data, rng, size))
+                return np.asarray([self.mechanism(data, rng) for _ in range(size)])
+            return np.asarray(self.mechanism(data, rng, size))
+        try:
+            out = call_with_deadline(call, self.timeout, f"mechanism of target {self.name!r} ({size} outputs)")
+        except MechanismTimeout:
+            raise
         except Exception as e:  # a user's code raising is bad input, not our crash
             raise MechanismError(f"mechanism of target {self.name!r} raised {type(e).__name__}: {e}") from e
         problem = output_problem(out, size)

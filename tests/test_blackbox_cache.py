@@ -173,7 +173,7 @@ def test_cli_module_constant_cut_to_a_tenth_in_a_new_process(tmp_path):
     (lambda d, rng, n: rng.laplace(100.0 * d, 1.0, n) + 1j * rng.laplace(0, 1, n), "complex"),
     (lambda d, rng, n: np.array([object()] * n), "objects"),
     (lambda d, rng, n: np.where(np.arange(n) == n - 3, np.inf, rng.laplace(d, 1.0, n)), r"1 infinite"),
-    (lambda d, rng, n: np.full(n, -np.inf), rf"{CHUNK} infinite"),
+    (lambda d, rng, n: np.full(n, -np.inf), r"\d+ infinite value"),
     (lambda d, rng, n: np.where(np.arange(n) == 5, np.nan, rng.laplace(d, 1.0, n)), r"1 NaN .*first in output 5"),
     (lambda d, rng, n: np.stack([rng.laplace(d, 1, n), np.where(np.arange(n) == 0, np.inf, 0.0)], -1), "infinite"),
     (lambda d, rng, n: np.full(n, np.datetime64("2020-01-01")), "dtype datetime64"),

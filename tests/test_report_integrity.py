@@ -94,7 +94,8 @@ def read_set(d: Path, copy: Path | None = None) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ in-process: the report while it streams
-@registry.register("_integrity_stream", algorithm="test", notion="DP", claim="nothing")
+@registry.register("_integrity_stream", algorithm="test", notion="DP", claim="nothing",
+                   options=(registry.SetOption("out", str),))
 def _run_stream(ctx):
     out = Path(ctx.options.extra["out"])
     ctx.add(_check("a.one"))
@@ -199,7 +200,10 @@ SLOW = textwrap.dedent('''
         time.sleep(sleep)
         return i
 
-    @registry.register("_integrity", algorithm="test", notion="DP", claim="nothing")
+    @registry.register("_integrity", algorithm="test", notion="DP", claim="nothing",
+                       uses=("seed", "alpha", *registry.PARALLEL),
+                       options=(registry.SetOption("n", int), registry.SetOption("sleep", float),
+                                registry.SetOption("pids", str)))
     def run(ctx):
         x = ctx.options.extra
         for k in range(int(x["n"])):
