@@ -219,6 +219,31 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
             cache_report.update(cache.report())
 
 
+def _run_dask(fn, todo, seeds, args, scheduler, workers, store):
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise InputError("the dask backend needs dask.distributed: pip install 'dpcheck[dask]'") from None
+    cluster = None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise InputError(f"cannot reach the dask scheduler at {scheduler!r}: {e}") from None
+    else:
+        cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
+                               host="127.0.0.1", dashboard_address=None)
+        client = Client(cluster)
+    try:
+        futures = {client.submit(fn, i, seeds[i], *args, pure=False): i for i in todo}
+        for fut in as_completed(futures):
+            store(futures[fut], fut.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
 # ----------------------------------------------------------------------------- single results
 def call_cache_key(label: str, fn, args=(), kwargs=None) -> str:
     """The cache key of ``fn(*args, **kwargs)`` (see :class:`ResultCache`); raises Unfingerprintable."""
@@ -326,28 +351,3 @@ def with_result_cache(run: Callable):
         with using_result_cache(ResultCache(cache_dir, say=ctx.progress, report=rep)):
             return run(ctx)
     return wrapped
-
-
-def _run_dask(fn, todo, seeds, args, scheduler, workers, store):
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise InputError("the dask backend needs dask.distributed: pip install 'dpcheck[dask]'") from None
-    cluster = None
-    if scheduler:
-        try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as e:
-            raise InputError(f"cannot reach the dask scheduler at {scheduler!r}: {e}") from None
-    else:
-        cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
-        client = Client(cluster)
-    try:
-        futures = {client.submit(fn, i, seeds[i], *args, pure=False): i for i in todo}
-        for fut in as_completed(futures):
-            store(futures[fut], fut.result())
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
