@@ -71,6 +71,7 @@ import numpy as np
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
+from dpcheck.parallel import cached_call, with_result_cache
 from dpcheck.registry import PARALLEL, SetOption, register
 
 SOURCE = "Qiao & Wang 2024, Differentially Private RL with Self-Play (arXiv 2404.07559)"
@@ -594,11 +595,12 @@ def _accepts(spec, eps, calibration) -> bool:
           claim="eps-JDP (Central) / eps-LDP (Local); UCB/LCB; Regret O~(sqrt(H^2 SABT) + privacy term)",
           description="DP self-play in two-player zero-sum Markov games: privacy, assumptions and regret",
           privatizers=("central", "local"), default_epsilon=1.0,
-          # no --delta: the claim is pure eps-JDP / eps-LDP; no --cache: its draws are not cached
+          # no --delta: the claim is pure eps-JDP / eps-LDP
           uses=("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir"),
           options=(SetOption("calibration", str, choices=("paper", "strict"), default="strict",
                              help="noise scale: strict = the replacement neighbouring relation, paper = the "
                                   "papers' add/remove scales"),))
+@with_result_cache
 def run(ctx) -> None:
     from algorithms.envs.generators import random_game
     from algorithms.games.testbeds import stochastic_pennies
@@ -672,12 +674,14 @@ def run(ctx) -> None:
     t0 = time.perf_counter()
     runs, K = ASSUMPTION["runs"][q], ASSUMPTION["K"][q]
     ctx.progress(f"assumptions: theory mode, {runs} runs x K={K} on a T3 game")
-    for c in assumption_checks(assump_game, make, runs=runs, K=K, rng=ctx.rng("assumptions", "theory"), alpha=alpha):
+    # each batch (runs x K episodes, best responses, certificates) is one cached computation with --cache
+    for c in cached_call("dp_nash_vi.assumptions", assumption_checks, assump_game, make, runs=runs, K=K,
+                         rng=ctx.rng("assumptions", "theory"), alpha=alpha):
         ctx.add(c)
     ctx.progress("assumptions: practical mode (labelled; informative, no guarantee)")
     make_nom = _privatizer_factory(spec, eps, calibration, "nominal")
-    for c in assumption_checks(assump_game, make_nom, runs=runs, K=K, rng=ctx.rng("assumptions", "practical"),
-                               mode="practical", suffix=".practical", alpha=alpha):
+    for c in cached_call("dp_nash_vi.assumptions", assumption_checks, assump_game, make_nom, runs=runs, K=K,
+                         rng=ctx.rng("assumptions", "practical"), mode="practical", suffix=".practical", alpha=alpha):
         if c.id.startswith(("assumption.optimism", "assumption.certificate")):
             ctx.add(c)
     ctx.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)

@@ -46,6 +46,7 @@ import numpy as np
 
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check
 from dpcheck.errors import InputError
+from dpcheck.parallel import cached_call, with_result_cache
 from dpcheck.registry import PARALLEL, SetOption, register
 
 SOURCE = "Qiao & Wang 2023, Near-Optimal Differentially Private Reinforcement Learning (AISTATS)"
@@ -314,7 +315,12 @@ def monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
     """One batch of runs of the agent with Assumption 3.1's monitor on every release it planned with.
 
     Returns (the agent's run, the CountAssumptionMonitor). The Assumption 3.1 checks and the optimism
-    check (whose details say per run whether the good event held) read the same batch."""
+    check (whose details say per run whether the good event held) read the same batch. With --cache
+    the finished batch is stored and read back on a rerun (dpcheck.parallel.cached_call)."""
+    return cached_call("dp_ucbvi.monitored_run", _monitored_run, spec, env, K=K, runs=runs, seed=seed)
+
+
+def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
     from audits._tabular_checks import CountAssumptionMonitor
     box = {}
 
@@ -380,8 +386,9 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
         return worst
 
     Kmax = int(K_grid[-1])
-    by_eps = np.stack([max_error(e, int(K_grid[1])) for e in eps_grid], axis=1)
-    by_K = np.stack([max_error(eps_grid[1], int(k)) for k in K_grid], axis=1)
+    err = lambda e, k: cached_call("dp_ucbvi.count_error", max_error, e, k)   # one cached batch per (eps, K)
+    by_eps = np.stack([err(e, int(K_grid[1])) for e in eps_grid], axis=1)
+    by_K = np.stack([err(eps_grid[1], int(k)) for k in K_grid], axis=1)
     fe = fit_scaling(np.asarray(eps_grid, float), by_eps, alpha=alpha, seed=seed)
     fk = fit_scaling(np.asarray(K_grid, float), by_K, alpha=alpha, seed=seed)
     src = f"{SOURCE}, Lemma {'5.1' if notion == 'JDP' else '5.6'} (C7)"
@@ -442,7 +449,7 @@ def explicit_bound(H, S, A, K_arr, E, iota):
 
 def explicit_bound_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float) -> Check:
     """C22: exact expected Regret(k) <= the explicit bound for all k, per run (w.p. >= 1 - beta)."""
-    res = spec.make().run(env, K, np.random.default_rng(seed), runs=runs, monitor=True)
+    res = cached_call("dp_ucbvi.explicit_bound_runs", _agent_run, spec, env, K, runs, seed, monitor=True)
     R = res.cumulative_regret
     k = np.arange(1, K + 1)
     B = explicit_bound(res.H, res.S, res.A, k, res.width, res.iota)
@@ -467,8 +474,17 @@ def explicit_bound_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, 
 
 # ----------------------------------------------------------------------------- regret
 def regret_curves(spec: AgentSpec, env, K: int, runs: int, seed: int) -> np.ndarray:
-    """Cumulative exact expected regret (runs, K)."""
-    return spec.make().run(env, K, np.random.default_rng(seed), runs=runs, monitor=False).cumulative_regret
+    """Cumulative exact expected regret (runs, K); with --cache stored and read back on a rerun."""
+    return cached_call("dp_ucbvi.regret_curves", _regret_curves, spec, env, K, runs, seed)
+
+
+def _regret_curves(spec: AgentSpec, env, K: int, runs: int, seed: int) -> np.ndarray:
+    return _agent_run(spec, env, K, runs, seed, monitor=False).cumulative_regret
+
+
+def _agent_run(spec: AgentSpec, env, K: int, runs: int, seed: int, **run_kw):
+    """One vectorised batch of ``runs`` runs of the agent, seeded by ``seed`` (the unit that is cached)."""
+    return spec.make().run(env, K, np.random.default_rng(seed), runs=runs, **run_kw)
 
 
 def practical_noise(spec: AgentSpec, H: int, K: int, eps: float) -> AgentSpec:
@@ -609,6 +625,7 @@ def _spec_from_options(o) -> tuple[AgentSpec, dict]:
                              help="failure probability of the privatizer's uniform noise bound"),
                    SetOption("mode", str, choices=("theory", "practical"),
                              help="run every check in this mode (default: each check in its own mode)")))
+@with_result_cache
 def run(ctx) -> None:
     from algorithms.envs.generators import random_mdp
     from algorithms.envs.riverswim import riverswim

@@ -14,14 +14,18 @@ an object it calls, the code itself. :func:`fingerprint` walks the object graph 
   version of its top-level package (its code is taken to be fixed by that version);
 * classes: qualified name, bases and their attributes (methods walked as functions);
 * values: numbers, strings, bytes, containers, numpy arrays (dtype, shape, bytes) and any other
-  object through its pickle reduction (``__reduce_ex__(4)``: class and state).
+  object through its pickle reduction (``__reduce_ex__(4)``: class and state), less the values its
+  ``functools.cached_property`` attributes have stored (derived from the rest by hashed code: the key
+  must not depend on whether they were computed yet).
 
 Nothing depends on ``id()``, string hashing or memory addresses, so the fingerprint is the same
 in every process and run for an unchanged computation. What cannot be walked (an object with
 no pickle reduction, a C extension instance without state) raises :class:`Unfingerprintable`:
 the caller then runs without the cache rather than key on something weaker (a name).
 
-Limits (documented, not silent): state outside the object graph (files the function reads,
+Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises
+into) change its key once filled, so a rerun may recompute rather than read back (never the
+reverse); state outside the object graph (files the function reads,
 environment variables, a global mutated between runs without being referenced by name) is not
 seen; a library upgrade is seen only through its ``__version__``.
 """
@@ -217,6 +221,11 @@ class _Hasher:
             return
         red = tuple(red) + (None,) * (5 - len(red))
         fn, args, state, items, kv = red[:5]
+        lazy = _cached_property_names(t)
+        if lazy and isinstance(state, dict) and lazy & state.keys():
+            # a functools.cached_property's stored value is derived from the rest of the object by the
+            # property's code (hashed with the class): whether it was computed yet must not change the key
+            state = {k: v for k, v in state.items() if k not in lazy}
         self.obj(fn)
         self.obj(args)
         self.obj(state)
@@ -302,6 +311,16 @@ class _Hasher:
                     if a not in vars(m):
                         _import(f"{modname}.{a}")
             self.module(m, attrs | names)
+
+
+def _cached_property_names(t: type) -> frozenset:
+    """Instance-dict keys where ``t``'s functools.cached_property attributes store their values."""
+    out = set()
+    for c in getattr(t, "__mro__", (t,)):
+        for name, v in vars(c).items():
+            if isinstance(v, functools.cached_property):
+                out.add(v.attrname or name)
+    return frozenset(out)
 
 
 def _import(name: str):

@@ -8,9 +8,14 @@ amount of work, never on the number of workers: chunk i gets the i-th child of
 Finished chunks can be streamed to a cache directory and are read back on the
 next run of the same computation (resume after an interruption). The key is a
 fingerprint of everything the chunks depend on (:class:`ChunkCache`), never just a name.
+A single expensive computation that is not cut into chunks (one vectorised batch of runs) is
+cached the same way, as a computation of one chunk: :func:`cached_call` / :class:`ResultCache`.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import os
 import pickle
 import sys
@@ -270,3 +275,112 @@ def _call_payload(payload: bytes, i, seed):
     import cloudpickle
     fn, args = cloudpickle.loads(payload)
     return fn(i, seed, *args)
+
+
+# ----------------------------------------------------------------------------- single results
+def call_cache_key(label: str, fn, args=(), kwargs=None) -> str:
+    """The cache key of ``fn(*args, **kwargs)`` (see :class:`ResultCache`); raises Unfingerprintable."""
+    from dpcheck import __version__
+    from dpcheck.fingerprint import fingerprint
+    versions = (__version__, np.__version__, sys.version_info[:3])
+    kw = tuple(sorted((kwargs or {}).items()))
+    return fingerprint(CHUNK_FORMAT, "call", label, versions, fn, tuple(args), kw)
+
+
+class ResultCache:
+    """Finished expensive computations of one audit, read back on the next run of the same computation.
+
+    A call ``fn(*args, **kwargs)`` is stored as a computation of one chunk
+    (``<cache_dir>/<key[:16]>/chunk-000000.pkl``, written atomically) under the chunk cache's keying
+    discipline: the key (:func:`call_cache_key`) is a fingerprint of the label, ``fn`` (code, closure
+    values, referenced globals and module constants, default arguments), the arguments (a seed is one of
+    them) and the dpcheck / numpy / Python versions; the same read policy as :class:`ChunkCache` applies
+    (unreadable, foreign-key or shape/dtype-mismatched files, or results ``validate`` rejects, are
+    recomputed, overwritten and named). ``fn`` must be a function of its arguments: what it does to them
+    (a Generator it advances) is not replayed on a hit, and state outside the object graph is not seen
+    (dpcheck.fingerprint). Inputs that cannot be fingerprinted run uncached, and the report says why.
+
+    ``report`` (a dict, e.g. ``ctx.config["result_cache"]``) receives ``hits``, ``computed``,
+    ``recomputed`` ([{label, file, why}]) and ``calls`` ([{label, key, status: hit | computed |
+    disabled, ...}]), updated after every call so that a streamed report shows what was read back.
+    """
+
+    def __init__(self, cache_dir, *, say: Callable[[str], None] | None = None, report: dict | None = None):
+        self.cache_dir = cache_dir
+        self.say = say or (lambda msg: None)
+        self.report = report if report is not None else {}
+        self.report.update({"hits": 0, "computed": 0, "recomputed": [], "calls": []})
+
+    def call(self, label: str, fn: Callable[..., Any], *args, **kwargs):
+        """``fn(*args, **kwargs)``, read back from the cache if this exact computation finished before."""
+        return self.call_with(label, fn, args, kwargs)
+
+    def call_with(self, label: str, fn: Callable[..., Any], args: Sequence = (), kwargs: dict | None = None,
+                  validate: Callable[[Any], str | None] | None = None):
+        """:meth:`call` with the arguments given as a tuple and a dict, and ``validate(result) -> None |
+        reason``: a stored result it rejects is recomputed."""
+        from dpcheck.fingerprint import Unfingerprintable
+        kwargs = dict(kwargs or {})
+        rep = self.report
+        try:
+            key = call_cache_key(label, fn, args, kwargs)
+        except Unfingerprintable as e:
+            why = f"its inputs cannot be fingerprinted ({e})"
+            self.say(f"cache not used for {label}: {why}")
+            rep["calls"].append({"label": label, "status": "disabled", "why": why})
+            return fn(*args, **kwargs)
+        store = ChunkCache(self.cache_dir, key, 1, label, self.say)
+        ok, result = store.read(0, None if validate is None else (lambda i, r: validate(r)))
+        rep["recomputed"].extend({"label": label, **r} for r in store.recomputed)
+        entry = {"label": label, "key": key, "file": str(store.path(0))}
+        if ok:
+            self.say(f"cache: read back {label} from {store.path(0)}")
+            rep["hits"] += 1
+            rep["calls"].append({**entry, "status": "hit"})
+            return result
+        result = fn(*args, **kwargs)
+        store.write(0, result)
+        rep["computed"] += 1
+        rep["calls"].append({**entry, "status": "computed"})
+        return result
+
+
+_ACTIVE: contextvars.ContextVar[ResultCache | None] = contextvars.ContextVar("dpcheck_result_cache", default=None)
+
+
+def cached_call(label: str, fn: Callable[..., Any], /, *args, **kwargs):
+    """``fn(*args, **kwargs)`` through the active :class:`ResultCache` (:func:`using_result_cache`,
+    :func:`with_result_cache`); without one (no ``--cache``, or in a worker process) just the call.
+
+    For the expensive computations of an audit that are not cut into chunks, deep inside functions
+    that do not see the audit's context: the call site stays a function call."""
+    cache = _ACTIVE.get()
+    if cache is None:
+        return fn(*args, **kwargs)
+    return cache.call_with(label, fn, args, kwargs)
+
+
+@contextlib.contextmanager
+def using_result_cache(cache: ResultCache | None):
+    """Make ``cache`` the one :func:`cached_call` uses inside the block (None: no caching)."""
+    token = _ACTIVE.set(cache)
+    try:
+        yield cache
+    finally:
+        _ACTIVE.reset(token)
+
+
+def with_result_cache(run: Callable):
+    """Decorator for an audit's ``run(ctx)``: with ``ctx.options.cache_dir`` (``--cache DIR``), the
+    :func:`cached_call` computations of the audit are stored there and read back on a rerun, and their
+    use is reported in ``ctx.config["result_cache"]`` (see :class:`ResultCache`)."""
+    @functools.wraps(run)
+    def wrapped(ctx):
+        cache_dir = getattr(ctx.options, "cache_dir", None)
+        if cache_dir is None:
+            with using_result_cache(None):
+                return run(ctx)
+        rep = ctx.config.setdefault("result_cache", {})
+        with using_result_cache(ResultCache(cache_dir, say=ctx.progress, report=rep)):
+            return run(ctx)
+    return wrapped

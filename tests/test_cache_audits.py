@@ -31,7 +31,8 @@ def test_dp_ucbvi_quick_rerun_reads_the_cache_and_reports_the_same(tmp_path):
     # the privatizer's stream and the agent's actions, each audited black box with the cache
     assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox"} <= set(use1)
     assert all(u["computed"] == u["chunks"] and u["hits"] == 0 for u in use1.values())
-    assert len(chunks) == sum(u["chunks"] for u in use1.values())
+    # plus one file per computation cached whole (regret curves, monitored batch, ...: dpcheck.parallel.cached_call)
+    assert len(chunks) == sum(u["chunks"] for u in use1.values()) + first["config"]["result_cache"]["computed"]
     assert len({u["key"] for u in use1.values()}) == len(use1)           # different checks, different chunks
     code2, second = _run(tmp_path, "dp_ucbvi", cache, "r2")
     assert code1 == code2
@@ -39,6 +40,8 @@ def test_dp_ucbvi_quick_rerun_reads_the_cache_and_reports_the_same(tmp_path):
     use2 = _cache_use(second)
     assert set(use2) == set(use1)
     assert all(u["hits"] == u["chunks"] and u["computed"] == 0 and u["recomputed"] == [] for u in use2.values())
+    rc = second["config"]["result_cache"]
+    assert rc["computed"] == 0 and rc["recomputed"] == [] and rc["hits"] == len(rc["calls"]) > 0
 
 
 @pytest.mark.slow

@@ -182,3 +182,29 @@ def test_module_attribute_read_by_getattr_string(tmp_path):
     k = fingerprint(mech)
     mod.SCALE = 0.1
     assert fingerprint(mech) != k
+
+
+class _Lazy:
+    def __init__(self, scale):
+        self.scale = scale
+
+    @__import__("functools").cached_property
+    def table(self):
+        return np.arange(3) * self.scale
+
+
+def test_key_does_not_depend_on_whether_a_cached_property_was_computed():
+    a, b = _Lazy(2.0), _Lazy(2.0)
+    before = fingerprint(a)
+    a.table                                   # computed and stored in a.__dict__
+    assert "table" in vars(a) and fingerprint(a) == before == fingerprint(b)
+    assert fingerprint(_Lazy(3.0)) != before  # the state it derives from still counts
+
+
+def test_markov_game_key_is_the_same_before_and_after_its_joint_mdp_is_built():
+    # the regression: dp_nash_vi's assumption batches rebuilt after a resume (the game's cached joint MDP)
+    from algorithms.envs.generators import random_game
+    g = random_game(3, 2, 2, 3, np.random.default_rng(0))
+    before = fingerprint(g)
+    g.joint_mdp()
+    assert fingerprint(g) == before
