@@ -44,6 +44,17 @@ def _beta(beta) -> float:
     return b
 
 
+def _shifted(s: np.ndarray, b: float) -> np.ndarray:
+    """beta (S - max S) per run: <= 0, never overflows (P1); the shift leaves the distribution unchanged and
+    keeps log-probabilities exact when the scores themselves are huge (z - logsumexp(z) would round away
+    log 2 next to 1e300). beta = 0 is the uniform distribution."""
+    if b == 0:
+        return np.where(np.isneginf(s), -np.inf, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = s - s.max(axis=1, keepdims=True)                 # -inf where the range overflows or S = -inf
+    return b * d
+
+
 def selection_log_probabilities(scores, beta: float) -> np.ndarray:
     """log Pr[f] (runs, N) of the exponential mechanism with temperature ``beta`` (log-softmax).
 
@@ -55,7 +66,7 @@ def selection_log_probabilities(scores, beta: float) -> np.ndarray:
         top = s == s.max(axis=1, keepdims=True)
         with np.errstate(divide="ignore"):
             return np.log(top / top.sum(axis=1, keepdims=True))
-    z = b * s
+    z = _shifted(s, b)
     return z - logsumexp(z, axis=1, keepdims=True)
 
 
@@ -82,10 +93,7 @@ def exponential_mechanism(scores, beta: float, rng: np.random.Generator,
     b = _beta(beta)
     if math.isinf(b):
         return argmax_with_ties(s, rng, tie_breaking)
-    # -inf scores (excluded entries) stay excluded; beta * S is finite elsewhere
-    with np.errstate(invalid="ignore"):
-        z = np.where(np.isneginf(s), -np.inf, b * s)
-    return np.argmax(z + rng.gumbel(size=s.shape), axis=1)
+    return np.argmax(_shifted(s, b) + rng.gumbel(size=s.shape), axis=1)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -184,7 +184,8 @@ class GFAPrivacy:
         dp_accounting has no "generic pure eps0-DP" event; binary randomized response with noise parameter
         p = 2 / (1 + e^{eps0}) (keep w.p. e^{eps0}/(1 + e^{eps0})) has exactly the privacy profile of
         (eps0, 0)-DP and dominates every eps0-DP mechanism (Kairouz, Oh & Viswanath 2015), so a PLD accountant
-        on this event gives a valid -- and at most the advanced-composition -- epsilon for the M updates.
+        on this event (``NeighboringRelation.REPLACE_ONE``: one user replaced, §1.5) gives a valid -- and at
+        most the advanced-composition -- epsilon for the M updates.
         """
         import dp_accounting
         if not self.private:
