@@ -101,6 +101,23 @@ def test_score_sensitivity_alg2(seed, n):
     assert np.max(np.abs(S1 - S2)) <= 1.0 <= 9.0
 
 
+def test_dataset_scores_are_the_literal_scores(gf, small_d):
+    rng = np.random.default_rng(8)
+    s, a, r = _gf3_data(rng, 1, 6)
+    agent = PrivateGeneralMDP(gf.fclass, eta=2.5)
+    np.testing.assert_allclose(agent.dataset_scores(s[0], a[0], r[0], 0),
+                               2.5 * gf.fclass.initial_values(0) - bellman_error_loss(gf.fclass, s[0], a[0], r[0]),
+                               atol=1e-10)
+    np.testing.assert_allclose(agent.dataset_scores(s[0, :0], a[0, :0], r[0, :0], 0), 2.5 * gf.fclass.initial_values(0))
+    tr = small_d.mdp.rollout(rng.integers(2, size=(5, 2, small_d.mdp.S)), rng)
+    alg2 = PrivateOutcomeRL(small_d.fclass, eta=0.5)
+    np.testing.assert_allclose(alg2.dataset_scores(tr.states, tr.actions, tr.rewards, small_d.mdp.init),
+                               outcome_score(small_d.fclass, tr.states, tr.actions, tr.rewards.sum(-1), eta=0.5,
+                                             rho=small_d.mdp.init))
+    lp = alg2.declared_log_probabilities(np.zeros((1, 27)), K=10)
+    np.testing.assert_allclose(np.exp(lp), 1 / 27)
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_score_sensitivity_alg1_on_binary_classes(seed):

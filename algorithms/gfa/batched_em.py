@@ -118,6 +118,25 @@ class _BatchedExponentialMechanism:
         check_rng(rng)
         return self._select(np.asarray(scores, float), self.temperature(K), rng)
 
+    def declared_log_probabilities(self, scores, K: int) -> np.ndarray:
+        """The closed form log Pr[f] (runs, N) the declaration promises: log-softmax at privacy(K).beta_em.
+        Independent of the ``_temperature`` seam, so an audit can compare it with :meth:`select`'s draws."""
+        from algorithms.gfa.mechanism import selection_log_probabilities
+        return selection_log_probabilities(scores, self.privacy(K).beta_em)
+
+    def dataset_scores(self, states, actions, rewards, init) -> np.ndarray:
+        """S_D(f) (N,) of this learner (its eta, class and loss) on one dataset, through the same statistics
+        as :meth:`run` (for sensitivity audits on neighbouring datasets, G1/G2).
+
+        states (n, H+1), actions (n, H), rewards (n, H) (Algorithm 2 uses only their sum, the outcome);
+        init: s_1 (Algorithm 1) or rho (Algorithm 2).
+        """
+        stats = self._statistics(1)
+        r = np.asarray(rewards, dtype=np.float64)
+        if len(r):
+            self._add(stats, np.asarray(states)[None], np.asarray(actions)[None], r[None])
+        return self.score(stats, self._optimism(init))[0]
+
     # ------------------------------------------------------------------ subclass hooks
     def _statistics(self, runs):
         raise NotImplementedError

@@ -14,6 +14,7 @@ completeness of a class (private_gfa.md §1.1-§1.3, Assumption 2.1, Def 2.2, G1
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,13 +36,23 @@ def _mdp(mdp) -> TabularMDP:
     return mdp
 
 
+# next-state tables per (immutable) MDP: the scan of P costs O(H S^2 A) and the learners evaluate once per update
+_NEXT_STATE_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def next_state_table(mdp: TabularMDP) -> np.ndarray | None:
-    """s_h^+(s, a) (H, S, A) int if every P_h(.|s,a) is a point mass (Def 3.3), else None."""
-    P = _mdp(mdp).P
+    """s_h^+(s, a) (H, S, A) int if every P_h(.|s,a) is a point mass (Def 3.3), else None (cached per MDP)."""
+    mdp = _mdp(mdp)
+    if mdp in _NEXT_STATE_CACHE:
+        return _NEXT_STATE_CACHE[mdp][0]
+    P = mdp.P
     nxt = P.argmax(axis=-1)
-    if np.all(np.take_along_axis(P, nxt[..., None], axis=-1)[..., 0] == 1.0):
-        return nxt
-    return None
+    if not np.all(np.take_along_axis(P, nxt[..., None], axis=-1)[..., 0] == 1.0):
+        nxt = None
+    else:
+        nxt.setflags(write=False)
+    _NEXT_STATE_CACHE[mdp] = (nxt,)
+    return nxt
 
 
 def _init(mdp: TabularMDP, init) -> np.ndarray:
