@@ -153,3 +153,32 @@ def test_small_appendix_d_version():
     assert inst.fclass.N == 27 and inst.mdp.H == 2
     assert realizability(inst.mdp, inst.fclass).holds
     assert optimal_return(inst.mdp) == 0.5
+
+
+def test_g8_performance_difference_identity_on_gf3(gf):
+    """G8: f_1(s_1) - V_1^{pi_f}(s_1) = sum_h E_{pi_f}[(f_h - T_h f_{h+1})(s_h, a_h)] for all 192 entries."""
+    from algorithms.gfa import bellman_backup, occupancies
+    fc = gf.fclass
+    V = fc.values                                                       # (N, H, S, A)
+    Tf = np.stack([bellman_backup(gf.mdp, V[:, h + 1])[:, h] if h + 1 < 3 else
+                   np.broadcast_to(gf.mdp.r[2], V[:, 2].shape) for h in range(3)], axis=1)
+    d = occupancies(gf.mdp, fc.greedy_policies(), 0)                    # (N, H, S, A)
+    lhs = fc.initial_values(0) - policy_returns(gf.mdp, fc.greedy_policies(), 0)
+    np.testing.assert_allclose(lhs, (d * (V - Tf)).sum(axis=(1, 2, 3)), atol=1e-12)
+
+
+def test_g9_outcome_identity_on_appendix_d(appd):
+    """G9: fbar_1 - J(pi_f) = E_{s_1 ~ rho, pi_f}[R^(f)(tau) - r(tau)] (every 7th entry of the 243, and both
+    optimal ones)."""
+    from algorithms.gfa.evaluation import _paths
+    fc, mdp = appd.fclass, appd.mdp
+    some = np.unique(np.r_[np.arange(0, fc.N, 7), 10, 13, 70, 232])
+    starts = np.flatnonzero(mdp.init)
+    states, actions = _paths(next_state_table(mdp), fc.greedy_policies(some), starts)   # (n, 64, H)
+    nxt = next_state_table(mdp)[3, states[..., 3], actions[..., 3]]
+    full = np.concatenate([states, nxt[..., None]], axis=-1).reshape(-1, 5)
+    model = outcome_model(fc, full, actions.reshape(-1, 4)).reshape(fc.N, some.size, 64)
+    model = model[some, np.arange(some.size)]                                          # R^(f) on pi_f's paths
+    r = mdp.r[np.arange(4), states, actions].sum(-1)
+    lhs = (fc.initial_values(mdp.init) - policy_returns(mdp, fc.greedy_policies()))[some]
+    np.testing.assert_allclose(lhs, (model - r).mean(axis=1), atol=1e-12)
