@@ -11,7 +11,7 @@ from algorithms.envs import TabularMDP, users_from_model
 from algorithms.gfa import (
     BellmanErrorStatistics, FunctionClass, GFARun, NonPrivateGeneralMDP, NonPrivateOutcomeRL, OutcomeLossStatistics,
     PrivateGeneralMDP, PrivateOutcomeRL, advanced_composition, appendix_d, bellman_error_loss, gf3,
-    optimal_return, outcome_loss, outcome_score, policy_returns,
+    outcome_loss, outcome_score, policy_returns,
 )
 
 

@@ -1,7 +1,6 @@
 """Privacy calibration of private_gfa.md §2.4 (A1, A2, A3, G4) and the §2.5 / §4.5 parameter figures."""
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 

@@ -32,7 +32,7 @@ from algorithms.envs._validate import check_rng, check_runs
 from algorithms.envs.tabular import TabularMDP
 from algorithms.gfa.function_class import FunctionClass
 from algorithms.gfa.losses import BellmanErrorStatistics, OutcomeLossStatistics
-from algorithms.gfa.mechanism import TIE_BREAKING, argmax_with_ties, chain_sample, exponential_mechanism
+from algorithms.gfa.mechanism import TIE_BREAKING, chain_sample, exponential_mechanism
 from algorithms.gfa.privacy import EPS0_RULES, GFAPrivacy, _budget, _positive_int, sensitivity as _sensitivity
 from algorithms.gfa.results import GFARun, MixturePolicy
 from algorithms.gfa import evaluation

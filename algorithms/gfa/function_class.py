@@ -7,7 +7,7 @@ in factored form:
     index       (N, H) int   entry f uses layers[h][index[f, h]] at step h
 
 so that the per-step sufficient statistics of §2.7 live on the small sets F_h, while the entries keep the
-user's order and duplicates (A11: the Appendix D class has 243 entries but only 207 distinct functions; the
+user's order and duplicates, compared exactly (A11: the Appendix D class has 243 entries but only 207 distinct functions; the
 duplicates double their prior mass in the exponential mechanism and |F| = 243 enters the accounting).
 The convention f_{H+1} == 0 is implicit (a single zero function at step H+1).
 
@@ -30,11 +30,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-
-# Entries whose step functions agree to this tolerance count as the same function (duplicates are
-# detected exactly: the GF-3 and Appendix D classes are built from exact arithmetic or {0, 1} values).
-_DUPLICATE_ATOL = 0.0
-
 
 def _unit_array(name: str, value, ndim: int) -> np.ndarray:
     try:
