@@ -257,10 +257,9 @@ def test_bad_run_inputs(gf, small_d):
     stoch_init = TabularMDP(gf.mdp.P, gf.mdp.r, np.full(3, 1 / 3))
     with pytest.raises(InputError, match="fixed public initial state"):
         agent.run(stoch_init, 5, np.random.default_rng(0))
-    assert PrivateGeneralMDP(gf.fclass, s1=0).run(stoch_init, 2, np.random.default_rng(0)).K == 2   # s1 given
+    with pytest.raises(InputError, match="always starts in state 0"):
+        PrivateGeneralMDP(gf.fclass, s1=1).run(gf.mdp, 2, np.random.default_rng(0))
     r = np.array(gf.mdp.r)
     r[0] = 0.5                                                             # sum_h r_h can reach 1.5
     with pytest.raises(InputError, match="normalisation"):
         agent.run(TabularMDP(gf.mdp.P, r, 0), 5, np.random.default_rng(0))
-    with pytest.raises(InputError, match="s1"):
-        PrivateGeneralMDP(gf.fclass, s1=7).run(gf.mdp, 3, np.random.default_rng(0))

@@ -237,7 +237,8 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
     eps0_rule       "exact" | "section_3_3" | "appendix_e" (A1)
     sensitivity     "paper" (8H) or a number (a user's tighter derivation)
     tie_breaking    tie rule of the non-private argmax: "random" (seeded) | "lowest"
-    s1              the fixed initial state; None = the point mass of the environment's init
+    s1              the fixed initial state; None = the point mass of the environment's init (needed only for
+                    environments without a known init)
     inf_mode        "auto" | "product" | "literal" (A5: min over the list for non-product classes)
     sampler         "auto" | "enumerate" | "messages" (§2.7 backward messages, product classes only)
     """
@@ -271,15 +272,22 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
         return {**super().config, "s1": self.s1, "inf_mode": self.inf_mode, "sampler": self.sampler}
 
     def _public_init(self, env, mdp):
-        if self.s1 is not None:
-            if not 0 <= self.s1 < env.S:
-                raise InputError(f"s1 = {self.s1} is out of range for S = {env.S}")
-            return self.s1
+        """s_1: the environment's point-mass initial state (s1=, if given, must agree with it), or ``s1`` for
+        environments without a known init (per-episode users)."""
         init = getattr(env, "init", None) if mdp is None else mdp.init
-        if init is None or np.count_nonzero(init) != 1:
-            raise InputError("Algorithm 1 needs a fixed public initial state s_1 (§1.1): pass s1= or use an "
-                             "environment whose initial distribution is a point mass")
-        return int(np.flatnonzero(init)[0])
+        if init is not None:
+            if np.count_nonzero(init) != 1:
+                raise InputError("Algorithm 1 needs a fixed public initial state s_1 (§1.1); this environment's "
+                                 "initial distribution is not a point mass")
+            s = int(np.flatnonzero(init)[0])
+            if self.s1 is not None and self.s1 != s:
+                raise InputError(f"s1 = {self.s1} but the environment always starts in state {s}")
+            return s
+        if self.s1 is None:
+            raise InputError("Algorithm 1 needs the fixed public initial state s_1 (§1.1): pass s1=")
+        if not 0 <= self.s1 < env.S:
+            raise InputError(f"s1 = {self.s1} is out of range for S = {env.S}")
+        return self.s1
 
     def _statistics(self, runs):
         return BellmanErrorStatistics(self.fclass, runs)
@@ -310,7 +318,9 @@ class PrivateOutcomeRL(_BatchedExponentialMechanism):
 
     Parameters as :class:`PrivateGeneralMDP`, except ``sensitivity``: "paper" ((H+1)^2), "telescoping" (H^2),
     "binary" (1: classes whose R^(f) and the outcome are in {0, 1}, e.g. Appendix D) or a number (A3).
-    The learner sees only the states, actions and the outcome r(tau) = sum_h r_h of each episode.
+    The learner sees only the states, actions and the outcome r(tau) = sum_h r_h of each episode. It runs on any
+    MDP; Theorem 3.4 needs deterministic transitions (Def 3.3: ``evaluation.next_state_table(mdp) is not None``)
+    and realizability (``evaluation.realizability``), which an assumption check reports.
     """
 
     algorithm = 2
