@@ -237,6 +237,8 @@ def test_runs_against_per_episode_users(gf):
     (lambda: FunctionClass.product([]), "at least one"),
     (lambda: FunctionClass.product([np.zeros((2, 3, 2)), np.zeros((2, 4, 2))]), "same"),
     (lambda: FunctionClass.product([np.zeros((2, 3, 2)), np.zeros((0, 3, 2))]), "empty"),
+    (lambda: FunctionClass((np.zeros((2, 3, 2)),) * 2, np.zeros((2, 2), dtype=int), is_product=True), "grid"),
+    (lambda: FunctionClass((np.zeros((2, 3, 2)),), np.array([[2]])), "index"),
     (lambda: PrivateGeneralMDP(np.zeros((2, 3, 3, 2))), "FunctionClass"),
     (lambda: PrivateGeneralMDP(gf3().fclass, B=0), "batch size"),
     (lambda: PrivateGeneralMDP(FunctionClass.from_values(gf3().fclass.values[:5]), sampler="messages"), "product"),

@@ -87,6 +87,11 @@ class FunctionClass:
         for h, g in enumerate(layers):
             if idx[:, h].min() < 0 or idx[:, h].max() >= g.shape[0]:
                 raise InputError(f"index[:, {h}] must lie in 0..{g.shape[0] - 1}")
+        sizes = [g.shape[0] for g in layers]
+        if self.is_product and not (idx.shape[0] == math.prod(sizes) and
+                                    np.unique(np.ravel_multi_index(idx.T, sizes)).size == idx.shape[0]):
+            raise InputError("is_product=True but the entries are not the full grid F_1 x ... x F_H (each "
+                             "combination once); the per-step inf decomposition would be wrong (A5)")
         idx.setflags(write=False)
         object.__setattr__(self, "layers", layers)
         object.__setattr__(self, "index", idx)
