@@ -265,3 +265,18 @@ def test_bad_run_inputs(gf, small_d):
     r[0] = 0.5                                                             # sum_h r_h can reach 1.5
     with pytest.raises(InputError, match="normalisation"):
         agent.run(TabularMDP(gf.mdp.P, r, 0), 5, np.random.default_rng(0))
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), N=st.integers(1, 12), B=st.integers(1, 5))
+def test_a_users_own_class_runs_on_a_random_mdp(seed, N, B):
+    """A class passed as plain arrays (a non-product list: literal inf, A5) on a random MDP whose rewards are
+    scaled so that sum_h r_h <= 1; regret is exact and non-negative."""
+    from algorithms.envs import random_mdp
+    rng = np.random.default_rng(seed)
+    base = random_mdp(3, 2, 3, rng)
+    mdp = TabularMDP(base.P, base.r / 3, 1)
+    fc = FunctionClass.from_values(rng.random((N, 3, 3, 2)))
+    res = PrivateGeneralMDP(fc, epsilon=1.0, B=B).run(mdp, 7, rng, runs=2)
+    assert res.selected.shape == (2, -(-7 // B)) and np.all((res.selected >= 0) & (res.selected < N))
+    assert np.all(res.regret >= -1e-12)
