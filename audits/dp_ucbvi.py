@@ -643,7 +643,20 @@ def run(ctx) -> None:
         ctx.add(pa.sensitivity_check(p, kind=kind, claim=claim, examples=100 if quick else 300))
         if kind == "central":
             ctx.add(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=seed, source=claim.source))
-    if notion == "LDP":
+    if notion in ("JDP", "LDP") and pa.is_plugin(p):
+        # a user's privatizer: black box only, nothing assumed about its noise; the search over the
+        # stream length, the user's position and the statistic runs on the privatizer audits' budget
+        # (10^6 / --quick 2 x 10^5 samples), not the action audit's (audits/privatizers.plugin_blackbox)
+        claim = _claim(spec)
+        pb = dict(samples=pa._samples(o), alpha=alpha, seed=seed, workers=o.workers, backend=o.backend,
+                  scheduler=o.scheduler, progress=ctx.progress, source=claim.source)
+        template = pa.ClaimedTemplate(p, claim, True)
+        if notion == "LDP" and callable(getattr(p, "message", None)):
+            ctx.add(pa.plugin_blackbox(template, search="message", id="privacy.ldp.blackbox", **pb))
+        ctx.add(pa.plugin_blackbox(template, search="stream", id="privacy.privatizer.blackbox", **pb))
+        if notion == "JDP":
+            ctx.add(jdp_blackbox_check(practical, samples=samples, alpha=alpha, seed=seed, **par))
+    elif notion == "LDP":
         # what the adversary sees under LDP is exactly one user's message (spec §1.5, A14)
         tgt = pa.local_target(pa.ClaimedTemplate(p, _claim(spec), True))
         ctx.add(_blackbox(tgt, "privacy.ldp.blackbox", samples, alpha, seed, par))
