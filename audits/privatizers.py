@@ -140,15 +140,17 @@ def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A,
     return np.stack(out, axis=1), np.stack(true)
 
 
-def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy"):
+def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy", search=None):
     """AuditTarget for a central (JDP) privatizer: the worst-case user at position 1 (she is in all L
     tree levels: nodes (j, 1), released alone as B(2^j)), the other K-1 users scripted.
 
     The statistic is a function of the released stream only (post-processing), so the bound is valid
     whatever the privatizer does; it is the optimal (Neyman-Pearson) one for a correct tree on N^.
-    ``view="planner"`` audits N~ instead (see :func:`_flat_release`)."""
+    ``view="planner"`` audits N~ instead (see :func:`_flat_release`). A user's privatizer
+    (:func:`is_plugin`; ``search=True/False`` forces the choice) gets :func:`plugin_stream_search`
+    instead: its noise is not known, so its statistic is learned and K / position are searched."""
     from dpcheck import AuditTarget
-    if is_plugin(template) and view == "noisy":
+    if (is_plugin(template) if search is None else search) and view == "noisy":
         return plugin_stream_search(template, H=H, S=S, A=A, rewards=rewards)[0]
     x, y = worst_case_pair(H, S, A)
     o = background(H)
@@ -180,14 +182,15 @@ def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy"):
                                    f"({'N^' if view == 'noisy' else 'N~, what the planner reads'})")
 
 
-def local_target(template, *, H=1, S=2, A=1, rewards=True):
+def local_target(template, *, H=1, S=2, A=1, rewards=True, search=None):
     """AuditTarget for a local (LDP) privatizer: exactly one user's message, worst-case pair.
 
     Built-ins: the statistic is the Laplace LLR centred at the message's mean, which for the Laplace
     randomiser is the user's own one-hot increments (computed here from the data). A user's privatizer
-    (:func:`is_plugin`) gets :func:`plugin_message_search` instead: nothing about its noise is assumed."""
+    (:func:`is_plugin`; ``search=True/False`` forces the choice) gets :func:`plugin_message_search`
+    instead: nothing about its noise is assumed."""
     from dpcheck import AuditTarget
-    if is_plugin(template):
+    if is_plugin(template) if search is None else search:
         return plugin_message_search(template, H=H, S=S, A=A, rewards=rewards)[0]
     x, y = worst_case_pair(H, S, A)
     mu = _increment_vector(x, S, A, rewards, noisy_part=False)
@@ -274,9 +277,10 @@ class _Params:
 
     @classmethod
     def from_moments(cls, mom_x, mom_y, d):
-        (n, ref, s1x, s2x), (_, _, s1y, s2y) = mom_x, mom_y
-        mx, my = ref + s1x / n, ref + s1y / n
-        var = 0.5 * (np.maximum(s2x / n - (s1x / n) ** 2, 0) + np.maximum(s2y / n - (s1y / n) ** 2, 0))
+        (n, rx, s1x, s2x), (ny, ry, s1y, s2y) = mom_x, mom_y     # each side about its own reference
+        mx, my = rx + s1x / n, ry + s1y / ny
+        var = 0.5 * (np.maximum(s2x / n - (s1x / n) ** 2, 0) + np.maximum(s2y / ny - (s1y / ny) ** 2, 0))
+        n = min(n, ny)
         s = np.sqrt(var)
         # a deterministic coordinate (s = 0) keeps a tiny positive scale, so scores stay finite
         s = np.maximum(s, 1e-9 * np.maximum(1.0, np.abs(mx) + np.abs(my)))
@@ -910,7 +914,7 @@ def claim_for_families(p, rewards):
 
 def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=True, samples=10**6,
                     alpha=0.05, seed=0, workers=1, backend="local", scheduler=None, progress=None,
-                    source=None, id="privacy.blackbox") -> Check:
+                    source=None, id="privacy.blackbox", pilot=PILOT_SAMPLES) -> Check:
     """The black-box check of a plug-in privatizer: :func:`plugin_stream_search` (``search="stream"``)
     or :func:`plugin_message_search` (``"message"``), then :func:`dpcheck.blackbox.audit` of the chosen
     configuration; the search table is in ``details["search"]``."""
@@ -918,7 +922,7 @@ def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=
     from dpcheck.blackbox import audit
     fn = plugin_stream_search if search == "stream" else plugin_message_search
     target, info = fn(template, H=H, S=S, A=A, rewards=rewards, samples=samples, alpha=alpha, seed=seed,
-                      progress=progress)
+                      pilot=pilot, progress=progress)
     res = audit(target, samples=info["chosen"]["samples"], alpha=alpha, seed=seed, workers=workers,
                 backend=backend, scheduler=scheduler, progress=progress)
     check = res.to_check(id=id, kind="privacy", claim_source=source)
