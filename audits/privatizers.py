@@ -17,6 +17,15 @@ Checks, each with its claim's source:
   auditor's threshold events are the optimal ones. Instances are small (H = 1, S = 2) on purpose:
   with 6 shifted Laplace coordinates the likelihood ratio saturates with probability 1/64 per level,
   which is what makes a tight bound reachable from 10^6 samples.
+* ``privacy.blackbox`` for a user's privatizer (``--privatizer file.py:Class``, :func:`is_plugin`) -- black
+  box only, nothing assumed about its noise: :func:`plugin_stream_search` (Central; Local adds
+  ``privacy.blackbox.stream``) searches the stream length K, the replaced user's position and 16
+  statistics learned from samples of the real mechanism, over everything a release hands out (N~, R~
+  and the self-reported N^); :func:`plugin_message_search` (Local) one user's message, drawn by the
+  user's own ``message(..., rng)`` with a real Generator. Configurations are chosen on pilot samples
+  independent of the audit's, so the certified bound keeps its confidence (no Bonferroni factor).
+  The white-box ``sensitivity`` / ``tree_noise_reuse`` checks need the built-ins' scale and structure
+  and run on built-ins only; for plug-ins the searched black-box stream audit stands in for them.
 * ``whitebox.dp_event`` -- the privacy profile computed exactly (dp_accounting PLD accountant) from the
   privatizer's declared DpEvent, compared with its Claim; the add/remove profile is reported too.
 * ``whitebox.sensitivity`` -- a hypothesis search over neighbouring trajectories (plus the worst
