@@ -299,8 +299,7 @@ class _Params:
 
     def scores(self, x: np.ndarray, i=slice(None), cols=slice(None)) -> np.ndarray:
         """The four statistics of outputs x (size, J) at index i (a release t), over the columns
-        ``cols`` (a view): (size, 4). Larger
-        means "more like D". The "sign" forms are the Laplace log-likelihood ratio with the learned
+        ``cols`` (a view): (size, 4). Larger means "more like D". The "sign" forms are the Laplace log-likelihood ratio with the learned
         centres and scale (saturating, optimal for Laplace noise); the "linear" forms are Fisher's
         discriminant with a diagonal covariance (optimal for Gaussian noise); "known" uses the
         auditor's count difference d as the shift, "estimated" the learned one e."""
