@@ -10,6 +10,8 @@ privacy
          eps-JDP of the actions sent to every other user,     privacy.jdp.blackbox    jdp_blackbox_check
          black box, scripted users
          eps-LDP: exactly one user's message, black box       privacy.ldp.blackbox    (audits/privatizers.local_target)
+         a user's privatizer (--privatizer file.py:Class): both searched over stream length, position and
+         statistic, black box only (audits/privatizers.plugin_blackbox)
   C1(d), C3 the agent reads only the release (Billboard)     privacy.dataflow        dataflow_check
 assumptions (Assumption 3.1 and its lemmas)
   C4     |N~ - N| <= E w.p. 1 - beta/3, sum identity,         assumption.count_error, .sum_consistency,

@@ -254,6 +254,7 @@ def _load(plugin_file, name, **kw):
 
 
 # ------------------------------------------------------------------ the search itself
+@pytest.mark.slow
 def test_correct_plugin_tree_passes_and_search_is_reported(plugin_file):
     p = _load(plugin_file, "TreeLaplace", epsilon=1.0)
     claim = ap.claim_for_families(p, True)
