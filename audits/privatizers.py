@@ -17,6 +17,15 @@ Checks, each with its claim's source:
   auditor's threshold events are the optimal ones. Instances are small (H = 1, S = 2) on purpose:
   with 6 shifted Laplace coordinates the likelihood ratio saturates with probability 1/64 per level,
   which is what makes a tight bound reachable from 10^6 samples.
+* ``privacy.blackbox`` for a user's privatizer (``--privatizer file.py:Class``, :func:`is_plugin`) -- black
+  box only, nothing assumed about its noise: :func:`plugin_stream_search` (Central; Local adds
+  ``privacy.blackbox.stream``) searches the stream length K, the replaced user's position and 16
+  statistics learned from samples of the real mechanism, over everything a release hands out (N~, R~
+  and the self-reported N^); :func:`plugin_message_search` (Local) one user's message, drawn by the
+  user's own ``message(..., rng)`` with a real Generator. Configurations are chosen on pilot samples
+  independent of the audit's, so the certified bound keeps its confidence (no Bonferroni factor).
+  The white-box ``sensitivity`` / ``tree_noise_reuse`` checks need the built-ins' scale and structure
+  and run on built-ins only; for plug-ins the searched black-box stream audit stands in for them.
 * ``whitebox.dp_event`` -- the privacy profile computed exactly (dp_accounting PLD accountant) from the
   privatizer's declared DpEvent, compared with its Claim; the add/remove profile is reported too.
 * ``whitebox.sensitivity`` -- a hypothesis search over neighbouring trajectories (plus the worst
@@ -44,7 +53,6 @@ import numpy as np
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check
 from dpcheck.errors import InputError
 from dpcheck.registry import PARALLEL, SetOption, register
-from algorithms.privatizers.noise import ZeroNoise
 
 PLD_INTERVAL = 1e-4       # dp_accounting discretisation; eps overestimated by ~2e-4 per 3 compositions
 PLD_DELTA = 1e-12         # "pure DP" read off the PLD at this delta
@@ -142,14 +150,18 @@ def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A,
     return np.stack(out, axis=1), np.stack(true)
 
 
-def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy"):
+def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy", search=None):
     """AuditTarget for a central (JDP) privatizer: the worst-case user at position 1 (she is in all L
     tree levels: nodes (j, 1), released alone as B(2^j)), the other K-1 users scripted.
 
     The statistic is a function of the released stream only (post-processing), so the bound is valid
     whatever the privatizer does; it is the optimal (Neyman-Pearson) one for a correct tree on N^.
-    ``view="planner"`` audits N~ instead (see :func:`_flat_release`)."""
+    ``view="planner"`` audits N~ instead (see :func:`_flat_release`). A user's privatizer
+    (:func:`is_plugin`; ``search=True/False`` forces the choice) gets :func:`plugin_stream_search`
+    instead: its noise is not known, so its statistic is learned and K / position are searched."""
     from dpcheck import AuditTarget
+    if (is_plugin(template) if search is None else search) and view == "noisy":
+        return plugin_stream_search(template, H=H, S=S, A=A, rewards=rewards)[0]
     x, y = worst_case_pair(H, S, A)
     o = background(H)
     _, mu = released_stream(template, x, o, H=H, S=S, A=A, K=K, rewards=rewards, rng=np.random.default_rng(0),
@@ -180,19 +192,19 @@ def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy"):
                                    f"({'N^' if view == 'noisy' else 'N~, what the planner reads'})")
 
 
-def local_target(template, *, H=1, S=2, A=1, rewards=True):
-    """AuditTarget for a local (LDP) privatizer: exactly one user's message, worst-case pair."""
+def local_target(template, *, H=1, S=2, A=1, rewards=True, search=None):
+    """AuditTarget for a local (LDP) privatizer: exactly one user's message, worst-case pair.
+
+    Built-ins: the statistic is the Laplace LLR centred at the message's mean, which for the Laplace
+    randomiser is the user's own one-hot increments (computed here from the data). A user's privatizer
+    (:func:`is_plugin`; ``search=True/False`` forces the choice) gets :func:`plugin_message_search`
+    instead: nothing about its noise is assumed."""
     from dpcheck import AuditTarget
+    if is_plugin(template) if search is None else search:
+        return plugin_message_search(template, H=H, S=S, A=A, rewards=rewards)[0]
     x, y = worst_case_pair(H, S, A)
-    p0 = copy.deepcopy(template)
-    p0.start(1, H, S, A, 1, np.random.default_rng(0), rewards=rewards)
-    zero = _ZeroRng()
-
-    def mean(user):
-        st, ac, rw = user.arrays(1)
-        return p0.message(st, ac, rw if rewards else None, zero).flat()[0]
-
-    mu, mu_p = mean(x), mean(y)
+    mu = _increment_vector(x, S, A, rewards, noisy_part=False)
+    mu_p = _increment_vector(y, S, A, rewards, noisy_part=False)
 
     def mechanism(user, rng, size):
         p = copy.deepcopy(template)
@@ -205,9 +217,358 @@ def local_target(template, *, H=1, S=2, A=1, rewards=True):
                        description=f"H={H} S={S} A={A}: one user's message, worst-case pair; statistic = Laplace LLR")
 
 
-class _ZeroRng(ZeroNoise):
-    """A stand-in Generator whose noise is 0: the mean of a message (Laplace/Gaussian are symmetric
-    around their location; algorithms.privatizers.noise.laplace returns zeros for it)."""
+# ============================================================ plug-in privatizers: black-box search
+# A user's privatizer is audited without any assumption on its noise (family, scale, structure) and
+# without a private probe generator: every statistic below is learned from samples of the real
+# mechanism, drawn with real numpy Generators. See :func:`plugin_stream_search` for the argument.
+STREAM_CONFIGS = ((2, 1), (2, 2), (4, 1), (4, 4), (16, 1), (16, 16), (64, 1), (64, 64))   # (K, position)
+MESSAGE_HORIZONS = (2, 16, 256)          # K passed to start() before one user's message is drawn
+PILOT_SAMPLES = 20_000                   # per side, per phase (estimate / choose), per configuration
+Z_KEEP = 3.0                             # |estimated mean difference| / its standard error to enter an
+                                         # "estimated" statistic
+FORMS = ("sign_known", "linear_known", "sign_estimated", "linear_estimated")
+SUBSETS = ("all", "geometric")
+VIEWS_SEARCHED = ("planner", "noisy")    # N~ and R~ (what the planner reads) / the self-reported N^
+STATISTICS = tuple(f"{v}/{s}/{f}" for v in VIEWS_SEARCHED for s in SUBSETS for f in FORMS)
+STREAM_STEPS = 16                        # a configuration of horizon K is audited on min(samples,
+                                         # samples * STREAM_STEPS / K) streams: the cost of a long
+                                         # stream stays that of a K = 16 one (10^6 -> 250k at K = 64)
+SEARCH_SALT = 0x5EA4C4                   # pilot seeds: SeedSequence([seed, SALT, config]) (never the audit's)
+
+
+def is_plugin(template) -> bool:
+    """True for a user's (plug-in) privatizer: loaded from a file / module (GuardedPrivatizer) or any
+    class not defined in ``algorithms.privatizers`` (a subclass of a built-in written elsewhere too)."""
+    from algorithms.privatizers.loader import GuardedPrivatizer
+    p = template._p if isinstance(template, ClaimedTemplate) else template
+    if isinstance(p, GuardedPrivatizer):
+        return True
+    return not type(p).__module__.startswith("algorithms.privatizers")
+
+
+def _release_vector(pc, rewards: bool) -> np.ndarray:
+    """Everything one release hands out, as one vector per run: what the planner reads (N~, R~), then
+    the self-reported N^ (noisy_*) with R~ again (the tree's own output, the view in which its noise
+    is simplest). Both are released; a leak in either is a leak."""
+    from algorithms.privatizers.base import flatten_counts
+    from dpcheck.errors import MechanismError
+    if rewards and pc.rewards is None:
+        raise MechanismError("privatizer started with rewards=True released rewards=None")
+    r = pc.rewards if rewards else None
+    planner = flatten_counts(pc.visits, pc.transitions, r)
+    noisy = flatten_counts(pc.noisy_visits, pc.noisy_transitions, r)
+    return np.concatenate([planner, noisy], axis=1).astype(float, copy=False)
+
+
+def _increment_vector(traj: Trajectory, S: int, A: int, rewards: bool, noisy_part: bool = True) -> np.ndarray:
+    """The auditor's own count increments of one trajectory, in the layout of :func:`_release_vector`
+    (or of a Local message with ``noisy_part=False``). Computed from the data, never from the
+    privatizer's ``true_counts()``."""
+    from algorithms.privatizers.base import episode_increments, flatten_counts
+    v, t, r = episode_increments(*traj.arrays(1), S, A, rewards)
+    parts = [flatten_counts(v, t, r)[0]]
+    if noisy_part:
+        parts.append(flatten_counts(v, t, r)[0])
+    return np.concatenate(parts)
+
+
+@dataclass
+class _Params:
+    """Per-coordinate parameters of the learned statistics (shape (K, J) or (J,)): midpoint c of the
+    two estimated means, pooled standard deviation s, known difference d (auditor's counts, D - D'),
+    estimated difference e (mean under D - mean under D') and which coordinates enter the
+    "estimated" statistics (|e| > Z_KEEP standard errors)."""
+
+    c: np.ndarray
+    s: np.ndarray
+    d: np.ndarray
+    e: np.ndarray
+    keep: np.ndarray
+
+    @classmethod
+    def from_moments(cls, mom_x, mom_y, d):
+        (n, rx, s1x, s2x), (ny, ry, s1y, s2y) = mom_x, mom_y     # each side about its own reference
+        mx, my = rx + s1x / n, ry + s1y / ny
+        var = 0.5 * (np.maximum(s2x / n - (s1x / n) ** 2, 0) + np.maximum(s2y / ny - (s1y / ny) ** 2, 0))
+        n = min(n, ny)
+        s = np.sqrt(var)
+        # a deterministic coordinate (s = 0) keeps a tiny positive scale, so scores stay finite
+        s = np.maximum(s, 1e-9 * np.maximum(1.0, np.abs(mx) + np.abs(my)))
+        e = mx - my
+        keep = np.abs(e) > Z_KEEP * s * math.sqrt(2.0 / n)
+        return cls(c=0.5 * (mx + my), s=s, d=d, e=e, keep=keep)
+
+    def scores(self, x: np.ndarray, i=slice(None), cols=slice(None)) -> np.ndarray:
+        """The four statistics of outputs x (size, J) at index i (a release t), over the columns
+        ``cols`` (a view): (size, 4). Larger means "more like D". The "sign" forms are the Laplace log-likelihood ratio with the learned
+        centres and scale (saturating, optimal for Laplace noise); the "linear" forms are Fisher's
+        discriminant with a diagonal covariance (optimal for Gaussian noise); "known" uses the
+        auditor's count difference d as the shift, "estimated" the learned one e."""
+        c, s, d, e, keep = (a[i][cols] for a in (self.c, self.s, self.d, self.e, self.keep))
+        z = x[:, cols] - c
+        out = np.zeros((x.shape[0], 4))
+        m = d != 0
+        if m.any():
+            out[:, 0] = ((np.abs(z[:, m] + d[m] / 2) - np.abs(z[:, m] - d[m] / 2)) / s[m]).sum(1)
+            out[:, 1] = z[:, m] @ (d[m] / s[m] ** 2)
+        if keep.any():
+            out[:, 2] = ((np.abs(z[:, keep] + e[keep] / 2) - np.abs(z[:, keep] - e[keep] / 2)) / s[keep]).sum(1)
+            out[:, 3] = z[:, keep] @ (e[keep] / s[keep] ** 2)
+        # the sign forms are constant on their saturated plateau (an event of positive probability,
+        # the one that certifies a tight bound); rounding keeps float error from splitting it
+        out[:, [0, 2]] = np.round(out[:, [0, 2]], 9)
+        return out
+
+
+def _moments(x: np.ndarray, acc):
+    """Running (n, reference, sum, sum of squares) of x (size, ...) about a fixed reference."""
+    if acc is None:
+        ref = x[0].copy()
+        return [x.shape[0], ref, (x - ref).sum(0), ((x - ref) ** 2).sum(0)]
+    acc[0] += x.shape[0]
+    acc[2] += (x - acc[1]).sum(0)
+    acc[3] += ((x - acc[1]) ** 2).sum(0)
+    return acc
+
+
+class StreamStatistics:
+    """mechanism(user, rng, size) for one stream configuration: the privatizer is started with
+    ``size`` independent runs of a K-episode stream in which ``user`` is episode ``position`` and
+    every other episode is the scripted background user; after each episode the whole release
+    (:func:`_release_vector`) is read. Without parameters it returns per-(t, coordinate) moments
+    (the estimation phase); with them, the 16 learned statistics (:data:`VIEWS_SEARCHED` x
+    :data:`SUBSETS` x :data:`FORMS`), each accumulated over the releases of its subset: "all"
+    t >= position, "geometric" t - position + 1 a power of two (for a tree and position 1 these are
+    the releases B(2^j) that hold a node of the user alone). The two views are scored separately
+    (N~ is usually a post-processing of N^; summing both would count the same noise twice)."""
+
+    def __init__(self, template, K, position, *, H, S, A, rewards, params: _Params | None = None):
+        self.template, self.K, self.position = template, int(K), int(position)
+        self.H, self.S, self.A, self.rewards, self.params = H, S, A, rewards, params
+
+    def subsets(self, t: int) -> list[int]:
+        out = []
+        if t >= self.position:
+            out.append(0)
+            j = t - self.position + 1
+            if j & (j - 1) == 0:
+                out.append(1)
+        return out
+
+    def _run(self, user, rng, size, consume):
+        p = copy.deepcopy(self.template)
+        p.start(size, self.H, self.S, self.A, self.K, rng, rewards=self.rewards)
+        o = background(self.H)
+        for t in range(1, self.K + 1):
+            st, ac, rw = (user if t == self.position else o).arrays(size)
+            p.observe(st, ac, rw if self.rewards else None)
+            consume(t, _release_vector(p.release(), self.rewards))
+
+    def moments(self, user, rng, size):
+        acc = [None] * self.K
+
+        def consume(t, x):
+            acc[t - 1] = _moments(x, acc[t - 1])
+
+        self._run(user, rng, size, consume)
+        return (acc[0][0], np.stack([a[1] for a in acc]), np.stack([a[2] for a in acc]),
+                np.stack([a[3] for a in acc]))
+
+    def views(self):
+        """Column slices of the planner view and the noisy view in :func:`_release_vector`."""
+        jp = _increment_vector(background(self.H), self.S, self.A, self.rewards, noisy_part=False).size
+        return slice(0, jp), slice(jp, None)
+
+    def __call__(self, user, rng, size):
+        out = np.zeros((int(size), len(VIEWS_SEARCHED), len(SUBSETS), len(FORMS)))
+        views = self.views()
+
+        def consume(t, x):
+            sub = self.subsets(t)
+            if sub:
+                for v, cols in enumerate(views):
+                    sc = self.params.scores(x, t - 1, cols)
+                    for k in sub:
+                        out[:, v, k] += sc
+
+        self._run(user, rng, int(size), consume)
+        return out.reshape(int(size), -1)
+
+
+class MessageStatistics:
+    """mechanism(user, rng, size) for a Local privatizer's message: the privatizer is started (horizon
+    K) and ``message(states, actions, rewards, rng)`` is called with the sampler's own Generator --
+    whatever noise family the user draws. Returns the raw message and the 4 learned statistics."""
+
+    def __init__(self, template, K, *, H, S, A, rewards, params: _Params | None = None):
+        self.template, self.K = template, int(K)
+        self.H, self.S, self.A, self.rewards, self.params = H, S, A, rewards, params
+
+    def _message(self, user, rng, size):
+        from dpcheck.errors import MechanismError
+        p = copy.deepcopy(self.template)
+        p.start(size, self.H, self.S, self.A, self.K, rng, rewards=self.rewards)
+        st, ac, rw = user.arrays(size)
+        msg = p.message(st, ac, rw if self.rewards else None, rng)
+        x = np.asarray(msg.flat() if hasattr(msg, "flat") else msg, dtype=float).reshape(size, -1)
+        if x.shape[1] != self.params_size():
+            raise MechanismError(f"message() returned {x.shape[1]} values per user, expected "
+                                 f"{self.params_size()} (visits, transitions[, rewards])")
+        return x
+
+    def params_size(self):
+        return _increment_vector(background(self.H), self.S, self.A, self.rewards, noisy_part=False).size
+
+    def moments(self, user, rng, size):
+        acc = _moments(self._message(user, rng, size), None)
+        return acc[0], acc[1], acc[2], acc[3]
+
+    def __call__(self, user, rng, size):
+        x = self._message(user, rng, int(size))
+        return np.concatenate([x, self.params.scores(x)], axis=1)
+
+
+def _pilot(make, x, y, d, *, pilot, seed, config_index, n_cert, alpha_b, objective):
+    """Estimate the statistics' parameters on one pilot sample and score the configuration on a
+    second, independent one: the best projected certified bound over the statistics and both
+    directions (the same threshold search the auditor runs on its selection sample)."""
+    from dpcheck import events as ev
+    ss = np.random.SeedSequence([int(seed), SEARCH_SALT, int(config_index)]).spawn(4)
+    mech = make(None)
+    mom_x = mech.moments(x, np.random.default_rng(ss[0]), pilot)
+    mom_y = mech.moments(y, np.random.default_rng(ss[1]), pilot)
+    params = _Params.from_moments(mom_x, mom_y, d)
+    mech = make(params)
+    sx = mech(x, np.random.default_rng(ss[2]), pilot)
+    sy = mech(y, np.random.default_rng(ss[3]), pilot)
+    best, which = -math.inf, None
+    for j in range(sx.shape[1]):
+        a, b = np.sort(sx[:, j]), np.sort(sy[:, j])
+        for direction, (u, v) in (("D->D'", (a, b)), ("D'->D", (-b[::-1], -a[::-1]))):
+            _, val, _, _ = ev.best_threshold(u, v, n_cert, alpha_b, objective)
+            if val > best:
+                best, which = val, (j, direction)
+    return params, float(best), which
+
+
+def stream_samples(samples: int, K: int) -> int:
+    """Streams per side for a configuration of horizon K: ``min(samples, samples * STREAM_STEPS // K)``
+    (at least 1000)."""
+    return int(min(samples, max(1000, samples * STREAM_STEPS // K)))
+
+
+def _search_plan(claim, samples, alpha, selection_fraction=0.25):
+    """(n_cert, alpha per bound, objective) the audit of the chosen configuration will use
+    (dpcheck.blackbox: one pair, eps-bound events get alpha/2 when profile points are tested)."""
+    from dpcheck import events as ev
+    from dpcheck.blackbox import LB_ALPHA_SHARE, _plan
+    _, delta, grid = _plan(claim)
+    n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
+    alpha_b = alpha * (LB_ALPHA_SHARE if grid else 1.0) / 2
+    return samples - n_sel, alpha_b, ev.Objective("ratio", delta=delta)
+
+
+def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6, alpha=0.05, seed=0,
+                         configs=STREAM_CONFIGS, pilot=PILOT_SAMPLES, progress=None):
+    """Black-box audit target for a plug-in privatizer's released stream, searched.
+
+    The adversary sees every release (N~, R~ and the self-reported N^) after each of K episodes;
+    neighbours replace one user by the spec's worst-case pair (C2 / N2), all other users scripted.
+    Nothing about the noise is assumed. Searched: the stream length K and the replaced user's
+    position (:data:`STREAM_CONFIGS`: a leak that grows with the number of releases, or that sits at
+    the end of the stream, shows at long K / late positions), and the statistic -- 16 learned scores
+    (:class:`StreamStatistics`: Laplace-LLR and linear-discriminant forms, shift known from the data
+    or estimated, over all releases / the geometric releases, of N~ and R~ / of N^), whose centres and
+    scales are estimated from samples of the real mechanism.
+
+    Validity (why the certified bound stays valid at the stated confidence). For each configuration
+    the parameters are estimated on pilot sample 1 and the configuration is scored on pilot sample 2
+    (the projected certified bound of its best statistic); the configuration with the highest score
+    is chosen. Pilot samples come from seeds derived from ``(seed, SEARCH_SALT, config)``, disjoint
+    from the auditor's, so they are independent of the audit's samples. Conditionally on them, the
+    returned target (configuration + parameters) is a fixed post-processing of the released stream;
+    :func:`dpcheck.blackbox.audit` then chooses the statistic, direction and threshold on its own
+    selection sample and certifies one event on its disjoint certification sample. Every choice is
+    made on data independent of the certification sample, so no Bonferroni factor is owed for the
+    search (only the certified events are counted, as in dpcheck.blackbox), and with probability
+    >= 1 - alpha the reported eps lower bound is below the true epsilon of the released stream --
+    hence below the privatizer's (post-processing cannot increase privacy loss).
+
+    Cost: the audit of the chosen configuration draws up to ``samples`` streams of K episodes per side;
+    a long stream is audited on fewer of them (:func:`stream_samples`; the pilot projects each
+    configuration's bound at its own sample size, so the choice weighs power against length).
+    Returns (target, details); ``details["chosen"]["samples"]`` is the sample size to audit with.
+    """
+    from dpcheck import AuditTarget
+    claim = template.claim
+    x, y = worst_case_pair(H, S, A)
+    dx = _increment_vector(x, S, A, rewards) - _increment_vector(y, S, A, rewards)
+    rows, best = [], None
+    for i, (K, pos) in enumerate(configs):
+        if progress:
+            progress(f"plug-in search: stream K={K}, replaced user at position {pos}")
+        d = np.stack([dx if t >= pos else np.zeros_like(dx) for t in range(1, K + 1)])
+        n_k = stream_samples(samples, K)
+        n_cert, alpha_b, objective = _search_plan(claim, n_k, alpha)
+
+        def make(params, K=K, pos=pos):
+            return StreamStatistics(template, K, pos, H=H, S=S, A=A, rewards=rewards, params=params)
+
+        params, value, which = _pilot(make, x, y, d, pilot=pilot, seed=seed, config_index=i, n_cert=n_cert,
+                                      alpha_b=alpha_b, objective=objective)
+        stat = None if which is None else f"{STATISTICS[which[0]]} {which[1]}"
+        rows.append({"K": K, "position": pos, "samples": n_k, "projected_epsilon_lower_bound": value,
+                     "statistic": stat})
+        if best is None or value > best[0] + 1e-9:
+            best = (value, K, pos, params, n_k)
+    value, K, pos, params, n_k = best
+    mech = StreamStatistics(template, K, pos, H=H, S=S, A=A, rewards=rewards, params=params)
+    details = {"search": rows, "chosen": {"K": K, "position": pos, "samples": n_k,
+                                          "projected_epsilon_lower_bound": value},
+               "pilot_samples_per_side": pilot, "statistics": list(STATISTICS),
+               "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
+    target = AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.stream_search", mechanism=mech,
+                         pairs=[(x, y)], claim=claim, output="continuous",
+                         description=f"plug-in, black box: K={K}, replaced user at position {pos} (chosen on "
+                                     f"pilot samples over {len(configs)} configurations); 16 learned statistics "
+                                     f"of every release (N~, R~ and N^)")
+    return target, details
+
+
+def plugin_message_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6, alpha=0.05, seed=0,
+                          horizons=MESSAGE_HORIZONS, pilot=PILOT_SAMPLES, progress=None):
+    """Black-box audit target for a plug-in Local privatizer's message (what one user sends), searched
+    over the horizon K given to ``start`` (:data:`MESSAGE_HORIZONS`) and over the statistic (the raw
+    message coordinates and 4 learned statistics, :class:`MessageStatistics`). No noise family is
+    assumed: the message is drawn by the user's own ``message(..., rng)`` with a real Generator.
+    Validity as in :func:`plugin_stream_search`. Returns (target, details)."""
+    from dpcheck import AuditTarget
+    claim = template.claim
+    x, y = worst_case_pair(H, S, A)
+    n_cert, alpha_b, objective = _search_plan(claim, samples, alpha)
+    d = _increment_vector(x, S, A, rewards, False) - _increment_vector(y, S, A, rewards, False)
+    rows, best = [], None
+    for i, K in enumerate(horizons):
+        if progress:
+            progress(f"plug-in search: one user's message, horizon K={K}")
+
+        def make(params, K=K):
+            return MessageStatistics(template, K, H=H, S=S, A=A, rewards=rewards, params=params)
+
+        params, value, which = _pilot(make, x, y, d, pilot=pilot, seed=seed, config_index=100 + i,
+                                      n_cert=n_cert, alpha_b=alpha_b, objective=objective)
+        rows.append({"K": K, "projected_epsilon_lower_bound": value})
+        if best is None or value > best[0] + 1e-9:
+            best = (value, K, params)
+    value, K, params = best
+    mech = MessageStatistics(template, K, H=H, S=S, A=A, rewards=rewards, params=params)
+    details = {"search": rows, "chosen": {"K": K, "samples": samples, "projected_epsilon_lower_bound": value},
+               "pilot_samples_per_side": pilot, "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
+    target = AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.message_search", mechanism=mech,
+                         pairs=[(x, y)], claim=claim, output="continuous",
+                         description=f"plug-in, black box: one user's message (start horizon K={K}, chosen on "
+                                     f"pilot samples); raw coordinates + 4 learned statistics")
+    return target, details
 
 
 # ============================================================ offline privatizers
@@ -585,31 +946,63 @@ def claim_for_families(p, rewards):
     return q.claim
 
 
+def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=True, samples=10**6,
+                    alpha=0.05, seed=0, workers=1, backend="local", scheduler=None, progress=None,
+                    source=None, id="privacy.blackbox", pilot=PILOT_SAMPLES) -> Check:
+    """The black-box check of a plug-in privatizer: :func:`plugin_stream_search` (``search="stream"``)
+    or :func:`plugin_message_search` (``"message"``), then :func:`dpcheck.blackbox.audit` of the chosen
+    configuration; the search table is in ``details["search"]``."""
+    from dataclasses import replace
+    from dpcheck.blackbox import audit
+    fn = plugin_stream_search if search == "stream" else plugin_message_search
+    target, info = fn(template, H=H, S=S, A=A, rewards=rewards, samples=samples, alpha=alpha, seed=seed,
+                      pilot=pilot, progress=progress)
+    res = audit(target, samples=info["chosen"]["samples"], alpha=alpha, seed=seed, workers=workers,
+                backend=backend, scheduler=scheduler, progress=progress)
+    check = res.to_check(id=id, kind="privacy", claim_source=source)
+    chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
+    details = dict(check.details, search=info["search"], chosen=info["chosen"],
+                   pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],
+                   method=("plug-in privatizer, black box: " + target.description + "; " + check.details["method"]))
+    return replace(check, details=details, reason=f"{check.reason} [searched {search}: {chosen}]")
+
+
 def run_online(ctx, kind: str) -> None:
     from algorithms.privatizers.base import CountPrivatizer
     p, eps, rewards = _online_template(ctx, kind)
     o = ctx.options
     claim = claim_for_families(p, rewards)
     src = claim.source
-    is_builtin = isinstance(p, CountPrivatizer)
-    ctx.progress(f"{kind} privatizer: black-box audit of the worst-case neighbours")
-    if kind == "central":
-        ctx.add(_blackbox(ctx, central_target(ClaimedTemplate(p, claim, rewards), rewards=rewards), src))
-    elif hasattr(p, "message"):
-        ctx.add(_blackbox(ctx, local_target(ClaimedTemplate(p, claim, rewards), rewards=rewards), src))
+    is_builtin = isinstance(p, CountPrivatizer) and not is_plugin(p)
+    template = ClaimedTemplate(p, claim, rewards)
+    if is_builtin:
+        ctx.progress(f"{kind} privatizer: black-box audit of the worst-case neighbours")
+        if kind == "central":
+            ctx.add(_blackbox(ctx, central_target(template, rewards=rewards), src))
+        else:
+            ctx.add(_blackbox(ctx, local_target(template, rewards=rewards), src))
     else:
-        # a user's LDP class need not expose its message; the planner-view audit below still bounds it
-        ctx.add(Check(id="privacy.blackbox", kind="privacy", verdict=INCONCLUSIVE,
-                      claim=dict(claim.to_dict(), statement=claim.describe(), source=src),
-                      measured={"epsilon_lower_bound": None, "confidence": None, "samples": 0},
-                      details={}, reason="no message(states, actions, rewards, rng) method: one user's "
-                                         "message cannot be audited; see privacy.blackbox.planner_view"))
-    if not is_builtin:
-        # a user's class self-reports noisy_*; audit the counts its planner reads as well. For LDP the
-        # stream of sums depends on user 1 only through her message, so this is a valid (weaker) bound
-        ctx.progress(f"{kind} privatizer: black-box audit of the counts the planner reads")
-        ctx.add(_blackbox(ctx, central_target(ClaimedTemplate(p, claim, rewards), rewards=rewards, view="planner"),
-                          src, id="privacy.blackbox.planner_view"))
+        # a user's class: black box only, nothing assumed about its noise (plugin_stream_search)
+        seed = int(ctx.seed_sequence("blackbox").generate_state(1)[0])
+        par = dict(samples=_samples(o), alpha=o.alpha, seed=seed, workers=o.workers, backend=o.backend,
+                   scheduler=o.scheduler, progress=ctx.progress, source=src, rewards=rewards)
+        if kind == "central":
+            ctx.progress(f"{kind} privatizer (plug-in): black-box search over K, position and statistic")
+            ctx.add(plugin_blackbox(template, search="stream", **par))
+        else:
+            if callable(getattr(p, "message", None)):
+                ctx.progress(f"{kind} privatizer (plug-in): black-box search on one user's message")
+                ctx.add(plugin_blackbox(template, search="message", **par))
+            else:
+                ctx.add(Check(id="privacy.blackbox", kind="privacy", verdict=INCONCLUSIVE,
+                              claim=dict(claim.to_dict(), statement=claim.describe(), source=src),
+                              measured={"epsilon_lower_bound": None, "confidence": None, "samples": 0},
+                              details={}, reason="no message(states, actions, rewards, rng) method: one user's "
+                                                 "message cannot be audited; see privacy.blackbox.stream"))
+            # the released stream (sums of messages) is a post-processing of the messages: a valid,
+            # weaker bound, and the only one that sees the counts the planner reads
+            ctx.progress(f"{kind} privatizer (plug-in): black-box search on the released stream")
+            ctx.add(plugin_blackbox(template, search="stream", id="privacy.blackbox.stream", **par))
     # white box: the declared DpEvent (computed on a started copy: it depends on H, K)
     q = copy.deepcopy(p)
     H, S, A, K = 2, 3, 2, 6
@@ -617,6 +1010,8 @@ def run_online(ctx, kind: str) -> None:
     ctx.add(dp_event_check(q.dp_event("replacement"), claim, add_remove_event=q.dp_event("add_remove"),
                            label=f"{type(q).__name__}(H={H}, S={S}, A={A}, K={K})"))
     if is_builtin:
+        # white box (built-ins only: they need the noise scale and structure); for a plug-in the
+        # searched black-box stream audit above is the evidence (docs/privatizers.md)
         ctx.add(sensitivity_check(p, kind=kind, claim=claim, H=H, S=S, A=A, K=K, rewards=rewards,
                                   examples=100 if o.quick else 300))
         if kind == "central":

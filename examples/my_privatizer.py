@@ -10,6 +10,7 @@ counts (for the checkers), the post-processing LP and the PrivateCounts record.
 import math
 
 import numpy as np
+from scipy.special import log_ndtr
 
 from algorithms.privatizers import BinaryMechanism, CountPrivatizer, TreeCounter, tree_levels
 from dpcheck import Claim
@@ -17,28 +18,52 @@ from dpcheck import Claim
 DELTA = 1e-5
 
 
+def analytic_gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
+    """delta(eps) of the Gaussian mechanism with sigma = noise_multiplier x (l2 sensitivity):
+    Phi(1/(2m) - eps m) - e^eps Phi(-1/(2m) - eps m), exact (Balle & Wang 2018, Theorem 8)."""
+    m = noise_multiplier
+    a, b = 1.0 / (2.0 * m), epsilon * m
+    return math.exp(log_ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b))
+
+
+def analytic_gaussian_multiplier(epsilon: float, delta: float) -> float:
+    """The smallest sigma / sensitivity with analytic_gaussian_delta <= delta (bisection; delta(eps) is
+    decreasing in sigma). Valid for every eps > 0, unlike the classic sqrt(2 log(1.25/delta)) / eps,
+    which needs eps <= 1 (Dwork & Roth 2014, Thm A.1)."""
+    lo, hi = 1e-6, 1.0
+    while analytic_gaussian_delta(hi, epsilon) > delta:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if analytic_gaussian_delta(mid, epsilon) <= delta else (mid, hi)
+        if hi - lo <= 1e-12 * hi:
+            break
+    return hi        # the upper end: delta(eps) <= delta holds there
+
+
 class GaussianTreePrivatizer(CountPrivatizer):
     """Tree mechanism with N(0, sigma^2) node noise.
 
-    One user changes, per family, 2 H L node p-sums by at most 1 each (replacement), so the l2
-    sensitivity of all F families' nodes together is sqrt(2 F H L); the classic Gaussian mechanism
-    (Dwork & Roth 2014, Thm A.1) with sigma = sqrt(2 F H L) sqrt(2 log(1.25/delta)) / eps is
-    (eps, delta)-DP for eps <= 1, and the Billboard lemma gives (eps, delta)-JDP.
+    One user changes, per family, 2 H L node p-sums by at most 1 each (replacement; H L under
+    add/remove, ``calibration="paper"``), so the l2 sensitivity of all F families' nodes together is
+    Delta = sqrt(n F H L) with n = ``sensitivity_factor``. sigma = m Delta with m from the analytic
+    Gaussian mechanism (Balle & Wang 2018, Theorem 8) makes the noisy nodes (eps, delta)-DP for every
+    eps > 0; every release is post-processing of them, and the Billboard lemma gives (eps, delta)-JDP.
+    ``dp_event()`` declares exactly this noise: per family a Gaussian with multiplier sigma / sqrt(n H L),
+    composed over the F families (equivalent to one Gaussian of multiplier m).
     """
 
     name = "gaussian_tree"
     notion = "JDP"
 
-    def __init__(self, epsilon=1.0, beta=0.1, calibration="strict", width_mode="rigorous"):
-        super().__init__(epsilon=epsilon, beta=beta, calibration=calibration, width_mode=width_mode)
-        if self.epsilon > 1:
-            raise ValueError("the classic Gaussian mechanism needs epsilon <= 1")
-
     # --- the one parameter both the noise and the declaration read ------------------------------
-    def sigma(self) -> float:
+    def sensitivity(self) -> float:
+        """l2 sensitivity of all F families' node p-sums under the calibration's neighbouring relation."""
         L = tree_levels(self.K)
-        sens = math.sqrt(self.sensitivity_factor * self.families * self.H * L)
-        return sens * math.sqrt(2 * math.log(1.25 / DELTA)) / self.epsilon
+        return math.sqrt(self.sensitivity_factor * self.families * self.H * L)
+
+    def sigma(self) -> float:
+        return analytic_gaussian_multiplier(self.epsilon, DELTA) * self.sensitivity()
 
     # --- hooks ------------------------------------------------------------------------------------
     def _start_noise(self, rng):
@@ -78,4 +103,5 @@ class GaussianTreePrivatizer(CountPrivatizer):
     @property
     def claim(self) -> Claim:
         return Claim(epsilon=self.epsilon, delta=DELTA, notion="JDP",
-                     source="examples/my_privatizer.py: Gaussian mechanism (Dwork & Roth 2014, Thm A.1) + Billboard lemma")
+                     source="examples/my_privatizer.py: analytic Gaussian mechanism (Balle & Wang 2018, "
+                            "Theorem 8) on the tree's nodes + Billboard lemma")

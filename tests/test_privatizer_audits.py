@@ -85,7 +85,7 @@ def test_central_paper_calibration_is_only_2eps_under_replacement():
 
 def test_no_level_split_is_caught_black_box_and_white_box():
     bad = NoLevelSplit(1.0)
-    r = audit(ap.central_target(bad), samples=SAMPLES, seed=2)
+    r = audit(ap.central_target(bad, search=False), samples=SAMPLES, seed=2)
     assert r.verdict == FAIL and r.epsilon_lower_bound > 1.2
     q = NoLevelSplit(1.0).start(1, 2, 3, 2, 6, np.random.default_rng(0))
     assert ap.dp_event_check(q.dp_event(), q.claim).verdict == FAIL          # eps = L = 3
@@ -95,7 +95,7 @@ def test_no_level_split_is_caught_black_box_and_white_box():
 def test_local_strict_passes_tightly_and_unscaled_local_fails():
     r = audit(ap.local_target(LocalPrivatizer(1.0)), samples=SAMPLES, seed=3)
     assert r.verdict == PASS and r.epsilon_lower_bound > 0.75
-    bad = audit(ap.local_target(UnscaledLocal(1.0)), samples=SAMPLES, seed=3)
+    bad = audit(ap.local_target(UnscaledLocal(1.0), search=False), samples=SAMPLES, seed=3)
     assert bad.verdict == FAIL and bad.epsilon_lower_bound > 2.0
     q = UnscaledLocal(1.0).start(1, 2, 3, 2, 6, np.random.default_rng(0))
     assert ap.dp_event_check(q.dp_event(), q.claim).verdict == FAIL
@@ -213,7 +213,7 @@ class RawPlannerCounts(CentralPrivatizer):
 
 
 def test_planner_view_audit_catches_raw_counts_behind_honest_noisy_fields():
-    honest_view = audit(ap.central_target(RawPlannerCounts(1.0)), samples=50_000, seed=4)
+    honest_view = audit(ap.central_target(RawPlannerCounts(1.0), search=False), samples=50_000, seed=4)
     assert honest_view.verdict == PASS                       # the self-reported N^ look fine ...
     planner = audit(ap.central_target(RawPlannerCounts(1.0), view="planner"), samples=50_000, seed=4)
     assert planner.verdict == FAIL and planner.epsilon_lower_bound > 3   # ... what the planner reads is not
@@ -221,9 +221,9 @@ def test_planner_view_audit_catches_raw_counts_behind_honest_noisy_fields():
     assert ok.verdict == PASS
 
 
-def test_user_privatizer_audit_runs_the_planner_view(tmp_path):
-    """run_online adds privacy.blackbox.planner_view for user classes (the builtins' N~ is the §3.2
-    post-processing of N^, so their stream audit already covers it)."""
+def test_user_privatizer_audit_sees_the_planner_view(tmp_path):
+    """For a user's class run_online audits every field of the release (N~, R~ and N^) black box
+    (plugin_stream_search): a raw count behind honest noisy_* fields fails privacy.blackbox."""
     from dpcheck.context import AuditContext, AuditOptions
     from dpcheck.registry import get
     f = tmp_path / "rawplanner.py"
@@ -234,7 +234,10 @@ def test_user_privatizer_audit_runs_the_planner_view(tmp_path):
                                                           privatizer=f"{f}:RawPlannerCounts"))
     get("central_privatizer").run(ctx)
     verdicts = {c.id: c.verdict for c in ctx.checks}
-    assert verdicts["privacy.blackbox"] == PASS and verdicts["privacy.blackbox.planner_view"] == FAIL
+    assert verdicts["privacy.blackbox"] == FAIL
+    bb = next(c for c in ctx.checks if c.id == "privacy.blackbox")
+    assert bb.measured["epsilon_lower_bound"] > 3 and "planner" in bb.details["search"][0]["statistic"]
+    assert "whitebox.sensitivity" not in verdicts and "whitebox.tree_noise_reuse" not in verdicts
 
 
 def test_monitor_without_noisy_counts_does_not_fail_no_underestimation():
