@@ -65,6 +65,7 @@ class LinOptResult:
     optimal_value     V_1^*(s_1)
     theta_hat_p/_r    the estimates theta_hat_{h,p}^k, theta_hat_{h,r}^k  (runs, K, H, d1 / d2), or None
                       (record_estimates=False)
+    policies          pi_h^k(a|s) played (one-hot for VI)  (runs, K, H, S, A), or None (record_estimates=False)
     containment_p/_r  ||theta_h - theta_hat_h^k||_{Lambda_h^k} / beta (Lemma 3.1 holds iff <= 1; Lambda as
                       used, i.e. floored where flagged)                                    (runs, K, H)
     beta_p, beta_r    the confidence radii beta_p(alpha), beta_r(alpha) (§2.3)
@@ -92,6 +93,7 @@ class LinOptResult:
     optimal_value: float
     theta_hat_p: np.ndarray | None
     theta_hat_r: np.ndarray | None
+    policies: np.ndarray | None
     containment_p: np.ndarray
     containment_r: np.ndarray
     beta_p: float
@@ -282,10 +284,11 @@ class _LinOpt:
         log_pi = np.full((runs, H, S, A), -math.log(A)) if self.policy_optimisation else None
         eta = self.step_size(sizes, A) if self.policy_optimisation else 0.0
 
-        rec = _Recorder(runs, K, H, d1, d2, self.record_estimates, self.record_figures)
+        rec = _Recorder(runs, K, H, S, A, d1, d2, self.record_estimates, self.record_figures)
         t0 = time.perf_counter()
         for k in range(K):
             release = state.release()
+            Zs = state.regularization() if self.record_figures else None   # Z^k of THIS release
             if release_hook is not None:
                 release_hook(k + 1, release)
             pi = None if log_pi is None else np.exp(log_pi)
@@ -312,7 +315,9 @@ class _LinOpt:
             value = Vpi[:, 0] @ init
             rec.values[:, k] = value
             rec.regret[:, k] = v_star - value
-            rec.episode(k, env, plan, release, betas, Q_star, P, r, caps, state if self.record_figures else None)
+            if rec.policies is not None:
+                rec.policies[:, k] = pi_played
+            rec.episode(k, env, plan, release, betas, Q_star, P, r, caps, Zs, (state.shift_p, state.shift_r))
         seconds = time.perf_counter() - t0
         last = state.release()
         privacy = None
@@ -352,8 +357,9 @@ def _logsumexp(x):
 class _Recorder:
     """Per-episode figures of a batch of runs (checker side)."""
 
-    def __init__(self, runs, K, H, d1, d2, estimates, figures):
+    def __init__(self, runs, K, H, S, A, d1, d2, estimates, figures):
         self.regret = np.empty((runs, K))
+        self.policies = np.empty((runs, K, H, S, A)) if estimates else None
         self.values = np.empty((runs, K))
         self.theta_p = np.empty((runs, K, H, d1)) if estimates else None
         self.theta_r = np.empty((runs, K, H, d2)) if estimates else None
@@ -372,7 +378,7 @@ class _Recorder:
         self.upper = np.empty((runs, K))
         self.ties = np.zeros((runs, K), dtype=np.int64)
 
-    def episode(self, k, env, plan, release, betas, Q_star, P, r, caps, state):
+    def episode(self, k, env, plan, release, betas, Q_star, P, r, caps, Zs, shifts):
         Lp, up, Lr, ur = release
         if self.theta_p is not None:
             self.theta_p[:, k] = plan["theta_p"]
@@ -390,16 +396,16 @@ class _Recorder:
         self.iota_excess[:, k] = (minus_iota - 2.0 * plan["bonus"]).max(axis=(1, 2, 3))  # C16 upper
         self.lower[:, k] = (raw < 0).sum(axis=(1, 2, 3))                                 # C15
         self.upper[:, k] = (raw >= caps).mean(axis=(1, 2, 3))
-        if state is not None:
-            Zp, zp, Zr, zr = state.regularization()
-            self.zmin_p[:, k], self.zmax_p[:, k], self.nn_p[:, k], self.zn_p[:, k] = _z_figures(Zp, zp, state.shift_p)
-            self.zmin_r[:, k], self.zmax_r[:, k], self.nn_r[:, k], self.zn_r[:, k] = _z_figures(Zr, zr, state.shift_r)
+        if Zs is not None:
+            Zp, zp, Zr, zr = Zs
+            self.zmin_p[:, k], self.zmax_p[:, k], self.nn_p[:, k], self.zn_p[:, k] = _z_figures(Zp, zp, shifts[0])
+            self.zmin_r[:, k], self.zmax_r[:, k], self.nn_r[:, k], self.zn_r[:, k] = _z_figures(Zr, zr, shifts[1])
 
     def result(self, v_star, betas, constants, shifts, last, cfg, claim, dp_event, privacy, seconds):
         f = self.figures
         return LinOptResult(
             regret=self.regret, values=self.values, optimal_value=v_star,
-            theta_hat_p=self.theta_p, theta_hat_r=self.theta_r,
+            theta_hat_p=self.theta_p, theta_hat_r=self.theta_r, policies=self.policies,
             containment_p=self.cont_p, containment_r=self.cont_r, beta_p=betas[0], beta_r=betas[1],
             constants=constants, lambda_min_eig_p=self.low_p, lambda_min_eig_r=self.low_r,
             floored_p=self.floored_p, floored_r=self.floored_r,

@@ -1,0 +1,145 @@
+"""LinOpt-VI-Reg / LinOpt-PO-Reg (private_linopt.md §2.4-2.6): the reduction check, regret, optimism,
+billboard structure, frozen rows, P6 floor, bad input. Seeds fixed; runs short."""
+import math
+
+import numpy as np
+import pytest
+
+from algorithms.envs import random_mdp
+from algorithms.linear import (
+    LinOptPO, LinOptVI, OPPO, UCRLVTR, LinearMixtureMDP, Privatizer, PrivateLinOptPO, PrivateLinOptVI,
+    RidgeRegularizer, floored_inverse, lm2, tabular_as_linear,
+)
+from dpcheck.errors import InputError
+
+ARRAYS = ("regret", "values", "theta_hat_p", "theta_hat_r", "policies", "containment_p", "containment_r",
+          "lower_clips", "ties", "optimism_gap", "Lambda_p", "u_p", "Lambda_r", "u_r")
+
+
+def _tab2():
+    return tabular_as_linear(random_mdp(2, 2, 3, np.random.default_rng(7), reward_noise="bernoulli"))
+
+
+@pytest.mark.parametrize("private, plain, env_fn, K", [
+    (PrivateLinOptVI, UCRLVTR, lm2, 60),
+    (PrivateLinOptPO, OPPO, lm2, 60),
+    (PrivateLinOptVI, UCRLVTR, _tab2, 40),
+    (PrivateLinOptPO, OPPO, _tab2, 40),
+])
+def test_noise_off_private_algorithm_equals_its_non_private_instantiation_exactly(private, plain, env_fn, K):
+    env = env_fn()
+    a = private(math.inf, ridge=1.0).run(env, K, np.random.default_rng(3), runs=3)
+    b = plain(1.0).run(env, K, np.random.default_rng(3), runs=3)
+    assert (a.beta_p, a.beta_r) == (b.beta_p, b.beta_r)
+    for name in ARRAYS:
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    # and the real noise does change the run
+    c = private(1e6).run(env, K, np.random.default_rng(3), runs=3)
+    assert not np.array_equal(c.Lambda_p, b.Lambda_p)
+
+
+def test_ucrl_vtr_regret_on_lm2_is_sublinear():
+    res = UCRLVTR(1.0).run(lm2(), 2048, np.random.default_rng(1), runs=4, )
+    R = res.cumulative_regret.mean(axis=0)
+    assert R[2047] / R[1023] < 1.5                                  # linear regret would give 2
+    assert res.regret[:, -200:].mean() < 0.05                       # near 0 within a few thousand episodes
+    # Lemma 3.1 / Lemma 7.2 / C15 / C16 on the good event (figures recorded per episode)
+    assert res.good_event.all()
+    assert res.optimism_gap.min() >= -1e-9
+    assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9
+    assert res.lower_clips.sum() == 0
+    assert res.assumption2_held.all()
+
+
+def test_oppo_and_private_po_run_with_the_theory_step_size():
+    env = lm2()
+    res = OPPO().run(env, 64, np.random.default_rng(0), runs=2)
+    assert res.config["eta"] == pytest.approx(math.sqrt(2 * math.log(2) / (9 * 64)))
+    np.testing.assert_allclose(res.policies.sum(-1), 1.0)
+    assert res.policies[:, 0].std() == 0                            # pi^1 uniform
+    assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9   # C16 for Algorithm 2 too
+    assert LinOptPO(RidgeRegularizer(), eta=0.3).run(env, 5, np.random.default_rng(0)).config["eta"] == 0.3
+
+
+def test_private_run_records_assumption_2_figures_and_the_claim():
+    env = lm2()
+    res = PrivateLinOptVI(1.0, delta=0.1).run(env, 64, np.random.default_rng(5), runs=3)
+    c, P = res.constants, res.privacy
+    assert res.shift_p == pytest.approx(2 * P["Sigma_p1"]) and res.shift_r == pytest.approx(2 * P["Sigma_r"])
+    assert (res.noise_norm_p <= P["Sigma_p1"]).all() and (res.noise_norm_r <= P["Sigma_r"]).all()
+    assert (res.z_eig_min_p >= c.lambda_min_p).all() and (res.z_eig_max_p <= c.lambda_max_p).all()
+    assert res.assumption2_held.all() and res.good_event.all()
+    assert not res.floored_p.any()
+    assert (res.noise_norm_p[:, 0] == 0).all()                      # k = 1: no node released yet
+    assert (res.noise_norm_p[:, 1:] > 0).all()
+    assert res.claim.notion == "JDP" and res.claim.epsilon == pytest.approx(1 + 1 / (16 * 3 * math.log(120)))
+    assert res.dp_event is not None
+    # the noise-dominated regime of the scale warning: Q clipped almost everywhere
+    assert res.upper_clip_fraction.mean() > 0.9
+
+
+def test_policy_is_a_function_of_the_releases_only():
+    """C11c (billboard): re-plan from the logged releases alone and get the played policies back."""
+    env = _tab2()
+    log = []
+    alg = PrivateLinOptVI(2.0e3, tie_breaking="lowest")
+    res = alg.run(env, 20, np.random.default_rng(9), runs=2, release_hook=lambda k, rel: log.append(rel))
+    sizes = alg.sizes(env, 20)
+    betas = alg.radii(sizes)
+    floors = alg.regularizer.floors(sizes, alg.alpha)
+    for k, rel in enumerate(log):
+        Q = alg.plan(env, rel, betas, floors)["Q"]
+        assert np.array_equal(np.eye(env.A)[Q.argmax(-1)], res.policies[:, k])
+
+
+def test_rows_are_frozen_with_the_episodes_own_value_function():
+    """A2 / P3 / P4: Lambda^{k+1} - Lambda^k = x x^T with x = phi_h^k(s_h, a_h) computed from V_{h+1}^k (ridge)."""
+    env = lm2()
+    log = []
+    alg = UCRLVTR(1.0, tie_breaking="lowest")
+    alg.run(env, 6, np.random.default_rng(2), runs=1, release_hook=lambda k, rel: log.append(rel))
+    assert np.array_equal(log[0][0], np.broadcast_to(np.eye(2), (1, 3, 2, 2)))   # Lambda^1 = Z^1 (A1)
+    sizes = alg.sizes(env, 6)
+    for k in range(5):
+        phi = alg.plan(env, log[k], alg.radii(sizes), (1.0, 1.0))["phi"][0]     # (H, S, A, d1)
+        diff = log[k + 1][0][0] - log[k][0][0]                                   # (H, d1, d1)
+        for h in range(3):
+            cands = [np.outer(x, x) for x in phi[h].reshape(-1, 2)]
+            assert any(np.allclose(diff[h], c, atol=1e-12) for c in cands)
+
+
+def test_floored_inverse_flags_and_floors_indefinite_matrices():
+    L = np.array([[[2.0, 0.0], [0.0, -1.0]], [[3.0, 1.0], [1.0, 2.0]]])
+    inv, floored, low = floored_inverse(L, 0.5)
+    assert floored.tolist() == [True, False] and low[0] == pytest.approx(-1.0)
+    np.testing.assert_allclose(inv[0], np.diag([0.5, 2.0]))
+    np.testing.assert_allclose(inv[1], np.linalg.inv(L[1]))
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: UCRLVTR().run("LM-2", 5, np.random.default_rng(0)), "LinearMixtureMDP"),
+    (lambda: UCRLVTR().run(lm2(), 0, np.random.default_rng(0)), "K must be an integer >= 1"),
+    (lambda: UCRLVTR().run(lm2(), 5, np.random.default_rng(0), runs=0), "runs"),
+    (lambda: UCRLVTR(alpha=1.5), r"alpha must lie in \(0, 1\]"),
+    (lambda: UCRLVTR(lam=0.0), "lam must be a finite number > 0"),
+    (lambda: UCRLVTR(lam=float("nan")), "lam must be a finite number > 0"),
+    (lambda: UCRLVTR(tie_breaking="first"), "tie_breaking"),
+    (lambda: OPPO(eta=-1.0), "eta must be"),
+    (lambda: LinOptVI("ridge"), "regularizer must be a Regularizer"),
+    (lambda: PrivateLinOptVI(1.0, sensitivity_mode="replacement", nonnegative_items=True).run(
+        _signed_env(), 3, np.random.default_rng(0)), "non-negative"),
+])
+def test_bad_input_gives_one_line_input_errors(make, match):
+    with pytest.raises(InputError, match=match) as info:
+        make()
+    assert "\n" not in str(info.value)
+
+
+def _signed_env():
+    """A valid instance with a signed transition feature: psi = (1{s'=a}, 1{s'=a} - 1{s'=1-a}) / 2 ..."""
+    env = lm2()
+    psi = np.array(env.psi)
+    psi2 = np.stack([psi[..., 0] + psi[..., 1], psi[..., 0] - psi[..., 1]], axis=-1) / 2.0
+    q = env.theta_p[:, 0]
+    theta = np.stack([np.ones_like(q), 2 * q - 1], axis=-1)                      # P(s' = a) = q
+    return LinearMixtureMDP(psi2, env.varphi, theta, env.theta_r, init=0)
