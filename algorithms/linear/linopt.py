@@ -42,11 +42,21 @@ from algorithms.linear.regularizers import (
 TIE_BREAKING = ("random", "lowest")
 
 
-def floored_inverse(L: np.ndarray, floor: float):
-    """(L^{-1}, floored (...,) bool, smallest eigenvalue (...,)) for symmetric L (..., d, d).
+def floored_inverse(L: np.ndarray, floor: float, min_eig: bool = True):
+    """(L^{-1}, floored (...,) bool, smallest eigenvalue (...,) or NaN) for symmetric L (..., d, d).
 
     Where the smallest eigenvalue is <= 0 every eigenvalue below ``floor`` is raised to it (P6: the
-    bonus sqrt(phi^T L^{-1} phi) stays real; privacy-neutral post-processing)."""
+    bonus sqrt(phi^T L^{-1} phi) stays real; privacy-neutral post-processing). The usual case (every
+    matrix of the batch positive definite, certified by a Cholesky factorisation) inverts directly;
+    only a batch with a non-PD matrix goes through ``eigh`` (a full eigendecomposition costs several
+    times an inverse at d = 64). ``min_eig=False`` skips the eigenvalue figure on the PD path (NaN)."""
+    try:
+        np.linalg.cholesky(L)
+    except np.linalg.LinAlgError:
+        pass
+    else:
+        low = np.linalg.eigvalsh(L)[..., 0] if min_eig else np.full(L.shape[:-2], np.nan)
+        return np.linalg.inv(L), np.zeros(L.shape[:-2], dtype=bool), low
     w, U = np.linalg.eigh(L)
     low = w[..., 0]
     floored = low <= 0
@@ -70,9 +80,11 @@ class LinOptResult:
                       used, i.e. floored where flagged)                                    (runs, K, H)
     beta_p, beta_r    the confidence radii beta_p(alpha), beta_r(alpha) (§2.3)
     constants         the Assumption 2 constants the radii were computed from
-    lambda_min_eig_p/_r   smallest eigenvalue of the released Lambda_h^k (before any floor) (runs, K, H)
+    lambda_min_eig_p/_r   smallest eigenvalue of the released Lambda_h^k (before any floor) (runs, K, H);
+                      NaN where not recorded (record_figures=False and Lambda PD)
     floored_p/_r      Lambda_h^k was not PD and was floored (P6)                           (runs, K, H) bool
     z_eig_min_p/_r, z_eig_max_p/_r   extreme eigenvalues of Z_h^k = Lambda_h^k - G_h^k (Assumption 2) (runs, K, H)
+                      (these and the next two are None with record_figures=False)
     noise_norm_p/_r   ||N_h^k|| = ||Z_h^k - shift I|| (C8: <= Sigma w.h.p.)                  (runs, K, H)
     z_norm_p/_r       ||z_h^k||_{(Z_h^k)^{-1}} (inf where Z is not PD)                       (runs, K, H)
     shift_p, shift_r  the shift of the regulariser (2 Sigma (+ ridge) for the Privatizer, lam for ridge)
@@ -215,7 +227,7 @@ class _LinOpt:
         """(beta_p(alpha), beta_r(alpha)) from the regulariser's Assumption 2 constants (§2.3)."""
         return confidence_radii(self.regularizer.constants(sizes, self.alpha), sizes, self.alpha)
 
-    def plan(self, env: LinearMixtureMDP, release, betas, floors, policy=None) -> dict:
+    def plan(self, env: LinearMixtureMDP, release, betas, floors, policy=None, min_eig: bool = True) -> dict:
         """Steps 2-3 for a batch of runs from a release (Lambda_p (runs,H,d1,d1), u_p, Lambda_r, u_r) and
         the public features, radii and floors only. ``policy`` (runs,H,S,A) is pi^k for PO (None: VI).
         Returns a dict: Q (runs,H,S,A), V (runs,H+1,S), raw (unclipped Q), bonus (Gamma_p + Gamma_r),
@@ -224,8 +236,8 @@ class _LinOpt:
         beta_p, beta_r = betas
         runs, H = up.shape[:2]
         S, A, d1, d2 = env.S, env.A, env.d1, env.d2
-        Lp_inv, floored_p, low_p = floored_inverse(Lp, floors[0])
-        Lr_inv, floored_r, low_r = floored_inverse(Lr, floors[1])
+        Lp_inv, floored_p, low_p = floored_inverse(Lp, floors[0], min_eig)
+        Lr_inv, floored_r, low_r = floored_inverse(Lr, floors[1], min_eig)
         theta_p = (Lp_inv @ up[..., None])[..., 0]                      # eq. 1 (runs, H, d1)
         theta_r = (Lr_inv @ ur[..., None])[..., 0]                      # eq. 2 (runs, H, d2)
         vf = env.varphi.reshape(S * A, d2)
@@ -292,7 +304,7 @@ class _LinOpt:
             if release_hook is not None:
                 release_hook(k + 1, release)
             pi = None if log_pi is None else np.exp(log_pi)
-            plan = self.plan(env, release, betas, floors, pi)
+            plan = self.plan(env, release, betas, floors, pi, self.record_figures)
             Q, V = plan["Q"], plan["V"]
             if pi is None:
                 actions_table = self._greedy(Q, policy_rng)
