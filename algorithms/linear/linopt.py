@@ -443,12 +443,15 @@ def _ellipsoid_norm(e, L, floored, L_inv):
 
 
 def _z_figures(Z, z, shift):
-    """(lambda_min(Z), lambda_max(Z), ||Z - shift I||, ||z||_{Z^{-1}} (inf if Z is not PD)) per (run, h)."""
-    w, U = np.linalg.eigh(Z)
+    """(lambda_min(Z), lambda_max(Z), ||Z - shift I||, ||z||_{Z^{-1}} (inf if Z is not PD)) per (run, h).
+    Eigenvalues only (no eigenvectors: ~2.5x cheaper at d = 64) and one batched solve."""
+    w = np.linalg.eigvalsh(Z)
     lo, hi = w[..., 0], w[..., -1]
-    proj = (np.swapaxes(U, -1, -2) @ z[..., None])[..., 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        zn = np.where(lo > 0, np.sqrt((proj ** 2 / np.where(w > 0, w, 1.0)).sum(-1)), np.inf)
+    pd = lo > 0
+    zn = np.full(lo.shape, np.inf)
+    if pd.any():
+        sol = np.linalg.solve(Z[pd], z[pd][..., None])[..., 0]
+        zn[pd] = np.sqrt(np.maximum((z[pd] * sol).sum(-1), 0.0))
     return lo, hi, np.maximum(np.abs(lo - shift), np.abs(hi - shift)), zn
 
 
