@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from algorithms.envs import random_mdp
 from algorithms.linear import (
@@ -143,3 +144,39 @@ def _signed_env():
     q = env.theta_p[:, 0]
     theta = np.stack([np.ones_like(q), 2 * q - 1], axis=-1)                      # P(s' = a) = q
     return LinearMixtureMDP(psi2, env.varphi, theta, env.theta_r, init=0)
+
+
+@pytest.mark.parametrize("K", [1, 2, 8])
+def test_short_horizons_run_and_never_insert_episode_K(K):
+    """P11 (K = 1) and P12 (K a power of two): the run completes; the trees hold K - 1 items."""
+    env = lm2()
+    log = []
+    res = PrivateLinOptVI(1.0).run(env, K, np.random.default_rng(0), runs=2,
+                                   release_hook=lambda k, rel: log.append(k))
+    assert log == list(range(1, K + 1)) and res.regret.shape == (2, K)
+    assert np.all(res.regret >= -1e-12)
+
+
+@settings(max_examples=8, deadline=None)
+@given(S=st.integers(1, 3), A=st.integers(1, 3), H=st.integers(1, 3), seed=st.integers(0, 2 ** 16),
+       po=st.booleans(), eps=st.sampled_from([math.inf, 1e3, 1.0]))
+def test_invariants_on_random_tabular_instances(S, A, H, seed, po, eps):
+    """Q_h^k in [0, H - h + 1] (A11), exact regret in [0, H], policies are distributions, and on the good
+    event optimism (C14, VI) and C16 hold."""
+    env = tabular_as_linear(random_mdp(S, A, H, np.random.default_rng(seed), reward_noise="bernoulli"))
+    cls = (PrivateLinOptPO if po else PrivateLinOptVI)
+    kw = {"ridge": 1.0} if math.isinf(eps) else {}
+    log = []
+    res = cls(eps, **kw).run(env, 12, np.random.default_rng(seed), runs=2, release_hook=lambda k, r: log.append(r))
+    assert np.all(res.regret >= -1e-12) and np.all(res.regret <= H + 1e-12)
+    np.testing.assert_allclose(res.policies.sum(-1), 1.0)
+    alg = cls(eps, **kw)
+    sizes = alg.sizes(env, 12)
+    plan = alg.plan(env, log[-1], alg.radii(sizes), alg.regularizer.floors(sizes, alg.alpha),
+                    res.policies[:, -1] if po else None)
+    caps = (H - np.arange(H))[None, :, None, None]
+    assert np.all(plan["Q"] >= 0) and np.all(plan["Q"] <= caps)
+    good = res.good_event
+    if not po:
+        assert np.all(res.optimism_gap[good] >= -1e-9)
+    assert np.all(res.iota_min[good] >= -1e-9) and np.all(res.iota_excess[good] <= 1e-9)

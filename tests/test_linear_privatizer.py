@@ -167,3 +167,14 @@ def test_pd_shift_makes_Z_positive_definite_with_the_stated_probability():
     assert ok.mean() >= 1 - alpha
     assert ok.all()
     assert np.mean(unshifted_indefinite) > 0.5
+
+
+@settings(max_examples=60, deadline=None)
+@given(K=st.integers(1, 5000))
+def test_tree_depth_is_ceil_log2_K_and_every_tree_has_m_levels(K):
+    """C1 / P11 / P12: the trees hold episodes 1..K-1 (episode K is never released), so they have
+    m = max(1, ceil(log2 K)) levels and every item lies in at most m nodes (the declared sqrt(H m))."""
+    sizes = LinearSizes(K=K, H=2, d1=2, d2=1)
+    assert sizes.m == max(1, math.ceil(math.log2(K)))
+    for tree in Privatizer(1.0, 0.1).trees(sizes).values():
+        assert tree.horizon == max(1, K - 1) and tree.levels == sizes.m
