@@ -13,7 +13,7 @@ from algorithms.linear import (
 )
 from dpcheck.errors import InputError
 
-ARRAYS = ("regret", "values", "theta_hat_p", "theta_hat_r", "policies", "containment_p", "containment_r",
+ARRAYS = ("regret", "values", "theta_hat_p", "theta_hat_r", "policies", "states", "actions", "containment_p", "containment_r",
           "lower_clips", "ties", "optimism_gap", "Lambda_p", "u_p", "Lambda_r", "u_r")
 
 
@@ -180,3 +180,26 @@ def test_invariants_on_random_tabular_instances(S, A, H, seed, po, eps):
     if not po:
         assert np.all(res.optimism_gap[good] >= -1e-9)
     assert np.all(res.iota_min[good] >= -1e-9) and np.all(res.iota_excess[good] <= 1e-9)
+
+
+def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_policy():
+    """With fixed users the algorithm is the only randomness (§1.3). Replacing user j changes no release
+    up to and including the one for episode j (P3: it uses prefix(j - 1)), hence not pi^j; it changes the next."""
+    from algorithms.envs import users_from_model
+    env = lm2()
+    K, j = 12, 6                                           # 0-based: user j answers episode j + 1
+    U = users_from_model(env.tabular, K, np.random.default_rng(1))
+    other = users_from_model(env.tabular, 4, np.random.default_rng(2))
+    U2 = U.replace(j, other, 3)
+    alg = PrivateLinOptPO(1e4)
+    logs = ([], [], [])
+    a, b, c = (alg.run(env, K, np.random.default_rng(4), runs=3, users=u, release_hook=lambda k, r, log=log: log.append(r))
+               for u, log in zip((U, U, U2), logs))
+    assert np.array_equal(a.actions, b.actions) and np.array_equal(a.policies, b.policies)
+    assert np.array_equal(a.policies[:, : j + 1], c.policies[:, : j + 1])
+    assert np.array_equal(a.actions[:, :j], c.actions[:, :j])
+    for k in range(K):
+        same = all(np.array_equal(x, y) for x, y in zip(logs[0][k], logs[2][k]))
+        assert same == (k <= j), k
+    with pytest.raises(InputError, match="cannot serve"):
+        alg.run(env, K + 1, np.random.default_rng(4), users=U)

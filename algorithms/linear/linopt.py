@@ -76,6 +76,8 @@ class LinOptResult:
     theta_hat_p/_r    the estimates theta_hat_{h,p}^k, theta_hat_{h,r}^k  (runs, K, H, d1 / d2), or None
                       (record_estimates=False)
     policies          pi_h^k(a|s) played (one-hot for VI)  (runs, K, H, S, A), or None (record_estimates=False)
+    states, actions   s_1..s_{H+1} (runs, K, H+1) and a_1..a_H (runs, K, H) of every episode: the actions are
+                      the mechanism's output M(U_K) of Def 2.2 (a JDP audit reads those of users != k)
     containment_p/_r  ||theta_h - theta_hat_h^k||_{Lambda_h^k} / beta (Lemma 3.1 holds iff <= 1; Lambda as
                       used, i.e. floored where flagged)                                    (runs, K, H)
     beta_p, beta_r    the confidence radii beta_p(alpha), beta_r(alpha) (§2.3)
@@ -106,6 +108,8 @@ class LinOptResult:
     theta_hat_p: np.ndarray | None
     theta_hat_r: np.ndarray | None
     policies: np.ndarray | None
+    states: np.ndarray
+    actions: np.ndarray
     containment_p: np.ndarray
     containment_r: np.ndarray
     beta_p: float
@@ -269,12 +273,26 @@ class _LinOpt:
                 "low_r": low_r, "Lp_inv": Lp_inv, "Lr_inv": Lr_inv}
 
     # ------------------------------------------------------------------ the run
-    def run(self, env: LinearMixtureMDP, K: int, rng, runs: int = 1, *, release_hook=None) -> LinOptResult:
+    def run(self, env: LinearMixtureMDP, K: int, rng, runs: int = 1, *, users=None,
+            release_hook=None) -> LinOptResult:
         """K episodes of ``runs`` independent runs. ``rng.spawn(3)`` -> env / regulariser noise / policy
-        (tie-breaking). ``release_hook(k, release)`` (k 1-based) sees every release (billboard checks)."""
+        (tie-breaking). ``release_hook(k, release)`` (k 1-based) sees every release (billboard checks).
+
+        users: optional scripted users (algorithms.envs.users: ``per_episode``, ``rollout(policy, rng,
+        episode=k)``, same H, S, A as ``env``, at least K users) who answer in place of ``env``'s
+        simulation -- the fixed user sequences of a JDP audit (§1.3); ``env`` still supplies the known
+        features and the model for the exact regret."""
         if not isinstance(env, LinearMixtureMDP):
             raise InputError(f"expected a LinearMixtureMDP, got {type(env).__name__}")
         K = _check_int("K", K, 1)
+        if users is not None:
+            if not getattr(users, "per_episode", False) or not hasattr(users, "rollout"):
+                raise InputError(f"users must be scripted users with per-episode rollout, got {type(users).__name__}")
+            if (users.H, users.S, users.A) != (env.H, env.S, env.A):
+                raise InputError(f"users have (H, S, A) = {(users.H, users.S, users.A)} but the instance has "
+                                 f"{(env.H, env.S, env.A)}")
+            if users.K < K:
+                raise InputError(f"{users.K} users cannot serve K = {K} episodes")
         runs = check_runs(runs)
         rng = check_rng(rng)
         reg = self.regularizer
@@ -310,11 +328,15 @@ class _LinOpt:
                 actions_table = self._greedy(Q, policy_rng)
                 pi_played = one_hot(actions_table, A)
                 rec.ties[:, k] = self._ties(Q)
-                traj = env.tabular.rollout(actions_table, env_rng)
+                played = actions_table
             else:
-                pi_played = pi
-                traj = env.tabular.rollout(pi, env_rng)
+                pi_played = played = pi
+            if users is None:
+                traj = env.tabular.rollout(played, env_rng)
+            else:
+                traj = users.rollout(played, env_rng, runs=runs, episode=k)
             s, a = traj.states, traj.actions
+            rec.states[:, k], rec.actions[:, k] = s, a
             x_p = plan["phi"][ridx, hidx, s[:, :H], a]                   # frozen rows (A2)
             y_p = V[ridx, hidx + 1, s[:, 1:]]
             x_r = env.varphi[s[:, :H], a]
@@ -372,6 +394,8 @@ class _Recorder:
     def __init__(self, runs, K, H, S, A, d1, d2, estimates, figures):
         self.regret = np.empty((runs, K))
         self.policies = np.empty((runs, K, H, S, A)) if estimates else None
+        self.states = np.empty((runs, K, H + 1), dtype=np.int64)
+        self.actions = np.empty((runs, K, H), dtype=np.int64)
         self.values = np.empty((runs, K))
         self.theta_p = np.empty((runs, K, H, d1)) if estimates else None
         self.theta_r = np.empty((runs, K, H, d2)) if estimates else None
@@ -418,6 +442,7 @@ class _Recorder:
         return LinOptResult(
             regret=self.regret, values=self.values, optimal_value=v_star,
             theta_hat_p=self.theta_p, theta_hat_r=self.theta_r, policies=self.policies,
+            states=self.states, actions=self.actions,
             containment_p=self.cont_p, containment_r=self.cont_r, beta_p=betas[0], beta_r=betas[1],
             constants=constants, lambda_min_eig_p=self.low_p, lambda_min_eig_r=self.low_r,
             floored_p=self.floored_p, floored_r=self.floored_r,
