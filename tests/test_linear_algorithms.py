@@ -203,3 +203,23 @@ def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_
         assert same == (k <= j), k
     with pytest.raises(InputError, match="cannot serve"):
         alg.run(env, K + 1, np.random.default_rng(4), users=U)
+
+
+def test_explicit_regret_bounds_hold_and_have_the_documented_form():
+    """C17 / C18: exact pseudo-regret <= the explicit bound (it is large; the ratio is what audits report)."""
+    from algorithms.linear import LinearSizes, regret_bound_vi
+    env = lm2()
+    for alg in (UCRLVTR(), OPPO(), PrivateLinOptVI(1.0), PrivateLinOptPO(1.0)):
+        res = alg.run(env, 64, np.random.default_rng(0), runs=2)
+        assert np.all(res.cumulative_regret[:, -1] <= res.config["regret_bound"])
+    sizes = LinearSizes(K=100, H=3, d1=2, d2=2)
+    alg = UCRLVTR(1.0, alpha=0.05)
+    bp, br = alg.radii(sizes)
+    T1 = 2 * bp * math.sqrt(300) * math.sqrt(2 * 3 * 2 * math.log(1 + 900))
+    T2 = 2 * 3 * br * math.sqrt(300) * math.sqrt(2 * 3 * 2 * math.log(1 + 50))
+    T3 = 3 * math.sqrt(2 * 300 * math.log(20))
+    assert alg.regret_bound(sizes, 2) == pytest.approx(T1 + T2 + T3)
+    assert regret_bound_vi(sizes, alg.regularizer.constants(sizes, 0.05), bp, br, 0.05) == pytest.approx(T1 + T2 + T3)
+    po = OPPO(1.0, alpha=0.05)
+    assert po.regret_bound(sizes, 2) == pytest.approx(
+        math.sqrt(2 * 27 * 300 * math.log(2)) + 12 * math.sqrt(600 * math.log(20)) + T1 + T2)

@@ -6,6 +6,7 @@
                    confidence_radii (§2.3), TreeStatistics (the running G, g sums in binary trees)
     privatizer:    Privatizer (§2.7-2.8: four Gaussian binary counters per step, shifts, calibration,
                    Claim and DpEvents from the same parameters)
+    bounds:        regret_bound_vi, regret_bound_po, bonus_terms (the explicit bounds of C17 / C18)
     linopt:        LinOptVI / LinOptPO (Algorithms 1-2 with any Regularizer), UCRLVTR, OPPO,
                    PrivateLinOptVI, PrivateLinOptPO, LinOptResult, floored_inverse
 
@@ -16,6 +17,7 @@ from algorithms.linear.regularizers import (
     Regularizer, RidgeRegularizer, LinearSizes, Assumption2, confidence_radii, TreeStatistics, COUNTERS,
 )
 from algorithms.linear.privatizer import Privatizer
+from algorithms.linear.bounds import bonus_terms, regret_bound_po, regret_bound_vi
 from algorithms.linear.linopt import (
     LinOptVI, LinOptPO, UCRLVTR, OPPO, PrivateLinOptVI, PrivateLinOptPO, LinOptResult, floored_inverse,
 )
@@ -25,5 +27,5 @@ __all__ = [
     "Regularizer", "RidgeRegularizer", "LinearSizes", "Assumption2", "confidence_radii", "TreeStatistics",
     "COUNTERS", "Privatizer",
     "LinOptVI", "LinOptPO", "UCRLVTR", "OPPO", "PrivateLinOptVI", "PrivateLinOptPO", "LinOptResult",
-    "floored_inverse",
+    "floored_inverse", "bonus_terms", "regret_bound_vi", "regret_bound_po",
 ]

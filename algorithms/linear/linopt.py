@@ -33,6 +33,7 @@ import numpy as np
 from dpcheck.errors import InputError
 from algorithms.envs._validate import check_rng, check_runs, one_hot
 from algorithms.envs.planning import evaluate
+from algorithms.linear.bounds import regret_bound_po, regret_bound_vi
 from algorithms.linear.mixture import LinearMixtureMDP
 from algorithms.linear.privatizer import Privatizer
 from algorithms.linear.regularizers import (
@@ -97,7 +98,8 @@ class LinOptResult:
     upper_clip_fraction   fraction of (h,s,a) clipped at H - h + 1 (noise-dominated regime) (runs, K)
     ties              number of (h,s) with more than one greedy action (VI; 0 for PO)     (runs, K) int
     Lambda_p, u_p, Lambda_r, u_r   the last release (episode K)
-    config, claim, dp_event, privacy   the algorithm's configuration; the Privatizer's Claim, DpEvent and
+    config, claim, dp_event, privacy   the algorithm's configuration (with ``regret_bound``, the explicit bound
+                      of C17 / C18 on R(K)); the Privatizer's Claim, DpEvent and
                       calibrated figures (None for non-private regularisers)
     seconds           wall time of the K episodes (all runs)
     """
@@ -226,6 +228,14 @@ class _LinOpt:
     # ------------------------------------------------------------------ public pieces
     def sizes(self, env: LinearMixtureMDP, K: int) -> LinearSizes:
         return LinearSizes(K, env.H, env.d1, env.d2, env.d)
+
+    def regret_bound(self, sizes: LinearSizes, A: int) -> float:
+        """The explicit bound of the proof of Thm 4.1 (VI) / Thm 5.1 (PO) on R(K) (C17, C18)."""
+        c = self.regularizer.constants(sizes, self.alpha)
+        beta_p, beta_r = confidence_radii(c, sizes, self.alpha)
+        if self.policy_optimisation:
+            return regret_bound_po(sizes, c, beta_p, beta_r, self.alpha, A)
+        return regret_bound_vi(sizes, c, beta_p, beta_r, self.alpha)
 
     def radii(self, sizes: LinearSizes) -> tuple[float, float]:
         """(beta_p(alpha), beta_r(alpha)) from the regulariser's Assumption 2 constants (§2.3)."""
@@ -361,7 +371,8 @@ class _LinOpt:
             if not reg.noise_off:
                 claim = reg.claim(sizes)
             dp_event = reg.dp_event(sizes)
-        cfg = dict(self.config, K=K, runs=runs, env=repr(env), eta=eta if self.policy_optimisation else None)
+        cfg = dict(self.config, K=K, runs=runs, env=repr(env), eta=eta if self.policy_optimisation else None,
+                   regret_bound=self.regret_bound(sizes, A))
         return rec.result(v_star, betas, constants, (state.shift_p, state.shift_r), last, cfg, claim,
                           dp_event, privacy, seconds)
 
