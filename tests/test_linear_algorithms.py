@@ -223,3 +223,56 @@ def test_explicit_regret_bounds_hold_and_have_the_documented_form():
     po = OPPO(1.0, alpha=0.05)
     assert po.regret_bound(sizes, 2) == pytest.approx(
         math.sqrt(2 * 27 * 300 * math.log(2)) + 12 * math.sqrt(600 * math.log(20)) + T1 + T2)
+
+
+class _RedrawingPrivatizer(Privatizer):
+    """Planted defect (P1) at the algorithm level: every release redraws the noise of all its nodes."""
+
+    def start(self, runs, sizes, rng, alpha):
+        from algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes
+
+        class Redraw(BinaryMechanism):
+            def release(self):
+                out = self.exact()
+                for _ in release_nodes(self.t):
+                    out = out + self.counter.draw(self.rng, self.shape)
+                return out
+
+        state = super().start(runs, sizes, rng, alpha)
+        for tree in state.trees.values():
+            tree.__class__ = Redraw
+        return state
+
+
+def _consecutive_release_spread(privatizer, runs=400):
+    """std over runs of (Lambda^{4} - Lambda^{3})_{h=0}[0, 1] / sigma_{p,1}: releases after 3 and 2 episodes.
+    Correct tree: B(3) - B(2) = item 3 + one leaf noise -> ~1. Redrawn: 2 + 1 fresh nodes -> ~sqrt(3)."""
+    env = lm2()
+    log = []
+    alg = LinOptVI(privatizer, record_figures=False, record_estimates=False)
+    alg.run(env, 8, np.random.default_rng(12), runs=runs, release_hook=lambda k, r: log.append(r[0]))
+    sigma = privatizer.noise_stds(alg.sizes(env, 8))["p1"]
+    return (log[3] - log[2])[:, 0, 0, 1].std() / sigma
+
+
+def test_a_privatizer_that_redraws_node_noise_is_detectable_from_the_releases():
+    good = _consecutive_release_spread(Privatizer(1.0, 0.1))
+    bad = _consecutive_release_spread(_RedrawingPrivatizer(1.0, 0.1))
+    assert 0.85 < good < 1.15
+    assert bad > 1.45                                       # sqrt(3) = 1.73
+
+
+class _UnshiftedPrivatizer(Privatizer):
+    """Planted defect: no 2 Sigma shift, so the released Lambda is indefinite about half the time."""
+
+    def shifts(self, sizes, alpha):
+        return 1e-3, 1e-3
+
+
+def test_indefinite_releases_are_floored_flagged_and_break_assumption_2():
+    res = LinOptVI(_UnshiftedPrivatizer(1.0, 0.1)).run(lm2(), 16, np.random.default_rng(0), runs=4)
+    assert res.floored_p.any() and res.floored_r.any()
+    assert np.all(res.lambda_min_eig_p[res.floored_p] <= 0)
+    assert np.all(np.isfinite(res.regret)) and np.all(np.isfinite(res.containment_p))
+    assert not res.assumption2_held.any()
+    assert np.isinf(res.z_norm_p).any()
