@@ -42,7 +42,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
