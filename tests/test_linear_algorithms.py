@@ -276,3 +276,16 @@ def test_indefinite_releases_are_floored_flagged_and_break_assumption_2():
     assert np.all(np.isfinite(res.regret)) and np.all(np.isfinite(res.containment_p))
     assert not res.assumption2_held.any()
     assert np.isinf(res.z_norm_p).any()
+
+
+def test_a_regularizer_releasing_wrong_shapes_is_a_mechanism_error():
+    from dpcheck.errors import MechanismError
+
+    class Broken(RidgeRegularizer):
+        def start(self, runs, sizes, rng, alpha):
+            state = super().start(runs, sizes, rng, alpha)
+            state.release = lambda: (np.eye(2), np.zeros(2), np.eye(2), np.zeros(2))
+            return state
+
+    with pytest.raises(MechanismError, match="must return"):
+        LinOptVI(Broken()).run(lm2(), 3, np.random.default_rng(0))

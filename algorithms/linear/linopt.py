@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpcheck.errors import InputError
+from dpcheck.errors import InputError, MechanismError
 from algorithms.envs._validate import check_rng, check_runs, one_hot
 from algorithms.envs.planning import evaluate
 from algorithms.linear.bounds import regret_bound_po, regret_bound_vi
@@ -328,6 +328,8 @@ class _LinOpt:
         t0 = time.perf_counter()
         for k in range(K):
             release = state.release()
+            if k == 0:
+                _check_release(release, runs, H, d1, d2, reg)
             Zs = state.regularization() if self.record_figures else None   # Z^k of THIS release
             if release_hook is not None:
                 release_hook(k + 1, release)
@@ -392,6 +394,18 @@ class _LinOpt:
     def _ties(Q):
         top = Q.max(axis=-1, keepdims=True)
         return ((Q == top).sum(-1) > 1).sum(axis=(1, 2))
+
+
+def _check_release(release, runs, H, d1, d2, reg):
+    """A user's regulariser returning the wrong shapes is a MechanismError, not our crash."""
+    want = ((runs, H, d1, d1), (runs, H, d1), (runs, H, d2, d2), (runs, H, d2))
+    try:
+        got = tuple(np.shape(x) for x in release)
+    except TypeError:
+        got = None
+    if got != want:
+        raise MechanismError(f"regularizer {type(reg).__name__}.start(...).release() must return "
+                             f"(Lambda_p, u_p, Lambda_r, u_r) of shapes {want}, got {got}")
 
 
 def _logsumexp(x):

@@ -115,6 +115,10 @@ class Regularizer:
     * ``trees(sizes) -> dict`` counter name (COUNTERS) -> :class:`TreeCounter` (node std 0 = exact sums);
       the privatizer's ``dp_event`` is built from the same TreeCounters its noise is drawn from;
     * ``shifts(sizes, alpha) -> (shift_p, shift_r)``: Z = N + shift I, N the tree noise of the release.
+
+    A regulariser whose Z is not "tree noise + shift I" overrides ``start`` instead and returns any object
+    with the members of :class:`TreeStatistics` the algorithms use: ``observe(x_p, y_p, x_r, y_r)``,
+    ``release()``, ``regularization()`` (checker side) and ``shift_p``, ``shift_r`` (for the ||N|| figure).
     """
 
     name = "regularizer"
