@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from algorithms.envs import random_mdp
 from algorithms.linear import (
     LinOptPO, LinOptVI, OPPO, UCRLVTR, LinearMixtureMDP, Privatizer, PrivateLinOptPO, PrivateLinOptVI,
-    RidgeRegularizer, floored_inverse, lm2, tabular_as_linear,
+    RidgeRegularizer, floored_inverse, lm2, random_linear_mixture, tabular_as_linear,
 )
 from dpcheck.errors import InputError
 
@@ -157,13 +157,15 @@ def test_short_horizons_run_and_never_insert_episode_K(K):
     assert np.all(res.regret >= -1e-12)
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=10, deadline=None)
 @given(S=st.integers(1, 3), A=st.integers(1, 3), H=st.integers(1, 3), seed=st.integers(0, 2 ** 16),
-       po=st.booleans(), eps=st.sampled_from([math.inf, 1e3, 1.0]))
-def test_invariants_on_random_tabular_instances(S, A, H, seed, po, eps):
+       po=st.booleans(), eps=st.sampled_from([math.inf, 1e3, 1.0]), tabular=st.booleans())
+def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
     """Q_h^k in [0, H - h + 1] (A11), exact regret in [0, H], policies are distributions, and on the good
-    event optimism (C14, VI) and C16 hold."""
-    env = tabular_as_linear(random_mdp(S, A, H, np.random.default_rng(seed), reward_noise="bernoulli"))
+    event optimism (C14, VI) and C16 hold; tabular-as-linear and low-dimensional random linear mixtures."""
+    rng = np.random.default_rng(seed)
+    env = (tabular_as_linear(random_mdp(S, A, H, rng, reward_noise="bernoulli")) if tabular
+           else random_linear_mixture(S, A, H, 2, 3, rng))
     cls = (PrivateLinOptPO if po else PrivateLinOptVI)
     kw = {"ridge": 1.0} if math.isinf(eps) else {}
     log = []

@@ -7,7 +7,9 @@ from hypothesis import given, settings, strategies as st
 
 from algorithms.envs import random_mdp, value_iteration
 from algorithms.envs._validate import one_hot
-from algorithms.linear import LinearMixtureMDP, lm2, max_integrated_feature_norm, tabular_as_linear
+from algorithms.linear import (
+    LinearMixtureMDP, lm2, max_integrated_feature_norm, random_linear_mixture, tabular_as_linear,
+)
 from dpcheck.errors import InputError
 
 
@@ -100,3 +102,13 @@ def test_theta_norm_bound_of_assumption_1():
     # P = 0.5 * theta = 1 needs theta = 2 > sqrt(d1) = 1
     with pytest.raises(InputError, match=r"theta_p\[0\]"):
         LinearMixtureMDP(psi, np.zeros((1, 1, 1)), np.array([[2.0]]), np.array([[0.0]]))
+
+
+@settings(max_examples=20, deadline=None)
+@given(S=st.integers(1, 5), A=st.integers(1, 4), H=st.integers(1, 4), d1=st.integers(1, 4), d2=st.integers(1, 4),
+       seed=st.integers(0, 2 ** 16))
+def test_random_linear_mixtures_satisfy_assumption_1(S, A, H, d1, d2, seed):
+    env = random_linear_mixture(S, A, H, d1, d2, np.random.default_rng(seed))   # validated on construction
+    assert (env.d1, env.d2, env.d) == (d1, d2, max(d1, d2))
+    np.testing.assert_allclose(env.P.sum(-1), 1.0)
+    assert max_integrated_feature_norm(env.psi, H) <= np.sqrt(d1) * H + 1e-9

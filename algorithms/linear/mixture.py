@@ -241,3 +241,25 @@ def tabular_as_linear(mdp: TabularMDP, *, d: int | None = None, reward_noise: st
     init = mdp.init if np.count_nonzero(mdp.init) != 1 else int(np.argmax(mdp.init))
     return LinearMixtureMDP(psi, varphi, theta_p, theta_r, init=init, d=d,
                             reward_noise=reward_noise or mdp.reward_noise, name=f"tabular({mdp.name or 'mdp'})")
+
+
+def random_linear_mixture(S: int, A: int, H: int, d1: int, d2: int, rng: np.random.Generator, *,
+                          reward_noise: str = "bernoulli") -> LinearMixtureMDP:
+    """A random instance satisfying Assumption 1 with small d1, d2 (independent of S, A).
+
+    psi(s,a,.) = (P^(1)(.|s,a), ..., P^(d1)(.|s,a)): d1 random base kernels (Dirichlet(1) rows), and
+    theta_{h,p} ~ Dirichlet(1) on the simplex, so P_h = sum_i theta_i P^(i) is a kernel, ||theta_{h,p}|| <= 1
+    and ||phi_V|| <= sqrt(d1) H (each coordinate is P^(i) V in [0, H]). varphi(s,a) ~ Dirichlet(1) on the
+    simplex (||varphi|| <= 1) and theta_{h,r} ~ U[0,1]^{d2}, so r_h = <varphi, theta_r> in [0, 1].
+    Draw order: base kernels, theta_p, varphi, theta_r.
+    """
+    for name, v in (("S", S), ("A", A), ("H", H), ("d1", d1), ("d2", d2)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise InputError(f"{name} must be an integer >= 1, got {v!r}")
+    base = rng.dirichlet(np.ones(S), size=(d1, S, A))                 # (d1, S, A, S')
+    psi = np.moveaxis(base, 0, -1)                                     # (S, A, S', d1)
+    theta_p = rng.dirichlet(np.ones(d1), size=H)
+    varphi = rng.dirichlet(np.ones(d2), size=(S, A))
+    theta_r = rng.random((H, d2))
+    return LinearMixtureMDP(psi, varphi, theta_p, theta_r, init=0, reward_noise=reward_noise,
+                            name=f"random-linear-mixture(S={S},A={A},d1={d1},d2={d2})")
