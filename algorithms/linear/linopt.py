@@ -245,7 +245,8 @@ class _LinOpt:
         """Steps 2-3 for a batch of runs from a release (Lambda_p (runs,H,d1,d1), u_p, Lambda_r, u_r) and
         the public features, radii and floors only. ``policy`` (runs,H,S,A) is pi^k for PO (None: VI).
         Returns a dict: Q (runs,H,S,A), V (runs,H+1,S), raw (unclipped Q), bonus (Gamma_p + Gamma_r),
-        phi (runs,H,S,A,d1), theta_p, theta_r, Lambda_p_used, Lambda_r_used, floored/min-eig per side."""
+        phi (runs,H,S,A,d1), theta_p, theta_r, Lp_inv, Lr_inv (the inverses used, floored where flagged),
+        floored_p/_r and low_p/_r (smallest eigenvalue; NaN when min_eig=False and PD) per side."""
         Lp, up, Lr, ur = release
         beta_p, beta_r = betas
         runs, H = up.shape[:2]
