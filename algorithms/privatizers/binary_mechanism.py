@@ -19,6 +19,14 @@ release and are never formed. The releases are kept by recurrence rather than re
 ``popcount(t)``. The sum is the same set of noisy nodes, added from the highest level down. One step costs
 O(i + 1) array operations (amortised 2) over all counters, which are batched in an arbitrary array
 shape (runs, ...).
+
+Matrix-valued streams (private_linopt.md §2.7: the Gram-matrix counters of Private-LinOpt-VI/-PO) use
+the same tree with ``TreeCounter(..., symmetric=True)``: the counters' last two axes are a square
+matrix and every node's noise is a symmetric Gaussian matrix (i.i.d. entries on and above the
+diagonal, mirrored below; P2: neither ``W + W^T`` nor an independent lower triangle), so every release
+is exactly symmetric (C3). ``BinaryMechanism(..., keep_noise=True)`` also keeps the noise of the live
+nodes so that checkers can read the total noise of the current release (``noise()``, the N_{h,p}^k of
+§2.7) without subtracting two large sums.
 """
 from __future__ import annotations
 
@@ -71,6 +79,11 @@ class TreeCounter:
                  tree serves: l1 norm for Laplace noise, l2 norm for Gaussian noise. (DP-UCBVI, one
                  family, replacement: 2 H L; add/remove: H L.)
     noise:       "laplace" (pure DP) or "gaussian".
+    symmetric:   the counters' last two axes form a square matrix and each node's noise is a symmetric
+                 Gaussian matrix (entries on/above the diagonal i.i.d., mirrored; private_linopt.md
+                 §2.7). The mechanism is then the Gaussian mechanism on the upper triangle (diagonal
+                 included) of the node p-sums, so ``sensitivity`` is the l2 change of those entries;
+                 the Frobenius norm used by the paper bounds it from above.
 
     The noisy node vector is the Laplace (Gaussian) mechanism applied to the node p-sums, and every
     release is post-processing of it, so ``dp_event()`` is exactly
@@ -82,6 +95,7 @@ class TreeCounter:
     node_scale: float
     sensitivity: float = 1.0
     noise: str = "laplace"
+    symmetric: bool = False
 
     def __post_init__(self):
         tree_levels(self.horizon)
@@ -91,6 +105,10 @@ class TreeCounter:
             raise InputError(f"sensitivity must be a finite number > 0, got {self.sensitivity!r}")
         if self.noise not in NOISES:
             raise InputError(f"noise must be one of {NOISES}, got {self.noise!r}")
+        if self.symmetric is not False and self.symmetric is not True:
+            raise InputError(f"symmetric must be True or False, got {self.symmetric!r}")
+        if self.symmetric and self.noise != "gaussian":
+            raise InputError("symmetric matrix noise is defined for Gaussian node noise only")
 
     @property
     def levels(self) -> int:
@@ -118,7 +136,28 @@ class TreeCounter:
             return np.zeros(shape)
         if self.noise == "laplace":
             return laplace(rng, self.node_scale, shape)
+        if self.symmetric:
+            return symmetric_gaussian(rng, self.node_scale, shape)
         return rng.normal(0.0, self.node_scale, size=shape)
+
+
+def symmetric_gaussian(rng: np.random.Generator, sigma: float, shape) -> np.ndarray:
+    """Symmetric Gaussian matrices over the last two axes of ``shape`` (private_linopt.md §2.7, P2).
+
+    One N(0, sigma^2) draw per entry (p, q) with p <= q (row-major upper triangle, diagonal included,
+    consumed in C order over the leading axes), copied to (q, p): every entry has variance sigma^2 and
+    the matrix is exactly symmetric.
+    """
+    shape = tuple(shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise InputError(f"symmetric matrix noise needs square trailing axes, got shape {shape}")
+    n = shape[-1]
+    rows, cols = np.triu_indices(n)
+    upper = rng.normal(0.0, sigma, size=shape[:-2] + (rows.size,))
+    out = np.empty(shape)
+    out[..., rows, cols] = upper
+    out[..., cols, rows] = upper
+    return out
 
 
 class BinaryMechanism:
@@ -127,10 +166,13 @@ class BinaryMechanism:
     ``BinaryMechanism(counter, shape, rng)``; ``step(z)`` ingests item ``t`` of every stream
     (``z`` of shape ``shape``, entries in [0, 1]); ``release()`` returns ``B(t)`` for every counter.
     All noise comes from ``rng``. ``node_draws`` counts the node noises drawn so far (one node per
-    step per counter) so tests can verify that nothing is redrawn.
+    step per counter) so tests can verify that nothing is redrawn; ``last_noise`` is the noise of the
+    node the last step completed. With ``keep_noise=True`` the noise of every live node is kept and
+    ``noise()`` returns the total noise of the current release (checkers only; the release itself is
+    computed exactly as without it).
     """
 
-    def __init__(self, counter: TreeCounter, shape, rng: np.random.Generator):
+    def __init__(self, counter: TreeCounter, shape, rng: np.random.Generator, keep_noise: bool = False):
         self.counter = counter
         self.shape = tuple(int(d) for d in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
         self.rng = rng
@@ -141,6 +183,10 @@ class BinaryMechanism:
         # p-sums of the open node at each level; prefix[j] = B(t with its bits below j cleared), j = 0..L
         self._psum = np.zeros((L,) + self.shape)
         self._prefix = np.zeros((L + 1,) + self.shape)
+        self.last_noise = None
+        self._noise = np.zeros((L,) + self.shape) if keep_noise else None
+        if counter.symmetric and (len(self.shape) < 2 or self.shape[-1] != self.shape[-2]):
+            raise InputError(f"a symmetric tree needs square trailing counter axes, got shape {self.shape}")
 
     @property
     def levels(self) -> int:
@@ -158,7 +204,7 @@ class BinaryMechanism:
         node = self._psum[:i].sum(axis=0) + z if i else z.copy()
         self._psum[:i] = 0.0
         self._psum[i] = node
-        self._advance(i, node + self.counter.draw(self.rng, self.shape))
+        self._advance(i, node + self._draw(i))
 
     def step_sparse(self, index, values) -> None:
         """``step(z)`` for an item given sparsely: ``z.ravel()[index] = values``, 0 elsewhere (indices
@@ -171,7 +217,15 @@ class BinaryMechanism:
         node.reshape(-1)[index] += values
         self._psum[:i] = 0.0
         self._psum[i] = node
-        self._advance(i, node + self.counter.draw(self.rng, self.shape))
+        self._advance(i, node + self._draw(i))
+
+    def _draw(self, i):
+        """The noise of the node completing at level i: drawn once here, never again (P1 / §7.3)."""
+        noise = self.counter.draw(self.rng, self.shape)
+        self.last_noise = noise
+        if self._noise is not None:
+            self._noise[i] = noise
+        return noise
 
     def _advance(self, i, noisy_node) -> None:
         """B(t) = B(t - 2^i) + the noisy node completed at level i; prefix[0..i] := B(t)."""
@@ -188,6 +242,13 @@ class BinaryMechanism:
     def release(self) -> np.ndarray:
         """B(t): the sum of the noisy nodes of the set bits of t (popcount(t) nodes); B(0) = 0."""
         return self._prefix[0].copy()
+
+    def noise(self) -> np.ndarray:
+        """The total noise of the current release: the sum of the noises of the popcount(t) nodes of
+        B(t) (needs ``keep_noise=True``; for checkers and tests only)."""
+        if self._noise is None:
+            raise InputError("noise() needs BinaryMechanism(..., keep_noise=True)")
+        return self._sum_set_bits(self._noise)
 
     def exact(self) -> np.ndarray:
         """The true prefix sum sum_{i<=t} z_i (for checkers and tests only)."""

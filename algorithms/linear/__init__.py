@@ -1,0 +1,34 @@
+"""Linear mixture MDPs under joint DP (specs/private_linopt.md): the algorithm layer.
+
+    mixture:       LinearMixtureMDP (Assumption 1, validated; exact planners through the tabular model
+                   underneath), lm2 (LM-2, §6.1), tabular_as_linear (§6.2), random_linear_mixture,
+                   max_integrated_feature_norm
+    regularizers:  Regularizer (the §2.1 interface), RidgeRegularizer (§2.6), LinearSizes, Assumption2,
+                   confidence_radii (§2.3), TreeStatistics (the running G, g sums in binary trees)
+    privatizer:    Privatizer (§2.7-2.8: four Gaussian binary counters per step, shifts, calibration,
+                   Claim and DpEvents from the same parameters)
+    bounds:        regret_bound_vi, regret_bound_po, bonus_terms (the explicit bounds of C17 / C18)
+    linopt:        LinOptVI / LinOptPO (Algorithms 1-2 with any Regularizer), UCRLVTR, OPPO,
+                   PrivateLinOptVI, PrivateLinOptPO, LinOptResult, floored_inverse
+
+Arrays: runs first, then the paper's indices; steps are 0-based (the paper's step h is index h - 1).
+"""
+from algorithms.linear.mixture import (
+    LinearMixtureMDP, lm2, tabular_as_linear, max_integrated_feature_norm, random_linear_mixture,
+)
+from algorithms.linear.regularizers import (
+    Regularizer, RidgeRegularizer, LinearSizes, Assumption2, confidence_radii, TreeStatistics, COUNTERS,
+)
+from algorithms.linear.privatizer import Privatizer
+from algorithms.linear.bounds import bonus_terms, regret_bound_po, regret_bound_vi
+from algorithms.linear.linopt import (
+    LinOptVI, LinOptPO, UCRLVTR, OPPO, PrivateLinOptVI, PrivateLinOptPO, LinOptResult, floored_inverse,
+)
+
+__all__ = [
+    "LinearMixtureMDP", "lm2", "tabular_as_linear", "max_integrated_feature_norm", "random_linear_mixture",
+    "Regularizer", "RidgeRegularizer", "LinearSizes", "Assumption2", "confidence_radii", "TreeStatistics",
+    "COUNTERS", "Privatizer",
+    "LinOptVI", "LinOptPO", "UCRLVTR", "OPPO", "PrivateLinOptVI", "PrivateLinOptPO", "LinOptResult",
+    "floored_inverse", "bonus_terms", "regret_bound_vi", "regret_bound_po",
+]
