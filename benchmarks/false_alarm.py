@@ -1,6 +1,7 @@
 """False-alarm rates of the statistical checks that can FAIL a default or --quick audit (issue 9).
 
-    python benchmarks/false_alarm.py [--seeds 50] [--check NAME] [--config quick|default|all] [--out PATH]
+    python benchmarks/false_alarm.py [--seeds 50] [--check NAME] [--config quick|default|all]
+                                     [--privatizer central|local] [--out PATH]
 
 A CI gate must never say FAIL (or PASS) wrongly at a rate above its stated level. This script runs
 the check functions of the audits directly (not the whole audit, to keep the cost down) on the
@@ -11,7 +12,7 @@ configuration, seeds, FAIL / inconclusive / PASS counts, the FAIL rate, its one-
 95% upper bound and the check's alpha. Results go to benchmarks/results/false_alarm.json.
 
 Which checks can FAIL (read from audits/dp_ucbvi.py and audits/dp_nash_vi.py, central privatizer,
-the default of both audits):
+the default of both audits; ``--privatizer local`` measures dp_ucbvi's checks under --privatizer local):
 
 measured here (statistical, no earlier validity measurement):
   dp_ucbvi   regret.exponent, regret.privacy_cost_K, regret.privacy_cost_eps   (rate_checks)
@@ -58,14 +59,22 @@ def _key(k: str) -> int:
 
 
 # ----------------------------------------------------------------------------- dp_ucbvi
+PRIVATIZER = {"name": "central"}      # set by --privatizer
+
+
 def _ucbvi_spec():
     from audits.dp_ucbvi import AgentSpec
-    spec = AgentSpec(privatizer="central", epsilon=1.0)
+    spec = AgentSpec(privatizer=PRIVATIZER["name"], epsilon=1.0)
     return spec, replace(spec, mode="practical", width_mode="nominal")
 
 
+def _eps_grid():
+    """run()'s sweep: JDP (0.5, 1, 2, 4), LDP (8, 16, 32, 64) times --epsilon 1."""
+    return (0.5, 1.0, 2.0, 4.0) if PRIVATIZER["name"] == "central" else (8.0, 16.0, 32.0, 64.0)
+
+
 def ucbvi_curves(seed: int, config: str):
-    """The regret sweep of ``dpcheck audit dp_ucbvi [--quick] --seed seed`` (central, eps = 1)."""
+    """The regret sweep of ``dpcheck audit dp_ucbvi [--quick] --seed seed`` (eps = 1)."""
     from algorithms.envs.generators import random_mdp
     from audits.dp_ucbvi import practical_noise, regret_curves
     _, practical = _ucbvi_spec()
@@ -78,26 +87,29 @@ def ucbvi_curves(seed: int, config: str):
     base = replace(practical, privatizer="none", agent_class=None, mode="practical")
     R_np = regret_curves(base, env, K, runs, s)[:, at]
     curves = {e: regret_curves(practical_noise(practical, env.H, K, e), env, K, runs, s)[:, at]
-              for e in (0.5, 1.0, 2.0, 4.0)}
+              for e in _eps_grid()}
     return K_grid, R_np, curves, s
 
 
 def legacy_privacy_cost_K(K_grid, R_np, R_priv, seed):
     """The statistic before issue 9: cumulative log-log slope of the cost on K >= K_grid[-4], percentile
-    bootstrap, FAIL if the lower end > 0.35 (JDP)."""
+    bootstrap, FAIL if the lower end > 0.35 (JDP) / 0.65 (LDP)."""
     from dpcheck.regret import fit_scaling
     cost = np.maximum(R_priv - R_np, 1e-9)
     late = K_grid >= K_grid[-4]
     lo, hi = fit_scaling(K_grid[late], cost[:, late], alpha=ALPHA, seed=seed).ci
-    return "pass" if hi <= 0.35 else "fail" if lo > 0.35 else "inconclusive"
+    b = 0.35 if PRIVATIZER["name"] == "central" else 0.65
+    return "pass" if hi <= b else "fail" if lo > b else "inconclusive"
 
 
 def run_ucbvi_regret(seed: int, config: str) -> dict:
     from audits.dp_ucbvi import rate_checks
     K_grid, R_np, curves, s = ucbvi_curves(seed, config)
-    out = {c.id: c.verdict for c in rate_checks(K_grid, R_np, curves, eps_main=1.0, notion="JDP",
+    eps_main = _eps_grid()[1]
+    notion = "JDP" if PRIVATIZER["name"] == "central" else "LDP"
+    out = {c.id: c.verdict for c in rate_checks(K_grid, R_np, curves, eps_main=eps_main, notion=notion,
                                                 alpha=ALPHA, seed=s)}
-    out["regret.privacy_cost_K[legacy]"] = legacy_privacy_cost_K(K_grid, R_np, curves[1.0], s)
+    out["regret.privacy_cost_K[legacy]"] = legacy_privacy_cost_K(K_grid, R_np, curves[eps_main], s)
     return out
 
 
@@ -164,7 +176,7 @@ def measure(group: str, config: str, seeds: int, progress=print) -> list[dict]:
     rows = []
     for cid, c in counts.items():
         n = seeds
-        rows.append({"check": cid, "audit": audit, "config": config, "seeds": n, "fails": c["fail"],
+        rows.append({"check": cid, "audit": audit, "config": config, "privatizer": PRIVATIZER["name"], "seeds": n, "fails": c["fail"],
                      "inconclusive": c["inconclusive"], "passes": c["pass"], "rate": c["fail"] / n,
                      "cp_upper_95": cp_upper(c["fail"], n), "alpha": ALPHA, "fail_seeds": c["fail_seeds"],
                      "seconds": round(dt, 1),
@@ -177,6 +189,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=50)
     ap.add_argument("--check", action="append", help=f"a group ({', '.join(GROUPS)}) or a check id; repeatable")
     ap.add_argument("--config", choices=CONFIGS + ("all",), default="all")
+    ap.add_argument("--privatizer", choices=("central", "local"), default="central",
+                    help="dp_ucbvi's privatizer (the dp_nash_vi and tree-reuse rows are central only)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "false_alarm.json"))
     a = ap.parse_args(argv)
     groups = list(GROUPS)
@@ -185,6 +199,9 @@ def main(argv=None) -> int:
         if not groups:
             ap.error(f"unknown check {a.check}; groups: {list(GROUPS)}")
     configs = CONFIGS if a.config == "all" else (a.config,)
+    PRIVATIZER["name"] = a.privatizer
+    if a.privatizer == "local":
+        groups = [g for g in groups if g.startswith("ucbvi.")]
     rows = []
     for g in groups:
         for cfg in configs:
@@ -192,12 +209,13 @@ def main(argv=None) -> int:
     if a.check:
         rows = [r for r in rows if r["check"] in a.check or any(r["check"] in GROUPS[g][2] for g in a.check
                                                                if g in GROUPS)]
-    hdr = f"{'check':34s} {'audit':20s} {'config':8s} {'seeds':>5s} {'fails':>5s} {'inc':>4s} {'rate':>6s} " \
+    hdr = f"{'check':34s} {'audit':20s} {'config':16s} {'seeds':>5s} {'fails':>5s} {'inc':>4s} {'rate':>6s} " \
           f"{'CP95up':>7s} {'alpha':>5s}"
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        print(f"{r['check']:34s} {r['audit']:20s} {r['config']:8s} {r['seeds']:5d} {r['fails']:5d} "
+        cfg = r["config"] + ("" if r["privatizer"] == "central" else f"/{r['privatizer']}")
+        print(f"{r['check']:34s} {r['audit']:20s} {cfg:16s} {r['seeds']:5d} {r['fails']:5d} "
               f"{r['inconclusive']:4d} {r['rate']:6.3f} {r['cp_upper_95']:7.3f} {r['alpha']:5.2f}"
               + ("" if r["within_alpha"] else "  <-- above alpha"))
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
@@ -205,8 +223,9 @@ def main(argv=None) -> int:
     if os.path.exists(a.out):
         with open(a.out) as f:
             old = json.load(f).get("rows", [])
-    keep = {(r["check"], r["config"]) for r in rows}
-    merged = [r for r in old if (r["check"], r["config"]) not in keep] + rows
+    row_key = lambda r: (r["check"], r["config"], r.get("privatizer", "central"))
+    keep = {row_key(r) for r in rows}
+    merged = [r for r in old if row_key(r) not in keep] + rows
     with open(a.out, "w") as f:
         json.dump({"schema": "dpcheck.false_alarm/1", "alpha": ALPHA,
                    "command": "python benchmarks/false_alarm.py " + " ".join(argv if argv is not None else sys.argv[1:]),

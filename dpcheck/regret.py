@@ -172,7 +172,10 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     det = {"fit": fit.to_dict(), "plots": [increments_plot(fit, claimed)]}
     det.update(details or {})
     return Check(id=id, kind="regret", verdict=verdict,
-                 claim={"exponent_at_most": claimed, "tolerance": tolerance, "source": source},
+                 claim={"exponent_at_most": claimed, "tolerance": tolerance, "source": source,
+                        "level": (f"FAIL iff the lower end of the two-sided {fit.confidence:.0%} {fit.interval} bootstrap "
+                                  f"interval exceeds {bound:g}: level {(1 - fit.confidence) / 2:g} when the interval "
+                                  f"is valid (dpcheck/regret.py, Intervals)")},
                  measured={"exponent": fit.exponent, "ci": list(fit.ci), "confidence": fit.confidence,
                            "window": list(fit.window), "seeds": fit.seeds, "local_slopes": list(fit.local_slopes)},
                  details=det, reason=why)
@@ -249,6 +252,8 @@ def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str
                                              "series": [{"label": "mean over seeds", "x": list(fit.x), "y": list(fit.y_mean)}]}]}
     det.update(details or {})
     return Check(id=id, kind="regret", verdict=verdict,
-                 claim={"slope": expected, "tolerance": tolerance, "source": source},
+                 claim={"slope": expected, "tolerance": tolerance, "source": source,
+                        "level": (f"FAIL iff the two-sided {fit.confidence:.0%} {fit.interval} bootstrap interval lies "
+                                  f"wholly outside: level {(1 - fit.confidence) / 2:g} per side when it is valid")},
                  measured={"slope": fit.slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
                  details=det, reason=why)
