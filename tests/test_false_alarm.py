@@ -70,3 +70,15 @@ def test_planted_linear_privacy_cost_still_fails():
     assert by_id["regret.privacy_cost_K"].verdict == "fail"
     assert by_id["regret.privacy_cost_K"].measured["ci"][0] > 0.9
     assert by_id["regret.exponent"].verdict == "fail"
+
+
+def test_benchmark_cli_writes_the_table_and_json(tmp_path, capsys):
+    import json
+    fa = _bench()
+    out = tmp_path / "fa.json"
+    code = fa.main(["--seeds", "2", "--check", "whitebox.tree_noise_reuse", "--config", "quick", "--out", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    assert code == 0
+    assert [(r["check"], r["config"], r["seeds"]) for r in rows] == [("whitebox.tree_noise_reuse", "quick", 2)]
+    assert rows[0]["fails"] == 0 and rows[0]["alpha"] == 0.05 and 0 < rows[0]["cp_upper_95"] < 1
+    assert "CP95up" in capsys.readouterr().out
