@@ -224,11 +224,13 @@ def main(argv=None) -> int:
         with open(a.out) as f:
             old = json.load(f).get("rows", [])
     row_key = lambda r: (r["check"], r["config"], r.get("privatizer", "central"))
+    cmd = "python benchmarks/false_alarm.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    for r in rows:
+        r["command"] = cmd
     keep = {row_key(r) for r in rows}
     merged = [r for r in old if row_key(r) not in keep] + rows
     with open(a.out, "w") as f:
         json.dump({"schema": "dpcheck.false_alarm/1", "alpha": ALPHA,
-                   "command": "python benchmarks/false_alarm.py " + " ".join(argv if argv is not None else sys.argv[1:]),
                    "note": "FAIL counts of each check on the reference implementation, one audit seed per row "
                            "entry; cp_upper_95 is the one-sided Clopper-Pearson 95% upper bound on the rate",
                    "rows": merged}, f, indent=1)
