@@ -39,7 +39,10 @@ Regret (practical mode: C1 = 0.1, C2 = 0.02, width_mode "nominal"; no guarantee 
   0.29 (CI [0.20, 0.38]); LDP (eps 64) 0.46 (CI [0.34, 0.58]).
   [regret.exponent.nonprivate]  exponent of the increments R(2K) - R(K) <= 0.5 + 0.1 (Theorem 4.1 with E = 0;
       a hard check: a learner that never updates has exponent 1 and fails it). A CI below 0.25 is flagged as
-      an uninformative (saturated) pass.
+      an uninformative (saturated) pass. The only regret check here that can FAIL: at level alpha/2 of its
+      two-sided bootstrap interval; its false-alarm rate over audit seeds (--quick and default) is measured
+      by benchmarks/false_alarm.py (0 of 60 each). Every other regret check below is softened (_soften): a
+      miss is inconclusive, never FAIL, so it cannot fail a CI gate.
   [regret.exponent.jdp | .ldp]   the same for the private runs at the largest eps of the sweep (softened), on
       a window that starts after the privacy term's burn-in (K >= 1000; see regret_checks).
   [regret.privacy_cost.jdp_eps | .ldp_eps]  paired cost R_priv(K) - R_nonpriv(K) against eps: slope -1 +- 0.35.
@@ -372,6 +375,7 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
     regret.privacy_cost.<n>_eps paired cost R_priv(K) - R_nonpriv(K) against eps: slope -1 +- 0.35.
     regret.privacy_cost.<n>_K   paired cost at the end of runs with horizons K_cost: slope no larger than
                                the theorem's privacy term's (computed from the privatizer's width) + 0.15.
+    All three are softened (practical constants: no guarantee), so they report PASS or INCONCLUSIVE only.
     """
     from dpcheck.regret import fit_increment_exponent, fit_scaling, increments_plot, regret_exponent_check
     key = notion.lower()
@@ -448,7 +452,7 @@ def cost_K_comparison(results: dict, game, *, K_cost, jdp_eps: float, ldp_eps: f
     """regret.privacy_cost.jdp_vs_ldp_K: the LDP cost grows faster in K than the JDP cost by the ratio of the
     theorems' privacy terms (sqrt(K) E_local-polylog vs E_central-polylog): the difference of the two fitted
     slopes against the difference of the predicted ones +- 0.2. Both notions' runs share every seed (common
-    random numbers), so the bootstrap resamples seeds jointly."""
+    random numbers), so the bootstrap resamples seeds jointly. Softened: PASS or INCONCLUSIVE, never FAIL."""
     K_cost = np.asarray(K_cost, dtype=float)
 
     def costs(spec, e):
