@@ -1,32 +1,45 @@
 """Built-in example audit: a counting query released with Lap(1/eps) (the README's first run).
 
 ``dpcheck audit laplace_example`` audits it black-box; ``--epsilon`` changes the eps the
-mechanism is calibrated to and claims.
+mechanism is calibrated to and claims. It is also the template of an algorithm audit
+(docs/interfaces.md "How to add an algorithm audit"): claim table first, then ``run``.
 """
 from __future__ import annotations
 
-from dpcheck.registry import PARALLEL, register
+from dpcheck.audit import Audit, ClaimRow
+from dpcheck.registry import PARALLEL
+
+SOURCE = "Dwork, McSherry, Nissim & Smith 2006, Laplace mechanism"
 
 
-@register("laplace_example", algorithm="Laplace mechanism (example)", notion="DP", claim="epsilon = 1",
-          description="counting query + Lap(1/eps), audited black-box", default_epsilon=1.0,
-          uses=("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir"))
-def run(ctx) -> None:
-    from dpcheck import AuditTarget, Claim
-    from dpcheck.blackbox import audit
+class LaplaceExample(Audit):
+    name = "laplace_example"
+    algorithm = "Laplace mechanism (example)"
+    notion = "DP"
+    summary = "epsilon = 1"
+    description = "counting query + Lap(1/eps), audited black-box"
+    uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    claims = (
+        ClaimRow("privacy.blackbox", "privacy", "a count of sensitivity 1 plus Lap(1/eps) is eps-DP",
+                 SOURCE + " (Example 1)", "run"),
+    )
 
-    o = ctx.options
-    eps = o.epsilon if o.epsilon is not None else 1.0
-    scale = 1.0 / eps                          # sensitivity 1 / eps (Dwork et al. 2006)
+    def run(self) -> None:
+        from dpcheck import AuditTarget, Claim
 
-    def noisy_count(count, rng, size):
-        return rng.laplace(float(count), scale, size)
+        eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
+        scale = 1.0 / eps                          # sensitivity 1 / eps (Dwork et al. 2006)
 
-    target = AuditTarget(name="laplace_example", mechanism=noisy_count, pairs=[(10, 11)],
-                         claim=Claim(epsilon=eps, source="Dwork, McSherry, Nissim & Smith 2006, Laplace mechanism"))
-    samples = o.samples if o.samples is not None else (10**5 if o.quick else 10**6)
-    ctx.config["mechanism"] = f"count + Lap(1/{eps:g})"
-    ctx.config["claim"] = target.claim.to_dict()
-    result = audit(target, samples=samples, alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend,
-                   scheduler=o.scheduler, progress=ctx.progress, cache_dir=o.cache_dir)
-    ctx.add(result.to_check(id="privacy.blackbox", claim_source=target.claim.source))
+        def noisy_count(count, rng, size):
+            return rng.laplace(float(count), scale, size)
+
+        target = AuditTarget(name="laplace_example", mechanism=noisy_count, pairs=[(10, 11)],
+                             claim=Claim(epsilon=eps, source=SOURCE))
+        samples = self.exe.samples if self.exe.samples is not None else self.exe.pick(10**6, 10**5)
+        self.config["mechanism"] = f"count + Lap(1/{eps:g})"
+        self.config["claim"] = target.claim.to_dict()
+        check, _ = self.blackbox(target, id="privacy.blackbox", samples=samples, claim_source=SOURCE)
+        self.add(check)
+
+
+LaplaceExample.register()

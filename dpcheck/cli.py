@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="list the registered audits")
     ls.add_argument("--options", metavar="NAME", dest="options_of",
                     help="the options and --set keys audit NAME uses (NAME may also be path.py:OBJ)")
+    ls.add_argument("--claims", metavar="NAME", dest="claims_of",
+                    help="audit NAME's claim table: each check id with the paper's statement, its source and "
+                         "the method that checks it")
 
     a = sub.add_parser("audit", help="audit a registered algorithm or a user target (path.py:NAME, pkg.mod:NAME)",
                        description="An option the audit does not use is an error (exit 2); "
@@ -263,6 +266,17 @@ def cmd_list(args) -> int:
             known = ", ".join(sorted(reg)) or "(none)"
             raise InputError(f"no audit named {name!r} (registered: {known})")
         return EXIT_PASS
+    if args.claims_of is not None:
+        from dpcheck.audit import format_claim_table
+        if args.claims_of not in reg:
+            known = ", ".join(sorted(reg)) or "(none)"
+            raise InputError(f"no audit named {args.claims_of!r} (registered: {known})")
+        spec = reg[args.claims_of]
+        if not spec.claims:
+            raise InputError(f"audit {args.claims_of!r} declares no claim table")
+        print(f"{spec.name}: {spec.algorithm}\n")
+        print(format_claim_table(spec.name, [r.to_dict() for r in spec.claims]))
+        return EXIT_PASS
     if not reg:
         print("no audits registered")
         return EXIT_PASS
@@ -274,7 +288,8 @@ def cmd_list(args) -> int:
         extra = f"  [privatizers: {', '.join(s.privatizers)}]" if s.privatizers else ""
         print(f"{name:{w}s}  {s.notion:{wn}s}  {s.algorithm} — {s.claim}{extra}")
     print("\nalso: dpcheck audit path/to/file.py:NAME  (a dpcheck.AuditTarget of your own)")
-    print("options and --set keys of one audit: dpcheck list --options NAME")
+    print("options and --set keys of one audit: dpcheck list --options NAME; its claim table: "
+          "dpcheck list --claims NAME")
     return EXIT_PASS
 
 

@@ -37,6 +37,7 @@ class AuditSpec:
     uses: tuple[str, ...] = DEFAULT_USES
     options: tuple[SetOption, ...] = ()
     validate: Callable | None = None
+    claims: tuple = ()      # the claim table (dpcheck.audit.ClaimRow), for `dpcheck list --claims`
 
     def check_options(self, options, given) -> None:
         """Refuse options this audit does not use; parse its ``--set`` keys into ``options.extra``.
@@ -63,7 +64,7 @@ _loaded = False
 def register(name: str, *, algorithm: str, notion: str, claim: str, description: str = "",
              privatizers: tuple[str, ...] = (), default_epsilon: float | None = None,
              uses: tuple[str, ...] | None = None, options: tuple[SetOption, ...] = (),
-             validate: Callable | None = None):
+             validate: Callable | None = None, claims: tuple = ()):
     """Decorator: register ``run(ctx)`` as the audit ``name``.
 
     uses:     the common options the audit reads (AuditOptions field names: epsilon, delta,
@@ -85,7 +86,7 @@ def register(name: str, *, algorithm: str, notion: str, claim: str, description:
         _REGISTRY[name] = AuditSpec(name=name, run=fn, algorithm=algorithm, notion=notion, claim=claim,
                                     description=description, privatizers=tuple(privatizers),
                                     default_epsilon=default_epsilon, uses=uses, options=tuple(options),
-                                    validate=validate)
+                                    validate=validate, claims=tuple(claims))
         return fn
     return deco
 

@@ -378,8 +378,12 @@ def test_declarations_match_what_each_audit_module_reads():
     assert {"audits.dp_nash_vi", "audits.dp_ucbvi", "audits.privatizers", "audits.examples"} <= set(modules)
     for mod, (uses, keys) in modules.items():
         src = inspect.getsource(importlib.import_module(mod))
-        read = set(re.findall(r"\b(?:o|options)\.([a-z_]+)", src)) & set(COMMON)
-        read_keys = set(re.findall(r"""extra(?:\.get\(|\[)["'](\w+)["']""", src))
+        read = set(re.findall(r"\b(?:o|options|opts|exe)\.([a-z_]+)", src)) & set(COMMON)
+        if "self.blackbox(" in src:     # dpcheck.audit.Audit.blackbox hands the execution options to every call
+            read |= {"alpha", "seed", "workers", "backend", "scheduler", "cache_dir"}
+        if "exe.pick(" in src:          # ExecutionOptions.pick: the --quick size
+            read.add("quick")
+        read_keys = set(re.findall(r"""(?:extra|self\.set)(?:\.get\(|\[)["'](\w+)["']""", src))
         assert uses == read, (mod, uses ^ read)
         assert keys == read_keys, (mod, keys ^ read_keys)
 

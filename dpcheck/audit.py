@@ -1,0 +1,258 @@
+"""The shape every algorithm audit takes: a claim table, an options table, and ``run``.
+
+An audit turns a paper's claims into checks. A reader should go from a theorem in the paper to the
+check that tests it in one hop, so an audit is a class whose top is its **claim table**: one
+:class:`ClaimRow` per check id, with the paper's statement, where the paper says it (paper, theorem
+/ lemma / equation), and the method of the class that checks it. ``dpcheck list --claims NAME``
+prints the table; every check the audit adds gets its row's source and statement in its ``claim``
+(``claim["table"]``), and a check id that is not in the table is a programming error.
+
+What every audit repeats lives here, once:
+
+* :class:`ExecutionOptions` -- alpha, seed, samples, workers, backend, scheduler, cache, progress,
+  quick -- validated at the command line and handed whole to every black-box call
+  (:meth:`Audit.blackbox`), so ``--cache``, ``--workers`` and ``--backend dask`` reach all of them;
+* per-step seeding from the one seed (:meth:`Audit.seed_sequence`, :meth:`Audit.rng`,
+  :meth:`Audit.int_seed`);
+* theory vs practical mode: :meth:`Audit.soften` turns a practical-mode miss (constants below the
+  paper's, no guarantee) into "inconclusive"; :meth:`Audit.vacuous` marks a pass that holds only
+  trivially (shown as "PASS (vacuous)" in every report);
+* the config record (``self.config``) and progress lines (:meth:`Audit.progress`).
+
+Slope / interval verdicts are :func:`dpcheck.regret.slope_verdict` (one helper for every rate check).
+
+A new audit is a short declaration (docs/interfaces.md "How to add an algorithm audit")::
+
+    class LaplaceExample(Audit):
+        name = "laplace_example"
+        algorithm = "Laplace mechanism (example)"
+        notion = "DP"
+        summary = "epsilon = 1"
+        uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+        claims = (ClaimRow("privacy.blackbox", "privacy", "M(x) = x + Lap(1/eps) is eps-DP",
+                           "Dwork et al. 2006, Example 1", "run"),)
+
+        def run(self):
+            ...
+            self.add(self.blackbox(target, id="privacy.blackbox", samples=...))
+
+    LaplaceExample.register()
+
+``dpcheck`` imports no algorithm: an audit module imports :mod:`dpcheck`, never the reverse; audits
+are found through the ``dpcheck.audits`` entry-point group (:mod:`dpcheck.registry`).
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, replace
+from typing import Callable, ClassVar
+
+import numpy as np
+
+from dpcheck.checks import FAIL, INCONCLUSIVE, Check, qualify
+from dpcheck.options import SetOption
+
+KINDS = ("privacy", "assumption", "regret", "whitebox")
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One row of an audit's claim table.
+
+    id:        the check id it produces (dotted: ``kind.what[.variant]``, docs/interfaces.md "Check ids");
+               a trailing ``*`` matches a family (``privacy.blackbox*``).
+    kind:      privacy | assumption | regret | whitebox.
+    statement: what the paper claims, in its words (formulas as in the spec).
+    source:    where: paper, theorem / lemma / equation (and the spec's claim number).
+    method:    the name of the method of the audit class (or the function in audits/lib) that checks it.
+    """
+
+    id: str
+    kind: str
+    statement: str
+    source: str
+    method: str
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"ClaimRow {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    def matches(self, check_id: str) -> bool:
+        return check_id == self.id or (self.id.endswith("*") and check_id.startswith(self.id[:-1]))
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "statement": self.statement, "source": self.source,
+                "method": self.method}
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How an audit runs (not what it claims): validated once at the command line, passed whole.
+
+    alpha:     error probability of each check; seed: fixes everything; samples: black-box outputs
+    per input of each pair (None: the audit's default); workers / backend / scheduler: dpcheck.parallel;
+    cache_dir: stream finished chunks there and resume; quick: the reduced CI run; progress: the
+    progress-line callback.
+    """
+
+    alpha: float = 0.05
+    seed: int = 0
+    samples: int | None = None
+    workers: int = 1
+    backend: str = "local"
+    scheduler: str | None = None
+    cache_dir: str | None = None
+    quick: bool = False
+    progress: Callable[[str], None] | None = None
+
+    @classmethod
+    def from_context(cls, ctx) -> "ExecutionOptions":
+        o = ctx.options
+        return cls(alpha=float(o.alpha), seed=int(o.seed), samples=o.samples, workers=int(o.workers),
+                   backend=o.backend, scheduler=o.scheduler, cache_dir=o.cache_dir, quick=bool(o.quick),
+                   progress=ctx.progress)
+
+    def parallel(self) -> dict:
+        """The keyword arguments every dpcheck.parallel / dpcheck.blackbox call takes."""
+        return dict(workers=self.workers, backend=self.backend, scheduler=self.scheduler,
+                    cache_dir=self.cache_dir, progress=self.progress)
+
+    def pick(self, default, quick):
+        """``quick`` under --quick, else ``default`` (sizes of every part of an audit)."""
+        return quick if self.quick else default
+
+
+class Audit(abc.ABC):
+    """Base class of an algorithm audit (module docstring). Subclasses declare the class attributes
+    below and implement :meth:`run`; ``register()`` makes them ``dpcheck audit NAME``."""
+
+    name: ClassVar[str]
+    algorithm: ClassVar[str]
+    notion: ClassVar[str]
+    summary: ClassVar[str]                      # the one-line claim ``dpcheck list`` shows
+    claims: ClassVar[tuple[ClaimRow, ...]] = ()
+    options: ClassVar[tuple[SetOption, ...]] = ()  # the --set table
+    uses: ClassVar[tuple[str, ...]] = ("seed", "alpha")
+    privatizers: ClassVar[tuple[str, ...]] = ()
+    description: ClassVar[str] = ""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.exe = ExecutionOptions.from_context(ctx)
+        self.opts = ctx.options                  # the parsed command-line values (epsilon, privatizer, ...)
+        self.set = dict(ctx.options.extra or {})  # the parsed --set values, defaults filled in
+        self.config = ctx.config
+
+    # -- what a subclass writes ------------------------------------------------------------
+    @abc.abstractmethod
+    def run(self) -> None:
+        """Add every check with :meth:`add` as soon as it is finished."""
+
+    # -- registration ----------------------------------------------------------------------
+    @classmethod
+    def register(cls, *, validate: Callable | None = None, wrap: Callable | None = None) -> type:
+        """Register the audit under ``cls.name`` (dpcheck.registry), its claim table with it.
+
+        ``wrap``: a decorator for the run function (e.g. dpcheck.parallel.with_result_cache)."""
+        from dpcheck.registry import register
+        cls.check_table()
+
+        def run(ctx):
+            return cls(ctx).run()
+        run.__name__ = run.__qualname__ = f"{cls.__name__}.run"
+        run.__module__ = cls.__module__
+        if wrap is not None:
+            run = wrap(run)
+        register(cls.name, algorithm=cls.algorithm, notion=cls.notion, claim=cls.summary,
+                 description=cls.description, privatizers=cls.privatizers, uses=cls.uses, options=cls.options,
+                 validate=validate, claims=cls.claims)(run)
+        return cls
+
+    @classmethod
+    def check_table(cls) -> None:
+        ids = [r.id for r in cls.claims]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"audit {cls.__name__}: duplicate ids in its claim table: {ids}")
+        for r in cls.claims:
+            if "." not in r.method and not callable(getattr(cls, r.method, None)):
+                raise ValueError(f"audit {cls.__name__}: claim {r.id!r} names the method {r.method!r}, "
+                                 "which it does not have")
+
+    @classmethod
+    def row(cls, check_id: str) -> ClaimRow | None:
+        return next((r for r in cls.claims if r.matches(check_id)), None)
+
+    # -- writing checks --------------------------------------------------------------------
+    def add(self, check: Check) -> Check:
+        """Add a finished check; its claim-table row goes into ``claim["table"]``."""
+        row = self.row(check.id)
+        if row is None:
+            raise ValueError(f"audit {self.name}: check {check.id!r} is not in its claim table")
+        claim = dict(check.claim) if isinstance(check.claim, dict) else {"statement": str(check.claim)}
+        claim["table"] = {"statement": row.statement, "source": row.source, "method": row.method}
+        return self.ctx.add(replace(check, claim=claim))
+
+    def progress(self, msg: str) -> None:
+        self.ctx.progress(msg)
+
+    # -- randomness: everything from the one --seed -----------------------------------------
+    def seed_sequence(self, *key) -> np.random.SeedSequence:
+        """A child seed that depends only on --seed and ``key`` (ints or strings)."""
+        return self.ctx.seed_sequence(*key)
+
+    def rng(self, *key) -> np.random.Generator:
+        return self.ctx.rng(*key)
+
+    def int_seed(self, *key) -> int:
+        """An integer seed derived from --seed and ``key`` (for APIs that take an int)."""
+        return int(self.seed_sequence(*key).generate_state(1)[0])
+
+    # -- the black-box runner --------------------------------------------------------------
+    def blackbox(self, target, *, id: str, samples: int, seed: int | None = None, claim_source: str | None = None,
+                 kind: str = "privacy"):
+        """Audit ``target`` black box with the run's execution options; returns (Check, AuditResult)."""
+        from dpcheck.blackbox import audit
+        e = self.exe
+        res = audit(target, samples=int(samples), alpha=e.alpha, seed=e.seed if seed is None else int(seed),
+                    **e.parallel())
+        src = claim_source if claim_source is not None else getattr(target.claim, "source", None)
+        return res.to_check(id=id, kind=kind, claim_source=src), res
+
+    # -- theory vs practical mode ----------------------------------------------------------
+    @staticmethod
+    def soften(check: Check, practical: bool = True) -> Check:
+        """A miss in practical mode (constants below the paper's: no guarantee) is evidence, not a
+        violation: FAIL becomes INCONCLUSIVE, and the check says why."""
+        if not practical or check.verdict != FAIL:
+            return check
+        det = dict(check.details)
+        det["note"] = "practical mode: constants below the theory values, the claim is not guaranteed"
+        return replace(check, verdict=INCONCLUSIVE, details=det, reason="practical mode (no guarantee): " + check.reason)
+
+    @staticmethod
+    def vacuous(check: Check, why: str | None) -> Check:
+        """Mark a pass that holds only trivially (e.g. a bonus saturated at H); a FAIL stays a FAIL."""
+        if not why or check.verdict == FAIL:
+            return check
+        return qualify(check, "vacuous", why)
+
+    # -- describing the audit --------------------------------------------------------------
+    @classmethod
+    def claim_table(cls) -> list[dict]:
+        return [r.to_dict() for r in cls.claims]
+
+
+def format_claim_table(name: str, rows: list[dict], width: int = 160) -> str:
+    """The claim table as ``dpcheck list --claims NAME`` prints it."""
+    if not rows:
+        return f"{name}: no claim table"
+    idw = max(len(r["id"]) for r in rows)
+    kw = max(len(r["kind"]) for r in rows)
+    out = [f"{'check':{idw}s}  {'kind':{kw}s}  claim — source  [checked by]"]
+    for r in rows:
+        line = f"{r['id']:{idw}s}  {r['kind']:{kw}s}  {r['statement']} — {r['source']}  [{r['method']}]"
+        out.append(line if len(line) <= width else line[: width - 1] + "…")
+    return "\n".join(out)
+
+
+__all__ = ["Audit", "ClaimRow", "ExecutionOptions", "format_claim_table", "KINDS"]

@@ -1,0 +1,107 @@
+"""dpcheck.audit: the claim table, the execution options handed whole, soften / vacuous, list --claims."""
+import numpy as np
+import pytest
+
+from dpcheck import AuditTarget, Claim, registry
+from dpcheck.audit import Audit, ClaimRow, ExecutionOptions
+from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
+from dpcheck.cli import main
+from dpcheck.context import AuditContext, AuditOptions
+
+
+def _check(id, verdict=PASS):
+    return Check(id=id, kind="assumption", verdict=verdict, claim={"statement": "s"}, measured={"confidence": 1.0},
+                 reason="r")
+
+
+class _Two(Audit):
+    name = "_audit_base_two"
+    algorithm = "test"
+    notion = "DP"
+    summary = "nothing"
+    uses = ("seed", "alpha", "samples", "workers", "backend", "scheduler", "cache_dir", "quick")
+    claims = (ClaimRow("assumption.a", "assumption", "A holds", "Paper, Lemma 1", "run"),
+              ClaimRow("privacy.blackbox*", "privacy", "eps-DP", "Paper, Theorem 2", "run"))
+
+    def run(self):
+        self.add(_check("assumption.a"))
+        tgt = AuditTarget(name="lap", mechanism=lambda d, rng, n: rng.laplace(d, 1.0, n), pairs=[(0, 1)],
+                          claim=Claim(epsilon=1.0))
+        c, res = self.blackbox(tgt, id="privacy.blackbox.x", samples=self.exe.pick(4000, 2000))
+        self.add(c)
+        self.config["seen"] = {"samples": res.samples, "seed_a": self.int_seed("a")}
+
+
+_Two.register()
+
+
+def test_claim_rows_reach_the_report_and_list(tmp_path, capsys):
+    assert main(["audit", "_audit_base_two", "--out", str(tmp_path), "--quiet", "--quick"]) == 0
+    import json
+    rep = json.loads((tmp_path / "_audit_base_two.json").read_text())
+    ids = [c["id"] for c in rep["checks"]]
+    assert ids == ["assumption.a", "privacy.blackbox.x"]
+    assert rep["checks"][0]["claim"]["table"] == {"statement": "A holds", "source": "Paper, Lemma 1", "method": "run"}
+    assert rep["checks"][1]["claim"]["table"]["source"] == "Paper, Theorem 2"   # a family row (trailing *)
+    assert rep["config"]["seen"]["samples"] == 2000                                # --quick size through exe.pick
+    capsys.readouterr()
+    assert main(["list", "--claims", "_audit_base_two"]) == 0
+    out = capsys.readouterr().out
+    assert "assumption.a" in out and "Paper, Lemma 1" in out and "[run]" in out
+    assert main(["list", "--claims", "nope"]) == 2
+
+
+def test_a_check_outside_the_table_is_refused():
+    class Bad(_Two):
+        name = "_audit_base_bad"
+
+        def run(self):
+            self.add(_check("assumption.not_in_table"))
+    ctx = AuditContext("_audit_base_bad", AuditOptions())
+    with pytest.raises(ValueError, match="not in its claim table"):
+        Bad(ctx).run()
+
+
+def test_the_table_is_checked_at_registration():
+    class Dup(_Two):
+        name = "_audit_base_dup"
+        claims = (ClaimRow("a.b", "assumption", "x", "y", "run"), ClaimRow("a.b", "assumption", "x", "y", "run"))
+    with pytest.raises(ValueError, match="duplicate"):
+        Dup.register()
+
+    class NoMethod(_Two):
+        name = "_audit_base_nomethod"
+        claims = (ClaimRow("a.b", "assumption", "x", "y", "check_that_does_not_exist"),)
+    with pytest.raises(ValueError, match="does not have"):
+        NoMethod.register()
+    with pytest.raises(ValueError, match="kind"):
+        ClaimRow("a.b", "rates", "x", "y", "run")
+    assert "_audit_base_dup" not in registry.load()
+
+
+def test_execution_options_are_passed_whole():
+    ctx = AuditContext("t", AuditOptions(seed=3, alpha=0.1, samples=500, workers=2, cache_dir="/tmp/c", quick=True))
+    e = ExecutionOptions.from_context(ctx)
+    assert (e.seed, e.alpha, e.samples, e.workers, e.cache_dir, e.quick) == (3, 0.1, 500, 2, "/tmp/c", True)
+    assert e.parallel()["cache_dir"] == "/tmp/c" and e.parallel()["workers"] == 2
+    assert e.pick(10, 1) == 1
+
+
+def test_soften_and_vacuous():
+    f = _check("x.y", FAIL)
+    assert Audit.soften(f).verdict == INCONCLUSIVE and "practical mode" in Audit.soften(f).reason
+    assert Audit.soften(f, practical=False).verdict == FAIL
+    assert Audit.soften(_check("x.y")).verdict == PASS
+    v = Audit.vacuous(_check("x.y"), "bonus saturated at H")
+    assert v.verdict == PASS and v.details["qualifier"] == "vacuous"
+    assert Audit.vacuous(f, "why").details.get("qualifier") is None      # a FAIL is never qualified away
+    assert Audit.vacuous(_check("x.y"), None).details.get("qualifier") is None
+
+
+def test_seeds_depend_only_on_the_seed_and_the_key():
+    a = _Two(AuditContext("t", AuditOptions(seed=5)))
+    b = _Two(AuditContext("t", AuditOptions(seed=5)))
+    c = _Two(AuditContext("t", AuditOptions(seed=6)))
+    assert a.int_seed("x", 1) == b.int_seed("x", 1) != c.int_seed("x", 1)
+    assert a.int_seed("x", 1) != a.int_seed("x", 2)
+    assert np.array_equal(a.rng("k").random(3), b.rng("k").random(3))
