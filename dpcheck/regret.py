@@ -257,3 +257,47 @@ def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str
                                   f"wholly outside: level {(1 - fit.confidence) / 2:g} per side when it is valid")},
                  measured={"slope": fit.slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
                  details=det, reason=why)
+
+
+# ----------------------------------------------------------------------------- slope verdicts
+SAME = "same"    # fail_above / fail_below default: the pass bound itself
+
+
+def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None,
+                kind: str = "regret", fail_above=SAME, fail_below=SAME,
+                ylabel: str = "Regret_DP - Regret_UCBVI") -> Check:
+    """The one slope / interval verdict of every rate check (slope claims stated as O~()): PASS if the (1 - alpha) interval lies below ``bound`` (and above
+    ``lower``, if given); FAIL if it lies wholly above ``fail_above`` or wholly below ``fail_below``
+    (default: ``bound`` / ``lower``; None: that side never fails); else inconclusive. With a two-sided
+    interval each FAIL side errs at level alpha/2 when the true slope is on the allowed side.
+    ``fit``: a ScalingFit or a RegretFit (exponent of increments)."""
+    fa = bound if fail_above is SAME else fail_above
+    fb = lower if fail_below is SAME else fail_below
+    slope = fit.slope if hasattr(fit, "slope") else fit.exponent
+    if hasattr(fit, "slope"):
+        xs, ys = list(fit.x), list(fit.y_mean)
+    else:
+        xs, ys = list(fit.K_grid[:-1]), list(fit.increments_mean)
+    lo, hi = fit.ci
+    inside = hi <= bound and (lower is None or lo >= lower)
+    outside = (fa is not None and lo > fa) or (fb is not None and hi < fb)
+    verdict = PASS if inside else FAIL if outside else INCONCLUSIVE
+    rng = f"[{lower:g}, {bound:g}]" if lower is not None else f"<= {bound:g}"
+    fails = " or ".join(x for x in ((f"> {fa:g}" if fa is not None else ""),
+                                    (f"< {fb:g}" if fb is not None else "")) if x)
+    reason = f"slope in {xname} {slope:.3f} (CI [{lo:.3f}, {hi:.3f}]) vs allowed {rng}"
+    if (fa, fb) != (bound, lower):
+        reason += f"; fails only if the CI lies wholly {fails}" if fails else "; never fails"
+    det = dict(details)
+    det["fit"] = fit.to_dict()
+    det["plots"] = [{"title": f"{ylabel} vs {xname}", "xlabel": xname, "ylabel": ylabel,
+                     "logx": True, "logy": True, "kind": "line",
+                     "series": [{"label": "mean over runs", "x": xs, "y": ys}]}]
+    interval = getattr(fit, "interval", "percentile")
+    return Check(id=id, kind=kind, verdict=verdict,
+                 claim={"statement": statement, "slope_at_most": bound, "slope_at_least": lower,
+                        "fail_if_slope_above": fa, "fail_if_slope_below": fb, "source": source,
+                        "level": f"two-sided {fit.confidence:.0%} {interval} bootstrap interval; "
+                                 f"each FAIL side at level {(1 - fit.confidence) / 2:g}"},
+                 measured={"slope": slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
+                 details=det, reason=reason)
