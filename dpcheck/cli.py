@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from dpcheck import __version__
+    from dpcheck._version import __version__
     return __version__
 
 

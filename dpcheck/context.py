@@ -161,7 +161,7 @@ class AuditContext:
 
 
 def _version() -> str:
-    from dpcheck import __version__
+    from dpcheck._version import __version__
     return __version__
 
 
