@@ -1,4 +1,4 @@
-"""Hypothesis strategies for tabular RL: MDPs, games, policies, datasets, users, neighbouring pairs.
+"""Hypothesis strategies for tabular RL that need no environment: policies, neighbouring pairs, seeds.
 
 Small by default (S, A, B <= 3, H <= 3) so that properties can be checked against brute force,
 and composable: every size argument takes an int or a strategy, and :func:`neighbouring` turns
