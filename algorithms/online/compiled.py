@@ -25,7 +25,7 @@ Interfaces only: the engine reads and writes the privatizers through ``export_st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -50,6 +50,48 @@ class EpisodeLoop:
     c_privacy: float           # already multiplied by H S when the constants say privacy scales with HS
     scale: float
     random_ties: bool
+
+
+class KernelArgs(NamedTuple):
+    """The arguments of ``_kernels.run_episodes``, by name and in its order (the numba kernel takes them
+    positionally; tests/test_compiled_interfaces.py holds the two lists equal). Shapes and meanings:
+    run_episodes' docstring. Built once per run; the per-chunk fields are replaced for each call."""
+
+    n: int                 # episodes in this chunk
+    e0: int                # first episode of the chunk
+    H: int
+    S: int
+    A: int
+    kind: np.ndarray       # (runs,) NONE / CENTRAL / LOCAL
+    E: np.ndarray          # (runs,) widths
+    iota: float
+    c_var: float
+    c_rew: float
+    c_priv: float
+    any_private: bool
+    scale: float
+    Hf: float
+    Q: np.ndarray
+    N: np.ndarray
+    Ntr: np.ndarray
+    R: np.ndarray
+    psum: np.ndarray
+    noisy: np.ndarray
+    t0: int                # items already in the trees at the chunk's start
+    sums: np.ndarray
+    noise: np.ndarray
+    ties: np.ndarray
+    random_ties: bool
+    env_u: np.ndarray
+    bernoulli: bool
+    init_cdf: np.ndarray
+    cdf: np.ndarray
+    rmean: np.ndarray
+    network: np.ndarray
+    policies: np.ndarray
+    actions: np.ndarray
+    states: np.ndarray
+    record: bool
 
 
 def available() -> bool:
@@ -254,6 +296,13 @@ def run_compiled(loop: EpisodeLoop, privatizer, env, rng_env, rng_ties, Q, actio
     ties_buf = np.empty((chunk, runs, H, S, A)) if random_ties else np.zeros((1, 1, 1, 1, 1))
     env_buf = np.empty((chunk, 1 + H * m, runs))
     pol_buf = np.empty((chunk, runs, H, S), dtype=np.int8 if A < 128 else np.int32)
+    kernel = KernelArgs(
+        n=0, e0=0, H=H, S=S, A=A, kind=st.kind, E=E_runs, iota=float(loop.iota), c_var=float(loop.c_variance),
+        c_rew=float(loop.c_reward), c_priv=float(loop.c_privacy), any_private=bool(np.any(E_runs > 0)),
+        scale=float(loop.scale), Hf=float(H), Q=Q, N=st.N, Ntr=st.Ntr, R=st.R, psum=st.psum, noisy=st.noisy,
+        t0=0, sums=st.sums, noise=None, ties=None, random_ties=random_ties, env_u=None, bernoulli=bernoulli,
+        init_cdf=init_cdf, cdf=cdf, rmean=rmean, network=network, policies=None, actions=acts, states=sts,
+        record=record)
     e0 = 0
     while e0 < K:
         n = min(chunk, K - e0)
@@ -261,10 +310,8 @@ def run_compiled(loop: EpisodeLoop, privatizer, env, rng_env, rng_ties, Q, actio
         ties = rng_ties.random(out=ties_buf[:n]) if random_ties else ties_buf
         env_u = rng_env.random(out=env_buf[:n])
         policies = pol_buf[:n]
-        run_episodes(n, e0, H, S, A, st.kind, E_runs, float(loop.iota), float(loop.c_variance),
-                     float(loop.c_reward), float(loop.c_privacy), bool(np.any(E_runs > 0)), float(loop.scale),
-                     float(H), Q, st.N, st.Ntr, st.R, st.psum, st.noisy, int(st.t0 + e0), st.sums, noise, ties,
-                     random_ties, env_u, bernoulli, init_cdf, cdf, rmean, network, policies, acts, sts, record)
+        run_episodes(*kernel._replace(n=n, e0=e0, t0=int(st.t0 + e0), noise=noise, ties=ties, env_u=env_u,
+                                      policies=policies))
         if evaluator is not None:
             for e in range(n):                      # copies: the buffer is refilled by the next chunk
                 evaluator.add(e0 + e, policies[e].copy())
