@@ -1,5 +1,6 @@
 """Built-in audits: one module per algorithm, each registering itself with dpcheck.registry.
 
-Every module here is imported by ``dpcheck.registry.load()``; modules whose name
-starts with an underscore are helpers and are not imported automatically.
+Each public module here is declared in pyproject.toml's ``dpcheck.audits`` entry-point group, the
+only way dpcheck.registry finds audits (tests/test_layering.py checks that none is missing);
+modules whose name starts with an underscore are helpers and are not entry points.
 """

@@ -10,7 +10,7 @@ from dpcheck.target import AuditTarget
 from dpcheck.checks import Check, PASS, FAIL, INCONCLUSIVE
 from dpcheck.errors import DPCheckError, InputError, MechanismError
 
-__version__ = "0.1.0"
+from dpcheck._version import __version__
 
 
 def audit(target, *args, **kwargs):

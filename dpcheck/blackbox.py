@@ -323,7 +323,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     say = progress or (lambda msg: None)
 
     from dpcheck.limits import check_sampling_memory
-    check_sampling_memory(target, samples, seed, cache_dir)   # refuse a draw that cannot fit in memory
+    # refuse a draw that cannot fit in memory
+    check_sampling_memory(target, samples, lambda: cached_first_chunk(target, samples, seed, cache_dir))
     say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
     cache_use = {} if cache_dir is not None else None
     drawn = _draw(target, samples, seed, workers, backend, scheduler, say, cache_dir, cache_use)

@@ -95,10 +95,6 @@ class Claim:
             return self.delta
         return min(1.0, 1.0 - (1.0 - self.delta) * (1.0 + math.exp(eps)) / (1.0 + math.exp(self.epsilon)))
 
-    def with_epsilon(self, epsilon) -> "Claim":
-        from dataclasses import replace
-        return replace(self, epsilon=epsilon)
-
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
 

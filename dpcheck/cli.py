@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from dpcheck import __version__
+    from dpcheck._version import __version__
     return __version__
 
 
@@ -230,7 +230,7 @@ def user_target_spec(name: str, target=None):
     claim = target.claim.describe() if target is not None else "the target's own Claim"
     return AuditSpec(name=name, run=_user_target_audit(target) if target is not None else (lambda ctx: None),
                      algorithm="user AuditTarget", notion=getattr(getattr(target, "claim", None), "notion", "DP"),
-                     claim=claim, description="one black-box privacy check", uses=USER_TARGET_USES)
+                     claim=claim, uses=USER_TARGET_USES)
 
 
 # ------------------------------------------------------------------ commands

@@ -21,8 +21,7 @@ import numpy as np
 
 from dpcheck.checks import Check, combine, _jsonable
 from dpcheck.errors import InputError
-
-SCHEMA = "dpcheck.report/1"
+from dpcheck.report import SCHEMA
 
 
 @dataclass
@@ -109,7 +108,7 @@ class AuditContext:
         if self._progress is not None:
             self._progress(msg)
 
-    # -- randomness and parallel work ---------------------------------------------
+    # -- randomness -------------------------------------------------------------------
     def seed_sequence(self, *key) -> np.random.SeedSequence:
         """A child seed that depends only on --seed and ``key`` (ints or strings)."""
         ints = [int(self.options.seed)]
@@ -122,13 +121,6 @@ class AuditContext:
 
     def rng(self, *key) -> np.random.Generator:
         return np.random.default_rng(self.seed_sequence(*key))
-
-    def run_chunks(self, fn, n_chunks: int, *key, args=(), cache_key: str | None = None) -> list:
-        from dpcheck.parallel import run_chunks
-        o = self.options
-        return run_chunks(fn, n_chunks, self.seed_sequence(*key), workers=o.workers, backend=o.backend,
-                          scheduler=o.scheduler, args=args, cache_dir=o.cache_dir,
-                          cache_key=(f"{self.target}:{o.seed}:{cache_key}" if cache_key else None))
 
     # -- the report ------------------------------------------------------------------
     def report(self, error: str | None = None, *, status: str | None = None) -> dict:
@@ -169,7 +161,7 @@ class AuditContext:
 
 
 def _version() -> str:
-    from dpcheck import __version__
+    from dpcheck._version import __version__
     return __version__
 
 

@@ -88,19 +88,16 @@ def bytes_per_output(target, cached=None) -> int:
     return max(1, int(math.ceil(out.nbytes / len(out))))
 
 
-def _cached_chunk(target, samples, seed, cache_dir):
-    """The first chunk of a black-box draw if ``--cache`` holds it (a resumed audit need not call the
-    mechanism at all)."""
-    from dpcheck.blackbox import cached_first_chunk
-    return cached_first_chunk(target, samples, seed, cache_dir)
+def check_sampling_memory(target, samples: int, cached_chunk=None) -> None:
+    """Refuse (InputError) a black-box draw whose outputs would exceed the memory limit.
 
-
-def check_sampling_memory(target, samples: int, seed=None, cache_dir=None) -> None:
-    """Refuse (InputError) a black-box draw whose outputs would exceed the memory limit."""
+    cached_chunk: ``cached_chunk()`` returns the first chunk of the draw if ``--cache`` holds it, else
+    None (the caller knows the cache; a resumed audit then need not call the mechanism at all).
+    """
     limit, source = memory_limit()
     if limit is None or limit == math.inf:
         return
-    per = bytes_per_output(target, _cached_chunk(target, samples, seed, cache_dir))
+    per = bytes_per_output(target, cached_chunk() if cached_chunk is not None else None)
     sides = 2 * len(target.pairs)
     estimate = float(samples) * sides * per
     if estimate <= limit:

@@ -127,7 +127,7 @@ def _meta(result) -> dict:
 
 def chunk_cache_key(label: str, fn, args, seed, n_chunks: int) -> str:
     """The chunk-cache key of a run (see :class:`ChunkCache`); raises Unfingerprintable."""
-    from dpcheck import __version__
+    from dpcheck._version import __version__
     from dpcheck.fingerprint import fingerprint
     root = seed if isinstance(seed, np.random.SeedSequence) else None
     seed_id = (("ss", repr(root.entropy), tuple(root.spawn_key), root.pool_size, root.n_children_spawned)
@@ -280,7 +280,7 @@ def _call_payload(payload: bytes, i, seed):
 # ----------------------------------------------------------------------------- single results
 def call_cache_key(label: str, fn, args=(), kwargs=None) -> str:
     """The cache key of ``fn(*args, **kwargs)`` (see :class:`ResultCache`); raises Unfingerprintable."""
-    from dpcheck import __version__
+    from dpcheck._version import __version__
     from dpcheck.fingerprint import fingerprint
     versions = (__version__, np.__version__, sys.version_info[:3])
     kw = tuple(sorted((kwargs or {}).items()))

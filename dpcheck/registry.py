@@ -1,9 +1,10 @@
 """Registry of named audits.
 
-``dpcheck`` imports no algorithm at module level (DESIGN.md): built-in audits
-live in the top-level ``audits`` package, whose modules register themselves
-with :func:`register` when :func:`load` imports them; third-party packages can
-add audits through the ``dpcheck.audits`` entry-point group.
+``dpcheck`` imports neither ``algorithms`` nor ``audits`` (DESIGN.md; tests/test_layering.py):
+every audit, the built-in ones included, reaches the registry through the ``dpcheck.audits``
+entry-point group. An entry point names a module that registers its audits with :func:`register`
+when :func:`load` imports it; the built-in audits are declared in this project's pyproject.toml
+(``[project.entry-points."dpcheck.audits"]``) exactly as a third-party package declares its own.
 
 An audit is a function ``run(ctx: AuditContext) -> None`` that adds checks to
 ``ctx`` as it finishes them (so a crash later loses no finished work).
@@ -15,8 +16,6 @@ starts (:meth:`AuditSpec.check_options`), so no option is ever silently ignored.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -31,7 +30,6 @@ class AuditSpec:
     algorithm: str
     notion: str
     claim: str
-    description: str = ""
     privatizers: tuple[str, ...] = ()
     default_epsilon: float | None = None
     uses: tuple[str, ...] = DEFAULT_USES
@@ -59,6 +57,7 @@ class AuditSpec:
 
 _REGISTRY: dict[str, AuditSpec] = {}
 _loaded = False
+_LOAD_ERRORS: dict[str, str] = {}   # entry point -> why it failed to load (named by get())
 
 
 def register(name: str, *, algorithm: str, notion: str, claim: str, description: str = "",
@@ -66,6 +65,9 @@ def register(name: str, *, algorithm: str, notion: str, claim: str, description:
              uses: tuple[str, ...] | None = None, options: tuple[SetOption, ...] = (),
              validate: Callable | None = None, claims: tuple = ()):
     """Decorator: register ``run(ctx)`` as the audit ``name``.
+
+    description: a one-line summary for whoever reads the registration; it is not stored (no report,
+              listing or option reads it).
 
     uses:     the common options the audit reads (AuditOptions field names: epsilon, delta,
               privatizer, samples, seed, alpha, workers, backend, scheduler, quick, cache_dir,
@@ -84,7 +86,7 @@ def register(name: str, *, algorithm: str, notion: str, claim: str, description:
 
     def deco(fn):
         _REGISTRY[name] = AuditSpec(name=name, run=fn, algorithm=algorithm, notion=notion, claim=claim,
-                                    description=description, privatizers=tuple(privatizers),
+                                    privatizers=tuple(privatizers),
                                     default_epsilon=default_epsilon, uses=uses, options=tuple(options),
                                     validate=validate, claims=tuple(claims))
         return fn
@@ -92,24 +94,21 @@ def register(name: str, *, algorithm: str, notion: str, claim: str, description:
 
 
 def load() -> dict[str, AuditSpec]:
-    """Import every module of the built-in ``audits`` package and every entry point, once."""
+    """Import every module of the ``dpcheck.audits`` entry-point group, once.
+
+    A module that fails to import does not break the others or ``dpcheck list`` (a broken third-party
+    plugin must not take the built-in audits down); why it failed is kept and :func:`get` names it
+    when the audit asked for is missing.
+    """
     global _loaded
     if not _loaded:
         _loaded = True
-        try:
-            import audits
-        except ImportError:  # running without the reference implementations
-            audits = None
-        if audits is not None:
-            for mod in sorted(pkgutil.iter_modules(audits.__path__), key=lambda m: m.name):
-                if not mod.name.startswith("_"):
-                    importlib.import_module(f"audits.{mod.name}")
-        try:
-            from importlib.metadata import entry_points
-            for ep in entry_points(group="dpcheck.audits"):
+        from importlib.metadata import entry_points
+        for ep in sorted(entry_points(group="dpcheck.audits"), key=lambda e: e.name):
+            try:
                 ep.load()
-        except Exception:  # a broken third-party plugin must not break `dpcheck list`
-            pass
+            except Exception as e:  # noqa: BLE001 - reported by get(), see the docstring
+                _LOAD_ERRORS[f"{ep.name} = {ep.value}"] = f"{type(e).__name__}: {e}"
     return dict(_REGISTRY)
 
 
@@ -117,5 +116,7 @@ def get(name: str) -> AuditSpec:
     reg = load()
     if name not in reg:
         known = ", ".join(sorted(reg)) or "(none)"
-        raise InputError(f"no audit named {name!r}; registered audits: {known}")
+        broken = "".join(f"; entry point {ep} failed to load ({why})" for ep, why in sorted(_LOAD_ERRORS.items()))
+        hint = "" if reg or broken else " (is the package installed? `pip install -e .` declares the built-in ones)"
+        raise InputError(f"no audit named {name!r}; registered audits: {known}{hint}{broken}")
     return reg[name]

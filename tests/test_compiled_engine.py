@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from algorithms.envs.riverswim import riverswim
+from algorithms.envs.strategies import tabular_mdps
 from algorithms.online import compiled
 from algorithms.online.stacking import StackedPrivatizer
 from algorithms.online.ucbvi import DPUCBVI, UCBVI
 from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
 from dpcheck.errors import InputError
-from dpcheck.strategies import tabular_mdps
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="numba not installed")
 

@@ -194,6 +194,7 @@ SLOW = textwrap.dedent('''
     from dpcheck import registry
     from dpcheck.checks import Check
     from dpcheck.cli import main
+    from dpcheck.parallel import run_chunks
 
     def chunk(i, seed, pid_dir, sleep):
         open(os.path.join(pid_dir, "w%d" % os.getpid()), "w").close()
@@ -208,7 +209,9 @@ SLOW = textwrap.dedent('''
         x = ctx.options.extra
         for k in range(int(x["n"])):
             if x.get("pids"):
-                ctx.run_chunks(chunk, 4, "c", k, args=(x["pids"], float(x["sleep"])))
+                o = ctx.options
+                run_chunks(chunk, 4, ctx.seed_sequence("c", k), workers=o.workers, backend=o.backend,
+                           scheduler=o.scheduler, args=(x["pids"], float(x["sleep"])))
             else:
                 time.sleep(float(x["sleep"]))
             ctx.add(Check(id="t.c%d" % k, kind="assumption", verdict="pass", claim={"source": "t"},

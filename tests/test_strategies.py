@@ -1,4 +1,4 @@
-"""dpcheck.strategies: valid, small, composable; neighbouring pairs differ in exactly one unit."""
+"""dpcheck.strategies and algorithms.envs.strategies: valid, small, composable; neighbouring pairs differ in exactly one unit."""
 import subprocess
 import sys
 
@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from algorithms.envs import MarkovGame, TabularMDP, Trajectories, optimal_values, policy_values, riverswim
-from dpcheck.strategies import (
-    markov_games, neighbouring, neighbouring_trajectories, policies, tabular_mdps, trajectories,
-    user_sequences,
+from algorithms.envs.strategies import (
+    markov_games, neighbouring_trajectories, tabular_mdps, trajectories, user_sequences,
 )
+from dpcheck.strategies import neighbouring, policies
 
 FAST = settings(max_examples=30, deadline=None)
 

@@ -158,6 +158,16 @@ class TabularModel(ReadOnlyArrays):
         object.__setattr__(self, "_cdf", cumulative(P))
         object.__setattr__(self, "_init_cdf", cumulative(init))
 
+    def sampling_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(init_cdf (S,), cdf (H, S, A[, B], S)): the cumulative sums of ``init`` and of every row of
+        P that :meth:`reset` / :meth:`step` sample with (next state = number of entries <= a uniform,
+        ``sample_from_cdf``). Read-only; an engine that simulates the model itself (the compiled
+        UCBVI engine, batched user trees) reads these to draw exactly the same states."""
+        init_cdf, cdf = self._init_cdf.view(), self._cdf.view()
+        init_cdf.setflags(write=False)
+        cdf.setflags(write=False)
+        return init_cdf, cdf
+
     @property
     def H(self) -> int:
         return self.P.shape[0]

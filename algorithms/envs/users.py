@@ -373,12 +373,14 @@ class ModelUsers(HashedUsers):
     def _start(self, users):
         memo = _mix(self.keys[users])
         u = _uniform(memo, 1)
-        return (self.mdp._init_cdf[None, :] <= u[:, None]).sum(axis=-1), memo
+        init_cdf, _ = self.mdp.sampling_tables()
+        return (init_cdf[None, :] <= u[:, None]).sum(axis=-1), memo
 
     def _advance(self, h, users, memo, states, actions):
         memo = _extend(memo, h, actions)
         u = _uniform(memo, 1)
-        nxt = (self.mdp._cdf[h, states, actions] <= u[:, None]).sum(axis=-1)
+        _, cdf = self.mdp.sampling_tables()
+        nxt = (cdf[h, states, actions] <= u[:, None]).sum(axis=-1)
         mean = self.mdp.r[h, states, actions]
         if self.mdp.reward_noise == "bernoulli":
             rew = (_uniform(memo, 2) < mean).astype(np.float64)

@@ -278,7 +278,7 @@ class DPNashVI:
         # directly: the same draws from the same stream as game.step, hence identical trajectories.
         from algorithms.envs.games import MarkovGame
         from algorithms.envs._validate import sample_from_cdf
-        fast_cdf = game._cdf if (isinstance(game, MarkovGame) and not per_episode) else None
+        fast_cdf = game.sampling_tables()[1] if (isinstance(game, MarkovGame) and not per_episode) else None
 
         for k in range(K):
             counts = self._release(priv)

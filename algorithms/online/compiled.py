@@ -15,10 +15,17 @@ reset then one uniform per step and one per Bernoulli reward; tie-breaking: one 
 episode; noise: the privatizer's own draws, :func:`algorithms.privatizers.noise.laplace`), so the two
 engines see the same numbers; the arithmetic is the numpy engine's, step for step (module docstring of
 ``_kernels``), so they give the same trajectories bit for bit (tests/test_compiled_engine.py). At the
-end the privatizers' state (true counts, tree, local sums) is written back, so the privatizer object is
+end the privatizers' state (true counts, tree, local sums) is handed back, so the privatizer object is
 exactly where the numpy engine would have left it.
+
+Interfaces only: the engine reads and writes the privatizers through ``export_state()`` /
+``import_state(...)``, the environment through ``sampling_tables()`` and the agent through the
+:class:`EpisodeLoop` record DPUCBVI.run builds; it imports no agent class (ucbvi imports this module).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -26,6 +33,65 @@ from dpcheck.errors import InputError
 
 ENGINES = ("auto", "numpy", "compiled")
 _CHUNK_ELEMENTS = 1 << 21          # ~16 MB of pre-drawn noise per chunk
+
+
+@dataclass(frozen=True)
+class EpisodeLoop:
+    """What DPUCBVI.run hands the compiled engine besides the privatizer, the environment and the
+    random streams: sizes, the width and iota of §3.4 / §2.4, the bonus constants, tie-breaking."""
+
+    algorithm: str             # for progress messages
+    K: int
+    runs: int
+    width: float | np.ndarray  # E: one scalar or (runs,) (a stacked batch of privatizers)
+    iota: float
+    c_variance: float
+    c_reward: float
+    c_privacy: float           # already multiplied by H S when the constants say privacy scales with HS
+    scale: float
+    random_ties: bool
+
+
+class KernelArgs(NamedTuple):
+    """The arguments of ``_kernels.run_episodes``, by name and in its order (the numba kernel takes them
+    positionally; tests/test_compiled_interfaces.py holds the two lists equal). Shapes and meanings:
+    run_episodes' docstring. Built once per run; the per-chunk fields are replaced for each call."""
+
+    n: int                 # episodes in this chunk
+    e0: int                # first episode of the chunk
+    H: int
+    S: int
+    A: int
+    kind: np.ndarray       # (runs,) NONE / CENTRAL / LOCAL
+    E: np.ndarray          # (runs,) widths
+    iota: float
+    c_var: float
+    c_rew: float
+    c_priv: float
+    any_private: bool
+    scale: float
+    Hf: float
+    Q: np.ndarray
+    N: np.ndarray
+    Ntr: np.ndarray
+    R: np.ndarray
+    psum: np.ndarray
+    noisy: np.ndarray
+    t0: int                # items already in the trees at the chunk's start
+    sums: np.ndarray
+    noise: np.ndarray
+    ties: np.ndarray
+    random_ties: bool
+    env_u: np.ndarray
+    bernoulli: bool
+    init_cdf: np.ndarray
+    cdf: np.ndarray
+    rmean: np.ndarray
+    network: np.ndarray
+    policies: np.ndarray
+    actions: np.ndarray
+    states: np.ndarray
+    record: bool
 
 
 def available() -> bool:
@@ -43,40 +109,48 @@ def _parts(priv, runs):
     return [(priv, slice(0, runs))]
 
 
-def ineligible(agent, env, runs, *, monitor: bool, release_hook) -> str | None:
-    """Why the compiled engine cannot run this configuration, or None if it can."""
+def ineligible(env, runs, *, privatizer, constants, variant: str | None, monitor: bool,
+               release_hook) -> str | None:
+    """Why the compiled engine cannot run this configuration, or None if it can.
+
+    variant: None for the agents DPUCBVI and UCBVI themselves, else the name of the subclass (whose
+    overridden seams the kernels would skip).
+    """
     from algorithms.envs.tabular import TabularMDP
-    from algorithms.online.ucbvi import DPUCBVI, UCBVI
     from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
     from algorithms.privatizers.binary_mechanism import BinaryMechanism
     if not available():
         return "numba is not installed"
-    if type(agent) not in (DPUCBVI, UCBVI):
-        return f"{type(agent).__name__} is a variant (only DPUCBVI and UCBVI are compiled)"
-    if agent.constants.c_correction > 0:
+    if variant is not None:
+        return f"{variant} is a variant (only DPUCBVI and UCBVI are compiled)"
+    if constants.c_correction > 0:
         return "the bonus has term 4 (c_correction > 0, theory mode), which is not compiled"
     if monitor or release_hook is not None:
         return "monitors and release hooks read every release in Python"
     if type(env) is not TabularMDP:
         return f"the environment is a {type(env).__name__}, not a TabularMDP"
-    if env.reward_noise not in ("deterministic", "bernoulli") or getattr(env, "rewards_known", False):
+    if env.reward_noise not in ("deterministic", "bernoulli"):
         return f"reward model {env.reward_noise!r} is not compiled"
-    for p, _ in _parts(agent.privatizer, runs):
+    for p, _ in _parts(privatizer, runs):
         if type(p) not in (CentralPrivatizer, LocalPrivatizer, NoPrivatizer):
             return f"privatizer {type(p).__name__} is not one of the built-in Central / Local / None"
-        if type(p) is CentralPrivatizer and (type(p._tree) is not BinaryMechanism or p._tree.counter.noise != "laplace"):
+        if type(p) is CentralPrivatizer and (type(p.mechanism) is not BinaryMechanism
+                                             or p.mechanism.counter.noise != "laplace"):
             return "the central privatizer's tree is not the Laplace binary mechanism"
         if not p.rewards:
             return "privatizers without reward streams are not compiled"
     return None
 
 
-def choose(engine: str, agent, env, runs, *, monitor: bool, release_hook) -> str:
+def choose(engine: str, env, runs, *, privatizer, constants, variant: str | None, monitor: bool,
+           release_hook) -> str:
+    """The engine a run with ``engine=`` uses: "numpy" or "compiled" (see the module docstring)."""
     if engine not in ENGINES:
         raise InputError(f"engine must be one of {ENGINES}, got {engine!r}")
     if engine == "numpy":
         return "numpy"
-    why = ineligible(agent, env, runs, monitor=monitor, release_hook=release_hook)
+    why = ineligible(env, runs, privatizer=privatizer, constants=constants, variant=variant,
+                     monitor=monitor, release_hook=release_hook)
     if why is None:
         return "compiled"
     if engine == "compiled":
@@ -85,7 +159,7 @@ def choose(engine: str, agent, env, runs, *, monitor: bool, release_hook) -> str
 
 
 class _State:
-    """The privatizers' state gathered into the kernel's per-run arrays (and scattered back after)."""
+    """The privatizers' exported state gathered into the kernel's per-run arrays (and handed back)."""
 
     def __init__(self, priv, runs, H, S, A, K):
         from algorithms.online._kernels import CENTRAL, LOCAL, NONE
@@ -108,24 +182,29 @@ class _State:
         self.noisy_parts = has_central or has_local
         self.t0 = None
         self._noise = None
+        self.exported = []
         for p, sl in self.parts:
             n = sl.stop - sl.start
-            self.N[sl] = p._N.reshape(n, -1)
-            self.Ntr[sl] = p._Ntr.reshape(n, -1)
-            self.R[sl] = p._R.reshape(n, -1)
+            state = p.export_state()
+            self.exported.append(state)
+            self.N[sl] = state["visits"].reshape(n, -1)
+            self.Ntr[sl] = state["transitions"].reshape(n, -1)
+            self.R[sl] = state["rewards"].reshape(n, -1)
             if type(p) is CentralPrivatizer:
+                tree = state["tree"]
                 self.kind[sl] = CENTRAL
-                self.psum[sl] = np.moveaxis(p._tree._psum, 0, 1)
-                self.noisy[sl] = np.moveaxis(p._tree._prefix, 0, 1)
-                t = p._tree.t
+                self.psum[sl] = np.moveaxis(tree["partial_sums"], 0, 1)
+                self.noisy[sl] = np.moveaxis(tree["prefix"], 0, 1)
+                t = tree["t"]
             elif type(p) is LocalPrivatizer:
                 self.kind[sl] = LOCAL
-                self.sums[sl] = np.concatenate([p._sum_v.reshape(n, -1), p._sum_t.reshape(n, -1),
-                                                p._sum_r.reshape(n, -1)], axis=1)
-                t = p.episodes
+                self.sums[sl] = np.concatenate([state["noisy_visits"].reshape(n, -1),
+                                                state["noisy_transitions"].reshape(n, -1),
+                                                state["noisy_rewards"].reshape(n, -1)], axis=1)
+                t = state["episodes"]
             else:
                 self.kind[sl] = NONE
-                t = p.episodes
+                t = state["episodes"]
             if self.t0 is None:
                 self.t0 = t
             elif t != self.t0:
@@ -169,54 +248,61 @@ class _State:
         return self._scratch[sl.start][:n].reshape(n, m * self.C)
 
     def scatter(self, episodes):
-        """Write the state back into the privatizers (as if the numpy engine had run)."""
+        """Hand the state back to the privatizers (as if the numpy engine had run ``episodes`` more)."""
         from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
         H, S, A, HSA, HSAS = self.H, self.S, self.A, self.HSA, self.HSAS
-        for p, sl in self.parts:
+        for (p, sl), old in zip(self.parts, self.exported):
             n = sl.stop - sl.start
-            p._N[...] = self.N[sl].reshape(n, H, S, A)
-            p._Ntr[...] = self.Ntr[sl].reshape(n, H, S, A, S)
-            p._R[...] = self.R[sl].reshape(n, H, S, A)
-            p.episodes += episodes
+            state = {"episodes": old["episodes"] + episodes,
+                     "visits": self.N[sl].reshape(n, H, S, A),
+                     "transitions": self.Ntr[sl].reshape(n, H, S, A, S),
+                     "rewards": self.R[sl].reshape(n, H, S, A)}
             if type(p) is CentralPrivatizer:
-                tree = p._tree
-                tree._psum[...] = np.moveaxis(self.psum[sl], 1, 0)
-                tree._prefix[...] = np.moveaxis(self.noisy[sl], 1, 0)
-                tree.t += episodes
-                tree.node_draws += episodes
-                tree.last_level = (tree.t & -tree.t).bit_length() - 1 if tree.t else None
+                tree = old["tree"]
+                state["tree"] = {"t": tree["t"] + episodes, "node_draws": tree["node_draws"] + episodes,
+                                 "partial_sums": np.moveaxis(self.psum[sl], 1, 0),
+                                 "prefix": np.moveaxis(self.noisy[sl], 1, 0)}
             elif type(p) is LocalPrivatizer:
                 sums = self.sums[sl]
-                p._sum_v[...] = sums[:, :HSA].reshape(p._sum_v.shape)
-                p._sum_t[...] = sums[:, HSA:HSA + HSAS].reshape(p._sum_t.shape)
-                p._sum_r[...] = sums[:, HSA + HSAS:].reshape(p._sum_r.shape)
-                p._pending = None
+                state["noisy_visits"] = sums[:, :HSA].reshape(n, H, S, A)
+                state["noisy_transitions"] = sums[:, HSA:HSA + HSAS].reshape(n, H, S, A, S)
+                state["noisy_rewards"] = sums[:, HSA + HSAS:].reshape(n, H, S, A)
+            p.import_state(state)
 
 
-def run_compiled(agent, env, K, runs, E, iota, rng_env, rng_ties, Q, actions, states, evaluator, progress):
-    """The episode loop of DPUCBVI.run on the compiled kernels; updates Q, actions, states, evaluator."""
+def run_compiled(loop: EpisodeLoop, privatizer, env, rng_env, rng_ties, Q, actions, states, evaluator,
+                 progress: Callable[[str], None] | None) -> None:
+    """The episode loop of DPUCBVI.run on the compiled kernels; updates Q, actions, states, evaluator
+    and the privatizer's state."""
     from algorithms.online._kernels import run_episodes
+    from algorithms.privatizers.projection import sorting_network
     H, S, A = env.H, env.S, env.A
-    st = _State(agent.privatizer, runs, H, S, A, K)
-    c = agent.constants
-    E_runs = np.broadcast_to(np.asarray(E, dtype=float), (runs,)).copy()
-    c_priv = c.c_privacy * (H * S if c.privacy_scales_with_HS else 1.0)
-    from algorithms.privatizers.projection import _NETWORKS
-    network = np.array(_NETWORKS.get(S, []), dtype=np.int64).reshape(-1, 2)   # empty: insertion sort
+    K, runs = loop.K, loop.runs
+    st = _State(privatizer, runs, H, S, A, K)
+    E_runs = np.broadcast_to(np.asarray(loop.width, dtype=float), (runs,)).copy()
+    network = np.array(sorting_network(S), dtype=np.int64).reshape(-1, 2)   # empty: insertion sort
     bernoulli = env.reward_noise == "bernoulli"
     m = 2 if bernoulli else 1
-    random_ties = agent.tie_breaking == "random"
+    random_ties = loop.random_ties
     record = actions is not None
     acts = actions if record else np.zeros((1, 1, 1), dtype=np.int8)
     sts = states if record else np.zeros((1, 1, 1), dtype=np.int16)
-    init_cdf = np.ascontiguousarray(env._init_cdf, dtype=float)
-    cdf = np.ascontiguousarray(env._cdf, dtype=float)
+    init_cdf, cdf = env.sampling_tables()
+    init_cdf = np.ascontiguousarray(init_cdf, dtype=float)
+    cdf = np.ascontiguousarray(cdf, dtype=float)
     rmean = np.ascontiguousarray(env.r, dtype=float)
     chunk = int(max(1, min(K, _CHUNK_ELEMENTS // max(1, runs * max(st.C, H * S * A)))))
     progress_every = max(1, K // 10)
     ties_buf = np.empty((chunk, runs, H, S, A)) if random_ties else np.zeros((1, 1, 1, 1, 1))
     env_buf = np.empty((chunk, 1 + H * m, runs))
     pol_buf = np.empty((chunk, runs, H, S), dtype=np.int8 if A < 128 else np.int32)
+    kernel = KernelArgs(
+        n=0, e0=0, H=H, S=S, A=A, kind=st.kind, E=E_runs, iota=float(loop.iota), c_var=float(loop.c_variance),
+        c_rew=float(loop.c_reward), c_priv=float(loop.c_privacy), any_private=bool(np.any(E_runs > 0)),
+        scale=float(loop.scale), Hf=float(H), Q=Q, N=st.N, Ntr=st.Ntr, R=st.R, psum=st.psum, noisy=st.noisy,
+        t0=0, sums=st.sums, noise=None, ties=None, random_ties=random_ties, env_u=None, bernoulli=bernoulli,
+        init_cdf=init_cdf, cdf=cdf, rmean=rmean, network=network, policies=None, actions=acts, states=sts,
+        record=record)
     e0 = 0
     while e0 < K:
         n = min(chunk, K - e0)
@@ -224,16 +310,14 @@ def run_compiled(agent, env, K, runs, E, iota, rng_env, rng_ties, Q, actions, st
         ties = rng_ties.random(out=ties_buf[:n]) if random_ties else ties_buf
         env_u = rng_env.random(out=env_buf[:n])
         policies = pol_buf[:n]
-        run_episodes(n, e0, H, S, A, st.kind, E_runs, float(iota), float(c.c_variance), float(c.c_reward),
-                     float(c_priv), bool(np.any(E_runs > 0)), float(c.scale), float(H),
-                     Q, st.N, st.Ntr, st.R, st.psum, st.noisy, int(st.t0 + e0), st.sums, noise, ties,
-                     random_ties, env_u, bernoulli, init_cdf, cdf, rmean, network, policies, acts, sts, record)
+        run_episodes(*kernel._replace(n=n, e0=e0, t0=int(st.t0 + e0), noise=noise, ties=ties, env_u=env_u,
+                                      policies=policies))
         if evaluator is not None:
             for e in range(n):                      # copies: the buffer is refilled by the next chunk
                 evaluator.add(e0 + e, policies[e].copy())
         if progress is not None:
             for k in range(e0, e0 + n):
                 if (k + 1) % progress_every == 0:
-                    progress(f"{agent.algorithm}: episode {k + 1}/{K}")
+                    progress(f"{loop.algorithm}: episode {k + 1}/{K}")
         e0 += n
     st.scatter(K)

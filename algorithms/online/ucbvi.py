@@ -95,7 +95,7 @@ def private_estimates(transitions_private, visits_private, rewards_private):
 
 
 def backward_induction(transition_private, reward_private, visits_private, Q_previous, *,
-                       E: float, iota: float, constants: BonusConstants, rewards_known=None):
+                       E: float, iota: float, constants: BonusConstants):
     """One episode of §2.4's value iteration, batched over runs; loops over h only.
 
     Shapes: P~ (runs,H,S,A,S), r~ (runs,H,S,A), N~ (runs,H,S,A), Q~^{k-1} (runs,H,S,A); E a scalar
@@ -104,12 +104,10 @@ def backward_induction(transition_private, reward_private, visits_private, Q_pre
 
     Q~_h = min{Q~_h^{k-1}, H, r~ + P~ V~_{h+1} + b_h}: clipped at H for every h (not
     H - h + 1), and the min with the previous episode makes Q~ non-increasing in k (C18).
-    ``rewards_known`` (H,S,A): use the true mean rewards instead of r~ (games / known-reward
-    variants); None for DP-UCBVI, whose rewards are unknown and privatised.
     """
     runs, H, S, A, _ = transition_private.shape
     Hf = float(H)
-    r = reward_private if rewards_known is None else np.broadcast_to(rewards_known, reward_private.shape)
+    r = reward_private
     c = constants
     Q = np.empty((runs, H, S, A))
     V = np.zeros((runs, H + 1, S))
@@ -342,7 +340,6 @@ class DPUCBVI:
         rng_env, rng_noise, rng_ties = rng.spawn(3)
         H, S, A = _env_shape(env)
         iota = self.constants.iota_value(H, S, A, K, self.beta)
-        has_rewards = not getattr(env, "rewards_known", False)
         priv = self.privatizer
         try:
             priv.start(runs, H, S, A, K, rng_noise, rewards=True)
@@ -365,7 +362,9 @@ class DPUCBVI:
             from algorithms.envs.planning import optimal_values
             reference = _optimal_Q(model, optimal_values)
         from algorithms.online import compiled
-        engine_used = compiled.choose(engine, self, env, runs, monitor=monitor, release_hook=release_hook)
+        variant = None if type(self) in (DPUCBVI, UCBVI) else type(self).__name__
+        engine_used = compiled.choose(engine, env, runs, privatizer=priv, constants=self.constants,
+                                      variant=variant, monitor=monitor, release_hook=release_hook)
         self._begin(runs, H, S, A)
         t0 = time.perf_counter()
         Q = np.full((runs, H, S, A), float(H))
@@ -375,8 +374,12 @@ class DPUCBVI:
         evaluator = _RegretEvaluator(model, runs, K) if (regret and model is not None) else None
 
         if engine_used == "compiled":
-            compiled.run_compiled(self, env, K, runs, E, iota, rng_env, rng_ties, Q, actions, states,
-                                  evaluator, progress)
+            c = self.constants
+            loop = compiled.EpisodeLoop(
+                algorithm=self.algorithm, K=K, runs=runs, width=E, iota=iota, c_variance=c.c_variance,
+                c_reward=c.c_reward, c_privacy=c.c_privacy * (H * S if c.privacy_scales_with_HS else 1.0),
+                scale=c.scale, random_ties=self.tie_breaking == "random")
+            compiled.run_compiled(loop, priv, env, rng_env, rng_ties, Q, actions, states, evaluator, progress)
         for k in range(K if engine_used == "numpy" else 0):
             counts = priv.release()
             _validate_release(counts, runs, H, S, A, type(priv).__name__)
@@ -393,7 +396,7 @@ class DPUCBVI:
             if record:
                 actions[:, k] = ac
                 states[:, k] = st
-            priv.observe(st, ac, rw if has_rewards else None)
+            priv.observe(st, ac, rw)
             self._after_episode(st, ac, rw)
             if progress is not None and (k + 1) % max(1, K // 10) == 0:
                 progress(f"{self.algorithm}: episode {k + 1}/{K}")

@@ -280,6 +280,41 @@ class CountPrivatizer:
         return TrueCounts(visits=self._N.copy(), transitions=self._Ntr.copy(),
                           rewards=None if self._R is None else self._R.copy())
 
+    # -- state export / import (the compiled engine, algorithms/online/compiled.py) -------------------
+    def export_state(self) -> dict:
+        """A copy of everything accumulated so far, as plain arrays: ``episodes``, the true counts
+        ``visits`` (runs,H,S,A), ``transitions`` (runs,H,S,A,S), ``rewards`` (runs,H,S,A) or None,
+        plus the noise state of the subclass (:meth:`_export_noise`). An engine that runs the episodes
+        elsewhere (the compiled one) starts from this and hands the result back with :meth:`import_state`.
+        """
+        self._require_started()
+        state = {"episodes": self.episodes, "visits": self._N.copy(), "transitions": self._Ntr.copy(),
+                 "rewards": None if self._R is None else self._R.copy()}
+        state.update(self._export_noise())
+        return state
+
+    def import_state(self, state: dict) -> None:
+        """Continue from ``state`` (the form :meth:`export_state` gives, same shapes): afterwards the
+        privatizer is where it would be had it observed the episodes that produced ``state`` itself.
+        The noise stream (``self.rng``) is not part of the state: the engine draws from it directly."""
+        self._require_started()
+        episodes = int(state["episodes"])
+        if not 0 <= episodes <= self.K:
+            raise InputError(f"{type(self).__name__}.import_state: episodes={episodes} outside 0..K={self.K}")
+        self._N[...] = state["visits"]
+        self._Ntr[...] = state["transitions"]
+        if self._R is not None:
+            self._R[...] = state["rewards"]
+        self.episodes = episodes
+        self._import_noise(state)
+
+    def _export_noise(self) -> dict:
+        """The noise state as extra entries of :meth:`export_state` (none: a privatizer without any)."""
+        return {}
+
+    def _import_noise(self, state: dict) -> None:
+        """Restore what :meth:`_export_noise` exported."""
+
     # -- declared privacy ----------------------------------------------------------------
     @property
     def claim(self):

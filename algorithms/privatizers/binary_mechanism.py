@@ -234,6 +234,25 @@ class BinaryMechanism:
         self.node_draws += 1
         self.last_level = i
 
+    def export_state(self) -> dict:
+        """A copy of the state: ``t`` items seen, ``node_draws``, ``partial_sums`` (L, *shape) (the true
+        p-sum of the latest node of each level) and ``prefix`` (L+1, *shape) (prefix[i] = B(t) with
+        the bits below i cleared; prefix[0] = B(t))."""
+        return {"t": self.t, "node_draws": self.node_draws, "partial_sums": self._psum.copy(),
+                "prefix": self._prefix.copy()}
+
+    def import_state(self, state: dict) -> None:
+        """Continue from ``state`` (the form :meth:`export_state` gives): the level of the last
+        completed node follows from t (the lowest set bit)."""
+        t = int(state["t"])
+        if not 0 <= t <= self.counter.horizon:
+            raise InputError(f"binary mechanism: t={t} outside 0..K={self.counter.horizon}")
+        self._psum[...] = state["partial_sums"]
+        self._prefix[...] = state["prefix"]
+        self.t = t
+        self.node_draws = int(state["node_draws"])
+        self.last_level = (t & -t).bit_length() - 1 if t else None
+
     def completed_node(self) -> tuple[tuple[int, int], np.ndarray]:
         """((j, m), true p-sum) of the node the last step completed (white-box sensitivity audits)."""
         i = self.last_level

@@ -74,6 +74,19 @@ class CentralPrivatizer(CountPrivatizer):
         # all families share one batch of counters so each step draws one noise array (runs, C)
         self._tree = BinaryMechanism(self.tree(), (self.runs, nv + nt + nr), rng)
 
+    @property
+    def mechanism(self) -> BinaryMechanism:
+        """The running tree of all families (one batch of counters, item layout per run: visits
+        (HSA) | transitions (HSAS) | rewards (HSA)); its noise is ``mechanism.counter.noise``."""
+        self._require_started()
+        return self._tree
+
+    def _export_noise(self) -> dict:
+        return {"tree": self._tree.export_state()}
+
+    def _import_noise(self, state: dict) -> None:
+        self._tree.import_state(state["tree"])
+
     def _ingest(self, visits, transitions, rewards):
         parts = [visits.reshape(self.runs, -1), transitions.reshape(self.runs, -1)]
         if self.rewards:

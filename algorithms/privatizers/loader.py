@@ -18,8 +18,13 @@ BUILTIN = {"central": "CentralPrivatizer", "local": "LocalPrivatizer", "none": "
 
 
 def _builtin(name):
-    import algorithms.privatizers as p
-    return getattr(p, BUILTIN[name])
+    # from the defining modules, not the package (whose __init__ imports this module)
+    from algorithms.privatizers.central import CentralPrivatizer
+    from algorithms.privatizers.local import LocalPrivatizer
+    from algorithms.privatizers.nonprivate import NoPrivatizer
+    classes = {"CentralPrivatizer": CentralPrivatizer, "LocalPrivatizer": LocalPrivatizer,
+               "NoPrivatizer": NoPrivatizer}
+    return classes[BUILTIN[name]]
 
 
 def _load_class(spec: str):

@@ -89,6 +89,18 @@ class LocalPrivatizer(CountPrivatizer):
         self._sum_t = np.zeros(shape + (self.S,))
         self._sum_r = np.zeros(shape) if self.rewards else None
 
+    def _export_noise(self) -> dict:
+        """The running sums of the users' noisy messages (what release() post-processes)."""
+        return {"noisy_visits": self._sum_v.copy(), "noisy_transitions": self._sum_t.copy(),
+                "noisy_rewards": None if self._sum_r is None else self._sum_r.copy()}
+
+    def _import_noise(self, state: dict) -> None:
+        self._sum_v[...] = state["noisy_visits"]
+        self._sum_t[...] = state["noisy_transitions"]
+        if self._sum_r is not None:
+            self._sum_r[...] = state["noisy_rewards"]
+        self._pending = None
+
     def _ingest(self, visits, transitions, rewards):
         msg = self.message(*self._pending, rng=self.rng)
         self._pending = None

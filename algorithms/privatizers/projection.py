@@ -105,6 +105,12 @@ def _sorting_network(S: int) -> list[tuple[int, int]]:
 _NETWORKS = {S: _sorting_network(S) for S in range(2, _COLUMN_MAX_S + 1)}
 
 
+def sorting_network(S: int) -> list[tuple[int, int]]:
+    """The comparators the column solve of the §3.2 LP sorts S values with (empty when S is 1 or
+    larger than the column path handles, where insertion sort is used instead)."""
+    return list(_NETWORKS.get(S, []))
+
+
 def _project_columns(Y, nn, bb, with_value: bool = True):
     """The row-wise solve of :func:`project_counts` on columns (S small); returns (x, value, infeasible).
 
