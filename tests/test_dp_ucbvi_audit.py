@@ -1,4 +1,4 @@
-"""The registered audit ``dpcheck audit dp_ucbvi`` and its building blocks (audits/dp_ucbvi.py)."""
+"""The registered audit ``dpcheck audit dp_ucbvi`` and its building blocks (audits/lib/ucbvi.py)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from algorithms.envs.generators import random_mdp
-from audits.dp_ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
+from audits.lib.ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
                              optimism_check, practical_noise, whitebox_check)
 from dpcheck.cli import main
 
@@ -141,7 +141,7 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
         "    @property\n"
         "    def claim(self):\n"
         "        return Claim(epsilon=self.epsilon, notion='LDP', source='test')\n")
-    from audits.dp_ucbvi import AgentSpec
+    from audits.lib.ucbvi import AgentSpec
     assert AgentSpec(privatizer=f"{f}:LdpByClaim").notion() == "LDP"
     assert AgentSpec(privatizer="central").notion() == "JDP"
     assert AgentSpec(privatizer="local").notion() == "LDP"
