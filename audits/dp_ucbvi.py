@@ -143,8 +143,8 @@ class DPUCBVIAudit(Audit):
     def record_config(self, spec: AgentSpec, theory: AgentSpec, practical: AgentSpec) -> None:
         from algorithms.online.bonus import BonusConstants
         self.config.update({
-            "algorithm": "DP-UCBVI", "privatizer": spec.privatizer, "notion": self.agent_notion, "epsilon": spec.epsilon,
-            "beta": spec.beta, "calibration": spec.calibration,
+            "algorithm": "DP-UCBVI", "privatizer": spec.privatizer, "notion": self.agent_notion,
+            "epsilon": spec.epsilon, "beta": spec.beta, "calibration": spec.calibration,
             "mode": {"privacy": practical.mode, "assumptions": theory.mode + " (privatizer-level; mode-free)",
                      "optimism": theory.mode, "explicit_bound": theory.mode,
                      "regret_rates": "practical (practical noise calibration, see regret checks)"},
@@ -160,32 +160,32 @@ class DPUCBVIAudit(Audit):
     def privacy(self, spec: AgentSpec, practical: AgentSpec) -> None:
         from algorithms.privatizers.base import CountPrivatizer
         from audits import privatizers as pa
-        e, notion = self.exe, self.agent_notion
-        samples = e.samples if e.samples is not None else e.pick(200_000, 20_000)
+        exe, notion = self.exe, self.agent_notion
+        samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
         self.progress("dp_ucbvi: privacy (white box, privatizer black box, dataflow, actions black box)")
         self.add(ucbvi.whitebox_check(spec))
         p = spec.make_privatizer()
         kind = "central" if notion == "JDP" else "local"
         if isinstance(p, CountPrivatizer) and notion in ("JDP", "LDP"):
             claim = ucbvi.claim_for(spec)
-            self.add(pa.sensitivity_check(p, kind=kind, claim=claim, examples=e.pick(300, 100)))
+            self.add(pa.sensitivity_check(p, kind=kind, claim=claim, examples=exe.pick(300, 100)))
             if kind == "central":
-                self.add(pa.tree_reuse_check(p, runs=e.pick(4_000, 1_000), seed=e.seed, source=claim.source))
+                self.add(pa.tree_reuse_check(p, runs=exe.pick(4_000, 1_000), seed=exe.seed, source=claim.source))
         if notion in ("JDP", "LDP") and pa.is_plugin(p):
             # a user's privatizer: black box only, nothing assumed about its noise; the search over the
             # stream length, the user's position and the statistic runs on the privatizer audits' budget
             # (10^6 / --quick 2 x 10^5 samples), not the action audit's (privatizers.plugin_blackbox)
             claim = ucbvi.claim_for(spec)
-            pb = dict(samples=int(e.samples) if e.samples is not None else e.pick(10**6, 2 * 10**5), alpha=e.alpha,
-                      seed=e.seed, workers=e.workers, backend=e.backend, scheduler=e.scheduler,
-                      progress=e.progress, source=claim.source)
+            pb = dict(samples=int(exe.samples) if exe.samples is not None else exe.pick(10**6, 2 * 10**5),
+                      alpha=exe.alpha, seed=exe.seed, workers=exe.workers, backend=exe.backend,
+                      scheduler=exe.scheduler, progress=exe.progress, source=claim.source)
             template = pa.ClaimedTemplate(p, claim, True)
             if notion == "LDP" and callable(getattr(p, "message", None)):
                 self.add(pa.plugin_blackbox(template, search="message", id="privacy.ldp.blackbox", **pb))
             self.add(pa.plugin_blackbox(template, search="stream", id="privacy.privatizer.blackbox", **pb))
             if notion == "JDP":
-                self.add(ucbvi.jdp_blackbox_check(practical, samples=samples, alpha=e.alpha, seed=e.seed,
-                                                  **e.parallel()))
+                self.add(ucbvi.jdp_blackbox_check(practical, samples=samples, alpha=exe.alpha, seed=exe.seed,
+                                                  **exe.parallel()))
         elif notion == "LDP":
             # what the adversary sees under LDP is exactly one user's message (spec §1.5, A14)
             tgt = pa.local_target(pa.ClaimedTemplate(p, ucbvi.claim_for(spec), True))
@@ -194,25 +194,25 @@ class DPUCBVIAudit(Audit):
             if notion == "JDP":
                 tgt = pa.central_target(pa.ClaimedTemplate(p, ucbvi.claim_for(spec), True))
                 self.add(self.blackbox(tgt, id="privacy.privatizer.blackbox", samples=samples)[0])
-            self.add(ucbvi.jdp_blackbox_check(practical, samples=samples, alpha=e.alpha, seed=e.seed,
-                                              **e.parallel()))
-        self.add(ucbvi.dataflow_check(practical, seed=e.seed))
+            self.add(ucbvi.jdp_blackbox_check(practical, samples=samples, alpha=exe.alpha, seed=exe.seed,
+                                              **exe.parallel()))
+        self.add(ucbvi.dataflow_check(practical, seed=exe.seed))
 
     # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, C22
     def assumptions(self, spec: AgentSpec, theory: AgentSpec) -> None:
         from algorithms.envs.generators import random_mdp
-        e = self.exe
-        seed, alpha = e.seed, e.alpha
+        exe = self.exe
+        seed, alpha = exe.seed, exe.alpha
         self.progress("dp_ucbvi: Assumption 3.1, monotonicity")
         small = random_mdp(3, 2, 3, np.random.default_rng(seed), reward_noise="bernoulli")
-        runs = e.pick(300, 120)  # >= 109 runs: 0 failures certify beta/3 = 0.033
-        K = e.pick(256, 64)
+        runs = exe.pick(300, 120)  # >= 109 runs: 0 failures certify beta/3 = 0.033
+        K = exe.pick(256, 64)
         batch = ucbvi.monitored_run(theory, small, K=K, runs=runs, seed=seed)   # feeds C4-C6, C18 and C17
         for c in ucbvi.assumption_checks(theory, small, K=K, runs=runs, seed=seed, alpha=alpha, run=batch):
             self.add(c)
         if self.agent_notion in ("JDP", "LDP"):
-            for c in ucbvi.count_error_order_check(spec, K_grid=e.pick((256, 1024, 4096), (128, 512, 2048)),
-                                                   runs=e.pick(20, 10), seed=seed, alpha=alpha):
+            for c in ucbvi.count_error_order_check(spec, K_grid=exe.pick((256, 1024, 4096), (128, 512, 2048)),
+                                                   runs=exe.pick(20, 10), seed=seed, alpha=alpha):
                 self.add(c)
         self.progress("dp_ucbvi: optimism and explicit bound (theory mode)")
         self.add(ucbvi.optimism_check(theory, small, K=K, runs=runs, seed=seed, alpha=alpha, run=batch))
@@ -221,17 +221,17 @@ class DPUCBVIAudit(Audit):
     # -- regret rates (practical mode) ------------------------------------------------------
     def regret(self, spec: AgentSpec, practical: AgentSpec) -> None:
         from algorithms.envs.generators import random_mdp
-        e, notion = self.exe, self.agent_notion
+        exe, notion = self.exe, self.agent_notion
         if notion not in ("JDP", "LDP"):
             self.progress(f"dp_ucbvi: privatizer notion {notion!r} claims no privacy: regret-cost checks skipped")
             return
         self.progress("dp_ucbvi: regret rates (practical mode)")
-        env = random_mdp(2, 2, 2, np.random.default_rng(e.seed + 7))
+        env = random_mdp(2, 2, 2, np.random.default_rng(exe.seed + 7))
         # LDP needs K >> E^2 ~ K / eps^2 before learning starts: its sweep sits at larger eps
         grid = (0.5, 1, 2, 4) if notion == "JDP" else (8, 16, 32, 64)
-        K_grid, runs = e.pick((2 ** np.arange(7, 15), 8), (2 ** np.arange(6, 14), 4))
+        K_grid, runs = exe.pick((2 ** np.arange(7, 15), 8), (2 ** np.arange(6, 14), 4))
         eps_grid = [spec.epsilon * f for f in grid]
-        for c in ucbvi.regret_checks(practical, env, K_grid=K_grid, runs=runs, seed=e.seed + 3, alpha=e.alpha,
+        for c in ucbvi.regret_checks(practical, env, K_grid=K_grid, runs=runs, seed=exe.seed + 3, alpha=exe.alpha,
                                      eps_grid=eps_grid, progress=self.progress):
             self.add(c)
 
