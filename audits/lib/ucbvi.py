@@ -307,8 +307,9 @@ def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
     def hook(counts, priv):
         if "mon" not in box:
-            box["mon"] = tabular.CountAssumptionMonitor(runs, counts.width, has_rewards=counts.rewards is not None,
-                                                source=f"{SOURCE}, Assumption 3.1 / Lemma 5.4")
+            box["mon"] = tabular.CountAssumptionMonitor(runs, counts.width,
+                                                        has_rewards=counts.rewards is not None,
+                                                        source=f"{SOURCE}, Assumption 3.1 / Lemma 5.4")
         box["mon"].update(counts, priv.true_counts())
 
     res = spec.make().run(env, K, np.random.default_rng(seed), runs=runs, regret=False, release_hook=hook)
