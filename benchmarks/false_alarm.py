@@ -63,7 +63,7 @@ PRIVATIZER = {"name": "central"}      # set by --privatizer
 
 
 def _ucbvi_spec():
-    from audits.dp_ucbvi import AgentSpec
+    from audits.lib.ucbvi import AgentSpec
     spec = AgentSpec(privatizer=PRIVATIZER["name"], epsilon=1.0)
     return spec, replace(spec, mode="practical", width_mode="nominal")
 
@@ -76,7 +76,7 @@ def _eps_grid():
 def ucbvi_curves(seed: int, config: str):
     """The regret sweep of ``dpcheck audit dp_ucbvi [--quick] --seed seed`` (eps = 1)."""
     from algorithms.envs.generators import random_mdp
-    from audits.dp_ucbvi import practical_noise, regret_curves
+    from audits.lib.ucbvi import practical_noise, regret_curves
     _, practical = _ucbvi_spec()
     if config == "quick":
         K_grid, runs = 2 ** np.arange(6, 14), 4
@@ -103,7 +103,7 @@ def legacy_privacy_cost_K(K_grid, R_np, R_priv, seed):
 
 
 def run_ucbvi_regret(seed: int, config: str) -> dict:
-    from audits.dp_ucbvi import rate_checks
+    from audits.lib.ucbvi import rate_checks
     K_grid, R_np, curves, s = ucbvi_curves(seed, config)
     eps_main = _eps_grid()[1]
     notion = "JDP" if PRIVATIZER["name"] == "central" else "LDP"
@@ -114,7 +114,7 @@ def run_ucbvi_regret(seed: int, config: str) -> dict:
 
 
 def run_ucbvi_count_order(seed: int, config: str) -> dict:
-    from audits.dp_ucbvi import count_error_order_check
+    from audits.lib.ucbvi import count_error_order_check
     spec, _ = _ucbvi_spec()
     grid, runs = ((128, 512, 2048), 10) if config == "quick" else ((256, 1024, 4096), 20)
     return {c.id: c.verdict for c in count_error_order_check(spec, K_grid=grid, runs=runs, seed=seed, alpha=ALPHA)}

@@ -1,4 +1,4 @@
-"""The registered audit ``dpcheck audit dp_ucbvi`` and its building blocks (audits/dp_ucbvi.py)."""
+"""The registered audit ``dpcheck audit dp_ucbvi`` and its building blocks (audits/lib/ucbvi.py)."""
 from __future__ import annotations
 
 import json
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from algorithms.envs.generators import random_mdp
-from audits.dp_ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
+from audits.lib.ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
                              optimism_check, practical_noise, whitebox_check)
 from dpcheck.cli import main
 
@@ -73,6 +73,24 @@ def test_practical_noise_is_per_node_unit_laplace():
     assert p.noise_scale() == pytest.approx(1 / 2.0)
 
 
+@pytest.mark.parametrize("privatizer", ["central", "local"])
+def test_count_error_order_plots_are_labelled_with_the_count_error(privatizer):
+    from audits.lib.ucbvi import count_error_order_check
+    checks = count_error_order_check(AgentSpec(privatizer=privatizer), K_grid=(16, 32, 64), runs=4, seed=0)
+    assert [c.id for c in checks] == ["assumption.count_error_order_eps", "assumption.count_error_order_K"]
+    for c in checks:
+        assert c.details["plots"][0]["ylabel"].startswith("max |N^ - N|")
+
+
+def test_claim_table_names_existing_checking_functions():
+    import importlib
+    from audits.dp_ucbvi import DPUCBVIAudit
+    modules = {"ucbvi": "audits.lib.ucbvi", "privatizers": "audits.privatizers"}
+    for row in DPUCBVIAudit.claims:
+        mod, fn = row.method.split(".")
+        assert callable(getattr(importlib.import_module(modules[mod]), fn)), row
+
+
 def _report(tmp_path):
     return json.loads((tmp_path / "dp_ucbvi.json").read_text())
 
@@ -99,6 +117,12 @@ def test_cli_quick_central(tmp_path):
     assert cfg["mode"]["optimism"] == "theory"
     assert "vacuous" in ids["assumption.optimism"]["details"]
     assert ids["regret.exponent"]["details"]["plots"]
+    # every check carries its claim-table row: the paper's statement, its source and the checking function
+    from audits.dp_ucbvi import DPUCBVIAudit
+    for c in rep["checks"]:
+        row = DPUCBVIAudit.row(c["id"])
+        assert row is not None and c["claim"]["table"]["source"] == row.source
+    assert {r.id for r in DPUCBVIAudit.claims} == set(ids) | {"privacy.ldp.blackbox"}
 
 
 @pytest.mark.slow
@@ -141,7 +165,7 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
         "    @property\n"
         "    def claim(self):\n"
         "        return Claim(epsilon=self.epsilon, notion='LDP', source='test')\n")
-    from audits.dp_ucbvi import AgentSpec
+    from audits.lib.ucbvi import AgentSpec
     assert AgentSpec(privatizer=f"{f}:LdpByClaim").notion() == "LDP"
     assert AgentSpec(privatizer="central").notion() == "JDP"
     assert AgentSpec(privatizer="local").notion() == "LDP"

@@ -18,7 +18,7 @@ from algorithms.envs.tabular import TabularMDP
 from algorithms.online.bonus import BonusConstants
 from algorithms.online.ucbvi import DPUCBVI, private_estimates
 from algorithms.privatizers import CentralPrivatizer
-from audits.dp_ucbvi import (AgentSpec, assumption_checks, dataflow_check, jdp_blackbox_check,
+from audits.lib.ucbvi import (AgentSpec, assumption_checks, dataflow_check, jdp_blackbox_check,
                              optimism_check)
 
 

@@ -55,7 +55,7 @@ def test_planted_linear_privacy_cost_still_fails():
     (--quick sweep) both regret.exponent and regret.privacy_cost_K must FAIL."""
     from algorithms.envs.generators import random_mdp
     from algorithms.online.ucbvi import DPUCBVI
-    from audits.dp_ucbvi import AgentSpec, regret_checks
+    from audits.lib.ucbvi import AgentSpec, regret_checks
 
     class CappedCountsDPUCBVI(DPUCBVI):
         def _estimates(self, counts):
