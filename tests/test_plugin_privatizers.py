@@ -3,7 +3,7 @@
 The classes below are written from scratch against the public interface of docs/privatizers.md
 (``CountPrivatizer`` hooks, ``LocalMessage``), never the built-ins' internals, and are loaded from a
 file as ``--privatizer tmp.py:Class``, exactly as a user would. Each planted defect must make the
-registered audit exit 1 with its black-box check failing (audits/privatizers.plugin_stream_search /
+registered audit exit 1 with its black-box check failing (audits/lib/privatizers.plugin_stream_search /
 plugin_message_search), without any white-box help; correct plug-ins -- including Local randomisers
 drawing ``rng.exponential`` / ``rng.uniform`` noise -- must be audited and pass.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audits import privatizers as ap
+from audits.lib import privatizers as ap
 from dpcheck.checks import FAIL, PASS
 
 ROOT = Path(__file__).resolve().parents[1]

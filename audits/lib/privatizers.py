@@ -857,7 +857,7 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
     """Run the privatizer on R = ``runs`` independent repetitions (batched) of random user sequences
     and check Assumption 3.1 part by part. Users' trajectories are uniform random (the assumption is
     claimed for every user sequence; the error of N^ does not depend on the data, §3.4)."""
-    from audits._tabular_checks import CountAssumptionMonitor
+    from audits.lib.tabular import CountAssumptionMonitor
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, rng, rewards=rewards)
     beta = beta if beta is not None else getattr(p, "beta", 0.1)
