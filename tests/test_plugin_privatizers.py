@@ -295,7 +295,7 @@ def test_learned_statistics_are_finite_for_deterministic_coordinates():
     x = np.array([[1.0, 5.0]] * n)
     y = np.array([[0.0, 5.0]] * n)
     mom = lambda v: (v.shape[0], v[0].copy(), (v - v[0]).sum(0), ((v - v[0]) ** 2).sum(0))
-    par = ap._Params.from_moments(mom(x), mom(y), d=np.array([1.0, 0.0]))
+    par = ap.StatisticParams.from_moments(mom(x), mom(y), d=np.array([1.0, 0.0]))
     sx, sy = par.scores(x), par.scores(y)
     assert np.all(np.isfinite(sx)) and np.all(np.isfinite(sy))
     assert np.all(sx[:, [0, 1, 2, 3]] > sy[:, [0, 1, 2, 3]])
