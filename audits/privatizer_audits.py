@@ -86,7 +86,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
     H, S, A, K = 2, 3, 2, 6
 
     def privatizer(self):
-        """(privatizer, eps, rewards) from --privatizer / --epsilon / --set; records them in the config."""
+        """(privatizer, rewards) from --privatizer / --epsilon / --set; records them in the config."""
         from algorithms.privatizers import load_privatizer
         eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
         calibration = self.set.get("calibration", "strict")
@@ -102,11 +102,11 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         self.config.update(privatizer=spec, epsilon=eps, calibration=calibration, neighbouring="replacement",
                            stream_families=2 if games else 3,
                            width_mode=kw.get("width_mode", getattr(p, "width_mode", None)))
-        return p, eps, not games
+        return p, not games
 
     def run(self) -> None:
         from algorithms.privatizers.base import CountPrivatizer
-        p, _, rewards = self.privatizer()
+        p, rewards = self.privatizer()
         claim = pa.claim_for_families(p, rewards)
         builtin = isinstance(p, CountPrivatizer) and not pa.is_plugin(p)
         template = pa.ClaimedTemplate(p, claim, rewards)
