@@ -20,7 +20,7 @@ j = a*B + b (A*B of them), rewards=False (the reward is known), so 2 stream fami
 Assumptions (theory mode: C1 = 2, C2 = 10, the privatizer's rigorous width; on a seeded T3 game)
   [assumption.count_error | .sum_consistency | .no_underestimation | .valid_transition | .good_event (N6)]
       Assumption 3.1 and Lemma 5.4's good event, from
-      audits/_tabular_checks.CountAssumptionMonitor fed every release the algorithm planned with (release_hook)
+      audits/lib/tabular.CountAssumptionMonitor fed every release the algorithm planned with (release_hook)
   [assumption.cce]              every stage policy is a CCE of (Qb, Qu) (N18, tolerance 1e-8 H)
   [assumption.optimism]         Qb >= Q^{dagger,nu^k}, Qu <= Q^{mu^k,dagger} (N16) w.p. >= 1 - 2 beta/3
   [assumption.optimism_correlated] Vu <= V^{pi^k} <= Vb (N17)
@@ -153,7 +153,7 @@ def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: in
     step), in the games setting (joint actions A*B, rewards=False). The statistic is the Laplace
     log-likelihood ratio of the message (a post-processing, so a bound on it bounds the message); tight
     for the Laplace randomiser. Built by audits/privatizers.local_target (one implementation for both)."""
-    from audits import privatizers as pa
+    from audits.lib import privatizers as pa
     claim = Claim(epsilon=epsilon, notion="LDP", source=claim_source)
     return pa.local_target(pa.ClaimedTemplate(make_privatizer(), claim, False), H=H, S=S, A=A * B, rewards=False)
 
@@ -161,7 +161,7 @@ def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: in
 # ------------------------------------------------------------------ assumptions
 def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: str = "theory",
                       suffix: str = "", C1=None, C2=None, algo_cls=None, alpha: float = 0.05) -> list[Check]:
-    """Assumption 3.1 (via audits/_tabular_checks.CountAssumptionMonitor, fed every release the algorithm
+    """Assumption 3.1 (via audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm
     planned with), CCE (N18), UCB/LCB (N16, N17) and the certificate (N27) on ``game``.
 
     Exact counts (E = 0, the non-private baseline) have N = 0 rows where P^ is undefined and the
@@ -174,7 +174,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     from algorithms.envs.game_planning import best_response_values, correlated_policy_values, duality_gap
     from algorithms.games.cce import cce_residual
     from algorithms.games.dp_nash_vi import DPNashVI
-    from audits._tabular_checks import CountAssumptionMonitor
+    from audits.lib.tabular import CountAssumptionMonitor
 
     algo_cls = algo_cls or DPNashVI
     priv = make_privatizer()
@@ -546,7 +546,7 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
     releases (privacy.privatizer.blackbox: the Central stream; for LDP the message audit is
     privacy.ldp.blackbox)."""
     import copy
-    from audits import privatizers as pa
+    from audits.lib import privatizers as pa
     from algorithms.privatizers.base import CountPrivatizer
 
     p = make_privatizer()
@@ -619,7 +619,7 @@ def run(ctx) -> None:
     calibration = o.extra.get("calibration", "strict")
     make = _privatizer_factory(spec, eps, calibration, "rigorous")
     probe = make()                                   # bad names / files: InputError before any work
-    from audits import privatizers as pa
+    from audits.lib import privatizers as pa
     own = pa.claim_for_families(probe, False)        # the privatizer's own claim with 2 families, if it has one
     notion = pa.privatizer_notion(probe, own)
     builtin = spec in ("central", "local")

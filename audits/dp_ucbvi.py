@@ -159,7 +159,7 @@ class DPUCBVIAudit(Audit):
     # -- privacy: the privatizer (white box + tight black box), then the agent ----------------
     def privacy(self, spec: AgentSpec, practical: AgentSpec) -> None:
         from algorithms.privatizers.base import CountPrivatizer
-        from audits import privatizers as pa
+        from audits.lib import privatizers as pa
         exe, notion = self.exe, self.agent_notion
         samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
         self.progress("dp_ucbvi: privacy (white box, privatizer black box, dataflow, actions black box)")

@@ -122,7 +122,7 @@ def run_ucbvi_count_order(seed: int, config: str) -> dict:
 
 def run_tree_reuse(seed: int, config: str) -> dict:
     from algorithms.privatizers import load_privatizer
-    from audits import privatizers as pa
+    from audits.lib import privatizers as pa
     p = load_privatizer("central", epsilon=1.0, beta=0.1, calibration="strict", width_mode="rigorous")
     runs = 1_000 if config == "quick" else 4_000
     return {"whitebox.tree_noise_reuse": pa.tree_reuse_check(p, runs=runs, seed=seed).verdict}

@@ -4,15 +4,17 @@ Use it with
     dpcheck audit dp_ucbvi --privatizer examples/my_privatizer.py:GaussianTreePrivatizer
     dpcheck audit central_privatizer --privatizer examples/my_privatizer.py:GaussianTreePrivatizer
 
-It implements exactly the hooks that docs/privatizers.md lists; the base class does validation, the true
-counts (for the checkers), the post-processing LP and the PrivateCounts record.
+It implements exactly the hooks that docs/privatizers.md lists, and the optional ``declare`` (claim, DpEvent
+and width from the parameters and the sizes); the base class does validation, the true counts (for the
+checkers), the post-processing LP and the PrivateCounts record.
 """
+import functools
 import math
 
 import numpy as np
 from scipy.special import log_ndtr
 
-from algorithms.privatizers import BinaryMechanism, CountPrivatizer, TreeCounter, tree_levels
+from algorithms.privatizers import BinaryMechanism, CountPrivatizer, Declaration, TreeCounter, tree_levels
 from dpcheck import Claim
 
 DELTA = 1e-5
@@ -57,13 +59,18 @@ class GaussianTreePrivatizer(CountPrivatizer):
     notion = "JDP"
 
     # --- the one parameter both the noise and the declaration read ------------------------------
-    def sensitivity(self) -> float:
+    def sensitivity_for(self, H: int, K: int, families: int) -> float:
         """l2 sensitivity of all F families' node p-sums under the calibration's neighbouring relation."""
-        L = tree_levels(self.K)
-        return math.sqrt(self.sensitivity_factor * self.families * self.H * L)
+        return math.sqrt(self.sensitivity_factor * families * H * tree_levels(K))
+
+    def sigma_for(self, H: int, K: int, families: int) -> float:
+        return analytic_gaussian_multiplier(self.epsilon, DELTA) * self.sensitivity_for(H, K, families)
+
+    def sensitivity(self) -> float:
+        return self.sensitivity_for(self.H, self.K, self.families)
 
     def sigma(self) -> float:
-        return analytic_gaussian_multiplier(self.epsilon, DELTA) * self.sensitivity()
+        return self.sigma_for(self.H, self.K, self.families)
 
     # --- hooks ------------------------------------------------------------------------------------
     def _start_noise(self, rng):
@@ -86,19 +93,33 @@ class GaussianTreePrivatizer(CountPrivatizer):
         return B[:, :nv].reshape(shape), B[:, nv:nv + nt].reshape(shape + (self.S,)), rew
 
     def _compute_width(self) -> float:
+        return self.width_for(self.H, self.S, self.A, self.K, self.rewards)
+
+    def width_for(self, H: int, S: int, A: int, K: int, rewards: bool) -> float:
         # |N^ - N| is a sum of <= L Gaussians: std <= sqrt(L) sigma; union bound over m releases
-        L = tree_levels(self.K)
-        m = self.H * self.S * self.A * (self.S + (2 if self.rewards else 1)) * max(self.K - 1, 1)
+        L = tree_levels(K)
+        m = H * S * A * (S + (2 if rewards else 1)) * max(K - 1, 1)
         tail = math.sqrt(2 * math.log(2 * 3 * m / self.beta))
-        return max(4 * math.sqrt(L) * self.sigma() * tail, 1.0)
+        return max(4 * math.sqrt(L) * self.sigma_for(H, K, 3 if rewards else 2) * tail, 1.0)
 
     # --- privacy as data --------------------------------------------------------------------------
-    def dp_event(self, neighbouring="replacement"):
+    def event_for(self, H: int, K: int, families: int, neighbouring: str = "replacement"):
         import dp_accounting
         n = 2 if neighbouring == "replacement" else 1
-        L = tree_levels(self.K)
-        fam = dp_accounting.GaussianDpEvent(noise_multiplier=self.sigma() / math.sqrt(n * self.H * L))
-        return dp_accounting.ComposedDpEvent([fam] * self.families)
+        L = tree_levels(K)
+        fam = dp_accounting.GaussianDpEvent(noise_multiplier=self.sigma_for(H, K, families) / math.sqrt(n * H * L))
+        return dp_accounting.ComposedDpEvent([fam] * families)
+
+    def dp_event(self, neighbouring="replacement"):
+        return self.event_for(self.H, self.K, self.families, neighbouring)
+
+    def declare(self, H: int, S: int, A: int, K: int, rewards: bool = True, *, rng=None) -> Declaration:
+        """Optional: claim, DpEvent and width from the parameters and the sizes, without starting (the
+        audits read it; a class without it is declared from a started copy instead)."""
+        families = 3 if rewards else 2
+        return Declaration(claim=self.claim, width=self.width_for(H, S, A, K, rewards),
+                           event=functools.partial(self.event_for, H, K, families),
+                           scale=self.sigma_for(H, K, families), sensitivity=self.sensitivity_for(H, K, families))
 
     @property
     def claim(self) -> Claim:

@@ -51,7 +51,7 @@ def t3(seed=0):
 
 
 def test_nonprivate_runs_and_records_shapes():
-    from audits._tabular_checks import CountAssumptionMonitor
+    from audits.lib.tabular import CountAssumptionMonitor
     game = t3()
     # Assumption 3.1 is the checker's business (release_hook), not the algorithm's: exact counts, zero error
     mon = CountAssumptionMonitor(4, 0.0, has_rewards=False, source="test")

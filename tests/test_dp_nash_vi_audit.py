@@ -262,8 +262,8 @@ def test_privacy_cost_checks_read_planted_scalings(cost, verdicts):
 
 def test_notion_comes_from_the_declared_claim():
     from algorithms.privatizers import CentralPrivatizer as C
-    from audits.privatizers import privatizer_notion
-    from audits.privatizers import claim_for_families
+    from audits.lib.privatizers import privatizer_notion
+    from audits.lib.privatizers import claim_for_families
     from dpcheck.claims import Claim
 
     class LdpByClaim(C):                      # inherits notion = "JDP" but declares an LDP claim

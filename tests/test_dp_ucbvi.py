@@ -229,7 +229,7 @@ def test_zero_noise_privatizer_reproduces_ucbvi_actions():
 
 def test_monotone_min_and_clip_hold_in_runs():
     env = random_mdp(4, 2, 4, np.random.default_rng(2), reward_noise="bernoulli")
-    from audits._tabular_checks import CountAssumptionMonitor
+    from audits.lib.tabular import CountAssumptionMonitor
     box = {}
 
     def hook(counts, priv):

@@ -85,7 +85,7 @@ def test_count_error_order_plots_are_labelled_with_the_count_error(privatizer):
 def test_claim_table_names_existing_checking_functions():
     import importlib
     from audits.dp_ucbvi import DPUCBVIAudit
-    modules = {"ucbvi": "audits.lib.ucbvi", "privatizers": "audits.privatizers"}
+    modules = {"ucbvi": "audits.lib.ucbvi", "privatizers": "audits.lib.privatizers"}
     for row in DPUCBVIAudit.claims:
         mod, fn = row.method.split(".")
         assert callable(getattr(importlib.import_module(modules[mod]), fn)), row

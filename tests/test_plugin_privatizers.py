@@ -3,7 +3,7 @@
 The classes below are written from scratch against the public interface of docs/privatizers.md
 (``CountPrivatizer`` hooks, ``LocalMessage``), never the built-ins' internals, and are loaded from a
 file as ``--privatizer tmp.py:Class``, exactly as a user would. Each planted defect must make the
-registered audit exit 1 with its black-box check failing (audits/privatizers.plugin_stream_search /
+registered audit exit 1 with its black-box check failing (audits/lib/privatizers.plugin_stream_search /
 plugin_message_search), without any white-box help; correct plug-ins -- including Local randomisers
 drawing ``rng.exponential`` / ``rng.uniform`` noise -- must be audited and pass.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audits import privatizers as ap
+from audits.lib import privatizers as ap
 from dpcheck.checks import FAIL, PASS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -295,7 +295,7 @@ def test_learned_statistics_are_finite_for_deterministic_coordinates():
     x = np.array([[1.0, 5.0]] * n)
     y = np.array([[0.0, 5.0]] * n)
     mom = lambda v: (v.shape[0], v[0].copy(), (v - v[0]).sum(0), ((v - v[0]) ** 2).sum(0))
-    par = ap._Params.from_moments(mom(x), mom(y), d=np.array([1.0, 0.0]))
+    par = ap.StatisticParams.from_moments(mom(x), mom(y), d=np.array([1.0, 0.0]))
     sx, sy = par.scores(x), par.scores(y)
     assert np.all(np.isfinite(sx)) and np.all(np.isfinite(sy))
     assert np.all(sx[:, [0, 1, 2, 3]] > sy[:, [0, 1, 2, 3]])

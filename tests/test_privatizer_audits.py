@@ -12,7 +12,7 @@ import pytest
 
 from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, OfflineLaplacePrivatizer, PrivateCounts
 from algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes
-from audits import privatizers as ap
+from audits.lib import privatizers as ap
 from dpcheck.blackbox import audit
 from dpcheck.checks import FAIL, PASS
 
@@ -245,7 +245,7 @@ def test_monitor_without_noisy_counts_does_not_fail_no_underestimation():
     without N^ (noisy_*) leaves that event unobservable: an underestimate is then inconclusive, while with
     N^ inside the good event it fails."""
     from types import SimpleNamespace
-    from audits._tabular_checks import CountAssumptionMonitor
+    from audits.lib.tabular import CountAssumptionMonitor
 
     N = np.full((3, 1, 2, 1), 5.0)
     true = SimpleNamespace(visits=N, transitions=np.stack([N / 2, N / 2], axis=-1), rewards=None)

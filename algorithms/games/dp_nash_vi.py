@@ -217,7 +217,7 @@ class DPNashVI:
         The algorithm does not check Assumption 3.1 itself (DESIGN.md: algorithms carry no checking
         logic); a checker gets every release and the true counts through ``release_hook``.
         release_hook: called as ``release_hook(counts, privatizer)`` after every release, before planning
-                 (checkers, e.g. audits/_tabular_checks.CountAssumptionMonitor, which reads
+                 (checkers, e.g. audits/lib/tabular.CountAssumptionMonitor, which reads
                  ``privatizer.true_counts()`` there; the algorithm ignores it).
         """
         if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:

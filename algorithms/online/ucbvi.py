@@ -322,7 +322,7 @@ class DPUCBVI:
                    counts, for checking only; the agent never reads them).
         regret:    exact expected regret per episode from the true model.
         release_hook: called as ``release_hook(counts, privatizer)`` after every release (checkers,
-                   e.g. audits/_tabular_checks.CountAssumptionMonitor; the agent ignores it).
+                   e.g. audits/lib/tabular.CountAssumptionMonitor; the agent ignores it).
         engine:    "auto" (default: the compiled engine of algorithms/online/compiled.py when it covers
                    the run, else numpy), "numpy" or "compiled" (an InputError if it does not cover
                    the run). Both draw the same random numbers in the same order; reported in config.
@@ -332,7 +332,7 @@ class DPUCBVI:
         vacuous_fraction (fraction of (k,h,s,a) with Q~ = H), vacuous_fraction_last (at k = K),
         monotonicity_violations (#Q~^k > Q~^{k-1}), above_H (#Q~ > H). Properties of the released counts
         (count error, sum identity, valid P~, no underestimation) are judged from ``release_hook`` by
-        audits/_tabular_checks.CountAssumptionMonitor, the one definition every audit uses.
+        audits/lib/tabular.CountAssumptionMonitor, the one definition every audit uses.
         """
         K = _check_int("K", K, 1)
         runs = _check_int("runs", runs, 1)
@@ -529,7 +529,7 @@ class _RegretEvaluator:
 class _Monitor:
     """Diagnostics of Q~ for the checks: optimism (C17), monotonicity (C18), the clip at H, vacuity.
 
-    The released counts are not judged here: audits/_tabular_checks.CountAssumptionMonitor does that from
+    The released counts are not judged here: audits/lib/tabular.CountAssumptionMonitor does that from
     the releases it gets through ``release_hook`` (one definition, used by every audit).
     """
 

@@ -4,7 +4,7 @@ CountPrivatizer (interface), CentralPrivatizer (JDP, tree mechanism), LocalPriva
 NoPrivatizer (exact counts), the offline DP-APVI privatizers, the exact post-processing projection,
 the binary mechanism, the widths E, and ``load_privatizer``.
 """
-from algorithms.privatizers.base import CountPrivatizer, PrivateCounts, TrueCounts, INTERFACE
+from algorithms.privatizers.base import CountPrivatizer, Declaration, PrivateCounts, TrueCounts, INTERFACE, declare_by_starting
 from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
 from algorithms.privatizers.central import CentralPrivatizer
 from algorithms.privatizers.local import LocalPrivatizer, LocalMessage
@@ -14,7 +14,7 @@ from algorithms.privatizers.width import confidence_width
 from algorithms.privatizers.loader import load_privatizer
 from algorithms.privatizers.offline import OfflineGaussianPrivatizer, OfflineLaplacePrivatizer, OfflineCounts, dataset_counts
 
-__all__ = ["CountPrivatizer", "PrivateCounts", "TrueCounts", "INTERFACE", "BinaryMechanism", "TreeCounter",
+__all__ = ["CountPrivatizer", "Declaration", "declare_by_starting", "PrivateCounts", "TrueCounts", "INTERFACE", "BinaryMechanism", "TreeCounter",
            "tree_levels", "CentralPrivatizer", "LocalPrivatizer", "LocalMessage", "NoPrivatizer",
            "project_counts", "post_process", "post_process_offline", "confidence_width", "load_privatizer",
            "OfflineGaussianPrivatizer", "OfflineLaplacePrivatizer", "OfflineCounts", "dataset_counts"]

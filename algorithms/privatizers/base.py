@@ -31,8 +31,10 @@ noise scales and certifies ``eps`` under replacement.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -87,6 +89,43 @@ def flatten_counts(visits, transitions, rewards=None) -> np.ndarray:
     if rewards is not None:
         parts.append(np.asarray(rewards).reshape(runs, -1))
     return np.concatenate(parts, axis=1)
+
+
+NEIGHBOURINGS = ("replacement", "add_remove")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a privatizer promises for K users of an (H, S, A) model, from its parameters and the sizes
+    alone (STYLE.md §1: privacy as data; :meth:`CountPrivatizer.declare`).
+
+    claim:       the :class:`dpcheck.Claim` (None for the non-private baseline).
+    width:       E of Assumption 3.1 (public, data-independent); None when it is a Monte-Carlo quantile
+                 (``width_mode="calibrated"``) and no rng was given.
+    event:       ``event(neighbouring)`` -> the dp_accounting DpEvent of the noise drawn, under
+                 "replacement" or "add_remove" (:meth:`dp_event`).
+    scale:       the noise scale every noisy coordinate is drawn with (Laplace b, Gaussian sigma), if one.
+    sensitivity: l1 (l2 for Gaussian noise) change of one family's noisy vector when one user is
+                 replaced, the sensitivity ``scale`` is calibrated against, if one.
+    """
+
+    claim: object
+    width: float | None
+    event: Callable[[str], object]
+    scale: float | None = None
+    sensitivity: float | None = None
+
+    def dp_event(self, neighbouring: str = "replacement"):
+        return self.event(neighbouring)
+
+
+def declare_by_starting(p, H: int, S: int, A: int, K: int, rewards: bool = True, rng=None) -> Declaration:
+    """The plug-in fallback of ``declare``: start a copy of ``p`` (one run, nothing observed) and read
+    its claim, ``dp_event(neighbouring)`` and width. For a privatizer that cannot declare without
+    running (a user's class that does not implement ``declare``); ``p`` itself is never touched."""
+    q = copy.deepcopy(p)
+    q.start(1, H, S, A, K, rng if rng is not None else np.random.default_rng(0), rewards=rewards)
+    return Declaration(claim=q.claim, width=q.width, event=q.dp_event)
 
 
 def _positive_int(name, v) -> int:
@@ -316,6 +355,25 @@ class CountPrivatizer:
         """Restore what :meth:`_export_noise` exported."""
 
     # -- declared privacy ----------------------------------------------------------------
+    def declare(self, H: int, S: int, A: int, K: int, rewards: bool = True, *, rng=None) -> Declaration:
+        """Claim, DpEvent and width E for K users of an (H, S, A) model, from the parameters and the sizes,
+        without running: what ``start`` would give (``rng`` is only for ``width_mode="calibrated"``,
+        whose E is a Monte-Carlo quantile). The built-ins compute it (and ``start`` reads its width
+        from the same computation); here, for a subclass that does not, it is the plug-in fallback
+        :func:`declare_by_starting` (a started copy)."""
+        return declare_by_starting(self, H, S, A, K, rewards, rng)
+
+    def _declares_itself(self, owner: type) -> bool:
+        """Is ``owner.declare`` (a built-in's) valid for this object? Only if its class overrides none of
+        what the declaration is computed from (``owner``'s own members, the claim, dp_event, width);
+        a subclass that does falls back to :func:`declare_by_starting`, so the two cannot disagree."""
+        cls = type(self)
+        if cls is owner:
+            return True
+        names = [k for k in vars(owner) if not k.startswith("__")]
+        names += ["claim", "dp_event", "sensitivity_factor", "start", "_compute_width", "width"]
+        return all(getattr(cls, k, None) is getattr(owner, k, None) for k in names)
+
     @property
     def claim(self):
         raise NotImplementedError(self._missing("claim", "a property returning the dpcheck.Claim promised"))

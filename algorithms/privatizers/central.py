@@ -19,11 +19,13 @@ JDP of the actions (Lemma 5.1 of both papers).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from dpcheck.claims import Claim
 
-from algorithms.privatizers.base import CountPrivatizer, _check_neighbouring
+from algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring
 from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
 from algorithms.privatizers.width import confidence_width
 
@@ -36,22 +38,57 @@ class CentralPrivatizer(CountPrivatizer):
 
     @property
     def source(self) -> str:
-        if getattr(self, "rewards", True):
+        return self.source_for(getattr(self, "rewards", True))
+
+    @staticmethod
+    def source_for(rewards: bool) -> str:
+        if rewards:
             return "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.1: Central Privatizer is eps-JDP"
         return "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.1: Central Privatizer is eps-JDP"
 
-    # -- calibration: the node scale is the one parameter both the noise and dp_event() read ---------
+    # -- calibration: the node scale is the one parameter both the noise and the declaration read ----
+    def scale_for(self, H: int, K: int, families: int) -> float:
+        """b_c = 1/eps' = F H L / eps (paper) or 2 F H L / eps (strict), L = tree_levels(K)."""
+        return self.sensitivity_factor * families * H * tree_levels(K) / self.epsilon
+
+    def tree_for(self, H: int, K: int, families: int, neighbouring: str = "replacement") -> TreeCounter:
+        """The declared tree of ONE family: horizon K, node scale b_c, l1 sensitivity H L (x2 replacement)."""
+        n = _check_neighbouring(neighbouring)
+        return TreeCounter(horizon=K, node_scale=self.scale_for(H, K, families),
+                           sensitivity=n * H * tree_levels(K), noise="laplace")
+
+    def declare(self, H: int, S: int, A: int, K: int, rewards: bool = True, *, rng=None) -> Declaration:
+        """F Laplace trees composed (F = 3 with rewards, 2 without), the eps-JDP claim, the central E."""
+        if not self._declares_itself(CentralPrivatizer):
+            return super().declare(H, S, A, K, rewards, rng=rng)
+        return self._declaration(H, S, A, K, rewards, rng)
+
+    def event_for(self, H: int, K: int, families: int, neighbouring: str = "replacement"):
+        """The DpEvent of the noisy nodes: one tree per family, composed over the F families."""
+        import dp_accounting
+        return dp_accounting.ComposedDpEvent([self.tree_for(H, K, families, neighbouring).dp_event()] * families)
+
+    def _declaration(self, H, S, A, K, rewards, rng) -> Declaration:
+        families = 3 if rewards else 2
+        event = functools.partial(self.event_for, H, K, families)
+        b = self.scale_for(H, K, families)
+        width = None if self.width_mode == "calibrated" and rng is None else self.width_for(H, S, A, K, rewards, b, rng)
+        claim = Claim(epsilon=self.epsilon, notion="JDP", source=self.source_for(rewards), neighbouring="replacement")
+        return Declaration(claim=claim, width=width, event=event, scale=b,
+                           sensitivity=self.tree_for(H, K, families).sensitivity)
+
+    # -- the started privatizer: the same functions at its own sizes ---------------------------------
     def node_scale(self) -> float:
-        """b_c = 1/eps' = F H L / eps (paper) or 2 F H L / eps (strict)."""
+        """b_c at the started sizes (:meth:`scale_for`)."""
         self._require_started()
-        return self.sensitivity_factor * self.families * self.H * self.levels / self.epsilon
+        return self.scale_for(self.H, self.K, self.families)
 
     @property
     def levels(self) -> int:
         return tree_levels(self.K)
 
     def tree(self, neighbouring: str = "replacement") -> TreeCounter:
-        """The declared tree of ONE family: horizon K, node scale b_c, l1 sensitivity H L (x2 replacement)."""
+        """:meth:`tree_for` at the started sizes, with the scale of :meth:`node_scale`."""
         n = _check_neighbouring(neighbouring)
         return TreeCounter(horizon=self.K, node_scale=self.node_scale(),
                            sensitivity=n * self.H * self.levels, noise="laplace")
@@ -118,10 +155,13 @@ class CentralPrivatizer(CountPrivatizer):
         rew = B[:, nv + nt:].reshape(shape) if self.rewards else None
         return visits, trans, rew
 
+    def width_for(self, H: int, S: int, A: int, K: int, rewards: bool, scale: float, rng=None) -> float:
+        """The central E for node scale ``scale`` (width.py; ``rng`` for the calibrated mode only)."""
+        return confidence_width("central", self.width_mode, H=H, S=S, A=A, K=K, scale=scale, epsilon=self.epsilon,
+                                beta=self.beta, rewards=rewards, rng=rng)
+
     def _compute_width(self) -> float:
-        return confidence_width("central", self.width_mode, H=self.H, S=self.S, A=self.A, K=self.K,
-                                scale=self.node_scale(), epsilon=self.epsilon, beta=self.beta,
-                                rewards=self.rewards, rng=self._width_rng())
+        return self.width_for(self.H, self.S, self.A, self.K, self.rewards, self.node_scale(), self._width_rng())
 
     def _width_rng(self):
         # the calibrated width simulates noise from a child stream, so the privatizer's own noise

@@ -12,13 +12,15 @@ replacement). Privacy as data: one family of one message is the Laplace mechanis
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpcheck.claims import Claim
 
-from algorithms.privatizers.base import CountPrivatizer, _check_neighbouring, episode_increments, flatten_counts
+from algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring, episode_increments, flatten_counts
 from algorithms.privatizers.width import confidence_width
 from algorithms.privatizers.noise import laplace
 
@@ -44,20 +46,51 @@ class LocalPrivatizer(CountPrivatizer):
 
     @property
     def source(self) -> str:
-        if getattr(self, "rewards", True):
+        return self.source_for(getattr(self, "rewards", True))
+
+    @staticmethod
+    def source_for(rewards: bool) -> str:
+        if rewards:
             return "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.6: Local Privatizer is eps-LDP"
         return "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.4: Local Privatizer is eps-LDP"
 
-    def noise_scale(self) -> float:
+    # -- calibration: the scale b_l is the one parameter both the noise and the declaration read -----
+    def scale_for(self, H: int, families: int) -> float:
         """b_l = F H / eps (paper) or 2 F H / eps (strict)."""
-        self._require_started()
-        return self.sensitivity_factor * self.families * self.H / self.epsilon
+        return self.sensitivity_factor * families * H / self.epsilon
 
-    def dp_event(self, neighbouring: str = "replacement"):
+    @staticmethod
+    def event_for(scale: float, H: int, families: int, neighbouring: str = "replacement"):
+        """F Laplace mechanisms of l1 sensitivity n H (n = 2 replacement, 1 add/remove), composed."""
         import dp_accounting
         n = _check_neighbouring(neighbouring)
-        fam = dp_accounting.LaplaceDpEvent(noise_multiplier=self.noise_scale() / (n * self.H))
-        return dp_accounting.ComposedDpEvent([fam] * self.families)
+        fam = dp_accounting.LaplaceDpEvent(noise_multiplier=scale / (n * H))
+        return dp_accounting.ComposedDpEvent([fam] * families)
+
+    def width_for(self, H: int, S: int, A: int, K: int, rewards: bool, scale: float, rng=None) -> float:
+        """The local E for scale ``scale`` (width.py; ``rng`` for the calibrated mode only)."""
+        return confidence_width("local", self.width_mode, H=H, S=S, A=A, K=K, scale=scale, epsilon=self.epsilon,
+                                beta=self.beta, rewards=rewards, rng=rng)
+
+    def declare(self, H: int, S: int, A: int, K: int, rewards: bool = True, *, rng=None) -> Declaration:
+        """F Laplace randomisers composed (F = 3 with rewards, 2 without), the eps-LDP claim, the local E."""
+        if not self._declares_itself(LocalPrivatizer):
+            return super().declare(H, S, A, K, rewards, rng=rng)
+        families = 3 if rewards else 2
+        b = self.scale_for(H, families)
+        width = None if self.width_mode == "calibrated" and rng is None else self.width_for(H, S, A, K, rewards, b, rng)
+        claim = Claim(epsilon=self.epsilon, notion="LDP", source=self.source_for(rewards), neighbouring="replacement")
+        return Declaration(claim=claim, width=width, event=functools.partial(self.event_for, b, H, families),
+                           scale=b, sensitivity=2.0 * H)
+
+    # -- the started privatizer: the same functions at its own sizes ---------------------------------
+    def noise_scale(self) -> float:
+        """b_l at the started sizes (:meth:`scale_for`)."""
+        self._require_started()
+        return self.scale_for(self.H, self.families)
+
+    def dp_event(self, neighbouring: str = "replacement"):
+        return self.event_for(self.noise_scale(), self.H, self.families, neighbouring)
 
     @property
     def claim(self) -> Claim:
@@ -134,6 +167,4 @@ class LocalPrivatizer(CountPrivatizer):
 
     def _compute_width(self) -> float:
         rng = self.rng.spawn(1)[0] if self.width_mode == "calibrated" else None
-        return confidence_width("local", self.width_mode, H=self.H, S=self.S, A=self.A, K=self.K,
-                                scale=self.noise_scale(), epsilon=self.epsilon, beta=self.beta,
-                                rewards=self.rewards, rng=rng)
+        return self.width_for(self.H, self.S, self.A, self.K, self.rewards, self.noise_scale(), rng)

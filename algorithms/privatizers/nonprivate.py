@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from algorithms.privatizers.base import CountPrivatizer, PrivateCounts
+from algorithms.privatizers.base import CountPrivatizer, Declaration, PrivateCounts
 
 
 class NoPrivatizer(CountPrivatizer):
@@ -27,9 +27,19 @@ class NoPrivatizer(CountPrivatizer):
     def claim(self):
         return None
 
-    def dp_event(self, neighbouring: str = "replacement"):
+    @staticmethod
+    def event_for(neighbouring: str = "replacement"):
         import dp_accounting
         return dp_accounting.NonPrivateDpEvent()
+
+    def declare(self, H: int, S: int, A: int, K: int, rewards: bool = True, *, rng=None) -> Declaration:
+        """No claim, NonPrivateDpEvent, E = 0, whatever the sizes."""
+        if not self._declares_itself(NoPrivatizer):
+            return super().declare(H, S, A, K, rewards, rng=rng)
+        return Declaration(claim=None, width=0.0, event=self.event_for)
+
+    def dp_event(self, neighbouring: str = "replacement"):
+        return self.event_for(neighbouring)
 
     def _start_noise(self, rng):
         pass

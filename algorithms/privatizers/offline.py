@@ -26,6 +26,7 @@ import numpy as np
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
+from algorithms.privatizers.base import Declaration
 from algorithms.privatizers.projection import post_process_offline
 from algorithms.privatizers.noise import laplace
 
@@ -106,6 +107,17 @@ def _check_beta(beta):
 
 
 class _OfflinePrivatizer:
+    def declare(self, H: int, S: int, A: int) -> Declaration:
+        """Claim, DpEvent (replacement of one trajectory) and width E for an (H, S, A) dataset, from the
+        parameters and the sizes (the same ``dp_event(H)`` / ``width(H, S, A)`` ``privatize`` uses)."""
+        def event(neighbouring: str = "replacement"):
+            if neighbouring != "replacement":
+                raise InputError(f"{type(self).__name__} declares its DpEvent under replacement only, "
+                                 f"got {neighbouring!r}")
+            return self.dp_event(H)
+        return Declaration(claim=self.claim, width=self.width(H, S, A), event=event, scale=self._scale(H),
+                           sensitivity=self.sensitivity(H))
+
     def privatize(self, pair, triple, rng: np.random.Generator) -> OfflineCounts:
         """Noise on every pair and triple count, clip at 0 (§2.2), then the §2.4 projection."""
         pair, triple = _check_counts(pair, triple)
@@ -150,6 +162,9 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
     def _noise(self, rng, shape, H):
         return rng.normal(0.0, self.sigma(H), size=shape)
 
+    def _scale(self, H: int) -> float:
+        return self.sigma(H)
+
     def dp_event(self, H: int):
         import dp_accounting
         fam = dp_accounting.GaussianDpEvent(noise_multiplier=self.sigma(H) / math.sqrt(2.0 * H))
@@ -183,6 +198,9 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
 
     def _noise(self, rng, shape, H):
         return laplace(rng, self.scale(H), shape)
+
+    def _scale(self, H: int) -> float:
+        return self.scale(H)
 
     def sensitivity(self, H: int) -> float:
         """Declared l1 sensitivity of both families together under replacement: 4H."""

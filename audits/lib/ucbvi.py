@@ -64,7 +64,7 @@ class AgentSpec:
                    tie_breaking=self.tie_breaking)
 
     def notion(self) -> str:
-        from audits import privatizers as pa
+        from audits.lib import privatizers as pa
         p = self.make_privatizer()
         if getattr(p, "notion", None) == "none":   # the non-private baseline: audited as JDP, no privatizer checks
             return "none"
@@ -280,7 +280,7 @@ def whitebox_check(spec: AgentSpec, *, H: int = 2, S: int = 3, A: int = 2, K: in
     """whitebox.dp_event: the privatizer's declared DpEvent accounted exactly (dp_accounting PLD) under
     replacement neighbours, against its claim (audits/privatizers.dp_event_check). With calibration
     "paper" this gives 2 eps (spec A5): a violation of the eps claim under replacement."""
-    from audits import privatizers as pa
+    from audits.lib import privatizers as pa
     p = spec.make_privatizer()
     claim = claim_for(spec)
     p.start(1, H, S, A, K, np.random.default_rng(0))
@@ -302,7 +302,7 @@ def monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
 
 def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
-    from audits import _tabular_checks as tabular
+    from audits.lib import tabular
     box = {}
 
     def hook(counts, priv):
@@ -318,7 +318,7 @@ def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
 def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float,
                       run=None) -> list[Check]:
-    """Assumption 3.1 (C4, C5 via audits/_tabular_checks.py; C6) and C18, from the releases the agent
+    """Assumption 3.1 (C4, C5 via audits/lib/tabular.py; C6) and C18, from the releases the agent
     actually planned with during one batch of runs (``run``: a finished :func:`monitored_run`)."""
     res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m, E = res.monitors, res.width
@@ -505,7 +505,7 @@ def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: 
     R_np = regret_curves(base, env, K, runs, seed)[:, at]
     curves = {float(e): regret_curves(practical_noise(spec, H, K, e), env, K, runs, seed)[:, at] for e in eps_grid}
     slope, statement = -1.0, None
-    from audits import privatizers as pa
+    from audits.lib import privatizers as pa
     if pa.is_plugin(spec.make_privatizer()):
         # a user's privatizer: the claimed cost follows its own width E(eps), not the papers' 1/eps
         slope, statement = width_slope(spec, env, K, eps_grid)

@@ -1,46 +1,36 @@
-"""Audits of the count privatizers (GitHub issue #3): what one replaced user can change, measured.
+"""Reusable checks of count privatizers: black-box targets, the plug-in search, white-box checks.
 
-Registered audits (``dpcheck audit NAME``): ``central_privatizer`` (eps-JDP, dp_ucbvi.md §3.1, claim C1),
-``local_privatizer`` (eps-LDP, §3.3, C2), ``offline_gaussian_privatizer`` (rho-zCDP, offline §2.2/§2.7,
-T-1), ``offline_laplace_privatizer`` (eps-DP, offline §2.8(c)). ``--privatizer file.py:Class`` audits a
-user's online privatizer with the same checks; ``--set calibration=paper`` audits the paper's
-calibration (see "paper calibration" below); ``--set games=1`` uses DP-Nash-VI's two stream families.
+The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-VI audits build on these.
 
-Checks, each with its claim's source:
-* ``privacy.blackbox`` -- black-box epsilon lower bound (dpcheck.blackbox.audit) on what the adversary
-  sees when one user is replaced: Central: the whole released stream (N^ and R~ after each of the K
-  episodes); Local: one user's message; offline: the released noisy counts n'. Neighbours are the
-  spec's worst case (C2 / N2 / T-1): at every step the two trajectories visit different (s,a) and
-  (s,a,s') and both earn reward 1, so every family moves by 2H in l1; all other users are fixed
-  (scripted). The statistic is the Neyman-Pearson log-likelihood ratio of the declared noise on the
-  coordinates that differ (for the tree: the nodes (j,1) = B(2^j) holding user 1), so the
-  auditor's threshold events are the optimal ones. Instances are small (H = 1, S = 2) on purpose:
-  with 6 shifted Laplace coordinates the likelihood ratio saturates with probability 1/64 per level,
-  which is what makes a tight bound reachable from 10^6 samples.
-* ``privacy.blackbox`` for a user's privatizer (``--privatizer file.py:Class``, :func:`is_plugin`) -- black
-  box only, nothing assumed about its noise: :func:`plugin_stream_search` (Central; Local adds
-  ``privacy.blackbox.stream``) searches the stream length K, the replaced user's position and 16
-  statistics learned from samples of the real mechanism, over everything a release hands out (N~, R~
-  and the self-reported N^); :func:`plugin_message_search` (Local) one user's message, drawn by the
-  user's own ``message(..., rng)`` with a real Generator. Configurations are chosen on pilot samples
-  independent of the audit's, so the certified bound keeps its confidence (no Bonferroni factor).
-  The white-box ``sensitivity`` / ``tree_noise_reuse`` checks need the built-ins' scale and structure
-  and run on built-ins only; for plug-ins the searched black-box stream audit stands in for them.
-* ``whitebox.dp_event`` -- the privacy profile computed exactly (dp_accounting PLD accountant) from the
-  privatizer's declared DpEvent, compared with its Claim; the add/remove profile is reported too.
-* ``whitebox.sensitivity`` -- a hypothesis search over neighbouring trajectories (plus the worst
-  case built directly) never exceeds the declared per-family sensitivity; the realised
-  ``eps = sum_f Delta_f / b`` is compared with the claim (C1(b), C2, N1, N2).
-* ``whitebox.tree_noise_reuse`` (Central) -- the covariance of the released noise equals the tree's:
-  ``Cov(B(t), B(t')) = (#shared nodes) 2 b^2``; fresh noise per release breaks it (§7.3).
-* ``assumption.count_error``, ``assumption.sum_consistency``, ``assumption.no_underestimation``,
-  ``assumption.valid_transition`` (online) over R repetitions (audits/_tabular_checks.py).
-
-Paper calibration under replacement (dp_ucbvi.md §7.1 A5, dp_nash_vi.md B3): the paper calibrates to
-the add/remove sensitivity H per family, so under the replacement relation of its own definitions the
-mechanism is only 2 eps-DP. With ``--set calibration=paper`` the white-box checks report eps_realised =
-2 eps and FAIL, and the black-box bound typically exceeds eps and FAILS too; this is the documented
-finding, not a bug of the audit. The default calibration is "strict" (eps under replacement).
+* Neighbours (:func:`worst_case_pair`, :func:`background`): the spec's worst case (C2 / N2 / T-1): at
+  every step the two trajectories visit different (s,a) and (s,a,s') and both earn reward 1, so every
+  family moves by 2H in l1; all other users are fixed (scripted).
+* Black-box targets (dpcheck.AuditTarget): :func:`central_target` (the released stream N^ and R~ after
+  each of the K episodes), :func:`local_target` (one user's message), :func:`offline_target` (the
+  released noisy counts n'). The statistic is the Neyman-Pearson log-likelihood ratio of the declared
+  noise on the coordinates that differ (for the tree: the nodes (j,1) = B(2^j) holding user 1), so the
+  auditor's threshold events are the optimal ones. Instances are small (H = 1, S = 2) on purpose: with 6
+  shifted Laplace coordinates the likelihood ratio saturates with probability 1/64 per level, which is
+  what makes a tight bound reachable from 10^6 samples.
+* A user's (plug-in) privatizer, :func:`is_plugin`, black box only, nothing assumed about its noise:
+  :func:`plugin_stream_search` searches the stream length K, the replaced user's position and 16
+  statistics learned from samples of the real mechanism, over everything a release hands out (N~, R~ and
+  the self-reported N^); :func:`plugin_message_search` one user's message, drawn by the user's own
+  ``message(..., rng)`` with a real Generator; :func:`plugin_blackbox` runs either and certifies the
+  chosen configuration. Configurations are chosen on pilot samples independent of the audit's, so the
+  certified bound keeps its confidence (no Bonferroni factor).
+* Declared privacy: :func:`declaration` (claim, DpEvent, width from the privatizer's parameters and the
+  sizes, ``declare()``), :func:`claim_for_families`, :func:`dp_event_check` (``whitebox.dp_event``: the
+  privacy profile computed exactly with the dp_accounting PLD accountant from the declared DpEvent,
+  compared with the Claim; the add/remove profile is reported too), :func:`pld_epsilon`, :func:`pld_delta`.
+* :func:`sensitivity_check` (``whitebox.sensitivity``): a hypothesis search over neighbouring
+  trajectories (plus the worst case built directly) never exceeds the declared per-family sensitivity;
+  the realised ``eps = sum_f Delta_f / b`` is compared with the claim (C1(b), C2, N1, N2);
+  :func:`offline_sensitivity_check` by brute force for the offline privatizers (T-1 (i)).
+* :func:`tree_reuse_check` (``whitebox.tree_noise_reuse``): the covariance of the released noise equals
+  the tree's, ``Cov(B(t), B(t')) = (#shared nodes) 2 b^2``; fresh noise per release breaks it (§7.3).
+* :func:`assumption_checks` (Assumption 3.1 over R repetitions, audits/lib/tabular.py) and
+  :func:`offline_noise_checks` (the offline noise bound T-2, sum identity, valid P~).
 """
 from __future__ import annotations
 
@@ -50,9 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check
-from dpcheck.errors import InputError
-from dpcheck.registry import PARALLEL, SetOption, register
+from dpcheck.checks import FAIL, PASS, Check, invariant_check
 
 PLD_INTERVAL = 1e-4       # dp_accounting discretisation; eps overestimated by ~2e-4 per 3 compositions
 PLD_DELTA = 1e-12         # "pure DP" read off the PLD at this delta
@@ -273,7 +261,7 @@ def _increment_vector(traj: Trajectory, S: int, A: int, rewards: bool, noisy_par
 
 
 @dataclass
-class _Params:
+class StatisticParams:
     """Per-coordinate parameters of the learned statistics (shape (K, J) or (J,)): midpoint c of the
     two estimated means, pooled standard deviation s, known difference d (auditor's counts, D - D'),
     estimated difference e (mean under D - mean under D') and which coordinates enter the
@@ -342,7 +330,7 @@ class StreamStatistics:
     the releases B(2^j) that hold a node of the user alone). The two views are scored separately
     (N~ is usually a post-processing of N^; summing both would count the same noise twice)."""
 
-    def __init__(self, template, K, position, *, H, S, A, rewards, params: _Params | None = None):
+    def __init__(self, template, K, position, *, H, S, A, rewards, params: StatisticParams | None = None):
         self.template, self.K, self.position = template, int(K), int(position)
         self.H, self.S, self.A, self.rewards, self.params = H, S, A, rewards, params
 
@@ -400,7 +388,7 @@ class MessageStatistics:
     K) and ``message(states, actions, rewards, rng)`` is called with the sampler's own Generator --
     whatever noise family the user draws. Returns the raw message and the 4 learned statistics."""
 
-    def __init__(self, template, K, *, H, S, A, rewards, params: _Params | None = None):
+    def __init__(self, template, K, *, H, S, A, rewards, params: StatisticParams | None = None):
         self.template, self.K = template, int(K)
         self.H, self.S, self.A, self.rewards, self.params = H, S, A, rewards, params
 
@@ -437,7 +425,7 @@ def _pilot(make, x, y, d, *, pilot, seed, config_index, n_cert, alpha_b, objecti
     mech = make(None)
     mom_x = mech.moments(x, np.random.default_rng(ss[0]), pilot)
     mom_y = mech.moments(y, np.random.default_rng(ss[1]), pilot)
-    params = _Params.from_moments(mom_x, mom_y, d)
+    params = StatisticParams.from_moments(mom_x, mom_y, d)
     mech = make(params)
     sx = mech(x, np.random.default_rng(ss[2]), pilot)
     sy = mech(y, np.random.default_rng(ss[3]), pilot)
@@ -612,6 +600,78 @@ def offline_target(priv, *, H=1, S=2, A=1, gaussian=True):
                                    f"statistic = {'Gaussian' if gaussian else 'Laplace'} LLR of n'")
 
 
+def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A: int = 2) -> Check:
+    """whitebox.sensitivity of an offline privatizer, by brute force over every pair of trajectories of
+    a tiny (H, S, A) model (T-1 (i)): the largest change of the pair / triple counts when one trajectory
+    is replaced, against the declared sensitivity -- l2 per family and the realised rho (Gaussian), l1 of
+    both families together and the realised eps (Laplace)."""
+    import itertools
+    from algorithms.privatizers.offline import dataset_counts
+    Hs = H
+    trajs = [(s, a) for s in itertools.product(range(S), repeat=Hs + 1) for a in itertools.product(range(A), repeat=Hs)]
+    st = np.array([t[0] for t in trajs])[:, None, :]
+    ac = np.array([t[1] for t in trajs])[:, None, :]
+    pair, triple = dataset_counts(st, ac, S, A)
+    P, T = pair.reshape(len(trajs), -1), triple.reshape(len(trajs), -1)
+    norm = 2 if gaussian else 1
+    dp_ = np.linalg.norm(P[:, None] - P[None], ord=norm, axis=-1) if norm == 2 else np.abs(P[:, None] - P[None]).sum(-1)
+    dt_ = np.linalg.norm(T[:, None] - T[None], ord=norm, axis=-1) if norm == 2 else np.abs(T[:, None] - T[None]).sum(-1)
+    if gaussian:
+        declared = priv.sensitivity(Hs)
+        worst = float(max(dp_.max(), dt_.max()))
+        ok = worst <= declared + 1e-9 and abs(worst - declared) < 1e-9
+        rho_real = (dp_.max() ** 2 + dt_.max() ** 2) / (2 * priv.sigma(Hs) ** 2)
+        measured = {"max_l2_pair": float(dp_.max()), "max_l2_triple": float(dt_.max()), "declared": declared,
+                    "rho_realised": float(rho_real), "epsilon_lower_bound": None, "confidence": 1.0,
+                    "samples": len(trajs) ** 2}
+        reason = (f"max l2 change {worst:.4g} {'=' if ok else '!='} declared sqrt(2H) = {declared:.4g}; "
+                  f"realised rho = {rho_real:.4g} (claimed {priv.rho:g})")
+        ok = ok and rho_real <= priv.rho * (1 + 1e-9)
+    else:
+        declared = priv.sensitivity(Hs)
+        worst = float((dp_ + dt_).max())
+        eps_real = worst / priv.scale(Hs)
+        ok = worst <= declared + 1e-9 and eps_real <= priv.epsilon * (1 + 1e-9)
+        measured = {"max_l1_both_families": worst, "declared": declared, "epsilon_realised": eps_real,
+                    "epsilon_lower_bound": eps_real, "confidence": 1.0, "samples": len(trajs) ** 2}
+        reason = f"max l1 change {worst:g} vs declared 4H = {declared:g}; realised eps = {eps_real:.4g}"
+    return Check(id="whitebox.sensitivity", kind="whitebox", verdict=PASS if ok else FAIL,
+                 claim={"statement": "one replaced trajectory moves each family by <= sqrt(2H) in l2 (Gaussian) / "
+                                     "both families by <= 4H in l1 (Laplace)", "source": priv.claim.source},
+                 measured=measured, details={"trajectories": len(trajs), "H": Hs, "S": S, "A": A},
+                 reason=reason)
+
+
+def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: int = 3, A: int = 2) -> list:
+    """The offline privatizer on R = ``runs`` repetitions of constant counts (5 everywhere): the uniform
+    noise bound |n' - n| <= E/2 (T-2; probability check at failure rate beta), the sum identity and
+    non-negativity of ntil (eq. 3-4) and a valid P~ (eq. 5). Returns the three checks."""
+    from dpcheck.checks import probability_check
+    R, Hn, Sn, An = runs, H, S, A
+    pair = np.zeros((R, Hn, Sn, An)) + 5
+    triple = np.zeros((R, Hn, Sn, An, Sn)) + 5
+    out = priv.privatize(pair, triple, rng)
+    E = out.width
+    err = np.maximum(np.abs(out.noisy_visits - pair).reshape(R, -1).max(1),
+                     np.abs(out.noisy_transitions - triple).reshape(R, -1).max(1))
+    checks = [probability_check(id="assumption.noise_bound", failures=int((err > E / 2).sum()), runs=R,
+                                beta=priv.beta, alpha=alpha, what="|n' - n| <= E/2 for all counts",
+                                claim={"statement": "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly (Lemma C.2 / §2.8c)",
+                                       "source": priv.claim.source})]
+    bad_sum = np.abs(out.visits - out.transitions.sum(-1)) > 1e-9 * np.maximum(1, out.visits)
+    bad_sum |= np.any(out.transitions < 0, axis=-1)
+    checks.append(invariant_check(id="assumption.sum_consistency", violations=int(bad_sum.sum()),
+                                  total=int(bad_sum.size),
+                                  claim={"statement": "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0 (eq. 3-4)",
+                                         "source": priv.claim.source}, what="sum consistency"))
+    P = out.kernel
+    bad = int((~(np.all(P >= 0, -1) & (np.abs(P.sum(-1) - 1) < 1e-9))).sum())
+    checks.append(invariant_check(id="assumption.valid_transition", violations=bad, total=int(P[..., 0].size),
+                                  claim={"statement": "P~ is a distribution (eq. 5, Remark 3.3)",
+                                         "source": priv.claim.source}, what="valid P~"))
+    return checks
+
+
 # ============================================================ white box: declared DpEvent vs claim
 def _closed_form(event) -> dict:
     """Exact totals of a tree of Laplace / Gaussian / composed events: pure eps and zCDP rho."""
@@ -759,16 +819,17 @@ def sensitivity_search(template, *, kind: str, H=2, S=3, A=2, K=6, rewards=True,
 def sensitivity_check(template, *, kind: str, claim, H=2, S=3, A=2, K=6, rewards=True, examples=300) -> Check:
     """whitebox.sensitivity: searched distances <= declared sensitivity per family, and the realised
     eps = sum_f Delta_f / b against the claim (C1(b), C2, N1, N2)."""
-    p = copy.deepcopy(template)
-    p.start(1, H, S, A, K, np.random.default_rng(0), rewards=rewards)
     from algorithms.privatizers.binary_mechanism import tree_levels
     L = tree_levels(K)
-    if kind == "central":
-        b = p.node_scale()
-        declared = p.tree("replacement").sensitivity
-    else:
-        b = p.noise_scale()
-        declared = 2.0 * H
+    d = declaration(template, H, S, A, K, rewards)
+    b, declared = d.scale, d.sensitivity
+    if b is None or declared is None:
+        # a subclass of a built-in that changes its scale declares from a started copy, which carries
+        # no scale: read the one its noise is drawn with off that copy
+        p = copy.deepcopy(template)
+        p.start(1, H, S, A, K, np.random.default_rng(0), rewards=rewards)
+        b = p.node_scale() if kind == "central" else p.noise_scale()
+        declared = p.tree("replacement").sensitivity if kind == "central" else 2.0 * H
     res = sensitivity_search(template, kind=kind, H=H, S=S, A=A, K=K, rewards=rewards, examples=examples)
     dmax = [max(a, b_) for a, b_ in zip(res["max_distance"], res["worst_pair_distance"])]
     eps_real = sum(dmax) / b
@@ -857,7 +918,7 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
     """Run the privatizer on R = ``runs`` independent repetitions (batched) of random user sequences
     and check Assumption 3.1 part by part. Users' trajectories are uniform random (the assumption is
     claimed for every user sequence; the error of N^ does not depend on the data, §3.4)."""
-    from audits._tabular_checks import CountAssumptionMonitor
+    from audits.lib.tabular import CountAssumptionMonitor
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, rng, rewards=rewards)
     beta = beta if beta is not None else getattr(p, "beta", 0.1)
@@ -873,61 +934,12 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
     return mon.checks(beta=beta, alpha=alpha)
 
 
-# ============================================================ the registered audits
-# what the online privatizer audits read from the command line (run_online / _online_template)
-ONLINE_USES = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
-ONLINE_SET = (
-    SetOption("calibration", str, choices=("paper", "strict"), default="strict",
-              help="noise scale: strict = the replacement neighbouring relation, paper = add/remove"),
-    SetOption("width_mode", str, choices=("rigorous", "calibrated", "nominal"),
-              help="the privatizer's noise-width bound (default: the privatizer's own)"),
-    SetOption("beta", float, bounds=(0, 1), help="failure probability of the noise bound (default: the "
-                                                 "privatizer's own, 0.1 for the built-ins)"),
-    SetOption("games", bool, default=False, help="the games setting: 2 stream families, no rewards"),
-)
-OFFLINE_USES = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
-
-
-def _offline_gaussian_options(o) -> None:
-    """--set rho and --epsilon both choose the privatizer's rho: one of them; --delta only with --epsilon."""
-    if o.epsilon is not None and "rho" in o.extra:
-        raise InputError("offline_gaussian_privatizer: give --set rho or --epsilon (with --delta), not both")
-    if o.delta is not None and o.epsilon is None:
-        raise InputError("offline_gaussian_privatizer: --delta is used only with --epsilon "
-                         "(the (eps, delta) that selects rho)")
-
-
-def _samples(o, default=10**6, quick=2 * 10**5):
+# ============================================================ helpers of the privatizer audits
+def blackbox_samples(o, default=10**6, quick=2 * 10**5) -> int:
+    """Samples per side of a privatizer's black-box audit: --samples, else 10^6 (--quick 2 x 10^5)."""
     return int(o.samples) if o.samples is not None else (quick if o.quick else default)
 
 
-def _online_template(ctx, default: str):
-    from algorithms.privatizers import load_privatizer
-    o = ctx.options
-    eps = o.epsilon if o.epsilon is not None else 1.0
-    calibration = o.extra.get("calibration", "strict")
-    spec = o.privatizer or default
-    kw = {"epsilon": eps, "calibration": calibration}
-    if "width_mode" in o.extra:
-        kw["width_mode"] = o.extra["width_mode"]
-    if "beta" in o.extra:
-        kw["beta"] = float(o.extra["beta"])
-    p = load_privatizer(spec, **kw)
-    games = o.extra.get("games", False)          # a bool once parsed (ONLINE_SET); text from library callers
-    games = games if isinstance(games, bool) else str(games).lower() in ("1", "true", "yes")
-    ctx.config.update(privatizer=spec, epsilon=eps, calibration=calibration, neighbouring="replacement",
-                      stream_families=2 if games else 3,
-                      width_mode=kw.get("width_mode", getattr(p, "width_mode", None)))
-    return p, eps, not games
-
-
-def _blackbox(ctx, target, source, id="privacy.blackbox"):
-    from dpcheck.blackbox import audit
-    o = ctx.options
-    res = audit(target, samples=_samples(o), alpha=o.alpha, seed=int(ctx.seed_sequence("blackbox").generate_state(1)[0]),
-                workers=o.workers, backend=o.backend, scheduler=o.scheduler, progress=ctx.progress,
-                cache_dir=o.cache_dir)
-    return res.to_check(id=id, kind="privacy", claim_source=source)
 
 
 def privatizer_notion(p, own_claim=None) -> str:
@@ -939,11 +951,26 @@ def privatizer_notion(p, own_claim=None) -> str:
     return "LDP" if (getattr(p, "notion", "JDP") == "LDP" or callable(getattr(p, "message", None))) else "JDP"
 
 
+def declaration(p, H: int, S: int, A: int, K: int, rewards: bool = True):
+    """What privatizer ``p`` declares for K users of an (H, S, A) model: claim, DpEvent per neighbouring
+    relation, width E (:class:`algorithms.privatizers.base.Declaration`), from its parameters and the
+    sizes, nothing run: ``p.declare(...)``. A plug-in without ``declare`` gets the plug-in fallback,
+    read off a started copy (:func:`algorithms.privatizers.base.declare_by_starting`)."""
+    from algorithms.privatizers.base import declare_by_starting
+    declare = getattr(p, "declare", None)
+    if callable(declare):
+        return declare(H, S, A, K, rewards=rewards)
+    return declare_by_starting(p, H, S, A, K, rewards=rewards)
+
+
 def claim_for_families(p, rewards):
-    """The privatizer's claim once it knows whether it runs with 2 or 3 families."""
-    q = copy.deepcopy(p)
-    q.start(1, 1, 2, 1, 1, np.random.default_rng(0), rewards=rewards)
-    return q.claim
+    """The privatizer's claim once it knows whether it runs with 2 or 3 families (rewards or not)."""
+    return declaration(p, 1, 2, 1, 1, rewards).claim
+
+
+def privatizer_class(p) -> type:
+    """The class a user wrote (unwrapping the loader's GuardedPrivatizer), for labels."""
+    return type(p.__dict__.get("_inner", p))
 
 
 def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=True, samples=10**6,
@@ -967,64 +994,6 @@ def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=
     return replace(check, details=details, reason=f"{check.reason} [searched {search}: {chosen}]")
 
 
-def run_online(ctx, kind: str) -> None:
-    from algorithms.privatizers.base import CountPrivatizer
-    p, eps, rewards = _online_template(ctx, kind)
-    o = ctx.options
-    claim = claim_for_families(p, rewards)
-    src = claim.source
-    is_builtin = isinstance(p, CountPrivatizer) and not is_plugin(p)
-    template = ClaimedTemplate(p, claim, rewards)
-    if is_builtin:
-        ctx.progress(f"{kind} privatizer: black-box audit of the worst-case neighbours")
-        if kind == "central":
-            ctx.add(_blackbox(ctx, central_target(template, rewards=rewards), src))
-        else:
-            ctx.add(_blackbox(ctx, local_target(template, rewards=rewards), src))
-    else:
-        # a user's class: black box only, nothing assumed about its noise (plugin_stream_search)
-        seed = int(ctx.seed_sequence("blackbox").generate_state(1)[0])
-        par = dict(samples=_samples(o), alpha=o.alpha, seed=seed, workers=o.workers, backend=o.backend,
-                   scheduler=o.scheduler, progress=ctx.progress, source=src, rewards=rewards)
-        if kind == "central":
-            ctx.progress(f"{kind} privatizer (plug-in): black-box search over K, position and statistic")
-            ctx.add(plugin_blackbox(template, search="stream", **par))
-        else:
-            if callable(getattr(p, "message", None)):
-                ctx.progress(f"{kind} privatizer (plug-in): black-box search on one user's message")
-                ctx.add(plugin_blackbox(template, search="message", **par))
-            else:
-                ctx.add(Check(id="privacy.blackbox", kind="privacy", verdict=INCONCLUSIVE,
-                              claim=dict(claim.to_dict(), statement=claim.describe(), source=src),
-                              measured={"epsilon_lower_bound": None, "confidence": None, "samples": 0},
-                              details={}, reason="no message(states, actions, rewards, rng) method: one user's "
-                                                 "message cannot be audited; see privacy.blackbox.stream"))
-            # the released stream (sums of messages) is a post-processing of the messages: a valid,
-            # weaker bound, and the only one that sees the counts the planner reads
-            ctx.progress(f"{kind} privatizer (plug-in): black-box search on the released stream")
-            ctx.add(plugin_blackbox(template, search="stream", id="privacy.blackbox.stream", **par))
-    # white box: the declared DpEvent (computed on a started copy: it depends on H, K)
-    q = copy.deepcopy(p)
-    H, S, A, K = 2, 3, 2, 6
-    q.start(1, H, S, A, K, np.random.default_rng(0), rewards=rewards)
-    ctx.add(dp_event_check(q.dp_event("replacement"), claim, add_remove_event=q.dp_event("add_remove"),
-                           label=f"{type(q).__name__}(H={H}, S={S}, A={A}, K={K})"))
-    if is_builtin:
-        # white box (built-ins only: they need the noise scale and structure); for a plug-in the
-        # searched black-box stream audit above is the evidence (docs/privatizers.md)
-        ctx.add(sensitivity_check(p, kind=kind, claim=claim, H=H, S=S, A=A, K=K, rewards=rewards,
-                                  examples=100 if o.quick else 300))
-        if kind == "central":
-            ctx.add(tree_reuse_check(p, runs=1_000 if o.quick else 4_000, seed=o.seed, rewards=rewards, source=src))
-    ctx.progress(f"{kind} privatizer: Assumption 3.1 over repetitions")
-    beta = getattr(p, "beta", 0.1)
-    # 0 failures in R runs certify a rate <= beta/3 only when R >~ 3.7 / (beta/3): 150 / 400 runs for beta = 0.1
-    runs = 150 if o.quick else 400
-    asrc = f"{UCBVI_SOURCE if rewards else NASH_SOURCE}, Assumption 3.1 via Lemma 5.4 / {src.split(', ')[-1]}"
-    for c in assumption_checks(p, runs=runs, rewards=rewards, rng=ctx.rng("assumption"), beta=beta,
-                               alpha=o.alpha, source=asrc):
-        ctx.add(c)
-
 
 class ClaimedTemplate:
     """A privatizer template whose claim is fixed (the 2- or 3-family one) before it is started."""
@@ -1035,116 +1004,3 @@ class ClaimedTemplate:
     def __deepcopy__(self, memo):
         return copy.deepcopy(self._p, memo)
 
-
-@register("central_privatizer", algorithm="Central Privatizer (binary tree mechanism)", notion="JDP",
-          claim="epsilon-JDP (DP-UCBVI Lemma 5.1; DP-Nash-VI Lemma 5.1)",
-          description="black-box stream audit, PLD of the declared noise, sensitivity search, tree "
-                      "noise reuse, Assumption 3.1", privatizers=("central",), default_epsilon=1.0,
-          uses=ONLINE_USES, options=ONLINE_SET)
-def run_central(ctx) -> None:
-    run_online(ctx, "central")
-
-
-@register("local_privatizer", algorithm="Local Privatizer (Laplace randomiser)", notion="LDP",
-          claim="epsilon-LDP (DP-UCBVI Lemma 5.6; DP-Nash-VI Lemma 5.4)",
-          description="black-box audit of one user's message, PLD, sensitivity search, Assumption 3.1",
-          privatizers=("local",), default_epsilon=1.0, uses=ONLINE_USES, options=ONLINE_SET)
-def run_local(ctx) -> None:
-    run_online(ctx, "local")
-
-
-def _offline_checks(ctx, priv, gaussian: bool) -> None:
-    o = ctx.options
-    H = 1
-    ctx.add(_blackbox(ctx, offline_target(priv, H=H, gaussian=gaussian), priv.claim.source))
-    ctx.add(dp_event_check(priv.dp_event(H), priv.claim, label=f"{type(priv).__name__}(H={H})"))
-    # sensitivity by brute force over all pairs of trajectories of a tiny model (T-1 (i))
-    import itertools
-    from algorithms.privatizers.offline import dataset_counts
-    Hs, S, A = 2, 2, 2
-    trajs = [(s, a) for s in itertools.product(range(S), repeat=Hs + 1) for a in itertools.product(range(A), repeat=Hs)]
-    st = np.array([t[0] for t in trajs])[:, None, :]
-    ac = np.array([t[1] for t in trajs])[:, None, :]
-    pair, triple = dataset_counts(st, ac, S, A)
-    P, T = pair.reshape(len(trajs), -1), triple.reshape(len(trajs), -1)
-    norm = 2 if gaussian else 1
-    dp_ = np.linalg.norm(P[:, None] - P[None], ord=norm, axis=-1) if norm == 2 else np.abs(P[:, None] - P[None]).sum(-1)
-    dt_ = np.linalg.norm(T[:, None] - T[None], ord=norm, axis=-1) if norm == 2 else np.abs(T[:, None] - T[None]).sum(-1)
-    if gaussian:
-        declared = priv.sensitivity(Hs)
-        worst = float(max(dp_.max(), dt_.max()))
-        ok = worst <= declared + 1e-9 and abs(worst - declared) < 1e-9
-        rho_real = (dp_.max() ** 2 + dt_.max() ** 2) / (2 * priv.sigma(Hs) ** 2)
-        measured = {"max_l2_pair": float(dp_.max()), "max_l2_triple": float(dt_.max()), "declared": declared,
-                    "rho_realised": float(rho_real), "epsilon_lower_bound": None, "confidence": 1.0,
-                    "samples": len(trajs) ** 2}
-        reason = (f"max l2 change {worst:.4g} {'=' if ok else '!='} declared sqrt(2H) = {declared:.4g}; "
-                  f"realised rho = {rho_real:.4g} (claimed {priv.rho:g})")
-        ok = ok and rho_real <= priv.rho * (1 + 1e-9)
-    else:
-        declared = priv.sensitivity(Hs)
-        worst = float((dp_ + dt_).max())
-        eps_real = worst / priv.scale(Hs)
-        ok = worst <= declared + 1e-9 and eps_real <= priv.epsilon * (1 + 1e-9)
-        measured = {"max_l1_both_families": worst, "declared": declared, "epsilon_realised": eps_real,
-                    "epsilon_lower_bound": eps_real, "confidence": 1.0, "samples": len(trajs) ** 2}
-        reason = f"max l1 change {worst:g} vs declared 4H = {declared:g}; realised eps = {eps_real:.4g}"
-    ctx.add(Check(id="whitebox.sensitivity", kind="whitebox", verdict=PASS if ok else FAIL,
-                  claim={"statement": "one replaced trajectory moves each family by <= sqrt(2H) in l2 (Gaussian) / "
-                                      "both families by <= 4H in l1 (Laplace)", "source": priv.claim.source},
-                  measured=measured, details={"trajectories": len(trajs), "H": Hs, "S": S, "A": A},
-                  reason=reason))
-    # uniform noise bound (T-2), over R repetitions
-    from dpcheck.checks import probability_check
-    R = 200 if o.quick else 1000
-    rng = ctx.rng("offline-noise")
-    Hn, Sn, An = 3, 3, 2
-    pair = np.zeros((R, Hn, Sn, An)) + 5
-    triple = np.zeros((R, Hn, Sn, An, Sn)) + 5
-    out = priv.privatize(pair, triple, rng)
-    E = out.width
-    err = np.maximum(np.abs(out.noisy_visits - pair).reshape(R, -1).max(1),
-                     np.abs(out.noisy_transitions - triple).reshape(R, -1).max(1))
-    ctx.add(probability_check(id="assumption.noise_bound", failures=int((err > E / 2).sum()), runs=R,
-                              beta=priv.beta, alpha=o.alpha, what="|n' - n| <= E/2 for all counts",
-                              claim={"statement": "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly (Lemma C.2 / §2.8c)",
-                                     "source": priv.claim.source}))
-    bad_sum = np.abs(out.visits - out.transitions.sum(-1)) > 1e-9 * np.maximum(1, out.visits)
-    bad_sum |= np.any(out.transitions < 0, axis=-1)
-    ctx.add(invariant_check(id="assumption.sum_consistency", violations=int(bad_sum.sum()), total=int(bad_sum.size),
-                            claim={"statement": "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0 (eq. 3-4)",
-                                   "source": priv.claim.source}, what="sum consistency"))
-    P = out.kernel
-    bad = int((~(np.all(P >= 0, -1) & (np.abs(P.sum(-1) - 1) < 1e-9))).sum())
-    ctx.add(invariant_check(id="assumption.valid_transition", violations=bad, total=int(P[..., 0].size),
-                            claim={"statement": "P~ is a distribution (eq. 5, Remark 3.3)", "source": priv.claim.source},
-                            what="valid P~"))
-
-
-@register("offline_gaussian_privatizer", algorithm="DP-APVI Gaussian count privatizer", notion="zCDP",
-          claim="rho-zCDP (offline DP-APVI, Lemma C.1)", description="black-box, PLD, brute-force sensitivity, "
-          "noise bound", default_epsilon=None, uses=("delta", *OFFLINE_USES),
-          options=(SetOption("rho", float, bounds=(0, None),
-                             help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),),
-          validate=_offline_gaussian_options)
-def run_offline_gaussian(ctx) -> None:
-    from algorithms.privatizers.offline import OfflineGaussianPrivatizer
-    o = ctx.options
-    rho = float(o.extra.get("rho", 1.0))
-    if o.epsilon is not None:        # --epsilon (with --delta) selects rho through the zCDP conversion
-        priv = OfflineGaussianPrivatizer.from_approx_dp(o.epsilon, o.delta or 1e-5)
-    else:
-        priv = OfflineGaussianPrivatizer(rho=rho)
-    ctx.config.update(privatizer="offline_gaussian", rho=priv.rho)
-    _offline_checks(ctx, priv, gaussian=True)
-
-
-@register("offline_laplace_privatizer", algorithm="DP-APVI Laplace count privatizer", notion="DP",
-          claim="epsilon-DP (offline §2.8(c))", description="black-box, PLD, brute-force sensitivity, noise bound",
-          default_epsilon=1.0, uses=OFFLINE_USES)
-def run_offline_laplace(ctx) -> None:
-    from algorithms.privatizers.offline import OfflineLaplacePrivatizer
-    o = ctx.options
-    priv = OfflineLaplacePrivatizer(epsilon=o.epsilon if o.epsilon is not None else 1.0)
-    ctx.config.update(privatizer="offline_laplace", epsilon=priv.epsilon)
-    _offline_checks(ctx, priv, gaussian=False)
