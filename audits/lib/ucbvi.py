@@ -283,10 +283,10 @@ def whitebox_check(spec: AgentSpec, *, H: int = 2, S: int = 3, A: int = 2, K: in
     from audits.lib import privatizers as pa
     p = spec.make_privatizer()
     claim = claim_for(spec)
-    p.start(1, H, S, A, K, np.random.default_rng(0))
-    check = pa.dp_event_check(p.dp_event("replacement"), claim, add_remove_event=p.dp_event("add_remove"),
-                           label=f"{type(p).__name__}(H={H}, S={S}, A={A}, K={K})")
-    if getattr(p, "claim", None) is None:  # non-private baseline: audited against DP-UCBVI's claim
+    d = pa.declaration(p, H, S, A, K)    # declared from the parameters and the sizes, nothing run
+    check = pa.dp_event_check(d.dp_event("replacement"), claim, add_remove_event=d.dp_event("add_remove"),
+                              label=f"{type(p).__name__}(H={H}, S={S}, A={A}, K={K})")
+    if d.claim is None:  # non-private baseline: audited against DP-UCBVI's claim
         check = replace(check, verdict=FAIL, reason=check.reason + " (the privatizer claims no privacy)")
     return check
 
@@ -607,11 +607,9 @@ def width_slope(spec: AgentSpec, env, K: int, eps_grid) -> tuple[float, str]:
     through Assumption 3.1, linearly in the width E, and E = O~(1/eps) is a property of the papers'
     Laplace privatizers, not of every privatizer (a Gaussian one has E ~ eps^-1/2 at large eps). So the
     claimed slope is the log-log slope of the plug-in's own E over the (practical-noise) eps grid."""
-    Es = []
-    for e in eps_grid:
-        p = practical_noise(spec, env.H, K, e).make_privatizer()
-        p.start(1, env.H, env.S, env.A, K, np.random.default_rng(0))
-        Es.append(float(p.width))
+    from audits.lib import privatizers as pa
+    Es = [float(pa.declaration(practical_noise(spec, env.H, K, e).make_privatizer(), env.H, env.S, env.A, K).width)
+          for e in eps_grid]
     slope = float(np.polyfit(np.log(np.asarray(eps_grid, float)), np.log(Es), 1)[0])
     return slope, (f"privacy cost at fixed K scales like the privatizer's width E(eps) (slope {slope:.3g} in eps; "
                    f"Thms 5.2 / 5.7 through Assumption 3.1, E ~ 1/eps for the papers' privatizers)")
