@@ -4,8 +4,8 @@ import pytest
 
 from algorithms.envs.generators import random_game
 from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
-from audits.dp_nash_vi import (assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
-                               regret_curves)
+from audits.lib.nash import (assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
+                             regret_curves)
 from dpcheck.blackbox import audit
 
 
@@ -229,7 +229,7 @@ def test_cli_a_privatizer_that_raises_exits_2_naming_it_and_keeps_finished_check
 def _planted_results(cost, seeds=8, Ks=(1000, 2000, 4000, 8000), eps_grid=(4.0, 8.0, 16.0, 32.0), spec="central"):
     """Regret curves with a known non-private part 3 sqrt(K) and a planted privacy cost ``cost(eps, K)``
     added at the end of each run (it only has to be right at the grid points the checks read)."""
-    from audits.dp_nash_vi import plot_grid
+    from audits.lib.nash import plot_grid
     rng = np.random.default_rng(0)
     out = {}
     for K in Ks:
@@ -248,7 +248,7 @@ def _planted_results(cost, seeds=8, Ks=(1000, 2000, 4000, 8000), eps_grid=(4.0, 
     (lambda e, K: 0.05 * K / e, {"jdp_K": "inconclusive"}),                                  # linear in K
 ])
 def test_privacy_cost_checks_read_planted_scalings(cost, verdicts):
-    from audits.dp_nash_vi import regret_checks
+    from audits.lib.nash import regret_checks
     res = _planted_results(cost)
     checks = {c.id.rsplit(".", 1)[-1]: c for c in regret_checks(
         stochastic_pennies(), "central", "JDP", calibration="strict", K=8000, seeds=8, eps_grid=(4.0, 8.0, 16.0, 32.0),

@@ -1,0 +1,1 @@
+"""Reusable checks of the built-in audits."""
