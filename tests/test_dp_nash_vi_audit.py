@@ -312,3 +312,23 @@ def test_cli_nonprivate_baseline_is_a_privacy_violation(tmp_path):
     assert by_id["privacy.jdp.blackbox"]["verdict"] == "fail"
     assert by_id["whitebox.dp_event"]["verdict"] == "fail"
     assert not any(i.startswith("regret.privacy_cost") for i in by_id)
+
+
+# ---------------------------------------------------------------- the claim table (dpcheck.audit.Audit)
+def test_claim_table_rows_cite_the_paper_and_name_an_existing_checker():
+    from audits.dp_nash_vi import DPNashVIAudit
+    from audits.lib import nash
+
+    rows = DPNashVIAudit.claims
+    assert len({r.id for r in rows}) == len(rows)
+    for r in rows:
+        if r.method.startswith("lib.nash."):
+            assert callable(getattr(nash, r.method.removeprefix("lib.nash."))), r
+        else:
+            assert callable(getattr(DPNashVIAudit, r.method)), r
+        assert r.source.startswith("Qiao & Wang 2024") or r.id == "privacy.jdp.power", r
+    # every id the audit can emit has its row (Audit.add refuses the others), the practical-mode ones too
+    for i in ("privacy.jdp.blackbox", "privacy.ldp.blackbox", "assumption.certificate.practical",
+              "regret.exponent.nonprivate", "regret.privacy_cost.ldp_K", "regret.privacy_cost.jdp_vs_ldp_K"):
+        assert DPNashVIAudit.row(i) is not None, i
+    assert DPNashVIAudit.row("assumption.count_error.practical") is None   # never added
