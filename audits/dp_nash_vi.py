@@ -5,7 +5,7 @@ assumptions its analysis rests on, and its regret rates (claims N1-N30 of the DP
 
 The claim table below says what each check tests and where the paper says it. Three regimes:
 
-* privacy at both levels (DESIGN.md): the privatizer's releases (white box, and a tight black box) and the
+* privacy at both levels: the privatizer's releases (white box, and a tight black box) and the
   algorithm's observable outputs (black box: catches a raw count used anywhere). Games setting throughout:
   joint actions j = a*B + b, rewards=False (the reward is known), so 2 stream families. The JDP audit runs
   the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota): privacy does not depend on C1, C2
@@ -300,7 +300,7 @@ class DPNashVIAudit(Audit):
             jobs += [(pspec, e, calibration, Kr, seeds) for e in g]
             jobs += [(pspec, ref, calibration, k, seeds) for k in K_cost if k != Kr]
         self.config["regret"] = {"K": Kr, "seeds": seeds, "K_grid": nash.k_grid(Kr).tolist(), "epsilons": grids,
-                                 "cost_horizons": list(K_cost), "fit": "increments R(2K) - R(K) (DESIGN.md)",
+                                 "cost_horizons": list(K_cost), "fit": "increments R(2K) - R(K) on the doubling grid",
                                  "common_random_numbers": "every regret run uses the same seed (paired costs)",
                                  "runs": len(jobs)}
         e = self.exe
