@@ -1,68 +1,28 @@
-"""Audit "dp_nash_vi": DP-Nash-VI (Qiao & Wang 2024) end to end (specs/dp_nash_vi.md, claims N1-N30).
+"""Audit "dp_nash_vi": DP-Nash-VI (Qiao & Wang 2024, arXiv 2404.07559) end to end -- privacy, the
+assumptions its analysis rests on, and its regret rates (claims N1-N30 of the DP-Nash-VI spec).
 
 `dpcheck audit dp_nash_vi [--privatizer central|local|path.py:Class] [--epsilon E] [--quick]`
 
-Privacy (N1, N2). Both levels of DESIGN.md: the privatizer's releases (white box, tight) and the algorithm's
-observable outputs (black box: catches a raw count used anywhere). Games setting throughout: joint actions
-j = a*B + b (A*B of them), rewards=False (the reward is known), so 2 stream families.
-  [whitebox.dp_event]          the privatizer's declared DpEvent accounted with dp_accounting (PLD) against
-                               the claim, under replacement (add/remove reported) -- audits/privatizers.py
-  [whitebox.sensitivity]       hypothesis search for neighbours exceeding the declared per-family sensitivity
-                               (built-in privatizers)
-  [whitebox.tree_noise_reuse]  Central: release covariance = the tree's (noise drawn once per node)
-  [privacy.privatizer.blackbox] Central: the whole released stream, worst-case user 1, Laplace-LLR statistic
-  [privacy.ldp.blackbox]       Local: exactly one pair's message, worst-case neighbours (the same target)
-  [privacy.jdp.blackbox]       Central: scripted user pairs (fixed responses, the algorithm is the only
-      randomness); neighbours differ in the first pair; the adversary sees every action pair sent to the
-      OTHER pairs, one discrete label. Audit constants C1 = 0, C2 = 1/(H S E iota): privacy does not depend
-      on C1, C2 (N3), and with these a raw count in the bonus changes the deployed actions.
-  [privacy.jdp.power]          the same audit on non-private Nash-VI must find a large bound (not --quick).
-Assumptions (theory mode: C1 = 2, C2 = 10, the privatizer's rigorous width; on a seeded T3 game)
-  [assumption.count_error | .sum_consistency | .no_underestimation | .valid_transition | .good_event (N6)]
-      Assumption 3.1 and Lemma 5.4's good event, from
-      audits/lib/tabular.CountAssumptionMonitor fed every release the algorithm planned with (release_hook)
-  [assumption.cce]              every stage policy is a CCE of (Qb, Qu) (N18, tolerance 1e-8 H)
-  [assumption.optimism]         Qb >= Q^{dagger,nu^k}, Qu <= Q^{mu^k,dagger} (N16) w.p. >= 1 - 2 beta/3
-  [assumption.optimism_correlated] Vu <= V^{pi^k} <= Vb (N17)
-  [assumption.certificate_chain] Delta_final <= mean certificate in every run (N27, an invariant)
-  [assumption.certificate]      true gap of the output <= Delta_final w.p. >= 1 - 2 beta/3 (N27 on N16's event)
-  In theory mode the bonus exceeds H at feasible K (spec §5 last note): the optimism checks hold trivially
-  and say so ("vacuous"). They are repeated in the labelled practical mode (ids suffixed .practical): there
-  they are informative but carry no guarantee, so a miss is reported as inconclusive.
-Regret (practical mode: C1 = 0.1, C2 = 0.02, width_mode "nominal"; no guarantee -- orders only)
-  Test bed: ``stochastic_pennies`` (algorithms/games/testbeds.py): every reached stage game has a fully mixed
-  equilibrium and the first step's transitions lead to states of different value, so the gap of the
-  episode policies shrinks like 1/sqrt(k) and the regret stays in the sqrt(K) regime. The first audit used
-  a seeded random S=2, A=B=2, H=2 game with a pure equilibrium: the regret saturated and the exponent came
-  out at -0.7 / -1.3 (a vacuous pass). Measured now (seed 0, 16 seeds, K = 8000, window [250, 4000]): non-private
-  exponent 0.43 (CI [0.34, 0.54]), local slopes 0.23 / 0.40 / 0.59 / 0.47; JDP (eps 32, window [1000, 4000])
-  0.29 (CI [0.20, 0.38]); LDP (eps 64) 0.46 (CI [0.34, 0.58]).
-  [regret.exponent.nonprivate]  exponent of the increments R(2K) - R(K) <= 0.5 + 0.1 (Theorem 4.1 with E = 0;
-      a hard check: a learner that never updates has exponent 1 and fails it). A CI below 0.25 is flagged as
-      an uninformative (saturated) pass. The only regret check here that can FAIL: at level alpha/2 of its
-      two-sided bootstrap interval; its false-alarm rate over audit seeds (--quick and default) is measured
-      by benchmarks/false_alarm.py (0 of 60 each). Every other regret check below is softened (_soften): a
-      miss is inconclusive, never FAIL, so it cannot fail a CI gate.
-  [regret.exponent.jdp | .ldp]   the same for the private runs at the largest eps of the sweep (softened), on
-      a window that starts after the privacy term's burn-in (K >= 1000; see regret_checks).
-  [regret.privacy_cost.jdp_eps | .ldp_eps]  paired cost R_priv(K) - R_nonpriv(K) against eps: slope -1 +- 0.35.
-  [regret.privacy_cost.jdp_K | .ldp_K]      the cost at the end of runs with horizons K_j (one run each, so
-      E = E(K_j) as in the theorem): slope <= the slope of the theorem's privacy term H^2 S^2 A B E(K) iota(K)^2
-      computed from the privatizer's own width, + 0.15 (JDP: polylog, predicted ~0.3 on [1000, 8000];
-      LDP: sqrt(K) polylog, ~0.67). Within one run E is fixed and the cost is flat for both (reported).
-  [regret.privacy_cost.jdp_vs_ldp_K] the issue's "JDP cost flat in K vs LDP cost ~ sqrt(K)" as one check:
-      slope(LDP) - slope(JDP) against the predicted difference (~0.38) +- 0.2, joint bootstrap over the
-      shared seeds.
-  Why the first cost check measured eps^-0.19 (issue #5): (i) the runs at different eps used independent
-  seeds, so the cost was a difference of two noisy regrets with no pairing; (ii) the eps grid {2.5, 5, 10}
-  sat where the JDP cost was partly saturated (bonus >= H for the first ~E episodes gives cost ~ K, flat in
-  eps) and partly below the seed noise; (iii) the game's pure equilibrium made all regrets saturate. The E
-  term is NOT negligible at practical constants: C2 H S E iota / N dominates the bonus (E ~ 40-800).
-  Now every regret run uses the same seed (common random numbers for environment, policy sampling and noise),
-  the grids are eps in {4, 8, 16, 32} (Central) / {8, 16, 32, 64} (Local), and the measured slopes are
-  -1.0 +- 0.05 (sd of the paired cost across seeds 5-15% of its mean).
-Budgets: defaults ~1.5-2.5 min on one core (regret runs go through ctx.run_chunks: --workers 2 halves them),
---quick ~20 s.
+The claim table below says what each check tests and where the paper says it. Three regimes:
+
+* privacy at both levels: the privatizer's releases (white box, and a tight black box) and the
+  algorithm's observable outputs (black box: catches a raw count used anywhere). Games setting throughout:
+  joint actions j = a*B + b, rewards=False (the reward is known), so 2 stream families. The JDP audit runs
+  the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota): privacy does not depend on C1, C2
+  (N3), and with these a raw count in the bonus changes the deployed actions.
+* assumptions in theory mode (C1 = 2, C2 = 10, the privatizer's rigorous width) on a seeded T3 game. There
+  the bonus exceeds H at feasible K, so the optimism checks hold trivially and say so ("vacuous"); they are
+  repeated in the labelled practical mode (ids suffixed .practical), informative but without guarantee.
+* regret in practical mode (C1 = 0.1, C2 = 0.02, nominal width: orders only, no guarantee) on
+  ``stochastic_pennies`` (algorithms/games/testbeds.py): mixed equilibria in every reached stage game keep
+  the regret in the sqrt(K) regime. Every regret run uses the same seed (common random numbers), so a
+  privacy cost R_priv - R_nonpriv is a paired difference. Only ``regret.exponent.nonprivate`` can FAIL (a
+  learner that never updates has exponent 1); every other practical-mode check is softened
+  (:meth:`Audit.soften`: a miss is inconclusive). Its false-alarm rate over audit seeds is measured by
+  benchmarks/false_alarm.py (benchmarks/results/false_alarm.json); the slopes and intervals themselves are
+  each report's ``measured`` figures.
+
+The checks themselves are in :mod:`audits.lib.nash`; this module is the claim table, the sizes and ``run``.
 """
 from __future__ import annotations
 
@@ -71,726 +31,315 @@ import time
 
 import numpy as np
 
-from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check
+from audits.lib import nash
+from audits.lib.nash import BETA, REGRET_TOLERANCE, SOURCE
+from dpcheck.audit import Audit, ClaimRow
+from dpcheck.checks import INCONCLUSIVE, PASS, Check
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 from dpcheck.parallel import cached_call, with_result_cache
-from dpcheck.registry import PARALLEL, SetOption, register
+from dpcheck.registry import PARALLEL, SetOption
 
-SOURCE = "Qiao & Wang 2024, Differentially Private RL with Self-Play (arXiv 2404.07559)"
-BETA = 0.1
-
-# sizes of every part; quick in brackets
+# sizes of every part: (default, quick)
 PRIVACY_SAMPLES = (200_000, 40_000)
 ASSUMPTION = {"runs": (300, 120), "K": (300, 120)}
-# regret: (default, quick). eps grids where the cost is neither saturated (bonus >= H all along) nor
-# buried in the non-private regret (measured: eps 1-2 saturate at K = 8000, see module docstring)
+# regret eps grids where the privacy cost is neither saturated (bonus >= H all along: cost ~ K, flat in eps)
+# nor buried in the non-private regret's seed noise
 REGRET = {"seeds": (16, 8), "K": (8000, 2000), "K_cost": ((1000, 2000, 4000, 8000), (500, 1000, 2000)),
           "eps_jdp": ((4.0, 8.0, 16.0, 32.0), (8.0, 16.0, 32.0)),
           "eps_ldp": ((8.0, 16.0, 32.0, 64.0), (16.0, 32.0, 64.0))}
-REGRET_TOLERANCE = 0.1
+
+Q = "Qiao & Wang 2024"
+PRACTICAL = "[practical mode: softened, a miss is inconclusive]"
+THEORY = "[theory mode C1 = 2, C2 = 10]"
+PRIVATIZERS = "lib.nash.privatizer_checks"
+ASSUMPTIONS = "lib.nash.assumption_checks"
+REGRET_CHECKS = "lib.nash.regret_checks"
 
 
-# ------------------------------------------------------------------ scripted users (JDP audit)
-def jdp_scenario(H: int = 2, S: int = 2, A: int = 2, B: int = 2, seed: int = 0, K: int = 3):
-    """(D, D'): K scripted user pairs (algorithms/envs/users.py: FixedTrajectoryUsers on joint actions, in
-    the game protocol through UserPairs). Every pair starts in state 0 and stays there whatever the actions,
-    except the first pair of D', who moves to state S-1 at her first step and stays. Rewards U[0,1]
-    (seeded) are the game's known reward. Only the algorithm's randomness remains."""
-    from algorithms.envs.users import FixedTrajectoryUsers, UserPairs
-    rng = np.random.default_rng(seed)
-    r = rng.random((H, S, A, B))
-    states = np.zeros((K, H + 1), dtype=np.int64)
-    rewards = np.zeros((K, H))                     # unused: the reward is known in the games setting
-    D = FixedTrajectoryUsers(H, S, A * B, states, rewards)
-    other = FixedTrajectoryUsers(H, S, A * B, np.r_[0, np.full(H, S - 1)][None, :], rewards[:1])
-    pairs = UserPairs(D, r, B, name="jdp scenario D")
-    return pairs, UserPairs(D.replace(0, other, 0), r, B, name="jdp scenario D'")
+class DPNashVIAudit(Audit):
+    name = "dp_nash_vi"
+    algorithm = "DP-Nash-VI (Qiao & Wang 2024)"
+    notion = "JDP / LDP"
+    summary = "eps-JDP (Central) / eps-LDP (Local); UCB/LCB; Regret O~(sqrt(H^2 SABT) + privacy term)"
+    description = "DP self-play in two-player zero-sum Markov games: privacy, assumptions and regret"
+    privatizers = ("central", "local")
+    # no --delta: the claim is pure eps-JDP / eps-LDP
+    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    options = (SetOption("calibration", str, choices=("paper", "strict"), default="strict",
+                         help="noise scale: strict = the replacement neighbouring relation, paper = the "
+                              "papers' add/remove scales"),)
+    claims = (
+        # -- privacy: the privatizer (games setting: A*B joint actions, 2 families), then the algorithm
+        ClaimRow("whitebox.dp_event", "whitebox",
+                 "the privatizer's declared DpEvent, accounted with dp_accounting (PLD) under replacement, is "
+                 "within the claimed eps (add/remove reported)", f"{Q}, Lemma 5.1 (N1) / Lemma 5.4 (N2)", PRIVATIZERS),
+        ClaimRow("whitebox.sensitivity", "whitebox",
+                 "no neighbouring pair exceeds the declared per-family l1 sensitivity; realised eps = "
+                 "sum_f Delta_f / b <= eps (hypothesis search, built-in privatizers)",
+                 f"{Q}, Lemma 5.1 (N1) / Lemma 5.4 (N2)", PRIVATIZERS),
+        ClaimRow("whitebox.tree_noise_reuse", "whitebox",
+                 "Central privatizer: the release errors have the binary tree's covariance (noise drawn once "
+                 "per node and reused)", f"{Q}, Lemma 5.1 (N1, tree mechanism)", PRIVATIZERS),
+        ClaimRow("privacy.privatizer.blackbox", "privacy",
+                 "the Central privatizer's whole released stream is eps-DP in one user (worst-case user 1, "
+                 "Laplace log-likelihood-ratio statistic)", f"{Q}, Lemma 5.1 (N1)", PRIVATIZERS),
+        ClaimRow("privacy.ldp.blackbox", "privacy",
+                 "the Local privatizer's message of one pair is eps-LDP (worst-case neighbouring trajectories)",
+                 f"{Q}, Lemma 5.4 (N2)", PRIVATIZERS),
+        ClaimRow("privacy.jdp.blackbox", "privacy",
+                 "Central privatizer + DP-Nash-VI is eps-JDP: the action pairs sent to the other user pairs "
+                 "(scripted users, neighbours differ in the first pair) are eps-indistinguishable, whatever "
+                 "C1, C2", f"{Q}, Lemma 5.1 + Billboard lemma (N1, N3)", "privacy_jdp"),
+        ClaimRow("privacy.jdp.power", "privacy",
+                 "the JDP audit finds eps_lb > eps on the non-private Nash-VI (raw counts): the audit has power "
+                 "(not under --quick)", "dpcheck self-test of privacy.jdp.blackbox", "privacy_jdp"),
+        # -- assumptions, theory mode
+        ClaimRow("assumption.count_error", "assumption",
+                 "w.p. >= 1 - beta/3, |N~ - N| <= E for every release the algorithm planned with",
+                 f"{Q}, Assumption 3.1 part 1 (N5-N8) {THEORY}", ASSUMPTIONS),
+        ClaimRow("assumption.sum_consistency", "assumption", "N~(s,a,b) = sum_s' N~(s,a,b,s')",
+                 f"{Q}, Assumption 3.1 part 2 {THEORY}", ASSUMPTIONS),
+        ClaimRow("assumption.no_underestimation", "assumption",
+                 "N~(s,a,b) >= N(s,a,b) on the good event |N^ - N| <= E/4 (private counts only)",
+                 f"{Q}, Lemma 5.8 (N4) {THEORY}", ASSUMPTIONS),
+        ClaimRow("assumption.valid_transition", "assumption",
+                 "P~(.|s,a,b) = N~(s,a,b,.)/N~(s,a,b) is a full-support distribution (private counts only)",
+                 f"{Q}, Lemma 5.8 (N5) {THEORY}", ASSUMPTIONS),
+        ClaimRow("assumption.good_event", "assumption",
+                 "|N^ - N| <= E/4 for all (h,s,a,b,s',k) w.p. >= 1 - beta/3 (Lemma 5.8's hypothesis)",
+                 f"{Q}, Lemmas 5.1 / 5.4 (N6) {THEORY}", ASSUMPTIONS),
+        ClaimRow("assumption.cce", "assumption",
+                 "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)): both constraint families hold (tolerance 1e-8 H)",
+                 f"{Q}, §2.5, Algorithm 1 line 14 (N18)", ASSUMPTIONS),
+        ClaimRow("assumption.optimism", "assumption",
+                 "Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger} (and the V's) at every (k,h,s,a,b) "
+                 "w.p. >= 1 - 2 beta/3", f"{Q}, Lemma B.7 (N16) {THEORY}", ASSUMPTIONS),
+        ClaimRow("assumption.optimism_correlated", "assumption",
+                 "Vu_h^k <= V_h^{pi^k} <= Vb_h^k for the correlated policy w.p. >= 1 - 2 beta/3",
+                 f"{Q}, used in Lemma B.8 (N17) {THEORY}", ASSUMPTIONS),
+        ClaimRow("assumption.certificate_chain", "assumption",
+                 "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) in every run (an invariant)",
+                 f"{Q}, Theorem 4.2 proof, eq. 50 (N27)", ASSUMPTIONS),
+        ClaimRow("assumption.certificate", "assumption",
+                 "duality gap of (mu^out, nu^out) <= Delta_final on N16's good event (w.p. >= 1 - 2 beta/3)",
+                 f"{Q}, Theorem 4.2 proof (N27) with Lemma B.7 (N16) {THEORY}", ASSUMPTIONS),
+        # -- the same, practical mode (informative, no guarantee)
+        ClaimRow("assumption.optimism.practical", "assumption", "as assumption.optimism, practical constants",
+                 f"{Q}, Lemma B.7 (N16) {PRACTICAL}", ASSUMPTIONS),
+        ClaimRow("assumption.optimism_correlated.practical", "assumption",
+                 "as assumption.optimism_correlated, practical constants", f"{Q} (N17) {PRACTICAL}", ASSUMPTIONS),
+        ClaimRow("assumption.certificate_chain.practical", "assumption",
+                 "as assumption.certificate_chain, practical constants", f"{Q}, Theorem 4.2 proof (N27)",
+                 ASSUMPTIONS),
+        ClaimRow("assumption.certificate.practical", "assumption", "as assumption.certificate, practical constants",
+                 f"{Q}, Theorem 4.2 proof (N27) {PRACTICAL}", ASSUMPTIONS),
+        # -- regret (practical mode)
+        ClaimRow("regret.exponent.nonprivate", "regret",
+                 "non-private limit E = 0: Regret(K) = O~(sqrt(H^2 S A B T)): exponent of the increments "
+                 "R(2K) - R(K) <= 0.5 + 0.1 (a CI below 0.25 is flagged uninformative); can FAIL",
+                 f"{Q}, Theorem 4.1 with E = 0 (N22)", "regret"),
+        ClaimRow("regret.exponent.jdp", "regret",
+                 "Regret(K) <= O~(sqrt(H^2 SABT) + H^3 S^2 AB/eps): exponent of the increments <= 0.6 at the "
+                 "largest eps of the sweep, after the privacy term's burn-in", f"{Q}, Theorem 5.2 (N20) {PRACTICAL}",
+                 REGRET_CHECKS),
+        ClaimRow("regret.exponent.ldp", "regret",
+                 "Regret(K) <= O~(sqrt(H^2 SABT) + S^2 AB sqrt(H^5 T)/eps): exponent of the increments <= 0.6 "
+                 "at the largest eps", f"{Q}, Theorem 5.5 (N21) {PRACTICAL}", REGRET_CHECKS),
+        ClaimRow("regret.privacy_cost.jdp_eps", "regret",
+                 "the JDP privacy cost R_priv(K) - R_nonpriv(K) ~ 1/eps: slope in eps -1 +- 0.35 (paired runs)",
+                 f"{Q}, Theorem 5.2 (N20) {PRACTICAL}", REGRET_CHECKS),
+        ClaimRow("regret.privacy_cost.ldp_eps", "regret",
+                 "the LDP privacy cost ~ 1/eps: slope in eps -1 +- 0.35 (paired runs)",
+                 f"{Q}, Theorem 5.5 (N21) {PRACTICAL}", REGRET_CHECKS),
+        ClaimRow("regret.privacy_cost.jdp_K", "regret",
+                 "the JDP privacy cost at the end of a run of horizon K grows no faster than the theorem's "
+                 "privacy term H^2 S^2 AB E(K) iota(K)^2 (polylog): slope <= predicted + 0.15",
+                 f"{Q}, Theorem 5.2, eq. 48 (N20) {PRACTICAL}", REGRET_CHECKS),
+        ClaimRow("regret.privacy_cost.ldp_K", "regret",
+                 "the LDP privacy cost grows no faster than H^2 S^2 AB E(K) iota(K)^2 (sqrt(K) polylog): "
+                 "slope <= predicted + 0.15", f"{Q}, Theorem 5.5, eq. 48 (N21) {PRACTICAL}", REGRET_CHECKS),
+        ClaimRow("regret.privacy_cost.jdp_vs_ldp_K", "regret",
+                 "JDP cost flat in K (polylog) vs LDP cost ~ sqrt(K): slope(LDP) - slope(JDP) = predicted "
+                 "+- 0.2 (joint bootstrap over shared seeds)", f"{Q}, Theorems 5.2 vs 5.5 {PRACTICAL}",
+                 "lib.nash.cost_K_comparison"),
+    )
 
+    # ------------------------------------------------------------------ run
+    def run(self) -> None:
+        from algorithms.envs.generators import random_game
+        from algorithms.games.testbeds import stochastic_pennies
+        from audits.lib import privatizers as pa
 
-def audit_constants(H, S, E, iota):
-    """C1 = 0, C2 = 1 / (H S max(E,1) iota): the privacy term of the bonus is 1/N for a raw count and
-    ~2/E for a private one (module docstring)."""
-    return 0.0, 1.0 / (H * S * max(E, 1.0) * iota)
+        o = self.opts
+        eps = float(o.epsilon) if o.epsilon is not None else 1.0
+        if not (math.isfinite(eps) and eps > 0):
+            raise InputError(f"--epsilon must be a positive number, got {o.epsilon!r}")
+        self.spec = o.privatizer or "central"
+        self.eps = eps
+        self.calibration = self.set.get("calibration", "strict")
+        self.alpha = self.exe.alpha                  # validated in (0, 1) at the command line
+        make = nash.privatizer_factory(self.spec, eps, self.calibration, "rigorous")
+        probe = make()                               # bad names / files: InputError before any work
+        own = pa.claim_for_families(probe, False)    # the privatizer's own claim with 2 families, if it has one
+        self.priv_notion = pa.privatizer_notion(probe, own)
+        self.samples = int(self.exe.samples) if self.exe.samples else self.exe.pick(*PRIVACY_SAMPLES)
+        assump_game = random_game(3, 2, 2, 3, self.rng("game", "T3"))
+        regret_game = stochastic_pennies()
+        self.config.update({
+            "algorithm": "DP-Nash-VI", "privatizer": self.spec, "notion": self.priv_notion, "epsilon": eps,
+            "calibration": self.calibration, "beta": BETA, "quick": bool(self.exe.quick),
+            "theory_mode": {"C1": 2.0, "C2": 10.0, "width_mode": "rigorous"},
+            "practical_mode": {"C1": 0.1, "C2": 0.02, "width_mode": "nominal",
+                               "note": "labelled practical constants (DP-UCBVI spec §6.3 caveat); orders only, "
+                                       "no guarantee: a miss there is reported as inconclusive, not as a violation"},
+            "privacy_audit": {"constants": "C1 = 0, C2 = 1/(H S E iota) (privacy is independent of C1, C2: N3)",
+                              "samples_per_side": self.samples,
+                              "privatizer_level": "games setting: joint actions A*B, rewards=False, 2 stream families"},
+            "assumption_game": "random T3 game S=3, A=B=2, H=3 (seeded from --seed)",
+            "regret_game": ("stochastic pennies S=2, A=B=2, H=2 (algorithms/games/testbeds.py): mixed equilibria in "
+                            "every reached stage game and stochastic transitions, so the regret stays in the sqrt(K) "
+                            "regime over the window"),
+            "cce_solver": "pure profiles + batched numpy simplex, HiGHS fallback, verified at 1e-8 H",
+            "confidence": (f"each check at 1 - alpha = {1 - self.alpha:g} on its own (black-box bounds split alpha "
+                           "internally); no simultaneous coverage across the report's checks is claimed"),
+        })
 
+        t0 = time.perf_counter()
+        lemma = "Lemma 5.1 (N1)" if self.priv_notion == "JDP" else "Lemma 5.4 (N2)"
+        claim = own if own is not None else Claim(epsilon=eps, notion=self.priv_notion, source=f"{SOURCE}, {lemma}")
+        self.progress(f"privacy: privatizer-level audits ({self.spec}, games setting: A*B joint actions, 2 families)")
+        for c in nash.privatizer_checks(make, claim, self.priv_notion, quick=bool(self.exe.quick), samples=self.samples,
+                                        seed=self.exe.seed, blackbox=self.blackbox):
+            self.add(c)
+        if self.priv_notion == "JDP":
+            self.privacy_jdp(make, claim)
+        self.config["time_privacy_s"] = round(time.perf_counter() - t0, 1)
 
-def jdp_mechanism(make_privatizer, K: int = 3, algo_cls=None, **algo_kw):
-    """mechanism(game, rng, size) -> (size,) labels of the action pairs sent to pairs 2..K."""
-    from algorithms.games.dp_nash_vi import DPNashVI, confidence_log
+        t0 = time.perf_counter()
+        self.assumptions(assump_game, make)
+        self.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)
 
-    algo_cls = algo_cls or DPNashVI
+        t0 = time.perf_counter()
+        self.regret(regret_game)
+        self.config["time_regret_s"] = round(time.perf_counter() - t0, 1)
 
-    def mechanism(game, rng, size):
-        priv = make_privatizer()
-        # E is public and data-independent: read it from a throw-away start of a fresh privatizer
-        probe = make_privatizer()
-        probe.start(1, game.H, game.S, game.A * game.B, K, np.random.default_rng(0), rewards=False)
-        E = float(probe.width)
-        iota = confidence_log(game.H, game.S, game.A, game.B, K, BETA)
-        C1, C2 = audit_constants(game.H, game.S, E, iota)
-        kw = dict(mode="practical", C1=C1, C2=C2)
-        kw.update(algo_kw)
-        res = algo_cls(priv, beta=BETA, **kw).run(game, K, rng, runs=int(size))
-        joint = res.actions_max[:, 1:, :] * game.B + res.actions_min[:, 1:, :]     # (size, K-1, H)
-        flat = joint.reshape(int(size), -1)
-        base = game.A * game.B
-        return flat @ (base ** np.arange(flat.shape[1], dtype=np.int64))          # one label per run
+    # ------------------------------------------------------------------ privacy of the algorithm's outputs
+    def privacy_jdp(self, make, claim) -> None:
+        """privacy.jdp.blackbox on the actions sent to the other users (lib.nash.jdp_target), and its power on
+        the non-private Nash-VI."""
+        from algorithms.privatizers import NoPrivatizer
 
-    return mechanism
-
-
-def jdp_target(make_privatizer, epsilon: float, K: int = 3, claim_source: str = "", delta: float = 0.0, **kw):
-    from dpcheck.target import AuditTarget
-    D, Dp = jdp_scenario(K=K)
-    return AuditTarget(name="dp_nash_vi.jdp", mechanism=jdp_mechanism(make_privatizer, K=K, **kw),
-                       pairs=[(D, Dp)], claim=Claim(epsilon=epsilon, delta=delta, notion="JDP", source=claim_source),
-                       output="discrete")
-
-
-def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: int = 2, S: int = 2, A: int = 2,
-               B: int = 2):
-    """One pair's message for the worst neighbouring trajectories (different (s,a,b) and (s,a,b,s') at every
-    step), in the games setting (joint actions A*B, rewards=False). The statistic is the Laplace
-    log-likelihood ratio of the message (a post-processing, so a bound on it bounds the message); tight
-    for the Laplace randomiser. Built by audits/privatizers.local_target (one implementation for both)."""
-    from audits.lib import privatizers as pa
-    claim = Claim(epsilon=epsilon, notion="LDP", source=claim_source)
-    return pa.local_target(pa.ClaimedTemplate(make_privatizer(), claim, False), H=H, S=S, A=A * B, rewards=False)
-
-
-# ------------------------------------------------------------------ assumptions
-def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: str = "theory",
-                      suffix: str = "", C1=None, C2=None, algo_cls=None, alpha: float = 0.05) -> list[Check]:
-    """Assumption 3.1 (via audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm
-    planned with), CCE (N18), UCB/LCB (N16, N17) and the certificate (N27) on ``game``.
-
-    Exact counts (E = 0, the non-private baseline) have N = 0 rows where P^ is undefined and the
-    algorithm uses its convention (Qb = H, Qu = 0); there the monitor's ``valid_transition`` and
-    ``no_underestimation`` items do not apply and are left out (said in the config of every check).
-    ``alpha``: each probability check is at confidence 1 - alpha on its own (the run's --alpha; no
-    simultaneous coverage across checks is claimed).
-    """
-    from dataclasses import replace as _replace
-    from algorithms.envs.game_planning import best_response_values, correlated_policy_values, duality_gap
-    from algorithms.games.cce import cce_residual
-    from algorithms.games.dp_nash_vi import DPNashVI
-    from audits.lib.tabular import CountAssumptionMonitor
-
-    algo_cls = algo_cls or DPNashVI
-    priv = make_privatizer()
-    box = {}
-
-    def hook(counts, p):
-        if not hasattr(p, "true_counts"):
+        samples, eps = self.samples, self.eps
+        self.progress(f"privacy: JDP black-box audit of the actions sent to other users ({samples} runs per side)")
+        check, _ = self.blackbox(nash.jdp_target(make, eps, claim_source=SOURCE + ", Lemma 5.1 + Billboard lemma (N1)",
+                                                 delta=claim.delta),
+                                 id="privacy.jdp.blackbox", samples=samples, claim_source=SOURCE + ", Lemma 5.1 (N1)")
+        self.add(check)
+        if self.exe.quick:
             return
-        if "mon" not in box:
-            box["mon"] = CountAssumptionMonitor(runs, float(counts.width), has_rewards=False,
-                                                source=SOURCE + ", Assumption 3.1; Lemmas 5.1 / 5.4 / 5.8 (N5-N8)",
-                                                good_event_lemma="Lemma 5.8")
-        box["mon"].update(counts, p.true_counts())
+        _, base = self.blackbox(nash.jdp_target(lambda: NoPrivatizer(), eps), id="privacy.jdp.power",
+                                samples=min(samples, 20_000))
+        caught = base.epsilon_lower_bound > eps
+        self.add(Check(id="privacy.jdp.power", kind="privacy", verdict=PASS if caught else INCONCLUSIVE,
+                       claim={"statement": "the JDP audit catches the non-private Nash-VI (raw counts)",
+                              "source": "dpcheck self-test"},
+                       measured={"epsilon_lower_bound": base.epsilon_lower_bound, "confidence": base.confidence,
+                                 "samples": base.samples},
+                       details={"baseline_verdict": base.verdict},
+                       reason=(f"non-private baseline gives eps_lb = {base.epsilon_lower_bound:.3g} > {eps:g}: the "
+                               "audit sees raw counts" if caught else
+                               "the audit did not separate the non-private baseline; its power is in doubt")))
 
-    res = algo_cls(priv, beta=BETA, mode=mode, C1=C1, C2=C2, record_values=True).run(
-        game, K, rng, runs=runs, release_hook=hook)
-    H = game.H
-    src = f"{SOURCE}"
-    tag = f" [{mode} mode]"
-    practical = mode == "practical"
-    vac_all = bool(res.vacuous.all())
-    vac_msg = ("Qb = H and Qu = 0 at every (k,h,s,a,b): the %s-mode bonus (C1=%g, C2=%g, E=%.3g) exceeds H at K=%d"
-               % (mode, res.config["C1"], res.config["C2"], res.width, K)) if vac_all else None
-    out = []
-    config = {"mode": mode, "C1": res.config["C1"], "C2": res.config["C2"], "E": res.width, "K": K, "runs": runs,
-              "vacuous_fraction": float(res.vacuous.mean()), "game": getattr(game, "name", "")}
+    # ------------------------------------------------------------------ assumptions
+    def assumptions(self, game, make) -> None:
+        """lib.nash.assumption_checks in theory mode (all of them), then the optimism and certificate checks in
+        practical mode (.practical). Each batch is one cached computation with --cache."""
+        runs, K = self.exe.pick(*ASSUMPTION["runs"]), self.exe.pick(*ASSUMPTION["K"])
+        self.progress(f"assumptions: theory mode, {runs} runs x K={K} on a T3 game")
+        for c in cached_call("dp_nash_vi.assumptions", nash.assumption_checks, game, make, runs=runs, K=K,
+                             rng=self.rng("assumptions", "theory"), alpha=self.alpha):
+            self.add(c)
+        self.progress("assumptions: practical mode (labelled; informative, no guarantee)")
+        make_nom = nash.privatizer_factory(self.spec, self.eps, self.calibration, "nominal")
+        for c in cached_call("dp_nash_vi.assumptions", nash.assumption_checks, game, make_nom, runs=runs, K=K,
+                             rng=self.rng("assumptions", "practical"), mode="practical", suffix=".practical",
+                             alpha=self.alpha):
+            if c.id.startswith(("assumption.optimism", "assumption.certificate")):
+                self.add(c)
 
-    if "mon" in box:
-        exact = box["mon"].E == 0
-        skip = ("assumption.valid_transition", "assumption.no_underestimation") if exact else ()
-        if exact:
-            config["exact_counts"] = "E = 0: valid_transition / no_underestimation do not apply (N = 0 convention)"
-        for c in box["mon"].checks(beta=BETA, alpha=alpha):
-            if c.id in skip:
+    # ------------------------------------------------------------------ regret
+    def regret(self, game) -> None:
+        """The regret grid (non-private and private runs at the eps sweep and the cost horizons, one chunk
+        each, common random numbers), then regret.exponent.nonprivate here and the private rate checks in
+        lib.nash.regret_checks / cost_K_comparison."""
+        from dpcheck.parallel import run_chunks
+        from dpcheck.regret import fit_increment_exponent, increments_plot, regret_exponent_check
+
+        spec, calibration, alpha, seed = self.spec, self.calibration, self.alpha, self.exe.seed
+        pick = self.exe.pick
+        seeds, Kr, K_cost = pick(*REGRET["seeds"]), pick(*REGRET["K"]), pick(*REGRET["K_cost"])
+        grids = {"central": pick(*REGRET["eps_jdp"]), "local": pick(*REGRET["eps_ldp"])}
+        notions = [("JDP", "central", "Theorem 5.2 (N20)"), ("LDP", "local", "Theorem 5.5 (N21)")]
+        builtin = spec in ("central", "local")
+        if not builtin:
+            # a user's privatizer: its own notion, the eps grid scaled to its budget, minus budgets it refuses
+            cand = tuple(self.eps * f for f in (1.0, 2.0, 4.0, 8.0))
+            grids = {spec: tuple(e for e in cand if nash.accepts(spec, e, calibration))}
+            notions = [(self.priv_notion, spec, "Theorem 4.1 under Assumption 3.1 (N19)")]
+        if spec == "none":
+            # the non-private baseline alone: no privacy cost to measure (it would be a run minus itself)
+            notions = []
+        jobs = [("none", None, calibration, Kr, seeds)]
+        jobs += [("none", None, calibration, k, seeds) for k in K_cost if k != Kr]
+        for _, pspec, _ in notions:
+            g = grids[pspec]
+            if not g:
                 continue
-            c = _replace(c, id=c.id + suffix, details={**c.details, "config": config})
-            out.append(_soften(c, practical))
-        mon = box["mon"]
-        if not exact and mon.noise_seen:
-            # N6 (as DP-UCBVI's C6 in audits/dp_ucbvi.py), from the same monitor: the hypothesis of Lemma 5.8
-            # (post-processing), NOT "Assumption 3.1 holds" -- that is the four checks above, item by item
-            c = probability_check(
-                id="assumption.good_event" + suffix, failures=int((~mon.good_event).sum()), runs=runs,
-                beta=BETA / 3, alpha=alpha, what="the good event |N^ - N| <= E/4",
-                claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,b,s',k) w.p. >= 1 - beta/3 "
-                                    "(Lemma 5.8's hypothesis)",
-                       "source": SOURCE + ", Lemmas 5.1 / 5.4 (N6)"},
-                details={"config": config, "max_noise_ratio_per_run (|N^-N|/(E/4))": mon.noise_ratio})
-            out.append(_soften(c, practical))
-    else:                                   # say so rather than leave Assumption 3.1 out of the report silently
-        out.append(Check(id="assumption.count_error" + suffix, kind="assumption", verdict=INCONCLUSIVE,
-                         claim={"statement": "Assumption 3.1", "source": SOURCE + ", Assumption 3.1 (N5-N8)"},
-                         measured={"confidence": None}, details={"config": config},
-                         reason="the privatizer exposes no true_counts(): Assumption 3.1 cannot be checked"))
+            ref = g[len(g) // 2]
+            jobs += [(pspec, e, calibration, Kr, seeds) for e in g]
+            jobs += [(pspec, ref, calibration, k, seeds) for k in K_cost if k != Kr]
+        self.config["regret"] = {"K": Kr, "seeds": seeds, "K_grid": nash.k_grid(Kr).tolist(), "epsilons": grids,
+                                 "cost_horizons": list(K_cost), "fit": "increments R(2K) - R(K) on the doubling grid",
+                                 "common_random_numbers": "every regret run uses the same seed (paired costs)",
+                                 "runs": len(jobs)}
+        e = self.exe
+        self.progress(f"regret: {len(jobs)} runs of DP-Nash-VI on stochastic pennies ({seeds} seeds each, "
+                      f"K <= {Kr}, {e.workers} worker(s))")
+        common = self.int_seed("regret", "common")
+        # dpcheck.parallel directly for its per-chunk progress callback and cache label
+        out = run_chunks(nash.regret_job, len(jobs), self.seed_sequence("regret"), workers=e.workers,
+                         backend=e.backend, scheduler=e.scheduler, args=(jobs, game, common),
+                         progress=lambda i, n: self.progress(f"regret: {i}/{n} runs done"),
+                         cache_dir=e.cache_dir, cache_key="dp_nash_vi:regret", say=self.progress,
+                         cache_report=self.config["regret"].setdefault("cache", {}) if e.cache_dir else None)
+        results = {(j[0], j[1], j[3]): r for j, r in zip(jobs, out)}
 
-    resid = cce_residual(res.pi, res.Qb, res.Qu)
-    out.append(invariant_check(
-        id="assumption.cce" + suffix, violations=int((resid > 1e-8 * H).sum()), total=resid.size,
-        what="stage policies satisfy both CCE constraint families (tol 1e-8 H)",
-        claim={"statement": "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)) (line 14, N18)", "source": src + ", §2.5"},
-        details={"config": config, "max_residual": float(resid.max()), "solver": res.cce_stats}))
-
-    br = best_response_values(game, res.mu, res.nu)
-    tol = 1e-9
-    up = (res.Qb < br.Q_dagger_nu - tol).any(axis=(2, 3, 4, 5)) | \
-         (res.Vb[..., :H, :] < br.V_dagger_nu[..., :H, :] - tol).any(axis=(2, 3))
-    lo = (res.Qu > br.Q_mu_dagger + tol).any(axis=(2, 3, 4, 5)) | \
-         (res.Vu[..., :H, :] > br.V_mu_dagger[..., :H, :] + tol).any(axis=(2, 3))
-    viol_runs = (up | lo).any(axis=1)
-    # Gap_k of the episode policies from the same best responses (duality_gap would solve them again)
-    gap_k = br.V_dagger_nu[..., 0, :] @ game.init - br.V_mu_dagger[..., 0, :] @ game.init
-    c = probability_check(id="assumption.optimism" + suffix, failures=int(viol_runs.sum()), runs=runs,
-                          beta=2 * BETA / 3, alpha=alpha, what="Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger}" + tag,
-                          claim={"statement": "UCB/LCB at every (k,h,s,a,b) w.p. >= 1 - 2 beta/3",
-                                 "source": src + ", Lemma B.7 (N16)"},
-                          details={"config": config, "ucb_violations": int(up.sum()), "lcb_violations": int(lo.sum()),
-                                   "episodes": int(up.size)})
-    out.append(_vacuous(_soften(c, practical), vac_msg))
-
-    _, V_pi = correlated_policy_values(game, res.pi)
-    bad = ((V_pi[..., :H, :] > res.Vb[..., :H, :] + tol) | (V_pi[..., :H, :] < res.Vu[..., :H, :] - tol)).any(axis=(1, 2, 3))
-    c = probability_check(id="assumption.optimism_correlated" + suffix, failures=int(bad.sum()), runs=runs,
-                          beta=2 * BETA / 3, alpha=alpha, what="Vu <= V^{pi^k} <= Vb" + tag,
-                          claim={"statement": "Vu_h^k <= V_h^{pi^k} <= Vb_h^k (used in Lemma B.8; spec B10)",
-                                 "source": src + " (N17)"}, details={"config": config})
-    out.append(_vacuous(_soften(c, practical), vac_msg))
-
-    gap_out = duality_gap(game, res.mu_out, res.nu_out)
-    # N27 has two parts of different kinds: the chain Delta_final <= mean_k certificate holds ALWAYS (an
-    # invariant: one counterexample fails it; it used to be added to the gap failures of a probability
-    # check at beta, where a few broken runs passed unnoticed), the gap bound only on N16's good event,
-    # which has probability >= 1 - 2 beta/3 (Lemma B.7), so that is the level it is checked at.
-    chain = int((res.delta > res.certificate.mean(axis=1) + 1e-12).sum())
-    out.append(invariant_check(
-        id="assumption.certificate_chain" + suffix, violations=chain, total=runs,
-        what="Delta_final <= mean_k (Vb_1^k - Vu_1^k)(s_1) in every run",
-        claim={"statement": "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) always",
-               "source": src + ", Theorem 4.2 proof (N27, deterministic part)"},
-        details={"config": config}))
-    exceed = gap_out > res.delta + tol
-    c = probability_check(id="assumption.certificate" + suffix, failures=int(exceed.sum()), runs=runs,
-                          beta=2 * BETA / 3, alpha=alpha, what="duality gap of (mu^out, nu^out) <= Delta_final" + tag,
-                          claim={"statement": "V^{dagger,nu^out} - V^{mu^out,dagger} <= Delta_final on the good "
-                                              "event of N16 (w.p. >= 1 - 2 beta/3)",
-                                 "source": src + ", Theorem 4.2 proof (N27) with Lemma B.7 (N16)"},
-                          details={"config": config, "chain_violations": chain,
-                                   "gap_out_mean": float(gap_out.mean()), "delta_mean": float(res.delta.mean()),
-                                   "plots": [{"title": "certificate vs true duality gap of the episode policy",
-                                              "xlabel": "episode k", "ylabel": "value", "logx": True, "logy": False,
-                                              "kind": "line", "series": [
-                                                  {"label": "(Vb_1 - Vu_1)(s_1), mean over runs",
-                                                   "x": list(range(1, K + 1)), "y": res.certificate.mean(0).tolist()},
-                                                  {"label": "Gap_k, mean over runs", "x": list(range(1, K + 1)),
-                                                   "y": gap_k.mean(0).tolist()}]}]})
-    out.append(_vacuous(_soften(c, practical), vac_msg))
-    return out
+        base = results[("none", None, Kr)]
+        dg = nash.k_grid(Kr)
+        at = np.searchsorted(base["grid"], dg)
+        fit = fit_increment_exponent(dg, base["R"][:, at], window=(dg[0], dg[-2]), alpha=alpha, seed=seed)
+        c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id="regret.exponent.nonprivate",
+                                  source=SOURCE + ", Theorem 4.1 with E = 0 (N22) [practical constants]",
+                                  what="duality-gap regret",
+                                  details={"game": game.name, "seeds": seeds, "K": Kr,
+                                           "plots": [increments_plot(fit, 0.5),
+                                                     nash.regret_plot({"non-private": base["R"]}, base["grid"]),
+                                                     nash.local_slopes_plot({"non-private": base["R"]}, base["grid"])]})
+        self.add(nash.regime(c, fit))
+        for key, pspec, thm in notions:
+            g = grids[pspec]
+            if not g:
+                continue
+            for c in nash.regret_checks(game, pspec, key, calibration=calibration, K=Kr, seeds=seeds, eps_grid=g,
+                                        eps_ref=g[len(g) // 2], K_cost=K_cost, results=results, seed=seed,
+                                        theorem=thm, alpha=alpha):
+                self.add(c)
+        if builtin:
+            gj, gl = grids["central"], grids["local"]
+            self.add(nash.cost_K_comparison(results, game, K_cost=K_cost, jdp_eps=gj[len(gj) // 2],
+                                            ldp_eps=gl[len(gl) // 2], calibration=calibration, seed=seed,
+                                            alpha=alpha))
 
 
-def _vacuous(c: Check, msg):
-    if not msg or c.verdict == FAIL:
-        return c
-    det = dict(c.details)
-    det["vacuous"] = msg
-    det["qualifier"] = "vacuous"  # dpcheck.checks.qualify's marker: reports show "pass (vacuous)"
-    return Check(id=c.id, kind=c.kind, verdict=c.verdict, claim=c.claim, measured=c.measured, details=det,
-                 reason=c.reason + f" (vacuously: {msg})")
-
-
-def _soften(c: Check, practical: bool):
-    """Practical-mode constants void the paper's guarantees: a miss there is evidence, not a violation."""
-    if not practical or c.verdict != FAIL:
-        return c
-    det = dict(c.details)
-    det["note"] = "practical mode: constants below the theory values, the claim is not guaranteed"
-    return Check(id=c.id, kind=c.kind, verdict=INCONCLUSIVE, claim=c.claim, measured=c.measured, details=det,
-                 reason="practical mode (no guarantee): " + c.reason)
-
-
-# ------------------------------------------------------------------ regret
-def regret_curves(game, make_privatizer, *, K: int, seeds: int, rng, algo_cls=None):
-    """Exact duality-gap regret per seed: cumulative (seeds, K) and the run's config."""
-    from algorithms.envs.game_planning import duality_gap
-    from algorithms.games.dp_nash_vi import DPNashVI
-
-    algo_cls = algo_cls or DPNashVI
-    res = algo_cls(make_privatizer(), beta=BETA, mode="practical").run(game, K, rng, runs=seeds)
-    gaps = duality_gap(game, res.mu, res.nu)                     # (seeds, K), each >= 0
-    return np.cumsum(gaps, axis=1), res.config
-
-
-def k_grid(K: int) -> np.ndarray:
-    g = [K]
-    while g[-1] // 2 >= 250:
-        g.append(g[-1] // 2)
-    return np.array(sorted(g))
-
-
-def plot_grid(K: int) -> np.ndarray:
-    """k_grid(K) with the geometric midpoints added (ratio sqrt 2): where the curves are recorded."""
-    g = k_grid(K)
-    mid = np.round(np.sqrt(g[:-1] * g[1:])).astype(int)
-    return np.unique(np.concatenate([g, mid]))
-
-
-def _regret_job(i, _seed, jobs, game, common_seed):
-    """One regret run (a chunk of ctx.run_chunks): jobs[i] = (privatizer spec | "none", eps, calibration, K,
-    seeds). Every job uses the SAME seed (common random numbers: the same environment, policy-sampling and
-    noise streams), so R_priv - R_nonpriv is a paired difference and its spread across eps is small."""
-    from algorithms.privatizers import NoPrivatizer, load_privatizer
-    spec, eps, calibration, K, seeds = jobs[i]
-    make = (lambda: NoPrivatizer()) if spec == "none" else (
-        lambda: load_privatizer(spec, epsilon=eps, beta=BETA, calibration=calibration, width_mode="nominal"))
-    R, config = regret_curves(game, make, K=K, seeds=seeds, rng=np.random.default_rng(common_seed))
-    g = plot_grid(K)
-    return {"grid": g, "R": R[:, g - 1], "config": config}
-
-
-def theorem_privacy_term(spec: str, eps: float, calibration: str, game, K_grid) -> np.ndarray:
-    """The K-dependence of the privacy term of Theorems 5.2 / 5.5: H^2 S^2 A B E(K) iota(K)^2 (eq. 48), with
-    the privatizer's own (public, data-independent) width E(K) at horizon K: polylog for the Central
-    privatizer, sqrt(K) polylog for the Local one. Only its shape in K is used."""
-    from algorithms.games.dp_nash_vi import confidence_log
-    from algorithms.privatizers import load_privatizer
-    out = []
-    for K in K_grid:
-        p = load_privatizer(spec, epsilon=eps, beta=BETA, calibration=calibration, width_mode="nominal")
-        p.start(1, game.H, game.S, game.A * game.B, int(K), np.random.default_rng(0), rewards=False)
-        iota = confidence_log(game.H, game.S, game.A, game.B, int(K), BETA)
-        out.append(max(float(p.width), 1.0) * iota ** 2)
-    return np.array(out)
-
-
-def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, seeds: int, eps_grid, eps_ref: float,
-                  K_cost, results: dict, seed: int, theorem: str, alpha: float = 0.05) -> list[Check]:
-    """The rate checks of one notion from finished runs ``results[(spec, eps, K)] -> {"grid", "R"}``.
-
-    regret.exponent.<n>        exponent of the increments at eps_ref (practical mode: softened).
-    regret.privacy_cost.<n>_eps paired cost R_priv(K) - R_nonpriv(K) against eps: slope -1 +- 0.35.
-    regret.privacy_cost.<n>_K   paired cost at the end of runs with horizons K_cost: slope no larger than
-                               the theorem's privacy term's (computed from the privatizer's width) + 0.15.
-    All three are softened (practical constants: no guarantee), so they report PASS or INCONCLUSIVE only.
-    """
-    from dpcheck.regret import fit_increment_exponent, fit_scaling, increments_plot, regret_exponent_check
-    key = notion.lower()
-    src = f"{SOURCE}, {theorem} [practical mode: C1 = 0.1, C2 = 0.02, nominal width; no guarantee]"
-    base = results[("none", None, K)]
-    g = base["grid"]
-    dg = k_grid(K)
-    at = np.searchsorted(g, dg)
-    out = []
-    R_ref = results[(spec, eps_ref, K)]["R"]
-    # the exponent at the largest eps of the sweep: the privacy term, constant in K but paid off over the
-    # first episodes, is smallest there, so the sqrt(K) part is most visible in the window
-    eps_exp = max(eps_grid)
-    # Declared window for private runs: from the third grid point on (K >= 1000 by default). The privacy
-    # term is paid in the first episodes (the bonus C2 H S E iota / N exceeds the game's scale while N <~ E),
-    # which makes the first increments LARGER than the later ones and the fit negative (measured: local
-    # slope -0.9 between 250 and 500 at eps = 32, then 0.05 .. 0.31).
-    pwin = (dg[min(2, len(dg) - 3)], dg[-2])
-    fit = fit_increment_exponent(dg, results[(spec, eps_exp, K)]["R"][:, at], window=pwin, alpha=alpha, seed=seed)
-    curves = {"non-private": base["R"]}
-    curves.update({f"{key} eps={e:g}": results[(spec, e, K)]["R"] for e in eps_grid})
-    c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id=f"regret.exponent.{key}", source=src,
-                              what=f"duality-gap regret ({notion}, eps={eps_exp:g})",
-                              details={"game": game.name, "seeds": seeds, "K": K, "epsilon": eps_exp,
-                                       "window": [int(pwin[0]), int(pwin[1])],
-                                       "plots": [increments_plot(fit, 0.5), _regret_plot(curves, g),
-                                                 _local_slopes_plot(curves, g)]})
-    out.append(_soften(_regime(c, fit), True))
-
-    # cost against eps at the largest K (paired differences, common random numbers)
-    if len(eps_grid) < 3:
-        out.append(Check(id=f"regret.privacy_cost.{key}_eps", kind="regret", verdict=INCONCLUSIVE,
-                         claim={"statement": "privacy cost ~ 1/eps", "source": src},
-                         measured={"epsilons": list(eps_grid), "confidence": None},
-                         details={"note": "the privatizer refused the larger budgets of the sweep"},
-                         reason=f"privatizer {spec} accepted only eps in {list(eps_grid)} of the sweep eps x (1, 2, 4, "
-                                f"8): no eps slope (not evidence either way)"))
-        return out
-    cost_eps = np.stack([results[(spec, e, K)]["R"][:, -1] - base["R"][:, -1] for e in eps_grid], axis=1)
-    sf = fit_scaling(np.array(eps_grid, float), np.maximum(cost_eps, 1e-9), alpha=alpha, seed=seed)
-    c = _slope_check(sf, lower=-1.35, upper=-0.65, id=f"regret.privacy_cost.{key}_eps", xname="eps",
-                     statement=f"{notion} privacy cost R_priv(K) - R_nonpriv(K) at K = {K} ~ 1/eps (slope -1 +- 0.35)",
-                     source=src, details={"K": K, "epsilons": list(eps_grid), "seeds": seeds,
-                                          "cost_mean": cost_eps.mean(0).tolist(), "cost_sd": cost_eps.std(0).tolist(),
-                                          "nonprivate_regret_mean": float(base["R"][:, -1].mean()),
-                                          "measurement": "paired: every run uses the same seed (common random "
-                                                         "numbers for environment, policy sampling and noise)"})
-    out.append(_soften(c, True))
-
-    # cost against K: one run per horizon, so that E = E(K) as in the theorem
-    cost_K = np.stack([results[(spec, eps_ref, k)]["R"][:, -1] - results[("none", None, k)]["R"][:, -1]
-                       for k in K_cost], axis=1)
-    within = R_ref[:, at] - base["R"][:, at]
-    term = theorem_privacy_term(spec, eps_ref, calibration, game, K_cost)
-    predicted = float(np.polyfit(np.log(K_cost), np.log(term), 1)[0])
-    sk = fit_scaling(np.array(K_cost, float), np.maximum(cost_K, 1e-9), alpha=alpha, seed=seed)
-    shape = "polylog(K) (flat up to logs)" if notion == "JDP" else "sqrt(K) polylog(K)"
-    c = _slope_check(sk, lower=None, upper=predicted + 0.15, id=f"regret.privacy_cost.{key}_K", xname="K",
-                     statement=(f"{notion} privacy cost at eps={eps_ref:g} grows like the theorem's privacy term "
-                                f"H^2 S^2 A B E(K) iota(K)^2 = {shape}: slope <= predicted {predicted:.2f} + 0.15"),
-                     source=src, details={"epsilon": eps_ref, "horizons": list(map(int, K_cost)),
-                                          "predicted_slope": predicted, "cost_mean": cost_K.mean(0).tolist(),
-                                          "within_one_run": {"K": dg.tolist(), "cost_mean": within.mean(0).tolist(),
-                                                             "note": "E fixed by the horizon: flat for both notions"},
-                                          "measurement": "one run per horizon K (E = E(K)), paired with the "
-                                                         "non-private run of the same horizon and seed"})
-    c = _with_reason(c, f"; predicted slope {predicted:.2f} ({shape})")
-    out.append(_soften(c, True))
-    return out
-
-
-def cost_K_comparison(results: dict, game, *, K_cost, jdp_eps: float, ldp_eps: float, calibration: str,
-                      seed: int, n_boot: int = 2000, alpha: float = 0.05) -> Check:
-    """regret.privacy_cost.jdp_vs_ldp_K: the LDP cost grows faster in K than the JDP cost by the ratio of the
-    theorems' privacy terms (sqrt(K) E_local-polylog vs E_central-polylog): the difference of the two fitted
-    slopes against the difference of the predicted ones +- 0.2. Both notions' runs share every seed (common
-    random numbers), so the bootstrap resamples seeds jointly. Softened: PASS or INCONCLUSIVE, never FAIL."""
-    K_cost = np.asarray(K_cost, dtype=float)
-
-    def costs(spec, e):
-        return np.stack([results[(spec, e, int(k))]["R"][:, -1] - results[("none", None, int(k))]["R"][:, -1]
-                         for k in K_cost], axis=1)
-
-    cj, cl = costs("central", jdp_eps), costs("local", ldp_eps)
-    lx = np.log(K_cost)
-    xc = lx - lx.mean()
-
-    def slope(Y):                                       # Y (..., n): slope of log mean cost
-        y = np.log(np.maximum(Y, 1e-9))
-        return ((y - y.mean(axis=-1, keepdims=True)) @ xc) / (xc @ xc)
-
-    diff = float(slope(cl.mean(0)) - slope(cj.mean(0)))
-    idx = np.random.default_rng(seed).integers(0, cj.shape[0], size=(n_boot, cj.shape[0]))
-    boots = slope(cl[idx].mean(axis=1)) - slope(cj[idx].mean(axis=1))
-    lo, hi = float(np.quantile(boots, alpha / 2)), float(np.quantile(boots, 1 - alpha / 2))
-    pj = np.polyfit(lx, np.log(theorem_privacy_term("central", jdp_eps, calibration, game, K_cost)), 1)[0]
-    pl = np.polyfit(lx, np.log(theorem_privacy_term("local", ldp_eps, calibration, game, K_cost)), 1)[0]
-    pred = float(pl - pj)
-    lower, upper = pred - 0.2, pred + 0.2
-    verdict = PASS if (lo >= lower and hi <= upper) else FAIL if (hi < lower or lo > upper) else INCONCLUSIVE
-    src = f"{SOURCE}, Theorems 5.2 vs 5.5 [practical mode: no guarantee]"
-    c = Check(id="regret.privacy_cost.jdp_vs_ldp_K", kind="regret", verdict=verdict,
-              claim={"statement": "JDP privacy cost flat in K (polylog) vs LDP cost ~ sqrt(K): slope(LDP) - slope(JDP) "
-                                  f"= predicted {pred:.2f} +- 0.2", "source": src},
-              measured={"slope_difference": diff, "ci": [lo, hi], "confidence": 1 - alpha, "seeds": cj.shape[0],
-                        "slope_jdp": float(slope(cj.mean(0))), "slope_ldp": float(slope(cl.mean(0)))},
-              details={"horizons": K_cost.tolist(), "eps_jdp": jdp_eps, "eps_ldp": ldp_eps,
-                       "predicted_slopes": {"jdp": float(pj), "ldp": float(pl)},
-                       "plots": [{"title": "privacy cost at the end of a run of horizon K", "xlabel": "K",
-                                  "ylabel": "R_priv - R_nonpriv", "logx": True, "logy": True, "kind": "line",
-                                  "series": [_band_series(f"JDP (Central, eps={jdp_eps:g})", K_cost, cj),
-                                             _band_series(f"LDP (Local, eps={ldp_eps:g})", K_cost, cl)]}]},
-              reason=f"slope(LDP) - slope(JDP) = {diff:.3f} (CI [{lo:.3f}, {hi:.3f}]) vs predicted {pred:.2f} +- 0.2 "
-                     f"(JDP {slope(cj.mean(0)):.2f}, LDP {slope(cl.mean(0)):.2f})")
-    return _soften(c, True)
-
-
-def _band_series(label, x, Y):
-    m, sd = Y.mean(0), Y.std(0)
-    return {"label": label, "x": np.asarray(x).tolist(), "y": m.tolist(), "lo": np.maximum(m - sd, 1e-9).tolist(),
-            "hi": (m + sd).tolist()}
-
-
-def _regime(c: Check, fit) -> Check:
-    """Say whether the exponent check was informative: a CI entirely below 0.25 means the regret saturated
-    (finite-time learning of a pure equilibrium, or a window past the sqrt(K) phase)."""
-    if c.verdict == PASS and fit.ci[1] < 0.25:
-        det = dict(c.details, qualifier="uninformative")  # reports show "pass (uninformative)"
-        det["vacuous"] = ("exponent CI below 0.25: the increments shrink over the window (the regret saturates, or "
-                          "a privacy term constant in K is still being paid off); the pass says little about sqrt(K)")
-        return Check(id=c.id, kind=c.kind, verdict=c.verdict, claim=c.claim, measured=c.measured, details=det,
-                     reason=c.reason + " (uninformative: the increments shrink in this window)")
-    if c.verdict == PASS:
-        return _with_reason(c, f"; in the sqrt(K) regime (CI lower end {fit.ci[0]:.2f} >= 0.25)"
-                            if fit.ci[0] >= 0.25 else "")
-    return c
-
-
-def _with_reason(c: Check, extra: str) -> Check:
-    return Check(id=c.id, kind=c.kind, verdict=c.verdict, claim=c.claim, measured=c.measured, details=c.details,
-                 reason=c.reason + extra)
-
-
-def _slope_check(fit, *, lower, upper, id, xname, statement, source, details) -> Check:
-    """pass if the bootstrap CI of the slope lies within [lower, upper], fail if wholly outside, else
-    inconclusive (``lower=None``: an upper bound only, as the theorems are)."""
-    lo, hi = fit.ci
-    inside = hi <= upper and (lower is None or lo >= lower)
-    outside = lo > upper or (lower is not None and hi < lower)
-    verdict = PASS if inside else FAIL if outside else INCONCLUSIVE
-    allowed = f"[{lower:g}, {upper:.2f}]" if lower is not None else f"<= {upper:.2f}"
-    det = dict(details)
-    det["fit"] = fit.to_dict()
-    det["plots"] = [{"title": f"privacy cost vs {xname} (mean over seeds)", "xlabel": xname,
-                     "ylabel": "R_priv - R_nonpriv", "logx": True, "logy": True, "kind": "line",
-                     "series": [{"label": "measured", "x": list(fit.x), "y": list(fit.y_mean)}]}]
-    return Check(id=id, kind="regret", verdict=verdict,
-                 claim={"statement": statement, "slope_at_least": lower, "slope_at_most": upper, "source": source},
-                 measured={"slope": fit.slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
-                 details=det, reason=f"slope in {xname} {fit.slope:.3f} (CI [{lo:.3f}, {hi:.3f}]) vs allowed {allowed}")
-
-
-# ------------------------------------------------------------------ privatizer-level checks
-def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool, samples: int, o, ctx) -> list[Check]:
-    """The privatizer audits of audits/privatizers.py in the games setting (joint actions A*B, rewards=False,
-    2 stream families): whitebox.dp_event (dp_accounting PLD of the declared DpEvent), whitebox.sensitivity
-    and whitebox.tree_noise_reuse (built-in privatizers), and the tight black box on what the privatizer
-    releases (privacy.privatizer.blackbox: the Central stream; for LDP the message audit is
-    privacy.ldp.blackbox)."""
-    import copy
-    from audits.lib import privatizers as pa
-    from algorithms.privatizers.base import CountPrivatizer
-
-    p = make_privatizer()
-    H, S, AB, K = 2, 3, 4, 6                         # A = B = 2: joint actions A*B = 4
-    q = copy.deepcopy(p)
-    q.start(1, H, S, AB, K, np.random.default_rng(0), rewards=False)
-    out = [pa.dp_event_check(q.dp_event("replacement"), claim, add_remove_event=q.dp_event("add_remove"),
-                             label=f"{getattr(q, 'name', type(q).__name__)}(H={H}, S={S}, A*B={AB}, K={K}, 2 families)")]
-    kind = "central" if notion == "JDP" else "local"
-    # the sensitivity search and the tree-reuse test read the noise structure of a private privatizer;
-    # the non-private baseline (notion "none") has none, and its dp_event check already fails
-    if isinstance(p, CountPrivatizer) and getattr(p, "notion", None) in ("JDP", "LDP"):
-        out.append(pa.sensitivity_check(p, kind=kind, claim=claim, H=H, S=S, A=AB, K=K, rewards=False,
-                                        examples=100 if quick else 300))
-        if kind == "central":
-            out.append(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=int(o.seed), rewards=False,
-                                           source=claim.source))
-    claimed = pa.ClaimedTemplate(p, claim, False)
-    if kind == "central":
-        tgt = pa.central_target(claimed, A=AB, rewards=False)
-        out.append(_audit(tgt, samples, o, ctx).to_check(id="privacy.privatizer.blackbox",
-                                                         claim_source=claim.source))
-    else:
-        tgt = pa.local_target(claimed, A=AB, rewards=False)
-        out.append(_audit(tgt, samples, o, ctx).to_check(id="privacy.ldp.blackbox", claim_source=claim.source))
-    return out
-
-
-# ------------------------------------------------------------------ the registered audit
-def _privatizer_factory(spec, epsilon, calibration, width_mode):
-    from algorithms.privatizers import load_privatizer
-
-    def make():
-        kw = {"epsilon": epsilon, "beta": BETA, "calibration": calibration, "width_mode": width_mode}
-        return load_privatizer(spec, **kw)
-    return make
-
-
-def _accepts(spec, eps, calibration) -> bool:
-    """Does the privatizer accept this budget? (a user's class may refuse, e.g. Gaussian needs eps <= 1)."""
-    from dpcheck.errors import MechanismError
-    try:
-        _privatizer_factory(spec, eps, calibration, "nominal")()
-        return True
-    except (MechanismError, ValueError):
-        return False
-
-
-@register("dp_nash_vi", algorithm="DP-Nash-VI (Qiao & Wang 2024)", notion="JDP / LDP",
-          claim="eps-JDP (Central) / eps-LDP (Local); UCB/LCB; Regret O~(sqrt(H^2 SABT) + privacy term)",
-          description="DP self-play in two-player zero-sum Markov games: privacy, assumptions and regret",
-          privatizers=("central", "local"), default_epsilon=1.0,
-          # no --delta: the claim is pure eps-JDP / eps-LDP
-          uses=("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir"),
-          options=(SetOption("calibration", str, choices=("paper", "strict"), default="strict",
-                             help="noise scale: strict = the replacement neighbouring relation, paper = the "
-                                  "papers' add/remove scales"),))
-@with_result_cache
-def run(ctx) -> None:
-    from algorithms.envs.generators import random_game
-    from algorithms.games.testbeds import stochastic_pennies
-    from algorithms.privatizers import NoPrivatizer
-
-    o = ctx.options
-    q = 1 if o.quick else 0
-    eps = float(o.epsilon) if o.epsilon is not None else 1.0
-    if not (math.isfinite(eps) and eps > 0):
-        raise InputError(f"--epsilon must be a positive number, got {o.epsilon!r}")
-    spec = o.privatizer or "central"
-    calibration = o.extra.get("calibration", "strict")
-    make = _privatizer_factory(spec, eps, calibration, "rigorous")
-    probe = make()                                   # bad names / files: InputError before any work
-    from audits.lib import privatizers as pa
-    own = pa.claim_for_families(probe, False)        # the privatizer's own claim with 2 families, if it has one
-    notion = pa.privatizer_notion(probe, own)
-    builtin = spec in ("central", "local")
-    samples = int(o.samples) if o.samples else PRIVACY_SAMPLES[q]
-    # --alpha reaches every check (the assumption and regret checks used a hard-coded 0.05 before)
-    alpha = float(o.alpha)                           # validated in (0, 1) by AuditOptions
-    assump_game = random_game(3, 2, 2, 3, ctx.rng("game", "T3"))
-    regret_game = stochastic_pennies()
-    ctx.config.update({
-        "algorithm": "DP-Nash-VI", "privatizer": spec, "notion": notion, "epsilon": eps,
-        "calibration": calibration, "beta": BETA, "quick": bool(o.quick),
-        "theory_mode": {"C1": 2.0, "C2": 10.0, "width_mode": "rigorous"},
-        "practical_mode": {"C1": 0.1, "C2": 0.02, "width_mode": "nominal",
-                           "note": "labelled practical constants (DP-UCBVI spec §6.3 caveat); orders only, "
-                                   "no guarantee: a miss there is reported as inconclusive, not as a violation"},
-        "privacy_audit": {"constants": "C1 = 0, C2 = 1/(H S E iota) (privacy is independent of C1, C2: N3)",
-                          "samples_per_side": samples,
-                          "privatizer_level": "games setting: joint actions A*B, rewards=False, 2 stream families"},
-        "assumption_game": "random T3 game S=3, A=B=2, H=3 (seeded from --seed)",
-        "regret_game": ("stochastic pennies S=2, A=B=2, H=2 (algorithms/games/testbeds.py): mixed equilibria in "
-                        "every reached stage game and stochastic transitions, so the regret stays in the sqrt(K) "
-                        "regime over the window"),
-        "cce_solver": "pure profiles + batched numpy simplex, HiGHS fallback, verified at 1e-8 H",
-        "confidence": (f"each check at 1 - alpha = {1 - alpha:g} on its own (black-box bounds split alpha "
-                       "internally); no simultaneous coverage across the report's checks is claimed"),
-    })
-
-    # -- privacy: the privatizer (white box + tight black box), then the algorithm's outputs ----------
-    t0 = time.perf_counter()
-    lemma = "Lemma 5.1 (N1)" if notion == "JDP" else "Lemma 5.4 (N2)"
-    claim = Claim(epsilon=eps, notion=notion, source=f"{SOURCE}, {lemma}")
-    if own is not None:
-        claim = own
-    ctx.progress(f"privacy: privatizer-level audits ({spec}, games setting: A*B joint actions, 2 families)")
-    for c in privatizer_checks(make, claim, notion, quick=bool(o.quick), samples=samples, o=o, ctx=ctx):
-        ctx.add(c)
-    if notion == "JDP":
-        ctx.progress(f"privacy: JDP black-box audit of the actions sent to other users ({samples} runs per side)")
-        res = _audit(jdp_target(make, eps, claim_source=SOURCE + ", Lemma 5.1 + Billboard lemma (N1)",
-                                delta=claim.delta), samples, o, ctx)
-        ctx.add(res.to_check(id="privacy.jdp.blackbox", claim_source=SOURCE + ", Lemma 5.1 (N1)"))
-        if not o.quick:
-            base = _audit(jdp_target(lambda: NoPrivatizer(), eps), min(samples, 20_000), o, ctx)
-            caught = base.epsilon_lower_bound > eps
-            ctx.add(Check(id="privacy.jdp.power", kind="privacy", verdict=PASS if caught else INCONCLUSIVE,
-                          claim={"statement": "the JDP audit catches the non-private Nash-VI (raw counts)",
-                                 "source": "dpcheck self-test"},
-                          measured={"epsilon_lower_bound": base.epsilon_lower_bound, "confidence": base.confidence,
-                                    "samples": base.samples},
-                          details={"baseline_verdict": base.verdict},
-                          reason=(f"non-private baseline gives eps_lb = {base.epsilon_lower_bound:.3g} > {eps:g}: the audit sees raw counts"
-                                  if caught else "the audit did not separate the non-private baseline; its power is in doubt")))
-    ctx.config["time_privacy_s"] = round(time.perf_counter() - t0, 1)
-
-    # -- assumptions -----------------------------------------------------------------------
-    t0 = time.perf_counter()
-    runs, K = ASSUMPTION["runs"][q], ASSUMPTION["K"][q]
-    ctx.progress(f"assumptions: theory mode, {runs} runs x K={K} on a T3 game")
-    # each batch (runs x K episodes, best responses, certificates) is one cached computation with --cache
-    for c in cached_call("dp_nash_vi.assumptions", assumption_checks, assump_game, make, runs=runs, K=K,
-                         rng=ctx.rng("assumptions", "theory"), alpha=alpha):
-        ctx.add(c)
-    ctx.progress("assumptions: practical mode (labelled; informative, no guarantee)")
-    make_nom = _privatizer_factory(spec, eps, calibration, "nominal")
-    for c in cached_call("dp_nash_vi.assumptions", assumption_checks, assump_game, make_nom, runs=runs, K=K,
-                         rng=ctx.rng("assumptions", "practical"), mode="practical", suffix=".practical", alpha=alpha):
-        if c.id.startswith(("assumption.optimism", "assumption.certificate")):
-            ctx.add(c)
-    ctx.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)
-
-    # -- regret ----------------------------------------------------------------------------
-    from dpcheck.regret import fit_increment_exponent, increments_plot, regret_exponent_check
-
-    t0 = time.perf_counter()
-    seeds, Kr = REGRET["seeds"][q], REGRET["K"][q]
-    K_cost = REGRET["K_cost"][q]
-    grids = {"central": REGRET["eps_jdp"][q], "local": REGRET["eps_ldp"][q]}
-    notions = [("JDP", "central", "Theorem 5.2 (N20)"), ("LDP", "local", "Theorem 5.5 (N21)")]
-    if not builtin:
-        # a user's privatizer: its own notion, the eps grid scaled to its budget, minus budgets it refuses
-        cand = tuple(eps * f for f in (1.0, 2.0, 4.0, 8.0))
-        grids = {spec: tuple(e for e in cand if _accepts(spec, e, calibration))}
-        notions = [(notion, spec, "Theorem 4.1 under Assumption 3.1 (N19)")]
-    if spec == "none":
-        # the non-private baseline alone: no privacy cost to measure (it would be a run minus itself)
-        notions = []
-    jobs = [("none", None, calibration, Kr, seeds)]
-    jobs += [("none", None, calibration, k, seeds) for k in K_cost if k != Kr]
-    for _, pspec, _ in notions:
-        g = grids[pspec]
-        if not g:
-            continue
-        ref = g[len(g) // 2]
-        jobs += [(pspec, e, calibration, Kr, seeds) for e in g]
-        jobs += [(pspec, ref, calibration, k, seeds) for k in K_cost if k != Kr]
-    ctx.config["regret"] = {"K": Kr, "seeds": seeds, "K_grid": k_grid(Kr).tolist(), "epsilons": grids,
-                            "cost_horizons": list(K_cost), "fit": "increments R(2K) - R(K) (DESIGN.md)",
-                            "common_random_numbers": "every regret run uses the same seed (paired costs)",
-                            "runs": len(jobs)}
-    ctx.progress(f"regret: {len(jobs)} runs of DP-Nash-VI on stochastic pennies ({seeds} seeds each, K <= {Kr}, "
-                 f"{o.workers} worker(s))")
-    common = int(ctx.seed_sequence("regret", "common").generate_state(1)[0])
-    from dpcheck.parallel import run_chunks
-    # dpcheck.parallel directly (not ctx.run_chunks) for its per-chunk progress callback; same seeding
-    out = run_chunks(_regret_job, len(jobs), ctx.seed_sequence("regret"), workers=o.workers, backend=o.backend,
-                     scheduler=o.scheduler, args=(jobs, regret_game, common),
-                     progress=lambda i, n: ctx.progress(f"regret: {i}/{n} runs done"),
-                     cache_dir=o.cache_dir, cache_key="dp_nash_vi:regret", say=ctx.progress,
-                     cache_report=ctx.config["regret"].setdefault("cache", {}) if o.cache_dir else None)
-    results = {(j[0], j[1], j[3]): r for j, r in zip(jobs, out)}
-
-    base = results[("none", None, Kr)]
-    dg = k_grid(Kr)
-    at = np.searchsorted(base["grid"], dg)
-    fit = fit_increment_exponent(dg, base["R"][:, at], window=(dg[0], dg[-2]), alpha=alpha, seed=int(o.seed))
-    c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id="regret.exponent.nonprivate",
-                              source=SOURCE + ", Theorem 4.1 with E = 0 (N22) [practical constants]",
-                              what="duality-gap regret",
-                              details={"game": regret_game.name, "seeds": seeds, "K": Kr,
-                                       "plots": [increments_plot(fit, 0.5),
-                                                 _regret_plot({"non-private": base["R"]}, base["grid"]),
-                                                 _local_slopes_plot({"non-private": base["R"]}, base["grid"])]})
-    ctx.add(_regime(c, fit))
-    for key, pspec, thm in notions:
-        g = grids[pspec]
-        if not g:
-            continue
-        for c in regret_checks(regret_game, pspec, key, calibration=calibration, K=Kr, seeds=seeds, eps_grid=g,
-                               eps_ref=g[len(g) // 2], K_cost=K_cost, results=results, seed=int(o.seed),
-                               theorem=thm, alpha=alpha):
-            ctx.add(c)
-    if builtin:
-        gj, gl = grids["central"], grids["local"]
-        ctx.add(cost_K_comparison(results, regret_game, K_cost=K_cost, jdp_eps=gj[len(gj) // 2],
-                                  ldp_eps=gl[len(gl) // 2], calibration=calibration, seed=int(o.seed),
-                                  alpha=alpha))
-    ctx.config["time_regret_s"] = round(time.perf_counter() - t0, 1)
-
-
-def _audit(target, samples, o, ctx):
-    from dpcheck.blackbox import audit
-    return audit(target, samples=samples, alpha=o.alpha, seed=int(o.seed), workers=o.workers,
-                 backend=o.backend, scheduler=o.scheduler, progress=ctx.progress, cache_dir=o.cache_dir)
-
-
-def _regret_plot(curves, grid):
-    """Cumulative regret, mean over seeds with a +-1 sd band (and the min-max range in the data)."""
-    series = []
-    for name, R in curves.items():
-        m, sd = R.mean(axis=0), R.std(axis=0)
-        series.append({"label": name, "x": np.asarray(grid).tolist(), "y": m.tolist(),
-                       "lo": np.maximum(m - sd, 1e-9).tolist(), "hi": (m + sd).tolist()})
-    return {"title": "cumulative duality-gap regret (exact; mean +- 1 sd over seeds)", "xlabel": "K",
-            "ylabel": "Regret(K)", "logx": True, "logy": True, "kind": "line", "series": series}
-
-
-def _local_slopes_plot(curves, grid):
-    """Local exponents of the increments between neighbouring doubling points: d log(R(2K)-R(K)) / d log K.
-    0.5 is the sqrt(K) regime, 1 is linear regret, <= 0 is saturation."""
-    grid = np.asarray(grid)
-    series = []
-    for name, R in curves.items():
-        m = R.mean(axis=0)
-        # increments over a doubling, on the sqrt-2 grid: D(K) = R(2K) - R(K)
-        pos = {int(k): i for i, k in enumerate(grid)}
-        ks = [int(k) for k in grid if int(2 * k) in pos]
-        D = np.array([m[pos[2 * k]] - m[pos[k]] for k in ks])
-        if len(ks) < 2:
-            continue
-        sl = np.diff(np.log(np.maximum(D, 1e-12))) / np.diff(np.log(ks))
-        series.append({"label": name, "x": ks[1:], "y": sl.tolist()})
-    series.append({"label": "sqrt(K) regime (0.5)", "x": [int(grid[0]), int(grid[-1])], "y": [0.5, 0.5]})
-    return {"title": "local exponent of the regret increments R(2K) - R(K)", "xlabel": "K",
-            "ylabel": "local slope", "logx": True, "logy": False, "kind": "line", "series": series}
+DPNashVIAudit.register(wrap=with_result_cache)

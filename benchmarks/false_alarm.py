@@ -30,7 +30,7 @@ valid by construction (not re-measured):
   invariants (one counterexample fails; false-alarm rate 0 on a correct implementation):
       whitebox.dp_event, whitebox.sensitivity, privacy.dataflow, assumption.sum_consistency,
       .no_underestimation, .valid_transition, .monotone, .cce, .certificate_chain.
-  never FAIL: dp_nash_vi's practical-mode checks (``_soften``: a miss is inconclusive) -- every
+  never FAIL: dp_nash_vi's practical-mode checks (``Audit.soften``: a miss is inconclusive) -- every
       regret.exponent.jdp/.ldp, regret.privacy_cost.*, and the *.practical assumption checks;
       privacy.jdp.power (pass / inconclusive).
 """
@@ -132,17 +132,18 @@ def run_tree_reuse(seed: int, config: str) -> dict:
 def run_nash_nonprivate(seed: int, config: str) -> dict:
     """regret.exponent.nonprivate of ``dpcheck audit dp_nash_vi [--quick] --seed seed``."""
     from algorithms.games.testbeds import stochastic_pennies
-    from audits.dp_nash_vi import REGRET, REGRET_TOLERANCE, _regime, _regret_job, k_grid
+    from audits.dp_nash_vi import REGRET
+    from audits.lib.nash import REGRET_TOLERANCE, k_grid, regime, regret_job
     from dpcheck.regret import fit_increment_exponent, regret_exponent_check
     q = 1 if config == "quick" else 0
     seeds, Kr = REGRET["seeds"][q], REGRET["K"][q]
     common = int(np.random.SeedSequence([seed, _key("regret"), _key("common")]).generate_state(1)[0])
-    r = _regret_job(0, None, [("none", None, "strict", Kr, seeds)], stochastic_pennies(), common)
+    r = regret_job(0, None, [("none", None, "strict", Kr, seeds)], stochastic_pennies(), common)
     dg = k_grid(Kr)
     at = np.searchsorted(r["grid"], dg)
     fit = fit_increment_exponent(dg, r["R"][:, at], window=(dg[0], dg[-2]), alpha=ALPHA, seed=seed)
     c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id="regret.exponent.nonprivate")
-    return {c.id: _regime(c, fit).verdict}
+    return {c.id: regime(c, fit).verdict}
 
 
 # check group -> (audits, function, the ids it yields)

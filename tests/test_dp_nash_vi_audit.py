@@ -4,8 +4,8 @@ import pytest
 
 from algorithms.envs.generators import random_game
 from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
-from audits.dp_nash_vi import (assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
-                               regret_curves)
+from audits.lib.nash import (assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
+                             regret_curves)
 from dpcheck.blackbox import audit
 
 
@@ -229,7 +229,7 @@ def test_cli_a_privatizer_that_raises_exits_2_naming_it_and_keeps_finished_check
 def _planted_results(cost, seeds=8, Ks=(1000, 2000, 4000, 8000), eps_grid=(4.0, 8.0, 16.0, 32.0), spec="central"):
     """Regret curves with a known non-private part 3 sqrt(K) and a planted privacy cost ``cost(eps, K)``
     added at the end of each run (it only has to be right at the grid points the checks read)."""
-    from audits.dp_nash_vi import plot_grid
+    from audits.lib.nash import plot_grid
     rng = np.random.default_rng(0)
     out = {}
     for K in Ks:
@@ -248,7 +248,7 @@ def _planted_results(cost, seeds=8, Ks=(1000, 2000, 4000, 8000), eps_grid=(4.0, 
     (lambda e, K: 0.05 * K / e, {"jdp_K": "inconclusive"}),                                  # linear in K
 ])
 def test_privacy_cost_checks_read_planted_scalings(cost, verdicts):
-    from audits.dp_nash_vi import regret_checks
+    from audits.lib.nash import regret_checks
     res = _planted_results(cost)
     checks = {c.id.rsplit(".", 1)[-1]: c for c in regret_checks(
         stochastic_pennies(), "central", "JDP", calibration="strict", K=8000, seeds=8, eps_grid=(4.0, 8.0, 16.0, 32.0),
@@ -312,3 +312,23 @@ def test_cli_nonprivate_baseline_is_a_privacy_violation(tmp_path):
     assert by_id["privacy.jdp.blackbox"]["verdict"] == "fail"
     assert by_id["whitebox.dp_event"]["verdict"] == "fail"
     assert not any(i.startswith("regret.privacy_cost") for i in by_id)
+
+
+# ---------------------------------------------------------------- the claim table (dpcheck.audit.Audit)
+def test_claim_table_rows_cite_the_paper_and_name_an_existing_checker():
+    from audits.dp_nash_vi import DPNashVIAudit
+    from audits.lib import nash
+
+    rows = DPNashVIAudit.claims
+    assert len({r.id for r in rows}) == len(rows)
+    for r in rows:
+        if r.method.startswith("lib.nash."):
+            assert callable(getattr(nash, r.method.removeprefix("lib.nash."))), r
+        else:
+            assert callable(getattr(DPNashVIAudit, r.method)), r
+        assert r.source.startswith("Qiao & Wang 2024") or r.id == "privacy.jdp.power", r
+    # every id the audit can emit has its row (Audit.add refuses the others), the practical-mode ones too
+    for i in ("privacy.jdp.blackbox", "privacy.ldp.blackbox", "assumption.certificate.practical",
+              "regret.exponent.nonprivate", "regret.privacy_cost.ldp_K", "regret.privacy_cost.jdp_vs_ldp_K"):
+        assert DPNashVIAudit.row(i) is not None, i
+    assert DPNashVIAudit.row("assumption.count_error.practical") is None   # never added

@@ -9,7 +9,7 @@ from algorithms.envs.generators import random_game
 from algorithms.games.cce import CCESolution, cce_residual, solve_cce
 from algorithms.games.dp_nash_vi import DPNashVI
 from algorithms.privatizers import CentralPrivatizer, NoPrivatizer
-from audits.dp_nash_vi import assumption_checks, jdp_target
+from audits.lib.nash import assumption_checks, jdp_target
 from dpcheck.blackbox import audit
 
 

@@ -959,7 +959,10 @@ def declaration(p, H: int, S: int, A: int, K: int, rewards: bool = True):
     from algorithms.privatizers.base import declare_by_starting
     declare = getattr(p, "declare", None)
     if callable(declare):
-        return declare(H, S, A, K, rewards=rewards)
+        d = declare(H, S, A, K, rewards=rewards)
+        if d.width is not None:
+            return d
+        # width_mode="calibrated": E is a Monte-Carlo quantile drawn when the privatizer starts
     return declare_by_starting(p, H, S, A, K, rewards=rewards)
 
 
