@@ -15,11 +15,11 @@ Which checks can FAIL (read from audits/dp_ucbvi.py and audits/dp_nash_vi.py, ce
 the default of both audits; ``--privatizer local`` measures dp_ucbvi's checks under --privatizer local):
 
 measured here (statistical, no earlier validity measurement):
-  dp_ucbvi   regret.exponent, regret.privacy_cost_K, regret.privacy_cost_eps   (rate_checks)
+  dp_ucbvi   regret.exponent.<notion>, regret.privacy_cost.<notion>_K / _eps   (rate_checks)
              assumption.count_error_order_eps, assumption.count_error_order_K  (count_error_order_check)
   dp_ucbvi / dp_nash_vi   whitebox.tree_noise_reuse (max |z| < 6 on the tree's covariance)
   dp_nash_vi regret.exponent.nonprivate (the one regret check the audit does not soften)
-  and, for comparison, the statistic regret.privacy_cost_K used before issue 9 ("legacy": cumulative
+  and, for comparison, the statistic regret.privacy_cost.<notion>_K used before issue 9 ("legacy": cumulative
   log-log slope, percentile bootstrap, FAIL above 0.35) on the same curves.
 valid by construction (not re-measured):
   privacy.*.blackbox: Clopper-Pearson certified lower bounds on eps; validity over seeds measured in
@@ -109,7 +109,7 @@ def run_ucbvi_regret(seed: int, config: str) -> dict:
     notion = "JDP" if PRIVATIZER["name"] == "central" else "LDP"
     out = {c.id: c.verdict for c in rate_checks(K_grid, R_np, curves, eps_main=eps_main, notion=notion,
                                                 alpha=ALPHA, seed=s)}
-    out["regret.privacy_cost_K[legacy]"] = legacy_privacy_cost_K(K_grid, R_np, curves[eps_main], s)
+    out[f"regret.privacy_cost.{notion.lower()}_K[legacy]"] = legacy_privacy_cost_K(K_grid, R_np, curves[eps_main], s)
     return out
 
 
@@ -146,11 +146,22 @@ def run_nash_nonprivate(seed: int, config: str) -> dict:
     return {c.id: regime(c, fit).verdict}
 
 
+def _tag() -> str:
+    """The notion in dp_ucbvi's rate-check ids (regret.exponent.jdp / .ldp, ...) for the --privatizer run."""
+    return "jdp" if PRIVATIZER["name"] == "central" else "ldp"
+
+
+def _ids(group: str) -> tuple:
+    ids = GROUPS[group][2]
+    return ids() if callable(ids) else ids
+
+
 # check group -> (audits, function, the ids it yields)
 GROUPS = {
     "ucbvi.regret": ("dp_ucbvi", run_ucbvi_regret,
-                     ("regret.exponent", "regret.privacy_cost_K", "regret.privacy_cost_eps",
-                      "regret.privacy_cost_K[legacy]")),
+                     lambda: tuple(i.format(t=_tag()) for i in ("regret.exponent.{t}", "regret.privacy_cost.{t}_K",
+                                                                "regret.privacy_cost.{t}_eps",
+                                                                "regret.privacy_cost.{t}_K[legacy]"))),
     "ucbvi.count_error_order": ("dp_ucbvi", run_ucbvi_count_order,
                                 ("assumption.count_error_order_eps", "assumption.count_error_order_K")),
     "tree_noise_reuse": ("dp_ucbvi, dp_nash_vi", run_tree_reuse, ("whitebox.tree_noise_reuse",)),
@@ -164,7 +175,8 @@ def cp_upper(k: int, n: int, alpha: float = 0.05) -> float:
 
 
 def measure(group: str, config: str, seeds: int, progress=print) -> list[dict]:
-    audit, fn, ids = GROUPS[group]
+    audit, fn, _ = GROUPS[group]
+    ids = _ids(group)
     counts = {i: {"fail": 0, "inconclusive": 0, "pass": 0, "fail_seeds": []} for i in ids}
     t0 = time.perf_counter()
     for s in range(seeds):
@@ -196,7 +208,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     groups = list(GROUPS)
     if a.check:
-        groups = [g for g in GROUPS if g in a.check or any(c in GROUPS[g][2] for c in a.check)]
+        groups = [g for g in GROUPS if g in a.check or any(c in _ids(g) for c in a.check)]
         if not groups:
             ap.error(f"unknown check {a.check}; groups: {list(GROUPS)}")
     configs = CONFIGS if a.config == "all" else (a.config,)
@@ -208,7 +220,7 @@ def main(argv=None) -> int:
         for cfg in configs:
             rows += measure(g, cfg, a.seeds)
     if a.check:
-        rows = [r for r in rows if r["check"] in a.check or any(r["check"] in GROUPS[g][2] for g in a.check
+        rows = [r for r in rows if r["check"] in a.check or any(r["check"] in _ids(g) for g in a.check
                                                                if g in GROUPS)]
     hdr = f"{'check':34s} {'audit':20s} {'config':16s} {'seeds':>5s} {'fails':>5s} {'inc':>4s} {'rate':>6s} " \
           f"{'CP95up':>7s} {'alpha':>5s}"

@@ -94,7 +94,7 @@ def test_dp_ucbvi_killed_twice_resumes_to_the_identical_report(tmp_path):
     p1 = tmp_path / "k1" / "dp_ucbvi.json"
     proc = _start("dp_ucbvi", cache, p1.parent)
     _kill_when(proc, lambda: "assumption.monotone" in _ids(_streamed(p1)))
-    assert "regret.exponent" not in _ids(_streamed(p1))
+    assert "regret.exponent.jdp" not in _ids(_streamed(p1))
     # 2. resumed, killed again in the middle of the regret curves (one curve stored, the check not yet reported)
     p2 = tmp_path / "k2" / "dp_ucbvi.json"
     proc = _start("dp_ucbvi", cache, p2.parent)
@@ -102,7 +102,7 @@ def test_dp_ucbvi_killed_twice_resumes_to_the_identical_report(tmp_path):
     second = _streamed(p2)
     rc2 = second["config"]["result_cache"]
     assert {c["label"] for c in rc2["calls"] if c["status"] == "hit"} >= {"dp_ucbvi.monitored_run"}
-    assert "regret.exponent" not in _ids(second)
+    assert "regret.exponent.jdp" not in _ids(second)
     # 3. resumed to completion (in this process: the keys agree across processes)
     stored = _stored_keys(cache)
     code3, third = _complete("dp_ucbvi", "r3", tmp_path, "--cache", str(cache))

@@ -106,7 +106,7 @@ def test_cli_quick_central(tmp_path):
                  "assumption.sum_consistency", "assumption.no_underestimation", "assumption.valid_transition",
                  "assumption.good_event", "assumption.optimism", "assumption.monotone",
                  "assumption.count_error_order_eps", "assumption.count_error_order_K", "regret.explicit_bound",
-                 "regret.exponent", "regret.privacy_cost_K", "regret.privacy_cost_eps"):
+                 "regret.exponent.jdp", "regret.privacy_cost.jdp_K", "regret.privacy_cost.jdp_eps"):
         assert want in ids
     for must_pass in ("whitebox.dp_event", "privacy.dataflow", "assumption.count_error", "assumption.good_event",
                       "assumption.count_error_order_eps", "assumption.count_error_order_K"):
@@ -116,7 +116,7 @@ def test_cli_quick_central(tmp_path):
     assert cfg["calibration"] == "strict" and "theory" in cfg["constants"] and "practical" in cfg["constants"]
     assert cfg["mode"]["optimism"] == "theory"
     assert "vacuous" in ids["assumption.optimism"]["details"]
-    assert ids["regret.exponent"]["details"]["plots"]
+    assert ids["regret.exponent.jdp"]["details"]["plots"]
     # every check carries its claim-table row: the paper's statement, its source and the checking function
     from audits.dp_ucbvi import DPUCBVIAudit
     for c in rep["checks"]:

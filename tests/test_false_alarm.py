@@ -39,13 +39,13 @@ def test_quick_rate_checks_false_alarm_rate_is_within_alpha_over_50_seeds():
         verdicts[s] = v
         for cid, verdict in v.items():
             fails[cid] = fails.get(cid, 0) + (verdict == "fail")
-    for cid in ("regret.exponent", "regret.privacy_cost_K", "regret.privacy_cost_eps"):
+    for cid in ("regret.exponent.jdp", "regret.privacy_cost.jdp_K", "regret.privacy_cost.jdp_eps"):
         assert fails[cid] <= 6, (cid, fails[cid])
     # the reported case: dp_ucbvi --quick --seed 7 failed regret.privacy_cost_K (slope 0.41 > 0.35)
-    assert verdicts[7]["regret.privacy_cost_K[legacy]"] == "fail"
-    assert verdicts[7]["regret.privacy_cost_K"] != "fail"
+    assert verdicts[7]["regret.privacy_cost.jdp_K[legacy]"] == "fail"
+    assert verdicts[7]["regret.privacy_cost.jdp_K"] != "fail"
     # control: the old statistic exceeds the bound on the same curves
-    assert fails["regret.privacy_cost_K[legacy]"] >= 7
+    assert fails["regret.privacy_cost.jdp_K[legacy]"] >= 7
 
 
 @pytest.mark.slow
@@ -67,9 +67,9 @@ def test_planted_linear_privacy_cost_still_fails():
     env = random_mdp(2, 2, 2, np.random.default_rng(0 + 7))
     by_id = {c.id: c for c in regret_checks(spec, env, K_grid=2 ** np.arange(6, 14), runs=4, seed=3, alpha=0.05,
                                             eps_grid=[0.5, 1, 2, 4])}
-    assert by_id["regret.privacy_cost_K"].verdict == "fail"
-    assert by_id["regret.privacy_cost_K"].measured["ci"][0] > 0.9
-    assert by_id["regret.exponent"].verdict == "fail"
+    assert by_id["regret.privacy_cost.jdp_K"].verdict == "fail"
+    assert by_id["regret.privacy_cost.jdp_K"].measured["ci"][0] > 0.9
+    assert by_id["regret.exponent.jdp"].verdict == "fail"
 
 
 def test_benchmark_cli_writes_the_table_and_json(tmp_path, capsys):

@@ -118,35 +118,35 @@ def test_privacy_cost_that_flattens_at_the_end_of_the_window_is_not_a_failure():
     # the shape behind the reported false alarm (dp_ucbvi --quick --seed 7): the cumulative cost still grows
     # over [1024, 8192] (log-log slope ~0.5), its increments already shrink
     c = _rate(3 * np.sqrt(KG), _burn_in)
-    assert c["regret.privacy_cost_K"].verdict != "fail"
-    assert c["regret.exponent"].verdict != "fail"
-    assert c["regret.privacy_cost_eps"].verdict != "fail"
+    assert c["regret.privacy_cost.jdp_K"].verdict != "fail"
+    assert c["regret.exponent.jdp"].verdict != "fail"
+    assert c["regret.privacy_cost.jdp_eps"].verdict != "fail"
 
 
 def test_planted_privacy_cost_linear_in_K_fails():
     c = _rate(3 * np.sqrt(KG), lambda e: _burn_in(e) + 0.05 / e * KG)
-    assert c["regret.privacy_cost_K"].verdict == "fail"
-    assert c["regret.privacy_cost_K"].measured["ci"][0] > 0.6
-    assert c["regret.exponent"].verdict == "fail"
+    assert c["regret.privacy_cost.jdp_K"].verdict == "fail"
+    assert c["regret.privacy_cost.jdp_K"].measured["ci"][0] > 0.6
+    assert c["regret.exponent.jdp"].verdict == "fail"
 
 
 def test_flat_jdp_cost_passes_and_sqrt_cost_is_inconclusive_not_pass():
-    assert _rate(3 * np.sqrt(KG), lambda e: 50 / e * np.log(KG) ** 1.5)["regret.privacy_cost_K"].verdict == "pass"
+    assert _rate(3 * np.sqrt(KG), lambda e: 50 / e * np.log(KG) ** 1.5)["regret.privacy_cost.jdp_K"].verdict == "pass"
     # a sqrt(K) cost is consistent with Theorem 5.2's whole bound O~(sqrt T + 1/eps) but not with the flat shape
-    sq = _rate(3 * np.sqrt(KG), lambda e: 2 / e * np.sqrt(KG))["regret.privacy_cost_K"]
+    sq = _rate(3 * np.sqrt(KG), lambda e: 2 / e * np.sqrt(KG))["regret.privacy_cost.jdp_K"]
     assert sq.verdict == "inconclusive"
     assert sq.claim["fail_if_slope_above"] == 0.6 and sq.claim["slope_at_most"] == 0.35
 
 
 def test_planted_nonprivate_exponent_one_fails_the_exponent_check():
     c = _rate(0.3 * KG, lambda e: 10 / e + 0 * KG)
-    assert c["regret.exponent"].verdict == "fail"
+    assert c["regret.exponent.jdp"].verdict == "fail"
 
 
 def test_privacy_cost_in_eps_fails_only_on_the_side_that_contradicts_O_of_1_over_eps():
-    steep = _rate(3 * np.sqrt(KG), lambda e: 100 / e ** 2 + 0 * KG)["regret.privacy_cost_eps"]
+    steep = _rate(3 * np.sqrt(KG), lambda e: 100 / e ** 2 + 0 * KG)["regret.privacy_cost.jdp_eps"]
     assert steep.verdict == "fail"                       # cost ~ eps^-2: grows faster than the theorem allows
-    flat = _rate(3 * np.sqrt(KG), lambda e: 100 + 0 * KG)["regret.privacy_cost_eps"]
+    flat = _rate(3 * np.sqrt(KG), lambda e: 100 + 0 * KG)["regret.privacy_cost.jdp_eps"]
     assert flat.verdict == "inconclusive"                # saturated cost, below c/eps: not a violation
-    good = _rate(3 * np.sqrt(KG), lambda e: 100 / e + 0 * KG)["regret.privacy_cost_eps"]
+    good = _rate(3 * np.sqrt(KG), lambda e: 100 / e + 0 * KG)["regret.privacy_cost.jdp_eps"]
     assert good.verdict == "pass"

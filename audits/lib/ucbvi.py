@@ -528,10 +528,11 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     """The three rate checks from finished curves: ``R_np`` (runs, G) non-private and ``curves[eps]``
     (runs, G) private cumulative regret at K_grid, every run paired by seed (common random numbers).
 
+    (ids carry the notion, ``tag`` = jdp | ldp: regret.exponent.<tag>, regret.privacy_cost.<tag>_K / _eps.)
     regret.exponent (C23/C24): exponent of the increments R(2K) - R(K) of the private regret at eps_main over
       the window [K_grid[-4], K_grid[-2]] (the last three doublings): PASS if the interval's upper end <= 0.6,
       FAIL if its lower end > 0.6 (the theorems' sqrt(T) + polylog tolerance 0.1).
-    regret.privacy_cost_K: the exponent of the increments of the paired privacy cost
+    regret.privacy_cost.<tag>_K: the exponent of the increments of the paired privacy cost
       C(K) = R_DP(K) - R_UCBVI(K), same window. Not the cumulative log-log slope of C: the private bonus
       E/N~ saturates at H until N~ ~ E/H, so C grows linearly first and then bends flat, and a cumulative
       slope reads the end of that burn-in as growth while the cost is already flattening. The increments
@@ -540,7 +541,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
       C <= R_DP = O~(sqrt(T) + S^2 A H^3 / eps), so only cost increments growing faster than sqrt(K) polylog
       contradict Theorem 5.2 (an exponent in (0.35, 0.6] -- a tail of the burn-in, or a sqrt(K) cost -- is
       consistent with it and inconclusive). LDP: S^2 A sqrt(H^5 T)/eps, PASS / FAIL at 0.65.
-    regret.privacy_cost_eps: slope of C(K) at the largest K in eps: PASS if the interval lies in
+    regret.privacy_cost.<tag>_eps: slope of C(K) at the largest K in eps: PASS if the interval lies in
       [-1.35, -0.65]; FAIL only if its upper end < -1.35 (the cost grows faster than 1/eps as eps decreases:
       contradicts the O(1/eps) term). A shallower slope is inconclusive: the theorem bounds the cost from
       above, and at small eps the cost is capped by the linear regret of the burn-in (saturation).
@@ -548,6 +549,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     ``cost_eps_slope`` (default -1): the claimed slope in eps; a user's privatizer claims the slope of its
       own width E(eps) (:func:`width_slope`), the band and FAIL side move with it.
     """
+    tag = notion.lower()    # check ids: regret.exponent.jdp, regret.privacy_cost.jdp_K, ... (as in dp_nash_vi)
     from dpcheck.regret import fit_increment_exponent, fit_scaling, regret_exponent_check
     K_grid = np.asarray(K_grid, dtype=int)
     R_np = np.asarray(R_np, dtype=float)
@@ -569,7 +571,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
                  "ylabel": "Regret(K)", "logx": True, "logy": True, "kind": "line",
                  "series": [_band(name(e), K_grid, curves[e]) for e in eps_grid]
                  + [_band("UCBVI (non-private)", K_grid, R_np)]}]
-    exp_check = regret_exponent_check(fit, claimed=0.5, tolerance=EXPONENT_BOUND - 0.5, id="regret.exponent",
+    exp_check = regret_exponent_check(fit, claimed=0.5, tolerance=EXPONENT_BOUND - 0.5, id=f"regret.exponent.{tag}",
                                       source=f"{SOURCE}, Theorem {'5.2' if notion == 'JDP' else '5.7'} "
                                              f"(practical mode, spec §6.3)", details=det)
     exp_check = replace(exp_check, details={**exp_check.details,
@@ -580,7 +582,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     jdp = notion == "JDP"
     key = "JDP" if jdp else "LDP"
     checks.append(slope_check(
-        ck, bound=COST_K_PASS[key], fail_above=COST_K_FAIL[key], id="regret.privacy_cost_K",
+        ck, bound=COST_K_PASS[key], fail_above=COST_K_FAIL[key], id=f"regret.privacy_cost.{tag}_K",
         statement=("exponent of the increments of the privacy cost Regret_DP(K) - Regret_UCBVI(K) "
                    + ("<= 0.35: an additive S^2 A H^3/eps term, flat in K up to polylog (Thm 5.2); FAIL only "
                       "above 0.6, where the cost outgrows the theorem's whole bound O~(sqrt(T) + S^2 A H^3/eps)"
@@ -595,7 +597,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     lo_eps, hi_eps = cost_eps_slope + (COST_EPS[0] + 1.0), cost_eps_slope + (COST_EPS[1] + 1.0)
     statement = cost_eps_statement or "privacy cost at fixed K scales like 1/eps (slope -1 +- 0.35), Thms 5.2 / 5.7"
     checks.append(slope_check(
-        se, bound=hi_eps, lower=lo_eps, fail_above=None, id="regret.privacy_cost_eps",
+        se, bound=hi_eps, lower=lo_eps, fail_above=None, id=f"regret.privacy_cost.{tag}_eps",
         statement=statement + f"; FAIL only if it grows faster than that as eps decreases (slope < {lo_eps:.3g})",
         source=SOURCE,
         xname="eps", details={"agent": agent, "mode": "practical", "K": K, "eps_grid": list(map(float, eps_grid))}))
