@@ -1,6 +1,6 @@
 """Black-box DP auditor: an epsilon lower bound with valid confidence, for pure, approximate and zCDP claims.
 
-Method (DESIGN.md "Privacy, black box"; DP-Opt-style event search, no pinned mass):
+Method (DP-Opt-style event search, Lu et al. 2022, with no pinned mass):
 
 1. For every neighbouring pair (D, D') draw ``samples`` outputs from each input, in seeded
    chunks of fixed size (so the result does not depend on ``workers`` or ``backend``).
@@ -29,7 +29,7 @@ thresholded on the other), so conditionally on the selection sample each certifi
 fixed, and with probability >= 1 - alpha every certified statement holds simultaneously;
 in particular the reported epsilon_lower_bound (the maximum over pairs) is a valid lower
 bound on the true epsilon and a "fail" is a false alarm with probability <= alpha.
-(Certifying both directions, as an earlier version did, halves every level for nothing:
+(Certifying both directions would halve every level for nothing:
 the direction is as much a selection-sample choice as the threshold.)
 """
 from __future__ import annotations
@@ -289,7 +289,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                         selection sample loses little while certification precision grows.
     cache_dir:          if given, every finished chunk of outputs is written there and read back
                         by a later run of the same computation (resume a long audit after an
-                        interruption; DESIGN.md "Engineering rules"). The key fingerprints the
+                        interruption). The key fingerprints the
                         mechanism's code, the values it closes over and the globals it reads,
                         the pairs, claim, samples, chunk layout, seed and versions
                         (:mod:`dpcheck.fingerprint`), so a changed mechanism never reuses chunks.

@@ -2,7 +2,7 @@
 
 Every check in a report is one :class:`Check`: what was claimed (with its
 source), what was measured, the confidence of the verdict, the verdict, and a
-one-line reason. The JSON report is these records serialised (DESIGN.md).
+one-line reason. The JSON report is these records serialised.
 """
 from __future__ import annotations
 
@@ -109,30 +109,26 @@ def qualify(check: Check, qualifier: str, why: str, note: str | None = None) -> 
 
 
 def clopper_pearson(k, n, alpha: float, side: str = "two"):
-    """Exact binomial confidence bounds for k successes in n trials.
+    """Exact binomial confidence bounds for k successes in n trials (the one Clopper-Pearson
+    implementation is :func:`dpcheck.stats.cp_lower` / :func:`dpcheck.stats.cp_upper`).
 
     side="lower": the one-sided (1 - alpha) lower bound; "upper": the upper bound;
     "two": the (1 - alpha) two-sided interval (alpha/2 in each tail). Vectorised.
     """
-    from scipy.stats import beta as beta_dist
+    from dpcheck.stats import cp_lower, cp_upper
 
-    k = np.asarray(k, dtype=float)
-    n = np.asarray(n, dtype=float)
     a = alpha / 2 if side == "two" else alpha
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lo = np.where(k > 0, beta_dist.ppf(a, k, n - k + 1), 0.0)
-        hi = np.where(k < n, beta_dist.ppf(1 - a, k + 1, n - k), 1.0)
     if side == "lower":
-        return lo
+        return cp_lower(k, n, a)
     if side == "upper":
-        return hi
-    return lo, hi
+        return cp_upper(k, n, a)
+    return cp_lower(k, n, a), cp_upper(k, n, a)
 
 
 def probability_check(*, id: str, failures: int, runs: int, beta: float, alpha: float,
                       claim: dict, kind: str = "assumption", details: dict | None = None,
                       what: str = "the event") -> Check:
-    """"Holds with probability >= 1 - beta", checked over ``runs`` repetitions (DESIGN.md).
+    """"Holds with probability >= 1 - beta", checked over ``runs`` repetitions.
 
     Exact Clopper-Pearson bounds at level 1 - alpha on the failure rate: pass when the
     upper bound is <= beta, fail when the lower bound is > beta, else inconclusive.

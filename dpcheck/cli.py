@@ -1,4 +1,4 @@
-"""The ``dpcheck`` command line (DESIGN.md "Command line").
+"""The ``dpcheck`` command line: list, audit, report (the public contract; README "Commands").
 
     dpcheck list [--options NAME]
     dpcheck audit TARGET [--epsilon E] [--delta D] [--privatizer P] [--samples N] [--seed S]

@@ -26,7 +26,7 @@ from dpcheck.report import SCHEMA
 
 @dataclass
 class AuditOptions:
-    """Everything the command line passes to an audit (DESIGN.md "Command line").
+    """Everything the command line passes to an audit (README "Commands").
 
     Values are parsed here, once (dpcheck.options: the same parsers and messages for the command
     line and for library callers): strings such as ``"0.5"`` or ``"1e6"`` become numbers and a bad

@@ -1,4 +1,4 @@
-"""Resource limits that protect the machine an audit runs on (issue 9).
+"""Resource limits that protect the machine an audit runs on.
 
 Memory: before a black-box audit draws its outputs, :func:`check_sampling_memory` estimates what
 they will hold, ``samples x pairs x 2 sides x bytes per output`` (bytes per output measured on a

@@ -1,5 +1,5 @@
 """Command-line options: one parser per value, the audit-specific ``--set`` table, and the check
-that every option given is one the audit uses (issue 9: a CI gate must never say PASS because an
+that every option given is one the audit uses (a CI gate must never say PASS because an
 option it was given was silently ignored).
 
 Every value is parsed here once, at the boundary; an audit reads the parsed values from

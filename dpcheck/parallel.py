@@ -50,7 +50,7 @@ class ChunkCache:
     (:func:`dpcheck.fingerprint.fingerprint`: code, closure values, referenced globals), the
     root seed, the number of chunks, and the dpcheck / numpy / Python versions. Each file holds
     ``{"format", "key", "index", "n_chunks", "meta", "result"}``, with ``meta`` the result's
-    type, shape and dtype. Policy on read (DESIGN.md "Engineering rules": resume, never reuse
+    type, shape and dtype. Policy on read (resume, never reuse
     wrongly): a file that does not unpickle, or holds another key, index or chunk count, or whose
     result does not match its recorded shape / dtype or fails the caller's ``validate``, is
     *recomputed* and overwritten; each such file is named in a progress line and listed in

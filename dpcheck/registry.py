@@ -1,6 +1,6 @@
 """Registry of named audits.
 
-``dpcheck`` imports neither ``algorithms`` nor ``audits`` (DESIGN.md; tests/test_layering.py):
+``dpcheck`` imports neither ``algorithms`` nor ``audits`` (tests/test_layering.py):
 every audit, the built-in ones included, reaches the registry through the ``dpcheck.audits``
 entry-point group. An entry point names a module that registers its audits with :func:`register`
 when :func:`load` imports it; the built-in audits are declared in this project's pyproject.toml
@@ -31,7 +31,6 @@ class AuditSpec:
     notion: str
     claim: str
     privatizers: tuple[str, ...] = ()
-    default_epsilon: float | None = None
     uses: tuple[str, ...] = DEFAULT_USES
     options: tuple[SetOption, ...] = ()
     validate: Callable | None = None
@@ -61,7 +60,7 @@ _LOAD_ERRORS: dict[str, str] = {}   # entry point -> why it failed to load (name
 
 
 def register(name: str, *, algorithm: str, notion: str, claim: str, description: str = "",
-             privatizers: tuple[str, ...] = (), default_epsilon: float | None = None,
+             privatizers: tuple[str, ...] = (),
              uses: tuple[str, ...] | None = None, options: tuple[SetOption, ...] = (),
              validate: Callable | None = None, claims: tuple = ()):
     """Decorator: register ``run(ctx)`` as the audit ``name``.
@@ -87,7 +86,7 @@ def register(name: str, *, algorithm: str, notion: str, claim: str, description:
     def deco(fn):
         _REGISTRY[name] = AuditSpec(name=name, run=fn, algorithm=algorithm, notion=notion, claim=claim,
                                     privatizers=tuple(privatizers),
-                                    default_epsilon=default_epsilon, uses=uses, options=tuple(options),
+                                    uses=uses, options=tuple(options),
                                     validate=validate, claims=tuple(claims))
         return fn
     return deco

@@ -1,4 +1,4 @@
-"""Regret-rate fitters (DESIGN.md "Regret").
+"""Regret-rate fitters: exponents of regret increments and scaling slopes, with bootstrap intervals.
 
 A single log-log slope of cumulative regret is unreliable: it depends on the
 window and an additive constant bends it (3 sqrt(K) + 500 fits a slope near

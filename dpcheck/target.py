@@ -1,4 +1,4 @@
-"""AuditTarget: a user's mechanism with the neighbouring inputs to test (DESIGN.md contract)."""
+"""AuditTarget: a user's mechanism with the neighbouring inputs to test (the contract of ``dpcheck audit path.py:NAME``)."""
 from __future__ import annotations
 
 import math

@@ -1,7 +1,7 @@
 """pytest helpers: ``assert_dp`` turns a black-box audit into a deterministic test assertion.
 
-Calibrated in the spirit of Google's statistical DP tests (AUDITING_NOTES.md), but with a
-certified bound instead of votes:
+Calibrated in the spirit of Google's statistical DP tests (the stochastic tester of Google's
+differential-privacy library), but with a certified bound instead of votes:
 
 - No flakiness: the seed is fixed, so the same mechanism gets the same verdict on every run,
   on every machine, for any number of workers.

@@ -2,7 +2,7 @@
 
 Everything is backward induction on the true model, batched: a policy with leading axes (...)
 is evaluated for every index of (...) at once, because regret needs one exact evaluation per
-episode (DESIGN.md, "Regret"). The only Python loop is over the H steps.
+episode (regret is exact, never sampled). The only Python loop is over the H steps.
 
 The array-level functions (:func:`value_iteration`, :func:`evaluate`) take (P, r) with their own
 leading batch axes, so algorithms can plan in their (batched) estimated models with the same code.

@@ -214,7 +214,7 @@ class DPNashVI:
     def run(self, game, K: int, rng: np.random.Generator, runs: int = 1, *, release_hook=None) -> NashVIResult:
         """Play K episodes of self-play in ``game`` (a MarkovGame), ``runs`` independent copies at once.
 
-        The algorithm does not check Assumption 3.1 itself (DESIGN.md: algorithms carry no checking
+        The algorithm does not check Assumption 3.1 itself (algorithms carry no checking
         logic); a checker gets every release and the true counts through ``release_hook``.
         release_hook: called as ``release_hook(counts, privatizer)`` after every release, before planning
                  (checkers, e.g. audits/lib/tabular.CountAssumptionMonitor, which reads

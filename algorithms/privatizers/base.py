@@ -97,7 +97,7 @@ NEIGHBOURINGS = ("replacement", "add_remove")
 @dataclass(frozen=True)
 class Declaration:
     """What a privatizer promises for K users of an (H, S, A) model, from its parameters and the sizes
-    alone (STYLE.md §1: privacy as data; :meth:`CountPrivatizer.declare`).
+    alone (privacy as data, as dp_accounting describes noise; :meth:`CountPrivatizer.declare`).
 
     claim:       the :class:`dpcheck.Claim` (None for the non-private baseline).
     width:       E of Assumption 3.1 (public, data-independent); None when it is a Monte-Carlo quantile

@@ -106,7 +106,7 @@ def _flat_release(pc, view: str = "noisy") -> np.ndarray:
     """One release as a vector per run. ``view="noisy"``: N^ (and R~) -- the tree's output, where the
     Laplace LLR is the optimal statistic; ``"planner"``: N~ (and R~) -- what the planner actually reads.
     For the built-ins N~ is the §3.2 post-processing of N^, so "noisy" suffices; a user's privatizer only
-    self-reports its noisy_* fields, so its planner view must be audited too (review of issue #3)."""
+    self-reports its noisy_* fields, so its planner view must be audited too."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
     from algorithms.privatizers.base import flatten_counts
