@@ -177,7 +177,7 @@ class DPNashVIAudit(Audit):
             raise InputError(f"--epsilon must be a positive number, got {o.epsilon!r}")
         self.spec = o.privatizer or "central"
         self.eps = eps
-        self.calibration = self.set.get("calibration", "strict")
+        self.calibration = self.params.calibration
         self.alpha = self.exe.alpha                  # validated in (0, 1) at the command line
         make = nash.privatizer_factory(self.spec, eps, self.calibration, "rigorous")
         probe = make()                               # bad names / files: InputError before any work

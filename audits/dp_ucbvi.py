@@ -125,7 +125,7 @@ class DPUCBVIAudit(Audit):
         self.agent_notion = spec.notion()
         theory = replace(spec, mode="theory")
         practical = replace(spec, mode="practical", width_mode="nominal")
-        forced = self.set.get("mode")
+        forced = self.params.mode
         if forced == "theory":
             practical = replace(practical, mode="theory")
         elif forced == "practical":
@@ -138,12 +138,12 @@ class DPUCBVIAudit(Audit):
     # -- configuration ---------------------------------------------------------------------
     def agent_spec(self) -> AgentSpec:
         """The agent under audit from the command line; a bad privatizer is an InputError before any work."""
-        mode = self.set.get("mode")
+        mode = self.params.mode
         if mode not in (None, "theory", "practical"):
             raise InputError(f"--set mode must be theory or practical, got {mode!r}")
         eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
         spec = AgentSpec(privatizer=self.opts.privatizer or "central", epsilon=eps,
-                         beta=float(self.set.get("beta", 0.1)), calibration=str(self.set.get("calibration", "strict")))
+                         beta=float(self.params.beta), calibration=str(self.params.calibration))
         spec.make_privatizer()
         return spec
 

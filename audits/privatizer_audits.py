@@ -89,16 +89,15 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         """(privatizer, rewards) from --privatizer / --epsilon / --set; records them in the config."""
         from algorithms.privatizers import load_privatizer
         eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
-        calibration = self.set.get("calibration", "strict")
+        calibration = self.params.calibration
         spec = self.opts.privatizer or self.kind
         kw = {"epsilon": eps, "calibration": calibration}
-        if "width_mode" in self.set:
-            kw["width_mode"] = self.set["width_mode"]
-        if "beta" in self.set:
-            kw["beta"] = float(self.set["beta"])
+        if self.params.width_mode is not None:
+            kw["width_mode"] = self.params.width_mode
+        if self.params.beta is not None:
+            kw["beta"] = float(self.params.beta)
         p = load_privatizer(spec, **kw)
-        games = self.set.get("games", False)      # a bool once parsed; text from library callers
-        games = games if isinstance(games, bool) else str(games).lower() in ("1", "true", "yes")
+        games = bool(self.params.games)
         self.config.update(privatizer=spec, epsilon=eps, calibration=calibration, neighbouring="replacement",
                            stream_families=2 if games else 3,
                            width_mode=kw.get("width_mode", getattr(p, "width_mode", None)))
@@ -334,7 +333,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
         if o.epsilon is not None:        # --epsilon (with --delta) selects rho through the zCDP conversion
             priv = OfflineGaussianPrivatizer.from_approx_dp(o.epsilon, o.delta or 1e-5)
         else:
-            priv = OfflineGaussianPrivatizer(rho=float(self.set.get("rho", 1.0)))
+            priv = OfflineGaussianPrivatizer(rho=float(self.params.rho if self.params.rho is not None else 1.0))
         self.config.update(privatizer="offline_gaussian", rho=priv.rho)
         return priv
 

@@ -12,6 +12,8 @@ What every audit repeats lives here, once:
 * :class:`ExecutionOptions` -- alpha, seed, samples, workers, backend, scheduler, cache, progress,
   quick -- validated at the command line and handed whole to every black-box call
   (:meth:`Audit.blackbox`), so ``--cache``, ``--workers`` and ``--backend dask`` reach all of them;
+* the ``--set`` table (``options``, a tuple of :class:`dpcheck.options.SetOption`) parsed into a frozen
+  dataclass, ``self.params`` (``self.params.calibration``, ...);
 * per-step seeding from the one seed (:meth:`Audit.seed_sequence`, :meth:`Audit.rng`,
   :meth:`Audit.int_seed`);
 * theory vs practical mode: :meth:`Audit.soften` turns a practical-mode miss (constants below the
@@ -140,7 +142,11 @@ class Audit(abc.ABC):
         self.ctx = ctx
         self.exe = ExecutionOptions.from_context(ctx)
         self.opts = ctx.options                  # the parsed command-line values (epsilon, privatizer, ...)
-        self.set = dict(ctx.options.extra or {})  # the parsed --set values, defaults filled in
+        # the --set values as the audit's options dataclass (one field per SetOption; None: not given and
+        # no default). Parsed again here so a library caller's raw AuditOptions(extra=...) is typed too.
+        from dpcheck.options import options_dataclass, parse_set
+        parsed = parse_set(self.options, dict(ctx.options.extra or {}), self.name)
+        self.params = options_dataclass(f"{type(self).__name__}Options", self.options)(**parsed)
         self.config = ctx.config
 
     # -- what a subclass writes ------------------------------------------------------------

@@ -383,7 +383,8 @@ def test_declarations_match_what_each_audit_module_reads():
             read |= {"alpha", "seed", "workers", "backend", "scheduler", "cache_dir"}
         if "exe.pick(" in src:          # ExecutionOptions.pick: the --quick size
             read.add("quick")
-        read_keys = set(re.findall(r"""(?:extra|self\.set)(?:\.get\(|\[)["'](\w+)["']""", src))
+        read_keys = set(re.findall(r"""extra(?:\.get\(|\[)["'](\w+)["']""", src))
+        read_keys |= set(re.findall(r"self\.params\.(\w+)", src))     # dpcheck.audit.Audit's options dataclass
         assert uses == read, (mod, uses ^ read)
         assert keys == read_keys, (mod, keys ^ read_keys)
 
