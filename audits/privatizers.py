@@ -233,6 +233,11 @@ STREAM_STEPS = 16                        # a configuration of horizon K is audit
                                          # samples * STREAM_STEPS / K) streams: the cost of a long
                                          # stream stays that of a K = 16 one (10^6 -> 250k at K = 64)
 SEARCH_SALT = 0x5EA4C4                   # pilot seeds: SeedSequence([seed, SALT, config]) (never the audit's)
+LONG_STREAM_CONFIGS = ((32767, 1),)      # (K, position): a leak that grows slowly with K in the bulk of
+                                         # the loss (see plugin_stream_search); K = 2^15 - 1 is a full tree
+LONG_STREAM_STEPS = 24                   # streams audited at a long K: min(samples, samples * 24 / K)
+                                         # (10^6 -> 732 at K = 32767; --quick 2 x 10^5 -> 146)
+LONG_PILOT = 64                          # pilot streams per side and per phase at a long K
 
 
 def is_plugin(template) -> bool:
@@ -450,10 +455,104 @@ def _pilot(make, x, y, d, *, pilot, seed, config_index, n_cert, alpha_b, objecti
     return params, float(best), which
 
 
-def stream_samples(samples: int, K: int) -> int:
+def stream_samples(samples: int, K: int, long: bool = False) -> int:
     """Streams per side for a configuration of horizon K: ``min(samples, samples * STREAM_STEPS // K)``
-    (at least 1000)."""
+    (at least 1000); a long configuration (:data:`LONG_STREAM_CONFIGS`) ``samples * LONG_STREAM_STEPS
+    // K`` (at least 100)."""
+    if long:
+        return int(min(samples, max(100, samples * LONG_STREAM_STEPS // K)))
     return int(min(samples, max(1000, samples * STREAM_STEPS // K)))
+
+
+def _gaussian_projection(sx, sy, n_cert, alpha_b, objective):
+    """Projected certified bound of each column of (sx, sy) under a Gaussian model of the statistic:
+    (best value, (column, direction)). The shift in standard deviations is estimated from the pilot and
+    taken one standard error low; the bound is the best threshold's Clopper-Pearson ratio at n_cert
+    outputs. Used only to *choose* a long configuration, whose pilot is too small (:data:`LONG_PILOT`)
+    for the empirical tail counts of :func:`dpcheck.events.best_threshold` to see a bulk leak; the
+    choice does not touch the certification sample, so the model's accuracy affects power only."""
+    from scipy.stats import norm
+    from dpcheck import stats
+    n = min(sx.shape[0], sy.shape[0])
+    c = np.linspace(-1.0, 6.0, 141)
+    q = norm.sf(c)
+    best, which = -math.inf, None
+    for j in range(sx.shape[1]):
+        sd = math.sqrt(0.5 * (sx[:, j].var() + sy[:, j].var()))
+        if not sd > 0:
+            continue
+        m = (sx[:, j].mean() - sy[:, j].mean()) / sd
+        for direction, mu in (("D->D'", m), ("D'->D", -m)):
+            mu = mu - math.sqrt(2.0 / n)
+            if mu <= 0:
+                continue
+            p = norm.sf(c - mu)
+            val = objective(stats.cp_lower(np.floor(p * n_cert), n_cert, alpha_b),
+                            stats.cp_upper(np.ceil(q * n_cert), n_cert, alpha_b))
+            val = float(np.max(val))
+            if val > best:
+                best, which = val, (j, direction)
+    return best, which
+
+
+def _pilot_lockstep(template, K, position, x, y, d, *, H, S, A, rewards, pilot, seed, config_index, n_cert,
+                    alpha_b, objective):
+    """The pilot of a long configuration in ONE run of the privatizer (a stream of K releases costs
+    K calls whatever the number of runs): 4 x ``pilot`` runs -- D and D' for estimation, D and D' for
+    scoring, the replaced user's trajectory differing between runs. At each release t the parameters of
+    t are estimated on the estimation runs and the scoring runs are scored with them (release t's
+    parameters depend on release t only, so this is the two-phase pilot of :func:`_pilot` in one pass).
+    The configuration's value is the larger of the empirical and the Gaussian-model projection
+    (:func:`_gaussian_projection`). The parameters handed to the audit are re-estimated on all
+    2 x ``pilot`` runs per side (still independent of the audit's samples)."""
+    from dpcheck import events as ev
+    n = int(pilot)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), SEARCH_SALT, int(config_index)]))
+    mech = StreamStatistics(template, K, position, H=H, S=S, A=A, rewards=rewards)
+    views = mech.views()
+    p = copy.deepcopy(template)
+    p.start(4 * n, H, S, A, K, rng, rewards=rewards)
+    groups = [slice(0, n), slice(n, 2 * n), slice(2 * n, 3 * n), slice(3 * n, 4 * n)]   # x, y, x, y
+    o = background(H)
+    sx = np.zeros((n, len(VIEWS_SEARCHED), len(SUBSETS), len(FORMS)))
+    sy = np.zeros_like(sx)
+    full = None
+    for t in range(1, K + 1):
+        if t == position:
+            arrs = [np.concatenate(a) for a in zip(*(u.arrays(n) for u in (x, y, x, y)))]
+        else:
+            arrs = list(o.arrays(4 * n))
+        st, ac, rw = arrs
+        p.observe(st, ac, rw if rewards else None)
+        X = _release_vector(p.release(), rewards)
+        sub = mech.subsets(t)
+        if sub:
+            par = _Params.from_moments(_moments(X[groups[0]], None), _moments(X[groups[1]], None), d[t - 1])
+            for v, cols in enumerate(views):
+                sc = par.scores(X[2 * n:], slice(None), cols)          # the scoring runs: x then y
+                for k in sub:
+                    sx[:, v, k] += sc[:n]
+                    sy[:, v, k] += sc[n:]
+        allx = _Params.from_moments(_moments(np.concatenate([X[groups[0]], X[groups[2]]]), None),
+                                    _moments(np.concatenate([X[groups[1]], X[groups[3]]]), None), d[t - 1])
+        if full is None:
+            full = {k: np.zeros((K,) + getattr(allx, k).shape, dtype=getattr(allx, k).dtype)
+                    for k in ("c", "s", "d", "e", "keep")}
+        for k in full:
+            full[k][t - 1] = getattr(allx, k)
+    params = _Params(**full)
+    sx, sy = sx.reshape(n, -1), sy.reshape(n, -1)
+    best, which = -math.inf, None
+    for j in range(sx.shape[1]):
+        a, b = np.sort(sx[:, j]), np.sort(sy[:, j])
+        for direction, (u, v) in (("D->D'", (a, b)), ("D'->D", (-b[::-1], -a[::-1]))):
+            _, val, _, _ = ev.best_threshold(u, v, n_cert, alpha_b, objective)
+            if val > best:
+                best, which = val, (j, direction)
+    g_val, g_which = _gaussian_projection(sx, sy, n_cert, alpha_b, objective)
+    if g_val > best:
+        best, which = g_val, g_which
+    return params, float(best), which
 
 
 def _search_plan(claim, samples, alpha, selection_fraction=0.25):
@@ -468,7 +567,8 @@ def _search_plan(claim, samples, alpha, selection_fraction=0.25):
 
 
 def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6, alpha=0.05, seed=0,
-                         configs=STREAM_CONFIGS, pilot=PILOT_SAMPLES, progress=None):
+                         configs=STREAM_CONFIGS, pilot=PILOT_SAMPLES, progress=None,
+                         long_configs=LONG_STREAM_CONFIGS, long_pilot=LONG_PILOT):
     """Black-box audit target for a plug-in privatizer's released stream, searched.
 
     The adversary sees every release (N~, R~ and the self-reported N^) after each of K episodes;
@@ -503,18 +603,24 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
     x, y = worst_case_pair(H, S, A)
     dx = _increment_vector(x, S, A, rewards) - _increment_vector(y, S, A, rewards)
     rows, best = [], None
-    for i, (K, pos) in enumerate(configs):
+    all_configs = [(K, pos, False) for K, pos in configs] + [(K, pos, True) for K, pos in long_configs]
+    for i, (K, pos, long) in enumerate(all_configs):
         if progress:
             progress(f"plug-in search: stream K={K}, replaced user at position {pos}")
         d = np.stack([dx if t >= pos else np.zeros_like(dx) for t in range(1, K + 1)])
-        n_k = stream_samples(samples, K)
+        n_k = stream_samples(samples, K, long)
         n_cert, alpha_b, objective = _search_plan(claim, n_k, alpha)
 
         def make(params, K=K, pos=pos):
             return StreamStatistics(template, K, pos, H=H, S=S, A=A, rewards=rewards, params=params)
 
-        params, value, which = _pilot(make, x, y, d, pilot=pilot, seed=seed, config_index=i, n_cert=n_cert,
-                                      alpha_b=alpha_b, objective=objective)
+        if long:
+            params, value, which = _pilot_lockstep(template, K, pos, x, y, d, H=H, S=S, A=A, rewards=rewards,
+                                                   pilot=long_pilot, seed=seed, config_index=i, n_cert=n_cert,
+                                                   alpha_b=alpha_b, objective=objective)
+        else:
+            params, value, which = _pilot(make, x, y, d, pilot=pilot, seed=seed, config_index=i,
+                                          n_cert=n_cert, alpha_b=alpha_b, objective=objective)
         stat = None if which is None else f"{STATISTICS[which[0]]} {which[1]}"
         rows.append({"K": K, "position": pos, "samples": n_k, "projected_epsilon_lower_bound": value,
                      "statistic": stat})
@@ -524,12 +630,12 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
     mech = StreamStatistics(template, K, pos, H=H, S=S, A=A, rewards=rewards, params=params)
     details = {"search": rows, "chosen": {"K": K, "position": pos, "samples": n_k,
                                           "projected_epsilon_lower_bound": value},
-               "pilot_samples_per_side": pilot, "statistics": list(STATISTICS),
-               "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
+               "pilot_samples_per_side": pilot, "long_pilot_samples_per_side": 2 * long_pilot,
+               "statistics": list(STATISTICS), "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
     target = AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.stream_search", mechanism=mech,
                          pairs=[(x, y)], claim=claim, output="continuous",
                          description=f"plug-in, black box: K={K}, replaced user at position {pos} (chosen on "
-                                     f"pilot samples over {len(configs)} configurations); 16 learned statistics "
+                                     f"pilot samples over {len(all_configs)} configurations); 16 learned statistics "
                                      f"of every release (N~, R~ and N^)")
     return target, details
 
