@@ -19,8 +19,9 @@ Checks, each with its claim's source:
   which is what makes a tight bound reachable from 10^6 samples.
 * ``privacy.blackbox`` for a user's privatizer (``--privatizer file.py:Class``, :func:`is_plugin`) -- black
   box only, nothing assumed about its noise: :func:`plugin_stream_search` (Central; Local adds
-  ``privacy.blackbox.stream``) searches the stream length K, the replaced user's position and 16
-  statistics learned from samples of the real mechanism, over everything a release hands out (N~, R~
+  ``privacy.blackbox.stream``) searches the stream length K (2 to 64, and 32767 at the default budget,
+  for leaks that grow slowly with K), the replaced user's position and 16 statistics learned from
+  samples of the real mechanism, over everything a release hands out (N~, R~
   and the self-reported N^); :func:`plugin_message_search` (Local) one user's message, drawn by the
   user's own ``message(..., rng)`` with a real Generator. Configurations are chosen on pilot samples
   independent of the audit's, so the certified bound keeps its confidence (no Bonferroni factor).
