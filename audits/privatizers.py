@@ -627,6 +627,7 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
     Returns (target, details); ``details["chosen"]["samples"]`` is the sample size to audit with.
     """
     from dpcheck import AuditTarget
+    from dpcheck.errors import MechanismError
     claim = template.claim
     x, y = worst_case_pair(H, S, A)
     dx = _increment_vector(x, S, A, rewards) - _increment_vector(y, S, A, rewards)
@@ -646,9 +647,18 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
             return StreamStatistics(template, K, pos, H=H, S=S, A=A, rewards=rewards, params=params)
 
         if long:
-            params, value, which = _pilot_lockstep(template, K, pos, x, y, d, H=H, S=S, A=A, rewards=rewards,
-                                                   pilot=long_pilot, seed=seed, config_index=i, n_cert=n_cert,
-                                                   alpha_b=alpha_b, objective=objective)
+            try:
+                params, value, which = _pilot_lockstep(template, K, pos, x, y, d, H=H, S=S, A=A,
+                                                       rewards=rewards, pilot=long_pilot, seed=seed,
+                                                       config_index=i, n_cert=n_cert, alpha_b=alpha_b,
+                                                       objective=objective)
+            except (MemoryError, MechanismError) as e:
+                if not (isinstance(e, MemoryError) or isinstance(e.__cause__, MemoryError)):
+                    raise
+                # a privatizer that keeps per-episode state for every run cannot hold K = 32767 episodes;
+                # the short configurations still audit it (reported, not silently dropped)
+                skipped.append({"K": K, "position": pos, "samples": n_k, "reason": "MemoryError"})
+                continue
         else:
             params, value, which = _pilot(make, x, y, d, pilot=pilot, seed=seed, config_index=i,
                                           n_cert=n_cert, alpha_b=alpha_b, objective=objective)

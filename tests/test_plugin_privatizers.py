@@ -130,6 +130,14 @@ class TreeScaledFreshNoise(TreeFreshNoise):
     per-node scale (pure eps (K / L) eps, a bulk leak that grows slowly with K)."""
 
 
+class HistoryHog(TreeLaplace):
+    """Correct, but keeps state per episode: cannot be started with a very long stream."""
+    def _start_noise(self, rng):
+        if self.K > 1000:
+            raise MemoryError("history of K episodes")
+        super()._start_noise(rng)
+
+
 class FreshPerRelease(TreeLaplace):
     """Defect (the continual-release shortcut): every release is the prefix count plus fresh
     Lap(2 F H / eps) -- calibrated for ONE release, composed over K of them."""
@@ -303,6 +311,15 @@ def test_long_configuration_is_skipped_below_its_minimum_budget(plugin_file):
     assert [(r["K"], r["position"]) for r in info["search"]] == [(2, 1)]
     assert info["long_configurations_skipped"] == [{"K": K, "position": pos, "samples": 146}
                                                    for K, pos in ap.LONG_STREAM_CONFIGS]
+
+
+def test_long_configuration_out_of_memory_is_reported_not_fatal(plugin_file):
+    p = _load(plugin_file, "HistoryHog", epsilon=1.0)
+    t = ap.ClaimedTemplate(p, ap.claim_for_families(p, True), True)
+    _, info = ap.plugin_stream_search(t, samples=30_000, pilot=500, configs=((2, 1),), long_configs=((1023, 1),))
+    assert [(r["K"], r["position"]) for r in info["search"]] == [(2, 1)]
+    assert info["long_configurations_skipped"] == [{"K": 1023, "position": 1, "samples": 703,
+                                                    "reason": "MemoryError"}]
 
 
 def test_gaussian_projection_sees_a_bulk_shift_that_tail_counts_miss():
