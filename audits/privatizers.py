@@ -1085,6 +1085,8 @@ def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=
     details = dict(check.details, search=info["search"], chosen=info["chosen"],
                    pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],
                    method=("plug-in privatizer, black box: " + target.description + "; " + check.details["method"]))
+    if "long_configurations_skipped" in info:
+        details["long_configurations_skipped"] = info["long_configurations_skipped"]
     return replace(check, details=details, reason=f"{check.reason} [searched {search}: {chosen}]")
 
 

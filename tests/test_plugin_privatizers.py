@@ -311,6 +311,9 @@ def test_long_configuration_is_skipped_below_its_minimum_budget(plugin_file):
     assert [(r["K"], r["position"]) for r in info["search"]] == [(2, 1)]
     assert info["long_configurations_skipped"] == [{"K": K, "position": pos, "samples": 146}
                                                    for K, pos in ap.LONG_STREAM_CONFIGS]
+    chk = ap.plugin_blackbox(t, samples=20_000, pilot=500, seed=1)
+    assert chk.details["long_configurations_skipped"] == [{"K": K, "position": pos, "samples": 100}
+                                                          for K, pos in ap.LONG_STREAM_CONFIGS]
 
 
 def test_long_configuration_out_of_memory_is_reported_not_fatal(plugin_file):
