@@ -185,7 +185,7 @@ class DPUCBVIAudit(Audit):
             claim = ucbvi.claim_for(spec)
             pb = dict(samples=int(exe.samples) if exe.samples is not None else exe.pick(10**6, 2 * 10**5),
                       alpha=exe.alpha, seed=exe.seed, workers=exe.workers, backend=exe.backend,
-                      scheduler=exe.scheduler, progress=exe.progress, source=claim.source)
+                      scheduler=exe.scheduler, progress=exe.progress, cache_dir=exe.cache_dir, source=claim.source)
             template = pa.ClaimedTemplate(p, claim, True)
             if notion == "LDP" and callable(getattr(p, "message", None)):
                 self.add(pa.plugin_blackbox(template, search="message", id="privacy.ldp.blackbox", **pb))

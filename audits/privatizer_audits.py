@@ -136,7 +136,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         e = self.exe
         return dict(samples=self.samples(), alpha=self.opts.alpha, seed=self.int_seed("blackbox"),
                     workers=e.workers, backend=e.backend, scheduler=e.scheduler, progress=e.progress,
-                    source=claim.source, rewards=rewards)
+                    cache_dir=e.cache_dir, source=claim.source, rewards=rewards)
 
     def check_plugin_blackbox(self, p, template, claim, rewards) -> None:
         raise NotImplementedError

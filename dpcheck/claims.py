@@ -8,7 +8,7 @@ rejected with a clear message before any sampling starts.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from numbers import Real
 
 from dpcheck.errors import InputError

@@ -10,7 +10,6 @@ is in :mod:`dpcheck.report`.
 """
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field, asdict

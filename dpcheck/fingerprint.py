@@ -193,6 +193,9 @@ class _Hasher:
             else:
                 self.w("builtin", getattr(x, "__module__", "") or "",
                        getattr(x, "__qualname__", getattr(x, "__name__", repr(type(x)))))
+        elif isinstance(x, np.ufunc):
+            # numpy / scipy ufuncs (np.log, scipy.special.ndtr): library code, named with its version
+            self.w("ufunc", getattr(x, "__module__", None) or "numpy", x.__name__, np.__version__)
         elif not isinstance(x, type) and isinstance(getattr(x, "__wrapped__", None), types.FunctionType):
             self.w("wrapper", self._qual(type(x)))      # functools.lru_cache / cache: the function it wraps
             self.function(x.__wrapped__)

@@ -16,7 +16,7 @@ starts (:meth:`AuditSpec.check_options`), so no option is ever silently ignored.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 from dpcheck.errors import InputError

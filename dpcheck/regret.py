@@ -26,7 +26,7 @@ the interval lies wholly beyond one bound errs at level alpha/2 on that side.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

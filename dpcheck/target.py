@@ -5,7 +5,7 @@ import math
 import signal
 import threading
 import time
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np

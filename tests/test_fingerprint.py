@@ -208,3 +208,17 @@ def test_markov_game_key_is_the_same_before_and_after_its_joint_mdp_is_built():
     before = fingerprint(g)
     g.joint_mdp()
     assert fingerprint(g) == before
+
+
+def test_ufuncs_are_library_code_named_by_name():
+    """numpy / scipy ufuncs cannot be pickled; they are fingerprinted by name and version (a plug-in
+    privatizer calibrated with scipy.special.ndtr must still be cacheable)."""
+    import numpy as np
+    import scipy.special as sp
+    from dpcheck.fingerprint import fingerprint
+
+    def make(f):
+        return lambda x: f(x) + 1
+    assert fingerprint(make(np.log)) == fingerprint(make(np.log))
+    assert fingerprint(make(np.log)) != fingerprint(make(np.exp))
+    assert fingerprint(make(sp.ndtr)) != fingerprint(make(sp.erf))

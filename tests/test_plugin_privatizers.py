@@ -7,11 +7,10 @@ registered audit exit 1 with its black-box check failing (audits/lib/privatizers
 plugin_message_search), without any white-box help; correct plug-ins -- including Local randomisers
 drawing ``rng.exponential`` / ``rng.uniform`` noise -- must be audited and pass.
 
-Known limit (measured, docs/privatizers.md): a tree whose node noise is redrawn at every release but
-keeps the tree's per-node scale 2 F H L / eps is NOT caught black box at eps = 1 (eps_lb 0.60 at
-2 x 10^5 samples, the same as the correct tree: the search picks K = 2, where both coincide); its extra
-privacy loss lives in the far tail (its pure eps is K / L x eps, but its typical loss is below a single
-eps = 1 Laplace mechanism's until K is in the tens of thousands), beyond any CI sample budget.
+A tree whose node noise is redrawn at every release but keeps the tree's per-node scale 2 F H L / eps
+(TreeScaledFreshNoise) leaks only in the bulk, slowly with K: it is caught at the default budget (10^6
+samples) by the long configuration K = 32767 (audits/privatizers.LONG_STREAM_CONFIGS; measured eps_lb
+1.57 at eps = 1), not at --quick, where that configuration is skipped (146 streams: ~20% power).
 """
 import json
 import os
@@ -124,6 +123,19 @@ class TreeFreshNoise(TreeLaplace):
         for j in bits:
             B = B + self._alpha[j] + self._rng.laplace(0.0, self.scale(), B.shape)
         return self._split(B)
+
+
+class TreeScaledFreshNoise(TreeFreshNoise):
+    """The same defect, named for what the audit must see: fresh noise per release at the tree's own
+    per-node scale (pure eps (K / L) eps, a bulk leak that grows slowly with K)."""
+
+
+class HistoryHog(TreeLaplace):
+    """Correct, but keeps state per episode: cannot be started with a very long stream."""
+    def _start_noise(self, rng):
+        if self.K > 1000:
+            raise MemoryError("history of K episodes")
+        super()._start_noise(rng)
 
 
 class FreshPerRelease(TreeLaplace):
@@ -286,6 +298,65 @@ def test_stream_samples_cap_long_streams():
     assert ap.stream_samples(10**6, 2) == 10**6
     assert ap.stream_samples(10**6, 64) == 250_000
     assert ap.stream_samples(200_000, 64) == 50_000
+    assert ap.stream_samples(10**6, 32767, long=True) == 732
+    assert ap.stream_samples(200_000, 32767, long=True) == 146
+
+
+def test_long_configuration_is_skipped_below_its_minimum_budget(plugin_file):
+    """--quick (2 x 10^5 samples): the long configuration would get 146 streams, too few to certify
+    the bulk leak it is there for; it is skipped (and reported), not piloted for nothing."""
+    p = _load(plugin_file, "TreeLaplace", epsilon=1.0)
+    t = ap.ClaimedTemplate(p, ap.claim_for_families(p, True), True)
+    _, info = ap.plugin_stream_search(t, samples=200_000, pilot=500, configs=((2, 1),))
+    assert [(r["K"], r["position"]) for r in info["search"]] == [(2, 1)]
+    assert info["long_configurations_skipped"] == [{"K": K, "position": pos, "samples": 146}
+                                                   for K, pos in ap.LONG_STREAM_CONFIGS]
+    chk = ap.plugin_blackbox(t, samples=20_000, pilot=500, seed=1)
+    assert chk.details["long_configurations_skipped"] == [{"K": K, "position": pos, "samples": 100}
+                                                          for K, pos in ap.LONG_STREAM_CONFIGS]
+
+
+def test_long_configuration_out_of_memory_is_reported_not_fatal(plugin_file):
+    p = _load(plugin_file, "HistoryHog", epsilon=1.0)
+    t = ap.ClaimedTemplate(p, ap.claim_for_families(p, True), True)
+    _, info = ap.plugin_stream_search(t, samples=30_000, pilot=500, configs=((2, 1),), long_configs=((1023, 1),))
+    assert [(r["K"], r["position"]) for r in info["search"]] == [(2, 1)]
+    assert info["long_configurations_skipped"] == [{"K": 1023, "position": 1, "samples": 703,
+                                                    "reason": "MemoryError"}]
+
+
+def test_gaussian_projection_sees_a_bulk_shift_that_tail_counts_miss():
+    """64 streams per side with a 1.3 sd shift: the empirical tail counts cannot project eps > 1 at 549
+    certification streams, the Gaussian model (shift taken one standard error low) can; no shift: no
+    informative projection."""
+    from dpcheck import events as ev
+    rng = np.random.default_rng(0)
+    obj = ev.Objective("ratio", delta=0.0)
+    sx, sy = rng.normal(1.33, 1.0, (64, 1)), rng.normal(0.0, 1.0, (64, 1))
+    val, which = ap._gaussian_projection(sx, sy, 549, 0.025, obj)
+    assert val > 1.0 and which == (0, "D->D'")
+    _, emp, _, _ = ev.best_threshold(np.sort(sx[:, 0]), np.sort(sy[:, 0]), 549, 0.025, obj)
+    assert emp < val
+    null, _ = ap._gaussian_projection(rng.normal(0, 1, (64, 1)), rng.normal(0, 1, (64, 1)), 549, 0.025, obj)
+    assert null < 0.3
+
+
+def test_lockstep_pilot_estimates_per_release_parameters(plugin_file):
+    """The one-pass pilot of a long configuration returns per-(release, coordinate) parameters whose
+    known shift is the auditor's own count difference at every release from the user's position on."""
+    p = _load(plugin_file, "TreeScaledFreshNoise", epsilon=1.0)
+    t = ap.ClaimedTemplate(p, ap.claim_for_families(p, True), True)
+    x, y = ap.worst_case_pair(1, 2, 1)
+    dx = ap._increment_vector(x, 2, 1, True) - ap._increment_vector(y, 2, 1, True)
+    K = 31
+    d = np.stack([dx] * K)
+    from dpcheck import events as ev
+    params, value, which = ap._pilot_lockstep(t, K, 1, x, y, d, H=1, S=2, A=1, rewards=True, pilot=32, seed=1,
+                                              config_index=99, n_cert=500, alpha_b=0.025,
+                                              objective=ev.Objective("ratio", delta=0.0))
+    assert params.s.shape == (K, dx.size) and np.all(params.s > 0)
+    assert np.array_equal(params.d, d)
+    assert np.isfinite(value) and which is not None
 
 
 def test_learned_statistics_are_finite_for_deterministic_coordinates():
@@ -317,6 +388,17 @@ def test_planted_plugin_defects_fail_black_box(plugin_file, tmp_path, audit, cls
     assert c["verdict"] == FAIL
     assert c["measured"]["epsilon_lower_bound"] > 1.0
     assert not any(k.startswith("whitebox.sensitivity") or k.startswith("whitebox.tree") for k in checks)
+
+
+@pytest.mark.slow
+def test_tree_scaled_fresh_noise_is_caught_at_the_default_budget(plugin_file, tmp_path):
+    """Node noise redrawn per release at the tree's own node scale: a bulk leak, caught by the long
+    configuration (K = 32767, user first) at the default 10^6 samples (~2-4 min)."""
+    rc, checks, err = _cli(["central_privatizer", "--privatizer", f"{plugin_file}:TreeScaledFreshNoise"], tmp_path)
+    assert rc == 1, err
+    c = checks["privacy.blackbox"]
+    assert c["verdict"] == FAIL and c["measured"]["epsilon_lower_bound"] > 1.0
+    assert c["details"]["chosen"]["K"] == ap.LONG_STREAM_CONFIGS[0][0]
 
 
 @pytest.mark.slow

@@ -13,8 +13,8 @@ The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-V
   shifted Laplace coordinates the likelihood ratio saturates with probability 1/64 per level, which is
   what makes a tight bound reachable from 10^6 samples.
 * A user's (plug-in) privatizer, :func:`is_plugin`, black box only, nothing assumed about its noise:
-  :func:`plugin_stream_search` searches the stream length K, the replaced user's position and 16
-  statistics learned from samples of the real mechanism, over everything a release hands out (N~, R~ and
+  :func:`plugin_stream_search` searches the stream length K (2 to 64, and 32767 at the default budget,
+  for leaks that grow slowly with K), the replaced user's position and 16 statistics learned from samples of the real mechanism, over everything a release hands out (N~, R~ and
   the self-reported N^); :func:`plugin_message_search` one user's message, drawn by the user's own
   ``message(..., rng)`` with a real Generator; :func:`plugin_blackbox` runs either and certifies the
   chosen configuration. Configurations are chosen on pilot samples independent of the audit's, so the
@@ -222,6 +222,15 @@ STREAM_STEPS = 16                        # a configuration of horizon K is audit
                                          # samples * STREAM_STEPS / K) streams: the cost of a long
                                          # stream stays that of a K = 16 one (10^6 -> 250k at K = 64)
 SEARCH_SALT = 0x5EA4C4                   # pilot seeds: SeedSequence([seed, SALT, config]) (never the audit's)
+LONG_STREAM_CONFIGS = ((32767, 1),)      # (K, position): a leak that grows slowly with K in the bulk of
+                                         # the loss (see plugin_stream_search); K = 2^15 - 1 is a full tree
+LONG_STREAM_STEPS = 24                   # streams audited at a long K: min(samples, samples * 24 / K)
+                                         # (10^6 -> 732 at K = 32767; --quick 2 x 10^5 -> 146)
+LONG_PILOT = 64                          # pilot streams per side and per phase at a long K
+LONG_MIN_STREAMS = 500                   # a long configuration is searched only if its audit gets at least
+                                         # this many streams (samples >= 682,625 at K = 32767): below it the
+                                         # bulk leak it is there for cannot be certified (--quick: 146
+                                         # streams, ~20% power), and its pilot (~1 min) would be wasted
 
 
 def is_plugin(template) -> bool:
@@ -439,10 +448,104 @@ def _pilot(make, x, y, d, *, pilot, seed, config_index, n_cert, alpha_b, objecti
     return params, float(best), which
 
 
-def stream_samples(samples: int, K: int) -> int:
+def stream_samples(samples: int, K: int, long: bool = False) -> int:
     """Streams per side for a configuration of horizon K: ``min(samples, samples * STREAM_STEPS // K)``
-    (at least 1000)."""
+    (at least 1000); a long configuration (:data:`LONG_STREAM_CONFIGS`) ``samples * LONG_STREAM_STEPS
+    // K`` (at least 100)."""
+    if long:
+        return int(min(samples, max(100, samples * LONG_STREAM_STEPS // K)))
     return int(min(samples, max(1000, samples * STREAM_STEPS // K)))
+
+
+def _gaussian_projection(sx, sy, n_cert, alpha_b, objective):
+    """Projected certified bound of each column of (sx, sy) under a Gaussian model of the statistic:
+    (best value, (column, direction)). The shift in standard deviations is estimated from the pilot and
+    taken one standard error low; the bound is the best threshold's Clopper-Pearson ratio at n_cert
+    outputs. Used only to *choose* a long configuration, whose pilot is too small (:data:`LONG_PILOT`)
+    for the empirical tail counts of :func:`dpcheck.events.best_threshold` to see a bulk leak; the
+    choice does not touch the certification sample, so the model's accuracy affects power only."""
+    from scipy.stats import norm
+    from dpcheck import stats
+    n = min(sx.shape[0], sy.shape[0])
+    c = np.linspace(-1.0, 6.0, 141)
+    q = norm.sf(c)
+    best, which = -math.inf, None
+    for j in range(sx.shape[1]):
+        sd = math.sqrt(0.5 * (sx[:, j].var() + sy[:, j].var()))
+        if not sd > 0:
+            continue
+        m = (sx[:, j].mean() - sy[:, j].mean()) / sd
+        for direction, mu in (("D->D'", m), ("D'->D", -m)):
+            mu = mu - math.sqrt(2.0 / n)
+            if mu <= 0:
+                continue
+            p = norm.sf(c - mu)
+            val = objective(stats.cp_lower(np.floor(p * n_cert), n_cert, alpha_b),
+                            stats.cp_upper(np.ceil(q * n_cert), n_cert, alpha_b))
+            val = float(np.max(val))
+            if val > best:
+                best, which = val, (j, direction)
+    return best, which
+
+
+def _pilot_lockstep(template, K, position, x, y, d, *, H, S, A, rewards, pilot, seed, config_index, n_cert,
+                    alpha_b, objective):
+    """The pilot of a long configuration in ONE run of the privatizer (a stream of K releases costs
+    K calls whatever the number of runs): 4 x ``pilot`` runs -- D and D' for estimation, D and D' for
+    scoring, the replaced user's trajectory differing between runs. At each release t the parameters of
+    t are estimated on the estimation runs and the scoring runs are scored with them (release t's
+    parameters depend on release t only, so this is the two-phase pilot of :func:`_pilot` in one pass).
+    The configuration's value is the larger of the empirical and the Gaussian-model projection
+    (:func:`_gaussian_projection`). The parameters handed to the audit are re-estimated on all
+    2 x ``pilot`` runs per side (still independent of the audit's samples)."""
+    from dpcheck import events as ev
+    n = int(pilot)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), SEARCH_SALT, int(config_index)]))
+    mech = StreamStatistics(template, K, position, H=H, S=S, A=A, rewards=rewards)
+    views = mech.views()
+    p = copy.deepcopy(template)
+    p.start(4 * n, H, S, A, K, rng, rewards=rewards)
+    groups = [slice(0, n), slice(n, 2 * n), slice(2 * n, 3 * n), slice(3 * n, 4 * n)]   # x, y, x, y
+    o = background(H)
+    sx = np.zeros((n, len(VIEWS_SEARCHED), len(SUBSETS), len(FORMS)))
+    sy = np.zeros_like(sx)
+    full = None
+    for t in range(1, K + 1):
+        if t == position:
+            arrs = [np.concatenate(a) for a in zip(*(u.arrays(n) for u in (x, y, x, y)))]
+        else:
+            arrs = list(o.arrays(4 * n))
+        st, ac, rw = arrs
+        p.observe(st, ac, rw if rewards else None)
+        X = _release_vector(p.release(), rewards)
+        sub = mech.subsets(t)
+        if sub:
+            par = StatisticParams.from_moments(_moments(X[groups[0]], None), _moments(X[groups[1]], None), d[t - 1])
+            for v, cols in enumerate(views):
+                sc = par.scores(X[2 * n:], slice(None), cols)          # the scoring runs: x then y
+                for k in sub:
+                    sx[:, v, k] += sc[:n]
+                    sy[:, v, k] += sc[n:]
+        allx = StatisticParams.from_moments(_moments(np.concatenate([X[groups[0]], X[groups[2]]]), None),
+                                    _moments(np.concatenate([X[groups[1]], X[groups[3]]]), None), d[t - 1])
+        if full is None:
+            full = {k: np.zeros((K,) + getattr(allx, k).shape, dtype=getattr(allx, k).dtype)
+                    for k in ("c", "s", "d", "e", "keep")}
+        for k in full:
+            full[k][t - 1] = getattr(allx, k)
+    params = StatisticParams(**full)
+    sx, sy = sx.reshape(n, -1), sy.reshape(n, -1)
+    best, which = -math.inf, None
+    for j in range(sx.shape[1]):
+        a, b = np.sort(sx[:, j]), np.sort(sy[:, j])
+        for direction, (u, v) in (("D->D'", (a, b)), ("D'->D", (-b[::-1], -a[::-1]))):
+            _, val, _, _ = ev.best_threshold(u, v, n_cert, alpha_b, objective)
+            if val > best:
+                best, which = val, (j, direction)
+    g_val, g_which = _gaussian_projection(sx, sy, n_cert, alpha_b, objective)
+    if g_val > best:
+        best, which = g_val, g_which
+    return params, float(best), which
 
 
 def _search_plan(claim, samples, alpha, selection_fraction=0.25):
@@ -457,7 +560,8 @@ def _search_plan(claim, samples, alpha, selection_fraction=0.25):
 
 
 def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6, alpha=0.05, seed=0,
-                         configs=STREAM_CONFIGS, pilot=PILOT_SAMPLES, progress=None):
+                         configs=STREAM_CONFIGS, pilot=PILOT_SAMPLES, progress=None,
+                         long_configs=LONG_STREAM_CONFIGS, long_pilot=LONG_PILOT):
     """Black-box audit target for a plug-in privatizer's released stream, searched.
 
     The adversary sees every release (N~, R~ and the self-reported N^) after each of K episodes;
@@ -482,28 +586,70 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
     >= 1 - alpha the reported eps lower bound is below the true epsilon of the released stream --
     hence below the privatizer's (post-processing cannot increase privacy loss).
 
+    Long streams (:data:`LONG_STREAM_CONFIGS`, K = 32767, user first, so every release carries her
+    change). Some leaks hide in the bulk of the privacy loss and grow only slowly with K: a tree whose
+    node noise is redrawn at every release at the tree's own node scale b = 2 F H L / eps has pure
+    epsilon (K / L) eps, but each release is nearly uninformative (release t is the count plus
+    popcount(t) fresh Lap(b) draws per coordinate). The releases are independent, so the diagonal
+    linear discriminant over all of them (the "linear_known" statistic, weights d / s^2 per release and
+    coordinate) is near-optimal (Fisher information of a sum of k Laplaces is within 2% of the
+    Gaussian's for k >= 8); for the worst-case pair at H = 1, S = 2, A = 1 (6 coordinates move by 1)
+    its mean shift is mu = 0.40 sd at K = 1024, 0.61 at 4096, 1.04 at 16383, 1.33 at 32767 (against
+    ~0.1 for a correct tree). A Gaussian-like statistic has an unbounded likelihood ratio in its tail,
+    so eps = 1 is certifiably violated once mu and the number of streams are both large enough:
+    simulated with the auditor's own threshold search, 732 streams at K = 32767 certify eps_lb > 1 in
+    60/60 trials (mean 1.50), 146 (--quick) in ~20%. K = 2^15 - 1 (a full tree, L = 15) is the
+    cheapest length that gets there at ~2.4 x 10^7 stream steps per side: power grows with K at a
+    fixed number of stream steps, but every pass costs K privatizer calls whatever the number of runs.
+    Its pilot is :func:`_pilot_lockstep` (one run of the privatizer, 2 x :data:`LONG_PILOT` streams
+    per side) and its value for the choice a Gaussian-model projection (:func:`_gaussian_projection`),
+    since tail counts from 64 streams cannot show a bulk leak. It is searched only when its audit
+    would get :data:`LONG_MIN_STREAMS` streams (the default 10^6 samples: yes; --quick: no).
+    Validity is unchanged: its pilot seeds are disjoint from the audit's as well, and neither the
+    model nor the lockstep pilot touch the certification sample.
+
     Cost: the audit of the chosen configuration draws up to ``samples`` streams of K episodes per side;
-    a long stream is audited on fewer of them (:func:`stream_samples`; the pilot projects each
+    a long stream is audited on fewer of them (:func:`stream_samples`: ``samples * 16 / K`` for the
+    short configurations, ``samples * 24 / K`` for the long one; the pilot projects each
     configuration's bound at its own sample size, so the choice weighs power against length).
     Returns (target, details); ``details["chosen"]["samples"]`` is the sample size to audit with.
     """
     from dpcheck import AuditTarget
+    from dpcheck.errors import MechanismError
     claim = template.claim
     x, y = worst_case_pair(H, S, A)
     dx = _increment_vector(x, S, A, rewards) - _increment_vector(y, S, A, rewards)
     rows, best = [], None
-    for i, (K, pos) in enumerate(configs):
+    skipped = [{"K": K, "position": pos, "samples": stream_samples(samples, K, True)} for K, pos in long_configs
+               if stream_samples(samples, K, True) < LONG_MIN_STREAMS]
+    all_configs = [(K, pos, False) for K, pos in configs] + [
+        (K, pos, True) for K, pos in long_configs if stream_samples(samples, K, True) >= LONG_MIN_STREAMS]
+    for i, (K, pos, long) in enumerate(all_configs):
         if progress:
             progress(f"plug-in search: stream K={K}, replaced user at position {pos}")
         d = np.stack([dx if t >= pos else np.zeros_like(dx) for t in range(1, K + 1)])
-        n_k = stream_samples(samples, K)
+        n_k = stream_samples(samples, K, long)
         n_cert, alpha_b, objective = _search_plan(claim, n_k, alpha)
 
         def make(params, K=K, pos=pos):
             return StreamStatistics(template, K, pos, H=H, S=S, A=A, rewards=rewards, params=params)
 
-        params, value, which = _pilot(make, x, y, d, pilot=pilot, seed=seed, config_index=i, n_cert=n_cert,
-                                      alpha_b=alpha_b, objective=objective)
+        if long:
+            try:
+                params, value, which = _pilot_lockstep(template, K, pos, x, y, d, H=H, S=S, A=A,
+                                                       rewards=rewards, pilot=long_pilot, seed=seed,
+                                                       config_index=i, n_cert=n_cert, alpha_b=alpha_b,
+                                                       objective=objective)
+            except (MemoryError, MechanismError) as e:
+                if not (isinstance(e, MemoryError) or isinstance(e.__cause__, MemoryError)):
+                    raise
+                # a privatizer that keeps per-episode state for every run cannot hold K = 32767 episodes;
+                # the short configurations still audit it (reported, not silently dropped)
+                skipped.append({"K": K, "position": pos, "samples": n_k, "reason": "MemoryError"})
+                continue
+        else:
+            params, value, which = _pilot(make, x, y, d, pilot=pilot, seed=seed, config_index=i,
+                                          n_cert=n_cert, alpha_b=alpha_b, objective=objective)
         stat = None if which is None else f"{STATISTICS[which[0]]} {which[1]}"
         rows.append({"K": K, "position": pos, "samples": n_k, "projected_epsilon_lower_bound": value,
                      "statistic": stat})
@@ -513,12 +659,12 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
     mech = StreamStatistics(template, K, pos, H=H, S=S, A=A, rewards=rewards, params=params)
     details = {"search": rows, "chosen": {"K": K, "position": pos, "samples": n_k,
                                           "projected_epsilon_lower_bound": value},
-               "pilot_samples_per_side": pilot, "statistics": list(STATISTICS),
-               "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
+               "pilot_samples_per_side": pilot, "long_pilot_samples_per_side": 2 * long_pilot,
+               "long_configurations_skipped": skipped, "statistics": list(STATISTICS), "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
     target = AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.stream_search", mechanism=mech,
                          pairs=[(x, y)], claim=claim, output="continuous",
                          description=f"plug-in, black box: K={K}, replaced user at position {pos} (chosen on "
-                                     f"pilot samples over {len(configs)} configurations); 16 learned statistics "
+                                     f"pilot samples over {len(all_configs)} configurations); 16 learned statistics "
                                      f"of every release (N~, R~ and N^)")
     return target, details
 
@@ -978,22 +1124,25 @@ def privatizer_class(p) -> type:
 
 def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=True, samples=10**6,
                     alpha=0.05, seed=0, workers=1, backend="local", scheduler=None, progress=None,
-                    source=None, id="privacy.blackbox", pilot=PILOT_SAMPLES) -> Check:
+                    source=None, id="privacy.blackbox", pilot=PILOT_SAMPLES, cache_dir=None) -> Check:
     """The black-box check of a plug-in privatizer: :func:`plugin_stream_search` (``search="stream"``)
     or :func:`plugin_message_search` (``"message"``), then :func:`dpcheck.blackbox.audit` of the chosen
-    configuration; the search table is in ``details["search"]``."""
+    configuration; the search table is in ``details["search"]``. ``cache_dir`` (--cache): the certified
+    draw streams its chunks there and resumes (the pilot search is not cached)."""
     from dataclasses import replace
     from dpcheck.blackbox import audit
     fn = plugin_stream_search if search == "stream" else plugin_message_search
     target, info = fn(template, H=H, S=S, A=A, rewards=rewards, samples=samples, alpha=alpha, seed=seed,
                       pilot=pilot, progress=progress)
     res = audit(target, samples=info["chosen"]["samples"], alpha=alpha, seed=seed, workers=workers,
-                backend=backend, scheduler=scheduler, progress=progress)
+                backend=backend, scheduler=scheduler, progress=progress, cache_dir=cache_dir)
     check = res.to_check(id=id, kind="privacy", claim_source=source)
     chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
     details = dict(check.details, search=info["search"], chosen=info["chosen"],
                    pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],
                    method=("plug-in privatizer, black box: " + target.description + "; " + check.details["method"]))
+    if "long_configurations_skipped" in info:
+        details["long_configurations_skipped"] = info["long_configurations_skipped"]
     return replace(check, details=details, reason=f"{check.reason} [searched {search}: {chosen}]")
 
 
