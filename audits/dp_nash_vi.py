@@ -62,7 +62,6 @@ class DPNashVIAudit(Audit):
     algorithm = "DP-Nash-VI (Qiao & Wang 2024)"
     notion = "JDP / LDP"
     summary = "eps-JDP (Central) / eps-LDP (Local); UCB/LCB; Regret O~(sqrt(H^2 SABT) + privacy term)"
-    description = "DP self-play in two-player zero-sum Markov games: privacy, assumptions and regret"
     privatizers = ("central", "local")
     # no --delta: the claim is pure eps-JDP / eps-LDP
     uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")

@@ -36,8 +36,6 @@ class DPUCBVIAudit(Audit):
     notion = "JDP/LDP"
     summary = ("eps-JDP (central) / eps-LDP (local); Regret O~(sqrt(SAH^2T) + S^2AH^3/eps) (JDP), "
                "+ S^2 A sqrt(H^5 T)/eps (LDP)")
-    description = ("privacy (black box on actions / messages, dataflow, white box), Assumption 3.1, "
-                   "optimism, explicit bound, regret exponent and privacy-cost scaling")
     claims = (
         # -- privacy (C1: central / JDP, C2: local / LDP, C3: post-processing)
         ClaimRow("whitebox.dp_event", "whitebox",

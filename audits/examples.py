@@ -17,7 +17,6 @@ class LaplaceExample(Audit):
     algorithm = "Laplace mechanism (example)"
     notion = "DP"
     summary = "epsilon = 1"
-    description = "counting query + Lap(1/eps), audited black-box"
     uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "a count of sensitivity 1 plus Lap(1/eps) is eps-DP",

@@ -171,7 +171,6 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     algorithm = "Central Privatizer (binary tree mechanism)"
     notion = "JDP"
     summary = "epsilon-JDP (DP-UCBVI Lemma 5.1; DP-Nash-VI Lemma 5.1)"
-    description = "black-box stream audit, PLD of the declared noise, sensitivity search, tree noise reuse, Assumption 3.1"
     privatizers = ("central",)
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "the released stream (N^, R~ after each episode) is eps-DP in one "
@@ -207,7 +206,6 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
     algorithm = "Local Privatizer (Laplace randomiser)"
     notion = "LDP"
     summary = "epsilon-LDP (DP-UCBVI Lemma 5.6; DP-Nash-VI Lemma 5.4)"
-    description = "black-box audit of one user's message, PLD, sensitivity search, Assumption 3.1"
     privatizers = ("local",)
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "one user's message is eps-DP in her trajectory (eps-LDP)",
@@ -312,7 +310,6 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
     algorithm = "DP-APVI Gaussian count privatizer"
     notion = "zCDP"
     summary = "rho-zCDP (offline DP-APVI, Lemma C.1)"
-    description = "black-box, PLD, brute-force sensitivity, noise bound"
     uses = ("delta", *OFFLINE_USES)
     options = (SetOption("rho", float, bounds=(0, None),
                          help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),)
@@ -343,7 +340,6 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
     algorithm = "DP-APVI Laplace count privatizer"
     notion = "DP"
     summary = "epsilon-DP (offline §2.8(c))"
-    description = "black-box, PLD, brute-force sensitivity, noise bound"
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "n' = {n + Lap(4H/eps)}^+ is eps-DP in one trajectory",
                  f"{OFFLINE}, §2.8(c)", "check_blackbox"),

@@ -136,7 +136,6 @@ class Audit(abc.ABC):
     options: ClassVar[tuple[SetOption, ...]] = ()  # the --set table
     uses: ClassVar[tuple[str, ...]] = ("seed", "alpha")
     privatizers: ClassVar[tuple[str, ...]] = ()
-    description: ClassVar[str] = ""
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -170,7 +169,7 @@ class Audit(abc.ABC):
         if wrap is not None:
             run = wrap(run)
         register(cls.name, algorithm=cls.algorithm, notion=cls.notion, claim=cls.summary,
-                 description=cls.description, privatizers=cls.privatizers, uses=cls.uses, options=cls.options,
+                 privatizers=cls.privatizers, uses=cls.uses, options=cls.options,
                  validate=validate, claims=cls.claims)(run)
         return cls
 

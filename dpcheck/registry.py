@@ -59,14 +59,11 @@ _loaded = False
 _LOAD_ERRORS: dict[str, str] = {}   # entry point -> why it failed to load (named by get())
 
 
-def register(name: str, *, algorithm: str, notion: str, claim: str, description: str = "",
+def register(name: str, *, algorithm: str, notion: str, claim: str,
              privatizers: tuple[str, ...] = (),
              uses: tuple[str, ...] | None = None, options: tuple[SetOption, ...] = (),
              validate: Callable | None = None, claims: tuple = ()):
     """Decorator: register ``run(ctx)`` as the audit ``name``.
-
-    description: a one-line summary for whoever reads the registration; it is not stored (no report,
-              listing or option reads it).
 
     uses:     the common options the audit reads (AuditOptions field names: epsilon, delta,
               privatizer, samples, seed, alpha, workers, backend, scheduler, quick, cache_dir,

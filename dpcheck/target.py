@@ -5,7 +5,7 @@ import math
 import signal
 import threading
 import time
-from dataclasses import InitVar, dataclass
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -97,7 +97,6 @@ class AuditTarget:
     timeout: seconds one call of ``sample`` (one chunk of outputs) may take before it is stopped
              with MechanismTimeout; None (the default for a target built in code) means no limit.
              ``dpcheck audit path.py:NAME`` sets it from --timeout (default 600 s).
-    description: a note for the reader of the code that builds the target; accepted, not stored.
     """
 
     name: str
@@ -106,10 +105,9 @@ class AuditTarget:
     claim: Claim
     output: str = "auto"
     per_call: bool = False
-    description: InitVar[str] = ""
     timeout: float | None = None
 
-    def __post_init__(self, description: str = ""):
+    def __post_init__(self):
         if not isinstance(self.claim, Claim):
             raise InputError(f"target {self.name!r}: claim must be a dpcheck.Claim, got {type(self.claim).__name__}")
         if not callable(self.mechanism):

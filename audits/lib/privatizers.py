@@ -174,10 +174,7 @@ def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy", 
 
     suffix = "stream" if view == "noisy" else "planner_view"
     return AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.{suffix}", mechanism=mechanism,
-                       pairs=[(x, y)], claim=template.claim, output="continuous",
-                       description=f"H={H} S={S} A={A} K={K}: worst-case user 1, scripted others; "
-                                   f"statistic = {'Laplace LLR' if view == 'noisy' else 'learned score'} of the releases B(2^j) "
-                                   f"({'N^' if view == 'noisy' else 'N~, what the planner reads'})")
+                       pairs=[(x, y)], claim=template.claim, output="continuous")
 
 
 def local_target(template, *, H=1, S=2, A=1, rewards=True, search=None):
@@ -201,8 +198,7 @@ def local_target(template, *, H=1, S=2, A=1, rewards=True, search=None):
         return laplace_llr(p.message(st, ac, rw if rewards else None, rng).flat(), mu, mu_p)
 
     return AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.message", mechanism=mechanism,
-                       pairs=[(x, y)], claim=template.claim, output="continuous",
-                       description=f"H={H} S={S} A={A}: one user's message, worst-case pair; statistic = Laplace LLR")
+                       pairs=[(x, y)], claim=template.claim, output="continuous")
 
 
 # ============================================================ plug-in privatizers: black-box search
@@ -662,10 +658,10 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
                "pilot_samples_per_side": pilot, "long_pilot_samples_per_side": 2 * long_pilot,
                "long_configurations_skipped": skipped, "statistics": list(STATISTICS), "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
     target = AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.stream_search", mechanism=mech,
-                         pairs=[(x, y)], claim=claim, output="continuous",
-                         description=f"plug-in, black box: K={K}, replaced user at position {pos} (chosen on "
-                                     f"pilot samples over {len(all_configs)} configurations); 16 learned statistics "
-                                     f"of every release (N~, R~ and N^)")
+                         pairs=[(x, y)], claim=claim, output="continuous")
+    details["description"] = (f"K={K}, replaced user at position {pos} (chosen on pilot samples over "
+                              f"{len(all_configs)} configurations); 16 learned statistics of every release "
+                              f"(N~, R~ and N^)")
     return target, details
 
 
@@ -699,9 +695,9 @@ def plugin_message_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**
     details = {"search": rows, "chosen": {"K": K, "samples": samples, "projected_epsilon_lower_bound": value},
                "pilot_samples_per_side": pilot, "instance": {"H": H, "S": S, "A": A, "rewards": rewards}}
     target = AuditTarget(name=f"{getattr(template, 'name', 'privatizer')}.message_search", mechanism=mech,
-                         pairs=[(x, y)], claim=claim, output="continuous",
-                         description=f"plug-in, black box: one user's message (start horizon K={K}, chosen on "
-                                     f"pilot samples); raw coordinates + 4 learned statistics")
+                         pairs=[(x, y)], claim=claim, output="continuous")
+    details["description"] = (f"one user's message (start horizon K={K}, chosen on pilot samples); raw "
+                              f"coordinates + 4 learned statistics")
     return target, details
 
 
@@ -741,9 +737,7 @@ def offline_target(priv, *, H=1, S=2, A=1, gaussian=True):
         return llr(flat(out.noisy_visits, out.noisy_transitions), mu, mu_p)
 
     return AuditTarget(name=f"{priv.name}.counts", mechanism=mechanism, pairs=[(tuple(D), tuple(Dp))],
-                       claim=priv.claim, output="continuous",
-                       description=f"H={H} S={S} A={A}: {len(D)} trajectories, one replaced (worst case); "
-                                   f"statistic = {'Gaussian' if gaussian else 'Laplace'} LLR of n'")
+                       claim=priv.claim, output="continuous")
 
 
 def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A: int = 2) -> Check:
@@ -1140,7 +1134,7 @@ def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=
     chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
     details = dict(check.details, search=info["search"], chosen=info["chosen"],
                    pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],
-                   method=("plug-in privatizer, black box: " + target.description + "; " + check.details["method"]))
+                   method=("plug-in privatizer, black box: " + info["description"] + "; " + check.details["method"]))
     if "long_configurations_skipped" in info:
         details["long_configurations_skipped"] = info["long_configurations_skipped"]
     return replace(check, details=details, reason=f"{check.reason} [searched {search}: {chosen}]")
