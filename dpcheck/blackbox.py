@@ -254,7 +254,7 @@ def _eps_of_zcdp(rho: float, delta: float) -> float:
     return hi
 
 
-def _plan(claim: Claim) -> tuple[float, float, list[float]]:
+def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
     """(epsilon_claimed, delta, profile eps grid) for a claim.
 
     Pure DP: the bound at delta = 0 is the whole test. (eps, delta)-DP: the bound at the claimed
@@ -312,7 +312,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
     n_cert = samples - n_sel
     claim = target.claim
-    eps_claim, delta, grid = _plan(claim)
+    eps_claim, delta, grid = claim_plan(claim)
     n_pairs = len(target.pairs)
     n_bounds = 2 * n_pairs * (1 + len(grid))
     # the epsilon-bound events get half of alpha when profile points share it (they carry the

@@ -548,8 +548,8 @@ def _search_plan(claim, samples, alpha, selection_fraction=0.25):
     """(n_cert, alpha per bound, objective) the audit of the chosen configuration will use
     (dpcheck.blackbox: one pair, eps-bound events get alpha/2 when profile points are tested)."""
     from dpcheck import events as ev
-    from dpcheck.blackbox import LB_ALPHA_SHARE, _plan
-    _, delta, grid = _plan(claim)
+    from dpcheck.blackbox import LB_ALPHA_SHARE, claim_plan
+    _, delta, grid = claim_plan(claim)
     n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
     alpha_b = alpha * (LB_ALPHA_SHARE if grid else 1.0) / 2
     return samples - n_sel, alpha_b, ev.Objective("ratio", delta=delta)
