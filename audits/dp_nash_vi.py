@@ -209,7 +209,7 @@ class DPNashVIAudit(Audit):
         claim = own if own is not None else Claim(epsilon=eps, notion=self.priv_notion, source=f"{SOURCE}, {lemma}")
         self.progress(f"privacy: privatizer-level audits ({self.spec}, games setting: A*B joint actions, 2 families)")
         for c in nash.privatizer_checks(make, claim, self.priv_notion, quick=bool(self.exe.quick), samples=self.samples,
-                                        seed=self.exe.seed, blackbox=self.blackbox):
+                                        seed=self.exe.seed, blackbox=self.blackbox, exe=self.exe):
             self.add(c)
         if self.priv_notion == "JDP":
             self.privacy_jdp(make, claim)

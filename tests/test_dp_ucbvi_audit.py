@@ -122,7 +122,8 @@ def test_cli_quick_central(tmp_path):
     for c in rep["checks"]:
         row = DPUCBVIAudit.row(c["id"])
         assert row is not None and c["claim"]["table"]["source"] == row.source
-    assert {r.id for r in DPUCBVIAudit.claims} == set(ids) | {"privacy.ldp.blackbox"}
+    assert {r.id for r in DPUCBVIAudit.claims} == set(ids) | {"privacy.ldp.blackbox", "regret.exponent.ldp",
+                                                              "regret.privacy_cost.ldp_K", "regret.privacy_cost.ldp_eps"}
 
 
 @pytest.mark.slow

@@ -451,7 +451,7 @@ def with_reason(c: Check, extra: str) -> Check:
 
 # ------------------------------------------------------------------ privatizer-level checks
 def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool, samples: int, seed: int,
-                      blackbox) -> list[Check]:
+                      blackbox, exe=None) -> list[Check]:
     """The privatizer audits of audits/lib/privatizers.py in the games setting (joint actions A*B, rewards=False,
     2 stream families): whitebox.dp_event (dp_accounting PLD of the declared DpEvent), whitebox.sensitivity
     and whitebox.tree_noise_reuse (built-in privatizers), and the tight black box on what the privatizer
@@ -459,7 +459,10 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
     privacy.ldp.blackbox).
 
     ``blackbox(target, id=, samples=, claim_source=) -> (Check, AuditResult)``: the audit's black-box
-    runner (:meth:`dpcheck.audit.Audit.blackbox`, which carries --alpha, --seed, --workers and --cache)."""
+    runner (:meth:`dpcheck.audit.Audit.blackbox`, which carries --alpha, --seed, --workers and --cache).
+    ``exe`` (the audit's ExecutionOptions): a user's (plug-in) privatizer gets the searched black-box audit
+    (privatizers.plugin_blackbox) on the privatizer audits' budget, --samples or 10^6 (--quick 2 x 10^5),
+    as in dp_ucbvi."""
     from audits.lib import privatizers as pa
     from algorithms.privatizers.base import CountPrivatizer
 
@@ -478,6 +481,14 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
             out.append(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=int(seed), rewards=False,
                                            source=claim.source))
     claimed = pa.ClaimedTemplate(p, claim, False)
+    if exe is not None and pa.is_plugin(p):
+        pb = dict(samples=int(exe.samples) if exe.samples is not None else exe.pick(10**6, 2 * 10**5),
+                  alpha=exe.alpha, seed=exe.seed, workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
+                  progress=exe.progress, cache_dir=exe.cache_dir, source=claim.source, A=AB, rewards=False)
+        if kind == "local" and callable(getattr(p, "message", None)):
+            out.append(pa.plugin_blackbox(claimed, search="message", id="privacy.ldp.blackbox", **pb))
+        out.append(pa.plugin_blackbox(claimed, search="stream", id="privacy.privatizer.blackbox", **pb))
+        return out
     if kind == "central":
         tgt = pa.central_target(claimed, A=AB, rewards=False)
         out.append(blackbox(tgt, id="privacy.privatizer.blackbox", samples=samples, claim_source=claim.source)[0])
