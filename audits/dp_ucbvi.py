@@ -1,7 +1,7 @@
 """Audit of DP-UCBVI (Qiao & Wang, AISTATS 2023; specs/dp_ucbvi.md): ``dpcheck audit dp_ucbvi``.
 
 The claim table below maps every check to the paper's statement and the function that checks it:
-``ucbvi.*`` in audits/lib/ucbvi.py, ``privatizers.*`` the privatizer checks in audits/privatizers.py.
+``ucbvi.*`` in audits/lib/ucbvi.py, ``privatizers.*`` the privatizer checks in audits/lib/privatizers.py.
 
 Modes (reported in the config and in every check's details): "theory" uses the paper's constants;
 with them the bonus exceeds H for every feasible K (spec §6.3), so optimism and the explicit bound
