@@ -247,16 +247,18 @@ class Audit(abc.ABC):
         return [r.to_dict() for r in cls.claims]
 
 
-def format_claim_table(name: str, rows: list[dict], width: int = 160) -> str:
-    """The claim table as ``dpcheck list --claims NAME`` prints it."""
+def format_claim_table(name: str, rows: list[dict]) -> str:
+    """The claim table as ``dpcheck list --claims NAME`` prints it: per check, the paper's statement, then
+    its source and the function that checks it on an indented line (nothing cut off)."""
     if not rows:
         return f"{name}: no claim table"
     idw = max(len(r["id"]) for r in rows)
     kw = max(len(r["kind"]) for r in rows)
-    out = [f"{'check':{idw}s}  {'kind':{kw}s}  claim — source  [checked by]"]
+    pad = " " * (idw + kw + 4)
+    out = [f"{'check':{idw}s}  {'kind':{kw}s}  claim", f"{pad}source  [checked by]"]
     for r in rows:
-        line = f"{r['id']:{idw}s}  {r['kind']:{kw}s}  {r['statement']} — {r['source']}  [{r['method']}]"
-        out.append(line if len(line) <= width else line[: width - 1] + "…")
+        out.append(f"{r['id']:{idw}s}  {r['kind']:{kw}s}  {r['statement']}")
+        out.append(f"{pad}{r['source']}  [{r['method']}]")
     return "\n".join(out)
 
 
