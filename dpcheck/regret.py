@@ -301,3 +301,25 @@ def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None
                                  f"each FAIL side at level {(1 - fit.confidence) / 2:g}"},
                  measured={"slope": slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
                  details=det, reason=reason)
+
+
+def exponent_regime(check: Check, fit, floor: float = 0.25) -> Check:
+    """Say whether a passing exponent check was informative. An interval wholly below ``floor`` means the
+    increments shrink over the window (the regret saturates -- finite-time learning of a pure equilibrium,
+    a window past the sqrt(K) phase -- or a privacy term constant in K is still being paid off): the pass
+    is then marked "uninformative" (reports show "PASS (uninformative)"; the verdict is unchanged). A pass
+    whose interval lies above ``floor`` says it is in the sqrt(K) regime."""
+    from dataclasses import replace as _replace
+    from dpcheck.checks import qualify
+    if check.verdict != PASS:
+        return check
+    lo, hi = fit.ci
+    if hi < floor:
+        return qualify(check, "uninformative",
+                       f"exponent CI below {floor:g}: the increments shrink over the window (the regret saturates, "
+                       "or a privacy term constant in K is still being paid off); the pass says little about sqrt(K)",
+                       note=" (uninformative: the increments shrink in this window)")
+    if lo >= floor:
+        return _replace(check, reason=check.reason + f"; in the sqrt(K) regime (CI lower end {lo:.2f} >= {floor:g})")
+    return check
+

@@ -150,3 +150,20 @@ def test_privacy_cost_in_eps_fails_only_on_the_side_that_contradicts_O_of_1_over
     assert flat.verdict == "inconclusive"                # saturated cost, below c/eps: not a violation
     good = _rate(3 * np.sqrt(KG), lambda e: 100 / e + 0 * KG)["regret.privacy_cost.jdp_eps"]
     assert good.verdict == "pass"
+
+
+def test_exponent_regime_marks_a_saturated_pass_uninformative():
+    from dpcheck.regret import exponent_regime
+    rng = np.random.default_rng(3)
+    saturated = 200 - 150 * K ** -0.5 + rng.normal(0, 1e-3, (5, K.size))        # increments shrink like K^-0.5
+    fit = fit_increment_exponent(K, saturated)
+    c = exponent_regime(regret_exponent_check(fit, claimed=0.5, tolerance=0.1), fit)
+    assert c.verdict == "pass" and c.details["qualifier"] == "uninformative" and fit.ci[1] < 0.25
+    sqrt = 3 * np.sqrt(K) + rng.normal(0, 0.1, (5, K.size))
+    fit = fit_increment_exponent(K, sqrt)
+    c = exponent_regime(regret_exponent_check(fit, claimed=0.5, tolerance=0.1), fit)
+    assert c.verdict == "pass" and "qualifier" not in c.details and "sqrt(K) regime" in c.reason
+    linear = 0.2 * K + rng.normal(0, 1, (5, K.size))
+    fit = fit_increment_exponent(K, linear)
+    c = exponent_regime(regret_exponent_check(fit, claimed=0.5, tolerance=0.1), fit)
+    assert c.verdict == "fail" and "qualifier" not in c.details                # a FAIL is never qualified

@@ -432,17 +432,9 @@ def band_series(label, x, Y):
 
 
 def regime(c: Check, fit) -> Check:
-    """Say whether the exponent check was informative: a CI entirely below 0.25 means the regret saturated
-    (finite-time learning of a pure equilibrium, or a window past the sqrt(K) phase)."""
-    if c.verdict == PASS and fit.ci[1] < 0.25:           # reports show "pass (uninformative)"
-        return qualify(c, "uninformative",
-                       "exponent CI below 0.25: the increments shrink over the window (the regret saturates, or "
-                       "a privacy term constant in K is still being paid off); the pass says little about sqrt(K)",
-                       note=" (uninformative: the increments shrink in this window)")
-    if c.verdict == PASS:
-        return with_reason(c, f"; in the sqrt(K) regime (CI lower end {fit.ci[0]:.2f} >= 0.25)"
-                           if fit.ci[0] >= 0.25 else "")
-    return c
+    """dpcheck.regret.exponent_regime (the uninformative-pass marker of every exponent check)."""
+    from dpcheck.regret import exponent_regime
+    return exponent_regime(c, fit)
 
 
 def with_reason(c: Check, extra: str) -> Check:

@@ -576,6 +576,8 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
                                              f"(practical mode, spec §6.3)", details=det)
     exp_check = replace(exp_check, details={**exp_check.details,
                                             "plots": my_plots + list(exp_check.details.get("plots", []))})
+    from dpcheck.regret import exponent_regime
+    exp_check = exponent_regime(exp_check, fit)        # a saturated window passes, but says so
     checks = [exp_check]
     cost = R_priv - R_np
     ck = fit_increment_exponent(K_grid, cost, window=window, alpha=alpha, seed=seed, interval="t")
