@@ -29,25 +29,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from algorithms.envs._validate import as_float_array
 from dpcheck.errors import InputError
 
 def _unit_array(name: str, value, ndim: int) -> np.ndarray:
+    """A read-only float64 array of ``ndim`` axes with values in [0, 1] (algorithms.envs' validation, plus
+    the function-class wording for an empty class and the [0, 1] range)."""
     try:
-        arr = np.array(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{name} must be a numeric array: {exc}") from None
-    if arr.ndim != ndim:
-        raise InputError(f"{name} must have {ndim} axes, got shape {arr.shape}")
-    if arr.size == 0 or any(n == 0 for n in arr.shape):
-        raise InputError(f"{name} is empty (shape {arr.shape}); a function class needs at least one entry")
-    if not np.all(np.isfinite(arr)):
-        raise InputError(f"{name} contains NaN or infinite values")
+        shape = np.shape(value)
+    except ValueError:                 # ragged: as_float_array names the problem
+        shape = ()
+    if len(shape) == ndim and any(n == 0 for n in shape):
+        raise InputError(f"{name} is empty (shape {shape}); a function class needs at least one entry")
+    arr = as_float_array(name, value, ndim)
     bad = (arr < 0) | (arr > 1)
     if np.any(bad):
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise InputError(f"{name} must lie in [0, 1] (the sensitivity bounds of §2.4 need it); "
                          f"entry {idx} is {arr[idx]!r}")
-    arr.setflags(write=False)
     return arr
 
 

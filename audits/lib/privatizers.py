@@ -421,11 +421,24 @@ class MessageStatistics:
         return np.concatenate([x, self.params.scores(x)], axis=1)
 
 
+def _best_column(sx, sy, n_cert, alpha_b, objective):
+    """The statistic (column of the pilot scores ``sx``, ``sy``: (n, statistics)) and the direction whose
+    best threshold projects the largest certified value: (value, (column, direction))."""
+    from dpcheck import events as ev
+    best, which = -math.inf, None
+    for j in range(sx.shape[1]):
+        a, b = np.sort(sx[:, j]), np.sort(sy[:, j])
+        for direction, (u, v) in (("D->D'", (a, b)), ("D'->D", (-b[::-1], -a[::-1]))):
+            _, val, _, _ = ev.best_threshold(u, v, n_cert, alpha_b, objective)
+            if val > best:
+                best, which = val, (j, direction)
+    return best, which
+
+
 def _pilot(make, x, y, d, *, pilot, seed, config_index, n_cert, alpha_b, objective):
     """Estimate the statistics' parameters on one pilot sample and score the configuration on a
     second, independent one: the best projected certified bound over the statistics and both
     directions (the same threshold search the auditor runs on its selection sample)."""
-    from dpcheck import events as ev
     ss = np.random.SeedSequence([int(seed), SEARCH_SALT, int(config_index)]).spawn(4)
     mech = make(None)
     mom_x = mech.moments(x, np.random.default_rng(ss[0]), pilot)
@@ -434,13 +447,7 @@ def _pilot(make, x, y, d, *, pilot, seed, config_index, n_cert, alpha_b, objecti
     mech = make(params)
     sx = mech(x, np.random.default_rng(ss[2]), pilot)
     sy = mech(y, np.random.default_rng(ss[3]), pilot)
-    best, which = -math.inf, None
-    for j in range(sx.shape[1]):
-        a, b = np.sort(sx[:, j]), np.sort(sy[:, j])
-        for direction, (u, v) in (("D->D'", (a, b)), ("D'->D", (-b[::-1], -a[::-1]))):
-            _, val, _, _ = ev.best_threshold(u, v, n_cert, alpha_b, objective)
-            if val > best:
-                best, which = val, (j, direction)
+    best, which = _best_column(sx, sy, n_cert, alpha_b, objective)
     return params, float(best), which
 
 
@@ -494,7 +501,6 @@ def _pilot_lockstep(template, K, position, x, y, d, *, H, S, A, rewards, pilot, 
     The configuration's value is the larger of the empirical and the Gaussian-model projection
     (:func:`_gaussian_projection`). The parameters handed to the audit are re-estimated on all
     2 x ``pilot`` runs per side (still independent of the audit's samples)."""
-    from dpcheck import events as ev
     n = int(pilot)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), SEARCH_SALT, int(config_index)]))
     mech = StreamStatistics(template, K, position, H=H, S=S, A=A, rewards=rewards)
@@ -531,13 +537,7 @@ def _pilot_lockstep(template, K, position, x, y, d, *, H, S, A, rewards, pilot, 
             full[k][t - 1] = getattr(allx, k)
     params = StatisticParams(**full)
     sx, sy = sx.reshape(n, -1), sy.reshape(n, -1)
-    best, which = -math.inf, None
-    for j in range(sx.shape[1]):
-        a, b = np.sort(sx[:, j]), np.sort(sy[:, j])
-        for direction, (u, v) in (("D->D'", (a, b)), ("D'->D", (-b[::-1], -a[::-1]))):
-            _, val, _, _ = ev.best_threshold(u, v, n_cert, alpha_b, objective)
-            if val > best:
-                best, which = val, (j, direction)
+    best, which = _best_column(sx, sy, n_cert, alpha_b, objective)
     g_val, g_which = _gaussian_projection(sx, sy, n_cert, alpha_b, objective)
     if g_val > best:
         best, which = g_val, g_which
