@@ -46,6 +46,9 @@ LABELS = {"non_private_no_batch": "non-private no-batch", "non_private_batched":
 KINDS = ("easy", "hard")
 PAPER = {"easy": {"non_private_no_batch": 13, "non_private_batched": 24, "private_eps_8": 37, "private_eps_5": 127},
          "hard": {"non_private_no_batch": 31, "non_private_batched": 34, "private_eps_8": 87, "private_eps_5": 218}}
+# The spec's own trial of the PoC-default (§4.5; labelled there as NOT from the paper): a second reference.
+SPEC_TRIAL = {"easy": {"non_private_no_batch": 15, "non_private_batched": 51, "private_eps_8": 167, "private_eps_5": 204},
+              "hard": {"non_private_no_batch": 30, "non_private_batched": 64, "private_eps_8": 263, "private_eps_5": 282}}
 FRACTION = 0.95
 LEVEL = 0.95
 # A curve whose regret per episode over the last 10% of K is still at least this fraction of its average has
@@ -275,6 +278,14 @@ def agreement_notes(grid: dict, findings: dict) -> list[str]:
                + (f"our plateau comes later than the paper's for {', '.join(slow)}" if slow else "")
                + (f"; earlier for {', '.join(fast)}" if fast else "") + ". The paper's configuration (K, eta, "
                "Delta_S, batch sizes, whether eps is the total budget) is unknown (A10), so E4 is reference only.")
+    if all(grid[kind][m].get("H", 4) == 4 for kind in KINDS for m in METHODS):
+        hits = [f"{kind} {LABELS[m]}" for kind in KINDS for m in METHODS
+                if grid[kind][m]["plateau_ci"][0] <= SPEC_TRIAL[kind][m] <= grid[kind][m]["plateau_ci"][1]]
+        trial = ", ".join(f"{kind} " + " / ".join(str(SPEC_TRIAL[kind][m]) for m in METHODS) for kind in KINDS)
+        out.append(f"* Against the spec's own earlier trial of this configuration (§4.5, not from the paper: {trial}): "
+                   f"inside our 95% interval in {len(hits)} of 8 cells"
+                   + (f" (outside: {', '.join(f'{k} {LABELS[m]}' for k in KINDS for m in METHODS if f'{k} {LABELS[m]}' not in hits)})"
+                      if len(hits) < 8 else "") + ".")
     th = theory_batch_sizes(grid)
     if th:
         out.append("* With the theory's own constants instead (§2.5 / §4.5 theory-faithful: alpha = 0.05, "
