@@ -291,9 +291,10 @@ def agreement_notes(grid: dict, findings: dict) -> list[str]:
         out.append("* With the theory's own constants instead (§2.5 / §4.5 theory-faithful: alpha = 0.05, "
                    "Delta_S = (H+1)^2, c_kappa = 1, C'_cov exact) the private batch sizes would be "
                    + ", ".join(f"B = {b} (eps = {e:g}, beta_EM = {beta:.4f})" for e, b, beta in th)
-                   + ": the first data-driven policy change would come after episode B + 1, later than the paper's "
-                   "easy eps = 8 plateau (37), so the paper must have used smaller constants (as the PoC-default "
-                   "does).")
+                   + ": the first data-driven policy change would come at episode B + 1"
+                   + (f", later than the paper's easy eps = 8 plateau ({PAPER['easy']['private_eps_8']}), so the "
+                      "paper must have used smaller constants (as the PoC-default does)."
+                      if th[0][1] + 1 > PAPER["easy"]["private_eps_8"] else "."))
     return out
 
 
