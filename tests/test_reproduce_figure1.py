@@ -41,7 +41,9 @@ def test_tiny_run_writes_report_json_and_plot(tiny):
     assert meta["C"] in _module().C_GRID and meta["pevi_c"] in _module().PEVI_C_GRID
     labels = [r["label"] for r in res["results"]]
     assert labels == ["PEVI", "VAPVI", "VAPVI (theory additive)", "DP-VAPVI rho=1", "DP-VAPVI rho=1e+09",
-                      "DP-VAPVI rho=1 privacy-correct"]
+                      "DP-VAPVI rho=1 privacy-correct",
+                      "DP-VAPVI rho=1 ablation: variance step noise-free (g1, g2, K1 = E/2 I)",
+                      "DP-VAPVI rho=1 ablation: regression step noise-free (g3, K2 = E/2 I)"]
     for r in res["results"]:
         m, lo, hi = (np.asarray(r[k]) for k in ("mean", "ci_low", "ci_high"))
         assert m.shape == (3,) and np.all(lo <= m) and np.all(m <= hi)
@@ -102,3 +104,19 @@ def test_t_interval_known_answer():
     m, h = _module().t_interval(np.array([1.0, 2.0, 3.0]))
     assert m == pytest.approx(2.0)
     assert h == pytest.approx(4.302652729911275 / np.sqrt(3.0))     # t_{0.975, 2} * sd / sqrt(n)
+
+
+def test_ablation_zeroes_exactly_the_named_noises():
+    from algorithms.offline import DPVAPVI, appendix_f
+    mod = _module()
+    inst = appendix_f(np.random.default_rng(1), H=3)
+    counts = inst.sample_counts(40, np.random.default_rng(2), runs=3, rewards=True)
+    kw = dict(rho=1.0, C=0.1, Dpen=0.0, split=False)
+    full = DPVAPVI(**kw).run(counts, inst.features, np.random.default_rng(3))
+    same = mod.ablation(set(), **kw).run(counts, inst.features, np.random.default_rng(3))
+    assert np.array_equal(full.policy, same.policy) and np.array_equal(full.values, same.values)
+    part = mod.ablation({"g3", "N2"}, **kw).run(counts, inst.features, np.random.default_rng(3))
+    assert not part.noise.g3.any() and not part.noise.N2.any()
+    for k in ("g1", "g2", "N1"):                      # the other draws are the full run's, untouched
+        assert np.array_equal(getattr(part.noise, k), getattr(full.noise, k))
+    assert np.array_equal(part.statistics["sigma_matrix"], full.statistics["sigma_matrix"])
