@@ -125,7 +125,7 @@ class _PrivateLinOptAudit(Audit):
         spec = self.spec()
         spec.privatizer()                       # a bad flag / budget is an InputError before any work
         exe = self.exe
-        K_regret = exe.pick(8192, 4096)
+        K_regret = exe.pick(16384, 8192)
         self.config.update({"algorithm": spec.label, "instance": repr(env), "spec": spec.describe(),
                             "weak_privacy_eps": list(WEAK_EPS), "K_regret": K_regret,
                             "note": "privacy and assumption checks at the command line's eps; regret rates in the "
@@ -160,7 +160,7 @@ class _PrivateLinOptAudit(Audit):
     def regret(self, spec, env, K) -> None:
         exe = self.exe
         self.progress(f"{self.name}: regret in the weak-privacy range (K = {K})")
-        runs = exe.pick(8, 4)
+        runs = exe.pick(6, 4)
         grid = lib.regret_grid(spec, env, K=K, runs=runs, seed=exe.seed + 2, eps_grid=WEAK_EPS)
         label = f"{spec.label} (eps = {WEAK_EPS[-1]:g})"
         self.add(lib.exponent_check(grid["private"][WEAK_EPS[-1]], K, id="regret.exponent", alpha=exe.alpha,
