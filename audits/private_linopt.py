@@ -114,11 +114,10 @@ class _PrivateLinOptAudit(Audit):
     uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
 
     def spec(self, **kw) -> lib.LinOptSpec:
-        p = self.params
         eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
-        return lib.LinOptSpec(algorithm=self.algorithm_key, epsilon=eps, delta=float(p.delta),
-                              alpha=float(p.utility_alpha), radius_dim=p.radius_dim,
-                              sensitivity_mode=p.sensitivity_mode, target=p.target, **kw)
+        return lib.LinOptSpec(algorithm=self.algorithm_key, epsilon=eps, delta=float(self.params.delta),
+                              alpha=float(self.params.utility_alpha), radius_dim=self.params.radius_dim,
+                              sensitivity_mode=self.params.sensitivity_mode, target=self.params.target, **kw)
 
     def run(self) -> None:
         env = lib.load_instance(self.params.instance)
@@ -147,7 +146,8 @@ class _PrivateLinOptAudit(Audit):
         self.progress(f"{self.name}: JDP black box on scripted users")
         samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
         self.add(lib.jdp_blackbox_check(spec, env, samples=samples, alpha=exe.alpha, seed=exe.seed,
-                                        **exe.parallel()))
+                                        workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
+                                        cache_dir=exe.cache_dir, progress=exe.progress))
 
     def assumptions(self, spec, env) -> None:
         exe = self.exe

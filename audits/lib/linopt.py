@@ -234,7 +234,7 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
     m.update(epsilon_achieved=m.get("epsilon_pld"), epsilon_claimed=claim.epsilon,
              epsilon_at_delta_1e6=pa.pld_epsilon(priv.dp_event(sizes, "replacement"), 1e-6),
              gdp_mu=priv.gdp_mu(sizes, "replacement"), gdp_mu_add_remove=priv.gdp_mu(sizes, "add_remove"),
-             slack=claim.epsilon / max(m.get("epsilon_pld") or 0.0, 1e-300))
+             slack=(claim.epsilon / m["epsilon_pld"]) if (m.get("epsilon_pld") or 0.0) > 0 else math.inf)
     reason = check.reason + (f"; the calibration achieves eps = {m['epsilon_pld']:.4g} at delta = {spec.delta:g} "
                              f"(claimed {claim.epsilon:.4g}, GDP mu = {m['gdp_mu']:.4g}; "
                              f"eps = {m['epsilon_at_delta_1e6']:.4g} at delta = 1e-6)")
