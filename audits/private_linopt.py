@@ -48,6 +48,10 @@ def _claims(algorithm: str) -> tuple:
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
                  "scripted users)", f"{Z}, Thm 6.4, Def 2.2; spec C11, C12", "linopt.jdp_blackbox_check"),
+        ClaimRow("privacy.release.blackbox", "privacy",
+                 "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are "
+                 "(eps', delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
+                 f"{Z}, Thm 6.4 (billboard lemma); spec C11, C11d", "linopt.release_blackbox_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
                  "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec C11b, A7, A12",
@@ -143,8 +147,11 @@ class _PrivateLinOptAudit(Audit):
                                                   seed=exe.seed)
         self.add(sens)
         self.add(flow)
-        self.progress(f"{self.name}: JDP black box on scripted users")
+        self.progress(f"{self.name}: black box on the released statistics and on the actions (scripted users)")
         samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
+        self.add(lib.release_blackbox_check(spec, env, samples=samples, alpha=exe.alpha, seed=exe.seed,
+                                            workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
+                                            cache_dir=exe.cache_dir, progress=exe.progress))
         self.add(lib.jdp_blackbox_check(spec, env, samples=samples, alpha=exe.alpha, seed=exe.seed,
                                         workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
                                         cache_dir=exe.cache_dir, progress=exe.progress))

@@ -107,6 +107,23 @@ class WrongDimension(Privatizer):
         return {"p1": sizes.d2 * H2, "p2": math.sqrt(sizes.d2) * H2, "r1": 1.0, "r2": 1.0}
 
 
+class TooLittleNoise(Privatizer):
+    """Every tree drawn with 1/30 of the calibrated noise (and declaring it)."""
+
+    def noise_stds(self, sizes):
+        return {k: v / 30 for k, v in super().noise_stds(sizes).items()}
+
+
+def test_release_black_box_sees_the_data_at_eps_1_and_catches_too_little_noise():
+    env = lm2()
+    good = lib.release_blackbox_check(lib.LinOptSpec(), env, samples=40_000, seed=0)
+    assert good.verdict == "pass" and "vacuous" not in good.details, good.reason
+    bad = lib.release_blackbox_check(lib.LinOptSpec(privatizer_class=TooLittleNoise), env, samples=40_000, seed=0)
+    assert bad.verdict == "fail" and bad.measured["epsilon_lower_bound"] > bad.measured["epsilon_claimed"]
+    # the white box sees it too: the declared trees no longer meet the claim
+    assert lib.dp_event_check(lib.LinOptSpec(privatizer_class=TooLittleNoise), env, 64).verdict == "fail"
+
+
 def test_redrawn_tree_noise_is_caught_by_the_tree_reuse_check():
     good = lib.tree_reuse_check(lib.LinOptSpec(), runs=1_000, seed=0)
     assert good.verdict == "pass", good.reason
@@ -219,7 +236,7 @@ def test_claim_tables_and_options(capsys):
     for name in ("private_linopt_vi", "private_linopt_po"):
         assert main(["list", "--claims", name]) == 0
         out = capsys.readouterr().out
-        for cid in ("privacy.jdp.blackbox", "whitebox.dp_event", "whitebox.sensitivity", "whitebox.tree_noise_reuse",
+        for cid in ("privacy.jdp.blackbox", "privacy.release.blackbox", "whitebox.dp_event", "whitebox.sensitivity", "whitebox.tree_noise_reuse",
                     "assumption.lambda_min", "assumption.confidence_set", "assumption.optimism", "regret.exponent",
                     "regret.privacy_scaling", "regret.explicit_bound"):
             assert cid in out
@@ -271,7 +288,7 @@ def test_quick_audit_end_to_end(tmp_path, name):
     assert code == 0
     report = json.loads((tmp_path / f"{name}.json").read_text())
     ids = {c["id"]: c for c in report["checks"]}
-    want = {"privacy.jdp.blackbox", "whitebox.dp_event", "whitebox.calibration", "whitebox.sensitivity",
+    want = {"privacy.jdp.blackbox", "privacy.release.blackbox", "whitebox.dp_event", "whitebox.calibration", "whitebox.sensitivity",
             "privacy.dataflow", "whitebox.tree_noise_reuse", "assumption.lambda_min", "assumption.lambda_max",
             "assumption.nu", "assumption.confidence_set", "assumption.optimism", "regret.exponent",
             "regret.exponent.nonprivate", "regret.privacy_scaling", "regret.radius_scaling", "regret.explicit_bound"}

@@ -330,7 +330,7 @@ class ReplayRegularizer(_regularizer_base()):
 class _ReplayState:
     def __init__(self, inner, releases):
         self.inner, self.replay = inner, releases
-        self.exact_log, self.seen = [], []
+        self.exact_log, self.seen, self.rows = [], [], []
 
     @property
     def shift_p(self):
@@ -341,6 +341,7 @@ class _ReplayState:
         return self.inner.shift_r
 
     def observe(self, *rows):
+        self.rows.append(tuple(np.array(x, copy=True) for x in rows))
         self.inner.observe(*rows)
 
     def release(self):
@@ -350,7 +351,7 @@ class _ReplayState:
         self.seen.append(tuple(np.array(x, copy=True) for x in own))
         if self.replay is None or len(self.exact_log) > len(self.replay):
             return own                       # no recorded release left (the run's final one is never planned with)
-        return tuple(np.array(x, copy=True) for x in self.replay[len(self.exact_log) - 1])
+        return tuple(np.broadcast_to(x, o.shape).copy() for x, o in zip(self.replay[len(self.exact_log) - 1], own))
 
     def regularization(self):
         return self.inner.regularization()
@@ -527,6 +528,83 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
                            "of every episode must coincide (the scripted users ignore the actions)"},
         what="actions unchanged under a replayed transcript when one user's data changes")
     return check, flow
+
+
+def _node_vector(prefixes, counter: str) -> np.ndarray:
+    """(runs, nodes * H * coords) implied node values of one counter kind from its prefix sums B(0..n)
+    (n + 1, runs, H, ...), upper triangle for the matrix counters."""
+    nodes = _upper(implied_nodes(np.asarray(prefixes)), counter.endswith("1"))        # (n, runs, H, coords)
+    return np.moveaxis(nodes, 1, 0).reshape(nodes.shape[1], -1)
+
+
+class ReleaseStatistic:
+    """mechanism(which, rng, size) -> (size,) the Gaussian log-likelihood-ratio statistic of the Privatizer's
+    released stream for the user sequence ``which`` (0: U, 1: U'), conditioned on one transcript: the recorded
+    rows of that sequence are fed to ``size`` fresh copies of the Privatizer, the releases B(1..K-1) are turned
+    into the implied tree nodes (post-processing), each counter kind scaled by its node std, and projected on
+    the difference of the two sequences' exact node vectors (the Neyman-Pearson statistic for a correct
+    tree)."""
+
+    def __init__(self, spec: LinOptSpec, sizes, rows, mu, mu_p, scales):
+        self.spec, self.sizes, self.rows, self.mu, self.mu_p, self.scales = spec, sizes, rows, mu, mu_p, scales
+
+    def __call__(self, which, rng, size):
+        from algorithms.linear import COUNTERS
+        size = int(size)
+        state = self.spec.privatizer().start(size, self.sizes, rng, self.spec.alpha)
+        eye_p, eye_r = np.eye(self.sizes.d1), np.eye(self.sizes.d2)
+        pre = {c: [] for c in COUNTERS}
+        for t in range(self.sizes.insertions):
+            state.observe(*(np.broadcast_to(x, (size,) + x.shape[1:]) for x in self.rows[which][t]))
+            Lp, up, Lr, ur = state.release()
+            pre["p1"].append(Lp - state.shift_p * eye_p)
+            pre["p2"].append(up)
+            pre["r1"].append(Lr - state.shift_r * eye_r)
+            pre["r2"].append(ur)
+        # B(0) = 0: no item inserted yet
+        x = np.concatenate([_node_vector([np.zeros_like(pre[c][0])] + pre[c], c) / self.scales[c]
+                            for c in COUNTERS], axis=1)
+        from audits.lib.privatizers import gaussian_llr
+        return gaussian_llr(x, self.mu, self.mu_p)
+
+
+def release_blackbox_check(spec: LinOptSpec, env, *, K: int = 8, samples: int = 200_000, alpha: float = 0.05,
+                           seed: int = 0, **parallel) -> Check:
+    """C11, C11d: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
+    (eps', delta)-DP in one user, black box: user 1 replaced (:func:`jdp_users`), one random transcript
+    replayed on both sides (the claim holds for every transcript, A7), the optimal Gaussian statistic of the
+    implied node vector. Unlike the action black box it sees the data at any eps, so a tree with too little
+    noise fails it."""
+    from dpcheck import AuditTarget
+    from dpcheck.blackbox import audit
+    from algorithms.linear import COUNTERS
+    U, U2 = jdp_users(env, K)
+    sizes = sizes_for(env, K)
+    priv = spec.privatizer()
+    claim = priv.claim(sizes)
+    transcript = random_transcript(env, K, seed)
+    rows, mus = [], []
+    scales = {c: (t.node_scale if t.node_scale > 0 else 1.0) for c, t in priv.trees(sizes).items()}
+    for users in (U, U2):
+        reg = ReplayRegularizer(priv, transcript)
+        spec.make(regularizer=reg, record_estimates=False, record_figures=False).run(
+            env, K, np.random.default_rng(seed), users=users)
+        st = reg.states[0]
+        rows.append(st.rows)
+        n = sizes.insertions + 1
+        mus.append(np.concatenate([_node_vector([e[i] for e in st.exact_log[:n]], c)[0] / scales[c]
+                                   for i, c in enumerate(COUNTERS)]))
+    mech = ReleaseStatistic(spec, sizes, rows, mus[0], mus[1], scales)
+    target = AuditTarget(name=f"{spec.label}.release", mechanism=mech, pairs=[(0, 1)], claim=claim,
+                         output="continuous")
+    res = audit(target, samples=samples, alpha=alpha, seed=seed, **parallel)
+    check = res.to_check(id="privacy.release.blackbox", claim_source=claim.source)
+    mu = float(np.linalg.norm(mus[0] - mus[1]))
+    det = dict(check.details)
+    det.update(agent=spec.describe(), K=K, gdp_mu_of_this_pair=mu,
+               adversary="the Privatizer's releases {Lambda^k, u^k} (tree nodes implied by them), user 1 replaced, "
+                         "one random transcript replayed on both sides")
+    return replace(check, details=det, reason=check.reason + f" (this pair's GDP mu = {mu:.3g})")
 
 
 def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0, d1: int = 2, d2: int = 2,
