@@ -672,6 +672,11 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
 # ----------------------------------------------------------------------------- assumptions
 def monitored_run(spec: LinOptSpec, env, *, K: int, runs: int, seed: int):
     """One batch of ``runs`` repetitions with the Assumption 2 figures recorded (checker side)."""
+    from dpcheck.parallel import cached_call
+    return cached_call("private_linopt.monitored_run", _monitored_run, spec, env, K, runs, seed)
+
+
+def _monitored_run(spec: LinOptSpec, env, K: int, runs: int, seed: int):
     algo = spec.make(record_estimates=False, record_figures=True)
     return algo.run(env, K, np.random.default_rng(seed), runs=runs)
 
@@ -750,23 +755,28 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
 
 
 # ----------------------------------------------------------------------------- regret
+def _curve(spec: LinOptSpec, env, epsilon, K: int, runs: int, seed: int) -> dict:
+    """One configuration of the regret grid: cumulative regret (runs, K), the explicit bound on R(K), the
+    fraction of clipped Q values and V_1^*. ``epsilon`` None: the non-private instantiation."""
+    algo = (spec.nonprivate if epsilon is None else lambda **kw: spec.make(epsilon=epsilon, **kw))(
+        record_estimates=False, record_figures=False)
+    res = algo.run(env, K, np.random.default_rng(seed), runs=runs)
+    return {"R": res.cumulative_regret, "bound": float(res.config["regret_bound"]),
+            "saturated": float(res.upper_clip_fraction.mean()), "optimal_value": res.optimal_value}
+
+
 def regret_grid(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, eps_grid) -> dict:
     """Cumulative exact pseudo-regret curves (runs, K) of the private algorithm at every eps of ``eps_grid``
     and of the non-private instantiation, common random numbers (the same seed for every configuration),
-    with each configuration's explicit bound on R(K) (C17 / C18)."""
-    out = {"eps": list(eps_grid), "private": {}, "bound": {}, "saturated": {}}
+    with each configuration's explicit bound on R(K) (C17 / C18). Each configuration goes through
+    dpcheck.parallel.cached_call (``--cache DIR`` stores it; a rerun resumes)."""
+    from dpcheck.parallel import cached_call
+    out = {"eps": list(eps_grid), "private": {}, "bound": {}, "saturated": {}, "K": K}
     for eps in eps_grid:
-        res = spec.make(epsilon=eps, record_estimates=False, record_figures=False).run(
-            env, K, np.random.default_rng(seed), runs=runs)
-        out["private"][eps] = res.cumulative_regret
-        out["bound"][eps] = float(res.config["regret_bound"])
-        out["saturated"][eps] = float(res.upper_clip_fraction.mean())
-    res = spec.nonprivate(record_estimates=False, record_figures=False).run(env, K, np.random.default_rng(seed),
-                                                                             runs=runs)
-    out["nonprivate"] = res.cumulative_regret
-    out["nonprivate_bound"] = float(res.config["regret_bound"])
-    out["optimal_value"] = res.optimal_value
-    out["K"] = K
+        c = cached_call("private_linopt.regret_curve", _curve, spec, env, float(eps), K, runs, seed)
+        out["private"][eps], out["bound"][eps], out["saturated"][eps] = c["R"], c["bound"], c["saturated"]
+    c = cached_call("private_linopt.regret_curve", _curve, spec, env, None, K, runs, seed)
+    out["nonprivate"], out["nonprivate_bound"], out["optimal_value"] = c["R"], c["bound"], c["optimal_value"]
     return out
 
 
