@@ -292,7 +292,10 @@ def test_quick_audit_end_to_end(tmp_path, name):
             "privacy.dataflow", "whitebox.tree_noise_reuse", "assumption.lambda_min", "assumption.lambda_max",
             "assumption.nu", "assumption.confidence_set", "assumption.optimism", "regret.exponent",
             "regret.exponent.nonprivate", "regret.privacy_scaling", "regret.radius_scaling", "regret.explicit_bound"}
+    want |= {f"assumption.{n}.weak_privacy" for n in ("lambda_min", "lambda_max", "nu", "confidence_set", "optimism")}
     assert want == set(ids)
+    # at eps = 10^4 the bonus no longer saturates: optimism is checked for real there
+    assert "qualifier" not in ids["assumption.optimism.weak_privacy"]["details"]
     assert all(c["verdict"] != "fail" for c in ids.values())
     # eps = 1 on LM-2 is the noise-dominated regime (spec §2.8): the black box and optimism say so
     assert ids["privacy.jdp.blackbox"]["details"].get("qualifier") == "vacuous"

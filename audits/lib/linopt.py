@@ -681,9 +681,11 @@ def _monitored_run(spec: LinOptSpec, env, K: int, runs: int, seed: int):
     return algo.run(env, K, np.random.default_rng(seed), runs=runs)
 
 
-def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, alpha: float, res=None) -> list:
+def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, alpha: float, res=None,
+                      suffix: str = "") -> list:
     """Assumption 2 (C8) part by part, Lemma 3.1 (C13) and optimism (C14 for VI; C15 / C16 for PO) over
-    ``runs`` independent repetitions, each a probability claim checked with exact binomial bounds."""
+    ``runs`` independent repetitions, each a probability claim checked with exact binomial bounds. ``suffix``
+    is appended to every check id (e.g. ".weak_privacy" for a batch at another eps)."""
     res = res if res is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     c = res.constants
     a = spec.alpha
@@ -695,7 +697,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
     nu = ((res.z_norm_p > c.nu_p * (1 + tol) + tol) | (res.z_norm_r > c.nu_r * (1 + tol) + tol)).any(axis=(1, 2))
     floored = (res.floored_p | res.floored_r).any(axis=(1, 2))
     src = f"{SOURCE}, Assumption 2 with the constants of the proof of Thm 6.5; {SPEC} C8, §2.8"
-    base = {"K": K, "runs": runs, "agent": spec.describe(), "constants": c.__dict__,
+    base = {"K": K, "runs": runs, "epsilon": spec.epsilon, "agent": spec.describe(), "constants": c.__dict__,
             "min_eig_Z_over_lambda_min": float(min((res.z_eig_min_p / c.lambda_min_p).min(),
                                                    (res.z_eig_min_r / c.lambda_min_r).min())),
             "max_eig_Z_over_lambda_max": float(max((res.z_eig_max_p / c.lambda_max_p).max(),
@@ -704,20 +706,20 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
                                             (res.z_norm_r / max(c.nu_r, 1e-300)).max())),
             "runs_with_floored_Lambda": int(floored.sum())}
     out = [
-        probability_check(id="assumption.lambda_min", failures=int(lo.sum()), runs=runs, beta=a, alpha=alpha,
+        probability_check(id="assumption.lambda_min" + suffix, failures=int(lo.sum()), runs=runs, beta=a, alpha=alpha,
                           claim={"statement": "||(Z_h^k)^{-1}|| <= 1/lambda_min (p and r) for all k, h, w.p. >= 1 - alpha",
                                  "source": src}, details=base, what="lambda_min(Z) >= lambda_min"),
-        probability_check(id="assumption.lambda_max", failures=int(hi.sum()), runs=runs, beta=a, alpha=alpha,
+        probability_check(id="assumption.lambda_max" + suffix, failures=int(hi.sum()), runs=runs, beta=a, alpha=alpha,
                           claim={"statement": "||Z_h^k|| <= lambda_max (p and r) for all k, h, w.p. >= 1 - alpha",
                                  "source": src}, details=base, what="||Z|| <= lambda_max"),
-        probability_check(id="assumption.nu", failures=int(nu.sum()), runs=runs, beta=a, alpha=alpha,
+        probability_check(id="assumption.nu" + suffix, failures=int(nu.sum()), runs=runs, beta=a, alpha=alpha,
                           claim={"statement": "||z_h^k||_{(Z_h^k)^{-1}} <= nu (p and r) for all k, h, w.p. >= 1 - alpha",
                                  "source": src}, details=base, what="||z||_{Z^-1} <= nu"),
     ]
     good = res.good_event
     cont = max(float(res.containment_p.max()), float(res.containment_r.max()))
     out.append(probability_check(
-        id="assumption.confidence_set", failures=int((~good).sum()), runs=runs, beta=min(1.0, 3 * a), alpha=alpha,
+        id="assumption.confidence_set" + suffix, failures=int((~good).sum()), runs=runs, beta=min(1.0, 3 * a), alpha=alpha,
         claim={"statement": "||theta_h - theta_hat_h^k||_{Lambda_h^k} <= beta(alpha) for p and r, all k, h, "
                             "w.p. >= 1 - 3 alpha",
                "source": f"{SOURCE}, Lemma 3.1; {SPEC} C13"},
@@ -741,7 +743,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         what = "optimism (0 <= -iota <= 2 bonus, no lower clip) on the good event"
         extra = {"min_minus_iota": float(res.iota_min.min()), "max_iota_excess": float(res.iota_excess.max()),
                  "lower_clips": int(res.lower_clips.sum())}
-    chk = invariant_check(id="assumption.optimism", violations=viol, total=total,
+    chk = invariant_check(id="assumption.optimism" + suffix, violations=viol, total=total,
                           claim={"statement": statement, "source": src2},
                           details=dict(base, good_event_runs=int(g.sum()), saturated_fraction=sat, **extra),
                           what=what)
