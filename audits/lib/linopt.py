@@ -6,17 +6,19 @@ Privatizer's parameters, and optionally a subclass of the algorithm or of the Pr
 planted defect is audited by the same code) -- and returns a finished :class:`dpcheck.checks.Check`.
 
 * privacy: :func:`jdp_blackbox_check` (the actions sent to the other scripted users, black box, Def 2.2),
-  :func:`dp_event_check` (the declared Gaussian trees accounted exactly by PLD against the claim, and the
-  epsilon the calibration really achieves, C11b), :func:`calibration_check` (C10: the noise actually drawn
-  against the sensitivities Assumption 1 implies for the instance), :func:`stream_sensitivity_check`
-  (hypothesis search over neighbouring users, conditioned on a replayed transcript: how many tree nodes one
-  user's data enters and by how much it moves them, C1 / C9 / A7; with the billboard premise C11c as
-  :func:`dataflow` output), :func:`tree_reuse_check` (the release noise of every counter, matrix counters
-  included, has the tree's covariance and exact symmetry, C3 / C4);
+  :func:`release_blackbox_check` (the Privatizer's released statistics, black box with the optimal Gaussian
+  statistic on a replayed transcript, C11d), :func:`dp_event_check` (the declared Gaussian trees accounted
+  exactly by PLD against the claim, and the epsilon the calibration really achieves, C11b),
+  :func:`calibration_check` (C10: the noise actually drawn against the sensitivities Assumption 1 implies for
+  the instance), :func:`stream_sensitivity_check` (hypothesis search over neighbouring users on a replayed
+  transcript: how many tree nodes one user's data enters and by how much it moves them, C1 / C9 / A2 / A7;
+  and the billboard premise C11c, ``privacy.dataflow``), :func:`tree_reuse_check` (the release noise of
+  every counter, matrix counters included, has the tree's covariance and exact symmetry, C3 / C4);
 * assumptions: :func:`assumption_checks` (Assumption 2's lambda_min, lambda_max, nu over repetitions,
-  Lemma 3.1's containment, optimism C14 / C16 / C15);
-* regret: :func:`regret_grid` + :func:`regret_checks` (increment exponent in the weak-privacy range C19 /
-  C20 / C22, the eps^(-1/2) scaling C21 / C23, the explicit per-run bound C17 / C18).
+  Lemma 3.1's containment, optimism C14 / C15 / C16);
+* regret: :func:`regret_grid` (cached curves) + :func:`exponent_check` (increment exponent after the
+  over-exploration phase, C19 / C20 / C22), :func:`scaling_checks` (privacy cost vs eps, C23),
+  :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), C21), :func:`explicit_bound_check` (C17 / C18).
 
 Instances: :func:`load_instance` (LM-2, tabular-as-linear, or a user's .npz).
 """
@@ -381,8 +383,8 @@ def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript
     difference of the exact prefix sums, and whether the actions sent to the users other than the replaced
     one changed (the billboard premise, C11c).
 
-    transcript: releases to replay (None: those of the non-private ridge instantiation run on U, whose
-    value functions vary from episode to episode, so re-featurised rows would show)."""
+    transcript: releases to replay (None: those of the non-private ridge instantiation run on U; the search
+    of :func:`stream_sensitivity_check` passes :func:`random_transcript`)."""
     from algorithms.linear import COUNTERS
     K = U.K
     if transcript is None:
