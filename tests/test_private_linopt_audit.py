@@ -167,6 +167,35 @@ def test_noise_calibrated_with_the_wrong_dimension_is_caught_by_the_calibration_
     assert lib.calibration_check(lib.LinOptSpec(privatizer_class=WrongDimension), lm2(), 64).verdict == "pass"
 
 
+class PeeksAtUserOne:
+    """An algorithm that reads user 1's raw data outside the Privatizer (the billboard premise broken): its
+    Q favours action 1 when user 1 was in state 1 after her first step."""
+
+    @staticmethod
+    def make():
+        from algorithms.linear import LinOptVI
+
+        class Peeking(LinOptVI):
+            def run(self, env, K, rng, runs=1, *, users=None, release_hook=None):
+                self._peek = 0.0 if users is None else float(users.states[0, 1])
+                return super().run(env, K, rng, runs, users=users, release_hook=release_hook)
+
+            def plan(self, env, release, betas, floors, policy=None, min_eig=True):
+                out = super().plan(env, release, betas, floors, policy, min_eig)
+                if self._peek:
+                    out["Q"] = out["Q"].copy()
+                    out["Q"][..., 1] += self._peek
+                return out
+
+        return Peeking
+
+
+def test_an_algorithm_reading_raw_data_fails_the_dataflow_check():
+    spec = lib.LinOptSpec(algo_class=PeeksAtUserOne.make())
+    _, flow = lib.stream_sensitivity_check(spec, lm2(), K=6, examples=5, seed=0)
+    assert flow.verdict == "fail" and flow.measured["violations"] > 0, flow.reason
+
+
 # ----------------------------------------------------------------------------- known answers
 def test_implied_nodes_of_an_item_inserted_once():
     # the prefix sums of a stream with a single 1 at position j: the implied nodes are exactly those containing j
