@@ -323,3 +323,19 @@ def test_validity_over_seeds_at_a_large_alpha(name, mech, pairs, claim, true_eps
         eps = true_eps if true_eps is not None else r.epsilon_claimed
         exceed += (r.epsilon_lower_bound > eps) or any(p["exceeded"] for p in r.profile)
     assert exceed < 20
+
+
+def test_distribution_plot_of_an_empty_event_has_a_finite_range_and_no_warning():
+    # an event chosen as "statistic >= inf" (nothing on either side) must not stretch the plot to inf
+    import warnings
+
+    from dpcheck.blackbox import _distribution_plot
+
+    rng = np.random.default_rng(0)
+    cx, cy = rng.normal(size=500), rng.normal(size=500)
+    row = {"direction": "D->D'", "pair": 0}
+    event = {"text": "M(D) >= inf", "statistic": "score", "threshold": float("inf")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plot = _distribution_plot(event, None, float("inf"), cx, cy, None, row)
+    assert np.all(np.isfinite(plot["series"][0]["x"]))
