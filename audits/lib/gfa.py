@@ -628,33 +628,36 @@ def _final_regret(agent, mdp, K, runs, seed):
 
 
 def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np: int, delta: float,
-                  tuning: str, C_cov: float, seed: int, sensitivity="paper", agent_class=None, progress=None):
-    """Final cumulative regret (runs, G) for every eps of ``eps_list`` and for the non-private batched
-    learner (B = ceil(sqrt K), Remark 3.7), one batch of runs per K (B depends on K). Common random
-    numbers: the same seed per K across eps."""
+                  tuning: str, C_cov: float, seed: int, sensitivity="paper", agent_class=None, progress=None,
+                  K_of_eps: dict | None = None, name: str = "private_gfa"):
+    """Final cumulative regret of the private learner for every eps of ``eps_list`` at the episode counts
+    ``K_of_eps[eps]`` (default: all of ``K_grid``) -> {eps: (runs, len)}, and of the non-private batched
+    learner (B = ceil(sqrt K), Remark 3.7) over ``K_grid`` (runs_np, G). One batch of runs per K (B depends
+    on K); common random numbers: the seed depends on K only, the same for every eps."""
     from algorithms.gfa import NonPrivateGeneralMDP, NonPrivateOutcomeRL, remark_3_7_batch_size
     mdp, fc = inst.mdp, inst.fclass
     s1 = inst.s1
     priv = {}
     for eps in eps_list:
         rows = []
-        for j, K in enumerate(K_grid):
+        for K in (K_of_eps or {}).get(eps, K_grid):
             B, eta, _ = tuned(algorithm, inst, int(K), eps, delta=delta, tuning=tuning, C_cov=C_cov,
                               sensitivity=sensitivity)
             ag = make_agent(algorithm, fc, epsilon=eps, delta=delta, B=B, eta=eta, sensitivity=sensitivity, s1=s1,
                             agent_class=agent_class)
-            rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs, seed + j))
+            rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs, seed + int(K)))
         priv[eps] = np.stack(rows, axis=1)
         if progress:
-            progress(f"private_gfa: regret at eps = {eps:g} done")
+            progress(f"{name}: regret at eps = {eps:g} done")
     rows = []
-    for j, K in enumerate(K_grid):
+    for K in K_grid:
         _, _, eta_np = tuned(algorithm, inst, int(K), max(eps_list), delta=delta, tuning=tuning, C_cov=C_cov,
                              sensitivity=sensitivity)
         NP = NonPrivateGeneralMDP if algorithm == 1 else NonPrivateOutcomeRL
         kw = {"s1": s1} if algorithm == 1 else {}
         ag = NP(fc, B=remark_3_7_batch_size(int(K)), eta=eta_np, **kw)
-        rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs_np, seed + 1000 + j))
+        rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs_np,
+                                seed + 7919 + int(K)))
     return priv, np.stack(rows, axis=1)
 
 
@@ -713,7 +716,7 @@ def _difference(Rp, Rn):
 
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
-                  agent_class=None, progress=None) -> list[Check]:
+                  agent_class=None, progress=None, name: str = "private_gfa") -> list[Check]:
     """The rate checks (G17-G21): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails, spec G20). A pass whose interval lies wholly
@@ -725,12 +728,14 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     # the K sweep at eps_K; the eps sweep at K_eps, which must be on the K grid (shared runs)
     if K_eps not in K_grid:
         raise InputError(f"K_eps = {K_eps} must be one of the K grid {K_grid}")
+    K_of_eps = {e: ([k for k in K_grid] if e == eps_K else [K_eps]) for e in eps_all}
     priv, Rn = regret_curves(algorithm, inst, K_grid=K_grid, eps_list=eps_all, runs=runs, runs_np=runs_np,
                              delta=delta, tuning=tuning, C_cov=C_cov, seed=seed, sensitivity=sensitivity,
-                             agent_class=agent_class, progress=progress)
+                             agent_class=agent_class, progress=progress, K_of_eps=K_of_eps, name=name)
     base = {"instance": inst.name, "tuning": tuning, "delta": delta, "runs_private": runs, "runs_nonprivate": runs_np,
             "K_grid": K_grid, "mean_regret_nonprivate": Rn.mean(0).tolist(),
-            "mean_regret_private": {f"{e:g}": priv[e].mean(0).tolist() for e in eps_all}}
+            "mean_regret_private": {f"{e:g}": {"K": K_of_eps[e], "regret": priv[e].mean(0).tolist()}
+                                    for e in eps_all}}
     out = []
     # privacy term vs K
     D = _difference(priv[eps_K], Rn)
@@ -775,7 +780,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     # privacy cost vs eps at K_eps
     j = K_grid.index(K_eps)
     eg = sorted(eps_grid)
-    Y = np.stack([priv[e][:, j] - Rn[:, j].mean() for e in eg], axis=1)
+    Y = np.stack([priv[e][:, K_of_eps[e].index(K_eps)] - Rn[:, j].mean() for e in eg], axis=1)
     fs = fit_scaling(np.asarray(eg, float), Y, alpha=alpha, seed=seed, interval="t")
     ym = Y.mean(0)
     c = slope_check(fs, bound=0.0, lower=-1.1, fail_above=0.0, fail_below=None, id="regret.privacy_cost.eps",
