@@ -327,3 +327,17 @@ def test_quick_end_to_end(tmp_path, name):
     assert set(ids) == {r.id for r in get(name).claims}
     assert "fail" not in ids.values(), ids
     assert code == 0
+
+
+def test_binary_sensitivity_fails_for_arbitrary_users_and_h_squared_is_tight(ad2):
+    """Known answers on the H = 2 Appendix D class: an arbitrary user (states not following the dynamics,
+    outcome in [0, 1]) moves the score by H^2 = 4, so the PoC default's Delta_S = 1 (spec A3, §4.5: valid only
+    for trajectories of the deterministic MDP with binary outcomes) fails, while the telescoping H^2 is met
+    with equality and the paper's (H+1)^2 holds."""
+    got = {}
+    for kind in ("binary", "telescoping", "paper"):
+        ag = PrivateOutcomeRL(ad2.fclass, epsilon=1.0, delta=1e-5, B=3, sensitivity=kind)
+        got[kind] = gfa.sensitivity_check(ag, ad2.mdp.init, examples=60)
+    assert got["binary"].verdict == "fail"
+    assert got["telescoping"].verdict == "pass" and got["telescoping"].measured["max_change"] == pytest.approx(4.0)
+    assert got["paper"].verdict == "pass"
