@@ -166,7 +166,7 @@ class _GFAAudit(Audit):
         name = self.name
         self.progress(f"{name}: privacy (composition, selection law, sensitivity search, data flow, black box)")
         K = self.K
-        self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K})))
+        self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
         self.add(gfa.selection_check(ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
                                      seed=self.int_seed("selection")))
         init = gfa.public_init(ag, inst.mdp)

@@ -341,3 +341,13 @@ def test_binary_sensitivity_fails_for_arbitrary_users_and_h_squared_is_tight(ad2
     assert got["binary"].verdict == "fail"
     assert got["telescoping"].verdict == "pass" and got["telescoping"].measured["max_change"] == pytest.approx(4.0)
     assert got["paper"].verdict == "pass"
+
+
+def test_composition_check_reads_the_draws_and_temperatures_really_made(gf):
+    """The correct learner's observed draws equal ceil(K/B) and its observed temperature the declared one."""
+    ok = gfa.composition_check(_agent(gf, B=8), [64, 200], mdp=gf.mdp)
+    assert ok.verdict == "pass" and [r["observed"]["draws"] for r in ok.details["grid"]] == [8, 25]
+    assert all(r["observed"]["max_beta"] == pytest.approx(r["beta_declared"]) for r in ok.details["grid"])
+    # the composition-ignored defect is caught with the observed temperatures too
+    bad = gfa.composition_check(_agent(gf, cls=NoComposition, B=4), [64], mdp=gf.mdp)
+    assert bad.verdict == "fail" and bad.details["grid"][0]["observed"]["draws"] == 16
