@@ -351,3 +351,18 @@ def test_composition_check_reads_the_draws_and_temperatures_really_made(gf):
     # the composition-ignored defect is caught with the observed temperatures too
     bad = gfa.composition_check(_agent(gf, cls=NoComposition, B=4), [64], mdp=gf.mdp)
     assert bad.verdict == "fail" and bad.details["grid"][0]["observed"]["draws"] == 16
+
+
+def test_exponent_passes_that_say_nothing_are_marked():
+    """A pass with an interval below 0.25 (saturated regret) or wider than 1 is never a plain PASS."""
+    from dpcheck.regret import fit_increment_exponent, slope_check
+    K = np.array([512, 1024, 2048, 4096])
+    rng = np.random.default_rng(0)
+    flat = 100 + 5 * np.log(K)[None, :] + rng.normal(0, 0.01, size=(16, 4))       # saturating regret
+    noisy = np.cumsum(np.abs(rng.normal(50, 60, size=(4, 4))), axis=1)              # few, noisy runs
+    for R in (flat, noisy):
+        fit = fit_increment_exponent(K, R, interval="t")
+        c = slope_check(fit, bound=100.0, id="regret.exponent.private", statement="", source="", xname="K",
+                        details={})
+        assert c.verdict == "pass"
+        assert gfa._regime(c, fit, "K^(3/5)").details.get("qualifier") == "uninformative"

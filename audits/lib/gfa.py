@@ -832,12 +832,18 @@ def _declared_sensitivity(algorithm, inst, sensitivity):
     return _sens(algorithm, inst.fclass.H, sensitivity)
 
 
-def _regime(check: Check, fit, what: str, floor: float = 0.25) -> Check:
+def _regime(check: Check, fit, what: str, floor: float = 0.25, max_width: float = 1.0) -> Check:
     """A pass whose interval lies wholly below ``floor`` says the increments shrink (regret saturates on
-    this finite class): uninformative about the claimed rate."""
+    this finite class), and one whose interval is wider than ``max_width`` says nothing: both are marked
+    uninformative about the claimed rate (never a plain PASS)."""
     if check.verdict != PASS:
         return check
     lo, hi = fit.ci
+    if hi - lo > max_width:
+        return qualify(check, "uninformative",
+                       f"the exponent's interval [{lo:.2f}, {hi:.2f}] is wider than {max_width:g}: the runs are too "
+                       f"noisy to say anything about {what}",
+                       note=" (uninformative: interval too wide)")
     if hi < floor:
         return qualify(check, "uninformative",
                        f"exponent CI below {floor:g}: the increments shrink over the window (the learner has locked "
