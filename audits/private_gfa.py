@@ -220,8 +220,8 @@ class PrivateGFAAudit(_GFAAudit):
     options = _COMMON_OPTIONS
     sizes = {"default": {"K_grid": tuple(2 ** k for k in range(9, 16)), "eps_K": 16.0,
                          "eps_grid": (4.0, 16.0, 64.0, 256.0, 1024.0), "K_eps": 4096, "runs": 32, "runs_np": 128},
-             "quick": {"K_grid": tuple(2 ** k for k in range(9, 14)), "eps_K": 16.0,
-                       "eps_grid": (4.0, 16.0, 64.0, 256.0), "K_eps": 2048, "runs": 16, "runs_np": 64}}
+             "quick": {"K_grid": tuple(2 ** k for k in range(9, 15)), "eps_K": 16.0,
+                       "eps_grid": (4.0, 16.0, 64.0, 256.0), "K_eps": 2048, "runs": 24, "runs_np": 96}}
 
 
 class PrivateGFAOutcomeAudit(_GFAAudit):
