@@ -18,7 +18,6 @@ where the regret has saturated is marked uninformative.
 """
 from __future__ import annotations
 
-import math
 
 from audits.lib import gfa
 from dpcheck.audit import Audit, ClaimRow
@@ -92,7 +91,8 @@ _COMMON_OPTIONS = (
     SetOption("eps0_rule", str, choices=("exact", "section_3_3", "appendix_e"), default="exact",
               help="per-update budget (spec A1)"),
     SetOption("tuning", str, choices=("theory", "poc"), default="theory",
-              help="eta and B of the regret sweeps: §2.5 (theory) or the §4.5 PoC shape (B = ceil(K^0.6/eps^0.4), eta = 1)"),
+              help="eta and B of the regret sweeps: §2.5 (theory) or the §4.5 PoC shape "
+                   "(B = ceil(K^0.6/eps^0.4), eta = 1)"),
 )
 
 

@@ -466,7 +466,8 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
                   f"{worst['epsilon_pld']:.4g} > claimed {claim.epsilon:g} at delta = {claim.delta:g} (PLD)")
     return Check(id="whitebox.composition", kind="whitebox", verdict=PASS if ok else FAIL, claim=st,
                  measured=measured, details={"agent": describe(agent), "grid": rows,
-                                             "event": "Composed([RandomizedResponse(eps0_used)] * M) (explicit copies: dp_accounting 0.6.0 ignores the "
+                                             "event": "Composed([RandomizedResponse(eps0_used)] * M) (explicit copies: "
+                                                      "dp_accounting 0.6.0 ignores the "
                                                       "count of a SelfComposed randomized response)"},
                  reason=reason)
 
@@ -535,7 +536,8 @@ def score_dataset_check(agent, mdp, *, K: int = 24, runs: int = 4, seed: int = 0
                 bad += 1
                 first_bad = first_bad or {"update": i, "episode": k0 + 1, "run": r, "max_error": err}
     c = invariant_check(id="whitebox.score_dataset", kind="whitebox", violations=bad, total=total, claim=claim,
-                        details={"agent": describe(agent), "K": K, "B": res.B, "runs": runs, "first_mismatch": first_bad,
+                        details={"agent": describe(agent), "K": K, "B": res.B, "runs": runs,
+                                 "first_mismatch": first_bad,
                                  "max_abs_error": worst}, what="scores on D_[k] (episodes before the batch start)")
     return replace(c, measured={**c.measured, "max_abs_error": worst})
 
@@ -733,7 +735,8 @@ def _soft_fail(check: Check, vacuous: bool, info: dict) -> Check:
     check = replace(check, details=det)
     if check.verdict == FAIL and vacuous:
         return replace(check, verdict=INCONCLUSIVE,
-                       reason=check.reason + f"; not a violation: the theorem's bound ({info['bound_appendix_form']:.3g}) "
+                       reason=check.reason + "; not a violation: the theorem's bound "
+                                             f"({info['bound_appendix_form']:.3g}) "
                                              f"exceeds K J* = {info['trivial_bound_K_Jstar']:.3g} at K = {info['K']}, "
                                              "so the growth is pre-asymptotic")
     return check
@@ -751,7 +754,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails, spec G20). A pass whose interval lies wholly
     below 0.25 (regret saturating in the window) is marked uninformative."""
-    from dpcheck.regret import exponent_regime, fit_increment_exponent, fit_scaling, slope_check
+    from dpcheck.regret import fit_increment_exponent, fit_scaling, slope_check
     K_grid = [int(k) for k in K_grid]
     thm = THEOREM[algorithm]
     eps_all = sorted(set([eps_K, *eps_grid]))
