@@ -120,10 +120,9 @@ class _GFAAudit(Audit):
 
     # -- configuration ---------------------------------------------------------------------
     def setup(self):
-        p = self.params
         fc = mdp = None
-        if p.function_class:
-            fc, mdp = gfa.load_function_class(p.function_class, self.alg)
+        if self.params.function_class:
+            fc, mdp = gfa.load_function_class(self.params.function_class, self.alg)
         self.inst = gfa.instance_with_class(self.alg, fc, mdp)
         from algorithms.gfa import coverability, per_start_coverability
         inst = self.inst
@@ -133,22 +132,22 @@ class _GFAAudit(Audit):
         self.delta = float(self.opts.delta) if self.opts.delta is not None else 1e-5
         if not 0 < self.delta < 1:
             raise InputError(f"--delta must lie in (0, 1) for advanced composition, got {self.delta:g}")
-        self.K = int(p.K)
-        sens = getattr(p, "sensitivity", None) or "paper"
+        self.K = int(self.params.K)
+        sens = getattr(self.params, "sensitivity", None) or "paper"   # self.params.sensitivity: Algorithm 2 only
         self.sensitivity = sens
         B_t, eta, _ = gfa.tuned(self.alg, inst, self.K, self.epsilon, delta=self.delta, tuning="theory",
                                 C_cov=self.C_cov, sensitivity=sens)
-        self.B = int(p.batch) if p.batch is not None else B_t
+        self.B = int(self.params.batch) if self.params.batch is not None else B_t
         if self.B < 1:
             raise InputError(f"--set batch={self.B}: the batch size B must be an integer >= 1")
         self.agent = gfa.make_agent(self.alg, inst.fclass, epsilon=self.epsilon, delta=self.delta, B=self.B, eta=eta,
-                                    sensitivity=sens, eps0_rule=p.eps0_rule, s1=inst.s1)
+                                    sensitivity=sens, eps0_rule=self.params.eps0_rule, s1=inst.s1)
         decl = self.agent.privacy(self.K)
         self.config.update({
             "algorithm": f"Algorithm {self.alg}", "instance": inst.name, "class": repr(inst.fclass),
             "C_cov" if self.alg == 1 else "C_cov_prime": self.C_cov, "epsilon": self.epsilon, "delta": self.delta,
-            "K": self.K, "B": self.B, "eta": eta, "eps0_rule": p.eps0_rule, "sensitivity": sens,
-            "declaration": decl.to_dict(), "tuning_regret": p.tuning,
+            "K": self.K, "B": self.B, "eta": eta, "eps0_rule": self.params.eps0_rule, "sensitivity": sens,
+            "declaration": decl.to_dict(), "tuning_regret": self.params.tuning,
             "note": "privacy checks on the audited configuration (B and eta do not change the per-update mechanism); "
                     "regret sweeps over K and eps with the chosen tuning",
         })
@@ -179,7 +178,8 @@ class _GFAAudit(Audit):
         one.B = 1                  # B = 1: the most updates (and data-dependent draws) the adversary sees
         samples = exe.samples if exe.samples is not None else exe.pick(100_000, 20_000)
         self.add(gfa.jdp_blackbox_check(one, inst.mdp, K=4, samples=samples, alpha=exe.alpha, seed=exe.seed,
-                                        **exe.parallel()))
+                                        workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
+                                        cache_dir=exe.cache_dir, progress=exe.progress))
 
     # -- assumptions -------------------------------------------------------------------------
     def assumptions(self) -> None:
