@@ -365,3 +365,25 @@ def test_exponent_passes_that_say_nothing_are_marked():
                         details={})
         assert c.verdict == "pass"
         assert gfa._regime(c, fit, "K^(3/5)").details.get("qualifier") == "uninformative"
+
+
+def test_output_policy_simulation_catches_a_per_step_mixture(gf, monkeypatch):
+    """A released policy that mixes per step (a fresh k at every step, P7) has another return than
+    Unif(pi_1..pi_K) run per episode; the simulated part of the check sees it (GF-3, eps = 1: distinct pi_k)."""
+    import algorithms.gfa as pkg
+
+    class PerStep(pkg.MixturePolicy):
+        def sample(self, rng):
+            runs, K = self.episode_entries.shape
+            H = self.fclass.H
+            k = rng.integers(K, size=(runs, H))
+            pols = self.fclass.greedy_policies(self.episode_entries[np.arange(runs)[:, None], k])  # (runs, H, H, S)
+            return pols[:, np.arange(H), np.arange(H)]
+
+    ag = _agent(gf, epsilon=1.0, B=2)
+    assert gfa.output_policy_check(ag, gf, K=40, runs=2, seed=3, n_mc=40_000).verdict == "pass"
+    monkeypatch.setattr(pkg, "MixturePolicy", PerStep)
+    bad = gfa.output_policy_check(ag, gf, K=40, runs=2, seed=3, n_mc=40_000)
+    assert bad.verdict == "fail"
+    sim = bad.details["simulation"]
+    assert abs(sim["mean_return"] - sim["J_hat"]) > sim["hoeffding_radius"]
