@@ -1,0 +1,904 @@
+"""The checks of private RL with general function approximation (He & Zhou, arXiv 2605.07049;
+specs/private_gfa.md), one function per claim, for Algorithm 1 (``private_gfa``) and Algorithm 2
+(``private_gfa_outcome``).
+
+``audits/private_gfa.py`` is the registered audit (its claim table says which function checks which claim).
+Every function takes the learner under audit as an OBJECT (a :class:`algorithms.gfa.PrivateGeneralMDP` /
+:class:`algorithms.gfa.PrivateOutcomeRL` or a subclass -- a variant, a planted defect) and returns finished
+:class:`dpcheck.checks.Check` objects:
+
+* privacy: :func:`jdp_blackbox_check` (black box on the selected functions f^(k) and the actions sent to the
+  other scripted users, Def 2.3), :func:`sensitivity_check` (hypothesis search of max_f |S_D(f) - S_D'(f)|
+  over neighbouring datasets against the declared 8H / (H+1)^2, G1/G2), :func:`selection_check` (empirical
+  selection frequencies of the mechanism against the closed form exp(beta S)/Z at the DECLARED temperature,
+  chi-square), :func:`composition_check` (the M = ceil(K/B) updates at the temperature actually used,
+  accounted exactly with dp_accounting's PLD, G4/G5), :func:`score_dataset_check` (the scores the mechanism
+  samples from are S_{D_[k]} on exactly the episodes before the batch start, P3/P9);
+* assumptions: :func:`assumption_checks` (realizability, completeness, coverability computed exactly with
+  its certificate, the G14 facts, determinism for Algorithm 2);
+* regret: :func:`regret_curves` + :func:`regret_checks` (increment exponents of the privacy term against
+  K^(3/5) and of the non-private batched learner against sqrt(K), the eps scaling of the privacy cost,
+  the output policy's sub-optimality = Regret / K, G17-G22).
+
+User classes come as arrays: :func:`load_function_class` reads ``--set function_class=PATH.npz``.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, qualify
+from dpcheck.errors import InputError
+from dpcheck.parallel import cached_call
+
+SOURCE = "He & Zhou, Towards Differentially Private RL with General Function Approximation (arXiv 2605.07049)"
+THEOREM = {1: "Theorem 3.1 (Algorithm 1)", 2: "Theorem 3.4 (Algorithm 2)"}
+# sub-chunk of independent runs inside one black-box chunk: keeps the (runs, N) score arrays and the
+# (runs, H, S) greedy policies of the Appendix D class (S = 1025) in tens of MB
+_RUN_CHUNK = 1024
+
+
+# ----------------------------------------------------------------------------- user classes as data
+NPZ_KEYS = ("values", "P", "r", "init")
+
+
+def load_function_class(path: str, algorithm: int):
+    """A user's class (and optionally its MDP) from an .npz file -> (FunctionClass, TabularMDP | None).
+
+    ``values`` (N, H, S, A) in [0, 1]: the N entries f = (f_1..f_H) (duplicates allowed, A11). Optional
+    ``P`` (H, S, A, S), ``r`` (H, S, A), ``init`` (S,) (a point mass for Algorithm 1): the known MDP the
+    assumptions and regret are computed on; without them the class must fit the default instance. Every
+    problem is an InputError with one line (the CLI's exit 2).
+    """
+    import os
+    import zipfile
+    from algorithms.gfa import FunctionClass
+    if not os.path.isfile(path):
+        raise InputError(f"--set function_class={path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise InputError(f"--set function_class={path}: not a readable .npz file ({type(e).__name__}: {e})") from None
+    if "values" not in data:
+        keys = ", ".join(sorted(data)) or "none"
+        raise InputError(f"--set function_class={path}: the file needs an array 'values' of shape (N, H, S, A) "
+                         f"(found: {keys})")
+    unknown = sorted(set(data) - set(NPZ_KEYS))
+    if unknown:
+        raise InputError(f"--set function_class={path}: unknown arrays {unknown}; allowed: {list(NPZ_KEYS)}")
+    values = data["values"]
+    if values.dtype.kind not in "biuf":
+        raise InputError(f"--set function_class={path}: 'values' must be numeric, got dtype {values.dtype}")
+    try:
+        fc = FunctionClass.from_values(values, name=os.path.basename(path))
+    except InputError as e:
+        raise InputError(f"--set function_class={path}: {e}") from None
+    mdp = None
+    given = [k for k in ("P", "r", "init") if k in data]
+    if given:
+        if len(given) != 3:
+            raise InputError(f"--set function_class={path}: an MDP needs all of 'P', 'r' and 'init' "
+                             f"(found only {given})")
+        from algorithms.envs.tabular import TabularMDP
+        try:
+            mdp = TabularMDP(data["P"], data["r"], data["init"], name=os.path.basename(path))
+            fc.check_shape(mdp.H, mdp.S, mdp.A, "the MDP in the file")
+        except InputError as e:
+            raise InputError(f"--set function_class={path}: {e}") from None
+        if algorithm == 1 and np.count_nonzero(mdp.init) != 1:
+            raise InputError(f"--set function_class={path}: Algorithm 1 needs a fixed initial state (init must be a "
+                             "point mass, §1.1)")
+    return fc, mdp
+
+
+def default_instance(algorithm: int):
+    """GF-3 (§6.1) for Algorithm 1; the Appendix D "easy" environment (§4.1) for Algorithm 2."""
+    from algorithms.gfa import appendix_d, gf3
+    return gf3() if algorithm == 1 else appendix_d("easy")
+
+
+def instance_with_class(algorithm: int, fc=None, mdp=None):
+    """The GFAInstance audited: the default one, with the user's class (and MDP) if given."""
+    from algorithms.gfa import GFAInstance
+    inst = default_instance(algorithm)
+    if fc is None:
+        return inst
+    if mdp is None:
+        mdp = inst.mdp
+        try:
+            fc.check_shape(mdp.H, mdp.S, mdp.A, f"the default instance {inst.name} (pass P, r, init in the .npz "
+                                                "for another MDP)")
+        except InputError as e:
+            raise InputError(f"--set function_class: {e}") from None
+    s1 = int(np.flatnonzero(mdp.init)[0]) if algorithm == 1 else None
+    return GFAInstance(mdp=mdp, fclass=fc, name=f"{mdp.name} / {fc.name}", target=-1, s1=s1)
+
+
+def make_agent(algorithm: int, fc, *, epsilon: float, delta: float, B: int, eta: float = 1.0,
+               sensitivity="paper", eps0_rule: str = "exact", s1=None, agent_class=None):
+    """The learner under audit (Algorithm 1 or 2; ``agent_class`` a subclass for variants / defects)."""
+    from algorithms.gfa import PrivateGeneralMDP, PrivateOutcomeRL
+    cls = agent_class or (PrivateGeneralMDP if algorithm == 1 else PrivateOutcomeRL)
+    kw = dict(epsilon=epsilon, delta=delta, B=B, eta=eta, sensitivity=sensitivity, eps0_rule=eps0_rule)
+    if algorithm == 1:
+        kw["s1"] = s1
+    return cls(fc, **kw)
+
+
+def public_init(agent, mdp):
+    """s_1 (Algorithm 1) or rho (Algorithm 2) of a known MDP: what the score's optimism term uses."""
+    if agent.algorithm == 1:
+        return int(np.flatnonzero(mdp.init)[0])
+    return np.asarray(mdp.init, dtype=np.float64)
+
+
+def describe(agent) -> dict:
+    cfg = dict(agent.config)
+    cfg["class_name"] = type(agent).__name__
+    return cfg
+
+
+# ----------------------------------------------------------------------------- privacy: black box
+class UsersWithInit:
+    """Scripted users plus the public initial distribution rho Algorithm 2 needs (§1.1: rho is known).
+
+    Delegates the per-episode protocol (``rollout(policy, rng, episode=k)``) to ``users``."""
+
+    per_episode = True
+    mdp = None
+
+    def __init__(self, users, init):
+        self.users = users
+        self.init = np.asarray(init, dtype=np.float64)
+        self.H, self.S, self.A, self.K = users.H, users.S, users.A, users.K
+
+    def rollout(self, policy, rng, runs=None, *, episode=0):
+        return self.users.rollout(policy, rng, runs, episode=episode)
+
+
+def jdp_users(agent, mdp, K: int = 4):
+    """Neighbouring scripted user sequences (U, U') that differ in user 1 only (Def 2.3, replacement).
+
+    Every user reports the fixed trajectory that starts at the public s_1 (the first state in the support of
+    rho for Algorithm 2) and stays there with reward 0; in U' user 1 instead reports reward 1 at the last step
+    (outcome 1) after moving to the last state -- a change of her data that moves the Bellman error / outcome
+    residual of every entry. Fixed trajectories make the learner the only source of randomness.
+    """
+    from algorithms.envs.users import FixedTrajectoryUsers
+    H, S, A = mdp.H, mdp.S, mdp.A
+    s0 = int(np.flatnonzero(mdp.init)[0])
+    st = np.full((K, H + 1), s0, dtype=np.int64)
+    rw = np.zeros((K, H))
+    st2, rw2 = st.copy(), rw.copy()
+    st2[0, 1:] = S - 1
+    rw2[0, H - 1] = 1.0
+    U, U2 = FixedTrajectoryUsers(H, S, A, st, rw), FixedTrajectoryUsers(H, S, A, st2, rw2)
+    if agent.algorithm == 2:
+        return UsersWithInit(U, mdp.init), UsersWithInit(U2, mdp.init)
+    return U, U2
+
+
+class SelectionsAndActions:
+    """mechanism(users, rng, size): what the adversary sees in ``size`` independent runs -- the functions
+    f^(k) drawn at every update after the first (the first sees no data) and the actions sent to users
+    2..K (M_{-1}(U) of Def 2.3; the output policy Unif(pi_1..pi_K) is a function of the f^(k))."""
+
+    def __init__(self, agent):
+        self.agent = agent
+
+    def __call__(self, users, rng, size):
+        out = []
+        for lo in range(0, int(size), _RUN_CHUNK):
+            n = min(_RUN_CHUNK, int(size) - lo)
+            res = self.agent.run(users, users.K, rng, runs=n, record=True)
+            out.append(np.concatenate([res.selected[:, 1:], res.actions[:, 1:, :].reshape(n, -1)], axis=1))
+        return np.concatenate(out).astype(np.int64)
+
+
+def jdp_blackbox_check(agent, mdp, *, K: int = 4, samples: int = 100_000, alpha: float = 0.05, seed: int = 0,
+                       workers: int = 1, backend: str = "local", scheduler=None, progress=None,
+                       cache_dir=None) -> Check:
+    """(eps, delta)-JDP of the selected functions and the actions to the other users, black box
+    (Def 2.3; G5 / G6). The learner runs K scripted users; its batch size is its own (B = 1 exposes the
+    most updates: the audit passes a B = 1 copy)."""
+    from dpcheck import AuditTarget
+    from dpcheck.blackbox import audit
+    U, U2 = jdp_users(agent, mdp, K)
+    claim = agent.claim
+    target = AuditTarget(name=f"private_gfa.alg{agent.algorithm}.jdp", mechanism=SelectionsAndActions(agent),
+                         pairs=[(U, U2)], claim=claim, output="discrete")
+    res = audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
+                scheduler=scheduler, progress=progress, cache_dir=cache_dir)
+    check = res.to_check(id="privacy.jdp.blackbox", claim_source=claim.source)
+    p = agent.privacy(K)
+    det = dict(check.details)
+    det.update(agent=describe(agent), users={"K": K, "H": mdp.H, "S": mdp.S, "A": mdp.A,
+                                             "pair": "user 1: stays at s_1 with reward 0 vs moves to the last state "
+                                                     "with reward 1 at step H"},
+               adversary=f"f^(k) of updates 2..M (M = {p.M}) and the actions sent to users 2..K (one sample = one "
+                         "whole run)", declaration=p.to_dict())
+    return replace(check, details=det)
+
+
+# ----------------------------------------------------------------------------- privacy: white box
+def _dataset_strategy(H: int, S: int, A: int, max_n: int):
+    """Hypothesis strategy: (states (n, H+1), actions (n, H), rewards (n, H)) with sum_h r_h <= 1 (the reward
+    normalisation every sensitivity bound needs, A3): one reward in {0, 1/2, 1} at one step."""
+    from hypothesis import strategies as st
+
+    def traj():
+        return st.tuples(st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
+                         st.lists(st.integers(0, A - 1), min_size=H, max_size=H),
+                         st.integers(0, H - 1), st.sampled_from([0.0, 0.5, 1.0]))
+
+    return st.lists(traj(), min_size=0, max_size=max_n), traj()
+
+
+def _arrays(trajs, H):
+    n = len(trajs)
+    s = np.array([t[0] for t in trajs], dtype=np.int64).reshape(n, H + 1)
+    a = np.array([t[1] for t in trajs], dtype=np.int64).reshape(n, H)
+    r = np.zeros((n, H))
+    for i, t in enumerate(trajs):
+        r[i, t[2]] = t[3]
+    return s, a, r
+
+
+def extreme_class(H: int, N: int = 24, S: int = 2, A: int = 2, seed: int = 0):
+    """A random class with values in {0, 1} (the extremes, spec G1), N entries on S x A."""
+    from algorithms.gfa import FunctionClass
+    rng = np.random.default_rng(seed)
+    vals = rng.integers(0, 2, size=(N, H, S, A)).astype(float)
+    return FunctionClass.from_values(vals, name=f"random {{0,1}} class (N={N}, H={H}, S={S}, A={A})")
+
+
+def sensitivity_search(agent, init, *, examples: int = 200, max_n: int = 3, seed: int = 0) -> dict:
+    """max over neighbouring datasets D ~ D' (one trajectory replaced; hypothesis, guided to large changes
+    with ``target``) of max_f |S_D(f) - S_D'(f)|, through the learner's own scoring (``dataset_scores``)."""
+    from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    fc = agent.fclass
+    H, S, A = fc.H, fc.S, fc.A
+    data, traj = _dataset_strategy(H, S, A, max_n)
+    best = {"d": 0.0, "pair": None}
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(data, traj, traj, st.integers(0, max_n))
+    def search(rest, x, y, pos):
+        pos = min(pos, len(rest))
+        dx = rest[:pos] + [x] + rest[pos:]
+        dy = rest[:pos] + [y] + rest[pos:]
+        sx = agent.dataset_scores(*_arrays(dx, H), init)
+        sy = agent.dataset_scores(*_arrays(dy, H), init)
+        d = float(np.max(np.abs(sx - sy)))
+        hyp_target(d)
+        if d > best["d"]:
+            best["d"], best["pair"] = d, {"D": dx, "D_prime": dy}
+
+    search()
+    return {"max_change": best["d"], "examples": examples, "worst_pair": best["pair"],
+            "class": repr(fc), "H": H, "S": S, "A": A}
+
+
+def sensitivity_check(agent, init, *, examples: int = 200, seed: int = 0) -> Check:
+    """whitebox.sensitivity (G1 / G2): the searched max_f |S_D(f) - S_D'(f)| on the audited class and on a
+    random {0, 1} class with the same H must not exceed the declared Delta_S (8H / (H+1)^2); one
+    counterexample fails. The realised maximum and its ratio to the declared value are reported."""
+    declared = float(agent.sensitivity)
+    res = [sensitivity_search(agent, init, examples=examples, seed=seed)]
+    ext = copy.copy(agent)
+    ext.fclass = extreme_class(agent.fclass.H, seed=seed)
+    ext_init = 0 if agent.algorithm == 1 else np.full(ext.fclass.S, 1.0 / ext.fclass.S)
+    res.append(sensitivity_search(ext, ext_init, examples=examples, seed=seed))
+    worst = max(r["max_change"] for r in res)
+    H = agent.fclass.H
+    formula = "8H" if agent.algorithm == 1 else {"paper": "(H+1)^2", "telescoping": "H^2", "binary": "1"}.get(
+        agent.sensitivity_kind, "given")
+    claim = {"statement": f"|S_D(f) - S_D'(f)| <= Delta_S = {formula} = {declared:g} for neighbouring D, D' "
+                          "(one trajectory replaced) and every f",
+             "source": f"{SOURCE}, §2.4 / {THEOREM[agent.algorithm]} (spec G{agent.algorithm})"}
+    measured = {"max_change": worst, "declared_sensitivity": declared, "ratio": worst / declared,
+                "per_class": [{"class": r["class"], "max_change": r["max_change"]} for r in res],
+                "examples": 2 * examples, "confidence": 1.0, "samples": 2 * examples}
+    if worst > declared * (1 + 1e-9) + 1e-9:
+        verdict = FAIL
+        reason = (f"a neighbouring pair moves the score by {worst:.4g} > declared Delta_S = {declared:g} "
+                  f"({formula}, H = {H})")
+    else:
+        verdict = PASS
+        reason = (f"max score change {worst:.4g} over {2 * examples} searched neighbouring pairs <= declared "
+                  f"Delta_S = {declared:g} ({formula}; {worst / declared:.0%} of it)")
+    return Check(id="whitebox.sensitivity", kind="whitebox", verdict=verdict, claim=claim, measured=measured,
+                 details={"agent": describe(agent), "searches": res,
+                          "method": "hypothesis search (targeted at the change) over datasets of <= 4 trajectories "
+                                    "with sum_h r_h <= 1, scored by the learner's own dataset_scores"},
+                 reason=reason)
+
+
+def _chisq_power(p0, p1, n, df, alpha):
+    """Power of the chi-square goodness-of-fit test of p0 at level alpha against the alternative p1 with n
+    draws (noncentral chi-square, lambda = n sum (p1 - p0)^2 / p0)."""
+    from scipy.stats import chi2, ncx2
+    lam = float(n * np.sum((p1 - p0) ** 2 / p0))
+    return float(ncx2.sf(chi2.isf(alpha, df), df, lam))
+
+
+def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05, seed: int = 0,
+                    spread: float = 4.0, chunk: int = 8192) -> Check:
+    """privacy.em_selection: the mechanism's empirical selection frequencies against the closed form
+    Pr[f] = exp(beta S(f)) / sum_g exp(beta S(g)) at the DECLARED beta_EM = eps0 / (2 Delta_S) (§1.5).
+
+    Scores are designed so that beta S spans [0, ``spread``] over the class (the declared law is far from
+    uniform and from the argmax); ``draws`` selections go through the learner's own ``select`` (the
+    temperature it really uses). Chi-square goodness of fit: FAIL iff p < alpha (a false alarm with
+    probability alpha). The power against a temperature off by 25% (and by a factor 2) is reported; a
+    pass with power < 0.9 at 25% is marked uninformative."""
+    from scipy.stats import chi2
+    N = agent.fclass.N
+    p = agent.privacy(K)
+    claim = {"statement": "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), "
+                          "beta_EM = eps0 / (2 Delta_S)",
+             "source": f"{SOURCE}, Algorithm {agent.algorithm} line 6, §1.5 (McSherry & Talwar 2007)"}
+    if not p.private:
+        return Check(id="privacy.em_selection", kind="privacy", verdict=INCONCLUSIVE, claim=claim,
+                     measured={"confidence": 1 - alpha}, reason="non-private learner (argmax): no exponential "
+                                                                "mechanism to test")
+    beta = p.beta_em
+    scores = np.linspace(0.0, spread / beta, N)
+    rng = np.random.default_rng(seed)
+    counts = np.zeros(N)
+    done = 0
+    while done < draws:
+        n = min(chunk, draws - done)
+        idx = agent.select(np.broadcast_to(scores, (n, N)), K, rng)
+        counts += np.bincount(np.asarray(idx, dtype=np.int64), minlength=N)[:N]
+        done += n
+    logp = agent.declared_log_probabilities(scores[None, :], K)[0]
+    p0 = np.exp(logp)
+    expected = draws * p0
+    stat = float(np.sum((counts - expected) ** 2 / expected))
+    df = N - 1
+    pval = float(chi2.sf(stat, df))
+    z = scores - scores.max()
+    alt = {}
+    for f in (1.25, 2.0):
+        q = np.exp(f * beta * z)
+        alt[f"beta_x{f:g}"] = _chisq_power(p0, q / q.sum(), draws, df, alpha)
+    power = alt["beta_x1.25"]
+    emp = counts / draws
+    measured = {"chi_square": stat, "df": df, "p_value": pval, "draws": draws, "confidence": 1 - alpha,
+                "beta_em_declared": beta, "beta_em_used": agent.temperature(K),
+                "max_abs_frequency_error": float(np.max(np.abs(emp - p0))),
+                "power_against": alt, "samples": draws}
+    if pval < alpha:
+        verdict = FAIL
+        reason = (f"selection frequencies differ from exp(beta S)/Z at beta = {beta:.4g}: chi-square {stat:.4g} "
+                  f"on {df} df, p = {pval:.3g} < alpha = {alpha:g}")
+    else:
+        verdict = PASS
+        reason = (f"selection frequencies match exp(beta S)/Z at beta = {beta:.4g} (chi-square {stat:.4g} on {df} "
+                  f"df, p = {pval:.3g}); power {power:.2f} against a temperature off by 25%")
+    check = Check(id="privacy.em_selection", kind="privacy", verdict=verdict, claim=claim, measured=measured,
+                  details={"agent": describe(agent), "K": K, "declaration": p.to_dict(),
+                           "scores": f"linspace(0, {spread:g} / beta_EM, N = {N})",
+                           "plots": [{"title": "selection frequency vs closed form", "xlabel": "entry (score rank)",
+                                      "ylabel": "probability", "kind": "line",
+                                      "series": [{"label": "declared", "x": list(range(N)), "y": p0.tolist()},
+                                                 {"label": "empirical", "x": list(range(N)), "y": emp.tolist()}]}]},
+                  reason=reason)
+    if verdict == PASS and power < 0.9:
+        check = qualify(check, "uninformative", f"power {power:.2f} < 0.9 against a 25% temperature error "
+                                                f"with {draws} draws")
+    return check
+
+
+def observed_updates(agent, mdp, K: int, seed: int = 0) -> tuple[int, float]:
+    """(number of exponential-mechanism draws, largest temperature passed to the sampler) in one run of K
+    episodes, read where the scores enter the sampler (the learner's ``_select``); (0, nan) if the sampler
+    bypasses it (backward messages)."""
+    a = copy.copy(agent)
+    inner = agent._select
+    seen = {"n": 0, "beta": float("nan")}
+
+    def spy(scores, beta, rng):
+        seen["n"] += 1
+        b = float(beta)
+        seen["beta"] = b if math.isnan(seen["beta"]) else max(seen["beta"], b)
+        return inner(scores, beta, rng)
+
+    a._select = spy
+    a.run(mdp, int(K), np.random.default_rng(seed), runs=1, record=False)
+    return seen["n"], seen["beta"]
+
+
+def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
+    """whitebox.composition (G4, G5/G6): for every K of ``K_grid``, the M = ceil(K/B) updates at the
+    temperature the learner REALLY uses (eps0_used = 2 Delta_S beta_used: the pure-DP level of an
+    exponential mechanism with that temperature on a score of sensitivity Delta_S), composed and accounted
+    exactly -- dp_accounting PLD of M self-composed binary randomized responses at eps0_used, which have
+    exactly the (eps0, 0)-DP privacy profile and dominate every eps0-DP mechanism (Kairouz, Oh & Viswanath
+    2015) -- must give eps <= the claimed eps at the claimed delta. The declared advanced-composition value
+    (Lemma E.2) is reported next to it.
+
+    With ``mdp``, one run of K episodes per grid point counts the draws the sampler really makes and reads
+    the temperatures it is really given; the accounting uses the larger of declared and observed (a learner
+    that updates more often, or hotter, than it declares fails)."""
+    import dp_accounting
+    claim = claim or agent.claim
+    rows = []
+    for K in K_grid:
+        p = agent.privacy(int(K))
+        beta_used = float(agent.temperature(int(K)))
+        M = max(p.M, -(-int(K) // agent.B))
+        seen = None
+        if mdp is not None:
+            n, b = observed_updates(agent, mdp, int(K))
+            seen = {"draws": n, "max_beta": b}
+            M = max(M, n)
+            if not math.isnan(b):
+                beta_used = max(beta_used, b)
+        eps0_used = 2.0 * p.sensitivity * beta_used
+        rr = dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(eps0_used)),
+                                                     num_buckets=2)
+        eps_pld = pld_epsilon_replace_one(rr, M, claim.delta)
+        from algorithms.gfa import advanced_composition
+        rows.append({"K": int(K), "B": agent.B, "M": M, "eps0_declared": p.eps0, "eps0_used": eps0_used,
+                     "beta_declared": p.beta_em, "beta_used": beta_used,
+                     "advanced_composition": advanced_composition(eps0_used, M, claim.delta),
+                     "declared_composed_epsilon": p.composed_epsilon, "epsilon_pld": eps_pld, "observed": seen})
+    worst = max(rows, key=lambda r: r["epsilon_pld"])
+    slack = 2e-3
+    ok = worst["epsilon_pld"] <= claim.epsilon * (1 + slack) + slack
+    st = {"statement": f"M = ceil(K/B) exponential mechanisms, each eps0-DP with eps0 = 2 Delta_S beta_EM, "
+                       f"compose to ({claim.epsilon:g}, {claim.delta:g})-DP (exact PLD accountant)",
+          "source": f"{SOURCE}, §2.4, Lemma E.2, {THEOREM[agent.algorithm]} (spec G4, G5/G6)"}
+    measured = {"epsilon_pld": worst["epsilon_pld"], "at_delta": claim.delta, "claimed_epsilon": claim.epsilon,
+                "worst": worst, "epsilon_lower_bound": worst["epsilon_pld"], "confidence": 1.0, "samples": 0}
+    if ok:
+        reason = (f"worst over K in {list(map(int, K_grid))}: {worst['M']} updates at eps0 = {worst['eps0_used']:.4g} "
+                  f"give eps = {worst['epsilon_pld']:.4g} <= {claim.epsilon:g} at delta = {claim.delta:g} (PLD)")
+    else:
+        reason = (f"K = {worst['K']}: {worst['M']} updates at eps0 = {worst['eps0_used']:.4g} give eps = "
+                  f"{worst['epsilon_pld']:.4g} > claimed {claim.epsilon:g} at delta = {claim.delta:g} (PLD)")
+    return Check(id="whitebox.composition", kind="whitebox", verdict=PASS if ok else FAIL, claim=st,
+                 measured=measured, details={"agent": describe(agent), "grid": rows,
+                                             "event": "Composed([RandomizedResponse(eps0_used)] * M) (explicit copies: "
+                                                      "dp_accounting 0.6.0 ignores the "
+                                                      "count of a SelfComposed randomized response)"},
+                 reason=reason)
+
+
+def pld_epsilon_replace_one(event, count: int, delta: float) -> float:
+    """eps at ``delta`` of ``count`` compositions of ``event`` by dp_accounting's PLD accountant under
+    replacement of one user (§1.5), with audits/lib/privatizers.py's discretisation.
+
+    The ``count`` copies are composed explicitly: dp_accounting 0.6.0's PLD accountant ignores the count of a
+    ``SelfComposedDpEvent`` around a ``RandomizedResponseDpEvent`` (it composes the response once), which
+    would silently account M updates as one."""
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant as pld
+    from audits.lib.privatizers import PLD_INTERVAL
+    acc = pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE, value_discretization_interval=PLD_INTERVAL)
+    acc.compose(dp_accounting.ComposedDpEvent([event] * int(count)))
+    return float(acc.get_epsilon(delta))
+
+
+def _literal_scores(agent, states, actions, rewards, init):
+    from algorithms.gfa import bellman_error_score, outcome_score
+    fc = agent.fclass
+    if agent.algorithm == 1:
+        return bellman_error_score(fc, states, actions, rewards, eta=agent.eta, s1=int(init))
+    return outcome_score(fc, states, actions, rewards.sum(axis=-1), eta=agent.eta, rho=init)
+
+
+def score_dataset_check(agent, mdp, *, K: int = 24, runs: int = 4, seed: int = 0) -> Check:
+    """whitebox.score_dataset (P3, P9, §2.1): the scores the mechanism samples from at the update of episode
+    k = iB + 1 equal S_{D_[k]}(f) recomputed literally (the reference loss functions, sums over
+    trajectories) on exactly the episodes 1..iB the run recorded. The scores are captured where they
+    enter the sampler (the learner's ``_select``), so a learner that scores stale, partial or future data
+    fails; one mismatch fails."""
+    a = copy.copy(agent)
+    seen = []
+    inner = agent._select
+
+    def spy(scores, beta, rng):
+        seen.append(np.array(scores, dtype=np.float64, copy=True))
+        return inner(scores, beta, rng)
+
+    a._select = spy
+    init = public_init(agent, mdp)
+    res = a.run(mdp, K, np.random.default_rng(seed), runs=runs, record=True)
+    claim = {"statement": "the score at the update of episode iB + 1 is S_{D_[k]} on the episodes 1..iB "
+                          "(sums over trajectories)",
+             "source": f"{SOURCE}, Algorithm {agent.algorithm} lines 4-6, §2.1 (spec P3, P9)"}
+    if len(seen) != res.M:
+        return Check(id="whitebox.score_dataset", kind="whitebox", verdict=INCONCLUSIVE, claim=claim,
+                     measured={"updates": res.M, "scores_seen": len(seen), "confidence": 1.0},
+                     details={"agent": describe(agent)},
+                     reason=f"the sampler saw {len(seen)} score vectors for {res.M} updates (a sampler that bypasses "
+                            "_select, e.g. backward messages): the data flow cannot be read")
+    worst, bad, total = 0.0, 0, 0
+    first_bad = None
+    for i, sc in enumerate(seen):
+        k0 = i * res.B
+        for r in range(runs):
+            want = _literal_scores(agent, res.states[r, :k0], res.actions[r, :k0], res.rewards[r, :k0]
+                                   if agent.algorithm == 1 else _outcome_rewards(res, r, k0), init)
+            err = float(np.max(np.abs(sc[r] - want)))
+            tol = 1e-8 * (1.0 + float(np.max(np.abs(want))))
+            total += 1
+            worst = max(worst, err)
+            if err > tol:
+                bad += 1
+                first_bad = first_bad or {"update": i, "episode": k0 + 1, "run": r, "max_error": err}
+    c = invariant_check(id="whitebox.score_dataset", kind="whitebox", violations=bad, total=total, claim=claim,
+                        details={"agent": describe(agent), "K": K, "B": res.B, "runs": runs,
+                                 "first_mismatch": first_bad,
+                                 "max_abs_error": worst}, what="scores on D_[k] (episodes before the batch start)")
+    return replace(c, measured={**c.measured, "max_abs_error": worst})
+
+
+def _outcome_rewards(res, r, k0):
+    """Algorithm 2 records outcomes (runs, K); the literal reference takes rewards (n, H): the outcome at the
+    last step (only the sum enters)."""
+    H = res.actions.shape[-1]
+    out = np.zeros((k0, H))
+    out[:, -1] = res.rewards[r, :k0]
+    return out
+
+
+# ----------------------------------------------------------------------------- assumptions
+def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) -> list[Check]:
+    """Realizability (Q* in F), completeness (Algorithm 1, Assumption 2.1), coverability computed exactly
+    (§1.3) with its certificate, and for Algorithm 2 determinism (Def 3.3) and the G14 facts.
+
+    ``reference``: known figures of a built-in instance (spec §4.2 / §6.1) the computed ones must match."""
+    from algorithms.gfa import (completeness, coverability, next_state_table, per_start_coverability,
+                                realizability)
+    mdp, fc = inst.mdp, inst.fclass
+    out = []
+    base = {"instance": inst.name, "class": repr(fc)}
+    rz = realizability(mdp, fc)
+    out.append(invariant_check(
+        id="assumption.realizability", violations=0 if rz.holds else 1, total=1,
+        claim={"statement": "Q* in F (some entry equals Q* within 1e-9 in sup norm)",
+               "source": f"{SOURCE}, Assumption 2.1 / {THEOREM[algorithm]}"},
+        details={**base, "entries": list(rz.entries), "distance": rz.distance},
+        what=f"realizability (min ||f - Q*||_inf = {rz.distance:.3g})"))
+    if algorithm == 1:
+        cp = completeness(mdp, fc)
+        out.append(invariant_check(
+            id="assumption.completeness", violations=len(cp.violations), total=sum(fc.sizes),
+            claim={"statement": "T_h F_{h+1} subseteq F_h for every h (Bellman completeness)",
+                   "source": f"{SOURCE}, Assumption 2.1 (Theorem 3.1)"},
+            details={**base, "per_step": list(cp.per_step), "worst_distance": cp.worst,
+                     "violations": [list(v) for v in cp.violations[:20]]},
+            what=f"completeness (worst distance of a backup to F_h {cp.worst:.3g})"))
+    cov = coverability(mdp, fc)
+    # certificate: with the optimal mu_h (pointwise max, normalised) the ratio max_{h,pi,(s,a)} d/mu attains C_cov
+    from algorithms.gfa import occupancies
+    pols = fc.greedy_policies()
+    uniq = np.unique(pols.reshape(pols.shape[0], -1), axis=0).reshape((-1,) + pols.shape[1:])
+    d = occupancies(mdp, uniq)                                             # (P, H, S, A)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(d > 0, d / cov.mu[None], 0.0)
+    attained = float(np.max(ratio))
+    bad = int(abs(attained - cov.value) > 1e-9 * max(1.0, cov.value)) + int(np.any((d > 0) & (cov.mu[None] == 0)))
+    ref = (reference or {}).get("C_cov")
+    if ref is not None:
+        bad += int(abs(cov.value - ref) > 1e-6 * max(1.0, ref))
+    out_det = {**base, "C_cov": cov.value, "per_step": cov.per_step.tolist(), "certificate_ratio": attained,
+               "distinct_greedy_policies": int(uniq.shape[0]), "reference_C_cov": ref}
+    if algorithm == 2:
+        pc = per_start_coverability(mdp, fc)
+        Hh = mdp.H
+        g14 = 0
+        if pc.reachable is not None:
+            N = pc.reachable.sum(axis=1)
+            g14 += int(np.sum(N > Hh * pc.per_start + 1e-9))
+            g14 += int(pc.mean_reachable > Hh * pc.value + 1e-9)
+        g14 += int(cov.value > pc.value + 1e-9)
+        bad += g14
+        ref2 = (reference or {}).get("C_cov_prime")
+        if ref2 is not None:
+            bad += int(abs(pc.value - ref2) > 1e-6 * max(1.0, ref2))
+        out_det.update(C_cov_prime=pc.value, mean_reachable=pc.mean_reachable, reference_C_cov_prime=ref2,
+                       g14_violations=g14)
+    stmt = ("C_cov = max_h sum_(s,a) max_{pi in Pi_F} d_h^pi(s,a), computed exactly; the optimal mu_h attains it "
+            "(certificate)")
+    if algorithm == 2:
+        stmt += "; C_cov <= C'_cov, N(s_1) <= H C_cov(Pi_F; M_{s_1}), E N(s_1) <= H C'_cov (G14)"
+    if ref is not None:
+        stmt += "; equals the spec's reference value"
+    c = invariant_check(id="assumption.coverability", violations=bad, total=1 + (3 if algorithm == 2 else 0)
+                        + (ref is not None), claim={"statement": stmt,
+                                                    "source": f"{SOURCE}, Definition 2.2, §1.3 (spec G14)"},
+                        details=out_det, what=f"coverability C_cov = {cov.value:.6g}"
+                        + (f", C'_cov = {out_det['C_cov_prime']:.6g}" if algorithm == 2 else ""))
+    out.append(replace(c, measured={**c.measured, "C_cov": cov.value,
+                                    **({"C_cov_prime": out_det["C_cov_prime"]} if algorithm == 2 else {})}))
+    if algorithm == 2:
+        det = next_state_table(mdp) is not None
+        out.append(invariant_check(
+            id="assumption.deterministic", violations=0 if det else 1, total=1,
+            claim={"statement": "every P_h(.|s,a) is a point mass (deterministic MDP with outcome rewards)",
+                   "source": f"{SOURCE}, Definition 3.3 (Theorem 3.4)"},
+            details=base, what="deterministic transitions"))
+    return out
+
+
+REFERENCE = {
+    # spec §6.1 (GF-3) and §4.2 (Appendix D class, tie rule "action 0")
+    "GF-3": {"C_cov": 3.52},
+    "appendix-D-easy": {"C_cov": 9.34375, "C_cov_prime": 9.34375},
+    "appendix-D-hard": {"C_cov": 9.34375, "C_cov_prime": 9.34375},
+}
+
+
+# ----------------------------------------------------------------------------- regret
+def tuned(algorithm: int, inst, K: int, epsilon: float, *, delta: float, tuning: str, C_cov: float,
+          sensitivity="paper"):
+    """(B, eta) of the private learner at (K, eps): "theory" = §2.5 (displayed eta, c_kappa = 1); "poc" = the
+    §4.5 PoC-default shape B = ceil(K^{3/5} / eps^{2/5}), eta = 1."""
+    from algorithms.gfa import theory_parameters
+    if tuning == "theory":
+        kind = sensitivity if isinstance(sensitivity, str) else "paper"
+        tp = theory_parameters(algorithm, K=K, H=inst.fclass.H, N=inst.fclass.N, C_cov=C_cov, epsilon=epsilon,
+                               delta=delta, sensitivity_kind=kind)
+        return tp.B, tp.eta, tp.eta_np
+    B = min(K, math.ceil(K ** 0.6 / epsilon ** 0.4))
+    return B, 1.0, 1.0
+
+
+def _final_regret(agent, mdp, K, runs, seed):
+    res = agent.run(mdp, int(K), np.random.default_rng(seed), runs=runs, record=False)
+    return res.cumulative_regret[:, -1]
+
+
+def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np: int, delta: float,
+                  tuning: str, C_cov: float, seed: int, sensitivity="paper", agent_class=None, progress=None,
+                  K_of_eps: dict | None = None, name: str = "private_gfa"):
+    """Final cumulative regret of the private learner for every eps of ``eps_list`` at the episode counts
+    ``K_of_eps[eps]`` (default: all of ``K_grid``) -> {eps: (runs, len)}, and of the non-private batched
+    learner (B = ceil(sqrt K), Remark 3.7) over ``K_grid`` (runs_np, G). One batch of runs per K (B depends
+    on K); common random numbers: the seed depends on K only, the same for every eps."""
+    from algorithms.gfa import NonPrivateGeneralMDP, NonPrivateOutcomeRL, remark_3_7_batch_size
+    mdp, fc = inst.mdp, inst.fclass
+    s1 = inst.s1
+    priv = {}
+    for eps in eps_list:
+        rows = []
+        for K in (K_of_eps or {}).get(eps, K_grid):
+            B, eta, _ = tuned(algorithm, inst, int(K), eps, delta=delta, tuning=tuning, C_cov=C_cov,
+                              sensitivity=sensitivity)
+            ag = make_agent(algorithm, fc, epsilon=eps, delta=delta, B=B, eta=eta, sensitivity=sensitivity, s1=s1,
+                            agent_class=agent_class)
+            rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs, seed + int(K)))
+        priv[eps] = np.stack(rows, axis=1)
+        if progress:
+            progress(f"{name}: regret at eps = {eps:g} done")
+    rows = []
+    for K in K_grid:
+        _, _, eta_np = tuned(algorithm, inst, int(K), max(eps_list), delta=delta, tuning=tuning, C_cov=C_cov,
+                             sensitivity=sensitivity)
+        NP = NonPrivateGeneralMDP if algorithm == 1 else NonPrivateOutcomeRL
+        kw = {"s1": s1} if algorithm == 1 else {}
+        ag = NP(fc, B=remark_3_7_batch_size(int(K)), eta=eta_np, **kw)
+        rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs_np,
+                                seed + 7919 + int(K)))
+    return priv, np.stack(rows, axis=1)
+
+
+def appendix_bound(algorithm: int, *, K: int, H: int, N: int, C_cov: float, epsilon: float, delta: float,
+                   sensitivity: float, alpha: float = 0.05) -> tuple[float, float]:
+    """The appendix forms of Theorem 3.1 / 3.4 (spec G17 / G18) as (non-private term, privacy term).
+
+    Algorithm 1: 2 sqrt(3 K H kappa C) and K^(3/5) C^(3/5) Delta_S^(2/5) L^(2/5) ln(1/delta)^(1/5) / eps^(2/5),
+    kappa = ln(|F|/alpha) + ln(H/alpha), C = H C_cov ln(1 + C_cov K / kappa), L = ln(|F| K / alpha).
+    Algorithm 2: 2 H^2 sqrt(2 C'_cov K L ln K) and H^(7/5) (C'_cov K ln K)^(3/5) L^(2/5) ln(1/delta)^(1/5) / eps^(2/5).
+    Constants were dropped while balancing (order statements): used only to tell whether the theorem says
+    anything beyond the trivial Regret <= K J* in a window (where it does not, linear growth contradicts nothing).
+    """
+    L = math.log(N * K / alpha)
+    lnd = math.log(1.0 / delta)
+    if algorithm == 1:
+        kappa = math.log(N / alpha) + math.log(H / alpha)
+        C = H * C_cov * math.log(1 + C_cov * K / kappa)
+        return (2 * math.sqrt(3 * K * H * kappa * C),
+                K ** 0.6 * C ** 0.6 * sensitivity ** 0.4 * L ** 0.4 * lnd ** 0.2 / epsilon ** 0.4)
+    lnK = math.log(max(K, 2))
+    return (2 * H ** 2 * math.sqrt(2 * C_cov * K * L * lnK),
+            H ** 1.4 * (C_cov * K * lnK) ** 0.6 * L ** 0.4 * lnd ** 0.2 / epsilon ** 0.4)
+
+
+def _bound_vacuity(algorithm, inst, K_grid, eps, delta, C_cov, sensitivity, term):
+    """Whether the theorem's bound (``term``: "private" = both terms, "nonprivate" = the first) exceeds the trivial
+    bound K J* at the top of the window (then a steeper-than-claimed exponent contradicts nothing)."""
+    from algorithms.gfa import optimal_return
+    fc = inst.fclass
+    K = int(K_grid[-1])
+    Jstar = optimal_return(inst.mdp, inst.s1 if algorithm == 1 else None)
+    np_term, p_term = appendix_bound(algorithm, K=K, H=fc.H, N=fc.N, C_cov=C_cov, epsilon=eps, delta=delta,
+                                     sensitivity=sensitivity)
+    bound = np_term + (p_term if term == "private" else 0.0)
+    return bound >= K * Jstar, {"K": K, "bound_appendix_form": bound, "trivial_bound_K_Jstar": K * Jstar}
+
+
+def _soft_fail(check: Check, vacuous: bool, info: dict) -> Check:
+    """A FAIL of an exponent check in a window where the theorem's bound exceeds K J* becomes INCONCLUSIVE:
+    the growth is pre-asymptotic and contradicts no stated bound (spec G20)."""
+    det = {**check.details, "bound_vacuity": {**info, "vacuous": vacuous}}
+    check = replace(check, details=det)
+    if check.verdict == FAIL and vacuous:
+        return replace(check, verdict=INCONCLUSIVE,
+                       reason=check.reason + "; not a violation: the theorem's bound "
+                                             f"({info['bound_appendix_form']:.3g}) "
+                                             f"exceeds K J* = {info['trivial_bound_K_Jstar']:.3g} at K = {info['K']}, "
+                                             "so the growth is pre-asymptotic")
+    return check
+
+
+def _difference(Rp, Rn):
+    """Privacy cost per private run: its regret minus the mean non-private regret at the same K."""
+    return Rp - Rn.mean(axis=0, keepdims=True)
+
+
+def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
+                  delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
+                  agent_class=None, progress=None, name: str = "private_gfa") -> list[Check]:
+    """The rate checks (G17-G21): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
+    non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
+    -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails, spec G20). A pass whose interval lies wholly
+    below 0.25 (regret saturating in the window) is marked uninformative."""
+    from dpcheck.regret import fit_increment_exponent, fit_scaling, slope_check
+    K_grid = [int(k) for k in K_grid]
+    thm = THEOREM[algorithm]
+    eps_all = sorted(set([eps_K, *eps_grid]))
+    # the K sweep at eps_K; the eps sweep at K_eps, which must be on the K grid (shared runs)
+    if K_eps not in K_grid:
+        raise InputError(f"K_eps = {K_eps} must be one of the K grid {K_grid}")
+    K_of_eps = {e: ([k for k in K_grid] if e == eps_K else [K_eps]) for e in eps_all}
+    priv, Rn = regret_curves(algorithm, inst, K_grid=K_grid, eps_list=eps_all, runs=runs, runs_np=runs_np,
+                             delta=delta, tuning=tuning, C_cov=C_cov, seed=seed, sensitivity=sensitivity,
+                             agent_class=agent_class, progress=progress, K_of_eps=K_of_eps, name=name)
+    base = {"instance": inst.name, "tuning": tuning, "delta": delta, "runs_private": runs, "runs_nonprivate": runs_np,
+            "K_grid": K_grid, "mean_regret_nonprivate": Rn.mean(0).tolist(),
+            "mean_regret_private": {f"{e:g}": {"K": K_of_eps[e], "regret": priv[e].mean(0).tolist()}
+                                    for e in eps_all}}
+    out = []
+    # privacy term vs K
+    D = _difference(priv[eps_K], Rn)
+    incr = np.diff(D.mean(0))
+    if np.any(incr <= 0):
+        out.append(Check(id="regret.exponent.private", kind="regret", verdict=INCONCLUSIVE,
+                         claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
+                                "source": f"{SOURCE}, {thm} (spec G17-G20)"},
+                         measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha, "seeds": runs},
+                         details={**base, "epsilon": eps_K},
+                         reason="the mean privacy cost does not increase over the K grid: no exponent can be fitted "
+                                "(more runs or a larger K range needed)"))
+    else:
+        fit = fit_increment_exponent(K_grid, D, alpha=alpha, seed=seed, interval="t")
+        c = slope_check(fit, bound=0.7, id="regret.exponent.private",
+                        statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): "
+                                  "exponent of its increments <= 3/5 + 0.1",
+                        source=f"{SOURCE}, {thm} (spec G17-G20)", xname="K",
+                        details={**base, "epsilon": eps_K}, ylabel="privacy cost increment")
+        vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
+                                   inst, sensitivity), "private")
+        out.append(_regime(_soft_fail(c, vac, info), fit, "K^(3/5)"))
+    # non-private term vs K (Remark 3.7)
+    incr = np.diff(Rn.mean(0))
+    if np.any(incr <= 0):
+        out.append(Check(id="regret.exponent.nonprivate", kind="regret", verdict=INCONCLUSIVE,
+                         claim={"statement": "non-private batched regret grows at most like sqrt(K)",
+                                "source": f"{SOURCE}, Remark 3.7, {thm} (spec G21)"},
+                         measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha, "seeds": runs_np},
+                         details=base, reason="the mean non-private regret does not increase over the K grid: "
+                                              "no exponent can be fitted"))
+    else:
+        fit = fit_increment_exponent(K_grid, Rn, alpha=alpha, seed=seed, interval="t")
+        c = slope_check(fit, bound=0.6, id="regret.exponent.nonprivate",
+                        statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); "
+                                  "exponent of the increments <= 1/2 + 0.1",
+                        source=f"{SOURCE}, Remark 3.7, {thm} (spec G21)", xname="K", details=base,
+                        ylabel="regret increment")
+        vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
+                                   inst, sensitivity), "nonprivate")
+        out.append(_regime(_soft_fail(c, vac, info), fit, "sqrt(K)"))
+    # privacy cost vs eps at K_eps
+    j = K_grid.index(K_eps)
+    eg = sorted(eps_grid)
+    Y = np.stack([priv[e][:, K_of_eps[e].index(K_eps)] - Rn[:, j].mean() for e in eg], axis=1)
+    fs = fit_scaling(np.asarray(eg, float), Y, alpha=alpha, seed=seed, interval="t")
+    ym = Y.mean(0)
+    c = slope_check(fs, bound=0.0, lower=-1.1, fail_above=0.0, fail_below=None, id="regret.privacy_cost.eps",
+                    statement="privacy cost at fixed K scales like eps^(-2/5) (upper bound; slopes in [-1.1, 0] are "
+                              "consistent on small instances, spec G20): FAIL iff the cost grows with eps",
+                    source=f"{SOURCE}, {thm} (spec G19, G20)", xname="eps",
+                    details={**base, "K": K_eps, "eps_grid": eg, "mean_cost": ym.tolist()},
+                    ylabel="Regret_private - Regret_nonprivate")
+    if np.any(ym <= 0) and c.verdict == PASS:
+        c = qualify(c, "uninformative", "the mean privacy cost is <= 0 at some eps: the log-log slope is not defined")
+    out.append(c)
+    return out
+
+
+def _declared_sensitivity(algorithm, inst, sensitivity):
+    from algorithms.gfa import sensitivity as _sens
+    if not isinstance(sensitivity, str):
+        return float(sensitivity)
+    return _sens(algorithm, inst.fclass.H, sensitivity)
+
+
+def _regime(check: Check, fit, what: str, floor: float = 0.25, max_width: float = 1.0) -> Check:
+    """A pass whose interval lies wholly below ``floor`` says the increments shrink (regret saturates on
+    this finite class), and one whose interval is wider than ``max_width`` says nothing: both are marked
+    uninformative about the claimed rate (never a plain PASS)."""
+    if check.verdict != PASS:
+        return check
+    lo, hi = fit.ci
+    if hi - lo > max_width:
+        return qualify(check, "uninformative",
+                       f"the exponent's interval [{lo:.2f}, {hi:.2f}] is wider than {max_width:g}: the runs are too "
+                       f"noisy to say anything about {what}",
+                       note=" (uninformative: interval too wide)")
+    if hi < floor:
+        return qualify(check, "uninformative",
+                       f"exponent CI below {floor:g}: the increments shrink over the window (the learner has locked "
+                       f"onto an optimal entry); the pass says little about {what}",
+                       note=" (uninformative: the increments shrink in this window)")
+    if lo >= floor:
+        return replace(check, reason=check.reason + f"; growing regime (CI lower end {lo:.2f} >= {floor:g})")
+    return check
+
+
+def output_policy_check(agent, inst, *, K: int, runs: int, seed: int, n_mc: int = 20_000,
+                        alpha: float = 0.05) -> Check:
+    """regret.output_policy (G22, P7): J(pi*) - J(pi_hat) = Regret / K for pi_hat = Unif(pi_1..pi_K).
+
+    (a) exactly: J(pi_hat) from the mixture's weights over the class entries and their exact returns, against
+    the run's Regret / K (one mismatch beyond 1e-9 fails); (b) by simulation of the output policy as released
+    (``MixturePolicy.sample``: one k per episode, pi_k for the whole episode): ``n_mc`` episodes of run 0 in
+    the MDP, whose mean return must lie within the Hoeffding radius sqrt(ln(2/alpha) / (2 n_mc)) of J(pi_hat)
+    (returns in [0, 1]); outside it fails (a false alarm with probability <= alpha)."""
+    from algorithms.gfa import optimal_return, policy_returns
+    mdp, fc = inst.mdp, inst.fclass
+    init = public_init(agent, mdp)
+    rng = np.random.default_rng(seed)
+    res = agent.run(mdp, K, rng, runs=runs, record=False)
+    J_entries = policy_returns(mdp, fc.greedy_policies(), init)
+    J_hat = res.output_policy.expected_return(J_entries)
+    J_star = optimal_return(mdp, init)
+    gap = J_star - J_hat
+    per_ep = res.cumulative_regret[:, -1] / K
+    err = np.abs(gap - per_ep)
+    bad = int(np.sum(err > 1e-9))
+    from algorithms.gfa import MixturePolicy
+    entries0 = res.output_policy.episode_entries[:1]
+    total, done, chunk = 0.0, 0, 2048
+    while done < n_mc:
+        n = min(chunk, n_mc - done)
+        # n independent episodes of run 0's pi_hat: one uniform k per episode, pi_k for the whole episode
+        pols = MixturePolicy(fc, np.repeat(entries0, n, axis=0)).sample(rng)          # (n, H, S)
+        total += float(mdp.rollout(pols, rng).rewards.sum())
+        done += n
+    mc = total / n_mc
+    radius = math.sqrt(math.log(2.0 / alpha) / (2.0 * n_mc))
+    mc_bad = int(abs(mc - J_hat[0]) > radius)
+    c = invariant_check(id="regret.output_policy", kind="regret", violations=bad + mc_bad, total=runs + 1,
+                        claim={"statement": "J(pi*) - J(pi_hat) = Regret / K for pi_hat = Unif(pi_1..pi_K) "
+                                            "(trajectory-level mixture)",
+                               "source": f"{SOURCE}, {THEOREM[agent.algorithm]} (PAC conversion; spec G22, P7)"},
+                        details={"agent": describe(agent), "K": K, "runs": runs, "J_star": J_star,
+                                 "suboptimality": gap.tolist(), "regret_over_K": per_ep.tolist(),
+                                 "simulation": {"episodes": n_mc, "mean_return": mc, "J_hat": float(J_hat[0]),
+                                                "hoeffding_radius": radius, "level": alpha}},
+                        what="output-policy sub-optimality = Regret / K (exact per run; simulated pi_hat "
+                             f"{mc:.4f} vs {float(J_hat[0]):.4f} +- {radius:.3f})")
+    return replace(c, measured={**c.measured, "suboptimality_mean": float(gap.mean()),
+                                "max_abs_error": float(err.max()), "confidence": 1 - alpha})

@@ -1,0 +1,246 @@
+"""Audits of private RL with general function approximation (He & Zhou, arXiv 2605.07049;
+specs/private_gfa.md): ``dpcheck audit private_gfa`` (Algorithm 1: general stochastic MDPs, Bellman-error
+loss, Delta_S = 8H, on GF-3 of §6.1) and ``dpcheck audit private_gfa_outcome`` (Algorithm 2: deterministic
+MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of §4.1).
+
+Both share one claim table shape and one ``run`` (:class:`_GFAAudit`); the checks are the functions of
+audits/lib/gfa.py named in the table. The audited configuration: ``--epsilon`` (default 1), ``--delta``
+(default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: §2.5's theory B at that
+K), a user's class ``--set function_class=PATH.npz`` (arrays, see :func:`audits.lib.gfa.load_function_class`).
+
+Privacy is checked on the configuration as declared (white box: the exact PLD accountant of the M updates
+at the temperature really used, the searched score sensitivity, the data each score is computed on; the
+sampler's frequencies against the closed form; black box: the selected functions and the actions sent to
+other scripted users). The regret checks sweep K and eps with the §2.5 tuning (``--set tuning=theory``,
+default) or the §4.5 PoC shape (``poc``); privacy does not depend on eta or B, so the sweeps run at large
+eps where the exponential mechanism concentrates within the horizon (spec G20), and a pass in a window
+where the regret has saturated is marked uninformative.
+"""
+from __future__ import annotations
+
+
+from audits.lib import gfa
+from dpcheck.audit import Audit, ClaimRow
+from dpcheck.errors import InputError
+from dpcheck.parallel import with_result_cache
+from dpcheck.registry import PARALLEL, SetOption
+
+HZ = "He & Zhou (arXiv 2605.07049)"
+
+
+def _claims(alg: int) -> tuple:
+    thm = gfa.THEOREM[alg]
+    ds = "8H" if alg == 1 else "(H+1)^2"
+    g = "G1" if alg == 1 else "G2"
+    rows = [
+        ClaimRow("privacy.jdp.blackbox", "privacy",
+                 "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP "
+                 "(black box, scripted users differing in user 1)",
+                 f"{HZ}, {thm}, Definition 2.3; spec G{4 + alg}", "gfa.jdp_blackbox_check"),
+        ClaimRow("privacy.em_selection", "privacy",
+                 "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
+                 "(chi-square against the closed form)",
+                 f"{HZ}, Algorithm {alg} line 6, §1.5; spec G3", "gfa.selection_check"),
+        ClaimRow("whitebox.sensitivity", "whitebox",
+                 f"|S_D(f) - S_D'(f)| <= Delta_S = {ds} for neighbouring datasets (hypothesis search)",
+                 f"{HZ}, §2.4, {thm}; spec {g}", "gfa.sensitivity_check"),
+        ClaimRow("whitebox.composition", "whitebox",
+                 "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP "
+                 "(exact PLD accountant)",
+                 f"{HZ}, §2.4, Lemma E.2, {thm}; spec G4", "gfa.composition_check"),
+        ClaimRow("whitebox.score_dataset", "whitebox",
+                 "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
+                 f"{HZ}, Algorithm {alg} lines 4-6, §2.1; spec P3, P9", "gfa.score_dataset_check"),
+        ClaimRow("assumption.realizability", "assumption", "Q* in F",
+                 f"{HZ}, Assumption 2.1 / {thm}", "gfa.assumption_checks"),
+    ]
+    if alg == 1:
+        rows.append(ClaimRow("assumption.completeness", "assumption", "T_h F_{h+1} subseteq F_h (Bellman completeness)",
+                             f"{HZ}, Assumption 2.1 (Theorem 3.1)", "gfa.assumption_checks"))
+    rows.append(ClaimRow("assumption.coverability", "assumption",
+                         "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu"
+                         + ("; C_cov <= C'_cov, N(s_1) <= H C_cov(M_{s_1}) (G14)" if alg == 2 else ""),
+                         f"{HZ}, Definition 2.2, §1.3; spec G14", "gfa.assumption_checks"))
+    if alg == 2:
+        rows.append(ClaimRow("assumption.deterministic", "assumption",
+                             "deterministic transitions with outcome rewards",
+                             f"{HZ}, Definition 3.3 (Theorem 3.4)", "gfa.assumption_checks"))
+    rows += [
+        ClaimRow("regret.exponent.private", "regret",
+                 "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
+                 f"{HZ}, {thm}; spec G{16 + alg}, G19, G20", "gfa.regret_checks"),
+        ClaimRow("regret.exponent.nonprivate", "regret",
+                 "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
+                 f"{HZ}, Remark 3.7; spec G21", "gfa.regret_checks"),
+        ClaimRow("regret.privacy_cost.eps", "regret",
+                 "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
+                 f"{HZ}, {thm}; spec G19, G20", "gfa.regret_checks"),
+        ClaimRow("regret.output_policy", "regret",
+                 "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
+                 f"{HZ}, {thm} (PAC conversion); spec G22", "gfa.output_policy_check"),
+    ]
+    return tuple(rows)
+
+
+_COMMON_OPTIONS = (
+    SetOption("function_class", str,
+              help="PATH.npz: the class as arrays -- 'values' (N, H, S, A) in [0, 1]; optional 'P' (H, S, A, S), "
+                   "'r' (H, S, A), 'init' (S,) for the MDP (default: the built-in instance)"),
+    SetOption("batch", int, help="batch size B >= 1 of the audited configuration (default: the §2.5 theory B at K)"),
+    SetOption("K", int, default=1024, bounds=(0, None), help="episodes of the audited configuration"),
+    SetOption("eps0_rule", str, choices=("exact", "section_3_3", "appendix_e"), default="exact",
+              help="per-update budget (spec A1)"),
+    SetOption("tuning", str, choices=("theory", "poc"), default="theory",
+              help="eta and B of the regret sweeps: §2.5 (theory) or the §4.5 PoC shape "
+                   "(B = ceil(K^0.6/eps^0.4), eta = 1)"),
+)
+
+
+def _validate(alg: int):
+    """Cross-option validation before any work: the class file and B (one-line InputError, exit 2)."""
+
+    def validate(options):
+        extra = options.extra or {}
+        b = extra.get("batch")
+        if b is not None and b < 1:
+            raise InputError(f"--set batch={b}: the batch size B must be an integer >= 1 (updates at k = iB + 1)")
+        path = extra.get("function_class")
+        if path:
+            fc, mdp = gfa.load_function_class(path, alg)
+            gfa.instance_with_class(alg, fc, mdp)
+    return validate
+
+
+class _GFAAudit(Audit):
+    """The shared run of both audits (module docstring); subclasses set ``alg`` and the tables."""
+
+    alg: int = 0
+    notion = "JDP"
+    uses = ("epsilon", "delta", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+
+    # -- configuration ---------------------------------------------------------------------
+    def setup(self):
+        fc = mdp = None
+        if self.params.function_class:
+            fc, mdp = gfa.load_function_class(self.params.function_class, self.alg)
+        self.inst = gfa.instance_with_class(self.alg, fc, mdp)
+        from algorithms.gfa import coverability, per_start_coverability
+        inst = self.inst
+        self.C_cov = (coverability(inst.mdp, inst.fclass).value if self.alg == 1 else
+                      per_start_coverability(inst.mdp, inst.fclass).value)
+        self.epsilon = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
+        self.delta = float(self.opts.delta) if self.opts.delta is not None else 1e-5
+        if not 0 < self.delta < 1:
+            raise InputError(f"--delta must lie in (0, 1) for advanced composition, got {self.delta:g}")
+        self.K = int(self.params.K)
+        sens = getattr(self.params, "sensitivity", None) or "paper"   # self.params.sensitivity: Algorithm 2 only
+        self.sensitivity = sens
+        B_t, eta, _ = gfa.tuned(self.alg, inst, self.K, self.epsilon, delta=self.delta, tuning="theory",
+                                C_cov=self.C_cov, sensitivity=sens)
+        self.B = int(self.params.batch) if self.params.batch is not None else B_t
+        if self.B < 1:
+            raise InputError(f"--set batch={self.B}: the batch size B must be an integer >= 1")
+        self.agent = gfa.make_agent(self.alg, inst.fclass, epsilon=self.epsilon, delta=self.delta, B=self.B, eta=eta,
+                                    sensitivity=sens, eps0_rule=self.params.eps0_rule, s1=inst.s1)
+        decl = self.agent.privacy(self.K)
+        self.config.update({
+            "algorithm": f"Algorithm {self.alg}", "instance": inst.name, "class": repr(inst.fclass),
+            "C_cov" if self.alg == 1 else "C_cov_prime": self.C_cov, "epsilon": self.epsilon, "delta": self.delta,
+            "K": self.K, "B": self.B, "eta": eta, "eps0_rule": self.params.eps0_rule, "sensitivity": sens,
+            "declaration": decl.to_dict(), "tuning_regret": self.params.tuning,
+            "note": "privacy checks on the audited configuration (B and eta do not change the per-update mechanism); "
+                    "regret sweeps over K and eps with the chosen tuning",
+        })
+
+    def run(self) -> None:
+        self.setup()
+        self.privacy()
+        self.assumptions()
+        self.regret()
+
+    # -- privacy -----------------------------------------------------------------------------
+    def privacy(self) -> None:
+        import copy
+        exe, ag, inst = self.exe, self.agent, self.inst
+        name = self.name
+        self.progress(f"{name}: privacy (composition, selection law, sensitivity search, data flow, black box)")
+        K = self.K
+        self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
+        self.add(gfa.selection_check(ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
+                                     seed=self.int_seed("selection")))
+        init = gfa.public_init(ag, inst.mdp)
+        self.add(gfa.sensitivity_check(ag, init, examples=exe.pick(150, 40), seed=exe.seed))
+        small = copy.copy(ag)
+        small.B = min(ag.B, 3)
+        self.add(gfa.score_dataset_check(small, inst.mdp, K=exe.pick(24, 12), runs=exe.pick(4, 2),
+                                         seed=self.int_seed("score_dataset")))
+        one = copy.copy(ag)
+        one.B = 1                  # B = 1: the most updates (and data-dependent draws) the adversary sees
+        samples = exe.samples if exe.samples is not None else exe.pick(100_000, 20_000)
+        self.add(gfa.jdp_blackbox_check(one, inst.mdp, K=4, samples=samples, alpha=exe.alpha, seed=exe.seed,
+                                        workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
+                                        cache_dir=exe.cache_dir, progress=exe.progress))
+
+    # -- assumptions -------------------------------------------------------------------------
+    def assumptions(self) -> None:
+        self.progress(f"{self.name}: assumptions (realizability, completeness, coverability)")
+        ref = gfa.REFERENCE.get(self.inst.name) if not self.params.function_class else None
+        for c in gfa.assumption_checks(self.alg, self.inst, reference=ref):
+            self.add(c)
+
+    # -- regret ------------------------------------------------------------------------------
+    sizes: dict = {}
+
+    def regret(self) -> None:
+        exe = self.exe
+        z = self.sizes["quick" if exe.quick else "default"]
+        self.progress(f"{self.name}: regret sweeps ({self.params.tuning} tuning)")
+        checks = gfa.regret_checks(
+            self.alg, self.inst, K_grid=z["K_grid"], eps_K=z["eps_K"], eps_grid=z["eps_grid"], K_eps=z["K_eps"],
+            runs=z["runs"], runs_np=z["runs_np"], delta=self.delta, tuning=self.params.tuning, C_cov=self.C_cov,
+            seed=self.int_seed("regret") % (2 ** 31), alpha=exe.alpha, sensitivity=self.sensitivity,
+            progress=self.progress, name=self.name)
+        for c in checks:
+            self.add(c)
+        B, eta, _ = gfa.tuned(self.alg, self.inst, z["K_eps"], z["eps_K"], delta=self.delta,
+                              tuning=self.params.tuning, C_cov=self.C_cov, sensitivity=self.sensitivity)
+        ag = gfa.make_agent(self.alg, self.inst.fclass, epsilon=z["eps_K"], delta=self.delta, B=B, eta=eta,
+                            sensitivity=self.sensitivity, s1=self.inst.s1)
+        self.add(gfa.output_policy_check(ag, self.inst, K=z["K_eps"], runs=z["runs"],
+                                         seed=self.int_seed("output_policy") % (2 ** 31)))
+
+
+class PrivateGFAAudit(_GFAAudit):
+    name = "private_gfa"
+    algorithm = "Private RL with general function approximation (He & Zhou, Algorithm 1)"
+    summary = ("(eps, delta)-JDP (exponential mechanism, Delta_S = 8H, M = ceil(K/B) updates); Regret "
+               "O~(H sqrt(C_cov K) + H (C_cov K)^(3/5) eps^(-2/5))")
+    alg = 1
+    claims = _claims(1)
+    options = _COMMON_OPTIONS
+    sizes = {"default": {"K_grid": tuple(2 ** k for k in range(9, 16)), "eps_K": 16.0,
+                         "eps_grid": (4.0, 16.0, 64.0, 256.0, 1024.0), "K_eps": 4096, "runs": 32, "runs_np": 128},
+             "quick": {"K_grid": tuple(2 ** k for k in range(9, 15)), "eps_K": 16.0,
+                       "eps_grid": (4.0, 16.0, 64.0, 256.0), "K_eps": 2048, "runs": 24, "runs_np": 96}}
+
+
+class PrivateGFAOutcomeAudit(_GFAAudit):
+    name = "private_gfa_outcome"
+    algorithm = "Private RL with outcome rewards in deterministic MDPs (He & Zhou, Algorithm 2)"
+    summary = ("(eps, delta)-JDP (exponential mechanism, Delta_S = (H+1)^2, M = ceil(K/B) updates); Regret "
+               "O~(H^2 sqrt(C'_cov K) + H^(7/5) (C'_cov K)^(3/5) eps^(-2/5))")
+    alg = 2
+    claims = _claims(2)
+    options = _COMMON_OPTIONS + (
+        SetOption("sensitivity", str, choices=("paper", "telescoping", "binary"), default="paper",
+                  help="Delta_S: (H+1)^2 (paper), H^2 (telescoping), 1 (binary-outcome classes; spec A3)"),)
+    # Appendix D: the mechanism concentrates abruptly (spec §4.5); eps_K = 8 puts the transition inside the
+    # window; the runs vary a lot between seeds, so more of them than for GF-3
+    sizes = {"default": {"K_grid": tuple(2 ** k for k in range(10, 15)), "eps_K": 8.0,
+                         "eps_grid": (4.0, 16.0, 64.0, 256.0, 1024.0), "K_eps": 2048, "runs": 24, "runs_np": 24},
+             "quick": {"K_grid": tuple(2 ** k for k in range(9, 13)), "eps_K": 8.0,
+                       "eps_grid": (4.0, 16.0, 64.0, 256.0), "K_eps": 2048, "runs": 12, "runs_np": 24}}
+
+
+PrivateGFAAudit.register(wrap=with_result_cache, validate=_validate(1))
+PrivateGFAOutcomeAudit.register(wrap=with_result_cache, validate=_validate(2))
