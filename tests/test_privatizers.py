@@ -422,3 +422,27 @@ def test_simulated_max_noise_is_the_tree_and_the_local_sums_on_zero_data(K):
     local = np.abs(np.cumsum(np.stack([laplace(rng, b, c) for _ in range(K - 1)]), axis=0)).max()
     sim = simulate_max_noise("local", counters=c, K=K, scale=b, reps=1, rng=np.random.default_rng(5), block=10)
     assert sim[0] == pytest.approx(local, rel=1e-12)
+
+
+def test_self_composed_randomized_response_is_accounted_with_its_count():
+    # dp_accounting 0.6.0's PLD accountant composes SelfComposedDpEvent(RR, n) once; our accounting must not
+    import dp_accounting as dpa
+
+    from audits.lib.gfa import pld_epsilon_replace_one
+    from audits.lib.privatizers import pld_accountant
+
+    def eps(event, delta=1e-12):
+        return pld_accountant(event, dpa.NeighboringRelation.REPLACE_ONE).get_epsilon(delta)
+
+    rr = dpa.RandomizedResponseDpEvent(noise_parameter=0.5, num_buckets=2)   # pure eps = ln 3
+    one = eps(rr)
+    assert one == pytest.approx(math.log(3), abs=2e-3)
+    sixteen = eps(dpa.SelfComposedDpEvent(rr, 16))
+    assert sixteen == pytest.approx(eps(dpa.ComposedDpEvent([rr] * 16)))
+    assert sixteen > 10 * one                        # basic composition: at most 16 ln 3, far above one
+    nested = dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(rr, 4), dpa.GaussianDpEvent(1.0)])
+    assert eps(nested, 1e-6) > eps(dpa.ComposedDpEvent([rr, dpa.GaussianDpEvent(1.0)]), 1e-6) + 1.0
+    assert pld_epsilon_replace_one(rr, 16, 1e-12) == pytest.approx(sixteen)
+    # Gaussian self-compositions are passed through (dp_accounting composes them exactly)
+    g = dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(2.0), 8)
+    assert eps(g, 1e-6) > eps(dpa.GaussianDpEvent(2.0), 1e-6)

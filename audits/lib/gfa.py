@@ -474,16 +474,13 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
 
 def pld_epsilon_replace_one(event, count: int, delta: float) -> float:
     """eps at ``delta`` of ``count`` compositions of ``event`` by dp_accounting's PLD accountant under
-    replacement of one user (§1.5), with audits/lib/privatizers.py's discretisation.
-
-    The ``count`` copies are composed explicitly: dp_accounting 0.6.0's PLD accountant ignores the count of a
-    ``SelfComposedDpEvent`` around a ``RandomizedResponseDpEvent`` (it composes the response once), which
-    would silently account M updates as one."""
+    replacement of one user (§1.5), with audits/lib/privatizers.py's discretisation and its explicit
+    spelling-out of self-compositions (dp_accounting 0.6.0 would account M randomized-response updates
+    as one)."""
     import dp_accounting
-    from dp_accounting.pld import pld_privacy_accountant as pld
-    from audits.lib.privatizers import PLD_INTERVAL
-    acc = pld.PLDAccountant(dp_accounting.NeighboringRelation.REPLACE_ONE, value_discretization_interval=PLD_INTERVAL)
-    acc.compose(dp_accounting.ComposedDpEvent([event] * int(count)))
+    from audits.lib.privatizers import pld_accountant
+    acc = pld_accountant(dp_accounting.SelfComposedDpEvent(event, int(count)),
+                         dp_accounting.NeighboringRelation.REPLACE_ONE)
     return float(acc.get_epsilon(delta))
 
 
