@@ -79,6 +79,18 @@ def _claims(alg: int) -> tuple:
                  "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
                  f"{HZ}, {thm} (PAC conversion); spec G22", "gfa.output_policy_check"),
     ]
+    if alg == 1:   # Appendix C concerns the linear design matrices of the proof approach Algorithm 1 replaces
+        rows += [
+            ClaimRow("assumption.design_monotonicity", "assumption",
+                     "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data "
+                     "is added (non-private ones are), so at a switch the product over h of det ratios need not exceed "
+                     "2 and the O(ln K) switch count is not justified",
+                     f"{HZ}, Appendix C; spec G24, §6.3", "gfa_harness.design_monotonicity_check"),
+            ClaimRow("assumption.quadratic_ratio", "assumption",
+                     "phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches fails for privatised "
+                     "matrices; the ratio reaches 2*3^(d-1) without a switch (exponential in d)",
+                     f"{HZ}, Appendix C; spec G25, §6.3", "gfa_harness.quadratic_ratio_check"),
+        ]
     return tuple(rows)
 
 
@@ -156,7 +168,16 @@ class _GFAAudit(Audit):
         self.setup()
         self.privacy()
         self.assumptions()
+        if self.alg == 1:
+            self.appendix_c()
         self.regret()
+
+    def appendix_c(self) -> None:
+        """G24 / G25: why the linear-design proof approach fails under privatisation (reported checks)."""
+        from audits.lib.gfa_harness import appendix_c_checks
+        self.progress(f"{self.name}: Appendix C harness (privatised design matrices)")
+        for c in appendix_c_checks(self.int_seed("appendix_c"), self.exe.quick):
+            self.add(c)
 
     # -- privacy -----------------------------------------------------------------------------
     def privacy(self) -> None:
