@@ -126,13 +126,14 @@ def _flat(visits, transitions):
 # ============================================================ privacy: black box
 def step_swap_pair(H: int, S: int, A: int):
     """The replaced trajectory (x in D, y in D'): x visits state 0 at odd steps and 1 at even ones, y the
-    opposite, with different actions when A > 1. Every step's pair and triple counts move by 2 in l1
-    (sqrt(2) in l2: the declared sqrt(2H) per family is attained, T-1 (i)), and the changes alternate in
-    sign along h, so their sum over steps cancels: noise shared across steps h (instead of fresh per h,
-    P9 / A8) drops out of the likelihood ratio and the two datasets become perfectly distinguishable."""
+    opposite, both with action 0. Every step's pair and triple counts move by 2 in l1 (sqrt(2) in l2: the
+    declared sqrt(2H) per family is attained, T-1 (i)), and the changes alternate in sign along h, so
+    their sum over steps cancels (all but one step for odd H): noise shared across steps h (instead of
+    fresh per h, P9 / A8) drops out of the likelihood ratio and the two datasets become perfectly (odd H:
+    far more) distinguishable than the claim allows."""
     xs = tuple(h % 2 for h in range(H + 1))
     ys = tuple(1 - v for v in xs)
-    return (pa.Trajectory(xs, (0,) * H, (1.0,) * H), pa.Trajectory(ys, (A - 1,) * H, (1.0,) * H))
+    return (pa.Trajectory(xs, (0,) * H, (1.0,) * H), pa.Trajectory(ys, (0,) * H, (1.0,) * H))
 
 
 def scripted_background(H: int, S: int, A: int, copies: int):
