@@ -296,8 +296,11 @@ class DPAPVIAudit(Audit):
                                      runs=exe.pick(100, 40), seed=self.int_seed("rates"), alpha=exe.alpha):
             self.add(self.soften(c, mode == "practical") if c.id == "regret.suboptimality_bound" else c)
         gap_mode = forced or "practical"
+        # the gap starts to fall once ntil clears the width E (fallback and C*H below it): a grid in units of E
+        E = spec.make().width(wide.mdp.H, wide.mdp.S, wide.mdp.A)
+        factors = exe.pick((10, 20, 40, 80, 160, 320), (10, 25, 60, 150))
         self.add(offline.suboptimality_rate_check(_mode(spec, gap_mode), wide,
-                                                  n_grid=exe.pick((300, 1e3, 3e3, 1e4, 3e4), (300, 1e3, 3e3, 1e4)),
+                                                  n_grid=tuple(int(round(f * E)) for f in factors),
                                                   runs=exe.pick(200, 60), seed=self.int_seed("gap"), alpha=exe.alpha,
                                                   mode=gap_mode))
 
