@@ -302,3 +302,55 @@ def test_bad_options_exit_2_with_one_line(tmp_path, capsys, args, needle):
     assert code == 2
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert needle in err, err
+
+
+# ---------------------------------------------------------------- the whole audit catches each defect
+def _reuse_noise(monkeypatch):
+    monkeypatch.setattr(OfflineGaussianPrivatizer, "_noise", ReusedNoisePrivatizer._noise)
+
+
+def _skip_lp(monkeypatch):
+    original = DPAPVI.__init__
+
+    def init(self, *a, **kw):
+        kw["consistency"] = "naive"
+        original(self, *a, **kw)
+    monkeypatch.setattr(DPAPVI, "__init__", init)
+
+
+def _drop_privacy_term(monkeypatch):
+    monkeypatch.setattr(DPAPVI, "_penalty", NoPrivacyTermAPVI._penalty)
+
+
+def _rho_as_epsilon(monkeypatch):
+    monkeypatch.setattr(OfflineGaussianPrivatizer, "sigma", RhoAsEpsilonPrivatizer.sigma)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plant,caught_by", [
+    (_reuse_noise, {"privacy.blackbox.counts", "whitebox.noise_independence"}),
+    (_skip_lp, {"assumption.consistency"}),
+    (_drop_privacy_term, {"assumption.pessimism.noise_dominated", "assumption.penalty_validity.noise_dominated"}),
+    (_rho_as_epsilon, {"whitebox.noise_scale"}),
+])
+def test_the_registered_audit_fails_on_each_planted_defect(tmp_path, monkeypatch, plant, caught_by):
+    plant(monkeypatch)
+    code = main(["audit", "dp_apvi", "--quick", "--samples", "20000", "--out", str(tmp_path), "--quiet"])
+    rep = json.loads((tmp_path / "dp_apvi.json").read_text())
+    failed = {c["id"] for c in rep["checks"] if c["verdict"] == "fail"}
+    assert code == 1 and caught_by <= failed, failed
+
+
+def test_offline_dataset_load_round_trip_and_errors(tmp_path):
+    from algorithms.offline import OfflineDataset
+    from dpcheck.errors import InputError
+    path = _dataset(tmp_path)
+    d = OfflineDataset.load(path)
+    z = np.load(path)
+    assert d.runs == 1 and d.n == 40 and d.H == 3 and (d.S, d.A) == (2, 2)
+    assert np.array_equal(d.states[0], z["states"]) and np.allclose(d.rewards[0], z["rewards"])
+    np.save(tmp_path / "x.npy", np.zeros(3))
+    with pytest.raises(InputError, match="not an .npz"):
+        OfflineDataset.load(tmp_path / "x.npy")
+    with pytest.raises(InputError, match="one positive integer"):
+        OfflineDataset.load(_dataset(tmp_path, "s.npz", S=np.array([2, 3])))

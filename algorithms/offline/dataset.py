@@ -293,21 +293,22 @@ def load_npz_arrays(path) -> dict:
     if not os.path.isfile(p):
         raise InputError(f"dataset file not found: {p}")
     try:
-        with np.load(p, allow_pickle=False) as z:
-            if not isinstance(z, np.lib.npyio.NpzFile):
-                raise InputError(f"{p}: not an .npz archive (save the arrays with numpy.savez)")
-            out = {}
-            for k in z.files:
-                try:
-                    out[k] = z[k]
-                except ValueError:
-                    raise InputError(f"{p}: array {k!r} is an object array -- ragged episodes (trajectories of "
-                                     "different lengths) or non-numeric entries") from None
-            return out
-    except InputError:
-        raise
+        z = np.load(p, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
         raise InputError(f"{p}: cannot read as an .npz archive ({type(e).__name__}: {e})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):        # a bare .npy gives one array
+        raise InputError(f"{p}: not an .npz archive (save the arrays with numpy.savez)")
+    with z:
+        out = {}
+        for k in z.files:
+            try:
+                out[k] = z[k]
+            except ValueError:
+                raise InputError(f"{p}: array {k!r} is an object array -- ragged episodes (trajectories of "
+                                 "different lengths) or non-numeric entries") from None
+            except (OSError, zipfile.BadZipFile, EOFError) as e:
+                raise InputError(f"{p}: array {k!r} cannot be read ({type(e).__name__}: {e})") from None
+        return out
 
 
 def _scalar_int(path, key, value) -> int:
