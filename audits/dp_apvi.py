@@ -136,6 +136,10 @@ class DPAPVIAudit(Audit):
         ClaimRow("regret.suboptimality_bound", "regret",
                  "w.p. >= 1 - 4 delta, v* - v^{pi_hat} <= 2 sum_h sum d^{pi*}_h Gamma_h (exact)",
                  f"{QW}, eq. 31 + Lemma C.10 (T-14)", "offline.rate_checks"),
+        ClaimRow("regret.suboptimality.budget", "regret",
+                 "the realised sub-optimality does not grow with the budget (its privacy part falls like E: "
+                 "rho^{-1/2} / eps^{-1}; practical constants)", f"{QW}, Theorem 3.4, §2.8(c) (T-16, T-17, T-19)",
+                 "offline.suboptimality_budget_check"),
         ClaimRow("regret.suboptimality.n", "regret",
                  "the realised sub-optimality falls at least like n^{-1/2} (practical constants)",
                  f"{QW}, Theorem 3.4 (T-16)", "offline.suboptimality_rate_check"),
@@ -298,11 +302,17 @@ class DPAPVIAudit(Audit):
         gap_mode = forced or "practical"
         # the gap starts to fall once ntil clears the width E (fallback and C*H below it): a grid in units of E
         E = spec.make().width(wide.mdp.H, wide.mdp.S, wide.mdp.A)
-        factors = exe.pick((10, 20, 40, 80, 160, 320), (10, 25, 60, 150))
+        factors = (10, 15, 20, 30, 40, 60, 80, 120, 160, 320)        # cheap (counts drawn from their law)
         self.add(offline.suboptimality_rate_check(_mode(spec, gap_mode), wide,
                                                   n_grid=tuple(int(round(f * E)) for f in factors),
-                                                  runs=exe.pick(200, 60), seed=self.int_seed("gap"), alpha=exe.alpha,
+                                                  runs=200, seed=self.int_seed("gap"), alpha=exe.alpha,
                                                   mode=gap_mode))
+        # E ~ rho^{-1/2} but eps^{-1}: the Laplace grid spans the same range of widths
+        factors = (0.1, 0.3, 1.0, 3.0, 10.0) if spec.gaussian else (0.32, 0.55, 1.0, 1.73, 3.16)
+        self.add(offline.suboptimality_budget_check(_mode(spec, gap_mode), wide, n=int(round(40 * E)),
+                                                    budget_factors=factors,
+                                                    runs=200, seed=self.int_seed("gap-budget"),
+                                                    alpha=exe.alpha, mode=gap_mode))
 
 
 def _mode(spec: APVISpec, mode: str) -> APVISpec:

@@ -235,7 +235,8 @@ def test_quick_end_to_end_through_the_cli_with_a_user_dataset(tmp_path):
             "assumption.noise_bound.data", "assumption.consistency.data", "assumption.coverage",
             "assumption.coverage.data", "assumption.penalty_validity", "assumption.pessimism",
             "assumption.pessimism.noise_dominated", "regret.bound.n", "regret.privacy_cost.n",
-            "regret.privacy_cost.budget", "regret.suboptimality_bound", "regret.suboptimality.n"} <= set(by_id)
+            "regret.privacy_cost.budget", "regret.suboptimality_bound", "regret.suboptimality.n",
+            "regret.suboptimality.budget"} <= set(by_id)
     # 40 trajectories are far too few for Theorem 3.4: said, not hidden
     assert by_id["assumption.coverage.data"]["verdict"] == "inconclusive"
     assert rep["config"]["rho"] == 1.0

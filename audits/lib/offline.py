@@ -668,7 +668,9 @@ def bounds_on_grid(spec: APVISpec, instance, *, n_grid, budgets, runs: int, seed
     # the non-private baseline with the same mode's constants (theory: Ambiguity A5's empirical Bernstein)
     base = (APVI(delta=spec.delta, penalty=spec.penalty) if spec.mode == "theory" else
             APVI(delta=spec.delta, penalty=spec.penalty, C1=PRACTICAL["C1"], C2=PRACTICAL["C2"]))
-    out = {"n": {"B_dp": [], "B_apvi": [], "gap": []}, "budget": {"B_dp": [], "B_apvi": []}}
+    out = {"n": {"B_dp": [], "B_apvi": [], "gap": [], "saturated": []}, "budget": {"B_dp": [], "B_apvi": []}}
+    H = instance.mdp.H
+    cap = (H - np.arange(H)).astype(float)[None, :, None, None]          # H - h + 1 (paper's h)
     ss = np.random.SeedSequence(seed)
     kids = ss.spawn(len(n_grid) + len(budgets))
     for i, n in enumerate(n_grid):
@@ -679,6 +681,7 @@ def bounds_on_grid(spec: APVISpec, instance, *, n_grid, budgets, runs: int, seed
         out["n"]["B_dp"].append(data_bound(res, cov.d_opt))
         out["n"]["B_apvi"].append(data_bound(ref, cov.d_opt))
         out["n"]["gap"].append(suboptimality(instance.mdp, res.policy))
+        out["n"]["saturated"].append((res.penalties >= cap).mean(axis=(1, 2, 3)))
     n_mid = int(n_grid[len(n_grid) // 2])
     for j, b in enumerate(budgets):
         rng = np.random.default_rng(kids[len(n_grid) + j])
@@ -718,11 +721,16 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
                                "2 sum d^{pi*} Gamma falls at least like n^{-1/2}",
                      source=f"{src}, Theorem 3.4, eq. 31 (T-14, T-16)", ylabel="2 sum d^{pi*} Gamma (DP-APVI)",
                      details=dict(common, n_grid=list(map(int, n_grid)), bound_mean=list(Bn.mean(0)),
-                                  vacuous_points=vac_pts, H=H))
+                                  vacuous_points=vac_pts, H=H,
+                                  penalty_exceeds_H_fraction=list(g["n"]["saturated"].mean(0))))
     if len(vac_pts) == len(n_grid):
         c1 = qualify(c1, "vacuous", f"the bound exceeds H = {H} at every n: it says nothing there")
     elif vac_pts:
         c1 = replace(c1, reason=c1.reason + f"; VACUOUS (bound >= H) at n = {vac_pts}")
+    sat = g["n"]["saturated"].mean(0)
+    if sat.max() > 0:
+        c1 = replace(c1, reason=c1.reason + f"; Gamma >= H - h + 1 (Qbar = 0) at {sat[0]:.0%} of (h,s,a) at n = "
+                                             f"{int(n_grid[0])}, {sat[-1]:.0%} at n = {int(n_grid[-1])}")
     dn = Bn - An
     fit2 = fit_scaling(n_grid, np.maximum(dn, 1e-300), alpha=alpha, seed=seed + 1, interval="t")
     c2 = slope_check(fit2, bound=-1 + tolerance, lower=-1 - tolerance, id="regret.privacy_cost.n", xname="n",
@@ -815,3 +823,40 @@ def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, see
     if left_out:
         c = replace(c, reason=c.reason + f"; left out n = {sorted(left_out)} (vacuous or solved)")
     return c
+
+
+def suboptimality_budget_check(spec: APVISpec, instance, *, n: int, budget_factors, runs: int, seed: int,
+                               alpha: float, mode: str = "practical", tolerance: float = 0.1) -> Check:
+    """regret.suboptimality.budget: at fixed n, the realised gap (exact) does not grow with the budget --
+    its privacy part O~(S H^2 E / (n dbar_m)) falls like E, i.e. rho^{-1/2} (eps^{-1}): the slope of the mean
+    gap in the budget must not exceed 0 + ``tolerance`` (FAIL only if its interval lies wholly above). The
+    non-private part of the gap does not depend on the budget, so only an upper bound is claimed. Grid
+    points with gap 0 in every run, or with Qbar = 0 everywhere (VACUOUS: penalties >= H), are left out;
+    fewer than 3 left: INCONCLUSIVE."""
+    from algorithms.envs.planning import suboptimality
+    from dpcheck.regret import fit_scaling, slope_check
+    budgets = [spec.budget * f for f in budget_factors]
+    ss = np.random.SeedSequence(seed).spawn(len(budgets))
+    gaps, blind = [], []
+    for i, b in enumerate(budgets):
+        rng = np.random.default_rng(ss[i])
+        counts = instance.sample_counts(int(n), rng, runs)
+        res = spec.make(budget=b, mode=mode).run(counts, instance.mdp, rng)
+        gaps.append(suboptimality(instance.mdp, res.policy))
+        blind.append(bool(np.all(res.q_values == 0)))
+    G = np.stack(gaps, axis=1)
+    blind = np.asarray(blind)
+    pos = (G.mean(0) > 1e-12) & ~blind
+    det = {"instance": instance.name, "mode": mode, "runs": runs, "n": int(n), "budgets": budgets,
+           "gap_mean": list(G.mean(0)), "vacuous_budgets": [b for b, v in zip(budgets, blind) if v]}
+    stmt = (f"the privacy part of the sub-optimality, O~(S H^2 E / (n dbar_m)), falls as the budget grows: the "
+            f"realised gap does not grow with {spec.budget_name}")
+    src = f"{SOURCE}, Theorem 3.4 / §2.8(c) (T-16, T-17, T-19)"
+    if pos.sum() < 3:
+        return Check(id="regret.suboptimality.budget", kind="regret", verdict=INCONCLUSIVE,
+                     claim={"statement": stmt, "source": src}, measured={"informative_points": int(pos.sum())},
+                     details=det, reason=f"the mean gap is 0 or vacuous (Qbar = 0) at {int((~pos).sum())} of "
+                                         f"{len(budgets)} budgets: too few to fit a slope")
+    fit = fit_scaling(np.asarray(budgets)[pos], G[:, pos], alpha=alpha, seed=seed, interval="t")
+    return slope_check(fit, bound=tolerance, id="regret.suboptimality.budget", xname=spec.budget_name, statement=stmt,
+                       source=src, ylabel="v* - v^{pi_hat}", details=det)
