@@ -40,13 +40,15 @@ from dpcheck.registry import PARALLEL, SetOption
 
 QW = "Qiao & Wang, Offline RL with DP"
 MECHANISMS = ("gaussian", "laplace")
+CHOICES = (*MECHANISMS, "none")       # none: the noise switched off, the claim kept (the audit must fail it)
 
 
 def _validate(o) -> None:
     """Cross-option rules (before any work): the mechanism, and which flags choose its budget."""
     priv = o.privatizer or "gaussian"
-    if priv not in MECHANISMS:
-        raise InputError(f"dp_apvi: --privatizer must be gaussian (rho-zCDP) or laplace (pure eps-DP), got {priv!r}")
+    if priv not in CHOICES:
+        raise InputError(f"dp_apvi: --privatizer must be gaussian (rho-zCDP), laplace (pure eps-DP) or none "
+                         f"(noise off, against the Gaussian claim), got {priv!r}")
     if priv == "laplace":
         if "rho" in o.extra:
             raise InputError("dp_apvi: --set rho is the Gaussian budget; the laplace variant takes --epsilon")
@@ -161,7 +163,8 @@ class DPAPVIAudit(Audit):
     # -- configuration ---------------------------------------------------------------------
     def spec(self) -> tuple[APVISpec, tuple | None]:
         o = self.opts
-        mech = o.privatizer or "gaussian"
+        choice = o.privatizer or "gaussian"
+        mech = "gaussian" if choice == "none" else choice
         approx = None
         if mech == "laplace":
             budget = float(o.epsilon) if o.epsilon is not None else 1.0
@@ -175,7 +178,7 @@ class DPAPVIAudit(Audit):
         if not (budget > 0 and math.isfinite(budget)):
             raise InputError(f"dp_apvi: the privacy budget must be a finite number > 0, got {budget!r}")
         spec = APVISpec(mechanism=mech, budget=budget, delta=float(self.params.beta), penalty=self.params.penalty,
-                        mode=self.params.mode or "theory")
+                        mode=self.params.mode or "theory", noise_off=choice == "none")
         spec.make()                                # bad constants / budget: InputError before any work
         return spec, approx
 
@@ -209,7 +212,8 @@ class DPAPVIAudit(Audit):
         full, partial, wide = self.instances()
         forced = self.params.mode
         self.config.update({
-            "algorithm": "DP-APVI", "mechanism": spec.mechanism, spec.budget_name: spec.budget,
+            "algorithm": "DP-APVI" if not spec.noise_off else "DP-APVI with the noise off (--privatizer none)",
+            "mechanism": spec.mechanism if not spec.noise_off else "none", spec.budget_name: spec.budget,
             "budget_from": ("--epsilon/--delta via rho = (sqrt(log(1/delta)+eps) - sqrt(log(1/delta)))^2"
                             if approx else ("--epsilon" if spec.mechanism == "laplace" else "--set rho (default 1)")),
             "approx_dp": {"epsilon": approx[0], "delta_dp": approx[1]} if approx else None,
@@ -301,7 +305,8 @@ class DPAPVIAudit(Audit):
             self.add(self.soften(c, mode == "practical") if c.id == "regret.suboptimality_bound" else c)
         gap_mode = forced or "practical"
         # the gap starts to fall once ntil clears the width E (fallback and C*H below it): a grid in units of E
-        E = spec.make().width(wide.mdp.H, wide.mdp.S, wide.mdp.A)
+        # (the claimed mechanism's width, also when --privatizer none switches the noise off)
+        E = _mode(spec, gap_mode, noise_off=False).make().width(wide.mdp.H, wide.mdp.S, wide.mdp.A)
         factors = (10, 15, 20, 30, 40, 60, 80, 120, 160, 320)        # cheap (counts drawn from their law)
         self.add(offline.suboptimality_rate_check(_mode(spec, gap_mode), wide,
                                                   n_grid=tuple(int(round(f * E)) for f in factors),
@@ -315,9 +320,9 @@ class DPAPVIAudit(Audit):
                                                     alpha=exe.alpha, mode=gap_mode))
 
 
-def _mode(spec: APVISpec, mode: str) -> APVISpec:
+def _mode(spec: APVISpec, mode: str, **kw) -> APVISpec:
     from dataclasses import replace
-    return replace(spec, mode=mode)
+    return replace(spec, mode=mode, **kw)
 
 
 def _with_details(check, det: dict):

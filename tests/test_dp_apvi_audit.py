@@ -356,3 +356,14 @@ def test_offline_dataset_load_round_trip_and_errors(tmp_path):
         OfflineDataset.load(tmp_path / "x.npy")
     with pytest.raises(InputError, match="one positive integer"):
         OfflineDataset.load(_dataset(tmp_path, "s.npz", S=np.array([2, 3])))
+
+
+@pytest.mark.slow
+def test_noise_off_is_a_privacy_violation_through_the_cli(tmp_path):
+    code = main(["audit", "dp_apvi", "--quick", "--privatizer", "none", "--samples", "20000", "--out", str(tmp_path),
+                 "--quiet"])
+    rep = json.loads((tmp_path / "dp_apvi.json").read_text())
+    by_id = {c["id"]: c for c in rep["checks"]}
+    assert code == 1 and rep["complete"]
+    for i in ("privacy.blackbox.counts", "whitebox.dp_event", "whitebox.zcdp_conversion", "whitebox.noise_scale"):
+        assert by_id[i]["verdict"] == "fail", i

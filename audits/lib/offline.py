@@ -63,6 +63,7 @@ class APVISpec:
     mode: str = "theory"
     algorithm: type | None = None
     extra: dict = field(default_factory=dict)
+    noise_off: bool = False      # --privatizer none: the algorithm runs without noise, the claim stays (a sanity check)
 
     @property
     def gaussian(self) -> bool:
@@ -76,6 +77,8 @@ class APVISpec:
         from algorithms.offline import DPAPVI
         cls = self.algorithm or DPAPVI
         b = self.budget if budget is None else float(budget)
+        if self.noise_off:
+            b = math.inf
         consts = THEORY if (mode or self.mode) == "theory" else PRACTICAL
         args = dict(delta=self.delta, penalty=self.penalty, **consts, **self.extra)
         args.update(kw)
@@ -266,7 +269,19 @@ def dp_event_check(spec: APVISpec, H: int, S: int, A: int) -> Check:
     """whitebox.dp_event: the algorithm's declared DpEvent (``DPAPVI.dp_event``) accounted exactly with the
     dp_accounting PLD against the claim (audits.lib.privatizers.dp_event_check)."""
     algo = spec.make()
+    if algo.privatizer is None:
+        return _no_noise_check("whitebox.dp_event", spec, algo)
     return pa.dp_event_check(algo.dp_event(H), spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
+
+
+def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:
+    """An algorithm that declares no noise (NonPrivateDpEvent) cannot meet a finite claim."""
+    return Check(id=id, kind="whitebox", verdict=FAIL,
+                 claim=dict(spec.claim().to_dict(), statement=spec.claim().describe(), source=spec.claim().source),
+                 measured={"epsilon_lower_bound": math.inf, "confidence": 1.0, "samples": 0},
+                 details={"event": repr(algo.dp_event(1))},
+                 reason=f"{type(algo).__name__} declares no noise (NonPrivateDpEvent): no finite budget, "
+                        f"claimed {spec.claim().describe()}")
 
 
 def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None,
@@ -276,6 +291,8 @@ def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None
     ``approx = (eps, delta_dp)`` (rho chosen by --epsilon / --delta, §2.8(d)) the round trip must give eps
     back exactly and the PLD must certify (eps, delta_dp)."""
     algo = spec.make()
+    if algo.privatizer is None:
+        return _no_noise_check("whitebox.zcdp_conversion", spec, algo)
     rho = spec.budget
     ev = algo.dp_event(H)
     rows, bad = [], []
@@ -771,7 +788,7 @@ def _positive_cost(check: Check, cost: np.ndarray, grid, xname: str) -> Check:
     if np.all(m > 0):
         return check
     where = [float(x) for x, v in zip(grid, m) if v <= 0]
-    return replace(check, verdict=INCONCLUSIVE if check.verdict != FAIL else FAIL,
+    return replace(check, verdict=INCONCLUSIVE,
                    reason=f"B_DP - B_APVI <= 0 at {xname} = {where}: no privacy cost to fit there (is S E >= 1? A17); "
                           + check.reason)
 
