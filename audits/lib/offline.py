@@ -712,6 +712,11 @@ def bounds_on_grid(spec: APVISpec, instance, *, n_grid, budgets, runs: int, seed
             for k, v in out.items()}
 
 
+def _width(spec: APVISpec, budget: float, mdp) -> float:
+    """E of the CLAIMED mechanism at ``budget`` (also when the noise is switched off)."""
+    return replace(spec, noise_off=False).make(budget=budget).width(mdp.H, mdp.S, mdp.A)
+
+
 def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, seed: int, alpha: float,
                 tolerance: float = 0.15) -> list[Check]:
     """Rates in theory mode (the paper's constants), from the data-dependent bound B = 2 sum d^{pi*} Gamma
@@ -756,7 +761,10 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
                      source=f"{src}, Theorem 3.4 vs eq. 7 (T-17)", ylabel="B_DP - B_APVI",
                      details=dict(common, n_grid=list(map(int, n_grid)), cost_mean=list(dn.mean(0)),
                                   negative_fraction=float((dn <= 0).mean())))
-    c2 = _positive_cost(c2, dn, n_grid, "n")
+    mdp = instance.mdp
+    theory = spec.mode == "theory"
+    se = [mdp.S * _width(spec, b, mdp) for b in [spec.budget] * len(n_grid)]
+    c2 = _positive_cost(c2, dn, n_grid, "n", [theory and v >= 1 for v in se])
     Bb, Ab = g["budget"]["B_dp"], g["budget"]["B_apvi"]
     db = Bb - Ab
     expected = -0.5 if spec.gaussian else -1.0
@@ -767,7 +775,8 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
                                 f"(Laplace, E_eps); expected slope {expected:g}"),
                      source=f"{src}, Theorem 3.4 / §2.8(c) (T-17, T-19, G-1)", ylabel="B_DP - B_APVI",
                      details=dict(common, n=g["n_mid"], budgets=budgets, cost_mean=list(db.mean(0))))
-    c3 = _positive_cost(c3, db, budgets, spec.budget_name)
+    c3 = _positive_cost(c3, db, budgets, spec.budget_name,
+                        [theory and mdp.S * _width(spec, b, mdp) >= 1 for b in budgets])
     fails = int(np.any(gap > Bn + TOL, axis=1).sum())
     c4 = probability_check(id="regret.suboptimality_bound", kind="regret", failures=fails, runs=runs,
                            beta=min(1.0, 4 * spec.delta), alpha=alpha,
@@ -781,16 +790,24 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
     return [c1, c2, c3, c4]
 
 
-def _positive_cost(check: Check, cost: np.ndarray, grid, xname: str) -> Check:
-    """A privacy cost whose mean is <= 0 somewhere has no slope to fit: INCONCLUSIVE, and said why (DP-APVI's
-    penalty exceeds APVI's whenever S E >= 1 (A17); at a huge budget it need not)."""
+def _positive_cost(check: Check, cost: np.ndarray, grid, xname: str, strict) -> Check:
+    """A privacy cost whose mean is <= 0 somewhere has no slope to fit. Where ``strict`` (theory constants
+    and S E >= 1, the precondition of Lemma C.6, A17) DP-APVI's penalty must exceed APVI's -- its extra
+    term 16 S H E iota / ntil outweighs APVI's (7/3) H iota / n -- so a cost <= 0 there means the penalty
+    pays nothing for privacy: FAIL. Elsewhere (practical constants, or a budget so large that S E < 1):
+    INCONCLUSIVE, and said why."""
     m = cost.mean(0)
     if np.all(m > 0):
         return check
-    where = [float(x) for x, v in zip(grid, m) if v <= 0]
+    bad = [(float(x), bool(st)) for x, v, st in zip(grid, m, strict) if v <= 0]
+    where = [x for x, _ in bad]
+    if any(st for _, st in bad):
+        return replace(check, verdict=FAIL,
+                       reason=f"B_DP - B_APVI <= 0 at {xname} = {where} although S E >= 1 with the paper's constants: "
+                              f"the DP penalty pays nothing for privacy (T-17)")
     return replace(check, verdict=INCONCLUSIVE,
-                   reason=f"B_DP - B_APVI <= 0 at {xname} = {where}: no privacy cost to fit there (is S E >= 1? A17); "
-                          + check.reason)
+                   reason=f"B_DP - B_APVI <= 0 at {xname} = {where}: no privacy cost to fit there (practical constants, "
+                          f"or S E < 1: A17); " + check.reason)
 
 
 def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, seed: int, alpha: float,
