@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from audits.lib import offline
 from audits.lib.offline import APVISpec
 from dpcheck.audit import Audit, ClaimRow
@@ -247,9 +245,9 @@ class DPAPVIAudit(Audit):
                                      seed=self.int_seed("bb-data"))
             self.add(_with_details(check, det))
         tgt, det = offline.policy_target(spec, mode=forced or "practical")
-        check, res = self.blackbox(tgt, id="privacy.blackbox.policy", samples=self._samples(),
+        check, _ = self.blackbox(tgt, id="privacy.blackbox.policy", samples=self._samples(),
                                    seed=self.int_seed("bb-policy"))
-        self.add(offline.qualify_policy(_with_details(check, det), res))
+        self.add(offline.qualify_policy(_with_details(check, det)))
         H, S, A = 3, 2, 2
         self.add(offline.dp_event_check(spec, H, S, A))
         if spec.gaussian:

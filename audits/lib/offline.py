@@ -255,7 +255,7 @@ def policy_target(spec: APVISpec, *, H: int = 2, S: int = 2, A: int = 2, mode: s
                "mode": mode, "E": E}
 
 
-def qualify_policy(check: Check, result) -> Check:
+def qualify_policy(check: Check) -> Check:
     """A policy black box whose outputs barely vary says little: mark it uninformative."""
     lb = check.measured.get("epsilon_lower_bound")
     if check.verdict == PASS and (lb is None or lb < 0.05):
