@@ -111,16 +111,19 @@ def test_skipped_consistency_lp_is_caught_by_the_consistency_check():
 
 
 def _pessimism(spec, seed=0):
+    # the audit's noise-dominated points: rho = 1e-4, n = 3e4 (Gaussian); eps = 0.05, n = 1e5 (Laplace)
     inst = tab_full(np.random.default_rng(seed), S=2, A=2, H=3)
-    return {c.id: c for c in lo.pessimism_checks(spec, inst, n=30_000, runs=300, rng=np.random.default_rng(seed + 1),
-                                                 alpha=0.05, budget=1e-4, suffix=".noise_dominated")}
+    budget, n = (1e-4, 30_000) if spec.gaussian else (0.05, 100_000)
+    return {c.id: c for c in lo.pessimism_checks(spec, inst, n=n, runs=300, rng=np.random.default_rng(seed + 1),
+                                                 alpha=0.05, budget=budget, suffix=".noise_dominated")}
 
 
-def test_penalty_without_privacy_term_is_caught_by_pessimism_where_noise_dominates():
-    bad = _pessimism(APVISpec(algorithm=NoPrivacyTermAPVI))
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
+def test_penalty_without_privacy_term_is_caught_by_pessimism_where_noise_dominates(mechanism):
+    bad = _pessimism(APVISpec(mechanism=mechanism, algorithm=NoPrivacyTermAPVI))
     assert bad["assumption.pessimism.noise_dominated"].verdict == "fail", bad["assumption.pessimism.noise_dominated"].reason
     assert bad["assumption.penalty_validity.noise_dominated"].verdict == "fail"
-    good = _pessimism(APVISpec())
+    good = _pessimism(APVISpec(mechanism=mechanism))
     assert good["assumption.pessimism.noise_dominated"].verdict == "pass"
     # the honest pass there holds because Gamma >= H: the report says so
     assert good["assumption.pessimism.noise_dominated"].details["qualifier"] == "vacuous"
