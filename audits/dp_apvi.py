@@ -76,7 +76,7 @@ class DPAPVIAudit(Audit):
                  "the released noisy counts n' are rho-zCDP (eps-DP) in one trajectory (black box, scripted datasets "
                  "differing in one step-swapping trajectory)", f"{QW}, Theorem 3.4 / Lemma C.1, §2.8(c) (T-1, T-19)",
                  "offline.counts_target"),
-        ClaimRow("privacy.blackbox.counts.data", "privacy",
+        ClaimRow("privacy.blackbox.data", "privacy",
                  "the same on YOUR dataset (--set data) with one of its trajectories replaced",
                  f"{QW}, Theorem 3.4 / Lemma C.1 (T-1)", "offline.counts_target"),
         ClaimRow("privacy.blackbox.policy", "privacy",
@@ -241,7 +241,7 @@ class DPAPVIAudit(Audit):
         self.add(_with_details(check, det))
         if data is not None:
             tgt, det = offline.counts_target(spec, data=data)
-            check, _ = self.blackbox(tgt, id="privacy.blackbox.counts.data", samples=self._samples(2 * 10**5, 5 * 10**4),
+            check, _ = self.blackbox(tgt, id="privacy.blackbox.data", samples=self._samples(2 * 10**5, 5 * 10**4),
                                      seed=self.int_seed("bb-data"))
             self.add(_with_details(check, det))
         tgt, det = offline.policy_target(spec, mode=forced or "practical")

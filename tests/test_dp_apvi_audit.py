@@ -232,7 +232,7 @@ def test_quick_end_to_end_through_the_cli_with_a_user_dataset(tmp_path):
     rep = json.loads((tmp_path / "dp_apvi.json").read_text())
     by_id = {c["id"]: c for c in rep["checks"]}
     assert code == 0, [(i, c["verdict"], c["reason"]) for i, c in by_id.items() if c["verdict"] != "pass"]
-    assert {"privacy.blackbox.counts", "privacy.blackbox.counts.data", "privacy.blackbox.policy",
+    assert {"privacy.blackbox.counts", "privacy.blackbox.data", "privacy.blackbox.policy",
             "whitebox.dp_event", "whitebox.zcdp_conversion", "whitebox.sensitivity", "whitebox.sensitivity.search",
             "whitebox.noise_scale", "whitebox.noise_independence", "assumption.noise_bound",
             "assumption.consistency", "assumption.count_accuracy", "assumption.valid_transition",
