@@ -88,7 +88,7 @@ def test_reused_noise_is_caught_by_the_independence_check():
                                                              rng=np.random.default_rng(0), alpha=0.05)}
     assert checks["whitebox.noise_independence"].verdict == "fail"
     assert checks["whitebox.noise_independence"].measured["max_abs_correlation"] > 0.9
-    honest = {c.id: c for c in lo.noise_calibration_checks(APVISpec(), runs=5000, rng=np.random.default_rng(0),
+    honest = {c.id: c for c in lo.noise_calibration_checks(APVISpec(), runs=3000, rng=np.random.default_rng(0),
                                                             alpha=0.05)}
     assert honest["whitebox.noise_independence"].verdict == "pass"
     assert honest["whitebox.noise_scale"].verdict == "pass"
