@@ -82,6 +82,10 @@ class DPAPVIAudit(Audit):
         ClaimRow("privacy.blackbox.policy", "privacy",
                  "the output policy pi_hat is rho-zCDP (eps-DP) in one trajectory (post-processing; black box)",
                  f"{QW}, Theorem 3.4 (T-1 (iv))", "offline.policy_target"),
+        ClaimRow("privacy.dataflow", "whitebox",
+                 "the output depends on the data only through the released noisy counts n' (everything after them "
+                 "is post-processing): same release, different data -> identical output",
+                 f"{QW}, §2.6 / §2.7 (T-1 (iv))", "offline.dataflow_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the algorithm's declared DpEvent (two Gaussian families of sensitivity sqrt(2H), or one Laplace of "
                  "l1 sensitivity 4H), accounted exactly (PLD), stays within the claim",
@@ -248,6 +252,8 @@ class DPAPVIAudit(Audit):
         check, _ = self.blackbox(tgt, id="privacy.blackbox.policy", samples=self._samples(),
                                    seed=self.int_seed("bb-policy"))
         self.add(offline.qualify_policy(_with_details(check, det)))
+        full = self.instances()[0]
+        self.add(offline.dataflow_check(spec, full, n=10**4, runs=exe.pick(50, 20), seed=self.int_seed("dataflow")))
         H, S, A = 3, 2, 2
         self.add(offline.dp_event_check(spec, H, S, A))
         if spec.gaussian:

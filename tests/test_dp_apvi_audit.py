@@ -232,7 +232,7 @@ def test_quick_end_to_end_through_the_cli_with_a_user_dataset(tmp_path):
     rep = json.loads((tmp_path / "dp_apvi.json").read_text())
     by_id = {c["id"]: c for c in rep["checks"]}
     assert code == 0, [(i, c["verdict"], c["reason"]) for i, c in by_id.items() if c["verdict"] != "pass"]
-    assert {"privacy.blackbox.counts", "privacy.blackbox.data", "privacy.blackbox.policy",
+    assert {"privacy.blackbox.counts", "privacy.blackbox.data", "privacy.blackbox.policy", "privacy.dataflow",
             "whitebox.dp_event", "whitebox.zcdp_conversion", "whitebox.sensitivity", "whitebox.sensitivity.search",
             "whitebox.noise_scale", "whitebox.noise_independence", "assumption.noise_bound",
             "assumption.consistency", "assumption.count_accuracy", "assumption.valid_transition",
@@ -370,3 +370,22 @@ def test_noise_off_is_a_privacy_violation_through_the_cli(tmp_path):
     assert code == 1 and rep["complete"]
     for i in ("privacy.blackbox.counts", "whitebox.dp_event", "whitebox.zcdp_conversion", "whitebox.noise_scale"):
         assert by_id[i]["verdict"] == "fail", i
+
+
+class RawVisitsAPVI(DPAPVI):
+    """Defect: the fallback and the penalties read the raw visit counts n(s,a) instead of ntil(s,a)."""
+
+    def _private_counts(self, counts, rng):
+        from algorithms.privatizers.offline import OfflineCounts
+        pc = super()._private_counts(counts, rng)
+        scale = counts.visits / np.maximum(pc.visits, 1e-12)
+        return OfflineCounts(visits=counts.visits, transitions=pc.transitions * scale[..., None],
+                             noisy_visits=pc.noisy_visits, noisy_transitions=pc.noisy_transitions, width=pc.width)
+
+
+def test_dataflow_check_sees_raw_data_read_after_the_release():
+    inst = tab_full(np.random.default_rng(0), S=2, A=2, H=3)
+    assert lo.dataflow_check(APVISpec(), inst, n=10**4, runs=10, seed=0).verdict == "pass"
+    bad = lo.dataflow_check(APVISpec(algorithm=RawVisitsAPVI), inst, n=10**4, runs=10, seed=0)
+    assert bad.verdict == "fail", bad.reason
+    assert lo.dataflow_check(APVISpec(noise_off=True), inst, n=10**4, runs=10, seed=0).verdict == "fail"

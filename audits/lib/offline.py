@@ -894,3 +894,52 @@ def suboptimality_budget_check(spec: APVISpec, instance, *, n: int, budget_facto
     fit = fit_scaling(np.asarray(budgets)[pos], G[:, pos], alpha=alpha, seed=seed, interval="t")
     return slope_check(fit, bound=tolerance, id="regret.suboptimality.budget", xname=spec.budget_name, statement=stmt,
                        source=src, ylabel="v* - v^{pi_hat}", details=det)
+
+
+class _FixedRelease:
+    """Stands in for the algorithm's privatizer: returns one fixed release whatever counts it is given
+    (every other attribute is the real privatizer's)."""
+
+    def __init__(self, real, release):
+        self._real, self._release = real, release
+
+    def privatize(self, pair, triple, rng):
+        return self._release
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def dataflow_check(spec: APVISpec, instance, *, n: int, runs: int, seed: int) -> Check:
+    """privacy.dataflow (T-1 (iv)): everything after the release n' is post-processing. The algorithm's
+    privatizer is made to hand out ONE fixed release (computed by the real privatizer from dataset A);
+    the algorithm is then run on A and on an independent dataset B of the same size. Policy, values, Q
+    and penalties must be identical: any difference means the code after the release reads the raw data
+    (e.g. a fallback or penalty from raw counts), which the privacy argument does not cover. With the
+    noise off there is no release: the algorithm reads the raw data (FAIL)."""
+    algo = spec.make()
+    src = f"{SOURCE}, §2.6 / §2.7 (T-1 (iv): the output is a post-processing of n')"
+    claim = _claim_dict(spec, "the output depends on the data only through the released noisy counts n'", src)
+    if algo.privatizer is None:
+        return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim,
+                     measured={"confidence": 1.0}, details={},
+                     reason=f"{type(algo).__name__} has no privatizer: it computes its output from the raw counts")
+    rng = np.random.default_rng(seed)
+    cA = instance.sample_counts(n, rng, runs)
+    cB = instance.sample_counts(n, rng, runs)
+    release = algo.privatizer.privatize(cA.visits, cA.transitions, np.random.default_rng(seed + 1))
+    algo.privatizer = _FixedRelease(algo.privatizer, release)
+    a = algo.run(cA, instance.mdp, np.random.default_rng(seed + 2))
+    b = algo.run(cB, instance.mdp, np.random.default_rng(seed + 2))
+    fields = ("policy", "values", "q_values", "penalties", "kernel")
+    diff = {f: float(np.max(np.abs(np.asarray(getattr(a, f), float) - np.asarray(getattr(b, f), float))))
+            for f in fields}
+    raw_differ = float(np.abs(cA.visits - cB.visits).max())
+    bad = [f for f, v in diff.items() if v > 0]
+    return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
+                 measured={"max_difference": diff, "raw_counts_max_difference": raw_differ, "confidence": 1.0,
+                           "runs": runs},
+                 details={"instance": instance.name, "n": n},
+                 reason=(f"with the same release, datasets A and B give different {bad} (the output reads raw data)"
+                         if bad else f"same release, different data (raw counts differ by up to {raw_differ:g}): "
+                                     f"identical policy, values, Q, penalties and P~ in {runs} runs"))
