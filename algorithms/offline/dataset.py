@@ -175,6 +175,22 @@ class OfflineDataset:
         return cls._trusted(st, ac, rw, S, A)
 
     @classmethod
+    def load(cls, path) -> "OfflineDataset":
+        """A user's dataset from an ``.npz`` file (``np.savez``): arrays ``states`` (n, H+1) and ``actions``
+        (n, H) of integers (a leading run axis is allowed), optional ``rewards`` (n, H) in [0, 1], and the
+        scalars ``S`` and ``A`` (sizes of the state and action sets; required, so that an out-of-range
+        state or action is caught rather than silently growing the model). Validated by
+        :meth:`from_arrays`; every defect is one-line :class:`InputError` (missing file or key, not an
+        .npz, ragged episodes -- which numpy can only store as an object array --, NaN rewards, ...).
+        Extra keys are ignored; :func:`load_npz_arrays` returns them all (e.g. a known reward table)."""
+        arrays = load_npz_arrays(path)
+        for key in ("states", "actions", "S", "A"):
+            if key not in arrays:
+                raise InputError(f"{path}: missing array {key!r} (need states, actions, S, A; optional rewards)")
+        S, A = (_scalar_int(path, k, arrays[k]) for k in ("S", "A"))
+        return cls.from_arrays(arrays["states"], arrays["actions"], arrays.get("rewards"), S=S, A=A)
+
+    @classmethod
     def _trusted(cls, st, ac, rw, S, A):
         return cls(states=st, actions=ac, rewards=rw, S=int(S), A=int(A))
 
@@ -265,6 +281,41 @@ class OfflineDataset:
         if rsum is not None:
             rsum = rsum.reshape(runs, H, S, A)
         return TabularCounts(visits=trip.sum(axis=-1), transitions=trip, reward_sums=rsum, n=n)
+
+
+def load_npz_arrays(path) -> dict:
+    """Every array of an ``.npz`` file, loaded without pickle. InputError (one line) for a missing or
+    unreadable file, a file that is not an .npz archive, and object arrays (how numpy stores ragged
+    episodes: lists of trajectories of different lengths)."""
+    import os
+    import zipfile
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise InputError(f"dataset file not found: {p}")
+    try:
+        z = np.load(p, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise InputError(f"{p}: cannot read as an .npz archive ({type(e).__name__}: {e})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):        # a bare .npy gives one array
+        raise InputError(f"{p}: not an .npz archive (save the arrays with numpy.savez)")
+    with z:
+        out = {}
+        for k in z.files:
+            try:
+                out[k] = z[k]
+            except ValueError:
+                raise InputError(f"{p}: array {k!r} is an object array -- ragged episodes (trajectories of "
+                                 "different lengths) or non-numeric entries") from None
+            except (OSError, zipfile.BadZipFile, EOFError) as e:
+                raise InputError(f"{p}: array {k!r} cannot be read ({type(e).__name__}: {e})") from None
+        return out
+
+
+def _scalar_int(path, key, value) -> int:
+    arr = np.asarray(value)
+    if arr.size != 1 or arr.dtype.kind not in "iuf" or float(arr.reshape(())) != int(arr.reshape(())):
+        raise InputError(f"{path}: {key} must be one positive integer, got {value!r}")
+    return _positive_int(key, int(arr.reshape(())))
 
 
 def sample_counts(mdp: TabularMDP, behaviour, n: int, rng: np.random.Generator, runs: int = 1,
