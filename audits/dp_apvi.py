@@ -70,6 +70,7 @@ class DPAPVIAudit(Audit):
     summary = ("rho-zCDP (Gaussian) / eps-DP (Laplace) in one trajectory; v* - v^pi_hat <= O~(sum d* sqrt(Var/(n d_mu))) "
                "+ O~(S H^2 E_rho / (n dbar_m))")
     privatizers = MECHANISMS
+    plugin_privatizers = False       # the offline noise is part of the algorithm, not a count-privatizer plug-in
     claims = (
         # -- privacy (T-1, T-19, G-2)
         ClaimRow("privacy.blackbox.counts", "privacy",

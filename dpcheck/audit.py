@@ -136,6 +136,7 @@ class Audit(abc.ABC):
     options: ClassVar[tuple[SetOption, ...]] = ()  # the --set table
     uses: ClassVar[tuple[str, ...]] = ("seed", "alpha")
     privatizers: ClassVar[tuple[str, ...]] = ()
+    plugin_privatizers: ClassVar[bool] = True    # False: --privatizer takes only the names in ``privatizers``
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -169,7 +170,7 @@ class Audit(abc.ABC):
         if wrap is not None:
             run = wrap(run)
         register(cls.name, algorithm=cls.algorithm, notion=cls.notion, claim=cls.summary,
-                 privatizers=cls.privatizers, uses=cls.uses, options=cls.options,
+                 privatizers=cls.privatizers, plugin_privatizers=cls.plugin_privatizers, uses=cls.uses, options=cls.options,
                  validate=validate, claims=cls.claims)(run)
         return cls
 

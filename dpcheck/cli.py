@@ -241,8 +241,12 @@ def _print_options(spec) -> None:
     used = []
     for name, flag in COMMON.items():
         if name in spec.uses:
-            used.append(f"{flag} ({'|'.join(spec.privatizers)}|none|file.py:CLASS)"
-                        if name == "privatizer" and spec.privatizers else flag)
+            if name == "privatizer" and spec.privatizers:
+                values = [*spec.privatizers, *(["none"] if "none" not in spec.privatizers else []),
+                          *(["file.py:CLASS"] if spec.plugin_privatizers else [])]
+                used.append(f"{flag} ({'|'.join(values)})")
+            else:
+                used.append(flag)
     print(f"  options it uses: {', '.join(used) or 'none'}")
     print("  for every audit: --out, --json, --strict, --memory-limit, --force-workers, --debug, --quiet")
     if spec.options:

@@ -31,6 +31,7 @@ class AuditSpec:
     notion: str
     claim: str
     privatizers: tuple[str, ...] = ()
+    plugin_privatizers: bool = True   # --privatizer file.py:CLASS accepted (count privatizers of the online audits)
     uses: tuple[str, ...] = DEFAULT_USES
     options: tuple[SetOption, ...] = ()
     validate: Callable | None = None
@@ -60,7 +61,7 @@ _LOAD_ERRORS: dict[str, str] = {}   # entry point -> why it failed to load (name
 
 
 def register(name: str, *, algorithm: str, notion: str, claim: str,
-             privatizers: tuple[str, ...] = (),
+             privatizers: tuple[str, ...] = (), plugin_privatizers: bool = True,
              uses: tuple[str, ...] | None = None, options: tuple[SetOption, ...] = (),
              validate: Callable | None = None, claims: tuple = ()):
     """Decorator: register ``run(ctx)`` as the audit ``name``.
@@ -82,7 +83,7 @@ def register(name: str, *, algorithm: str, notion: str, claim: str,
 
     def deco(fn):
         _REGISTRY[name] = AuditSpec(name=name, run=fn, algorithm=algorithm, notion=notion, claim=claim,
-                                    privatizers=tuple(privatizers),
+                                    privatizers=tuple(privatizers), plugin_privatizers=plugin_privatizers,
                                     uses=uses, options=tuple(options),
                                     validate=validate, claims=tuple(claims))
         return fn

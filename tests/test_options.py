@@ -323,6 +323,7 @@ def test_list_options(capsys):
     assert main(["list", "--options", "dp_ucbvi"]) == 0
     out = capsys.readouterr().out
     assert "mode=theory|practical" in out and "calibration=paper|strict" in out and "--delta" not in out
+    assert "--privatizer (central|local|none|file.py:CLASS)" in out
     assert main(["list", "--options", "some/file.py:T"]) == 0
     out = capsys.readouterr().out
     assert "--timeout" in out and "--privatizer" not in out
