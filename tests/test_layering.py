@@ -210,3 +210,13 @@ def test_importing_the_core_imports_no_algorithm():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    # the README's second command is what CI runs (.ci/run adds only pip's -q)
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    commands = [ln.strip() for ln in readme.splitlines() if ln.startswith('pip install -e ".[test]"')]
+    assert len(commands) == 1, commands
+    assert commands[0].replace("pip install -e", "pip install -q -e") in ci
+    assert "pytest-xdist" in (ROOT / "pyproject.toml").read_text() or "-n " not in commands[0]
