@@ -204,7 +204,9 @@ class DPVAPVIAudit(Audit):
         # release (5 per step) and the adaptive composition
         Hb = min(H, 3)
         bsetup = setup if setup.data is None or setup.data.H == Hb else setup
-        samples = exe.samples if exe.samples is not None else exe.pick(100_000, 20_000)
+        S, A, d = setup.features.shape
+        big = S * A * d * d > 2000          # e.g. Appendix F (S A = 200, d = 10): one run costs ~25x LIN-TAB's
+        samples = exe.samples if exe.samples is not None else (exe.pick(20_000, 5_000) if big else exe.pick(100_000, 20_000))
         if setup.data is not None and setup.data.H > Hb:
             self.config["blackbox_note"] = f"black box on the user's data with its full horizon H = {H}"
             Hb = H
@@ -227,7 +229,7 @@ class DPVAPVIAudit(Audit):
         if setup.instance is None:
             return
         algo = self.make(rho)
-        K = exe.pick(2000, 1000) if H <= 5 else exe.pick(500, 200)
+        K = 500 if H <= 5 else 200       # small K: the privacy part of the error is large (L-11 needs Dpen/K)
         runs = exe.pick(300, 120)
         for c in ol.utility_checks(algo, setup.instance, K=K, runs=runs, rng=self.rng("utility"),
                                    alpha=exe.alpha, mode=self.mode):
@@ -240,7 +242,8 @@ class DPVAPVIAudit(Audit):
         if setup.H > 5:
             K_grid, K_rho = (200, 400, 800, 1600), 800
         else:
-            K_grid, K_rho = exe.pick((1000, 2000, 4000, 8000, 16000), (1000, 4000, 16000)), 2000
+            # the window where the learned policy is still sub-optimal in part of the runs (LIN-TAB, H = 3)
+            K_grid, K_rho = exe.pick((1000, 1400, 2000, 2800, 4000), (1000, 2000, 4000)), 2000
         rho_grid = exe.pick((0.25, 0.5, 1.0, 2.0, 4.0), (0.25, 1.0, 4.0))
         rho_grid = tuple(self.rho * r for r in rho_grid)
         runs = exe.pick(40, 16)
