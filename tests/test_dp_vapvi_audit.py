@@ -70,9 +70,14 @@ def test_cli_appendix_f_reports_broken_assumptions(tmp_path):
     assert ids["assumption.feature_norm"]["verdict"] == "fail"
     assert math.isclose(ids["assumption.feature_norm"]["measured"]["max_norm"], math.sqrt(7))
     assert ids["assumption.coverage"]["verdict"] == "fail" and "kappa = 0" in ids["assumption.coverage"]["reason"]
-    # the noise is calibrated for B = sqrt(7): privacy holds
-    for i in ("whitebox.dp_event", "whitebox.sensitivity", "whitebox.noise_calibration", "privacy.blackbox.statistics"):
+    # the noise is calibrated for B = sqrt(7): privacy holds (the --quick black box budget on this large
+    # feature table is too small to certify: inconclusive, never a violation)
+    for i in ("whitebox.dp_event", "whitebox.sensitivity", "whitebox.noise_calibration", "whitebox.noise_independence"):
         assert ids[i]["verdict"] == "pass", ids[i]["reason"]
+    for i in ("privacy.blackbox.statistics", "privacy.blackbox.policy"):
+        assert ids[i]["verdict"] != "fail"
+    # theory-level utility claims cannot be checked on this instance: the saturated penalties say so
+    assert ids["assumption.penalty_validity"]["details"].get("qualifier") == "vacuous"
 
 
 # ------------------------------------------------------------------ (c) planted defects
