@@ -296,3 +296,16 @@ def test_coverage_and_feature_norm_on_appendix_f():
     n = ol.feature_norm_check(f, math.sqrt(7))
     assert n.verdict == "fail" and "privacy holds" in n.reason
     assert "FAILS" in ol.feature_norm_check(f, 1.0).reason
+
+
+@pytest.mark.slow
+def test_cli_theory_mode_reports_vacuity_not_failure(tmp_path):
+    code = main(["audit", "dp_vapvi", "--quick", "--set", "mode=theory", "--samples", "4000",
+                 "--out", str(tmp_path), "--quiet"])
+    rep = json.loads((tmp_path / "dp_vapvi.json").read_text())
+    ids = {c["id"]: c for c in rep["checks"]}
+    assert code == 0
+    for i in ("assumption.penalty_validity", "assumption.pessimism", "regret.subopt.K", "regret.value_error.K",
+              "regret.privacy_cost.K", "regret.privacy_cost.rho"):
+        assert ids[i]["verdict"] == "pass" and ids[i]["details"]["qualifier"] == "vacuous", i
+    assert "exceeds H" in ids["regret.subopt.K"]["reason"]
