@@ -194,11 +194,21 @@ def test_bad_user_data_exits_2_with_one_line(tmp_path, capsys, over, expect):
 
 @pytest.mark.parametrize("argv", [["--set", "rho=0"], ["--set", "rho=-1"], ["--set", "rho=nan"],
                                   ["--set", "instance=foo"], ["--set", "mode=fast"],
-                                  ["--epsilon", "1", "--set", "rho=1"], ["--delta", "1e-5"]])
+                                  ["--epsilon", "1", "--set", "rho=1"], ["--delta", "1e-5"],
+                                  ["--set", "data=/nonexistent/data.npz"],
+                                  ["--set", "data=x.npz", "--set", "instance=lin_tab"]])
 def test_bad_options_exit_2_with_one_line(tmp_path, capsys, argv):
     code = main(["audit", "dp_vapvi", "--quick", "--out", str(tmp_path), "--quiet", *argv])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_npz_without_features_exits_2(tmp_path, capsys):
+    p = tmp_path / "d.npz"
+    np.savez(p, states=np.zeros((3, 3), int), actions=np.zeros((3, 2), int), rewards=np.zeros((3, 2)))
+    assert main(["audit", "dp_vapvi", "--quick", "--set", f"data={p}", "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "features" in err
 
 
 @pytest.mark.slow
