@@ -263,6 +263,21 @@ class DPVAPVIAudit(Audit):
                                              details={"mode": "theory", "K_grid": list(K_grid)},
                                              what="bound larger than H", vacuous=why))
             return
+        pr = self.make(min(rho_grid), "practical")
+        sat = pr.penalty_constant(H, d) / max(K_grid)
+        if self.mode == "practical" and sat >= H:
+            # the practical penalties still force Qhat = 0 at every K of the grid (Appendix F, kappa ~ 0.03):
+            # every policy is a tie-break and no rate can be measured; say so instead of fitting flat lines
+            from dpcheck.checks import INCONCLUSIVE, Check
+            for row in self.claims:
+                if row.kind == "regret":
+                    self.add(Check(id=row.id, kind="regret", verdict=INCONCLUSIVE,
+                                   claim={"statement": row.statement, "source": row.source},
+                                   measured={"Dpen_over_K_at_max_K": sat, "H": H},
+                                   details={"mode": "practical", "K_grid": list(K_grid)},
+                                   reason=f"practical Dpen/K = {sat:.4g} >= H = {H} at every K <= {max(K_grid)} "
+                                          f"(kappa used {setup.kappa_used:.3g}): Qhat = 0, no rate to measure"))
+            return
         checks = ol.rate_checks(lambda r: self.make(r), setup.instance, K_grid=K_grid, rho_grid=rho_grid,
                                 K_rho=K_rho, rho=self.rho, runs=runs, seed=exe.seed, alpha=exe.alpha, mode=self.mode)
         for c in checks:
