@@ -1,0 +1,287 @@
+"""Audit of DP-VAPVI (Qiao & Wang, "Offline Reinforcement Learning with Differential Privacy", Algorithm 2;
+specs/offline_dp_apvi_vapvi.md §3): ``dpcheck audit dp_vapvi``.
+
+`dpcheck audit dp_vapvi [--set rho=R | --epsilon E --delta D] [--set instance=lin_tab|appendix_f |
+--set data=PATH.npz] [--set mode=theory|practical] [--quick]`
+
+The claim table below maps each check to the paper's statement and the function that checks it
+(``offline_linear.*`` in audits/lib/offline_linear.py). Three parts:
+
+* privacy (offline DP, one trajectory REPLACED): black box on the released transcript of all 5H
+  statistics (its Neyman-Pearson statistic) and on the output policy; white box: the 5H declared Gaussian
+  DpEvents composed and accounted exactly with the PLD accountant against the rho-zCDP claim, its
+  (eps, delta) conversion (G-2), the declared sensitivities searched with hypothesis (||phi|| <= B), and
+  the noise actually released (calibration Delta^2/(2 rho0) from the claim, independence across steps h).
+  Privacy does not depend on the mode. The matrix releases use the replacement sensitivity by default
+  (Ambiguity A7); ``--set matrix_neighbour=paper`` audits the paper's add/remove value, which the
+  sensitivity check then FAILs under replacement.
+* assumptions: the Lemma D.2 noise bounds and positive definiteness (probability checks at delta), the
+  feature normalisation and coverage kappa (Appendix F breaks both: reported as FAIL, A12), penalty
+  validity (L-11) and pessimism (L-12) exact from the true model.
+* rates: sub-optimality and value error against K, the privacy cost against K and rho (L-14 to L-16).
+
+Modes: "theory" uses C = 1 and the surrogate Dpen = H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d)
+(c_D = 1); at every feasible K its Dpen/K exceeds H, so validity, pessimism and the rate bounds hold only
+vacuously (the report says so). "practical" (the default for the utility checks) uses C = 2, c_D = 1e-3:
+informative, without guarantee, so a miss there is inconclusive (:meth:`Audit.soften`).
+
+The budget: ``--set rho=R`` (default 1), or ``--epsilon E`` (with ``--delta``, default 1e-5) for the rho whose
+Lemma E.15 conversion is exactly (E, delta)-DP: rho = (sqrt(log(1/delta) + E) - sqrt(log(1/delta)))^2.
+User data (``--set data=PATH.npz``: states, actions, rewards, features; optional S, A, d) gets the privacy
+checks, the noise bounds, the feature norm and the empirical coverage; the checks that need the true model
+(validity, pessimism, rates) are skipped and the config says so.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from audits.lib import offline_linear as ol
+from dpcheck.audit import Audit, ClaimRow
+from dpcheck.errors import InputError
+from dpcheck.parallel import with_result_cache
+from dpcheck.registry import PARALLEL, SetOption
+
+QW = "Qiao & Wang, Offline RL with DP"
+
+
+def _validate(o) -> None:
+    """--set rho and --epsilon both choose the budget: one of them; --delta only with --epsilon."""
+    if o.epsilon is not None and "rho" in (o.extra or {}):
+        raise InputError("dp_vapvi: give --set rho or --epsilon (with --delta), not both")
+    if o.delta is not None and o.epsilon is None:
+        raise InputError("dp_vapvi: --delta is used only with --epsilon (the (eps, delta) that selects rho)")
+    extra = o.extra or {}
+    if "data" in extra and "instance" in extra:
+        raise InputError("dp_vapvi: give --set data=PATH.npz or --set instance=..., not both")
+
+
+class DPVAPVIAudit(Audit):
+    name = "dp_vapvi"
+    algorithm = "DP-VAPVI (Qiao & Wang, offline RL with DP, Algorithm 2)"
+    notion = "zCDP"
+    summary = ("rho-zCDP in one trajectory (5H Gaussian releases); v* - v^pi_hat <= O~(sqrt(d) sum_h "
+               "E_pi*||phi||_{Lambda*^-1}) + O~(H^{11/2} d / (kappa^{3/2} sqrt(rho) K))")
+    claims = (
+        # -- privacy (L-1, G-2)
+        ClaimRow("privacy.blackbox.statistics", "privacy",
+                 "the released statistics (all 5H, adaptively composed) are rho-zCDP when one trajectory is replaced",
+                 f"{QW}, Theorem 4.1 / Lemma D.1 (L-1)", "offline_linear.statistics_target"),
+        ClaimRow("privacy.blackbox.policy", "privacy", "the output policy pi_hat is rho-zCDP (post-processing)",
+                 f"{QW}, Theorem 4.1 (L-1)", "offline_linear.policy_target"),
+        ClaimRow("whitebox.dp_event", "whitebox",
+                 "the 5H declared Gaussian releases, each rho0 = rho/(5H), compose to rho-zCDP (PLD, exact)",
+                 f"{QW}, Lemma D.1, Lemma E.16/E.17 (L-1)", "offline_linear.dp_event_checks"),
+        ClaimRow("whitebox.dp_conversion", "whitebox",
+                 "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP",
+                 f"{QW}, Lemma E.15 (G-2)", "offline_linear.dp_event_checks"),
+        ClaimRow("whitebox.sensitivity", "whitebox",
+                 "one replaced trajectory moves each release by <= its l2 sensitivity (2H^2, 2H, 2H; matrices 1, "
+                 "times B, B^2 for ||phi|| <= B)", f"{QW}, Lemma D.1, §3.4 (L-1, A7, A12)",
+                 "offline_linear.sensitivity_check"),
+        ClaimRow("whitebox.noise_calibration", "whitebox",
+                 "every release carries N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
+                 f"{QW}, §3.2, Lemma D.1 (P8, P11)", "offline_linear.noise_calibration_check"),
+        ClaimRow("whitebox.noise_independence", "whitebox", "a fresh, independent noise draw for every step h",
+                 f"{QW}, Algorithm 2 footnote 8 (A8)", "offline_linear.noise_independence_check"),
+        # -- assumptions
+        ClaimRow("assumption.noise_bound", "assumption",
+                 "w.p. >= 1 - delta: ||g1_h|| <= H L, ||g2_h||, ||g3_h|| <= L, ||K_i - (E/2) I|| <= E/2 for all h",
+                 f"{QW}, Lemma D.2 (L-2)", "offline_linear.noise_bound_check"),
+        ClaimRow("assumption.positive_definite", "assumption",
+                 "w.h.p. the privatised Sigmatil_h and Lambdatil_h are positive definite for all h",
+                 f"{QW}, Lemma D.2 (P17)", "offline_linear.noise_bound_check"),
+        ClaimRow("assumption.feature_norm", "assumption", "||phi(s,a)||_2 <= 1",
+                 f"{QW}, §2 (linear MDP; A12)", "offline_linear.feature_norm_check"),
+        ClaimRow("assumption.coverage", "assumption", "kappa = min_h lambda_min(E_mu[phi phi^T]) > 0",
+                 f"{QW}, Assumption 2.2", "offline_linear.coverage_check"),
+        ClaimRow("assumption.penalty_validity", "assumption",
+                 "|T_h Vtil_{h+1} - phi^T wtil_h| <= Gamma_h for all (h,s,a) w.p. >= 1 - delta",
+                 f"{QW}, Lemma D.13 / Remark D.14 (L-11)", "offline_linear.utility_checks"),
+        ClaimRow("assumption.pessimism", "assumption",
+                 "Vtil_h <= V^{pi_hat}_h for all (h,s) w.p. >= 1 - delta",
+                 f"{QW}, Lemma D.3 (L-12)", "offline_linear.utility_checks"),
+        # -- rates
+        ClaimRow("regret.subopt.K", "regret", "sub-optimality decays at least like K^{-1/2} (main term)",
+                 f"{QW}, Theorem 4.1 eq. 10 (L-14)", "offline_linear.rate_checks"),
+        ClaimRow("regret.value_error.K", "regret", "sup_h ||V*_h - Vtil_h|| = O~(H^2 sqrt(d)/sqrt(kappa K))",
+                 f"{QW}, Lemma D.16 (L-15)", "offline_linear.rate_checks"),
+        ClaimRow("regret.privacy_cost.K", "regret", "the privacy cost is a lower-order 1/K term",
+                 f"{QW}, Theorem 4.1, eq. 11 comparison (L-16)", "offline_linear.rate_checks"),
+        ClaimRow("regret.privacy_cost.rho", "regret", "the privacy cost scales like 1/sqrt(rho)",
+                 f"{QW}, Theorem 4.1 (L-16)", "offline_linear.rate_checks"),
+    )
+    options = (
+        SetOption("rho", float, bounds=(0, None),
+                  help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),
+        SetOption("instance", str, choices=("lin_tab", "appendix_f"),
+                  help="lin_tab (default: LIN-TAB on TAB-FULL, S = A = 2, H = 3) or appendix_f (Section 6, H = 20)"),
+        SetOption("data", str, help="user data: an .npz with states (n, H+1), actions (n, H), rewards (n, H), "
+                                    "features (S, A, d); optional S, A, d"),
+        SetOption("mode", str, choices=("theory", "practical"),
+                  help="constants of the utility checks (default practical; theory is vacuous at feasible K)"),
+        SetOption("matrix_neighbour", str, choices=("replace", "paper"), default="replace",
+                  help="matrix sensitivity: replace = 1 (one trajectory replaced), paper = 1/sqrt(2) (A7)"),
+        SetOption("feature_bound", float, bounds=(0, None),
+                  help="B in the noise calibration (default max(1, max ||phi||): privacy holds for any features)"),
+        SetOption("delta", float, bounds=(0, 1), default=0.1, help="the utility failure probability delta"),
+    )
+    uses = ("epsilon", "delta", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+
+    # ------------------------------------------------------------------ configuration
+    def budget(self) -> tuple[float, float, float | None]:
+        """(rho, delta_dp, epsilon requested or None)."""
+        o = self.opts
+        if o.epsilon is not None:
+            dd = float(o.delta) if o.delta is not None else 1e-5
+            if not 0 < dd < 1:
+                raise InputError(f"--delta must lie in (0, 1) to convert --epsilon to rho, got {o.delta!r}")
+            return ol.rho_from_epsilon(float(o.epsilon), dd), dd, float(o.epsilon)
+        rho = float(self.params.rho) if self.params.rho is not None else 1.0
+        if not (rho > 0 and math.isfinite(rho)):
+            raise InputError(f"--set rho must be a finite number > 0, got {rho!r}")
+        return rho, 1e-5, None
+
+    def run(self) -> None:
+        p, exe = self.params, self.exe
+        rho, delta_dp, eps_req = self.budget()
+        if p.data is not None:
+            setup = ol.user_setup(p.data)
+        else:
+            setup = ol.instance_setup(p.instance or "lin_tab", exe.seed)
+        B = float(p.feature_bound) if p.feature_bound is not None else max(1.0, setup.max_norm)
+        mode = p.mode or "practical"
+        lam = min(1.0, setup.kappa_used / 2.0)            # Theorem 4.1 takes 0 < lambda < kappa
+        self.setup, self.rho, self.B, self.mode, self.lam = setup, rho, B, mode, lam
+
+        def make(r, m=None, split=True):
+            return ol.algorithm(r, mode=m or mode, setup=setup, lam=lam, feature_bound=B,
+                                matrix_neighbour=p.matrix_neighbour, delta=float(p.delta), split=split)
+        self.make = make
+        H, d = setup.H, setup.features.shape[2]
+        th = make(rho, "theory")
+        self.config.update({
+            "algorithm": "DP-VAPVI", "rho": rho, "delta_dp": delta_dp, "epsilon_requested": eps_req,
+            "epsilon_lemma_E15": ol.zcdp_to_dp(rho, delta_dp), "setup": setup.name, "H": H, "d": d,
+            "feature_bound": B, "max_feature_norm": setup.max_norm, "matrix_neighbour": p.matrix_neighbour,
+            "delta": float(p.delta), "lambda": lam, "kappa": setup.kappa, "kappa_used": setup.kappa_used,
+            "mode": {"privacy": "mode-free", "utility": mode, "rates": mode},
+            "constants": {"theory": ol.THEORY, "practical": ol.PRACTICAL},
+            "theory_Dpen": th.penalty_constant(H, d),
+            "note": "theory Dpen/K exceeds H for every feasible K (P14): theory-mode utility checks are vacuous",
+        })
+        self.privacy()
+        self.assumptions()
+        if setup.instance is not None:
+            self.rates()
+        else:
+            self.config["skipped"] = ("assumption.penalty_validity, assumption.pessimism and the regret.* checks "
+                                      "need the true model; user data has none")
+
+    def _counts(self, H):
+        """One dataset for the noise checks: the user's, or a neighbour dataset of the instance."""
+        x, _ = ol.neighbour_datasets(self.setup, H, K=20, seed=self.exe.seed)
+        S, A = self.setup.features.shape[:2]
+        return ol._counts(x, S, A)
+
+    # ------------------------------------------------------------------ privacy
+    def privacy(self) -> None:
+        exe, setup, rho = self.exe, self.setup, self.rho
+        H = setup.H
+        self.progress("dp_vapvi: privacy (PLD accounting, sensitivity search, noise, black box)")
+        algo = self.make(rho, split=False)
+        _, delta_dp, eps_req = self.budget()
+        for c in ol.dp_event_checks(algo, H, rho_claim=rho, delta_dp=delta_dp, epsilon_claim=eps_req):
+            self.add(c)
+        self.add(ol.sensitivity_check(algo, setup.features, H, rho_claim=rho, examples=exe.pick(150, 40)))
+        counts = self._counts(H)
+        runs = exe.pick(2000, 600)
+        self.add(ol.noise_calibration_check(algo, counts, setup.features, rho_claim=rho, runs=runs,
+                                            rng=self.rng("calibration"), alpha=exe.alpha,
+                                            matrix_neighbour=self.params.matrix_neighbour))
+        self.add(ol.noise_independence_check(algo, counts, setup.features, runs=runs, rng=self.rng("independence"),
+                                             alpha=exe.alpha))
+        # black box on a short horizon for the instances (the cost grows with H x samples; H = min(H, 3) keeps
+        # every kind of release and the adaptive composition); user data keeps its own horizon
+        Hb = min(H, 3) if setup.data is None else H
+        S, A, d = setup.features.shape
+        big = S * A * d * d > 2000          # e.g. Appendix F (S A = 200, d = 10): one run costs ~25x LIN-TAB's
+        samples = exe.samples if exe.samples is not None else (exe.pick(20_000, 5_000) if big else exe.pick(100_000, 20_000))
+        self.config["blackbox"] = {"H": Hb, "samples": samples, "split": False}
+        tgt = ol.statistics_target(lambda: self.make(rho, split=False), setup, rho_claim=rho, H=Hb,
+                                   matrix_neighbour=self.params.matrix_neighbour)
+        self.add(self.blackbox(tgt, id="privacy.blackbox.statistics", samples=samples)[0])
+        tgt = ol.policy_target(lambda: self.make(rho, split=False), setup, rho_claim=rho, H=Hb)
+        with np.errstate(invalid="ignore"):     # event families on a label seen on one side only: nan grid steps
+            self.add(self.blackbox(tgt, id="privacy.blackbox.policy", samples=samples)[0])
+
+    # ------------------------------------------------------------------ assumptions
+    def assumptions(self) -> None:
+        exe, setup, rho = self.exe, self.setup, self.rho
+        H = setup.H
+        self.progress("dp_vapvi: assumptions (noise bounds, PD, feature norm, coverage, validity, pessimism)")
+        for c in ol.noise_bound_check(self.make(rho, split=False), self._counts(H), setup.features,
+                                      runs=exe.pick(400, 120), rng=self.rng("noise_bound"), alpha=exe.alpha):
+            self.add(c)
+        self.add(ol.feature_norm_check(setup, self.B))
+        self.add(ol.coverage_check(setup, self.lam))
+        if setup.instance is None:
+            return
+        algo = self.make(rho)
+        K = 500 if H <= 5 else 200       # small K: the privacy part of the error is large (L-11 needs Dpen/K)
+        runs = exe.pick(300, 120)
+        for c in ol.utility_checks(algo, setup.instance, K=K, runs=runs, rng=self.rng("utility"),
+                                   alpha=exe.alpha, mode=self.mode):
+            self.add(self.soften(c, self.mode == "practical"))
+
+    # ------------------------------------------------------------------ rates
+    def rates(self) -> None:
+        exe, setup = self.exe, self.setup
+        self.progress(f"dp_vapvi: rates ({self.mode} mode)")
+        if setup.H > 5:
+            K_grid, K_rho = (200, 400, 800, 1600), 800
+        else:
+            # the window where the learned policy is still sub-optimal in part of the runs (LIN-TAB, H = 3)
+            K_grid, K_rho = (1000, 1400, 2000, 2800, 4000), 2000
+        rho_grid = exe.pick((0.25, 0.5, 1.0, 2.0, 4.0), (0.25, 1.0, 4.0))
+        rho_grid = tuple(self.rho * r for r in rho_grid)
+        runs = 200                        # cheap on LIN-TAB (< 1 s); fewer runs leave the gap's interval wide
+        th = self.make(self.rho, "theory")
+        H, d = setup.H, setup.features.shape[2]
+        over = th.penalty_constant(H, d) / max(K_grid)
+        if self.mode == "theory" and over >= H:
+            # the theorem's own bound (>= Dpen H / K >= H) exceeds the largest possible gap at every K of the
+            # grid: nothing can contradict it, and with Gamma >= H the policy is a tie-break, so no fit is run
+            why = (f"theory Dpen/K = {over:.4g} >= H = {H} at every K <= {max(K_grid)}: the bound exceeds H "
+                   "(the penalties force Qhat = 0)")
+            from dpcheck.checks import invariant_check
+            for row in self.claims:
+                if row.kind == "regret":
+                    self.add(invariant_check(id=row.id, kind="regret", violations=0, total=len(K_grid),
+                                             claim={"statement": row.statement, "source": row.source},
+                                             details={"mode": "theory", "K_grid": list(K_grid)},
+                                             what="bound larger than H", vacuous=why))
+            return
+        pr = self.make(min(rho_grid), "practical")
+        sat = pr.penalty_constant(H, d) / max(K_grid)
+        if self.mode == "practical" and sat >= H:
+            # the practical penalties still force Qhat = 0 at every K of the grid (Appendix F, kappa ~ 0.03):
+            # every policy is a tie-break and no rate can be measured; say so instead of fitting flat lines
+            from dpcheck.checks import INCONCLUSIVE, Check
+            for row in self.claims:
+                if row.kind == "regret":
+                    self.add(Check(id=row.id, kind="regret", verdict=INCONCLUSIVE,
+                                   claim={"statement": row.statement, "source": row.source},
+                                   measured={"Dpen_over_K_at_max_K": sat, "H": H},
+                                   details={"mode": "practical", "K_grid": list(K_grid)},
+                                   reason=f"practical Dpen/K = {sat:.4g} >= H = {H} at every K <= {max(K_grid)} "
+                                          f"(kappa used {setup.kappa_used:.3g}): Qhat = 0, no rate to measure"))
+            return
+        checks = ol.rate_checks(lambda r: self.make(r), setup.instance, K_grid=K_grid, rho_grid=rho_grid,
+                                K_rho=K_rho, rho=self.rho, runs=runs, seed=exe.seed, alpha=exe.alpha, mode=self.mode)
+        for c in checks:
+            self.add(self.soften(c, self.mode == "practical"))
+
+
+DPVAPVIAudit.register(validate=_validate, wrap=with_result_cache)
