@@ -262,15 +262,17 @@ def test_claimed_stds_follow_the_spec_table():
 
 
 def test_equivalent_gaussian_has_the_flat_event_profile(lin_tab):
+    # the 5H releases composed equal one Gaussian; the closed form agrees with dp_accounting's PLD of both
     import dp_accounting
-    from audits.lib.privatizers import pld_epsilon
+    from audits.lib.privatizers import gaussian_epsilon, gaussian_multiplier, pld_accountant, pld_epsilon
     a = _algo(lin_tab)
     m = ol.equivalent_gaussian(a.private_statistics(2))
     assert math.isclose(1 / (2 * m * m), 1.0)
-    assert math.isclose(pld_epsilon(a.dp_event(2), 1e-5), pld_epsilon(dp_accounting.GaussianDpEvent(m), 1e-5),
-                        rel_tol=2e-3)
-    # the closed-form Gaussian profile agrees with the PLD
-    assert math.isclose(ol.gaussian_epsilon(m, 1e-5), pld_epsilon(dp_accounting.GaussianDpEvent(m), 1e-5), rel_tol=2e-3)
+    assert math.isclose(gaussian_multiplier(a.dp_event(2)), m, rel_tol=1e-12)
+    flat_pld = pld_accountant(a.dp_event(2)).get_epsilon(1e-5)
+    assert math.isclose(pld_accountant(dp_accounting.GaussianDpEvent(m)).get_epsilon(1e-5), flat_pld, rel_tol=2e-3)
+    assert math.isclose(gaussian_epsilon(m, 1e-5), flat_pld, rel_tol=2e-3)
+    assert pld_epsilon(a.dp_event(2), 1e-5) == gaussian_epsilon(m, 1e-5)
 
 
 def test_sensitivity_search_attains_the_declared_vector_bound():

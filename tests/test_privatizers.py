@@ -446,3 +446,24 @@ def test_self_composed_randomized_response_is_accounted_with_its_count():
     # Gaussian self-compositions are passed through (dp_accounting composes them exactly)
     g = dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(2.0), 8)
     assert eps(g, 1e-6) > eps(dpa.GaussianDpEvent(2.0), 1e-6)
+
+
+def test_gaussian_compositions_are_accounted_in_closed_form_at_any_budget():
+    # the closed form matches dp_accounting's PLD where the PLD fits in memory, and answers at once where it
+    # would not (multiplier 0.01, rho = 5000: the PLD grid needs gigabytes)
+    import dp_accounting as dpa
+
+    from audits.lib.privatizers import dp_event_check, gaussian_multiplier, pld_accountant, pld_delta, pld_epsilon
+    from dpcheck import Claim
+
+    for m in (0.5, 1.0, 3.0):
+        ev = dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(m * math.sqrt(4)), 4)])
+        assert gaussian_multiplier(ev) == pytest.approx(m)
+        for d in (1e-3, 1e-6):
+            assert pld_epsilon(ev, d) == pytest.approx(pld_accountant(ev).get_epsilon(d), rel=2e-3, abs=2e-3)
+        assert pld_delta(ev, 1.0) == pytest.approx(pld_accountant(ev).get_delta(1.0), rel=1e-2, abs=1e-9)
+    big = dpa.GaussianDpEvent(0.01)                                  # rho = 1 / (2 m^2) = 5000
+    assert pld_epsilon(big, 1e-6) > 5000
+    assert dp_event_check(big, Claim(rho=5000.0, notion="zCDP")).verdict == "pass"
+    assert dp_event_check(big, Claim(rho=4000.0, notion="zCDP")).verdict == "fail"
+    assert gaussian_multiplier(dpa.ComposedDpEvent([big, dpa.LaplaceDpEvent(1.0)])) is None

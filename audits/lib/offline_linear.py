@@ -438,37 +438,13 @@ def equivalent_gaussian(stats) -> float:
     return sum((s.sensitivity / s.noise_std) ** 2 for s in stats) ** -0.5 if stats else math.inf
 
 
-def gaussian_delta(m: float, eps: float) -> float:
-    """Exact privacy profile of the Gaussian mechanism with noise multiplier m (Balle & Wang 2018, Thm. 8):
-    delta(eps) = Phi(1/(2m) - eps m) - e^eps Phi(-1/(2m) - eps m)."""
-    from scipy.stats import norm
-    second = math.exp(min(700.0, eps + float(norm.logcdf(-0.5 / m - eps * m))))     # e^eps Phi(.) in log space
-    return max(0.0, float(norm.cdf(0.5 / m - eps * m)) - second)
-
-
-def gaussian_epsilon(m: float, delta: float) -> float:
-    """The smallest eps with gaussian_delta(m, eps) <= delta (bisection; delta(eps) decreases in eps)."""
-    lo, hi = 0.0, 1.0
-    while gaussian_delta(m, hi) > delta:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if gaussian_delta(m, mid) <= delta else (mid, hi)
-    return hi
-
-
-PLD_MIN_MULTIPLIER = 0.1    # below this the PLD grid of dp_accounting needs gigabytes (budgets rho > 50)
-
-
 def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_claim: float | None) -> list:
     """whitebox.dp_event (the 5H declared Gaussian DpEvents composed, PLD vs the rho-zCDP profile) and
     whitebox.dp_conversion (G-2: the exact epsilon at delta_dp <= rho + 2 sqrt(rho log(1/delta_dp)), the
     Lemma E.15 conversion, and <= --epsilon when the budget came from --epsilon/--delta).
 
-    The composition is accounted as the single equivalent Gaussian (:func:`equivalent_gaussian`), with the
-    dp_accounting PLD accountant; for budgets so large that the PLD grid would not fit in memory
-    (multiplier < 0.1, rho > 50) the exact closed forms decide instead (a Gaussian with multiplier m is
-    exactly 1/(2 m^2)-zCDP, and its profile is :func:`gaussian_delta`), and the check says so."""
+    The composition is accounted as the single equivalent Gaussian (:func:`equivalent_gaussian`), whose
+    exact profile audits/lib/privatizers.py computes in closed form (Balle & Wang 2018), at any budget."""
     import dp_accounting
     from dpcheck import Claim
     from audits.lib.privatizers import _closed_form, dp_event_check, pld_epsilon
@@ -481,17 +457,10 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     if not stats:
         c1 = Check(id="whitebox.dp_event", kind="whitebox", verdict=FAIL, claim=dict(claim.to_dict(), statement=claim.describe()),
                    measured=dict(meas, confidence=1.0), reason="no private release declared (the noise is off)")
-    elif m >= PLD_MIN_MULTIPLIER:
+    else:
         c1 = dp_event_check(dp_accounting.GaussianDpEvent(m), claim, label="DP-VAPVI (5H releases)")
         c1 = Check(id=c1.id, kind=c1.kind, verdict=c1.verdict, claim=c1.claim, measured=dict(c1.measured, **meas),
                    details=c1.details, reason=c1.reason + f" ({len(stats)} releases, 5H = {5 * H})")
-    else:
-        ok = rho_decl <= rho_claim * (1 + 1e-9)
-        c1 = Check(id="whitebox.dp_event", kind="whitebox", verdict=PASS if ok else FAIL,
-                   claim=dict(claim.to_dict(), statement=claim.describe()), measured=dict(meas, confidence=1.0),
-                   reason=f"DP-VAPVI (5H releases): the composed Gaussian is exactly rho = {rho_decl:.6g}-zCDP "
-                          f"({'<=' if ok else '>'} claimed {rho_claim:g}; closed form, the PLD grid would not fit "
-                          "in memory at this budget)")
     if stats and abs(rho_decl - declared["rho"]) > 1e-9 * max(1.0, declared["rho"]):
         c1 = Check(id=c1.id, kind=c1.kind, verdict=FAIL, claim=c1.claim, measured=c1.measured, details=c1.details,
                    reason=f"the algorithm's dp_event (rho = {declared['rho']:.6g}) is not the composition of its "
@@ -501,8 +470,7 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
                    reason=f"{len(stats)} declared releases, Algorithm 2 makes 5H = {5 * H}")
     # G-2 on the claim itself: the exact epsilon of rho-zCDP's tightest mechanism (a Gaussian with rho = rho_claim)
     m_claim = (2 * rho_claim) ** -0.5
-    eps_exact = (pld_epsilon(dp_accounting.GaussianDpEvent(m_claim), delta_dp) if m_claim >= PLD_MIN_MULTIPLIER
-                 else gaussian_epsilon(m_claim, delta_dp))
+    eps_exact = pld_epsilon(dp_accounting.GaussianDpEvent(m_claim), delta_dp)
     conv = zcdp_to_dp(rho_claim, delta_dp)
     bad = []
     if eps_exact > conv * 1.002 + 2e-3:
