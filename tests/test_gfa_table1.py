@@ -1,4 +1,4 @@
-"""scripts/reproduce_table1.py (Appendix D, Table 1; specs/private_gfa.md §4.4-§4.5): the plateau metric on
+"""scripts/reproduce_private_gfa_table1.py (Appendix D, Table 1; specs/private_gfa.md §4.4-§4.5): the plateau metric on
 curves with known answers, the E1-E4 evaluation on the paper's own numbers, and a tiny end-to-end run."""
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_table1.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_private_gfa_table1.py"
 
 
 @pytest.fixture(scope="module")
 def table1():
-    spec = importlib.util.spec_from_file_location("reproduce_table1", SCRIPT)
+    spec = importlib.util.spec_from_file_location("reproduce_private_gfa_table1", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -100,5 +100,5 @@ def test_tiny_end_to_end(table1, tmp_path):
         assert a["table"][kind]["non_private_batched"]["B"] == 7                  # ceil(sqrt(40))
         assert a["table"][kind]["private_eps_8"]["B"] == 4                        # ceil(40^0.6 / 8^0.4)
     report = (tmp_path / "a" / "report.md").read_text()
-    assert report.splitlines()[2].startswith("Regenerate: `python scripts/reproduce_table1.py --H 2")
+    assert report.splitlines()[2].startswith("Regenerate: `python scripts/reproduce_private_gfa_table1.py --H 2")
     assert "| private eps=5 |" in report and "**E3**" in report

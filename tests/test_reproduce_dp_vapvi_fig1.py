@@ -1,4 +1,4 @@
-"""scripts/reproduce_figure1.py (offline_dp_apvi_vapvi.md §5, S-1..S-3): structure of the written report on a
+"""scripts/reproduce_dp_vapvi_fig1.py (offline_dp_apvi_vapvi.md §5, S-1..S-3): structure of the written report on a
 tiny configuration, and properties with known answers (DP-VAPVI at a huge rho is VAPVI up to negligible noise;
 VAPVI's gap falls with K; the S-1..S-3 criteria on synthetic curves)."""
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_figure1.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "reproduce_dp_vapvi_fig1.py"
 TINY = ["--H", "4", "--K-grid", "5", "50", "500", "--rhos", "1", "1e9", "--runs", "6", "--tune-runs", "2"]
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("reproduce_figure1", SCRIPT)
+    spec = importlib.util.spec_from_file_location("reproduce_dp_vapvi_fig1", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -36,7 +36,7 @@ def test_tiny_run_writes_report_json_and_plot(tiny):
     out, res = tiny
     assert res["schema"] == "dpcheck.reproduction/1"
     meta = res["meta"]
-    assert meta["command"] == "python scripts/reproduce_figure1.py " + " ".join(TINY + ["--out", str(out)])
+    assert meta["command"] == "python scripts/reproduce_dp_vapvi_fig1.py " + " ".join(TINY + ["--out", str(out)])
     assert meta["K_grid"] == [5, 50, 500] and meta["runs"] == 6 and meta["cpu_seconds"] > 0
     assert meta["C"] in _module().C_GRID and meta["pevi_c"] in _module().PEVI_C_GRID
     labels = [r["label"] for r in res["results"]]

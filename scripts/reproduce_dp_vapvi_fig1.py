@@ -27,7 +27,7 @@ Setting (§5.1, §5.2; every choice the paper leaves open is written into the re
 The verdict criteria for S-1..S-3 are fixed in :func:`evaluate` (before any run), with the numbers
 they rest on in results.json.
 
-Usage:  python scripts/reproduce_figure1.py [--runs 50] [--seed 0] [--out reports/reproductions/dp_vapvi_fig1]
+Usage:  python scripts/reproduce_dp_vapvi_fig1.py [--runs 50] [--seed 0] [--out reports/reproductions/dp_vapvi_fig1]
 Writes report.md, results.json and fig1.png into --out.
 """
 from __future__ import annotations
@@ -407,7 +407,7 @@ def main(argv=None):
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     os.makedirs(a.out, exist_ok=True)
     args = sys.argv[1:] if argv is None else list(argv)
-    cmd = "python scripts/reproduce_figure1.py" + ("" if not args else " " + " ".join(args))
+    cmd = "python scripts/reproduce_dp_vapvi_fig1.py" + ("" if not args else " " + " ".join(args))
     meta = {"command": cmd, "H": a.H, "K_grid": list(a.K_grid), "rho_grid": list(a.rhos), "runs": a.runs,
             "tune_runs": a.tune_runs, "seed": a.seed, "instance_seed": a.instance_seed, "C": C, "pevi_c": pc,
             "tuning": scores, "lambda": LAM, "delta": DELTA, "v_star": v_star, "panel_a_rho": a.panel_a_rho,

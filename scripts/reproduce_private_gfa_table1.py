@@ -22,7 +22,7 @@ E4 the exact values of Table 1 (reference only). A claim "holds" when the point 
 "resolved" when, in addition, every difference it rests on has a 95% bootstrap interval on the claimed side
 of 0. E4: per cell, whether the paper's number lies inside our 95% interval.
 
-Usage:  python scripts/reproduce_table1.py [--K 300] [--runs 30] [--seed 0] [--eta 1] [--boot 2000]
+Usage:  python scripts/reproduce_private_gfa_table1.py [--K 300] [--runs 30] [--seed 0] [--eta 1] [--boot 2000]
         [--H 4] [--no-robustness] [--out reports/reproductions/private_gfa_table1]
 Writes report.md and results.json into --out. The robustness rows (eta = 0.5; K = 500) rerun the grid with
 one knob changed (§4.5 reports the ordering stable under both).
@@ -339,7 +339,7 @@ def main(argv=None):
             g = run_grid(K=K, eta=eta, **common)
             robustness.append({"label": label, "K": K, "eta": eta, "grid": g, "findings": evaluate(g)})
     from algorithms.gfa import appendix_d
-    cmd = "python scripts/reproduce_table1.py" + ("" if (argv if argv is not None else sys.argv[1:]) == [] else
+    cmd = "python scripts/reproduce_private_gfa_table1.py" + ("" if (argv if argv is not None else sys.argv[1:]) == [] else
                                                    " " + " ".join(argv if argv is not None else sys.argv[1:]))
     meta = {"command": cmd, "K": a.K, "runs": a.runs, "seed": a.seed, "eta": a.eta, "boot": a.boot, "H": a.H,
             "class_size": appendix_d("easy", H=a.H).fclass.N, "fraction": FRACTION, "level": LEVEL,
