@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from audits.lib import offline_linear as ol
+from audits.lib.offline import qualify_policy
 from dpcheck.audit import Audit, ClaimRow
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
@@ -213,8 +214,7 @@ class DPVAPVIAudit(Audit):
                                    matrix_neighbour=self.params.matrix_neighbour)
         self.add(self.blackbox(tgt, id="privacy.blackbox.statistics", samples=samples)[0])
         tgt = ol.policy_target(lambda: self.make(rho, split=False), setup, rho_claim=rho, H=Hb)
-        with np.errstate(invalid="ignore"):     # event families on a label seen on one side only: nan grid steps
-            self.add(self.blackbox(tgt, id="privacy.blackbox.policy", samples=samples)[0])
+        self.add(qualify_policy(self.blackbox(tgt, id="privacy.blackbox.policy", samples=samples)[0]))
 
     # ------------------------------------------------------------------ assumptions
     def assumptions(self) -> None:
