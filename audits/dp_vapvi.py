@@ -145,28 +145,28 @@ class DPVAPVIAudit(Audit):
         return rho, 1e-5, None
 
     def run(self) -> None:
-        p, exe = self.params, self.exe
+        exe = self.exe
         rho, delta_dp, eps_req = self.budget()
-        if p.data is not None:
-            setup = ol.user_setup(p.data)
+        if self.params.data is not None:
+            setup = ol.user_setup(self.params.data)
         else:
-            setup = ol.instance_setup(p.instance or "lin_tab", exe.seed)
-        B = float(p.feature_bound) if p.feature_bound is not None else max(1.0, setup.max_norm)
-        mode = p.mode or "practical"
+            setup = ol.instance_setup(self.params.instance or "lin_tab", exe.seed)
+        B = float(self.params.feature_bound) if self.params.feature_bound is not None else max(1.0, setup.max_norm)
+        mode = self.params.mode or "practical"
         lam = min(1.0, setup.kappa_used / 2.0)            # Theorem 4.1 takes 0 < lambda < kappa
         self.setup, self.rho, self.B, self.mode, self.lam = setup, rho, B, mode, lam
 
         def make(r, m=None, split=True):
             return ol.algorithm(r, mode=m or mode, setup=setup, lam=lam, feature_bound=B,
-                                matrix_neighbour=p.matrix_neighbour, delta=float(p.delta), split=split)
+                                matrix_neighbour=self.params.matrix_neighbour, delta=float(self.params.delta), split=split)
         self.make = make
         H, d = setup.H, setup.features.shape[2]
         th = make(rho, "theory")
         self.config.update({
             "algorithm": "DP-VAPVI", "rho": rho, "delta_dp": delta_dp, "epsilon_requested": eps_req,
             "epsilon_lemma_E15": ol.zcdp_to_dp(rho, delta_dp), "setup": setup.name, "H": H, "d": d,
-            "feature_bound": B, "max_feature_norm": setup.max_norm, "matrix_neighbour": p.matrix_neighbour,
-            "delta": float(p.delta), "lambda": lam, "kappa": setup.kappa, "kappa_used": setup.kappa_used,
+            "feature_bound": B, "max_feature_norm": setup.max_norm, "matrix_neighbour": self.params.matrix_neighbour,
+            "delta": float(self.params.delta), "lambda": lam, "kappa": setup.kappa, "kappa_used": setup.kappa_used,
             "mode": {"privacy": "mode-free", "utility": mode, "rates": mode},
             "constants": {"theory": ol.THEORY, "practical": ol.PRACTICAL},
             "theory_Dpen": th.penalty_constant(H, d),
