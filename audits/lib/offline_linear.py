@@ -224,21 +224,27 @@ def replicate(counts, runs: int):
 
 # ============================================================================ white box: the noise
 def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, rng, alpha: float,
-                            matrix_neighbour: str = "replace") -> Check:
+                            matrix_neighbour: str = "replace", tolerance: float = 0.1) -> Check:
     """whitebox.noise_calibration: the released noise of each of the five statistics (pooled over steps and
     coordinates) has mean 0 and the variance the CLAIM needs, Delta^2 / (2 rho0) (P8, P11).
 
-    Chi-square interval on the variance ratio and a z-test on the mean, Bonferroni over the 5 statistics
-    x 2 tests at level alpha. Less noise than the claim needs FAILs (privacy broken); more noise FAILs too
-    (the paper's calibration is not the one implemented: e.g. a Gaussian std computed from rho as if it
-    were epsilon, whose noise scales like 1/rho instead of 1/sqrt(rho))."""
+    Chi-square interval on the variance ratio and a normal interval on the standardised mean, Bonferroni
+    over the 5 statistics x 2 tests at level alpha, judged against a tolerance band as
+    audits.lib.offline.noise_calibration_checks does: FAIL if an interval lies wholly outside 1 +- ``tolerance``
+    (variance) or +- ``tolerance`` (mean, in units of the claimed std), PASS if every interval lies within,
+    else INCONCLUSIVE. Less noise FAILs (privacy broken); more noise FAILs too (the paper's calibration is not
+    the one implemented: e.g. a Gaussian std computed from rho as if it were epsilon, whose variance is off by
+    a factor 4 ln(1.25/delta)/rho0). A bare "interval excludes 1" rule false-alarmed in 2 of 23 seeds (its
+    nominal 5%); the 10% band hides no defect the issue names, and a smaller error is reported as inconclusive,
+    never passed."""
     from scipy import stats as sst
     res = algo.run((replicate(counts, runs), replicate(counts, runs)), phi, rng)
     H = res.values.shape[1] - 1
     R = residuals(res, replicate(counts, runs), replicate(counts, runs), phi, algo.lam)
     want = claimed_stds(rho_claim, H, algo.feature_bound, matrix_neighbour)
     a = alpha / 10.0
-    rows, bad = {}, []
+    rows, bad, unsure = {}, [], []
+    zc = float(sst.norm.ppf(1 - a / 2))
     for k in STATS:
         x = R[k].reshape(-1)
         n = x.size
@@ -246,27 +252,35 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
         ratio = var / want[k] ** 2
         lo = ratio * n / sst.chi2.ppf(1 - a / 2, n)
         hi = ratio * n / sst.chi2.ppf(a / 2, n)
-        z = float(x.mean() / (want[k] / math.sqrt(n)))
-        zc = float(sst.norm.ppf(1 - a / 2))
+        mean = float(x.mean() / want[k])                # in units of the claimed std
+        mlo, mhi = mean - zc / math.sqrt(n), mean + zc / math.sqrt(n)
         rows[k] = {"claimed_std": want[k], "measured_std": math.sqrt(var), "variance_ratio": ratio,
-                   "ratio_interval": [lo, hi], "mean_z": z, "coordinates": n}
-        if hi < 1:
+                   "ratio_interval": [lo, hi], "mean_z": mean * math.sqrt(n), "mean_interval": [mlo, mhi],
+                   "coordinates": n}
+        if hi < 1 - tolerance:
             bad.append(f"{k}: noise variance {ratio:.3g} x the claim's (interval [{lo:.3g}, {hi:.3g}]): less noise "
                        f"than rho={rho_claim:g}-zCDP needs")
-        elif lo > 1:
+        elif lo > 1 + tolerance:
             bad.append(f"{k}: noise variance {ratio:.3g} x the claim's (interval [{lo:.3g}, {hi:.3g}]): not the "
                        "paper's calibration Delta^2/(2 rho0)")
-        elif abs(z) > zc:
-            bad.append(f"{k}: released statistic is biased (mean residual z = {z:.3g})")
-    verdict = FAIL if bad else PASS
-    reason = ("; ".join(bad) if bad else
-              f"all 5 statistics carry N(0, Delta^2/(2 rho0)) noise, rho0 = rho/(5H) = {rho_claim / (5 * H):.4g} "
-              f"(variance ratios {min(r['variance_ratio'] for r in rows.values()):.3f}..{max(r['variance_ratio'] for r in rows.values()):.3f})")
+        elif mlo > tolerance or mhi < -tolerance:
+            bad.append(f"{k}: released statistic is biased (mean residual {mean:.3g} claimed stds, interval "
+                       f"[{mlo:.3g}, {mhi:.3g}])")
+        elif lo < 1 - tolerance or hi > 1 + tolerance or mlo < -tolerance or mhi > tolerance:
+            unsure.append(f"{k}: variance ratio interval [{lo:.3g}, {hi:.3g}], mean interval [{mlo:.3g}, {mhi:.3g}] "
+                          f"reach beyond the {tolerance:g} band: more runs needed")
+    verdict = FAIL if bad else INCONCLUSIVE if unsure else PASS
+    reason = ("; ".join(bad or unsure) if bad or unsure else
+              f"all 5 statistics carry N(0, Delta^2/(2 rho0)) noise within {tolerance:.0%} in variance, "
+              f"rho0 = rho/(5H) = {rho_claim / (5 * H):.4g} "
+              f"(variance ratios {min(r['variance_ratio'] for r in rows.values()):.3f}.."
+              f"{max(r['variance_ratio'] for r in rows.values()):.3f})")
     return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=verdict,
                  claim={"statement": "each release adds N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
                         "source": f"{SOURCE}, §3.2 / Lemma D.1 (L-1, P8, P11)", "rho": rho_claim},
                  measured={"statistics": rows, "confidence": 1 - alpha, "runs": runs},
-                 details={"test": "chi-square interval on the variance ratio + z-test on the mean, Bonferroni x10"},
+                 details={"test": "chi-square interval on the variance ratio + normal interval on the mean, Bonferroni "
+                                  "x10, against a tolerance band", "tolerance": tolerance},
                  reason=reason)
 
 
