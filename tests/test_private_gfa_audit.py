@@ -387,3 +387,12 @@ def test_output_policy_simulation_catches_a_per_step_mixture(gf, monkeypatch):
     assert bad.verdict == "fail"
     sim = bad.details["simulation"]
     assert abs(sim["mean_return"] - sim["J_hat"]) > sim["hoeffding_radius"]
+
+
+def test_selection_check_does_not_false_alarm_over_seeds(gf):
+    # a correct sampler: FAIL needs p < alpha / 100, so 40 seeds at the --quick draw count give no FAIL
+    # (a "p < alpha" rule fails about one run in twenty)
+    ag = _agent(gf)
+    got = [gfa.selection_check(ag, 256, draws=50_000, seed=s) for s in range(40)]
+    assert [c.verdict for c in got].count("fail") == 0
+    assert sum(c.measured["p_value"] < 0.05 for c in got) <= 6       # the p-values themselves are uniform
