@@ -26,6 +26,7 @@ algorithm's), so a defect in the algorithm's statistics, noise or calibration sh
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -786,13 +787,13 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
                             claim={"statement": "privacy cost ~ 1/K", "source": f"{src}, L-16"},
                             measured={"mean_cost": cost.mean(0).tolist()},
                             reason="the privacy cost is not positive at every K: no slope to fit"))
-    cr = []
-    for rr in rho_grid:
-        rng = np.random.default_rng([seed, int(K_rho), 7])
-        D, Dp = sample_split(inst, int(K_rho), runs, rng)
-        r = make(rr).run((D, Dp), inst.features, rng)
-        r0 = vap.run((D, Dp), inst.features, rng)
-        cr.append((r0.values[:, 0] - r.values[:, 0]) @ inst.mdp.init)
+    # one dataset and one noise-off baseline for every rho; each rho's noise starts from the same generator
+    # state (common random numbers)
+    rng = np.random.default_rng([seed, int(K_rho), 7])
+    D, Dp = sample_split(inst, int(K_rho), runs, rng)
+    v0 = vap.run((D, Dp), inst.features, copy.deepcopy(rng)).values[:, 0]
+    cr = [(v0 - make(rr).run((D, Dp), inst.features, copy.deepcopy(rng)).values[:, 0]) @ inst.mdp.init
+          for rr in rho_grid]
     cr = np.stack(cr, axis=1)
     if np.all(cr.mean(0) > 0):
         fit = fit_scaling(rho_grid, cr, alpha=alpha, seed=seed)
