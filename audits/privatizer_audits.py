@@ -134,7 +134,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
 
     def plugin_options(self, claim, rewards) -> dict:
         e = self.exe
-        return dict(samples=self.samples(), alpha=self.opts.alpha, seed=self.int_seed("blackbox"),
+        return dict(samples=self.samples(), alpha=self.exe.alpha, seed=self.int_seed("blackbox"),
                     workers=e.workers, backend=e.backend, scheduler=e.scheduler, progress=e.progress,
                     cache_dir=e.cache_dir, source=claim.source, rewards=rewards)
 
@@ -162,7 +162,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         # 0 failures in R runs certify a rate <= beta/3 only when R >~ 3.7 / (beta/3): 150 / 400 runs for beta = 0.1
         asrc = f"{UCBVI if rewards else NASH}, Assumption 3.1 via Lemma 5.4 / {src.split(', ')[-1]}"
         for c in pa.assumption_checks(p, runs=self.exe.pick(400, 150), rewards=rewards, rng=self.rng("assumption"),
-                                      beta=getattr(p, "beta", 0.1), alpha=self.opts.alpha, source=asrc):
+                                      beta=getattr(p, "beta", 0.1), alpha=self.exe.alpha, source=asrc):
             self.add(c)
 
 
@@ -282,7 +282,7 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
     def check_noise(self, priv) -> None:
         """assumption.noise_bound / sum_consistency / valid_transition over R repetitions."""
         for c in pa.offline_noise_checks(priv, runs=self.exe.pick(1000, 200), rng=self.rng("offline-noise"),
-                                         alpha=self.opts.alpha):
+                                         alpha=self.exe.alpha):
             self.add(c)
 
 

@@ -1,7 +1,19 @@
-"""False-alarm rates of the statistical checks that can FAIL a default or --quick audit (issue 9).
+"""False-alarm rates: of whole audits (issue 17) and of the statistical checks of the online audits (issue 9).
 
+    python benchmarks/false_alarm.py --audit all [--config quick|default|all] [--seeds 60] [--jobs 2]
+                                     [--runs PATH] [--out PATH]
     python benchmarks/false_alarm.py [--seeds 50] [--check NAME] [--config quick|default|all]
                                      [--privatizer central|local] [--out PATH]
+
+Whole-audit mode (``--audit``): every registered audit (or the ones named) is run whole on its reference
+implementation, as ``dpcheck audit NAME [--quick] --seed s`` for s = 0..seeds-1, and the table gives the
+audit-level FAIL rate (any check FAILs: a false alarm) with its Clopper-Pearson 95% upper bound, and for
+every check how often it was INCONCLUSIVE (issue 17: at most 10% of --quick seeds, 5% of default seeds).
+Finished runs are appended to ``--runs`` (one JSON line each) and never redone, so a long measurement
+can be stopped and resumed; delete the file after changing the code. Results:
+benchmarks/results/false_alarm_audits.json and .md.
+
+Check mode (below):
 
 A CI gate must never say FAIL (or PASS) wrongly at a rate above its stated level. This script runs
 the check functions of the audits directly (not the whole audit, to keep the cost down) on the
@@ -197,6 +209,144 @@ def measure(group: str, config: str, seeds: int, progress=print) -> list[dict]:
     return rows
 
 
+# ----------------------------------------------------------------------------- whole audits (issue 17)
+# Every registered audit, run whole as ``dpcheck audit NAME [--quick] --seed s`` on the reference
+# implementation: the audit-level FAIL rate (any check FAILs) must stay <= alpha, the family-wise level of
+# the audit's verdict (dpcheck.audit.Audit.family_size), and no check may be INCONCLUSIVE too often.
+AUDITS = ("laplace_example", "dp_apvi", "dp_vapvi", "dp_ucbvi", "dp_nash_vi", "private_linopt_vi",
+          "private_linopt_po", "private_gfa", "private_gfa_outcome", "central_privatizer", "local_privatizer",
+          "offline_gaussian_privatizer", "offline_laplace_privatizer")
+# issue 17: no check INCONCLUSIVE in more than this share of the seeds
+DECISIVE = {"quick": 0.10, "default": 0.05}
+SHORT = {"pass": "p", "fail": "f", "inconclusive": "i"}
+LONG = {v: k for k, v in SHORT.items()}
+
+
+def run_audit(name: str, config: str, seed: int) -> dict:
+    """One whole audit in this process, as the command line runs it (no report files)."""
+    from dpcheck import registry
+    from dpcheck.context import AuditContext, AuditOptions
+    t0 = time.perf_counter()
+    ctx = AuditContext(name, AuditOptions(seed=seed, alpha=ALPHA, quick=config == "quick"))
+    registry.load()[name].run(ctx)
+    rep = ctx.report()
+    return {"audit": name, "config": config, "seed": seed, "verdict": rep["verdict"],
+            "checks": {c["id"]: SHORT[c["verdict"]] for c in rep["checks"]},
+            "family": {k: rep["family"][k] for k in ("tests", "alpha_per_check", "error_bound")},
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _rev() -> str:
+    import subprocess
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=HERE, capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _load_runs(path: str) -> dict:
+    runs = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                try:
+                    r = json.loads(line)
+                except json.JSONDecodeError:
+                    continue                     # a line cut short by a kill: that run is redone
+                runs[(r["audit"], r["config"], r["seed"])] = r
+    return runs
+
+
+def measure_audits(names, configs, seeds: int, runs_path: str, jobs: int = 1, progress=print) -> list[dict]:
+    """Run every (audit, config, seed) not yet in ``runs_path`` (one JSON line per finished run, so a
+    long measurement resumes), then summarise the runs of seeds 0..seeds-1."""
+    from joblib import Parallel, delayed
+    done = _load_runs(runs_path)
+    todo = [(n, c, s) for n in names for c in configs for s in range(seeds) if (n, c, s) not in done]
+    rev = _rev()
+    if todo:
+        progress(f"{len(todo)} audit runs to do ({len(done)} done in {runs_path}), {jobs} jobs")
+        os.makedirs(os.path.dirname(os.path.abspath(runs_path)), exist_ok=True)
+        t0 = time.perf_counter()
+        with open(runs_path, "a") as f:
+            for i, r in enumerate(Parallel(n_jobs=jobs, return_as="generator_unordered")(
+                    delayed(run_audit)(*t) for t in todo), 1):
+                r["rev"] = rev
+                f.write(json.dumps(r) + "\n")
+                f.flush()
+                done[(r["audit"], r["config"], r["seed"])] = r
+                progress(f"  [{time.perf_counter() - t0:6.0f}s] {i}/{len(todo)} {r['audit']} [{r['config']}] "
+                         f"seed {r['seed']}: {r['verdict']} ({r['seconds']:.0f} s)")
+    rows = []
+    for n in names:
+        for c in configs:
+            rs = [done[(n, c, s)] for s in range(seeds) if (n, c, s) in done]
+            if not rs:
+                continue
+            k = len(rs)
+            fails = [r["seed"] for r in rs if r["verdict"] == "fail"]
+            per_check = {}
+            for r in rs:
+                for cid, v in r["checks"].items():
+                    d = per_check.setdefault(cid, {"fail": 0, "inconclusive": 0, "pass": 0})
+                    d[LONG[v]] += 1
+            checks = [{"check": cid, **d, "inconclusive_rate": d["inconclusive"] / k,
+                       "decisive": d["inconclusive"] / k <= DECISIVE[c]} for cid, d in per_check.items()]
+            rows.append({"audit": n, "config": c, "seeds": k, "alpha": ALPHA, "fails": len(fails),
+                         "fail_seeds": fails, "fail_rate": len(fails) / k, "cp_upper_95": cp_upper(len(fails), k),
+                         "inconclusive_runs": sum(r["verdict"] == "inconclusive" for r in rs),
+                         "family_tests": rs[0]["family"]["tests"],
+                         "max_error_bound": max(r["family"]["error_bound"] for r in rs),
+                         "median_seconds": float(np.median([r["seconds"] for r in rs])),
+                         "revs": sorted({r.get("rev", "unknown") for r in rs}),
+                         "within_alpha": len(fails) / k <= ALPHA,
+                         "undecisive_checks": [x["check"] for x in checks if not x["decisive"]],
+                         "checks": checks})
+    return rows
+
+
+def audit_table(rows) -> str:
+    """The Markdown table of benchmarks/results/false_alarm_audits.md."""
+    out = ["| audit | config | seeds | FAIL runs | FAIL rate | CP 95% upper | inconclusive runs | checks inconclusive "
+           "above the limit (rate) |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        bad = ", ".join(f"{x['check']} ({x['inconclusive_rate']:.0%})" for x in r["checks"] if not x["decisive"])
+        out.append(f"| {r['audit']} | {r['config']} | {r['seeds']} | {r['fails']} | {r['fail_rate']:.3f} | "
+                   f"{r['cp_upper_95']:.3f} | {r['inconclusive_runs']} | {bad or 'none'} |")
+    return "\n".join(out)
+
+
+def audits_main(a, argv) -> int:
+    names = AUDITS if a.audit == ["all"] else tuple(a.audit)
+    configs = CONFIGS if a.config == "all" else (a.config,)
+    rows = measure_audits(names, configs, a.seeds, a.runs, jobs=a.jobs)
+    print(audit_table(rows))
+    out = a.out if a.out_given else os.path.join(HERE, "results", "false_alarm_audits.json")
+    cmd = "python benchmarks/false_alarm.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    old = []
+    if os.path.exists(out):
+        with open(out) as f:
+            old = json.load(f).get("rows", [])
+    keep = {(r["audit"], r["config"]) for r in rows}
+    for r in rows:
+        r["command"] = cmd
+    merged = [r for r in old if (r["audit"], r["config"]) not in keep] + rows
+    merged.sort(key=lambda r: (AUDITS.index(r["audit"]) if r["audit"] in AUDITS else 99, r["config"]))
+    with open(out, "w") as f:
+        json.dump({"schema": "dpcheck.false_alarm_audits/1", "alpha": ALPHA, "decisive": DECISIVE,
+                   "note": "whole audits on the reference implementations, one seed per run; fails = runs with any "
+                           "FAIL (a false alarm: every claim holds); cp_upper_95 = one-sided Clopper-Pearson 95% "
+                           "upper bound on the audit-level FAIL rate; per check, how often it was inconclusive",
+                   "rows": merged}, f, indent=1)
+    with open(os.path.splitext(out)[0] + ".md", "w") as f:
+        f.write("# False alarms and decisiveness of every audit\n\nMade by `" + cmd + "` (alpha = "
+                f"{ALPHA}, family-wise; limits on inconclusive checks: {DECISIVE}).\n\n" + audit_table(merged) + "\n")
+    print(f"results: {out}")
+    bad = [r for r in rows if not r["within_alpha"]]
+    return 1 if bad else 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=50)
@@ -204,8 +354,18 @@ def main(argv=None) -> int:
     ap.add_argument("--config", choices=CONFIGS + ("all",), default="all")
     ap.add_argument("--privatizer", choices=("central", "local"), default="central",
                     help="dp_ucbvi's privatizer (the dp_nash_vi and tree-reuse rows are central only)")
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "false_alarm.json"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--audit", action="append",
+                    help=f"whole-audit mode: an audit name ({', '.join(AUDITS)}) or 'all'; repeatable")
+    ap.add_argument("--runs", default=os.path.join(HERE, "results", "false_alarm_runs.jsonl"),
+                    help="whole-audit mode: one JSON line per finished run; resumed, not redone")
+    ap.add_argument("--jobs", type=int, default=1, help="whole-audit mode: audit runs in parallel")
     a = ap.parse_args(argv)
+    a.out_given = a.out is not None
+    if a.audit:
+        return audits_main(a, argv)
+    if a.out is None:
+        a.out = os.path.join(HERE, "results", "false_alarm.json")
     groups = list(GROUPS)
     if a.check:
         groups = [g for g in GROUPS if g in a.check or any(c in _ids(g) for c in a.check)]

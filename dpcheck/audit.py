@@ -67,6 +67,10 @@ class ClaimRow:
     statement: what the paper claims, in its words (formulas as in the spec).
     source:    where: paper, theorem / lemma / equation (and the spec's claim number).
     method:    the name of the method of the audit class (or the function in audits/lib) that checks it.
+    tests:     how many checks of this row decide from samples and so can err by chance (each is run at
+               the audit's alpha / family size, :meth:`Audit.family_size`); 1 by default, which is
+               conservative for an exact row (an invariant, exact accounting: it cannot err by chance); a
+               wildcard row that yields k such checks says k.
     """
 
     id: str
@@ -74,24 +78,29 @@ class ClaimRow:
     statement: str
     source: str
     method: str
+    tests: int = 1
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"ClaimRow {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not isinstance(self.tests, int) or self.tests < 0:
+            raise ValueError(f"ClaimRow {self.id!r}: tests must be a whole number >= 0, got {self.tests!r}")
 
     def matches(self, check_id: str) -> bool:
         return check_id == self.id or (self.id.endswith("*") and check_id.startswith(self.id[:-1]))
 
     def to_dict(self) -> dict:
         return {"id": self.id, "kind": self.kind, "statement": self.statement, "source": self.source,
-                "method": self.method}
+                "method": self.method, "tests": self.tests}
 
 
 @dataclass(frozen=True)
 class ExecutionOptions:
     """How an audit runs (not what it claims): validated once at the command line, passed whole.
 
-    alpha:     error probability of each check; seed: fixes everything; samples: black-box outputs
+    alpha:     error probability of each check: the run's --alpha divided by the audit's family size
+               (:meth:`Audit.family_size`), so that all checks together FAIL a correct implementation with
+               probability <= --alpha (Bonferroni); seed: fixes everything; samples: black-box outputs
     per input of each pair (None: the audit's default); workers / backend / scheduler: dpcheck.parallel;
     cache_dir: stream finished chunks there and resume; quick: the reduced CI run; progress: the
     progress-line callback.
@@ -140,7 +149,12 @@ class Audit(abc.ABC):
 
     def __init__(self, ctx):
         self.ctx = ctx
-        self.exe = ExecutionOptions.from_context(ctx)
+        # --alpha bounds the probability that ANY check fails a correct implementation: each of the
+        # family's checks runs at alpha / family size (Bonferroni; docs/interfaces.md "Family-wise error")
+        m = self.family_size()
+        exe = ExecutionOptions.from_context(ctx)
+        self.exe = replace(exe, alpha=exe.alpha / m)
+        ctx.family = {"alpha": exe.alpha, "tests": m, "alpha_per_check": self.exe.alpha}
         self.opts = ctx.options                  # the parsed command-line values (epsilon, privatizer, ...)
         # the --set values as the audit's options dataclass (one field per SetOption; None: not given and
         # no default). Parsed again here so a library caller's raw AuditOptions(extra=...) is typed too.
@@ -183,6 +197,11 @@ class Audit(abc.ABC):
             if "." not in r.method and not callable(getattr(cls, r.method, None)):
                 raise ValueError(f"audit {cls.__name__}: claim {r.id!r} names the method {r.method!r}, "
                                  "which it does not have")
+
+    @classmethod
+    def family_size(cls) -> int:
+        """The number of checks that can err by chance: the sum of the claim table's ``tests``."""
+        return max(1, sum(r.tests for r in cls.claims))
 
     @classmethod
     def row(cls, check_id: str) -> ClaimRow | None:

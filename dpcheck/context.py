@@ -86,6 +86,10 @@ class AuditContext:
         self.options = options
         self.checks: list[Check] = []
         self.config: dict[str, Any] = {}
+        # the family-wise error split (set by dpcheck.audit.Audit: alpha, tests, alpha_per_check); a
+        # user's AuditTarget is one check at the full alpha
+        self.family: dict[str, Any] = {"alpha": float(options.alpha), "tests": 1,
+                                       "alpha_per_check": float(options.alpha)}
         self._progress = progress
         self._on_check = on_check
         self.started = datetime.now(timezone.utc)
@@ -152,11 +156,30 @@ class AuditContext:
             "config": _jsonable(self.config),
             "checks": [c.to_dict() for c in self.checks],
         }
+        rep["family"] = family_error(rep["checks"], self.family)
         if error is not None:
             rep["error"] = error
         if status != "complete" and rep["verdict"] == "pass":
             rep["verdict"] = "inconclusive"
         return rep
+
+
+def family_error(checks: list[dict], family: dict) -> dict:
+    """The family-wise error of a report's FAIL verdicts, from its checks' own confidences.
+
+    A check decided from samples states ``measured.confidence`` = 1 - (its error probability); an exact
+    one states 1. By the union bound, the probability that any check of a correct implementation says
+    FAIL is at most ``error_bound`` = sum of (1 - confidence) over the checks, which the audit keeps
+    <= ``alpha`` by running each of its ``tests`` checks at ``alpha_per_check`` = alpha / tests.
+    ``controlled`` is False when the checks spent more than alpha (a bug in the audit's claim table).
+    """
+    at_risk = [1.0 - float(c["measured"]["confidence"]) for c in checks
+               if isinstance(c.get("measured", {}).get("confidence"), (int, float))
+               and float(c["measured"]["confidence"]) < 1.0]
+    bound = float(sum(at_risk))
+    alpha = float(family["alpha"])
+    return {**family, "checks_at_risk": len(at_risk), "error_bound": bound,
+            "controlled": bound <= alpha * (1 + 1e-9)}
 
 
 def _version() -> str:

@@ -206,6 +206,17 @@ def _overall(rep: dict) -> str:
     return f"{s}  ({n} check{'s' if n != 1 else ''}{extra})"
 
 
+def family_line(rep: dict) -> str:
+    """How the run's alpha is split: "alpha 0.05 family-wise: 24 checks at 0.00208 each"."""
+    f = rep.get("family")
+    if not f:
+        return f"alpha {rep['alpha']}"
+    s = f"alpha {f['alpha']:g} family-wise ({f['tests']} check{'s' if f['tests'] != 1 else ''} at {f['alpha_per_check']:.3g} each"
+    if not f.get("controlled", True):
+        s += f"; WARNING: the checks spent {f['error_bound']:.3g} > alpha"
+    return s + ")"
+
+
 def summary_table(rep: dict, width: int = 140) -> str:
     """The plain-text table the CLI prints at the end."""
     rows = summary_rows(rep)
@@ -220,7 +231,7 @@ def summary_table(rep: dict, width: int = 140) -> str:
     if rep.get("error"):
         lines.append(f"INCOMPLETE: {rep['error']}")
     lines.append(f"overall: {_overall(rep)}; confidence of each stated in the report; seed={rep['seed']}, "
-                 f"alpha={rep['alpha']}" + (f", run {rep['run_id']}" if rep.get("run_id") else ""))
+                 f"{family_line(rep)}" + (f", run {rep['run_id']}" if rep.get("run_id") else ""))
     return "\n".join(lines)
 
 
@@ -231,7 +242,7 @@ def to_markdown(rep: dict) -> str:
            f"# dpcheck report: {rep['target']}", "",
            f"**Verdict: {rep['verdict'].upper()}**" + ("" if is_complete(rep) else f" — **INCOMPLETE ({status_of(rep)})**")
            + "  ", f"dpcheck {rep['dpcheck_version']} · seed {rep['seed']} · "
-           f"alpha {rep['alpha']} · started {rep['started']} · {rep['duration_s']:.1f} s"
+           f"{family_line(rep)} · started {rep['started']} · {rep['duration_s']:.1f} s"
            + (f" · run {rid}" if rid else ""), ""]
     if not is_complete(rep):
         why = rep.get("error") or "the audit has not finished (still running, or killed)"
@@ -441,8 +452,8 @@ def to_html(rep: dict) -> str:
         why = rep.get("error") or "the audit has not finished (still running, or killed)"
         parts.append(f"<div class='banner fail'>INCOMPLETE ({e(status_of(rep))}): {e(why)} &middot; verdict of the "
                      f"{len(checks)} finished checks: <b>{e(v.upper())}</b></div>")
-    parts.append(f"<p class='meta'>dpcheck {e(rep['dpcheck_version'])} &middot; seed {rep['seed']} &middot; alpha "
-                 f"{rep['alpha']} &middot; {e(rep['started'])} &middot; {rep['duration_s']:.1f} s"
+    parts.append(f"<p class='meta'>dpcheck {e(rep['dpcheck_version'])} &middot; seed {rep['seed']} &middot; "
+                 f"{e(family_line(rep))} &middot; {e(rep['started'])} &middot; {rep['duration_s']:.1f} s"
                  + (f" &middot; run <code>{e(rid)}</code>" if rid else "") + "</p>")
 
     # plots, rendered once; the gallery shows them, the check sections link to them
