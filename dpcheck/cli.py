@@ -299,7 +299,8 @@ def cmd_list(args) -> int:
 
 def cmd_audit(args) -> int:
     from dpcheck import registry, report as rpt
-    from dpcheck.context import AuditContext, exit_code
+    from dpcheck.context import AuditContext
+    from dpcheck.report_lock import ReportLock
 
     # every option is validated here, before the audit starts (dpcheck.options)
     options, given = options_from_args(args)
@@ -351,6 +352,20 @@ def cmd_audit(args) -> int:
                 progress(f"warning: cannot update the reports in {out_dir}: {e}")
 
     ctx = AuditContext(name, options, progress=progress, on_check=stream)
+    # one run at a time per report: the lock is taken before any report file is touched and held
+    # past the last write; a second run stops here, exit 2, having written nothing (dpcheck.report_lock)
+    own = rpt.report_files(out_dir, stem) + ([writer.copy] if writer.copy is not None else [])
+    with ReportLock(own, {"run_id": ctx.run_id, "started": ctx.started.isoformat(timespec="seconds"),
+                          "target": name, "command": "audit"}):
+        rpt.remove_stale_temps(own)   # a killed run's: only its files' lock holder writes them
+        return _run_audit(args, ctx, run, writer, out_dir, options, progress)
+
+
+def _run_audit(args, ctx, run, writer, out_dir, options, progress) -> int:
+    from dpcheck import report as rpt
+    from dpcheck.context import exit_code
+
+    name = ctx.target
     with _Signals() as signals:
         try:
             try:  # inside the try: a signal during begin still leaves an "interrupted" report
@@ -487,13 +502,26 @@ def _one_line(e: BaseException) -> str:
 
 
 def cmd_report(args) -> int:
+    """Render the views of a JSON report next to it, or into --out (then with a copy of the JSON, so the
+    folder holds one run's set); under the lock of the files it writes (dpcheck.report_lock)."""
+    from datetime import datetime, timezone
     from dpcheck import report as rpt
+    from dpcheck.report_lock import ReportLock
     out = Path(args.out) if args.out else Path(args.file).parent
     stem = Path(args.file).name
     stem = stem[:-5] if stem.endswith(".json") else stem
     try:
         rep = rpt.load(args.file)
-        paths = rpt.write_all(rep, out, stem=stem, formats=("md", "html", "xml"))
+        in_place = (out / f"{stem}.json").resolve() == Path(args.file).resolve()
+        formats = ("md", "html", "xml") if in_place else ("json", "md", "html", "xml")
+        own = rpt.report_files(out, stem)
+        holder = {"run_id": rep.get("run_id", "?"), "target": args.file, "command": "report",
+                  "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        with ReportLock(own, holder):
+            rpt.remove_stale_temps(own)
+            if in_place:   # the source may have changed before the lock was ours: render what is there now
+                rep = rpt.load(args.file)
+            paths = rpt.write_all(rep, out, stem=stem, formats=formats)
         table = rpt.summary_table(rep)
     except DPCheckError:
         raise

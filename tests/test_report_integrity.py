@@ -61,26 +61,45 @@ def says_pass_while_incomplete(name: str, text: str) -> bool:
     return "status: complete" not in text.splitlines()[0] and "INCOMPLETE" not in text
 
 
+def view_claims_complete_or_pass(name: str, text: str) -> bool:
+    """Whether a view (Markdown, HTML, JUnit, the --json copy) tells its reader the run is complete or passed."""
+    if name.endswith(".json"):
+        r = json.loads(text)
+        return r.get("complete") is True or r.get("status") == "complete" or r["verdict"] == "pass"
+    if name.endswith(".junit.xml"):
+        st = re.search(r'name="status" value="([^"]*)"', text).group(1)
+        return st == "complete" or "<error" not in text
+    if name.endswith(".html"):
+        return "dpcheck-status' content='complete'" in text or "Verdict: <b>PASS" in text
+    return "status: complete" in text.splitlines()[0] or "**Verdict: PASS**" in text
+
+
 def assert_consistent(files: dict[str, str], old: dict[str, str] | None = None) -> str:
-    """The on-disk invariant of dpcheck.report for one report's files {name: text}; returns which state."""
+    """The on-disk invariant of dpcheck.report for one report's files {name: text}; returns which state.
+
+    Besides one run id and no pass while incomplete: no view (Markdown, HTML, JUnit, the --json copy)
+    says complete or PASS unless the JSON is there, complete, with the same run id (the JSON is the
+    commit point; a view may lag behind it, never run ahead of it)."""
     if not files:
         return "empty"
     ids = {n: run_id_of(n, t) for n, t in files.items()}
     assert len(set(ids.values())) == 1, f"a mix of runs: {ids}"
     rid = next(iter(ids.values()))
+    main_json = files.get(f"{STEM}.json")
+    rep = json.loads(main_json) if main_json is not None else None
+    for n, t in files.items():
+        if n != f"{STEM}.json" and view_claims_complete_or_pass(n, t):
+            assert rep is not None and rep.get("complete") is True and rep.get("status") == "complete" \
+                and rep.get("run_id") == run_id_of(n, t), f"{n} says complete/PASS ahead of the JSON"
     if old and rid == run_id_of(f"{STEM}.json", old[f"{STEM}.json"]):
         for n, t in files.items():  # only the previous run's files, unchanged
             assert old.get(n) == t, f"{n} of the previous run was changed"
         return "old"
     for n, t in files.items():
         assert not says_pass_while_incomplete(n, t), f"{n} says pass for an incomplete run"
-    js = [t for n, t in files.items() if n.endswith(".json")]
-    if js:
-        rep = json.loads(js[0])
+    if rep is not None:
         if rep["complete"]:
             assert rep["status"] == "complete"
-            for s in (".json",) + VIEWS:  # the commit point comes last: the whole set is there
-                assert f"{STEM}{s}" in files, f"complete JSON without {STEM}{s}"
             return "complete"
         assert rep["verdict"] != "pass"
     return "incomplete"
@@ -186,6 +205,9 @@ def test_every_kill_point_leaves_a_consistent_set(tmp_path, monkeypatch, with_co
                 disk.pop(name, None)
         states.add(assert_consistent(disk, old))
     assert states == {"old", "incomplete", "complete"}
+    # after the last write: the whole set, every file this run's and complete
+    assert sorted(disk) == sorted(old)
+    assert all(view_claims_complete_or_pass(n, t) for n, t in disk.items())
 
 
 # ------------------------------------------------------------------ subprocesses killed mid-run
