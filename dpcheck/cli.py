@@ -6,7 +6,7 @@
                          [--scheduler ADDR] [--timeout SECONDS] [--memory-limit SIZE]
                          [--out DIR] [--json PATH] [--quick] [--strict] [--cache DIR]
                          [--set KEY=VALUE ...] [--debug] [--quiet]
-    dpcheck report FILE.json [--out DIR]
+    dpcheck report FILE.json [--out DIR]        (into another DIR: the JSON too, so DIR holds one run's set)
 
 Every option is parsed once, before the audit starts (dpcheck.options); a bad value, an option
 the audit does not use, or an unknown ``--set`` key is one line on stderr and exit 2.
@@ -20,7 +20,9 @@ processes are killed, and the reports are written marked incomplete
 (``status: interrupted``, never the verdict pass); exit 2. While the checks run,
 the JSON and JUnit on disk say ``status: running``; a SIGKILL leaves them so.
 The write order that keeps the files of one report consistent at every moment
-is described in :mod:`dpcheck.report`.
+is described in :mod:`dpcheck.report`. One run at a time writes a report's files
+(:mod:`dpcheck.report_lock`): a second ``audit`` or ``report`` into them exits 2,
+naming the first, before writing anything.
 """
 from __future__ import annotations
 
@@ -102,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="re-render the Markdown, HTML and JUnit views of a JSON report")
     r.add_argument("file")
-    r.add_argument("--out", help="directory (default: next to the JSON file)")
+    r.add_argument("--out", help="directory (default: next to the JSON file; another one gets a copy of the JSON "
+                                 "too, so it holds one run's set)")
     r.add_argument("--debug", action="store_true")
     return p
 

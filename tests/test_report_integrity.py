@@ -179,6 +179,18 @@ def test_every_kill_point_leaves_a_consistent_set(tmp_path, monkeypatch, with_co
     assert main(["audit", "_integrity", "--out", str(tmp_path), "--quiet", *extra]) == 0
     old = read_set(tmp_path, copy)
     assert len(old) == 4 + bool(copy)
+    ops = _record_ops(monkeypatch)
+    assert main(["audit", "_integrity", "--out", str(tmp_path), "--quiet", *extra]) == 0
+    assert len(ops) > 8
+    states, disk = _replay(ops, old, copy)
+    assert states == {"old", "incomplete", "complete"}
+    # after the last write: the whole set, every file this run's and complete
+    assert sorted(disk) == sorted(old)
+    assert all(view_claims_complete_or_pass(n, t) for n, t in disk.items())
+
+
+def _record_ops(monkeypatch) -> list:
+    """Every file operation of dpcheck.report from now on, in order: ("write", path, text) / ("remove", path, None)."""
     ops = []
     real_write, real_remove = rpt._atomic_write, rpt._remove
 
@@ -192,8 +204,12 @@ def test_every_kill_point_leaves_a_consistent_set(tmp_path, monkeypatch, with_co
 
     monkeypatch.setattr(rpt, "_atomic_write", write)
     monkeypatch.setattr(rpt, "_remove", remove)
-    assert main(["audit", "_integrity", "--out", str(tmp_path), "--quiet", *extra]) == 0
-    assert len(ops) > 8
+    return ops
+
+
+def _replay(ops, old, copy=None):
+    """Apply each prefix of ``ops`` to ``old`` (what a SIGKILL at that moment leaves; each operation is
+    atomic: os.replace or unlink) and check it; (the states seen, the files after the last operation)."""
     states = set()
     for k in range(len(ops) + 1):
         disk = dict(old)
@@ -204,10 +220,22 @@ def test_every_kill_point_leaves_a_consistent_set(tmp_path, monkeypatch, with_co
             else:
                 disk.pop(name, None)
         states.add(assert_consistent(disk, old))
-    assert states == {"old", "incomplete", "complete"}
-    # after the last write: the whole set, every file this run's and complete
-    assert sorted(disk) == sorted(old)
-    assert all(view_claims_complete_or_pass(n, t) for n, t in disk.items())
+    return states, disk
+
+
+def test_rerender_into_a_folder_of_another_run_never_mixes(tmp_path, monkeypatch):
+    """`dpcheck report SRC.json --out DIR` where DIR holds another run's set of the same name: DIR ends
+    with SRC's run alone (the JSON is written there too), and no kill point mixes the two runs."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    assert main(["audit", "_integrity", "--out", str(src), "--quiet"]) == 0
+    assert main(["audit", "_integrity", "--out", str(dst), "--quiet"]) == 0
+    old = read_set(dst)
+    ops = _record_ops(monkeypatch)
+    assert main(["report", str(src / f"{STEM}.json"), "--out", str(dst)]) == 0
+    states, disk = _replay(ops, old)
+    assert states == {"old", "complete"}
+    assert read_set(dst) == disk and sorted(disk) == sorted(old)
+    assert {run_id_of(n, t) for n, t in disk.items()} == {json.loads(read_set(src)[f"{STEM}.json"])["run_id"]}
 
 
 # ------------------------------------------------------------------ subprocesses killed mid-run
