@@ -93,7 +93,7 @@ class ReportLock:
             lf, fd = self._held.pop()
             try:
                 # unlink while still holding: a waiter that opened this file sees it gone and reopens
-                if os.stat(lf).st_ino == os.fstat(fd).st_ino:
+                if _same_file(os.stat(lf), os.fstat(fd)):
                     os.unlink(lf)
             except OSError:
                 pass
@@ -105,6 +105,10 @@ class ReportLock:
     def __exit__(self, *exc):
         self.release()
         return False
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _lock_one(lf: Path, text: str) -> int:
@@ -130,7 +134,7 @@ def _lock_one(lf: Path, text: str) -> int:
                                  "wait for it to end, or use another --out") from None
             raise InputError(f"cannot lock the report files in {lf.parent} ({lf.name}): {e}") from e
         try:
-            same = os.stat(lf).st_ino == os.fstat(fd).st_ino
+            same = _same_file(os.stat(lf), os.fstat(fd))
         except FileNotFoundError:
             same = False
         if not same:          # the previous holder removed it after we opened it: lock the new one

@@ -23,7 +23,7 @@ import dpcheck
 from dpcheck import registry
 from dpcheck.checks import Check
 from dpcheck.cli import main
-from dpcheck.report_lock import LOCK_SUFFIX, ReportLock, key_of
+from dpcheck.report_lock import LOCK_SUFFIX, ReportBusy, ReportLock, key_of
 
 ROOT = Path(dpcheck.__file__).resolve().parent.parent
 STEM = "_lock_probe"
@@ -130,6 +130,29 @@ def test_a_lock_is_released_when_the_run_raises(tmp_path):
     assert main(["audit", STEM, "--out", str(d), "--quiet"]) == 0
 
 
+def test_a_lock_file_removed_while_waiting_is_locked_anew(tmp_path, monkeypatch):
+    """The holder removes its lock file as it lets go; a run that had opened that file must not take
+    the lock of the removed file (a third run would then lock a new file beside it)."""
+    import fcntl
+    first = ReportLock([tmp_path / "x.json"], HOLDER).acquire()
+    real, calls = fcntl.flock, []
+
+    def flock(fd, op):
+        calls.append(fd)
+        if len(calls) == 1:
+            first.release()          # after the second run opened the file, before it locks it
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    second = ReportLock([tmp_path / "x.json"], {**HOLDER, "run_id": "second"}).acquire()
+    monkeypatch.undo()
+    assert len(calls) == 2           # it noticed and locked the file now at the path
+    with pytest.raises(ReportBusy, match="run second"):
+        ReportLock([tmp_path / "x.json"], HOLDER).acquire()
+    second.release()
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("name, key", [("x.json", "x"), ("x.junit.xml", "x"), ("x.md", "x"), ("x.html", "x"),
                                        ("x.json.json", "x.json"), ("r.txt", "r.txt"), (".json", ".json")])
 def test_key_of(name, key):
@@ -186,7 +209,8 @@ def test_a_real_audit_is_refused_while_another_process_holds_the_report_and_not_
         assert holder.stdout.readline().strip() == "locked"
         before = _files(d)
         assert sorted(before) == [f".laplace_example{LOCK_SUFFIX}", "laplace_example.json"]
-        for cmd in (["audit", "laplace_example", "--quick", "--out", str(d)], ["report", str(d / "laplace_example.json")]):
+        for cmd in (["audit", "laplace_example", "--quick", "--out", str(d)],
+                    ["report", str(d / "laplace_example.json")]):
             out = subprocess.run([sys.executable, "-m", "dpcheck", *cmd], capture_output=True, text=True,
                                  env=_env(tmp_path), timeout=120)
             err = out.stderr.strip().splitlines()
