@@ -6,7 +6,7 @@
                          [--scheduler ADDR] [--timeout SECONDS] [--memory-limit SIZE]
                          [--out DIR] [--json PATH] [--quick] [--strict] [--cache DIR]
                          [--set KEY=VALUE ...] [--debug] [--quiet]
-    dpcheck report FILE.json [--out DIR]
+    dpcheck report FILE.json [--out DIR]        (into another DIR: the JSON too, so DIR holds one run's set)
 
 Every option is parsed once, before the audit starts (dpcheck.options); a bad value, an option
 the audit does not use, or an unknown ``--set`` key is one line on stderr and exit 2.
@@ -20,7 +20,9 @@ processes are killed, and the reports are written marked incomplete
 (``status: interrupted``, never the verdict pass); exit 2. While the checks run,
 the JSON and JUnit on disk say ``status: running``; a SIGKILL leaves them so.
 The write order that keeps the files of one report consistent at every moment
-is described in :mod:`dpcheck.report`.
+is described in :mod:`dpcheck.report`. One run at a time writes a report's files
+(:mod:`dpcheck.report_lock`): a second ``audit`` or ``report`` into them exits 2,
+naming the first, before writing anything.
 """
 from __future__ import annotations
 
@@ -102,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="re-render the Markdown, HTML and JUnit views of a JSON report")
     r.add_argument("file")
-    r.add_argument("--out", help="directory (default: next to the JSON file)")
+    r.add_argument("--out", help="directory (default: next to the JSON file; another one gets a copy of the JSON "
+                                 "too, so it holds one run's set)")
     r.add_argument("--debug", action="store_true")
     return p
 
@@ -299,7 +302,8 @@ def cmd_list(args) -> int:
 
 def cmd_audit(args) -> int:
     from dpcheck import registry, report as rpt
-    from dpcheck.context import AuditContext, exit_code
+    from dpcheck.context import AuditContext
+    from dpcheck.report_lock import ReportLock
 
     # every option is validated here, before the audit starts (dpcheck.options)
     options, given = options_from_args(args)
@@ -351,6 +355,20 @@ def cmd_audit(args) -> int:
                 progress(f"warning: cannot update the reports in {out_dir}: {e}")
 
     ctx = AuditContext(name, options, progress=progress, on_check=stream)
+    # one run at a time per report: the lock is taken before any report file is touched and held
+    # past the last write; a second run stops here, exit 2, having written nothing (dpcheck.report_lock)
+    own = rpt.report_files(out_dir, stem) + ([writer.copy] if writer.copy is not None else [])
+    with ReportLock(own, {"run_id": ctx.run_id, "started": ctx.started.isoformat(timespec="seconds"),
+                          "target": name, "command": "audit"}):
+        rpt.remove_stale_temps(own)   # a killed run's: only its files' lock holder writes them
+        return _run_audit(args, ctx, run, writer, out_dir, options, progress)
+
+
+def _run_audit(args, ctx, run, writer, out_dir, options, progress) -> int:
+    from dpcheck import report as rpt
+    from dpcheck.context import exit_code
+
+    name = ctx.target
     with _Signals() as signals:
         try:
             try:  # inside the try: a signal during begin still leaves an "interrupted" report
@@ -487,13 +505,26 @@ def _one_line(e: BaseException) -> str:
 
 
 def cmd_report(args) -> int:
+    """Render the views of a JSON report next to it, or into --out (then with a copy of the JSON, so the
+    folder holds one run's set); under the lock of the files it writes (dpcheck.report_lock)."""
+    from datetime import datetime, timezone
     from dpcheck import report as rpt
+    from dpcheck.report_lock import ReportLock
     out = Path(args.out) if args.out else Path(args.file).parent
     stem = Path(args.file).name
     stem = stem[:-5] if stem.endswith(".json") else stem
     try:
         rep = rpt.load(args.file)
-        paths = rpt.write_all(rep, out, stem=stem, formats=("md", "html", "xml"))
+        in_place = (out / f"{stem}.json").resolve() == Path(args.file).resolve()
+        formats = ("md", "html", "xml") if in_place else ("json", "md", "html", "xml")
+        own = rpt.report_files(out, stem)
+        holder = {"run_id": rep.get("run_id", "?"), "target": args.file, "command": "report",
+                  "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        with ReportLock(own, holder):
+            rpt.remove_stale_temps(own)
+            if in_place:   # the source may have changed before the lock was ours: render what is there now
+                rep = rpt.load(args.file)
+            paths = rpt.write_all(rep, out, stem=stem, formats=formats)
         table = rpt.summary_table(rep)
     except DPCheckError:
         raise

@@ -17,28 +17,33 @@ so a CI job that reads it sees a failure, never a stale pass.
 
 The on-disk invariant (:class:`ReportWriter`). The files of one report are
 ``STEM.json``, ``STEM.md``, ``STEM.html``, ``STEM.junit.xml`` and the optional
-``--json PATH`` copy. Each is written whole to a temporary file in its own
-directory and moved into place with ``os.replace``, so no file is ever seen
-half-written. The order of the writes makes a kill at any moment (SIGKILL
+``--json PATH`` copy. One run at a time writes them: :mod:`dpcheck.report_lock`
+holds an OS lock on them from before the first write to after the last. Each
+file is written whole to a temporary file in its own directory and moved into
+place with ``os.replace``, so no file is ever seen half-written. The JSON is the
+commit point: the order of the writes makes a kill at any moment (SIGKILL
 included) leave one of these:
 
 1. the previous run's files only: its JSON unchanged (or no JSON) and a subset
    of its views -- a kill before the new run's first JSON replaced the old one;
 2. files of the new run only, whose JSON says ``complete: false`` and whose
-   verdict is not ``pass``; the views present say incomplete too, except in
-   the last step, where the final views of a run whose checks all finished
-   can precede the final JSON;
-3. the new run's complete set: the JSON says ``complete: true`` and every view
-   has its run id.
+   verdict is not ``pass``; every view present says incomplete too;
+3. files of the new run only, whose JSON says ``complete: true``; each view
+   present says what the JSON says, or is still an incomplete one (a kill
+   in the last step, between the final JSON and the last final view:
+   ``dpcheck report STEM.json`` renders the missing ones).
 
-So all files present carry one run id, and a JSON saying ``complete: true``
-(the commit point, written last) means its whole set is there. The order:
+So all files present carry one run id, and no view (Markdown, HTML, JUnit, the
+copy) says complete or ``pass`` unless the JSON beside it is complete with the
+same run id: a view may lag behind the JSON, never run ahead of it. Whoever
+needs the whole truth reads the JSON. The order:
 
 - begin: remove the old ``--json`` copy, JUnit, HTML and Markdown (in that
   order: what a CI reads goes first), then write the new incomplete JSON
   (replacing the old one), then the incomplete JUnit and ``--json`` copy;
 - after each check: the JSON, then the JUnit and the copy (all incomplete);
-- end (complete or not): HTML, Markdown, JUnit, the copy, and the JSON last.
+- end (complete or not): every text is rendered first, then written: the JSON,
+  the copy, the JUnit, the Markdown, the HTML.
 
 Plots: a check may carry ``details["plots"]``, a list of dicts
 ``{"title", "xlabel", "ylabel", "logx", "logy", "kind": "line"|"hist"|"bar",
@@ -568,26 +573,32 @@ def _json_text(rep: dict) -> str:
 
 
 def write_all(rep: dict, out_dir, *, stem: str | None = None, json_path=None, formats=("json", "md", "html", "xml")) -> dict:
-    """Write the JSON and its views, each atomically, views first and the JSON last; returns {format: path}."""
+    """Write the JSON and its views, each atomically; returns {format: path}.
+
+    Every text is rendered before the first write. The views about to be written are removed
+    first (a view of another run must not sit next to this JSON), then the JSON (and the copy)
+    is written, then the views: no view is ever ahead of the JSON beside it (module docstring)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = stem or stem_for(rep["target"])
+    main = out_dir / f"{stem}.json"
+    views = [(key, out_dir / f"{stem}{suffix}", render) for fmt, key, suffix, render in (
+        ("xml", "junit", ".junit.xml", to_junit), ("md", "md", ".md", to_markdown), ("html", "html", ".html", to_html))
+        if fmt in formats]
+    texts = [(key, path, render(rep)) for key, path, render in views]
+    text = _json_text(rep) if ("json" in formats or json_path) else None
+    for _, path, _ in texts:
+        _remove(path)
     paths = {}
-    if "html" in formats:
-        paths["html"] = _atomic_write(out_dir / f"{stem}.html", to_html(rep))
-    if "md" in formats:
-        paths["md"] = _atomic_write(out_dir / f"{stem}.md", to_markdown(rep))
-    if "xml" in formats:
-        paths["junit"] = _atomic_write(out_dir / f"{stem}.junit.xml", to_junit(rep))
-    if "json" in formats or json_path:
-        text = _json_text(rep)
-        main = out_dir / f"{stem}.json"
-        if json_path and Path(json_path).resolve() != main.resolve():
-            paths["json_copy"] = _atomic_write(Path(json_path), text)
+    if text is not None:
         if "json" in formats:
             paths["json"] = _atomic_write(main, text)
-        elif json_path:
-            paths["json"] = paths.pop("json_copy")
+        if json_path and Path(json_path).resolve() != main.resolve():
+            paths["json_copy" if "json" in paths else "json"] = _atomic_write(Path(json_path), text)
+        elif json_path and "json" not in paths:
+            paths["json"] = _atomic_write(main, text)
+    for key, path, t in texts:
+        paths[key] = _atomic_write(path, t)
     return dict(sorted(paths.items(), key=lambda kv: ("json", "md", "html", "junit", "json_copy").index(kv[0])))
 
 
@@ -629,18 +640,18 @@ class ReportWriter:
             _atomic_write(self.copy, text)
 
     def finish(self, rep: dict) -> dict:
-        """The views, then the ``--json`` copy, then the JSON: the commit point of the run."""
-        paths = {"json": self.main}
-        paths["md"] = self.out_dir / f"{self.stem}.md"
-        paths["html"] = self.out_dir / f"{self.stem}.html"
-        paths["junit"] = self.out_dir / f"{self.stem}.junit.xml"
-        _atomic_write(paths["html"], to_html(rep))
-        _atomic_write(paths["md"], to_markdown(rep))
-        _atomic_write(paths["junit"], to_junit(rep))
+        """The JSON (the commit point of the run), then the ``--json`` copy, the JUnit, the Markdown
+        and the HTML: a kill between two writes leaves views that lag behind the JSON, never ahead.
+        Every text is rendered before the first write (the HTML's plots take longest)."""
+        paths = {"json": self.main, "md": self.out_dir / f"{self.stem}.md",
+                 "html": self.out_dir / f"{self.stem}.html", "junit": self.out_dir / f"{self.stem}.junit.xml"}
         text = _json_text(rep)
+        views = [(paths["junit"], to_junit(rep)), (paths["md"], to_markdown(rep)), (paths["html"], to_html(rep))]
+        _atomic_write(self.main, text)
         if self.copy is not None:
             paths["json_copy"] = _atomic_write(self.copy, text)
-        _atomic_write(self.main, text)
+        for path, t in views:
+            _atomic_write(path, t)
         return paths
 
     @staticmethod
@@ -668,7 +679,8 @@ def _umask() -> int:
 
 
 def _atomic_write(path: Path, text: str) -> Path:
-    """Write ``text`` to a temporary file next to ``path`` and move it into place (os.replace is atomic)."""
+    """Write ``text`` to a temporary file next to ``path`` (``.NAME.XXXXXXXX.tmp``, see
+    :func:`remove_stale_temps`) and move it into place (os.replace is atomic)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -685,3 +697,33 @@ def _atomic_write(path: Path, text: str) -> Path:
             pass
         raise
     return path
+
+
+def report_files(out_dir, stem: str) -> list[Path]:
+    """The files of report STEM in ``out_dir`` (without the ``--json`` copy)."""
+    return [Path(out_dir) / f"{stem}{s}" for s in (".json",) + VIEW_SUFFIXES]
+
+
+def remove_stale_temps(paths) -> list[Path]:
+    """Remove the temporary files :func:`_atomic_write` left next to ``paths`` (a killed run's).
+
+    Only for a caller that holds the lock of these files (:mod:`dpcheck.report_lock`): then no
+    live run is writing them. The name must match mkstemp's exactly (``.NAME.`` + 8 characters of
+    its alphabet + ``.tmp``), so the temporaries of another report (``.NAME.json.…``) are left alone.
+    """
+    removed = []
+    for path in paths:
+        path = Path(path)
+        pat = re.compile(rf"\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp")
+        try:
+            names = os.listdir(path.parent)
+        except OSError:
+            continue
+        for n in names:
+            if pat.fullmatch(n):
+                try:
+                    os.unlink(path.parent / n)
+                    removed.append(path.parent / n)
+                except FileNotFoundError:
+                    pass
+    return removed

@@ -61,26 +61,45 @@ def says_pass_while_incomplete(name: str, text: str) -> bool:
     return "status: complete" not in text.splitlines()[0] and "INCOMPLETE" not in text
 
 
+def view_claims_complete_or_pass(name: str, text: str) -> bool:
+    """Whether a view (Markdown, HTML, JUnit, the --json copy) tells its reader the run is complete or passed."""
+    if name.endswith(".json"):
+        r = json.loads(text)
+        return r.get("complete") is True or r.get("status") == "complete" or r["verdict"] == "pass"
+    if name.endswith(".junit.xml"):
+        st = re.search(r'name="status" value="([^"]*)"', text).group(1)
+        return st == "complete" or "<error" not in text
+    if name.endswith(".html"):
+        return "dpcheck-status' content='complete'" in text or "Verdict: <b>PASS" in text
+    return "status: complete" in text.splitlines()[0] or "**Verdict: PASS**" in text
+
+
 def assert_consistent(files: dict[str, str], old: dict[str, str] | None = None) -> str:
-    """The on-disk invariant of dpcheck.report for one report's files {name: text}; returns which state."""
+    """The on-disk invariant of dpcheck.report for one report's files {name: text}; returns which state.
+
+    Besides one run id and no pass while incomplete: no view (Markdown, HTML, JUnit, the --json copy)
+    says complete or PASS unless the JSON is there, complete, with the same run id (the JSON is the
+    commit point; a view may lag behind it, never run ahead of it)."""
     if not files:
         return "empty"
     ids = {n: run_id_of(n, t) for n, t in files.items()}
     assert len(set(ids.values())) == 1, f"a mix of runs: {ids}"
     rid = next(iter(ids.values()))
+    main_json = files.get(f"{STEM}.json")
+    rep = json.loads(main_json) if main_json is not None else None
+    for n, t in files.items():
+        if n != f"{STEM}.json" and view_claims_complete_or_pass(n, t):
+            assert rep is not None and rep.get("complete") is True and rep.get("status") == "complete" \
+                and rep.get("run_id") == run_id_of(n, t), f"{n} says complete/PASS ahead of the JSON"
     if old and rid == run_id_of(f"{STEM}.json", old[f"{STEM}.json"]):
         for n, t in files.items():  # only the previous run's files, unchanged
             assert old.get(n) == t, f"{n} of the previous run was changed"
         return "old"
     for n, t in files.items():
         assert not says_pass_while_incomplete(n, t), f"{n} says pass for an incomplete run"
-    js = [t for n, t in files.items() if n.endswith(".json")]
-    if js:
-        rep = json.loads(js[0])
+    if rep is not None:
         if rep["complete"]:
             assert rep["status"] == "complete"
-            for s in (".json",) + VIEWS:  # the commit point comes last: the whole set is there
-                assert f"{STEM}{s}" in files, f"complete JSON without {STEM}{s}"
             return "complete"
         assert rep["verdict"] != "pass"
     return "incomplete"
@@ -160,6 +179,18 @@ def test_every_kill_point_leaves_a_consistent_set(tmp_path, monkeypatch, with_co
     assert main(["audit", "_integrity", "--out", str(tmp_path), "--quiet", *extra]) == 0
     old = read_set(tmp_path, copy)
     assert len(old) == 4 + bool(copy)
+    ops = _record_ops(monkeypatch)
+    assert main(["audit", "_integrity", "--out", str(tmp_path), "--quiet", *extra]) == 0
+    assert len(ops) > 8
+    states, disk = _replay(ops, old, copy)
+    assert states == {"old", "incomplete", "complete"}
+    # after the last write: the whole set, every file this run's and complete
+    assert sorted(disk) == sorted(old)
+    assert all(view_claims_complete_or_pass(n, t) for n, t in disk.items())
+
+
+def _record_ops(monkeypatch) -> list:
+    """Every file operation of dpcheck.report from now on, in order: ("write", path, text) / ("remove", path, None)."""
     ops = []
     real_write, real_remove = rpt._atomic_write, rpt._remove
 
@@ -173,8 +204,12 @@ def test_every_kill_point_leaves_a_consistent_set(tmp_path, monkeypatch, with_co
 
     monkeypatch.setattr(rpt, "_atomic_write", write)
     monkeypatch.setattr(rpt, "_remove", remove)
-    assert main(["audit", "_integrity", "--out", str(tmp_path), "--quiet", *extra]) == 0
-    assert len(ops) > 8
+    return ops
+
+
+def _replay(ops, old, copy=None):
+    """Apply each prefix of ``ops`` to ``old`` (what a SIGKILL at that moment leaves; each operation is
+    atomic: os.replace or unlink) and check it; (the states seen, the files after the last operation)."""
     states = set()
     for k in range(len(ops) + 1):
         disk = dict(old)
@@ -185,7 +220,22 @@ def test_every_kill_point_leaves_a_consistent_set(tmp_path, monkeypatch, with_co
             else:
                 disk.pop(name, None)
         states.add(assert_consistent(disk, old))
-    assert states == {"old", "incomplete", "complete"}
+    return states, disk
+
+
+def test_rerender_into_a_folder_of_another_run_never_mixes(tmp_path, monkeypatch):
+    """`dpcheck report SRC.json --out DIR` where DIR holds another run's set of the same name: DIR ends
+    with SRC's run alone (the JSON is written there too), and no kill point mixes the two runs."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    assert main(["audit", "_integrity", "--out", str(src), "--quiet"]) == 0
+    assert main(["audit", "_integrity", "--out", str(dst), "--quiet"]) == 0
+    old = read_set(dst)
+    ops = _record_ops(monkeypatch)
+    assert main(["report", str(src / f"{STEM}.json"), "--out", str(dst)]) == 0
+    states, disk = _replay(ops, old)
+    assert states == {"old", "complete"}
+    assert read_set(dst) == disk and sorted(disk) == sorted(old)
+    assert {run_id_of(n, t) for n, t in disk.items()} == {json.loads(read_set(src)[f"{STEM}.json"])["run_id"]}
 
 
 # ------------------------------------------------------------------ subprocesses killed mid-run
