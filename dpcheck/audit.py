@@ -178,7 +178,10 @@ class Audit(abc.ABC):
         cls.check_table()
 
         def run(ctx):
-            return cls(ctx).run()
+            from dpcheck.stats import pass_level
+            audit = cls(ctx)
+            with pass_level(ctx.family["alpha"]):    # PASS at the audit's alpha, FAIL at its share (stats)
+                return audit.run()
         run.__name__ = run.__qualname__ = f"{cls.__name__}.run"
         run.__module__ = cls.__module__
         if wrap is not None:

@@ -130,24 +130,32 @@ def probability_check(*, id: str, failures: int, runs: int, beta: float, alpha: 
                       what: str = "the event") -> Check:
     """"Holds with probability >= 1 - beta", checked over ``runs`` repetitions.
 
-    Exact Clopper-Pearson bounds at level 1 - alpha on the failure rate: pass when the
-    upper bound is <= beta, fail when the lower bound is > beta, else inconclusive.
+    Exact two-sided Clopper-Pearson bounds on the failure rate: fail when the lower bound at level
+    1 - alpha is > beta (so a correct implementation fails with probability <= alpha / 2), pass when the
+    upper bound at the PASS level is <= beta (the audit's own alpha inside an audit, where ``alpha`` is
+    its family-wise share: dpcheck.stats.pass_alpha), else inconclusive.
     """
+    from dpcheck.stats import pass_alpha
+    a_pass = pass_alpha(alpha)
     lo, hi = clopper_pearson(failures, runs, alpha)
     lo, hi = float(lo), float(hi)
-    if hi <= beta:
+    hi_pass = float(clopper_pearson(failures, runs, a_pass)[1])
+    if hi_pass <= beta:
         verdict = PASS
-        reason = f"{what} failed in {failures}/{runs} runs; failure rate <= {hi:.3g} <= beta={beta:g} at {1 - alpha:.0%}"
+        reason = (f"{what} failed in {failures}/{runs} runs; failure rate <= {hi_pass:.3g} <= beta={beta:g} "
+                  f"at {1 - a_pass:.0%}")
     elif lo > beta:
         verdict = FAIL
-        reason = f"{what} failed in {failures}/{runs} runs; failure rate >= {lo:.3g} > beta={beta:g} at {1 - alpha:.0%}"
+        reason = f"{what} failed in {failures}/{runs} runs; failure rate >= {lo:.3g} > beta={beta:g} at {1 - alpha:.2%}"
     else:
         verdict = INCONCLUSIVE
-        reason = (f"{what} failed in {failures}/{runs} runs; interval [{lo:.3g}, {hi:.3g}] contains beta={beta:g}"
-                  f" (more runs needed)")
+        reason = (f"{what} failed in {failures}/{runs} runs; the failure rate's upper bound {hi_pass:.3g} at "
+                  f"{1 - a_pass:.0%} is above beta={beta:g} and its lower bound {lo:.3g} at {1 - alpha:.2%} is not "
+                  f"(more runs needed)")
     return Check(id=id, kind=kind, verdict=verdict, claim=claim,
                  measured={"failures": failures, "runs": runs, "failure_rate": failures / max(runs, 1),
-                           "failure_rate_interval": [lo, hi], "confidence": 1 - alpha},
+                           "failure_rate_interval": [lo, hi], "confidence": 1 - alpha,
+                           "pass_upper": hi_pass, "pass_confidence": 1 - a_pass},
                  details=details or {}, reason=reason)
 
 

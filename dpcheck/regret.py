@@ -50,6 +50,8 @@ class RegretFit:
     seeds: int
     method: str = "OLS of log increments R(K_{j+1}) - R(K_j) on log K_j; percentile bootstrap over seeds"
     interval: str = "percentile"
+    ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
+    pass_confidence: float | None = None
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -106,7 +108,9 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
     (module docstring).
     """
     import statsmodels.api as sm
+    from dpcheck.stats import pass_alpha
     _check_interval(interval)
+    a_pass = pass_alpha(alpha)
 
     K, R = _validate(K_grid, cumulative_regret, "fit_increment_exponent")
     D = np.diff(R, axis=1)                        # (seeds, G-1): R(K_{j+1}) - R(K_j)
@@ -136,11 +140,14 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
         xc = x - x.mean()
         boots = (yb - yb.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
         ci = _interval(b, boots, n, alpha, interval)
+        ci_pass = _interval(b, boots, n, a_pass, interval)
     else:
         # one seed: no bootstrap; a normal interval from the OLS standard error (infinite if unknown)
         from scipy.stats import norm
         half = stderr * float(norm.ppf(1 - alpha / 2)) if np.isfinite(stderr) else float("inf")
         ci = (b - half, b + half)
+        half = stderr * float(norm.ppf(1 - a_pass / 2)) if np.isfinite(stderr) else float("inf")
+        ci_pass = (b - half, b + half)
     per_seed = tuple(fit(D[i, sel]) for i in range(n))
     logD = np.log(np.maximum(Dm, tiny))
     local = tuple(float(s) for s in np.diff(logD) / np.diff(x))
@@ -148,7 +155,7 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
                      K_grid=tuple(float(k) for k in K), increments_mean=tuple(float(v) for v in D.mean(axis=0)),
                      local_slopes=local, per_seed=per_seed, ols_stderr=stderr, seeds=n,
                      method=f"OLS of log increments R(K_{{j+1}}) - R(K_j) on log K_j; {interval} bootstrap over seeds",
-                     interval=interval)
+                     interval=interval, ci_pass=ci_pass, pass_confidence=1 - a_pass)
 
 
 def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: float = 0.1,
@@ -162,7 +169,9 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     """
     bound = claimed + tolerance
     lo, hi = fit.ci
-    if hi <= bound:
+    p_hi = pass_interval(fit)[1]
+    if p_hi <= bound:
+        hi = p_hi
         verdict, why = PASS, f"{what} exponent {fit.exponent:.3f} (CI [{lo:.3f}, {hi:.3f}]) <= {claimed:g} + {tolerance:g}"
     elif lo > bound:
         verdict, why = FAIL, f"{what} exponent {fit.exponent:.3f} (CI [{lo:.3f}, {hi:.3f}]) exceeds {claimed:g} + {tolerance:g}"
@@ -173,9 +182,10 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     det.update(details or {})
     return Check(id=id, kind="regret", verdict=verdict,
                  claim={"exponent_at_most": claimed, "tolerance": tolerance, "source": source,
-                        "level": (f"FAIL iff the lower end of the two-sided {fit.confidence:.0%} {fit.interval} bootstrap "
+                        "level": (f"FAIL iff the lower end of the two-sided {fit.confidence:.2%} {fit.interval} bootstrap "
                                   f"interval exceeds {bound:g}: level {(1 - fit.confidence) / 2:g} when the interval "
-                                  f"is valid (dpcheck/regret.py, Intervals)")},
+                                  f"is valid (dpcheck/regret.py, Intervals); PASS iff the upper end of the "
+                                  f"{_pc(fit):.0%} interval is below it")},
                  measured={"exponent": fit.exponent, "ci": list(fit.ci), "confidence": fit.confidence,
                            "window": list(fit.window), "seeds": fit.seeds, "local_slopes": list(fit.local_slopes)},
                  details=det, reason=why)
@@ -205,17 +215,30 @@ class ScalingFit:
     y_mean: tuple[float, ...]
     seeds: int
     interval: str = "percentile"
+    ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
+    pass_confidence: float | None = None
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
         return asdict(self)
 
 
+def _pc(fit) -> float:
+    return fit.pass_confidence if getattr(fit, "pass_confidence", None) is not None else fit.confidence
+
+
+def pass_interval(fit) -> tuple[float, float]:
+    """The interval a PASS decision uses: ``ci_pass`` where the fit has one, else ``ci``."""
+    return tuple(fit.ci_pass) if getattr(fit, "ci_pass", None) is not None else tuple(fit.ci)
+
+
 def fit_scaling(x, y, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0,
                 interval: str = "percentile") -> ScalingFit:
     """Slope of log(mean over seeds of y) on log x; y: (seeds, n), positive in expectation.
     interval: "percentile" | "t" (module docstring)."""
+    from dpcheck.stats import pass_alpha
     _check_interval(interval)
+    a_pass = pass_alpha(alpha)
     X, Y = _validate(np.sort(np.asarray(x, dtype=float)), np.asarray(y, dtype=float)[:, np.argsort(x)], "fit_scaling")
     tiny = 1e-12 * max(1.0, float(np.abs(Y).max()))
     lx = np.log(X)
@@ -229,10 +252,11 @@ def fit_scaling(x, y, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0,
         xc = lx - lx.mean()
         boots = (yb - yb.mean(axis=1, keepdims=True)) @ xc / (xc @ xc)
         ci = _interval(b, boots, n, alpha, interval)
+        ci_pass = _interval(b, boots, n, a_pass, interval)
     else:
-        ci = (b, b)
+        ci = ci_pass = (b, b)
     return ScalingFit(slope=b, ci=ci, confidence=1 - alpha, x=tuple(map(float, X)), y_mean=tuple(map(float, ym)),
-                      seeds=n, interval=interval)
+                      seeds=n, interval=interval, ci_pass=ci_pass, pass_confidence=1 - a_pass)
 
 
 def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str, source: str = "",
@@ -241,7 +265,9 @@ def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str
     lies wholly outside, else inconclusive."""
     lo, hi = fit.ci
     a, b = expected - tolerance, expected + tolerance
-    if a <= lo and hi <= b:
+    p_lo, p_hi = pass_interval(fit)
+    if a <= p_lo and p_hi <= b:
+        lo, hi = p_lo, p_hi
         verdict, why = PASS, f"{what} ~ {xname}^{fit.slope:.2f} (CI [{lo:.2f}, {hi:.2f}]) matches {expected:g} +- {tolerance:g}"
     elif hi < a or lo > b:
         verdict, why = FAIL, f"{what} ~ {xname}^{fit.slope:.2f} (CI [{lo:.2f}, {hi:.2f}]) is not {expected:g} +- {tolerance:g}"
@@ -253,8 +279,9 @@ def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str
     det.update(details or {})
     return Check(id=id, kind="regret", verdict=verdict,
                  claim={"slope": expected, "tolerance": tolerance, "source": source,
-                        "level": (f"FAIL iff the two-sided {fit.confidence:.0%} {fit.interval} bootstrap interval lies "
-                                  f"wholly outside: level {(1 - fit.confidence) / 2:g} per side when it is valid")},
+                        "level": (f"FAIL iff the two-sided {fit.confidence:.2%} {fit.interval} bootstrap interval lies "
+                                  f"wholly outside: level {(1 - fit.confidence) / 2:g} per side when it is valid; PASS "
+                                  f"iff the {_pc(fit):.0%} interval lies inside")},
                  measured={"slope": fit.slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
                  details=det, reason=why)
 
@@ -279,9 +306,12 @@ def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None
     else:
         xs, ys = list(fit.K_grid[:-1]), list(fit.increments_mean)
     lo, hi = fit.ci
-    inside = hi <= bound and (lower is None or lo >= lower)
+    p_lo, p_hi = pass_interval(fit)
+    inside = p_hi <= bound and (lower is None or p_lo >= lower)
     outside = (fa is not None and lo > fa) or (fb is not None and hi < fb)
     verdict = PASS if inside else FAIL if outside else INCONCLUSIVE
+    if inside:
+        lo, hi = p_lo, p_hi
     rng = f"[{lower:g}, {bound:g}]" if lower is not None else f"<= {bound:g}"
     fails = " or ".join(x for x in ((f"> {fa:g}" if fa is not None else ""),
                                     (f"< {fb:g}" if fb is not None else "")) if x)
@@ -297,8 +327,9 @@ def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None
     return Check(id=id, kind=kind, verdict=verdict,
                  claim={"statement": statement, "slope_at_most": bound, "slope_at_least": lower,
                         "fail_if_slope_above": fa, "fail_if_slope_below": fb, "source": source,
-                        "level": f"two-sided {fit.confidence:.0%} {interval} bootstrap interval; "
-                                 f"each FAIL side at level {(1 - fit.confidence) / 2:g}"},
+                        "level": f"two-sided {fit.confidence:.2%} {interval} bootstrap interval; "
+                                 f"each FAIL side at level {(1 - fit.confidence) / 2:g}; PASS on the {_pc(fit):.0%} "
+                                 "interval"},
                  measured={"slope": slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
                  details=det, reason=reason)
 

@@ -7,6 +7,8 @@ power. Only integer counts from the certification sample ever enter a certified 
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import numpy as np
@@ -117,3 +119,29 @@ def budget_detectable_epsilon(n: int, alpha: float, eps_claim: float, delta: flo
     """
     grid = np.unique(np.concatenate([np.geomspace(1.0 / n, 0.5, 48), [0.5]]))
     return float(min(detectable_epsilon(q, n, alpha, eps_claim, delta) for q in grid))
+
+
+# ----------------------------------------------------------------------------- the two levels of a check
+# An audit's --alpha bounds the probability that ANY of its checks FAILs a correct implementation, so each
+# check's FAIL decision is taken at alpha / (family size) (dpcheck.audit.Audit). A PASS is a per-check
+# statement ("the claim holds at 1 - alpha") and needs no family-wise split: the statistical helpers
+# (probability_check, the regret fits) decide PASS at the audit's own alpha, FAIL at the level they are
+# called with. Outside an audit both levels are the one given.
+_PASS_ALPHA: contextvars.ContextVar = contextvars.ContextVar("dpcheck_pass_alpha", default=None)
+
+
+@contextlib.contextmanager
+def pass_level(alpha: float):
+    """Within the block, PASS decisions of the statistical helpers are taken at ``alpha``."""
+    token = _PASS_ALPHA.set(float(alpha))
+    try:
+        yield
+    finally:
+        _PASS_ALPHA.reset(token)
+
+
+def pass_alpha(fail_alpha: float) -> float:
+    """The level of a PASS decision for a check whose FAIL decision is at ``fail_alpha``: the audit's own
+    alpha inside an audit (never below fail_alpha), else fail_alpha."""
+    v = _PASS_ALPHA.get()
+    return float(fail_alpha) if v is None else max(float(fail_alpha), v)

@@ -100,3 +100,38 @@ def test_an_audit_that_spends_more_than_alpha_says_so():
     f = family_error(checks, {"alpha": 0.05, "tests": 5, "alpha_per_check": 0.01})
     assert f["checks_at_risk"] == 6 and f["error_bound"] == pytest.approx(0.06) and not f["controlled"]
     assert "WARNING" in family_line({"alpha": 0.05, "family": f})
+
+
+def test_pass_is_decided_at_the_audits_alpha_and_fail_at_its_share():
+    """probability_check inside an audit: 0 failures in 40 runs establishes "rate <= 0.1" at 95%
+    (upper bound 0.088) but not at 1 - 0.05/23 (0.157); 10 failures in 40 refute it at 95% (lower bound
+    0.127 > 0.1) but not at 1 - 0.05/23 (0.081): a check errs towards FAIL only at its family share."""
+    from dpcheck.checks import INCONCLUSIVE, probability_check
+    from dpcheck.stats import pass_level
+    share = 0.05 / 23
+
+    def verdict(failures, alpha):
+        return probability_check(id="assumption.x", failures=failures, runs=40, beta=0.1, alpha=alpha,
+                                 claim={}).verdict
+    assert verdict(0, share) == INCONCLUSIVE and verdict(0, 0.05) == PASS
+    with pass_level(0.05):
+        assert verdict(0, share) == PASS
+        assert verdict(10, share) == INCONCLUSIVE       # FAIL still needs the share
+        c = probability_check(id="assumption.x", failures=0, runs=40, beta=0.1, alpha=share, claim={})
+        assert c.measured["confidence"] == pytest.approx(1 - share)         # what the family bound counts
+        assert c.measured["pass_confidence"] == pytest.approx(0.95)
+    assert verdict(10, 0.05) == FAIL
+
+
+def test_rate_fits_carry_both_intervals():
+    from dpcheck.regret import fit_scaling, scaling_check
+    from dpcheck.stats import pass_level
+    rng = np.random.default_rng(1)
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    y = x ** 0.5 * np.exp(rng.normal(0, 0.05, size=(8, 4)))
+    with pass_level(0.05):
+        fit = fit_scaling(x, y, alpha=0.05 / 20, seed=0, interval="t")
+    assert fit.ci[0] < fit.ci_pass[0] < fit.ci_pass[1] < fit.ci[1]
+    assert fit.confidence == pytest.approx(1 - 0.0025) and fit.pass_confidence == pytest.approx(0.95)
+    c = scaling_check(fit, expected=0.5, tolerance=0.2, id="regret.x")
+    assert c.verdict == PASS and c.measured["confidence"] == pytest.approx(1 - 0.0025)
