@@ -167,3 +167,28 @@ def test_exponent_regime_marks_a_saturated_pass_uninformative():
     fit = fit_increment_exponent(K, linear)
     c = exponent_regime(regret_exponent_check(fit, claimed=0.5, tolerance=0.1), fit)
     assert c.verdict == "fail" and "qualifier" not in c.details                # a FAIL is never qualified
+
+
+def test_an_inconclusive_exponent_on_flattened_regret_is_an_uninformative_pass():
+    """Regret that has flattened in the window (dp_ucbvi --quick --seed 3: increments 34, 56, 82, 40, 20, 27,
+    13) has a wide interval around a negative exponent: PASS (uninformative), never a silent INCONCLUSIVE;
+    a linear or sqrt(K) curve with the same noise is never converted."""
+    from dpcheck.checks import INCONCLUSIVE, PASS, FAIL
+    from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
+    K = 2.0 ** np.arange(6, 14)
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        mean_increments = np.diff(np.cumsum(np.r_[0, 34, 56, 82, 40, 20, 27, 13]))
+        per_run = mean_increments[None, :] * rng.gamma(1.0, 1.0, size=(4, 7))   # exponential spread across runs
+        R = np.c_[np.zeros(4), per_run.cumsum(axis=1)]
+        fit = fit_increment_exponent(K, R, window=(K[-4], K[-2]), alpha=0.05, seed=0, interval="t")
+        c = regret_exponent_check(fit, claimed=0.5, tolerance=0.1)
+        assert c.verdict == INCONCLUSIVE
+        out = exponent_regime(c, fit)
+        assert out.verdict == PASS and out.details["qualifier"] == "uninformative", out.reason
+    rng = np.random.default_rng(0)
+    for growth in (K ** 0.5 * 10, K * 0.5):
+        R = growth + rng.normal(0, 25, size=(4, 8))
+        fit = fit_increment_exponent(K, R, window=(K[-4], K[-2]), alpha=0.05, seed=0, interval="t")
+        c = regret_exponent_check(fit, claimed=0.5, tolerance=0.1)
+        assert exponent_regime(c, fit).verdict == c.verdict
