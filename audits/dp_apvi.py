@@ -158,8 +158,8 @@ class DPAPVIAudit(Audit):
                   help="run every check in this mode (default: each check in its own mode, see docs/dp_apvi.md)"),
         SetOption("penalty", str, choices=("bernstein", "hoeffding"), default="bernstein",
                   help="Algorithm 1's Bernstein penalty or the Hoeffding variant (§2.8(b))"),
-        SetOption("data", str, help="PATH.npz: your dataset (states (n, H+1), actions (n, H), S, A) for the "
-                                    "data checks"),
+        SetOption("data", str, help="PATH.npz: your dataset (states (n, H+1), actions (n, H), S, A; optional "
+                                    "behaviour (H, S, A), with it P, r, init: the true MDP) for the data checks"),
     )
     uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
 
