@@ -158,8 +158,8 @@ class DPAPVIAudit(Audit):
                   help="run every check in this mode (default: each check in its own mode, see docs/dp_apvi.md)"),
         SetOption("penalty", str, choices=("bernstein", "hoeffding"), default="bernstein",
                   help="Algorithm 1's Bernstein penalty or the Hoeffding variant (§2.8(b))"),
-        SetOption("data", str, help="PATH.npz: your dataset (states (n, H+1), actions (n, H), S, A) for the "
-                                    "data checks"),
+        SetOption("data", str, help="PATH.npz: your dataset (states (n, H+1), actions (n, H), S, A; optional "
+                                    "behaviour (H, S, A), with it P, r, init: the true MDP) for the data checks"),
     )
     uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
 
@@ -186,15 +186,29 @@ class DPAPVIAudit(Audit):
         return spec, approx
 
     def load_data(self):
+        """The user's dataset (--set data), with what it may carry (behaviour policy, MDP: offline.user_model),
+        refused before any work when the data checks would not fit the memory or time limit."""
         path = self.params.data
         if path is None:
             return None
-        from algorithms.offline.dataset import OfflineDataset
-        data = OfflineDataset.load(path)
+        from algorithms.offline.dataset import OfflineDataset, _scalar_int, load_npz_arrays
+        arrays = load_npz_arrays(path)
+        for key in ("states", "actions", "S", "A"):
+            if key not in arrays:
+                raise InputError(f"{path}: missing array {key!r} (need states, actions, S, A; optional rewards, "
+                                 "behaviour, P, r, init)")
+        S, A = (_scalar_int(path, k, arrays[k]) for k in ("S", "A"))
+        st, ac = arrays["states"], arrays["actions"]
+        if getattr(ac, "ndim", 0) in (2, 3) and ac.dtype != object:
+            # sizes first: the counts are dense (H, S, A, S) arrays, so S = 10^12 must stop here
+            offline.check_data_size(path, H=int(ac.shape[-1]), S=S, A=A, n=int(ac.shape[-2]),
+                                    samples=self._samples(2 * 10**5, 5 * 10**4), reps=self.exe.pick(300, 100))
+        data = OfflineDataset.from_arrays(st, ac, arrays.get("rewards"), S=S, A=A)
         if data.runs != 1:
             raise InputError(f"{path}: one dataset expected (states (n, H+1)), got {data.runs} runs")
         if data.S < 2:
             raise InputError(f"{path}: S = {data.S}; replacing a trajectory by one that visits other states needs S >= 2")
+        self.user_behaviour, self.user_model = offline.user_model(arrays, data, path)
         return data
 
     def instances(self):
@@ -281,7 +295,8 @@ class DPAPVIAudit(Audit):
             for c in offline.count_checks(spec, reps, rng=self.rng("counts-user"), alpha=exe.alpha,
                                           what=f"your dataset {self.params.data}", suffix=".data"):
                 self.add(c)
-            self.add(offline.coverage_check(counts=dc, spec=spec, id="assumption.coverage.data"))
+            self.add(offline.coverage_check(counts=dc, spec=spec, id="assumption.coverage.data", alpha=exe.alpha,
+                                            behaviour=self.user_behaviour, model=self.user_model))
         self.progress("dp_apvi: penalty validity and pessimism (exact values from the true model)")
         mode = forced or "theory"
         s = spec if spec.mode == mode else _mode(spec, mode)

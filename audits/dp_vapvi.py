@@ -148,7 +148,11 @@ class DPVAPVIAudit(Audit):
         exe = self.exe
         rho, delta_dp, eps_req = self.budget()
         if self.params.data is not None:
-            setup = ol.user_setup(self.params.data)
+            def samples(S, A, d):            # the black box's samples (privacy() below)
+                if exe.samples is not None:
+                    return int(exe.samples)
+                return exe.pick(20_000, 5_000) if S * A * d * d > 2000 else exe.pick(100_000, 20_000)
+            setup = ol.user_setup(self.params.data, samples=samples, runs=exe.pick(2000, 600))
         else:
             setup = ol.instance_setup(self.params.instance or "lin_tab", exe.seed)
         B = float(self.params.feature_bound) if self.params.feature_bound is not None else max(1.0, setup.max_norm)

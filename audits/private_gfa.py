@@ -119,7 +119,10 @@ def _validate(alg: int):
         path = extra.get("function_class")
         if path:
             fc, mdp = gfa.load_function_class(path, alg)
-            gfa.instance_with_class(alg, fc, mdp)
+            inst = gfa.instance_with_class(alg, fc, mdp)
+            sizes = (PrivateGFAAudit if alg == 1 else PrivateGFAOutcomeAudit).sizes
+            gfa.check_class_size(path, inst, sizes["quick" if options.quick else "default"],
+                                 K=int(extra.get("K", 1024)))
     return validate
 
 

@@ -127,9 +127,12 @@ class _PrivateLinOptAudit(Audit):
 
     def run(self) -> None:
         env = lib.load_instance(self.params.instance)
+        exe = self.exe
+        if self.params.instance not in (None, "lm2", "tabular"):
+            lib.check_instance_size(self.params.instance, env, quick=exe.quick,
+                                    samples=exe.samples if exe.samples is not None else exe.pick(200_000, 20_000))
         spec = self.spec()
         spec.privatizer()                       # a bad flag / budget is an InputError before any work
-        exe = self.exe
         K_regret = exe.pick(16384, 8192)
         self.config.update({"algorithm": spec.label, "instance": repr(env), "spec": spec.describe(),
                             "weak_privacy_eps": list(WEAK_EPS), "K_regret": K_regret,

@@ -108,3 +108,100 @@ def check_sampling_memory(target, samples: int, cached_chunk=None) -> None:
         f"target {target.name!r}: --samples {samples} needs about {fmt_bytes(estimate)} for its outputs "
         f"({samples} per side x {len(target.pairs)} pair(s) x 2 sides x {per} bytes), above the memory limit "
         f"{fmt_bytes(limit)} ({source}); {hint}, or raise the limit with --memory-limit SIZE (or off)")
+
+
+# ------------------------------------------------------------------ user inputs (datasets, instances, classes)
+# An audit that reads a user's input (a dataset, an instance, a function class) estimates, before any work,
+# the memory and the time its input-dependent parts need -- from the sizes in the input and per-unit costs
+# measured on the reference machine (2 shared cores; the figures are in each audit's docs/) -- and refuses
+# (InputError, exit 2) an input above the memory limit (above) or the time limit, naming the sizes that fit.
+# The time limit is ``DPCHECK_TIME_LIMIT`` (seconds, or 'off'), else TIME_LIMIT: an hour of estimated work
+# for the input-dependent checks (a --quick audit of a built-in instance takes minutes).
+TIME_ENV = "DPCHECK_TIME_LIMIT"
+TIME_LIMIT = 3600.0
+
+
+def time_limit() -> tuple[float, str]:
+    """(seconds, where it comes from); math.inf means no limit."""
+    env = os.environ.get(TIME_ENV)
+    if env:
+        if env.strip().lower() == "off":
+            return math.inf, TIME_ENV
+        try:
+            v = float(env)
+        except ValueError:
+            raise InputError(f"{TIME_ENV}={env!r}: expected seconds (e.g. 7200) or 'off'") from None
+        if not v > 0:
+            raise InputError(f"{TIME_ENV}={env!r}: expected seconds > 0 or 'off'")
+        return v, TIME_ENV
+    return TIME_LIMIT, "default"
+
+
+def fmt_count(x: float) -> str:
+    """1000000 -> '10^6', 123456 -> '123456', 2.5e13 -> '2.5e+13' (sizes in messages)."""
+    if x >= 1e4 and float(x) == 10 ** round(math.log10(x)):
+        return f"10^{round(math.log10(x))}"
+    return f"{int(x)}" if x < 1e15 else f"{x:.3g}"
+
+
+def fmt_seconds(s: float) -> str:
+    if s == math.inf:
+        return "unlimited"
+    if s >= 86400 * 365:
+        return f"{s / (86400 * 365):.3g} years"
+    if s >= 3600:
+        return f"{s / 3600:.3g} h"
+    return f"{s:.3g} s"
+
+
+def _largest(fits, lo: int, hi: int) -> int | None:
+    """The largest x in [lo, hi] with fits(x) (fits monotone decreasing in x), None if not even lo."""
+    if not fits(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def check_input_cost(what: str, sizes: dict, cost, *, vary=None, unit: str = "") -> None:
+    """Refuse (InputError) a user input whose audit would need more memory or time than the limits allow.
+
+    what:  the input, e.g. "--set data=d.npz"; sizes: name -> int (e.g. {"H": 3, "S": 10**12, "A": 2});
+    cost:  cost(sizes) -> (bytes, seconds), the estimate of the input-dependent parts of the audit;
+    vary:  the sizes to solve for in the message (each alone, the others as given; default all);
+    unit:  a short explanation of the estimate (what scales), appended in parentheses.
+    The message names the estimate, the limit and, for each size in ``vary``, the largest value that fits.
+    """
+    mem_limit, mem_src = memory_limit()
+    if mem_limit is None:
+        mem_limit, mem_src = math.inf, "unknown"
+    t_limit, t_src = time_limit()
+
+    def ok(sz) -> bool:
+        b, s = cost(sz)
+        return b <= mem_limit and s <= t_limit
+
+    if ok(sizes):
+        return
+    b, s = cost(sizes)
+    over = []
+    if b > mem_limit:
+        over.append(f"about {fmt_bytes(b)} of memory, above the memory limit {fmt_bytes(mem_limit)} ({mem_src})")
+    if s > t_limit:
+        over.append(f"about {fmt_seconds(s)} of work, above the time limit {fmt_seconds(t_limit)} "
+                    f"({t_src}; {TIME_ENV}=SECONDS|off)")
+    fits = []
+    for k in (vary or tuple(sizes)):
+        v = int(sizes[k])
+        best = _largest(lambda x: ok({**sizes, k: x}), 1, max(1, v - 1))
+        if best is not None:
+            fits.append(f"{k} <= {fmt_count(best)}")
+    shown = ", ".join(f"{k} = {fmt_count(int(v))}" for k, v in sizes.items())
+    hint = ("what fits: " + " or ".join(fits) + " (the other sizes as given)" if fits else
+            "no smaller size fits")
+    raise InputError(f"{what}: {shown} needs {' and '.join(over)}"
+                     + (f" ({unit})" if unit else "") + f"; {hint}")

@@ -95,6 +95,39 @@ def load_function_class(path: str, algorithm: int):
     return fc, mdp
 
 
+# Measured on the reference machine (random-valued classes on GF-3 and duplicated GF-3 entries, docs/private_gfa.md
+# "Size limits"): one episode of the learner costs ~5e-5 s + 2.5e-9 s N^2 + 7e-9 s N L (N entries, L = distinct
+# step functions summed over h: the exponential mechanism scores every entry at every update, and the batch
+# statistics grow with the distinct layers); the class arrays are held ~8 times.
+SEC_EPISODE, SEC_N2, SEC_NL, CLASS_COPIES = 5e-5, 2.5e-9, 7e-9, 8
+
+
+def audit_episodes(z: dict, K: int) -> int:
+    """Episodes one audit runs: the regret sweeps (private and non-private, every K of the grid), the eps sweep,
+    the output-policy check and the audited configuration's own runs (z: the audit's sizes table)."""
+    return (sum(z["K_grid"]) * (z["runs"] + z["runs_np"]) + len(z["eps_grid"]) * z["K_eps"] * z["runs"]
+            + z["K_eps"] * z["runs"] + 8 * K)
+
+
+def class_cost(sizes: dict, episodes: int) -> tuple[float, float]:
+    N, L, H, S, A = (float(sizes[k]) for k in ("N", "L", "H", "S", "A"))
+    mem = CLASS_COPIES * 8 * N * H * S * A
+    sec = episodes * (SEC_EPISODE + SEC_N2 * N * N + SEC_NL * N * L)
+    return mem, sec
+
+
+def check_class_size(path: str, inst, z: dict, K: int) -> None:
+    """Exit 2 (InputError) before any work when the audit of a user's class this large would not fit the memory or
+    time limit (dpcheck.limits.check_input_cost), naming the largest number of entries N that fits."""
+    from dpcheck.limits import check_input_cost
+    fc, mdp = inst.fclass, inst.mdp
+    ep = audit_episodes(z, K)
+    sizes = {"N": fc.N, "L": int(sum(fc.sizes)), "H": mdp.H, "S": mdp.S, "A": mdp.A}
+    check_input_cost(f"--set function_class={path}", sizes,
+                     lambda s: class_cost({**s, "L": min(s["L"], s["N"] * s["H"])}, ep), vary=("N",),
+                     unit=f"{ep} learner episodes, each scoring every entry")
+
+
 def default_instance(algorithm: int):
     """GF-3 (§6.1) for Algorithm 1; the Appendix D "easy" environment (§4.1) for Algorithm 2."""
     from algorithms.gfa import appendix_d, gf3

@@ -146,6 +146,37 @@ def load_instance(value: str | None):
         raise InputError(f"--set instance={path}: {e}") from None
 
 
+# Measured on the reference machine (LM-2's parameters repeated over H, d = 2; docs/private_linopt.md "Size
+# limits"): one step (k, h) of one run of the learner costs ~35 us and holds ~300 bytes of recorded figures;
+# both scale with the d x d statistics, taken here as (max(d1, d2, d) / 2)^2.
+SEC_STEP, BYTES_STEP = 35e-6, 300
+
+
+def audit_episodes(quick: bool, samples: int) -> tuple[int, int]:
+    """(episodes the audit runs in all, episodes of its largest batch): Assumption 2 / Lemma 3.1 at two eps,
+    the regret grid (5 eps + the non-private reduction), the two black boxes (2 sides, K = 8 and 4)."""
+    pick = (lambda d, q: q if quick else d)
+    runs = pick(300, 100)
+    assumptions = runs * (pick(256, 64) + pick(1024, 256))
+    regret = pick(16384, 8192) * pick(6, 4) * 6
+    blackbox = samples * 2 * (8 + 4)
+    return assumptions + regret + blackbox, max(runs * pick(1024, 256), samples * 8)
+
+
+def check_instance_size(path: str, env, *, quick: bool, samples: int) -> None:
+    """Exit 2 (InputError) before any work when the audit of a user's instance this large (H, d) would not fit the
+    memory or time limit (dpcheck.limits.check_input_cost), naming the largest H or d that fits."""
+    from dpcheck.limits import check_input_cost
+    total, batch = audit_episodes(quick, samples)
+
+    def cost(z):
+        scale = (max(z["d"], 2) / 2.0) ** 2
+        return batch * z["H"] * BYTES_STEP * scale, total * z["H"] * SEC_STEP * scale
+
+    check_input_cost(f"--set instance={path}", {"H": env.H, "d": max(env.d1, env.d2, env.d)}, cost,
+                     unit=f"{total} episodes of H steps, d x d statistics")
+
+
 # ----------------------------------------------------------------------------- scripted users
 def jdp_users(env, K: int = 4):
     """(U, U'): K scripted users who differ only in user 1 (Def 2.2, replacement). Every user of U stays in

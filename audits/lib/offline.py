@@ -33,6 +33,7 @@ import numpy as np
 
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify
 from dpcheck.claims import Claim
+from dpcheck.errors import InputError
 
 from audits.lib import privatizers as pa
 
@@ -632,13 +633,27 @@ def _vac(check: Check, why):
     return check
 
 
-def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, id: str = "assumption.coverage") -> Check:
-    """assumption.coverage: the data's coverage d_m (§1.3) measured and reported.
+def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, id: str = "assumption.coverage",
+                   behaviour=None, model=None, alpha: float = 0.05) -> Check:
+    """assumption.coverage: Assumption 2.1 (d^{pi*}_h(s,a) > 0 => d^mu_h(s,a) > 0) and the coverage dbar_m (§1.3).
 
-    Instance (true model): d^mu, dbar_m, Assumption 2.1 (d^{pi*} > 0 => d^mu > 0) -- FAIL if it fails.
-    A user's dataset (``counts``): the empirical dbar_m (smallest positive n_h(s,a)/n) and Theorem 3.4's
-    sample-size condition n > max(H^2, E) iota / dbar_m (its constant c1 taken as 1, A19): PASS if it holds,
-    INCONCLUSIVE if not (the utility theorem does not apply to these data; privacy does not need it)."""
+    Instance (true model): d^mu, dbar_m, Assumption 2.1 exactly -- PASS or FAIL.
+
+    A user's dataset (``counts``), with what the user supplied (docs/dp_apvi.md, "Your dataset"):
+
+    * ``model`` (an OfflineInstance: the true MDP and the behaviour policy): exact, as for an instance;
+    * else Assumption 2.1 is ESTABLISHED when every (h,s,a) occurs in the data (then d^mu_h(s,a) > 0 everywhere)
+      or when the ``behaviour`` policy (H, S, A) has full support (then, by induction on h, d^pi_h(s) > 0 =>
+      d^mu_h(s) > 0 for every pi, so d^mu covers every policy's occupancy whatever the MDP);
+    * otherwise it concerns the optimal policy of an MDP the data do not determine: INCONCLUSIVE, naming a cell
+      never seen (or where mu = 0) and what would settle it (the behaviour policy, or P, r, init with it).
+
+    Once Assumption 2.1 holds, Theorem 3.4's sample-size condition n > max(H^2, E) iota / dbar_m (c1 = 1, A19) is
+    checked with dbar_m exact (model), or with a lower confidence bound (every cell seen: Clopper-Pearson per
+    cell at level alpha / (H S A), n_h(s,a) ~ Bin(n, d^mu_h(s,a))): PASS if it holds, INCONCLUSIVE if not (the
+    utility theorem then does not apply to these data; privacy does not need it)."""
+    claim_21 = {"statement": "d^{pi*}_h(s,a) > 0 => d^mu_h(s,a) > 0 (Assumption 2.1); dbar_m reported",
+                "source": f"{SOURCE}, Assumption 2.1, Theorem 3.4 (§1.3)"}
     if instance is not None:
         cov = instance.coverage()
         measured = {"dbar_m": cov.dbar_m, "covered_fraction": float(cov.covered.mean()),
@@ -646,28 +661,143 @@ def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, 
         verdict = PASS if cov.assumption_2_1 and cov.dbar_m > 0 else FAIL
         reason = (f"{instance.name}: dbar_m = {cov.dbar_m:.4g}, {cov.covered.mean():.0%} of (h,s,a) covered; "
                   f"Assumption 2.1 {'holds' if cov.assumption_2_1 else 'FAILS'} (exact, from the true model)")
-        return Check(id=id, kind="assumption", verdict=verdict,
-                     claim={"statement": "d^{pi*}_h(s,a) > 0 => d^mu_h(s,a) > 0 (Assumption 2.1); dbar_m reported",
-                            "source": f"{SOURCE}, Assumption 2.1, Theorem 3.4 (§1.3)"},
+        return Check(id=id, kind="assumption", verdict=verdict, claim=claim_21,
                      measured=measured, details={"instance": instance.name}, reason=reason)
+    from scipy import stats
     H, S, A = counts.shape
+    n = counts.n
+    visits = counts.visits[0]
     dm = float(counts.empirical_coverage()[0])
-    algo = spec.make()
-    E = algo.width(H, S, A)
+    E = spec.make().width(H, S, A)
     iota = math.log(H * S * A / spec.delta)
-    need = max(H * H, E) * iota / dm if dm > 0 else math.inf
-    ok = counts.n > need
-    cells = float((counts.visits[0] > 0).mean())
-    return Check(id=id, kind="assumption", verdict=PASS if ok else INCONCLUSIVE,
-                 claim={"statement": "the data cover the pairs Theorem 3.4 needs: n > c1 max(H^2, E) iota / dbar_m "
-                                     "(c1 = 1; empirical dbar_m)", "source": f"{SOURCE}, Theorem 3.4 (§1.3, A19)"},
-                 measured={"dbar_m_empirical": dm, "n": counts.n, "n_needed": need, "visited_fraction": cells,
-                           "E": E, "confidence": None},
-                 details={"note": "Assumption 2.1 needs the unknown optimal policy; only the empirical coverage of "
-                                  "the visited pairs is measurable from data"},
-                 reason=(f"empirical dbar_m = {dm:.4g} ({cells:.0%} of (h,s,a) visited); n = {counts.n} "
-                         f"{'>' if ok else '<='} max(H^2, E) iota / dbar_m = {need:.4g}"
-                         + ("" if ok else ": the utility theorem does not apply to these data")))
+    seen = visits > 0
+    cells = float(seen.mean())
+    claim = {"statement": "Assumption 2.1 (d^{pi*} > 0 => d^mu > 0) and Theorem 3.4's n > c1 max(H^2, E) iota / "
+                          "dbar_m (c1 = 1)", "source": f"{SOURCE}, Assumption 2.1, Theorem 3.4 (§1.3, A19)"}
+    meas = {"dbar_m_empirical": dm, "n": n, "visited_fraction": cells, "E": E}
+    det = {"supplied": [k for k, v in (("behaviour", behaviour), ("model", model)) if v is not None] or ["data only"]}
+
+    def cell(mask):
+        h, s, a = (int(i) for i in np.argwhere(mask)[0])
+        return f"(h={h + 1}, s={s}, a={a})"
+
+    if model is not None:
+        cov = model.coverage()
+        holds = bool(cov.assumption_2_1)
+        dbar, how = cov.dbar_m, "exact, from the supplied MDP and behaviour policy"
+        meas.update(dbar_m=dbar, assumption_2_1=holds)
+        if not holds:
+            bad = (cov.d_opt > 0) & ~cov.covered
+            return Check(id=id, kind="assumption", verdict=FAIL, claim=claim, measured={**meas, "confidence": 1.0},
+                         details=det, reason=f"Assumption 2.1 FAILS (exact, from the supplied MDP): the optimal policy "
+                                             f"reaches {cell(bad)} where d^mu = 0 ({int(bad.sum())} such cells)")
+        why = "Assumption 2.1 holds (exact, from the supplied MDP and behaviour policy)"
+    elif seen.all():
+        k = int(visits.min())
+        lo = float(stats.beta.ppf(alpha / visits.size, k, n - k + 1)) if k < n else float(alpha / visits.size) ** (1 / n)
+        dbar, how = lo, f"lower {1 - alpha:.0%} confidence bound, every (h,s,a) seen"
+        meas.update(dbar_m_lower=lo, assumption_2_1=True)
+        why = "Assumption 2.1 holds: every (h,s,a) occurs in the data, so d^mu > 0 everywhere"
+    elif behaviour is not None and np.all(behaviour > 0):
+        meas.update(assumption_2_1=True)
+        why = ("Assumption 2.1 holds: the supplied behaviour policy has full support, so d^mu covers every "
+               "policy's occupancy")
+        dbar, how = None, None
+    else:
+        meas.update(assumption_2_1=None, confidence=None)
+        if behaviour is not None:
+            gap = f"mu = 0 at {cell(behaviour <= 0)} ({int((behaviour <= 0).sum())} cells)"
+            need = "the MDP (P, r, init in the .npz) would settle it exactly"
+        else:
+            gap = f"{int((~seen).sum())} of {visits.size} (h,s,a) never occur in the data, e.g. {cell(~seen)}"
+            need = ("supply the behaviour policy 'behaviour' (H, S, A) in the .npz (full support establishes it), "
+                    "or it with the MDP ('P', 'r', 'init') for an exact verdict")
+        return Check(id=id, kind="assumption", verdict=INCONCLUSIVE, claim=claim, measured=meas, details=det,
+                     reason=f"cannot establish Assumption 2.1 from the data: {gap}; whether the optimal policy of the "
+                            f"true MDP takes them needs that MDP -- {need} (empirical dbar_m = {dm:.4g})")
+    if dbar is None:
+        return Check(id=id, kind="assumption", verdict=INCONCLUSIVE, claim=claim, measured={**meas, "confidence": None},
+                     details=det, reason=f"{why}; dbar_m (Theorem 3.4's sample-size condition) is not determined: some "
+                                         "(h,s,a) never occur and their d^mu may be arbitrarily small (supply P, r, init)")
+    need = max(H * H, E) * iota / dbar if dbar > 0 else math.inf
+    ok = n > need
+    meas.update(n_needed=need, confidence=1.0 if model is not None else 1 - alpha)
+    return Check(id=id, kind="assumption", verdict=PASS if ok else INCONCLUSIVE, claim=claim, measured=meas,
+                 details={**det, "dbar_m": how},
+                 reason=(f"{why}; dbar_m >= {dbar:.4g} ({how}); n = {n} {'>' if ok else '<='} max(H^2, E) iota / "
+                         f"dbar_m = {need:.4g}" + ("" if ok else ": the utility theorem does not apply to these data")))
+
+
+# ============================================================ user data: what it may carry, what it may cost
+# Measured on the reference machine (audits/lib/offline.py, docs/dp_apvi.md "Size limits"): privatising one
+# count entry (noise, clip, the §2.4 LP) costs ~350 ns in the black box and ~550 ns in the count checks, and the
+# count checks hold ~100 bytes per entry and repetition; an entry is one of the H S A (S + 1) pair and triple
+# counts. Counting a step of a trajectory costs < 50 ns; the trajectories are held ~6 times (the neighbours).
+NS_BLACKBOX, NS_COUNT_CHECKS, BYTES_PER_ENTRY, NS_STEP = 400e-9, 600e-9, 100, 50e-9
+BLACKBOX_BATCH = 1 << 22            # entries privatised at once by counts_target (its max_batch)
+
+
+def data_cost(sizes: dict, *, samples: int, reps: int) -> tuple[float, float]:
+    """(bytes, seconds) of the checks that run on a user's dataset of sizes H, S, A, n (dp_apvi --set data):
+    the data black box (2 x samples privatisations), the count checks (``reps`` repetitions), the counting."""
+    H, S, A, n = (float(sizes[k]) for k in ("H", "S", "A", "n"))
+    entries = H * S * A * (S + 1)
+    mem = BYTES_PER_ENTRY * entries * (reps + 2) + BYTES_PER_ENTRY * max(BLACKBOX_BATCH, entries) \
+        + 6 * 8 * n * (2 * H + 1)
+    sec = entries * (2 * samples * NS_BLACKBOX + reps * NS_COUNT_CHECKS) + n * H * NS_STEP
+    return mem, sec
+
+
+def check_data_size(path: str, H: int, S: int, A: int, n: int, *, samples: int, reps: int) -> None:
+    """Exit 2 (InputError) before any work when the data checks of a dataset this large would not fit the memory
+    or time limit (dpcheck.limits.check_input_cost), naming the largest S, A, H or n that fits."""
+    from dpcheck.limits import check_input_cost
+    check_input_cost(f"--set data={path}", {"H": H, "S": S, "A": A, "n": n},
+                     lambda z: data_cost(z, samples=samples, reps=reps),
+                     unit=f"H S A (S+1) counts privatised {2 * samples + reps} times")
+
+
+def user_model(arrays: dict, data, path: str):
+    """What a user's .npz may carry besides the data (docs/dp_apvi.md): ``behaviour`` (H, S, A), the behaviour
+    policy mu; with it ``P`` (H, S, A, S), ``r`` (H, S, A), ``init`` (S,), the true MDP -> (behaviour or None,
+    OfflineInstance or None). The data must be possible under what is supplied (an action taken where mu = 0,
+    a transition where P = 0: InputError)."""
+    from algorithms.envs._validate import as_policy
+    H, S, A = data.H, data.S, data.A
+    mu = arrays.get("behaviour")
+    given = [k for k in ("P", "r", "init") if k in arrays]
+    if mu is None:
+        if given:
+            raise InputError(f"{path}: 'P', 'r', 'init' need the behaviour policy 'behaviour' (H, S, A) too")
+        return None, None
+    mu = np.asarray(mu)
+    if mu.dtype.kind in "iu":
+        mu = mu.astype(float)
+    pol, _ = as_policy(mu, H, S, A, name=f"{path}: behaviour")
+    mu = np.asarray(pol, float)
+    st, ac = data.states[0], data.actions[0]
+    h = np.broadcast_to(np.arange(H), ac.shape)
+    taken = mu[h, st[:, :H], ac] <= 0
+    if taken.any():
+        t, j = (int(i) for i in np.argwhere(taken)[0])
+        raise InputError(f"{path}: trajectory {t} takes action {int(ac[t, j])} at step {j + 1} in state "
+                         f"{int(st[t, j])}, where the supplied behaviour policy has probability 0")
+    if not given:
+        return mu, None
+    if len(given) != 3:
+        raise InputError(f"{path}: an MDP needs all of 'P', 'r' and 'init' (found only {given})")
+    from algorithms.envs.tabular import TabularMDP
+    from algorithms.offline.instances import OfflineInstance
+    try:
+        mdp = TabularMDP(arrays["P"], arrays["r"], arrays["init"], name=path)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+    if (mdp.H, mdp.S, mdp.A) != (H, S, A):
+        raise InputError(f"{path}: the MDP has (H, S, A) = {(mdp.H, mdp.S, mdp.A)}, the data {(H, S, A)}")
+    if np.any(mdp.init[st[:, 0]] <= 0) or np.any(mdp.P[h, st[:, :H], ac, st[:, 1:]] <= 0):
+        raise InputError(f"{path}: the data contain a start or transition that has probability 0 under the "
+                         "supplied MDP")
+    return mu, OfflineInstance(mdp=mdp, behaviour=mu, name=f"your MDP {path}")
 
 
 # ============================================================ rates
