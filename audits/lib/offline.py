@@ -433,8 +433,10 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     gives 1), PASS if within, else INCONCLUSIVE."""
     from scipy.stats import norm
     rows, bad, unsure = [], [], []
+    from dpcheck.stats import pass_alpha
     m = len(factors) * 2 * 2
-    zq = float(norm.ppf(1 - alpha / (2 * m)))
+    zq = float(norm.ppf(1 - alpha / (2 * m)))                   # FAIL: the audit's share of alpha
+    zq_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))  # PASS: its alpha (dpcheck.stats.pass_alpha)
     corr_rows, corr_bad, corr_unsure = [], [], []
     for f in factors:
         b = spec.budget * f
@@ -452,9 +454,11 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
             row = {"budget": b, "family": fam, "variance_ratio": ratio, "ci": list(ci), "declared_variance": var,
                    "standardised_mean": mean, "mean_ci": list(mci), "draws": int(x.size)}
             rows.append(row)
+            pci = (ratio - zq_pass * se, ratio + zq_pass * se)
+            pmci = (mean - zq_pass * mse, mean + zq_pass * mse)
             if ci[0] > 1 + tolerance or ci[1] < 1 - tolerance or mci[0] > tolerance or mci[1] < -tolerance:
                 bad.append(row)
-            elif ci[0] < 1 - tolerance or ci[1] > 1 + tolerance or mci[0] < -tolerance or mci[1] > tolerance:
+            elif pci[0] < 1 - tolerance or pci[1] > 1 + tolerance or pmci[0] < -tolerance or pmci[1] > tolerance:
                 unsure.append(row)
         if f == 1.0:
             for fam, z in (("pair", npair), ("triple", ntrip)):
@@ -466,11 +470,12 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
                         corr_rows.append({"family": fam, "steps": [h1 + 1, h2 + 1], "correlation": c, "se": se})
     npairs = max(1, len(corr_rows))
     zc = float(norm.ppf(1 - alpha / (2 * npairs)))
+    zc_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * npairs)))
     for r in corr_rows:
         lo_, hi_ = r["correlation"] - zc * r["se"], r["correlation"] + zc * r["se"]
         if lo_ > tolerance or hi_ < -tolerance:
             corr_bad.append(r)
-        elif lo_ < -tolerance or hi_ > tolerance:
+        elif r["correlation"] - zc_pass * r["se"] < -tolerance or r["correlation"] + zc_pass * r["se"] > tolerance:
             corr_unsure.append(r)
     worst = max(rows, key=lambda r: abs(r["variance_ratio"] - 1))
     scale = Check(
