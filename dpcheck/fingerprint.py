@@ -23,6 +23,11 @@ in every process and run for an unchanged computation. What cannot be walked (an
 no pickle reduction, a C extension instance without state) raises :class:`Unfingerprintable`:
 the caller then runs without the cache rather than key on something weaker (a name).
 
+A memo table declared as such (:class:`WeakMemo`, or any object whose class sets
+``__fingerprint_memo__ = True``) is hashed by its class alone: it holds values derived from its keys by
+code that is hashed where it is called (e.g. ``algorithms.gfa.evaluation.next_state_table``), so whether it
+was filled yet must not change the key (and a ``weakref.WeakKeyDictionary`` has no deterministic reduction).
+
 Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises
 into) change its key once filled, so a rerun may recompute rather than read back (never the
 reverse); state outside the object graph (files the function reads,
@@ -41,6 +46,7 @@ import struct
 import sys
 import sysconfig
 import types
+import weakref
 
 import numpy as np
 
@@ -53,6 +59,15 @@ _SKIP_CLASS_ATTRS = frozenset({"__dict__", "__weakref__", "__doc__", "__module__
 
 class Unfingerprintable(TypeError):
     """An object in the graph cannot be fingerprinted deterministically."""
+
+
+class WeakMemo(weakref.WeakKeyDictionary):
+    """A memo keyed by (immutable) objects, of values computed from them by the code that reads it.
+
+    Declares itself a memo to :func:`fingerprint`, which hashes it by its class only: its contents are
+    a function of its keys, so they must not enter a cache key (see the module docstring)."""
+
+    __fingerprint_memo__ = True
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,6 +142,9 @@ class _Hasher:
             return
         if x is Ellipsis or x is NotImplemented:
             self.w("builtin-singleton", repr(x))
+            return
+        if getattr(type(x), "__fingerprint_memo__", False) is True:
+            self.w("memo", self._qual(type(x)))    # a declared memo table: contents derived from its keys
             return
         if isinstance(x, types.ModuleType):       # not memoised: each reference names other attributes
             self.module(x, names)
