@@ -189,7 +189,8 @@ def _dec_object(x, arrays):
 def dumps(record: dict, result) -> bytes:
     """The bytes of a chunk file holding ``record`` (JSON-able) and ``result``; raises NotStorable."""
     tree, arrays = encode(result)
-    header = json.dumps({**record, "result": tree, "arrays": len(arrays)}, sort_keys=True,
+    # insertion order kept (no sort_keys): a dict read back iterates as the one stored
+    header = json.dumps({**record, "result": tree, "arrays": len(arrays)},
                         separators=(",", ":")).encode()
     buf = io.BytesIO()
     np.savez(buf, **{f"a{i}": a for i, a in enumerate(arrays)})
