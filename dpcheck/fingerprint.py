@@ -12,6 +12,8 @@ an object it calls, the code itself. :func:`fingerprint` walks the object graph 
   reached from a function contributes the attributes the function's code names (``mod.SCALE``);
   a library module or a function / class defined in one contributes its qualified name and the
   version of its top-level package (its code is taken to be fixed by that version);
+* the files a user's module (a ``path.py`` loaded by :mod:`dpcheck.loading`) read while it was imported,
+  with their content hashes, for every function defined in it;
 * classes: qualified name, bases and their attributes (methods walked as functions);
 * values: numbers, strings, bytes, containers, numpy arrays (dtype, shape, bytes) and any other
   object through its pickle reduction (``__reduce_ex__(4)``: class and state), less the values its
@@ -30,8 +32,8 @@ was filled yet must not change the key (and a ``weakref.WeakKeyDictionary`` has 
 
 Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises
 into) change its key once filled, so a rerun may recompute rather than read back (never the
-reverse); state outside the object graph (files the function reads,
-environment variables, a global mutated between runs without being referenced by name) is not
+reverse); state outside the object graph (files the function reads while it runs: the chunk cache
+records those itself, see :mod:`dpcheck.filereads`; environment variables, a global mutated between runs without being referenced by name) is not
 seen; a library upgrade is seen only through its ``__version__``.
 """
 from __future__ import annotations
@@ -314,6 +316,10 @@ class _Hasher:
             self.obj(v, names=_all_names(f.__code__))
         g = f.__globals__
         names = _all_names(f.__code__)
+        if g.get("__dpcheck_reads__"):
+            # a user file loaded by dpcheck.loading: the files it read at import, with their content hashes
+            self.w("module-reads")
+            self.obj(g["__dpcheck_reads__"])
         for n in sorted(_global_names(f.__code__)):
             if n in g:
                 self.w("global", n)

@@ -169,6 +169,31 @@ def test_cli_a_file_read_at_import_changes_the_key(tmp_path):
     assert c2["details"]["cache"]["hits"] == 4 and c2["measured"] == c["measured"]
 
 
+_HIDDEN_AT_IMPORT = """
+import os
+from dpcheck import AuditTarget, Claim
+# read at import into state the fingerprint cannot see (an environment variable: os is a library module)
+os.environ["DPCHECK_TEST_SCALE"] = open(os.path.join(os.path.dirname(__file__), "cfg.txt")).read()
+
+def mech(count, rng, size):
+    return rng.laplace(float(count), float(os.environ["DPCHECK_TEST_SCALE"]), size)
+
+T = AuditTarget(name="user", mechanism=mech, pairs=[(0, 1)], claim=Claim(epsilon=1.0))
+"""
+
+
+def test_cli_files_read_at_import_are_part_of_the_key_of_the_file_s_functions(tmp_path):
+    (tmp_path / "user_mech.py").write_text(_HIDDEN_AT_IMPORT)
+    (tmp_path / "cfg.txt").write_text("1.0")
+    code, c = _cli(tmp_path)
+    assert code == 0 and c["details"]["cache"]["computed"] == 4
+    code, c = _cli(tmp_path)
+    assert code == 0 and c["details"]["cache"]["hits"] == 4
+    (tmp_path / "cfg.txt").write_text("0.25")
+    code, c = _cli(tmp_path)
+    assert code == 1 and c["verdict"] == "fail" and c["details"]["cache"]["hits"] == 0
+
+
 # ------------------------------------------------------------------ damaged files
 def _fill(tmp_path):
     fresh = audit(_target(_cfg_mech_const()), samples=N, seed=5)
