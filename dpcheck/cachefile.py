@@ -78,6 +78,8 @@ def _enc(x, arrays, stack):
         if x.dtype.kind == "O" or x.dtype.hasobject:
             raise NotStorable("a numpy array of Python objects")
         arrays.append(x)
+        if not x.flags.writeable:                  # immutable records (TabularMDP) stay immutable
+            return {"$": "nd", "i": len(arrays) - 1, "ro": True}
         return {"$": "nd", "i": len(arrays) - 1}
     if id(x) in stack:
         raise NotStorable("a self-referencing structure")
@@ -141,7 +143,11 @@ def _dec(x, arrays):
         raise Damaged(f"malformed result (a JSON {type(x).__name__})")
     tag = x["$"]
     if tag == "nd":
-        return arrays(int(x["i"]))
+        a = arrays(int(x["i"]))
+        if x.get("ro") is True:
+            a = a.view()
+            a.setflags(write=False)
+        return a
     if tag == "np":
         a = arrays(int(x["i"]))
         if a.ndim != 0:

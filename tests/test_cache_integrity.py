@@ -323,6 +323,13 @@ def test_codec_round_trips_dpcheck_records():
               measured={"eps": np.float64(0.25), "n": 3}, details={"pairs": [(0, 1)], "x": np.ones(2)})
     _, back = cachefile.loads(cachefile.dumps({}, [c, (c,)]))
     assert _same(c, back[0]) and _same(c, back[1][0]) and type(back[0]) is Check
+    from algorithms.envs.tabular import TabularMDP
+    P = np.zeros((1, 2, 1, 2))
+    P[..., 1] = 1.0
+    mdp = TabularMDP(P=P, r=np.full((1, 2, 1), 0.5), init=np.array([1.0, 0.0]), name="m")
+    _, m2 = cachefile.loads(cachefile.dumps({}, mdp))
+    assert type(m2) is TabularMDP and m2.name == "m" and not m2.P.flags.writeable
+    assert all(_same(getattr(mdp, f), getattr(m2, f)) for f in ("P", "r", "init", "_cdf"))
 
 
 def test_results_the_codec_cannot_hold_are_returned_not_stored(tmp_path):
