@@ -115,6 +115,7 @@ class ChunkCache:
         p = self.path(i)
         rec = {"format": CHUNK_FORMAT, "key": self.key, "label": self.label, "index": i,
                "n_chunks": self.n_chunks, "meta": _meta(result), "files": [list(f) for f in files]}
+        self.written += 1                      # computed (reported as such whether or not it can be stored)
         try:
             data = cachefile.dumps(rec, result)
         except cachefile.NotStorable as e:
@@ -127,7 +128,6 @@ class ChunkCache:
             cachefile.write_atomic(p, data)
         except OSError as e:
             raise InputError(f"cannot write the cache chunk {p}: {e.strerror or e}") from None
-        self.written += 1
         self.files_read.update(f[0] for f in files)
         return True
 

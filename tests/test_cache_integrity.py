@@ -340,7 +340,7 @@ def test_results_the_codec_cannot_hold_are_returned_not_stored(tmp_path):
     assert "not stored" in rep["calls"][0]["not_stored"] and any("not stored" in m for m in said)
     r2 = {}
     run_chunks(lambda i, ss: np.array([object()]), 1, 0, cache_dir=tmp_path, cache_report=r2)
-    assert r2["computed"] == 0 and "objects" in r2["not_stored"][0]["why"]
+    assert r2["computed"] == 1 and "objects" in r2["not_stored"][0]["why"] and not _chunks(tmp_path)
 
 
 # ------------------------------------------------------------------ memo tables (GFA)
