@@ -29,16 +29,29 @@ import threading
 
 from dpcheck.fingerprint import _is_library_file
 
-_ACTIVE: list[list] = []          # the recorders of the computations running in this process
-_LOCK = threading.Lock()
-_INSTALLED = False
+
+
+class _Recorders:
+    """The recorders of the computations running in this process. Bookkeeping, not an input of any
+    computation: declared so to dpcheck.fingerprint (hashed by its class only; a lock cannot be hashed,
+    and the list's contents depend on what is running when a key is computed)."""
+
+    __fingerprint_memo__ = True
+
+    def __init__(self):
+        self.active: list[list] = []
+        self.lock = threading.Lock()
+        self.installed = False
+
+
+_STATE = _Recorders()
 _SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/")
 _ACCMODE = getattr(os, "O_ACCMODE", 3)
 
 
 def _hook(event, args):
     # called for every audit event of the process: keep the common path one comparison long
-    if event != "open" or not _ACTIVE:
+    if event != "open" or not _STATE.active:
         return
     path, mode, flags = (tuple(args) + (None, None, None))[:3]
     if isinstance(path, int):                      # a file descriptor: its opening was seen (or is not a file)
@@ -52,16 +65,15 @@ def _hook(event, args):
         path = os.fsdecode(path)
     except (TypeError, ValueError):
         return
-    with _LOCK:
-        for rec in _ACTIVE:
+    with _STATE.lock:
+        for rec in _STATE.active:
             rec.append(path)
 
 
 def _install() -> None:
-    global _INSTALLED
-    if not _INSTALLED:
+    if not _STATE.installed:
         sys.addaudithook(_hook)                    # cannot be removed: it does nothing while no recorder is active
-        _INSTALLED = True
+        _STATE.installed = True
 
 
 def _keep(path: str) -> bool:
@@ -97,14 +109,14 @@ class _quiet_open:
         self.path = path
 
     def __enter__(self):
-        with _LOCK:
-            self.saved = list(_ACTIVE)
-            _ACTIVE.clear()
+        with _STATE.lock:
+            self.saved = list(_STATE.active)
+            _STATE.active.clear()
         try:
             self.f = open(self.path, "rb")
         finally:
-            with _LOCK:
-                _ACTIVE.extend(self.saved)
+            with _STATE.lock:
+                _STATE.active.extend(self.saved)
         return self.f
 
     def __exit__(self, *exc):
@@ -141,13 +153,13 @@ def record(fn, *args, **kwargs):
     """(fn(*args, **kwargs), files_state of every file it opened for reading meanwhile)."""
     _install()
     seen: list = []
-    with _LOCK:
-        _ACTIVE.append(seen)
+    with _STATE.lock:
+        _STATE.active.append(seen)
     try:
         out = fn(*args, **kwargs)
     finally:
-        with _LOCK:
-            del _ACTIVE[next(i for i, r in enumerate(_ACTIVE) if r is seen)]
+        with _STATE.lock:
+            del _STATE.active[next(i for i, r in enumerate(_STATE.active) if r is seen)]
     return out, files_state(seen)
 
 
