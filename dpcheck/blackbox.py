@@ -293,9 +293,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                         mechanism's code, the values it closes over and the globals it reads,
                         the pairs, claim, samples, chunk layout, seed and versions
                         (:mod:`dpcheck.fingerprint`), so a changed mechanism never reuses chunks.
-                        A cached chunk that is unreadable, from another key, or of the wrong
-                        length / shape / dtype / values is recomputed and named in progress and
-                        in ``cache["recomputed"]``. A mechanism that cannot be fingerprinted
+                        Each chunk also stores the files the mechanism opened for reading, with
+                        their content hashes (:mod:`dpcheck.filereads`). A cached chunk that is
+                        damaged (content hash), from another key, of the wrong length / shape /
+                        dtype / values, or whose mechanism read a file that has changed since, is
+                        recomputed and named in progress and in ``cache["recomputed"]``. A mechanism that cannot be fingerprinted
                         runs without the cache (``cache["disabled"]`` says why).
     """
     if not isinstance(target, AuditTarget):

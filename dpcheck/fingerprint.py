@@ -12,6 +12,8 @@ an object it calls, the code itself. :func:`fingerprint` walks the object graph 
   reached from a function contributes the attributes the function's code names (``mod.SCALE``);
   a library module or a function / class defined in one contributes its qualified name and the
   version of its top-level package (its code is taken to be fixed by that version);
+* the files a user's module (a ``path.py`` loaded by :mod:`dpcheck.loading`) read while it was imported,
+  with their content hashes, for every function defined in it;
 * classes: qualified name, bases and their attributes (methods walked as functions);
 * values: numbers, strings, bytes, containers, numpy arrays (dtype, shape, bytes) and any other
   object through its pickle reduction (``__reduce_ex__(4)``: class and state), less the values its
@@ -23,10 +25,15 @@ in every process and run for an unchanged computation. What cannot be walked (an
 no pickle reduction, a C extension instance without state) raises :class:`Unfingerprintable`:
 the caller then runs without the cache rather than key on something weaker (a name).
 
+A memo table declared as such (:class:`WeakMemo`, or any object whose class sets
+``__fingerprint_memo__ = True``) is hashed by its class alone: it holds values derived from its keys by
+code that is hashed where it is called (e.g. ``algorithms.gfa.evaluation.next_state_table``), so whether it
+was filled yet must not change the key (and a ``weakref.WeakKeyDictionary`` has no deterministic reduction).
+
 Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises
 into) change its key once filled, so a rerun may recompute rather than read back (never the
-reverse); state outside the object graph (files the function reads,
-environment variables, a global mutated between runs without being referenced by name) is not
+reverse); state outside the object graph (files the function reads while it runs: the chunk cache
+records those itself, see :mod:`dpcheck.filereads`; environment variables, a global mutated between runs without being referenced by name) is not
 seen; a library upgrade is seen only through its ``__version__``.
 """
 from __future__ import annotations
@@ -41,6 +48,7 @@ import struct
 import sys
 import sysconfig
 import types
+import weakref
 
 import numpy as np
 
@@ -53,6 +61,15 @@ _SKIP_CLASS_ATTRS = frozenset({"__dict__", "__weakref__", "__doc__", "__module__
 
 class Unfingerprintable(TypeError):
     """An object in the graph cannot be fingerprinted deterministically."""
+
+
+class WeakMemo(weakref.WeakKeyDictionary):
+    """A memo keyed by (immutable) objects, of values computed from them by the code that reads it.
+
+    Declares itself a memo to :func:`fingerprint`, which hashes it by its class only: its contents are
+    a function of its keys, so they must not enter a cache key (see the module docstring)."""
+
+    __fingerprint_memo__ = True
 
 
 @functools.lru_cache(maxsize=1)
@@ -127,6 +144,9 @@ class _Hasher:
             return
         if x is Ellipsis or x is NotImplemented:
             self.w("builtin-singleton", repr(x))
+            return
+        if getattr(type(x), "__fingerprint_memo__", False) is True:
+            self.w("memo", self._qual(type(x)))    # a declared memo table: contents derived from its keys
             return
         if isinstance(x, types.ModuleType):       # not memoised: each reference names other attributes
             self.module(x, names)
@@ -296,6 +316,10 @@ class _Hasher:
             self.obj(v, names=_all_names(f.__code__))
         g = f.__globals__
         names = _all_names(f.__code__)
+        if g.get("__dpcheck_reads__"):
+            # a user file loaded by dpcheck.loading: the files it read at import, with their content hashes
+            self.w("module-reads")
+            self.obj(g["__dpcheck_reads__"])
         for n in sorted(_global_names(f.__code__)):
             if n in g:
                 self.w("global", n)

@@ -43,7 +43,11 @@ def load_module(mod: str, what: str, import_error=InputError):
         sys.modules[name] = module
         sys.path.insert(0, os.path.dirname(path))
         try:
-            spec.loader.exec_module(module)
+            # the files the module reads while it runs (a noise scale from cfg.json at import): the fingerprint
+            # of its functions includes them (dpcheck.fingerprint), so a changed file changes the cache key
+            from dpcheck.filereads import record
+            _, reads = record(spec.loader.exec_module, module)
+            module.__dict__["__dpcheck_reads__"] = [f for f in reads if os.path.abspath(f[0]) != path]
         except DPCheckError:
             raise
         except Exception as e:

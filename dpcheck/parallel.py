@@ -17,7 +17,6 @@ import contextlib
 import contextvars
 import functools
 import os
-import pickle
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -40,23 +39,27 @@ def child_seeds(seed, n: int) -> list[np.random.SeedSequence]:
     return root.spawn(n)
 
 
-CHUNK_FORMAT = "dpcheck.chunk/1"
+CHUNK_FORMAT = "dpcheck.chunk/2"
 
 
 class ChunkCache:
-    """One run's chunk files: ``<cache_dir>/<key[:16]>/chunk-NNNNNN.pkl``.
+    """One run's chunk files: ``<cache_dir>/<key[:16]>/chunk-NNNNNN.dpchunk``.
 
     The key is a sha256 over the caller's label, the fingerprint of ``fn`` and ``args``
     (:func:`dpcheck.fingerprint.fingerprint`: code, closure values, referenced globals), the
-    root seed, the number of chunks, and the dpcheck / numpy / Python versions. Each file holds
-    ``{"format", "key", "index", "n_chunks", "meta", "result"}``, with ``meta`` the result's
-    type, shape and dtype. Policy on read (resume, never reuse
-    wrongly): a file that does not unpickle, or holds another key, index or chunk count, or whose
-    result does not match its recorded shape / dtype or fails the caller's ``validate``, is
-    *recomputed* and overwritten; each such file is named in a progress line and listed in
-    :meth:`report` ("recomputed"). Nothing is refused: recomputation is always possible, and a
-    refused chunk would only stop a run that can repair itself. A cache directory that cannot be
-    written is an InputError. Chunk files are pickles: a cache directory is trusted like code.
+    root seed, the number of chunks, and the dpcheck / numpy / Python versions. Each file
+    (:mod:`dpcheck.cachefile`: JSON and .npy arrays under a SHA-256 of the content, never a pickle: reading
+    a cache runs no code) holds ``{"format", "key", "index", "n_chunks", "label", "meta", "files"}`` and the
+    result, with ``meta`` the result's type, shape and dtype and ``files`` the files the computation opened
+    for reading with their content hashes (:mod:`dpcheck.filereads`). Policy on read (resume, never reuse
+    wrongly): a file whose content hash does not match (one flipped byte, an edited value), that is not
+    a chunk file at all (a pickle, garbage, truncated), holds another key, index or chunk count, whose
+    result does not match its recorded shape / dtype or fails the caller's ``validate``, or whose
+    computation read a file that has changed since, is *recomputed* and overwritten; each such file is
+    named in a progress line and listed in :meth:`report` ("recomputed"). Nothing is refused:
+    recomputation is always possible, and a refused chunk would only stop a run that can repair itself.
+    A result the safe format cannot hold (:class:`dpcheck.cachefile.NotStorable`) is returned but not
+    stored ("not_stored"). A cache directory that cannot be written is an InputError.
     """
 
     def __init__(self, cache_dir, key: str, n_chunks: int, label: str, say: Callable[[str], None]):
@@ -65,55 +68,82 @@ class ChunkCache:
         self.hits = 0
         self.written = 0
         self.recomputed: list[dict] = []
+        self.not_stored: list[dict] = []
+        self.files_read: set[str] = set()
 
     def path(self, i: int) -> Path:
-        return self.dir / f"chunk-{i:06d}.pkl"
+        return self.dir / f"chunk-{i:06d}.dpchunk"
 
     def read(self, i: int, validate) -> tuple[bool, Any]:
+        from dpcheck import cachefile, filereads
         p = self.path(i)
         if not p.exists():
             return False, None
         why = None
         try:
-            with open(p, "rb") as f:
-                rec = pickle.load(f)
-        except Exception as e:          # truncated, garbage, or from an incompatible class layout
-            why = f"unreadable ({type(e).__name__}: {str(e)[:80]})" if str(e) else f"unreadable ({type(e).__name__})"
+            rec, result = cachefile.loads(p.read_bytes())
+        except cachefile.Damaged as e:
+            why = str(e)
+        except OSError as e:
+            why = f"unreadable ({e.strerror or e})"
         else:
-            if not (isinstance(rec, dict) and rec.get("format") == CHUNK_FORMAT):
-                why = "not a dpcheck chunk file"
+            if rec.get("format") != CHUNK_FORMAT:
+                why = "not a dpcheck chunk file of this version"
             elif rec.get("key") != self.key:
                 why = "written by a different computation (key mismatch)"
             elif rec.get("index") != i or rec.get("n_chunks") != self.n_chunks:
                 why = f"holds chunk {rec.get('index')} of {rec.get('n_chunks')}, expected {i} of {self.n_chunks}"
-            elif rec.get("meta") != _meta(rec.get("result")):
+            elif rec.get("meta") != _meta(result):
                 why = f"result does not match its recorded shape/dtype {rec.get('meta')}"
-            elif validate is not None:
-                why = validate(i, rec["result"])
+            elif not _files_ok(rec.get("files")):
+                why = "malformed record of the files it read"
+            else:
+                why = filereads.changed(rec["files"])
+                if why is None and validate is not None:
+                    why = validate(i, result)
         if why is None:
             self.hits += 1
-            return True, rec["result"]
+            self.files_read.update(f[0] for f in rec["files"])
+            return True, result
         self.recomputed.append({"file": str(p), "why": why})
         self.say(f"cache: {p}: {why}; recomputing this chunk")
         return False, None
 
-    def write(self, i: int, result) -> None:
+    def write(self, i: int, result, files=()) -> bool:
+        """Store chunk i (``files``: [[path, digest], ...] it read); False if the result cannot be stored."""
+        from dpcheck import cachefile
         p = self.path(i)
         rec = {"format": CHUNK_FORMAT, "key": self.key, "label": self.label, "index": i,
-               "n_chunks": self.n_chunks, "meta": _meta(result), "result": result}
+               "n_chunks": self.n_chunks, "meta": _meta(result), "files": [list(f) for f in files]}
+        self.written += 1                      # computed (reported as such whether or not it can be stored)
+        try:
+            data = cachefile.dumps(rec, result)
+        except cachefile.NotStorable as e:
+            why = f"not stored: the result holds {e}"
+            self.not_stored.append({"index": i, "why": why})
+            self.say(f"cache: chunk {i} of {self.label}: {why}")
+            return False
         try:
             p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_name(p.name + f".{os.getpid()}.tmp")
-            with open(tmp, "wb") as f:
-                pickle.dump(rec, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, p)
+            cachefile.write_atomic(p, data)
         except OSError as e:
             raise InputError(f"cannot write the cache chunk {p}: {e.strerror or e}") from None
-        self.written += 1
+        self.files_read.update(f[0] for f in files)
+        return True
 
     def report(self) -> dict:
-        return {"dir": str(self.dir), "key": self.key, "chunks": self.n_chunks, "hits": self.hits,
-                "computed": self.written, "recomputed": list(self.recomputed)}
+        out = {"dir": str(self.dir), "key": self.key, "chunks": self.n_chunks, "hits": self.hits,
+               "computed": self.written, "recomputed": list(self.recomputed)}
+        if self.not_stored:
+            out["not_stored"] = list(self.not_stored)
+        if self.files_read:
+            out["files_read"] = sorted(self.files_read)
+        return out
+
+
+def _files_ok(files) -> bool:
+    return isinstance(files, list) and all(isinstance(f, list) and len(f) == 2 and all(isinstance(x, str) for x in f)
+                                           for f in files)
 
 
 def _meta(result) -> dict:
@@ -192,11 +222,16 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
                 say(f"cache: read back {cache.hits} of {n_chunks} chunks of {label} from {cache.dir}")
 
     seeds = child_seeds(seed, n_chunks)
+    if cache is not None:
+        # the files each chunk opens for reading are stored with it (and checked on reuse): dpcheck.filereads
+        from dpcheck.filereads import Recording
+        fn = Recording(fn)
 
     def store(i, r):
-        results[i], done[i] = r, True
         if cache is not None:
-            cache.write(i, r)
+            r, files = r
+            cache.write(i, r, files)
+        results[i], done[i] = r, True
         if progress is not None:
             progress(sum(done), n_chunks)
 
@@ -291,14 +326,14 @@ class ResultCache:
     """Finished expensive computations of one audit, read back on the next run of the same computation.
 
     A call ``fn(*args, **kwargs)`` is stored as a computation of one chunk
-    (``<cache_dir>/<key[:16]>/chunk-000000.pkl``, written atomically) under the chunk cache's keying
+    (``<cache_dir>/<key[:16]>/chunk-000000.dpchunk``, written atomically; :mod:`dpcheck.cachefile`) under the chunk cache's keying
     discipline: the key (:func:`call_cache_key`) is a fingerprint of the label, ``fn`` (code, closure
     values, referenced globals and module constants, default arguments), the arguments (a seed is one of
     them) and the dpcheck / numpy / Python versions; the same read policy as :class:`ChunkCache` applies
-    (unreadable, foreign-key or shape/dtype-mismatched files, or results ``validate`` rejects, are
-    recomputed, overwritten and named). ``fn`` must be a function of its arguments: what it does to them
-    (a Generator it advances) is not replayed on a hit, and state outside the object graph is not seen
-    (dpcheck.fingerprint). Inputs that cannot be fingerprinted run uncached, and the report says why.
+    (damaged, foreign-key or shape/dtype-mismatched files, results ``validate`` rejects, or results whose
+    computation read a file that has changed since, are recomputed, overwritten and named). ``fn`` must be
+    a function of its arguments and the files it reads: what it does to them (a Generator it advances) is
+    not replayed on a hit, and other state outside the object graph is not seen (dpcheck.fingerprint). Inputs that cannot be fingerprinted run uncached, and the report says why.
 
     ``report`` (a dict, e.g. ``ctx.config["result_cache"]``) receives ``hits``, ``computed``,
     ``recomputed`` ([{label, file, why}]) and ``calls`` ([{label, key, status: hit | computed |
@@ -338,10 +373,14 @@ class ResultCache:
             rep["hits"] += 1
             rep["calls"].append({**entry, "status": "hit"})
             return result
-        result = fn(*args, **kwargs)
-        store.write(0, result)
+        from dpcheck.filereads import record
+        result, files = record(fn, *args, **kwargs)
+        stored = store.write(0, result, files)
         rep["computed"] += 1
-        rep["calls"].append({**entry, "status": "computed"})
+        extra = {"files_read": [f[0] for f in files]} if files else {}
+        if not stored:
+            extra["not_stored"] = store.not_stored[-1]["why"]
+        rep["calls"].append({**entry, "status": "computed", **extra})
         return result
 
 

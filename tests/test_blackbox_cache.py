@@ -5,7 +5,7 @@ mechanism would produce again, and outputs the auditor cannot handle must stop t
 """
 import json
 import os
-import pickle
+from dpcheck import cachefile
 import subprocess
 import sys
 import textwrap
@@ -34,7 +34,7 @@ def _strip(d):
 
 
 def _chunks(d):
-    return sorted(Path(d).rglob("chunk-*.pkl"))
+    return sorted(Path(d).rglob("chunk-*.dpchunk"))
 
 
 # ------------------------------------------------------------------ the cache
@@ -80,10 +80,11 @@ def test_other_samples_seed_or_pairs_do_not_share_chunks(tmp_path):
 
 
 def _rewrite(path, f):
-    rec = pickle.loads(path.read_bytes())
-    rec["result"] = f(rec["result"])
-    rec["meta"] = {"type": "ndarray", "shape": list(rec["result"].shape), "dtype": rec["result"].dtype.str}
-    path.write_bytes(pickle.dumps(rec))
+    # a consistent file (content hash recomputed) with other values: validation must still catch them
+    rec, result = cachefile.loads(path.read_bytes())
+    result = f(result)
+    rec["meta"] = {"type": "ndarray", "shape": list(result.shape), "dtype": result.dtype.str}
+    path.write_bytes(cachefile.dumps(rec, result))
 
 
 @pytest.mark.parametrize("damage", ["ten_outputs", "truncated_file", "garbage", "other_key", "inf", "complex"])

@@ -26,7 +26,7 @@ def _cache_use(rep):
 def test_dp_ucbvi_quick_rerun_reads_the_cache_and_reports_the_same(tmp_path):
     cache = tmp_path / "cache"
     code1, first = _run(tmp_path, "dp_ucbvi", cache, "r1")
-    chunks = sorted(cache.rglob("chunk-*.pkl"))
+    chunks = sorted(cache.rglob("chunk-*.dpchunk"))
     use1 = _cache_use(first)
     # the privatizer's stream and the agent's actions, each audited black box with the cache
     assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox"} <= set(use1)

@@ -3,7 +3,7 @@ report. The killed runs are separate processes (the cache keys must agree across
 is a complete run without the cache at the same seed."""
 import json
 import os
-import pickle
+from dpcheck import cachefile
 import signal
 import subprocess
 import sys
@@ -34,9 +34,9 @@ def _streamed(path):
 
 def _labels(cache):
     out = []
-    for p in cache.rglob("chunk-*.pkl"):
+    for p in cache.rglob("chunk-*.dpchunk"):
         try:
-            out.append(pickle.loads(p.read_bytes())["label"])
+            out.append(cachefile.loads(p.read_bytes())[0]["label"])
         except Exception:
             pass
     return out
@@ -72,7 +72,7 @@ def _comparable(rep):
 
 
 def _stored_keys(cache):
-    return {p.parent.name for p in cache.rglob("chunk-*.pkl")}
+    return {p.parent.name for p in cache.rglob("chunk-*.dpchunk")}
 
 
 def _assert_nothing_stored_was_recomputed(rep, stored):

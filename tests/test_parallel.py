@@ -1,5 +1,5 @@
 import os
-import pickle
+from dpcheck import cachefile
 import threading
 from pathlib import Path
 
@@ -64,7 +64,7 @@ def _sq(i, ss, scale):
 
 
 def _files(d):
-    return sorted(p for p in Path(d).rglob("chunk-*.pkl"))
+    return sorted(p for p in Path(d).rglob("chunk-*.dpchunk"))
 
 
 def test_cache_key_follows_args_seed_and_layout(tmp_path):
@@ -107,9 +107,8 @@ def test_damaged_chunks_are_recomputed_and_named(tmp_path, damage):
         run_chunks(_sq, 3, 5, args=(2.0,), cache_dir=other)
         target.write_bytes(_files(other)[1].read_bytes())
     else:
-        rec = pickle.loads(target.read_bytes())
-        rec["result"] = rec["result"][:1]            # a short result whose metadata still says 3
-        target.write_bytes(pickle.dumps(rec))
+        rec, result = cachefile.loads(target.read_bytes())
+        target.write_bytes(cachefile.dumps(rec, result[:1]))   # a short result whose metadata still says 3
     said, rep = [], {}
     out = run_chunks(_sq, 3, 5, args=(1.0,), cache_dir=tmp_path, say=said.append, cache_report=rep)
     assert all(np.array_equal(a, b) for a, b in zip(out, fresh))

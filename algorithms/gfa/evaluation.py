@@ -14,12 +14,12 @@ completeness of a class (private_gfa.md §1.1-§1.3, Assumption 2.1, Def 2.2, G1
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpcheck.errors import InputError
+from dpcheck.fingerprint import WeakMemo
 from algorithms.envs.planning import optimal_values
 from algorithms.envs.tabular import TabularMDP
 from algorithms.gfa.function_class import FunctionClass
@@ -36,8 +36,11 @@ def _mdp(mdp) -> TabularMDP:
     return mdp
 
 
-# next-state tables per (immutable) MDP: the scan of P costs O(H S^2 A) and the learners evaluate once per update
-_NEXT_STATE_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# next-state tables per (immutable) MDP: the scan of P costs O(H S^2 A) and the learners evaluate once per update.
+# A declared memo (dpcheck.fingerprint.WeakMemo): its contents are derived from the MDP by next_state_table's
+# code, so the chunk cache's fingerprint skips them (a plain WeakKeyDictionary made every computation that
+# reaches this function unfingerprintable, and --cache did nothing for private_gfa).
+_NEXT_STATE_CACHE: WeakMemo = WeakMemo()
 
 
 def next_state_table(mdp: TabularMDP) -> np.ndarray | None:
