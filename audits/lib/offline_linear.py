@@ -790,6 +790,24 @@ def _vacuous(check: Check, why):
 
 
 # ============================================================================ rates
+
+def _privacy_cost_check(x, cost, xname: str, *, expected: float, tolerance: float, alpha: float, seed: int,
+                        statement: str, source: str, details: dict) -> Check:
+    """regret.privacy_cost.<xname>: the slope of the paired privacy cost (runs, len(x)) in x. Where the mean
+    cost is <= 0 somewhere on the grid it is within noise of zero: the claim (a lower-order term) is not in
+    doubt, but there is no positive curve to fit, so the check is PASS (uninformative), not inconclusive."""
+    from dpcheck.regret import fit_scaling, scaling_check
+    cid = f"regret.privacy_cost.{xname}"
+    if np.all(cost.mean(0) > 0):
+        fit = fit_scaling(x, cost, alpha=alpha, seed=seed)
+        return scaling_check(fit, expected=expected, tolerance=tolerance, id=cid, source=source,
+                             what="Vtil_1(noise off) - Vtil_1(DP-VAPVI)", xname=xname, details=details)
+    c = Check(id=cid, kind="regret", verdict=PASS, claim={"statement": statement, "source": source},
+              measured={"mean_cost": cost.mean(0).tolist(), "confidence": 1.0},
+              reason=f"the mean privacy cost is <= 0 at some {xname} of the grid")
+    return qualify(c, "uninformative", f"the privacy cost is within noise of zero at some {xname} of the grid, so "
+                   f"no slope in {xname} can be fitted; the cost is not large, its rate is not measured")
+
 def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: int, seed: int, alpha: float,
                 mode: str, progress=None) -> list:
     """Sub-optimality and value error of DP-VAPVI vs K (L-14 / L-15: main term ~ K^{-1/2}; upper bounds:
@@ -844,20 +862,9 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     checks.append(slope_check(fit, bound=-0.4, id="regret.value_error.K", xname="K", ylabel="sup_h ||V*_h - Vtil_h||",
                               statement="sup_h ||V*_h - Vtil_h||_inf <= O~(H^2 sqrt(d)/sqrt(kappa K)) (+ privacy term)",
                               source=f"{SOURCE}, Lemma D.16 (L-15)", details={"mode": mode, "rho": rho, "runs": runs}))
-    if np.all(cost.mean(0) > 0):
-        fit = fit_scaling(K_grid, cost, alpha=alpha, seed=seed)
-        checks.append(scaling_check(fit, expected=-1.0, tolerance=0.25, id="regret.privacy_cost.K", source=f"{src}, L-16",
-                                    what="Vtil_1(noise off) - Vtil_1(DP-VAPVI)", xname="K",
-                                    details={"mode": mode, "rho": rho}))
-    else:
-        # the cost is within noise of zero at some K of the grid: "a lower-order 1/K term" is not in doubt,
-        # but there is no positive curve to fit a slope to
-        checks.append(qualify(Check(id="regret.privacy_cost.K", kind="regret", verdict=PASS,
-                                    claim={"statement": "privacy cost ~ 1/K", "source": f"{src}, L-16"},
-                                    measured={"mean_cost": cost.mean(0).tolist(), "confidence": 1.0},
-                                    reason="the mean privacy cost is <= 0 at some K of the grid"),
-                              "uninformative", "the privacy cost is within noise of zero at some K of the grid, so no "
-                              "slope in K can be fitted; the cost is not large, its rate is not measured"))
+    checks.append(_privacy_cost_check(K_grid, cost, "K", expected=-1.0, tolerance=0.25, alpha=alpha, seed=seed,
+                                      statement="privacy cost ~ 1/K", source=f"{src}, L-16",
+                                      details={"mode": mode, "rho": rho}))
     # one dataset and one noise-off baseline for every rho; each rho's noise starts from the same generator
     # state (common random numbers)
     rng = np.random.default_rng([seed, int(K_rho), 7])
@@ -866,17 +873,8 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     cr = [(v0 - make(rr).run((D, Dp), inst.features, copy.deepcopy(rng)).values[:, 0]) @ inst.mdp.init
           for rr in rho_grid]
     cr = np.stack(cr, axis=1)
-    if np.all(cr.mean(0) > 0):
-        fit = fit_scaling(rho_grid, cr, alpha=alpha, seed=seed)
-        checks.append(scaling_check(fit, expected=-0.5, tolerance=0.15, id="regret.privacy_cost.rho",
-                                    source=f"{src}, L-16 (the privacy term ~ 1/sqrt(rho))",
-                                    what="Vtil_1(noise off) - Vtil_1(DP-VAPVI)", xname="rho",
-                                    details={"mode": mode, "K": K_rho}))
-    else:
-        checks.append(qualify(Check(id="regret.privacy_cost.rho", kind="regret", verdict=PASS,
-                                    claim={"statement": "privacy cost ~ 1/sqrt(rho)", "source": f"{src}, L-16"},
-                                    measured={"mean_cost": cr.mean(0).tolist(), "confidence": 1.0},
-                                    reason="the mean privacy cost is <= 0 at some rho of the grid"),
-                              "uninformative", "the privacy cost is within noise of zero at some rho of the grid, so "
-                              "no slope in rho can be fitted; the cost is not large, its rate is not measured"))
+    checks.append(_privacy_cost_check(rho_grid, cr, "rho", expected=-0.5, tolerance=0.15, alpha=alpha, seed=seed,
+                                      statement="privacy cost ~ 1/sqrt(rho)",
+                                      source=f"{src}, L-16 (the privacy term ~ 1/sqrt(rho))",
+                                      details={"mode": mode, "K": K_rho}))
     return checks
