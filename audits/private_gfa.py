@@ -263,7 +263,7 @@ class PrivateGFAOutcomeAudit(_GFAAudit):
     sizes = {"default": {"K_grid": tuple(2 ** k for k in range(10, 15)), "eps_K": 8.0,
                          "eps_grid": (4.0, 16.0, 64.0, 256.0, 1024.0), "K_eps": 2048, "runs": 24, "runs_np": 24},
              "quick": {"K_grid": tuple(2 ** k for k in range(9, 13)), "eps_K": 8.0,
-                       "eps_grid": (4.0, 16.0, 64.0, 256.0), "K_eps": 2048, "runs": 12, "runs_np": 24}}
+                       "eps_grid": (4.0, 16.0, 64.0, 256.0), "K_eps": 2048, "runs": 24, "runs_np": 24}}
 
 
 PrivateGFAAudit.register(wrap=with_result_cache, validate=_validate(1))

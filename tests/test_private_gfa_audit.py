@@ -396,3 +396,127 @@ def test_selection_check_does_not_false_alarm_over_seeds(gf):
     got = [gfa.selection_check(ag, 256, draws=50_000, seed=s) for s in range(40)]
     assert [c.verdict for c in got].count("fail") == 0
     assert sum(c.measured["p_value"] < 0.05 for c in got) <= 6       # the p-values themselves are uniform
+
+
+# ------------------------------------------------------------------------------------- decisive rate checks (issue 17)
+def _exponent_check(R, bound=0.6, K=(512, 1024, 2048, 4096), seed=0):
+    from dpcheck.regret import fit_increment_exponent, slope_check
+    fit = fit_increment_exponent(list(K), R, alpha=0.05, seed=seed, interval="t")
+    c = slope_check(fit, bound=bound, id="regret.exponent.nonprivate", statement="", source="", xname="K",
+                    details={"K_grid": list(K)})
+    return c, fit
+
+
+def test_settled_runs_make_an_inconclusive_nonprivate_exponent_an_uninformative_pass():
+    """Runs whose regret is B(K) x one constant (settled within the same batches at every K) plus one run
+    that settles differently at the smallest K: the interval is wide (INCONCLUSIVE); with >= 75% settled runs
+    the check is PASS (uninformative) with the reason, never a plain PASS."""
+    from algorithms.gfa import remark_3_7_batch_size
+    K = (512, 1024, 2048, 4096)
+    B = np.array([remark_3_7_batch_size(k) for k in K], float)
+    m = np.array([2.375, 1.25, 0.5, 1.625, 1.25, 2.125, 2.125, 1.5, 1.625, 1.25, 0.5, 1.75])
+    R = m[:, None] * B[None, :]
+    R[8, 0] = 3.25 * B[0]                       # one run settles later at K = 512 (seen on Appendix D)
+    c, fit = _exponent_check(R)
+    assert c.verdict == "inconclusive"
+    s = gfa.settled_runs(K, R)
+    assert (s["runs"], s["of"]) == (11, 12)
+    out = gfa._settled_regime(c, s, R, 0.6)
+    assert out.verdict == "pass" and out.details["qualifier"] == "uninformative"
+    assert "11 of 12 runs" in out.reason and "batch size" in out.reason
+    assert out.details["settled_runs"]["exponent"] <= 0.6
+
+
+def test_settled_rule_never_passes_a_learner_that_stops_learning():
+    """A learner that never settles (regret linear in K, e.g. argmax ignored) has no settled runs: its
+    exponent check is not changed (FAIL stays FAIL; an INCONCLUSIVE stays INCONCLUSIVE); fewer than 75%
+    settled runs change nothing either; a FAIL is never changed even if the runs settle."""
+    rng = np.random.default_rng(0)
+    K = np.array([512, 1024, 2048, 4096], float)
+    lin = rng.uniform(0.2, 0.4, size=(12, 1)) * K[None, :] + rng.normal(0, 5, size=(12, 4))
+    c, fit = _exponent_check(lin)
+    assert c.verdict == "fail"
+    s = gfa.settled_runs(K, lin)
+    assert s["runs"] == 0
+    assert gfa._settled_regime(c, s, lin, 0.6).verdict == "fail"
+    inc = replace_verdict(c, "inconclusive")
+    assert gfa._settled_regime(inc, s, lin, 0.6).verdict == "inconclusive"
+    forced = {**s, "share": 1.0, "runs": 12, "mask": np.ones(12, bool)}
+    assert gfa._settled_regime(c, forced, lin, 0.6).verdict == "fail"
+    # settled runs whose own exponent exceeds the bound are not passed
+    assert gfa._settled_regime(inc, forced, lin, 0.6).verdict == "inconclusive"
+    half = {**s, "share": 0.5}
+    assert gfa._settled_regime(inc, half, lin, 0.6).verdict == "inconclusive"
+
+
+def replace_verdict(check, verdict):
+    from dataclasses import replace
+    return replace(check, verdict=verdict)
+
+
+def test_regret_curves_use_common_random_numbers_across_k():
+    """Run i of the non-private batched learner uses one seed at every K: on Appendix D its regret is
+    B(K) x a per-run constant for most runs (the correlation across K the exponent's bootstrap relies on)."""
+    from algorithms.gfa import per_start_coverability
+    inst = appendix_d("easy")
+    C = per_start_coverability(inst.mdp, inst.fclass).value
+    _, Rn = gfa.regret_curves(2, inst, K_grid=[256, 512, 1024], eps_list=[8.0], runs=1, runs_np=8, delta=1e-5,
+                              tuning="theory", C_cov=C, seed=3, K_of_eps={8.0: [256]})
+    assert gfa.settled_runs([256, 512, 1024], Rn)["share"] >= 0.75
+
+
+class UniformSelection(PrivateOutcomeRL):
+    """Planted defect for the rate checks: the learner ignores the scores (selects uniformly), so it never
+    learns and its regret (and privacy cost) grows linearly in K."""
+
+    def _select(self, scores, beta, rng):
+        return rng.integers(0, scores.shape[-1], size=scores.shape[0])
+
+
+class UniformSelectionNonPrivate(UniformSelection):
+    def __init__(self, function_class, *, B=1, eta=1.0, tie_breaking="random"):
+        super().__init__(function_class, epsilon=float("inf"), B=B, eta=eta, tie_breaking=tie_breaking)
+
+
+def _outcome_quick_regret(seed, agent_class=None):
+    from algorithms.gfa import per_start_coverability
+    from audits.private_gfa import PrivateGFAOutcomeAudit
+    inst = appendix_d("easy")
+    C = per_start_coverability(inst.mdp, inst.fclass).value
+    from dpcheck.stats import pass_level
+    z = PrivateGFAOutcomeAudit.sizes["quick"]
+    share = 0.05 / sum(r.tests for r in PrivateGFAOutcomeAudit.claims)   # the audit's family-wise share
+    with pass_level(0.05):        # as in the audit: FAIL at the share, PASS at alpha = 0.05
+        checks = gfa.regret_checks(2, inst, K_grid=z["K_grid"], eps_K=z["eps_K"], eps_grid=z["eps_grid"],
+                                   K_eps=z["K_eps"], runs=z["runs"], runs_np=z["runs_np"], delta=1e-5,
+                                   tuning="theory", C_cov=C, seed=seed, alpha=share, agent_class=agent_class)
+    return {c.id: c for c in checks}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_outcome_quick_rate_checks_are_decisive_on_the_reference(seed):
+    """private_gfa_outcome --quick's rate checks on the reference learners at fixed seeds, at the audit's levels
+    (FAIL at the family-wise share of alpha = 0.05, PASS at 0.05): not INCONCLUSIVE (issue 17 item 4)."""
+    checks = _outcome_quick_regret(seed)
+    for cid in ("regret.exponent.nonprivate", "regret.privacy_cost.eps"):
+        assert checks[cid].verdict == "pass", (cid, checks[cid].reason)
+    # the private K-exponent measures ~K^0.55 here against 0.7: decisive at seed 0, still INCONCLUSIVE at
+    # seed 1 (CI [0.45, 0.77]; about 1 quick seed in 6, docs/private_gfa.md)
+    if seed == 0:
+        assert checks["regret.exponent.private"].verdict == "pass", checks["regret.exponent.private"].reason
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("defect", ["private", "nonprivate"])
+def test_outcome_quick_rate_checks_do_not_pass_a_learner_that_never_learns(monkeypatch, defect):
+    """The same sizes with a learner that selects uniformly (the private one, or the non-private batched one
+    of Remark 3.7): its K-exponent is not passed (the bound is vacuous at these K, so a FAIL is softened to
+    INCONCLUSIVE; spec G20)."""
+    import algorithms.gfa
+    if defect == "nonprivate":
+        monkeypatch.setattr(algorithms.gfa, "NonPrivateOutcomeRL", UniformSelectionNonPrivate)
+    checks = _outcome_quick_regret(0, agent_class=UniformSelection if defect == "private" else None)
+    c = checks[f"regret.exponent.{defect}"]
+    assert c.verdict != "pass", c.reason
+    assert c.measured.get("ci") is None or c.measured["ci"][0] > 0.7, c.reason
