@@ -240,6 +240,48 @@ def test_exponent_check_is_inconclusive_in_the_exploration_phase_and_fails_on_li
     assert c.verdict == "pass", c.reason
 
 
+def _explore_then_flat(end: int, K: int = 8192, runs: int = 4, rate: float = 0.44, seed: int = 0):
+    """Cumulative regret of ``runs`` runs paying ``rate`` per episode until episode ``end`` and ~0 after it
+    (a gapped instance: linear over-exploration, then bounded), with 5% per-episode noise."""
+    ks = np.arange(1, K + 1)
+    rng = np.random.default_rng(seed)
+    per = np.where(ks < end, rate, 0.01 * rate)
+    return np.cumsum(per * np.clip(1 + 0.05 * rng.standard_normal((runs, K)), 0, None), axis=1)
+
+
+def test_exploration_ending_in_the_last_doubling_is_an_uninformative_pass_and_linear_regret_is_not_passed():
+    # issue 17 item 4: PO's over-exploration phase at eps = 10^4 ends between K = 4096 and 8192 (--quick):
+    # no post-exploration window of two increments, but the last two increments shrink (the regret flattens)
+    K, a = 8192, 0.05 / 17
+    c = lib.exponent_check(_explore_then_flat(5000), K, id="regret.exponent", alpha=a, seed=0, label="flat")
+    assert c.verdict == "pass" and c.details["qualifier"] == "uninformative", c.reason
+    assert "ends inside the last doubling" in c.reason and "no window of two post-exploration increments" in c.reason
+    # the defects it must not pass: linear regret (increments double), regret still growing in the last doubling,
+    # and K^0.8 regret
+    ks = np.arange(1, K + 1)
+    linear = np.tile(0.44 * ks, (4, 1)) * (1 + 0.001 * np.arange(4)[:, None])
+    c = lib.exponent_check(linear, K, id="regret.exponent", alpha=a, seed=0, label="linear")
+    assert c.verdict == "inconclusive" and "over-exploration phase" in c.reason
+    c = lib.exponent_check(_explore_then_flat(7000), K, id="regret.exponent", alpha=a, seed=0, label="late")
+    assert c.verdict == "inconclusive", c.reason
+    power = np.tile(np.cumsum(0.44 * (ks / 64.0) ** -0.2), (4, 1)) * (1 + 0.001 * np.arange(4)[:, None])
+    assert lib.exponent_check(power, K, id="regret.exponent", alpha=a, seed=0, label="K^0.8").verdict != "pass"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 5])
+def test_po_exponent_at_quick_is_not_inconclusive(seed):
+    # the reference Private-LinOpt-PO at eps = 10^4, exactly as `--quick --seed s` runs it (K = 8192, 4 runs,
+    # curve seed s + 2, FAIL at the family share, PASS at the audit's alpha): decided, not inconclusive
+    from audits.private_linopt import WEAK_EPS
+    from dpcheck.stats import pass_level
+    spec = lib.LinOptSpec(algorithm="po")
+    curves = lib._curve(spec, lm2(), WEAK_EPS[-1], 8192, 4, seed + 2)["R"]
+    with pass_level(0.05):
+        c = lib.exponent_check(curves, 8192, id="regret.exponent", alpha=0.05 / 17, seed=seed, label="PO")
+    assert c.verdict == "pass", c.reason
+
+
 def test_privacy_scaling_fails_when_the_cost_grows_with_eps():
     eps = [1e2, 1e3, 1e4]
     K = 1024
