@@ -264,6 +264,10 @@ def test_exploration_ending_in_the_last_doubling_is_an_uninformative_pass_and_li
     assert c.verdict == "inconclusive" and "over-exploration phase" in c.reason
     c = lib.exponent_check(_explore_then_flat(7000), K, id="regret.exponent", alpha=a, seed=0, label="late")
     assert c.verdict == "inconclusive", c.reason
+    # three runs flatten, one still explores at K: the two-increment interval reaches 0.25, so no pass
+    mixed = np.concatenate([_explore_then_flat(5000, runs=3), _explore_then_flat(K + 1, runs=1, seed=1)])
+    c = lib.exponent_check(mixed, K, id="regret.exponent", alpha=a, seed=0, label="mixed")
+    assert c.verdict == "inconclusive", c.reason
     power = np.tile(np.cumsum(0.44 * (ks / 64.0) ** -0.2), (4, 1)) * (1 + 0.001 * np.arange(4)[:, None])
     assert lib.exponent_check(power, K, id="regret.exponent", alpha=a, seed=0, label="K^0.8").verdict != "pass"
 

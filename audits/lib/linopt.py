@@ -871,7 +871,8 @@ def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *
     """The over-exploration phase (length ~ beta_p^2 ~ 1/eps; Zhou, Thm 6.5 and docs/private_linopt.md "Rates")
     ends inside the last doubling of the grid, so :func:`learning_window` finds fewer than two post-exploration
     increments and no exponent can be fitted there. If the last two mean increments nevertheless grow like K^b
-    with b's interval wholly below 0.25 (they shrink or barely grow: dpcheck.regret.exponent_regime; a linear
+    with b's interval (at the FAIL level) wholly below 0.25 (they shrink or barely grow: the uninformative pass of
+    dpcheck.regret.exponent_regime, without its wide-interval "flattening" branch; a linear
     curve has b = 1), the regret is flattening -- the gapped instance's "linear, then bounded" -- and the check
     is a PASS (uninformative) saying so: the run measures no rate, but nothing in it is in doubt against
     O~(sqrt T). Anything else (increments still growing, as on a linear-regret agent, or an interval reaching
@@ -886,7 +887,7 @@ def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *
         fit, claimed=0.5, tolerance=tolerance, id=undecided.id, source=src, what=label,
         details={"window_rule": "no post-exploration window of two increments (learning_window); fitted on the "
                                 "last two increments only to see whether the regret is flattening"}), fit)
-    if check.verdict != PASS or check.details.get("qualifier") != "uninformative":
+    if check.verdict != PASS or check.details.get("qualifier") != "uninformative" or not fit.ci[1] < 0.25:
         return undecided
     R = curves[:, grid - 1].mean(axis=0)
     rate = np.diff(R) / np.diff(grid)
