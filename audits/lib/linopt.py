@@ -844,7 +844,9 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
     """C19 / C20 / C22: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
     grid <= 0.5 + tolerance (dpcheck.regret), fitted on the increments after the over-exploration phase
     (:func:`learning_window`); a window where the increments shrink is an uninformative pass
-    (exponent_regime); a run still exploring at the largest K is inconclusive."""
+    (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
+    shrinking, is an uninformative pass (:func:`_exploration_ends_in_last_doubling`); a run still exploring at
+    the largest K is inconclusive."""
     from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
     grid = k_grid(K)
     src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private); {SPEC} C19, C20, C22"
