@@ -286,6 +286,37 @@ def test_po_exponent_at_quick_is_not_inconclusive(seed):
     assert c.verdict == "pass", c.reason
 
 
+class InflatedRadiiPO:
+    """Private-LinOpt-PO with confidence radii 100 x too wide: the bonus saturates the clip for the whole grid,
+    so its regret is linear at every simulable K (an over-exploring agent)."""
+
+    @staticmethod
+    def make():
+        from algorithms.linear import LinOptPO
+
+        class Inflated(LinOptPO):
+            def plan(self, env, release, betas, floors, policy=None, min_eig=True):
+                return super().plan(env, release, (100.0 * betas[0], 100.0 * betas[1]), floors, policy, min_eig)
+
+        return Inflated
+
+
+@pytest.mark.slow
+def test_po_exponent_at_quick_does_not_pass_an_agent_with_linear_regret():
+    # the --quick exponent check at eps = 10^4 (K = 8192, 4 runs, seed 0's curve seed 2) on an agent whose
+    # regret never leaves the linear phase: not passed (inconclusive: still exploring at the largest K)
+    from audits.private_linopt import WEAK_EPS
+    from dpcheck.stats import pass_level
+    spec = lib.LinOptSpec(algorithm="po", algo_class=InflatedRadiiPO.make())
+    curves = lib._curve(spec, lm2(), WEAK_EPS[-1], 8192, 4, 2)["R"]
+    g = lib.k_grid(8192)
+    rate = np.diff(curves[:, g - 1].mean(axis=0)) / np.diff(g)
+    assert rate[-1] > 0.9 * rate[0]                       # linear over the whole grid
+    with pass_level(0.05):
+        c = lib.exponent_check(curves, 8192, id="regret.exponent", alpha=0.05 / 17, seed=0, label="inflated")
+    assert c.verdict == "inconclusive", c.reason
+
+
 def test_privacy_scaling_fails_when_the_cost_grows_with_eps():
     eps = [1e2, 1e3, 1e4]
     K = 1024
