@@ -240,6 +240,83 @@ def test_exponent_check_is_inconclusive_in_the_exploration_phase_and_fails_on_li
     assert c.verdict == "pass", c.reason
 
 
+def _explore_then_flat(end: int, K: int = 8192, runs: int = 4, rate: float = 0.44, seed: int = 0):
+    """Cumulative regret of ``runs`` runs paying ``rate`` per episode until episode ``end`` and ~0 after it
+    (a gapped instance: linear over-exploration, then bounded), with 5% per-episode noise."""
+    ks = np.arange(1, K + 1)
+    rng = np.random.default_rng(seed)
+    per = np.where(ks < end, rate, 0.01 * rate)
+    return np.cumsum(per * np.clip(1 + 0.05 * rng.standard_normal((runs, K)), 0, None), axis=1)
+
+
+def test_exploration_ending_in_the_last_doubling_is_an_uninformative_pass_and_linear_regret_is_not_passed():
+    # issue 17 item 4: PO's over-exploration phase at eps = 10^4 ends between K = 4096 and 8192 (--quick):
+    # no post-exploration window of two increments, but the last two increments shrink (the regret flattens)
+    K, a = 8192, 0.05 / 17
+    c = lib.exponent_check(_explore_then_flat(5000), K, id="regret.exponent", alpha=a, seed=0, label="flat")
+    assert c.verdict == "pass" and c.details["qualifier"] == "uninformative", c.reason
+    assert "ends inside the last doubling" in c.reason and "no window of two post-exploration increments" in c.reason
+    # the defects it must not pass: linear regret (increments double), regret still growing in the last doubling,
+    # and K^0.8 regret
+    ks = np.arange(1, K + 1)
+    linear = np.tile(0.44 * ks, (4, 1)) * (1 + 0.001 * np.arange(4)[:, None])
+    c = lib.exponent_check(linear, K, id="regret.exponent", alpha=a, seed=0, label="linear")
+    assert c.verdict == "inconclusive" and "over-exploration phase" in c.reason
+    c = lib.exponent_check(_explore_then_flat(7000), K, id="regret.exponent", alpha=a, seed=0, label="late")
+    assert c.verdict == "inconclusive", c.reason
+    # three runs flatten, one still explores at K: the two-increment interval reaches 0.25, so no pass
+    mixed = np.concatenate([_explore_then_flat(5000, runs=3), _explore_then_flat(K + 1, runs=1, seed=1)])
+    c = lib.exponent_check(mixed, K, id="regret.exponent", alpha=a, seed=0, label="mixed")
+    assert c.verdict == "inconclusive", c.reason
+    power = np.tile(np.cumsum(0.44 * (ks / 64.0) ** -0.2), (4, 1)) * (1 + 0.001 * np.arange(4)[:, None])
+    assert lib.exponent_check(power, K, id="regret.exponent", alpha=a, seed=0, label="K^0.8").verdict != "pass"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 5])
+def test_po_exponent_at_quick_is_not_inconclusive(seed):
+    # the reference Private-LinOpt-PO at eps = 10^4, exactly as `--quick --seed s` runs it (K = 8192, 4 runs,
+    # curve seed s + 2, FAIL at the family share, PASS at the audit's alpha): decided, not inconclusive
+    from audits.private_linopt import WEAK_EPS
+    from dpcheck.stats import pass_level
+    spec = lib.LinOptSpec(algorithm="po")
+    curves = lib._curve(spec, lm2(), WEAK_EPS[-1], 8192, 4, seed + 2)["R"]
+    with pass_level(0.05):
+        c = lib.exponent_check(curves, 8192, id="regret.exponent", alpha=0.05 / 17, seed=seed, label="PO")
+    assert c.verdict == "pass", c.reason
+
+
+class InflatedRadiiPO:
+    """Private-LinOpt-PO with confidence radii 100 x too wide: the bonus saturates the clip for the whole grid,
+    so its regret is linear at every simulable K (an over-exploring agent)."""
+
+    @staticmethod
+    def make():
+        from algorithms.linear import LinOptPO
+
+        class Inflated(LinOptPO):
+            def plan(self, env, release, betas, floors, policy=None, min_eig=True):
+                return super().plan(env, release, (100.0 * betas[0], 100.0 * betas[1]), floors, policy, min_eig)
+
+        return Inflated
+
+
+@pytest.mark.slow
+def test_po_exponent_at_quick_does_not_pass_an_agent_with_linear_regret():
+    # the --quick exponent check at eps = 10^4 (K = 8192, 4 runs, seed 0's curve seed 2) on an agent whose
+    # regret never leaves the linear phase: not passed (inconclusive: still exploring at the largest K)
+    from audits.private_linopt import WEAK_EPS
+    from dpcheck.stats import pass_level
+    spec = lib.LinOptSpec(algorithm="po", algo_class=InflatedRadiiPO.make())
+    curves = lib._curve(spec, lm2(), WEAK_EPS[-1], 8192, 4, 2)["R"]
+    g = lib.k_grid(8192)
+    rate = np.diff(curves[:, g - 1].mean(axis=0)) / np.diff(g)
+    assert rate[-1] > 0.9 * rate[0]                       # linear over the whole grid
+    with pass_level(0.05):
+        c = lib.exponent_check(curves, 8192, id="regret.exponent", alpha=0.05 / 17, seed=0, label="inflated")
+    assert c.verdict == "inconclusive", c.reason
+
+
 def test_privacy_scaling_fails_when_the_cost_grows_with_eps():
     eps = [1e2, 1e3, 1e4]
     K = 1024
@@ -326,6 +403,9 @@ def test_quick_audit_end_to_end(tmp_path, name):
     # at eps = 10^4 the bonus no longer saturates: optimism is checked for real there
     assert "qualifier" not in ids["assumption.optimism.weak_privacy"]["details"]
     assert all(c["verdict"] != "fail" for c in ids.values())
+    # issue 17 item 4: decisive on the reference (PO's exponent at eps = 10^4 used to be inconclusive at K = 8192)
+    assert all(c["verdict"] != "inconclusive" for c in ids.values()), \
+        [(c["id"], c["reason"]) for c in ids.values() if c["verdict"] == "inconclusive"]
     # eps = 1 on LM-2 is the noise-dominated regime (spec §2.8): the black box and optimism say so
     assert ids["privacy.jdp.blackbox"]["details"].get("qualifier") == "vacuous"
     assert ids["whitebox.dp_event"]["measured"]["epsilon_achieved"] <= ids["whitebox.dp_event"]["measured"]["epsilon_claimed"]

@@ -844,24 +844,63 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
     """C19 / C20 / C22: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
     grid <= 0.5 + tolerance (dpcheck.regret), fitted on the increments after the over-exploration phase
     (:func:`learning_window`); a window where the increments shrink is an uninformative pass
-    (exponent_regime); a run still exploring at the largest K is inconclusive."""
+    (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
+    shrinking, is an uninformative pass (:func:`_exploration_ends_in_last_doubling`); a run still exploring at
+    the largest K is inconclusive."""
     from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
     grid = k_grid(K)
     src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private); {SPEC} C19, C20, C22"
     window = learning_window(curves, grid)
     if window is None:
         R = curves[:, grid - 1].mean(axis=0)
-        return Check(id=id, kind="regret", verdict=INCONCLUSIVE,
-                     claim={"exponent_at_most": 0.5, "tolerance": tolerance, "source": src},
-                     measured={"exponent": None, "confidence": 1 - alpha},
-                     details={"K_grid": grid.tolist(), "mean_regret": R.tolist()},
-                     reason=f"{label}: the per-episode regret has not dropped below half its initial rate by K = {K} "
-                            f"(over-exploration phase, length ~ beta_p^2): no sqrt(T) phase to fit")
+        undecided = Check(id=id, kind="regret", verdict=INCONCLUSIVE,
+                          claim={"exponent_at_most": 0.5, "tolerance": tolerance, "source": src},
+                          measured={"exponent": None, "confidence": 1 - alpha},
+                          details={"K_grid": grid.tolist(), "mean_regret": R.tolist()},
+                          reason=f"{label}: the per-episode regret has not dropped below half its initial rate by "
+                                 f"K = {K} (over-exploration phase, length ~ beta_p^2): no sqrt(T) phase to fit")
+        return _exploration_ends_in_last_doubling(undecided, curves, grid, K, alpha=alpha, seed=seed, label=label,
+                                                  src=src, tolerance=tolerance)
     fit = fit_increment_exponent(grid, curves[:, grid - 1], window=window, alpha=alpha, seed=seed)
     check = regret_exponent_check(fit, claimed=0.5, tolerance=tolerance, id=id, source=src, what=label,
                                   details={"window_rule": "increments after the per-episode rate fell below half "
                                                           "its initial (linear-phase) value"})
     return exponent_regime(check, fit)
+
+
+def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *, alpha: float, seed: int,
+                                       label: str, src: str, tolerance: float) -> Check:
+    """The over-exploration phase (length ~ beta_p^2 ~ 1/eps; Zhou, Thm 6.5 and docs/private_linopt.md "Rates")
+    ends inside the last doubling of the grid, so :func:`learning_window` finds fewer than two post-exploration
+    increments and no exponent can be fitted there. If the last two mean increments nevertheless grow like K^b
+    with b's interval (at the FAIL level) wholly below 0.25 (they shrink or barely grow: the uninformative pass of
+    dpcheck.regret.exponent_regime, without its wide-interval "flattening" branch; a linear
+    curve has b = 1), the regret is flattening -- the gapped instance's "linear, then bounded" -- and the check
+    is a PASS (uninformative) saying so: the run measures no rate, but nothing in it is in doubt against
+    O~(sqrt T). Anything else (increments still growing, as on a linear-regret agent, or an interval reaching
+    0.25) stays ``undecided`` (INCONCLUSIVE); the caller's check was not a FAIL, so no FAIL is ever changed."""
+    from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
+    left = grid[:-1]
+    if left.size < 2:
+        return undecided
+    last = (float(left[-2]), float(left[-1]))
+    fit = fit_increment_exponent(grid, curves[:, grid - 1], window=last, alpha=alpha, seed=seed)
+    check = exponent_regime(regret_exponent_check(
+        fit, claimed=0.5, tolerance=tolerance, id=undecided.id, source=src, what=label,
+        details={"window_rule": "no post-exploration window of two increments (learning_window); fitted on the "
+                                "last two increments only to see whether the regret is flattening"}), fit)
+    if check.verdict != PASS or check.details.get("qualifier") != "uninformative" or not fit.ci[1] < 0.25:
+        return undecided
+    R = curves[:, grid - 1].mean(axis=0)
+    rate = np.diff(R) / np.diff(grid)
+    why = (f"the over-exploration phase (length ~ beta_p^2 ~ 1/eps) ends inside the last doubling of the grid: the "
+           f"per-episode regret is {rate[0]:.3g} on the first increment, {rate[-2]:.3g} on [{left[-2]:g}, {left[-1]:g}] "
+           f"and {rate[-1]:.3g} on [{left[-1]:g}, {K:g}], so no window of two post-exploration increments exists at "
+           f"K = {K}; the last two increments grow like K^{fit.exponent:.2f} (CI [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}], "
+           "below 0.25): the regret is flattening and this run measures no rate (a longer "
+           "grid, the default K, can)")
+    det = dict(check.details, vacuous=why, K_grid=grid.tolist(), mean_regret=R.tolist())
+    return replace(check, details=det, reason=f"{label}: no rate measured (uninformative: {why})")
 
 
 def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
