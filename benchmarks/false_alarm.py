@@ -340,8 +340,10 @@ def audits_main(a, argv) -> int:
                            "upper bound on the audit-level FAIL rate; per check, how often it was inconclusive",
                    "rows": merged}, f, indent=1)
     with open(os.path.splitext(out)[0] + ".md", "w") as f:
-        f.write("# False alarms and decisiveness of every audit\n\nMade by `" + cmd + "` (alpha = "
-                f"{ALPHA}, family-wise; limits on inconclusive checks: {DECISIVE}).\n\n" + audit_table(merged) + "\n")
+        cmds = "\n".join(f"    {c}" for c in dict.fromkeys(r["command"] for r in merged))
+        f.write("# False alarms and decisiveness of every audit\n\nalpha = "
+                f"{ALPHA} (family-wise); limits on inconclusive checks: {DECISIVE}. Made by\n\n{cmds}\n\n"
+                + audit_table(merged) + "\n")
     print(f"results: {out}")
     bad = [r for r in rows if not r["within_alpha"]]
     return 1 if bad else 0
