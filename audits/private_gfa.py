@@ -230,7 +230,7 @@ class _GFAAudit(Audit):
                               tuning=self.params.tuning, C_cov=self.C_cov, sensitivity=self.sensitivity)
         ag = gfa.make_agent(self.alg, self.inst.fclass, epsilon=z["eps_K"], delta=self.delta, B=B, eta=eta,
                             sensitivity=self.sensitivity, s1=self.inst.s1)
-        self.add(gfa.output_policy_check(ag, self.inst, K=z["K_eps"], runs=z["runs"],
+        self.add(gfa.output_policy_check(ag, self.inst, K=z["K_eps"], runs=z["runs"], alpha=exe.alpha,
                                          seed=self.int_seed("output_policy") % (2 ** 31)))
 
 

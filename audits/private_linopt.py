@@ -189,7 +189,7 @@ class _PrivateLinOptAudit(Audit):
         for c in lib.scaling_checks(grid, alpha=exe.alpha, seed=exe.seed):
             self.add(c)
         self.add(lib.radius_scaling_check(spec, env, K))
-        self.add(lib.explicit_bound_check(grid, spec))
+        self.add(lib.explicit_bound_check(grid, spec, alpha=exe.alpha))
 
 
 class PrivateLinOptVIAudit(_PrivateLinOptAudit):

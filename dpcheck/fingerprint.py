@@ -39,6 +39,7 @@ seen; a library upgrade is seen only through its ``__version__``.
 from __future__ import annotations
 
 import dis
+import contextvars
 import functools
 import hashlib
 import importlib.util
@@ -147,6 +148,10 @@ class _Hasher:
             return
         if getattr(type(x), "__fingerprint_memo__", False) is True:
             self.w("memo", self._qual(type(x)))    # a declared memo table: contents derived from its keys
+            return
+        if isinstance(x, contextvars.ContextVar):  # e.g. dpcheck.stats' PASS level: its value now is what counts
+            self.w("contextvar", x.name)
+            self.obj(x.get(None))
             return
         if isinstance(x, types.ModuleType):       # not memoised: each reference names other attributes
             self.module(x, names)

@@ -963,7 +963,7 @@ def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
                  reason=f"slope of ln beta_p vs ln eps = {slope:.4f} ({'within' if ok else 'outside'} -0.5 +- 0.02)")
 
 
-def explicit_bound_check(grid: dict, spec: LinOptSpec) -> Check:
+def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -> Check:
     """C17 / C18: the exact pseudo-regret R(K) of every run is at most the explicit bound of the proof
     (T1 + T2 + T3, or mirror + martingale + T1 + T2 for PO), with probability >= 1 - 4 alpha; the check
     counts violating runs with the exact binomial test. Where the bound exceeds K V_1^* (every episode's regret
@@ -979,7 +979,7 @@ def explicit_bound_check(grid: dict, spec: LinOptSpec) -> Check:
         trivial &= b >= cap
         rows.append({"eps": e, "max_R": float(R.max()), "bound": b, "ratio": float(R.max() / b)})
     c = probability_check(id="regret.explicit_bound", kind="regret", failures=fails, runs=total,
-                          beta=min(1.0, 4 * spec.alpha), alpha=0.05,
+                          beta=min(1.0, 4 * spec.alpha), alpha=alpha,
                           claim={"statement": "R(K) <= T1 + T2 + T3 (VI) / mirror + martingale + T1 + T2 (PO), "
                                               "w.p. >= 1 - 4 alpha",
                                  "source": f"{SOURCE}, proofs of Thm 4.1 / 5.1 with the constants of Thm 6.5; {SPEC} C17, C18"},
