@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 
-from audits.lib import offline
-from audits.lib.offline import APVISpec
+from dpcheck.audits.lib import offline
+from dpcheck.audits.lib.offline import APVISpec
 from dpcheck.audit import Audit, ClaimRow
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
@@ -172,7 +172,7 @@ class DPAPVIAudit(Audit):
         if mech == "laplace":
             budget = float(o.epsilon) if o.epsilon is not None else 1.0
         elif o.epsilon is not None:
-            from algorithms.privatizers.offline import OfflineGaussianPrivatizer
+            from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer
             d = float(o.delta) if o.delta is not None else 1e-5
             budget = OfflineGaussianPrivatizer.from_approx_dp(float(o.epsilon), d).rho
             approx = (float(o.epsilon), d)
@@ -191,7 +191,7 @@ class DPAPVIAudit(Audit):
         path = self.params.data
         if path is None:
             return None
-        from algorithms.offline.dataset import OfflineDataset, _scalar_int, load_npz_arrays
+        from dpcheck.algorithms.offline.dataset import OfflineDataset, _scalar_int, load_npz_arrays
         arrays = load_npz_arrays(path)
         for key in ("states", "actions", "S", "A"):
             if key not in arrays:
@@ -216,7 +216,7 @@ class DPAPVIAudit(Audit):
         A = 3, H = 3 (the count checks: uncovered pairs exercise the uniform fallback; S = 4 makes a skipped
         consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised gap: more actions, so the gap
         falls over a window of n instead of vanishing at once)."""
-        from algorithms.offline import tab_full, tab_partial
+        from dpcheck.algorithms.offline import tab_full, tab_partial
         full = tab_full(self.rng("instance", "full"), S=2, A=2, H=3)
         partial = tab_partial(self.rng("instance", "partial"), S=4, A=3, H=3)
         wide = tab_full(self.rng("instance", "wide"), S=5, A=5, H=3)

@@ -22,7 +22,7 @@ The claim table below says what each check tests and where the paper says it. Th
   benchmarks/false_alarm.py (benchmarks/results/false_alarm.json); the slopes and intervals themselves are
   each report's ``measured`` figures.
 
-The checks themselves are in :mod:`audits.lib.nash`; this module is the claim table, the sizes and ``run``.
+The checks themselves are in :mod:`dpcheck.audits.lib.nash`; this module is the claim table, the sizes and ``run``.
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ import time
 
 import numpy as np
 
-from audits.lib import nash
-from audits.lib.nash import BETA, REGRET_TOLERANCE, SOURCE
+from dpcheck.audits.lib import nash
+from dpcheck.audits.lib.nash import BETA, REGRET_TOLERANCE, SOURCE
 from dpcheck.audit import Audit, ClaimRow
 from dpcheck.checks import INCONCLUSIVE, PASS, Check
 from dpcheck.claims import Claim
@@ -166,9 +166,9 @@ class DPNashVIAudit(Audit):
 
     # ------------------------------------------------------------------ run
     def run(self) -> None:
-        from algorithms.envs.generators import random_game
-        from algorithms.games.testbeds import stochastic_pennies
-        from audits.lib import privatizers as pa
+        from dpcheck.algorithms.envs.generators import random_game
+        from dpcheck.algorithms.games.testbeds import stochastic_pennies
+        from dpcheck.audits.lib import privatizers as pa
 
         o = self.opts
         eps = float(o.epsilon) if o.epsilon is not None else 1.0
@@ -228,7 +228,7 @@ class DPNashVIAudit(Audit):
     def privacy_jdp(self, make, claim) -> None:
         """privacy.jdp.blackbox on the actions sent to the other users (lib.nash.jdp_target), and its power on
         the non-private Nash-VI."""
-        from algorithms.privatizers import NoPrivatizer
+        from dpcheck.algorithms.privatizers import NoPrivatizer
 
         samples, eps = self.samples, self.eps
         self.progress(f"privacy: JDP black-box audit of the actions sent to other users ({samples} runs per side)")

@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from audits.lib import ucbvi
-from audits.lib.ucbvi import AgentSpec
+from dpcheck.audits.lib import ucbvi
+from dpcheck.audits.lib.ucbvi import AgentSpec
 from dpcheck.audit import Audit, ClaimRow
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
@@ -146,7 +146,7 @@ class DPUCBVIAudit(Audit):
         return spec
 
     def record_config(self, spec: AgentSpec, theory: AgentSpec, practical: AgentSpec) -> None:
-        from algorithms.online.bonus import BonusConstants
+        from dpcheck.algorithms.online.bonus import BonusConstants
         self.config.update({
             "algorithm": "DP-UCBVI", "privatizer": spec.privatizer, "notion": self.agent_notion,
             "epsilon": spec.epsilon, "beta": spec.beta, "calibration": spec.calibration,
@@ -163,8 +163,8 @@ class DPUCBVIAudit(Audit):
 
     # -- privacy: the privatizer (white box + tight black box), then the agent ----------------
     def privacy(self, spec: AgentSpec, practical: AgentSpec) -> None:
-        from algorithms.privatizers.base import CountPrivatizer
-        from audits.lib import privatizers as pa
+        from dpcheck.algorithms.privatizers.base import CountPrivatizer
+        from dpcheck.audits.lib import privatizers as pa
         exe, notion = self.exe, self.agent_notion
         samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
         self.progress("dp_ucbvi: privacy (white box, privatizer black box, dataflow, actions black box)")
@@ -205,7 +205,7 @@ class DPUCBVIAudit(Audit):
 
     # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, C22
     def assumptions(self, spec: AgentSpec, theory: AgentSpec) -> None:
-        from algorithms.envs.generators import random_mdp
+        from dpcheck.algorithms.envs.generators import random_mdp
         exe = self.exe
         seed, alpha = exe.seed, exe.alpha
         self.progress("dp_ucbvi: Assumption 3.1, monotonicity")
@@ -225,7 +225,7 @@ class DPUCBVIAudit(Audit):
 
     # -- regret rates (practical mode) ------------------------------------------------------
     def regret(self, spec: AgentSpec, practical: AgentSpec) -> None:
-        from algorithms.envs.generators import random_mdp
+        from dpcheck.algorithms.envs.generators import random_mdp
         exe, notion = self.exe, self.agent_notion
         if notion not in ("JDP", "LDP"):
             self.progress(f"dp_ucbvi: privatizer notion {notion!r} claims no privacy: regret-cost checks skipped")

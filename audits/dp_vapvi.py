@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from audits.lib import offline_linear as ol
-from audits.lib.offline import qualify_policy
+from dpcheck.audits.lib import offline_linear as ol
+from dpcheck.audits.lib.offline import qualify_policy
 from dpcheck.audit import Audit, ClaimRow
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache

@@ -6,7 +6,7 @@ MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of ย
 Both share one claim table shape and one ``run`` (:class:`_GFAAudit`); the checks are the functions of
 audits/lib/gfa.py named in the table. The audited configuration: ``--epsilon`` (default 1), ``--delta``
 (default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: ยง2.5's theory B at that
-K), a user's class ``--set function_class=PATH.npz`` (arrays, see :func:`audits.lib.gfa.load_function_class`).
+K), a user's class ``--set function_class=PATH.npz`` (arrays, see :func:`dpcheck.audits.lib.gfa.load_function_class`).
 
 Privacy is checked on the configuration as declared (white box: the exact PLD accountant of the M updates
 at the temperature really used, the searched score sensitivity, the data each score is computed on; the
@@ -19,7 +19,7 @@ where the regret has saturated is marked uninformative.
 from __future__ import annotations
 
 
-from audits.lib import gfa
+from dpcheck.audits.lib import gfa
 from dpcheck.audit import Audit, ClaimRow
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
@@ -139,7 +139,7 @@ class _GFAAudit(Audit):
         if self.params.function_class:
             fc, mdp = gfa.load_function_class(self.params.function_class, self.alg)
         self.inst = gfa.instance_with_class(self.alg, fc, mdp)
-        from algorithms.gfa import coverability, per_start_coverability
+        from dpcheck.algorithms.gfa import coverability, per_start_coverability
         inst = self.inst
         self.C_cov = (coverability(inst.mdp, inst.fclass).value if self.alg == 1 else
                       per_start_coverability(inst.mdp, inst.fclass).value)
@@ -177,7 +177,7 @@ class _GFAAudit(Audit):
 
     def appendix_c(self) -> None:
         """G24 / G25: why the linear-design proof approach fails under privatisation (reported checks)."""
-        from audits.lib.gfa_harness import appendix_c_checks
+        from dpcheck.audits.lib.gfa_harness import appendix_c_checks
         self.progress(f"{self.name}: Appendix C harness (privatised design matrices)")
         for c in appendix_c_checks(self.int_seed("appendix_c"), self.exe.quick):
             self.add(c)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from audits.lib import linopt as lib
+from dpcheck.audits.lib import linopt as lib
 from dpcheck.audit import Audit, ClaimRow
 from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption

@@ -3,18 +3,18 @@
 ``central_privatizer`` (eps-JDP, dp_ucbvi.md §3.1, claim C1), ``local_privatizer`` (eps-LDP, §3.3, C2),
 ``offline_gaussian_privatizer`` (rho-zCDP, offline §2.2 / §2.7, T-1) and ``offline_laplace_privatizer``
 (eps-DP, offline §2.8(c)). Each class's top is its claim table; the checks themselves are the reusable
-functions of :mod:`audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
-declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`audits.lib.tabular`
+functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
+declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dpcheck.audits.lib.tabular`
 (Assumption 3.1).
 
 * ``privacy.blackbox`` -- black-box epsilon lower bound (dpcheck.blackbox.audit) on what the adversary
   sees when one user is replaced by the spec's worst case (C2 / N2 / T-1): Central, the whole released
   stream; Local, one user's message; offline, the released noisy counts n'. The statistic is the
   Neyman-Pearson log-likelihood ratio of the declared noise; instances are small (H = 1, S = 2) so that a
-  tight bound is reachable from 10^6 samples (:func:`audits.lib.privatizers.central_target`).
+  tight bound is reachable from 10^6 samples (:func:`dpcheck.audits.lib.privatizers.central_target`).
 * A user's privatizer (``--privatizer file.py:Class``) is audited black box only, nothing assumed about
   its noise: the searched stream audit (Local adds ``privacy.blackbox.stream``) and one user's message
-  (:func:`audits.lib.privatizers.plugin_blackbox`). The white-box ``sensitivity`` / ``tree_noise_reuse``
+  (:func:`dpcheck.audits.lib.privatizers.plugin_blackbox`). The white-box ``sensitivity`` / ``tree_noise_reuse``
   checks need the built-ins' scale and structure and run on built-ins only.
 * ``whitebox.dp_event`` -- the privacy profile computed exactly (dp_accounting PLD) from the privatizer's
   declared DpEvent (``declare()``: from its parameters and the sizes, nothing run), against its Claim.
@@ -36,7 +36,7 @@ from dpcheck.checks import INCONCLUSIVE, Check
 from dpcheck.errors import InputError
 from dpcheck.registry import PARALLEL, SetOption
 
-from audits.lib import privatizers as pa
+from dpcheck.audits.lib import privatizers as pa
 
 UCBVI = "Qiao & Wang 2023 (DP-UCBVI)"
 NASH = "Qiao & Wang 2024 (DP-Nash-VI)"
@@ -87,7 +87,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
 
     def privatizer(self):
         """(privatizer, rewards) from --privatizer / --epsilon / --set; records them in the config."""
-        from algorithms.privatizers import load_privatizer
+        from dpcheck.algorithms.privatizers import load_privatizer
         eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
         calibration = self.params.calibration
         spec = self.opts.privatizer or self.kind
@@ -104,7 +104,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         return p, not games
 
     def run(self) -> None:
-        from algorithms.privatizers.base import CountPrivatizer
+        from dpcheck.algorithms.privatizers.base import CountPrivatizer
         p, rewards = self.privatizer()
         claim = pa.claim_for_families(p, rewards)
         builtin = isinstance(p, CountPrivatizer) and not pa.is_plugin(p)
@@ -156,7 +156,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
 
     # -- Assumption 3.1 ---------------------------------------------------------------------------------
     def check_assumption(self, p, claim, rewards) -> None:
-        """Assumption 3.1 part by part over R repetitions (audits.lib.tabular.CountAssumptionMonitor)."""
+        """Assumption 3.1 part by part over R repetitions (dpcheck.audits.lib.tabular.CountAssumptionMonitor)."""
         self.progress(f"{self.kind} privatizer: Assumption 3.1 over repetitions")
         src = claim.source
         # 0 failures in R runs certify a rate <= beta/3 only when R >~ 3.7 / (beta/3): 150 / 400 runs for beta = 0.1
@@ -325,7 +325,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
     gaussian = True
 
     def privatizer(self):
-        from algorithms.privatizers.offline import OfflineGaussianPrivatizer
+        from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer
         o = self.opts
         if o.epsilon is not None:        # --epsilon (with --delta) selects rho through the zCDP conversion
             priv = OfflineGaussianPrivatizer.from_approx_dp(o.epsilon, o.delta or 1e-5)
@@ -352,7 +352,7 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
     gaussian = False
 
     def privatizer(self):
-        from algorithms.privatizers.offline import OfflineLaplacePrivatizer
+        from dpcheck.algorithms.privatizers.offline import OfflineLaplacePrivatizer
         eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
         priv = OfflineLaplacePrivatizer(epsilon=eps)
         self.config.update(privatizer="offline_laplace", epsilon=priv.epsilon)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 from scipy.optimize import linprog
 
-from algorithms.privatizers import CentralPrivatizer
+from dpcheck.algorithms.privatizers import CentralPrivatizer
 
 H, S, A, K = 20, 6, 2, 50_000
 

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from algorithms.envs import (greedy, nash_values, optimal_values, random_game, random_mdp, riverswim,
+from dpcheck.algorithms.envs import (greedy, nash_values, optimal_values, random_game, random_mdp, riverswim,
                              suboptimality, users_from_model)
 
 

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from algorithms.envs import random_mdp
-from algorithms.linear import OPPO, UCRLVTR, PrivateLinOptPO, PrivateLinOptVI, lm2, tabular_as_linear
+from dpcheck.algorithms.envs import random_mdp
+from dpcheck.algorithms.linear import OPPO, UCRLVTR, PrivateLinOptPO, PrivateLinOptVI, lm2, tabular_as_linear
 
 
 def best(f, repeats):

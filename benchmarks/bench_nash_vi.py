@@ -39,8 +39,8 @@ class _Validated:
 
 
 def episodes_per_second(S, A, H, K, privatizer, seed=0, baseline=False):
-    from algorithms.envs.generators import random_game
-    from algorithms.games.dp_nash_vi import DPNashVI
+    from dpcheck.algorithms.envs.generators import random_game
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
 
     game = random_game(S, A, A, H, np.random.default_rng(seed))
     algo = DPNashVI(privatizer, mode="practical")
@@ -54,9 +54,9 @@ def episodes_per_second(S, A, H, K, privatizer, seed=0, baseline=False):
 
 
 def recorded_stage_games(S, A, H, K, seed=0):
-    from algorithms.envs.generators import random_game
-    from algorithms.games.dp_nash_vi import DPNashVI
-    from algorithms.privatizers import NoPrivatizer
+    from dpcheck.algorithms.envs.generators import random_game
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
+    from dpcheck.algorithms.privatizers import NoPrivatizer
 
     game = random_game(S, A, A, H, np.random.default_rng(seed))
     res = DPNashVI(NoPrivatizer(), mode="practical", record_values=True).run(game, K, np.random.default_rng(seed + 1))
@@ -65,7 +65,7 @@ def recorded_stage_games(S, A, H, K, seed=0):
 
 def cce_ratio(Qb, Qu, H, n_scipy=300, per_step=None):
     """Seconds per stage game: ours (batched per step of per_step games, as in the algorithm) vs scipy."""
-    from algorithms.games.cce import constraint_matrix, highs_cce, solve_cce
+    from dpcheck.algorithms.games.cce import constraint_matrix, highs_cce, solve_cce
 
     n = Qb.shape[0]
     per_step = per_step or n
@@ -83,7 +83,7 @@ def cce_ratio(Qb, Qu, H, n_scipy=300, per_step=None):
 
 
 def main(argv=None):
-    from algorithms.privatizers import CentralPrivatizer, NoPrivatizer
+    from dpcheck.algorithms.privatizers import CentralPrivatizer, NoPrivatizer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--K", type=int, default=10_000)
@@ -113,7 +113,7 @@ def main(argv=None):
 
 
 def _pure_mask(Qb, Qu):
-    from algorithms.games.cce import pure_cce
+    from dpcheck.algorithms.games.cce import pure_cce
     return pure_cce(Qb, Qu)[0]
 
 

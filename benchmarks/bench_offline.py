@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from algorithms.offline import DPAPVI, DPVAPVI, OfflineDataset, appendix_f, tab_full  # noqa: E402
+from dpcheck.algorithms.offline import DPAPVI, DPVAPVI, OfflineDataset, appendix_f, tab_full  # noqa: E402
 
 S, A, H = 8, 4, 10
 H_LIN = 20

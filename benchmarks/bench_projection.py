@@ -12,7 +12,7 @@ import time
 import numpy as np
 from scipy.optimize import linprog
 
-from algorithms.privatizers.projection import project_counts
+from dpcheck.algorithms.privatizers.projection import project_counts
 
 
 def highs(y, n, band):

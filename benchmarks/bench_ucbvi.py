@@ -16,7 +16,7 @@ core. Goal (issue #4): >= 100x rlberry's episodes/s.
 The noise floor of DP-UCBVI is printed beside it: the time to draw one episode's Laplace noise for one
 run (the tree forms one new node per counter per episode, Chan et al.; RiverSwim has H S A (S + 2) =
 1,920 counters; the local randomiser draws the same number per message) with our fastest exact sampler
-(algorithms.privatizers.noise.laplace), in episodes/s and as a ratio to rlberry. No implementation
+(dpcheck.algorithms.privatizers.noise.laplace), in episodes/s and as a ratio to rlberry. No implementation
 that draws the paper's noise can run faster than that floor on this machine.
 
 Measured (2-core machine shared with other jobs; rlberry timed in the same invocation each time;
@@ -93,9 +93,9 @@ def rlberry_rate(H: int, episodes: int):
 
 
 def our_rate(kind: str, H: int, K: int, runs: int, seed: int = 0, engine: str = "compiled") -> dict:
-    from algorithms.envs.riverswim import riverswim
-    from algorithms.online.ucbvi import DPUCBVI, UCBVI
-    from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
+    from dpcheck.algorithms.envs.riverswim import riverswim
+    from dpcheck.algorithms.online.ucbvi import DPUCBVI, UCBVI
+    from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
     env = riverswim(H)
     if kind == "UCBVI":
         agent = UCBVI(mode="practical")
@@ -114,7 +114,7 @@ def our_rate(kind: str, H: int, K: int, runs: int, seed: int = 0, engine: str = 
 
 def noise_floor(H: int, runs: int = 64, episodes: int = 200, S: int = 6, A: int = 2) -> dict:
     """Episodes/s if an episode cost nothing but its Laplace draws (H S A (S + 2) per run)."""
-    from algorithms.privatizers.noise import laplace
+    from dpcheck.algorithms.privatizers.noise import laplace
     rng = np.random.default_rng(0)
     C = H * S * A * (S + 2)
     out = np.empty((runs, C))

@@ -75,7 +75,7 @@ PRIVATIZER = {"name": "central"}      # set by --privatizer
 
 
 def _ucbvi_spec():
-    from audits.lib.ucbvi import AgentSpec
+    from dpcheck.audits.lib.ucbvi import AgentSpec
     spec = AgentSpec(privatizer=PRIVATIZER["name"], epsilon=1.0)
     return spec, replace(spec, mode="practical", width_mode="nominal")
 
@@ -87,8 +87,8 @@ def _eps_grid():
 
 def ucbvi_curves(seed: int, config: str):
     """The regret sweep of ``dpcheck audit dp_ucbvi [--quick] --seed seed`` (eps = 1)."""
-    from algorithms.envs.generators import random_mdp
-    from audits.lib.ucbvi import practical_noise, regret_curves
+    from dpcheck.algorithms.envs.generators import random_mdp
+    from dpcheck.audits.lib.ucbvi import practical_noise, regret_curves
     _, practical = _ucbvi_spec()
     if config == "quick":
         K_grid, runs = 2 ** np.arange(6, 14), 4
@@ -115,7 +115,7 @@ def legacy_privacy_cost_K(K_grid, R_np, R_priv, seed):
 
 
 def run_ucbvi_regret(seed: int, config: str) -> dict:
-    from audits.lib.ucbvi import rate_checks
+    from dpcheck.audits.lib.ucbvi import rate_checks
     K_grid, R_np, curves, s = ucbvi_curves(seed, config)
     eps_main = _eps_grid()[1]
     notion = "JDP" if PRIVATIZER["name"] == "central" else "LDP"
@@ -126,15 +126,15 @@ def run_ucbvi_regret(seed: int, config: str) -> dict:
 
 
 def run_ucbvi_count_order(seed: int, config: str) -> dict:
-    from audits.lib.ucbvi import count_error_order_check
+    from dpcheck.audits.lib.ucbvi import count_error_order_check
     spec, _ = _ucbvi_spec()
     grid, runs = ((128, 512, 2048), 10) if config == "quick" else ((256, 1024, 4096), 20)
     return {c.id: c.verdict for c in count_error_order_check(spec, K_grid=grid, runs=runs, seed=seed, alpha=ALPHA)}
 
 
 def run_tree_reuse(seed: int, config: str) -> dict:
-    from algorithms.privatizers import load_privatizer
-    from audits.lib import privatizers as pa
+    from dpcheck.algorithms.privatizers import load_privatizer
+    from dpcheck.audits.lib import privatizers as pa
     p = load_privatizer("central", epsilon=1.0, beta=0.1, calibration="strict", width_mode="rigorous")
     runs = 1_000 if config == "quick" else 4_000
     return {"whitebox.tree_noise_reuse": pa.tree_reuse_check(p, runs=runs, seed=seed).verdict}
@@ -143,9 +143,9 @@ def run_tree_reuse(seed: int, config: str) -> dict:
 # ----------------------------------------------------------------------------- dp_nash_vi
 def run_nash_nonprivate(seed: int, config: str) -> dict:
     """regret.exponent.nonprivate of ``dpcheck audit dp_nash_vi [--quick] --seed seed``."""
-    from algorithms.games.testbeds import stochastic_pennies
-    from audits.dp_nash_vi import REGRET
-    from audits.lib.nash import REGRET_TOLERANCE, k_grid, regime, regret_job
+    from dpcheck.algorithms.games.testbeds import stochastic_pennies
+    from dpcheck.audits.dp_nash_vi import REGRET
+    from dpcheck.audits.lib.nash import REGRET_TOLERANCE, k_grid, regime, regret_job
     from dpcheck.regret import fit_increment_exponent, regret_exponent_check
     q = 1 if config == "quick" else 0
     seeds, Kr = REGRET["seeds"][q], REGRET["K"][q]

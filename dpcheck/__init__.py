@@ -5,6 +5,10 @@ Public API:
     audit(target, ...)          -- black-box epsilon lower bound with confidence
     Check                       -- one verified claim (what a report is made of)
 """
+from dpcheck import _layout
+
+_layout.install(__name__, __path__)
+
 from dpcheck.claims import Claim
 from dpcheck.target import AuditTarget
 from dpcheck.checks import Check, PASS, FAIL, INCONCLUSIVE

@@ -40,7 +40,7 @@ import numpy as np
 
 MAGIC = b"DPCHECK-CHUNK/2 "
 # classes whose instances may be stored: dpcheck's own code (trusted like the program reading the cache)
-TRUSTED_PACKAGES = ("dpcheck", "algorithms", "audits")
+TRUSTED_PACKAGES = ("dpcheck",)   # dpcheck.algorithms and dpcheck.audits included
 
 
 class NotStorable(TypeError):

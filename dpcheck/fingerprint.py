@@ -27,7 +27,7 @@ the caller then runs without the cache rather than key on something weaker (a na
 
 A memo table declared as such (:class:`WeakMemo`, or any object whose class sets
 ``__fingerprint_memo__ = True``) is hashed by its class alone: it holds values derived from its keys by
-code that is hashed where it is called (e.g. ``algorithms.gfa.evaluation.next_state_table``), so whether it
+code that is hashed where it is called (e.g. ``dpcheck.algorithms.gfa.evaluation.next_state_table``), so whether it
 was filled yet must not change the key (and a ``weakref.WeakKeyDictionary`` has no deterministic reduction).
 
 Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises

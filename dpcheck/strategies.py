@@ -6,7 +6,7 @@ any strategy for a dataset into one for neighbouring pairs::
 
     from hypothesis import given
     from dpcheck.strategies import neighbouring
-    from algorithms.envs.strategies import tabular_mdps, trajectories
+    from dpcheck.algorithms.envs.strategies import tabular_mdps, trajectories
 
     @given(neighbouring(pair_of=trajectories(riverswim(H=3), n=5)))
     def test_counts_sensitivity(pair):
@@ -20,7 +20,7 @@ are floats in [0, 1] (or, with ``rewards="grid"``, multiples of 1/4).
 
 This module holds the strategies that need no environment (seeds, policies as arrays,
 :func:`neighbouring` for any dataset, the array drawers); the ones that build environments,
-datasets and users live beside those classes, in :mod:`algorithms.envs.strategies`, because the
+datasets and users live beside those classes, in :mod:`dpcheck.algorithms.envs.strategies`, because the
 core imports neither ``algorithms`` nor ``audits`` (tests/test_layering.py).
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from algorithms.privatizers import BinaryMechanism, CountPrivatizer, Declaration, TreeCounter, tree_levels
+from dpcheck.algorithms.privatizers import BinaryMechanism, CountPrivatizer, Declaration, TreeCounter, tree_levels
 from dpcheck import Claim
 
 DELTA = 1e-5

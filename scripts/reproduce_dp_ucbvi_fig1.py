@@ -16,7 +16,7 @@ Practical mode (§6.3; every knob is written into the report):
   cannot lock in noise, §7.3);
 * tie-breaking: seeded uniform; regret: exact expected regret per episode (policy evaluation);
 * band: mean +- 1 standard deviation over the runs (as in Chowdhury & Zhou's plotting script);
-* the curves of one worker share one batch of runs (algorithms.online.stacking.StackedPrivatizer):
+* the curves of one worker share one batch of runs (dpcheck.algorithms.online.stacking.StackedPrivatizer):
   each keeps its own privatizer, noise stream and E; the environment stream is shared by the batch.
 
 Usage:  python scripts/reproduce_dp_ucbvi_fig1.py [--K 50000] [--runs 5] [--workers 2] [--seed 0]
@@ -51,7 +51,7 @@ def checkpoints(K: int, n: int = 200) -> np.ndarray:
 
 def make_privatizer(privatizer, eps, K, H):
     """(privatizer, eps_eff) in the practical noise calibration (module docstring)."""
-    from algorithms.privatizers import load_privatizer, tree_levels
+    from dpcheck.algorithms.privatizers import load_privatizer, tree_levels
     if privatizer == "none":
         return load_privatizer("none"), None
     factor = 3 * H * (tree_levels(K) if privatizer == "central" else 1)
@@ -60,12 +60,12 @@ def make_privatizer(privatizer, eps, K, H):
 
 
 def run_group(group, K, runs, seed, H):
-    """Several curves in ONE batch of runs (algorithms.online.stacking): each configuration keeps its
+    """Several curves in ONE batch of runs (dpcheck.algorithms.online.stacking): each configuration keeps its
     own privatizer, noise stream and width E on its slice of the run axis; the agent's planning,
     simulation and regret evaluation are paid once per episode for the whole group."""
-    from algorithms.envs.riverswim import riverswim
-    from algorithms.online.stacking import StackedPrivatizer
-    from algorithms.online.ucbvi import DPUCBVI
+    from dpcheck.algorithms.envs.riverswim import riverswim
+    from dpcheck.algorithms.online.stacking import StackedPrivatizer
+    from dpcheck.algorithms.online.ucbvi import DPUCBVI
 
     env = riverswim(H)
     made = [make_privatizer(priv, eps, K, H) for _, priv, eps in group]

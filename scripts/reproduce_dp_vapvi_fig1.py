@@ -3,7 +3,7 @@ DP-VAPVI at several zCDP budgets on the Appendix F linear MDP, H = 20, K from 5 
 (specs/offline_dp_apvi_vapvi.md §5, claims S-1..S-3).
 
 Setting (§5.1, §5.2; every choice the paper leaves open is written into the report):
-* instance: ``algorithms.offline.appendix_f`` (S = 2, A = 100, d = 10, H = 20, LSB-first action code, A13),
+* instance: ``dpcheck.algorithms.offline.appendix_f`` (S = 2, A = 100, d = 10, H = 20, LSB-first action code, A13),
   alpha_h and r_h drawn once from ``--instance-seed``; deterministic rewards (A15);
 * data: K episodes from mu per run, drawn from the exact law of their counts (``sample_counts``: the
   algorithms read the data only through n_h(s,a), n_h(s,a,s') and the reward sums, so this is the same
@@ -66,7 +66,7 @@ def t_interval(x, axis=0):
 def ablation(zero, **kw):
     """DP-VAPVI whose noise draws in ``zero`` (subset of g1, g2, g3, N1, N2) are set to 0 after drawing (same
     stream, same other draws). A diagnostic, not the paper's algorithm: the E/2 shifts stay."""
-    from algorithms.offline import DPVAPVI, VAPVINoise
+    from dpcheck.algorithms.offline import DPVAPVI, VAPVINoise
 
     class Ablation(DPVAPVI):
         name = "DP-VAPVI ablation"
@@ -82,7 +82,7 @@ def ablation(zero, **kw):
 
 def methods(C, pevi_c, H, rhos, d=10, ablation_rho=1.0):
     """(label, kind, algorithm) of every curve; kind in {pevi, vapvi, vapvi_theory, dp, dp_correct}."""
-    from algorithms.offline import DPVAPVI, PEVI, VAPVI
+    from dpcheck.algorithms.offline import DPVAPVI, PEVI, VAPVI
     out = [("PEVI", "pevi", None, PEVI(delta=DELTA, c=pevi_c, lam=LAM)),
            ("VAPVI", "vapvi", None, DPVAPVI(rho=math.inf, delta=DELTA, C=C, lam=LAM, Dpen=0.0, split=False)),
            ("VAPVI (theory additive)", "vapvi_theory", None, VAPVI(delta=DELTA, C=C, lam=LAM, split=False))]
@@ -103,7 +103,7 @@ def gaps_for(algs, inst, K_grid, runs, data_seed):
     """Sub-optimality (runs, len(K_grid)) of every algorithm in ``algs`` [(label, alg)], all on the same
     datasets: one batch of ``runs`` datasets per K from the stream (data_seed, K index); every algorithm
     has its own noise stream (data_seed, K index, algorithm index). Also returns diagnostics per label."""
-    from algorithms.envs.planning import suboptimality
+    from dpcheck.algorithms.envs.planning import suboptimality
     out = {lab: np.empty((runs, len(K_grid))) for lab, _ in algs}
     diag = {lab: {"mean_sigma2": [], "not_pd_lambda_steps": [], "E": [], "additive": []} for lab, _ in algs}
     for k, K in enumerate(K_grid):
@@ -123,7 +123,7 @@ def tune(inst, K_grid, runs, seed, dp_rho):
     sub-optimality over the K grid, on datasets from the tuning stream (disjoint from evaluation).
     DP-VAPVI at ``dp_rho`` is scored over the same C grid too -- NOT used for the choice (§5.2: one C for
     VAPVI and DP-VAPVI), only reported, to show how much a DP-specific C could change its curve."""
-    from algorithms.offline import DPVAPVI, PEVI
+    from dpcheck.algorithms.offline import DPVAPVI, PEVI
     algs = [(f"C={c:g}", DPVAPVI(rho=math.inf, delta=DELTA, C=c, lam=LAM, Dpen=0.0, split=False)) for c in C_GRID]
     algs += [(f"c={c:g}", PEVI(delta=DELTA, c=c, lam=LAM)) for c in PEVI_C_GRID]
     algs += [(f"DP rho={dp_rho:g} C={c:g}", DPVAPVI(rho=dp_rho, delta=DELTA, C=c, lam=LAM, Dpen=0.0, split=False))
@@ -359,8 +359,8 @@ def finite_json(o):
 
 
 def run(a):
-    from algorithms.envs.planning import optimal_return
-    from algorithms.offline import appendix_f
+    from dpcheck.algorithms.envs.planning import optimal_return
+    from dpcheck.algorithms.offline import appendix_f
     inst = appendix_f(np.random.default_rng(a.instance_seed), H=a.H)
     K_grid = tuple(a.K_grid)
     rhos = tuple(a.rhos)

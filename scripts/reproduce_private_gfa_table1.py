@@ -3,8 +3,8 @@ instances, four methods, in the spec's PoC-default configuration (specs/private_
 
 Setting (every knob is written into the report; the paper gives none of them, A10):
 * environment: the Appendix D deterministic MDP (H = 4, 64 uniform contexts, outcome reward) and its
-  243-entry hypothesis class (``algorithms.gfa.appendix_d``), easy and hard instances;
-* methods (§4.3) as ``algorithms.gfa.poc_default``: non-private no-batch (B = 1, argmax), non-private
+  243-entry hypothesis class (``dpcheck.algorithms.gfa.appendix_d``), easy and hard instances;
+* methods (§4.3) as ``dpcheck.algorithms.gfa.poc_default``: non-private no-batch (B = 1, argmax), non-private
   batched (B = ceil(sqrt K) = 18), private eps = 8 / eps = 5 (B = ceil(K^{3/5} / eps^{2/5}) = 14 / 17,
   eps the total JDP budget, delta = 1e-5, eps0 by the exact advanced-composition solve, Delta_S = 1,
   beta_EM = eps0 / 2); eta = 1; argmax ties broken uniformly at random (seeded); greedy ties -> action 0;
@@ -83,7 +83,7 @@ def interval(samples, level: float = LEVEL) -> list[float]:
 
 def run_cell(kind: str, method: str, *, K: int, runs: int, seed: int, eta: float, H: int, boot: int) -> dict:
     """One (instance, method): ``runs`` batched runs, the plateau figures and their bootstrap samples."""
-    from algorithms.gfa import appendix_d, poc_default
+    from dpcheck.algorithms.gfa import appendix_d, poc_default
     inst = appendix_d(kind, H=H)
     agent = poc_default(method, inst.fclass, K, eta=eta)
     key = [seed, KINDS.index(kind), METHODS.index(method)]
@@ -304,7 +304,7 @@ def agreement_notes(grid: dict, findings: dict) -> list[str]:
 def theory_batch_sizes(grid: dict) -> list:
     """(eps, B, beta_EM) of §2.5 for the private methods at this run's K (Algorithm 2, C'_cov computed
     exactly on the instance); [] if not applicable."""
-    from algorithms.gfa import appendix_d, per_start_coverability, theory_parameters
+    from dpcheck.algorithms.gfa import appendix_d, per_start_coverability, theory_parameters
     cell = grid["easy"]["private_eps_8"]
     H = cell["H"]
     inst = appendix_d("easy", H=H)
@@ -341,7 +341,7 @@ def main(argv=None):
                                                                           round(a.K * 5 / 3), a.eta)):
             g = run_grid(K=K, eta=eta, **common)
             robustness.append({"label": label, "K": K, "eta": eta, "grid": g, "findings": evaluate(g)})
-    from algorithms.gfa import appendix_d
+    from dpcheck.algorithms.gfa import appendix_d
     cmd = "python scripts/reproduce_private_gfa_table1.py" + ("" if (argv if argv is not None else sys.argv[1:]) == [] else
                                                    " " + " ".join(argv if argv is not None else sys.argv[1:]))
     meta = {"command": cmd, "K": a.K, "runs": a.runs, "seed": a.seed, "eta": a.eta, "boot": a.boot, "H": a.H,

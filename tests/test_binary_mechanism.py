@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from algorithms.privatizers.binary_mechanism import (BinaryMechanism, TreeCounter, nodes_containing,
+from dpcheck.algorithms.privatizers.binary_mechanism import (BinaryMechanism, TreeCounter, nodes_containing,
                                                      release_nodes, tree_levels)
 from dpcheck.errors import InputError
 
@@ -99,7 +99,7 @@ def test_fresh_noise_defect_is_caught_by_the_reuse_test():
 
 def test_release_noise_covariance_matches_shared_nodes():
     """Cov(B(t), B(t')) = (#shared nodes) 2 b^2; the fresh-noise defect has zero covariance."""
-    from audits.lib.privatizers import tree_noise_structure
+    from dpcheck.audits.lib.privatizers import tree_noise_structure
     ok = tree_noise_structure(BinaryMechanism, K=8, b=1.0, counters=20_000, seed=3)
     bad = tree_noise_structure(FreshNoiseMechanism, K=8, b=1.0, counters=20_000, seed=3)
     assert ok["max_z"] < 6

@@ -323,7 +323,7 @@ def test_codec_round_trips_dpcheck_records():
               measured={"eps": np.float64(0.25), "n": 3}, details={"pairs": [(0, 1)], "x": np.ones(2)})
     _, back = cachefile.loads(cachefile.dumps({}, [c, (c,)]))
     assert _same(c, back[0]) and _same(c, back[1][0]) and type(back[0]) is Check
-    from algorithms.envs.tabular import TabularMDP
+    from dpcheck.algorithms.envs.tabular import TabularMDP
     P = np.zeros((1, 2, 1, 2))
     P[..., 1] = 1.0
     mdp = TabularMDP(P=P, r=np.full((1, 2, 1), 0.5), init=np.array([1.0, 0.0]), name="m")
@@ -346,8 +346,8 @@ def test_results_the_codec_cannot_hold_are_returned_not_stored(tmp_path):
 # ------------------------------------------------------------------ memo tables (GFA)
 def test_a_declared_memo_table_is_skipped_by_the_fingerprint():
     import weakref
-    from algorithms.envs.tabular import TabularMDP
-    from algorithms.gfa import evaluation
+    from dpcheck.algorithms.envs.tabular import TabularMDP
+    from dpcheck.algorithms.gfa import evaluation
 
     class Key:
         pass

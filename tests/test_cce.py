@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from algorithms.games.cce import (constraint_matrix, cce_residual, highs_cce, marginals, pure_cce,
+from dpcheck.algorithms.games.cce import (constraint_matrix, cce_residual, highs_cce, marginals, pure_cce,
                                   simplex_cce, solve_cce)
 from dpcheck.errors import InputError
 

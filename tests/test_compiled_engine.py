@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from algorithms.envs.riverswim import riverswim
-from algorithms.envs.strategies import tabular_mdps
-from algorithms.online import compiled
-from algorithms.online.stacking import StackedPrivatizer
-from algorithms.online.ucbvi import DPUCBVI, UCBVI
-from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
+from dpcheck.algorithms.envs.riverswim import riverswim
+from dpcheck.algorithms.envs.strategies import tabular_mdps
+from dpcheck.algorithms.online import compiled
+from dpcheck.algorithms.online.stacking import StackedPrivatizer
+from dpcheck.algorithms.online.ucbvi import DPUCBVI, UCBVI
+from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
 from dpcheck.errors import InputError
 
 pytestmark = pytest.mark.skipif(not compiled.available(), reason="numba not installed")

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from algorithms.envs import riverswim
-from algorithms.envs.games import MarkovGame
-from algorithms.online import compiled
-from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
-from algorithms.privatizers.projection import _NETWORKS, sorting_network
+from dpcheck.algorithms.envs import riverswim
+from dpcheck.algorithms.envs.games import MarkovGame
+from dpcheck.algorithms.online import compiled
+from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
+from dpcheck.algorithms.privatizers.projection import _NETWORKS, sorting_network
 from dpcheck.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_sorting_network_is_a_copy_of_the_column_solver_s():
 
 @pytest.mark.skipif(not compiled.available(), reason="numba not installed")
 def test_kernel_args_name_the_kernel_s_parameters_in_order():
-    from algorithms.online._kernels import run_episodes
+    from dpcheck.algorithms.online._kernels import run_episodes
     params = list(inspect.signature(run_episodes.py_func).parameters)
     assert list(compiled.KernelArgs._fields) == params
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from algorithms.privatizers import (CentralPrivatizer, CountPrivatizer, Declaration, LocalPrivatizer, NoPrivatizer,
+from dpcheck.algorithms.privatizers import (CentralPrivatizer, CountPrivatizer, Declaration, LocalPrivatizer, NoPrivatizer,
                                     OfflineGaussianPrivatizer, OfflineLaplacePrivatizer, load_privatizer)
-from audits.lib import privatizers as pa
+from dpcheck.audits.lib import privatizers as pa
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from algorithms.offline import DPAPVI, tab_full, tab_partial
-from algorithms.offline.apvi import penalty as apvi_penalty
-from algorithms.privatizers.offline import OfflineGaussianPrivatizer
-from audits.lib import offline as lo
-from audits.lib.offline import APVISpec
+from dpcheck.algorithms.offline import DPAPVI, tab_full, tab_partial
+from dpcheck.algorithms.offline.apvi import penalty as apvi_penalty
+from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer
+from dpcheck.audits.lib import offline as lo
+from dpcheck.audits.lib.offline import APVISpec
 from dpcheck.blackbox import audit as bb_audit
 from dpcheck.cli import main
 
@@ -196,8 +196,8 @@ def test_coverage_of_user_counts_reports_the_sample_size_condition():
 
 # ---------------------------------------------------------------- claim table and the CLI
 def test_claim_table_and_options_are_listed(capsys):
-    from audits.dp_apvi import DPAPVIAudit
-    from audits.lib import offline, privatizers
+    from dpcheck.audits.dp_apvi import DPAPVIAudit
+    from dpcheck.audits.lib import offline, privatizers
     for r in DPAPVIAudit.claims:
         mod, fn = r.method.split(".")
         assert callable(getattr({"offline": offline, "privatizers": privatizers}[mod], fn)), r
@@ -348,7 +348,7 @@ def test_the_registered_audit_fails_on_each_planted_defect(tmp_path, monkeypatch
 
 
 def test_offline_dataset_load_round_trip_and_errors(tmp_path):
-    from algorithms.offline import OfflineDataset
+    from dpcheck.algorithms.offline import OfflineDataset
     from dpcheck.errors import InputError
     path = _dataset(tmp_path)
     d = OfflineDataset.load(path)
@@ -377,7 +377,7 @@ class RawVisitsAPVI(DPAPVI):
     """Defect: the fallback and the penalties read the raw visit counts n(s,a) instead of ntil(s,a)."""
 
     def _private_counts(self, counts, rng):
-        from algorithms.privatizers.offline import OfflineCounts
+        from dpcheck.algorithms.privatizers.offline import OfflineCounts
         pc = super()._private_counts(counts, rng)
         scale = counts.visits / np.maximum(pc.visits, 1e-12)
         return OfflineCounts(visits=counts.visits, transitions=pc.transitions * scale[..., None],

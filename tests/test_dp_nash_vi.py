@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from algorithms.envs.games import MarkovGame
-from algorithms.envs.generators import random_game, matching_pennies
-from algorithms.envs.game_planning import best_response_values, correlated_policy_values, duality_gap
-from algorithms.games.cce import cce_residual
-from algorithms.games.dp_nash_vi import DPNashVI, confidence_log
+from dpcheck.algorithms.envs.games import MarkovGame
+from dpcheck.algorithms.envs.generators import random_game, matching_pennies
+from dpcheck.algorithms.envs.game_planning import best_response_values, correlated_policy_values, duality_gap
+from dpcheck.algorithms.games.cce import cce_residual
+from dpcheck.algorithms.games.dp_nash_vi import DPNashVI, confidence_log
 from dpcheck.errors import InputError, MechanismError
 
 
@@ -51,7 +51,7 @@ def t3(seed=0):
 
 
 def test_nonprivate_runs_and_records_shapes():
-    from audits.lib.tabular import CountAssumptionMonitor
+    from dpcheck.audits.lib.tabular import CountAssumptionMonitor
     game = t3()
     # Assumption 3.1 is the checker's business (release_hook), not the algorithm's: exact counts, zero error
     mon = CountAssumptionMonitor(4, 0.0, has_rewards=False, source="test")
@@ -204,9 +204,9 @@ def test_bad_input_raised_inside_the_privatizer_stays_input_error():
 
 
 def test_release_hook_sees_every_release_and_does_not_change_the_run():
-    from algorithms.envs.generators import random_game
-    from algorithms.games.dp_nash_vi import DPNashVI
-    from algorithms.privatizers import CentralPrivatizer
+    from dpcheck.algorithms.envs.generators import random_game
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
+    from dpcheck.algorithms.privatizers import CentralPrivatizer
 
     game = random_game(2, 2, 2, 2, np.random.default_rng(0))
     seen = []
@@ -224,7 +224,7 @@ def test_release_hook_sees_every_release_and_does_not_change_the_run():
 def test_direct_kernel_sampling_matches_the_validated_step_path():
     """run() samples a MarkovGame's transitions from its kernel CDF directly (speed); a game seen only
     through reset/step must give the very same trajectories from the same seed."""
-    from algorithms.privatizers import NoPrivatizer
+    from dpcheck.algorithms.privatizers import NoPrivatizer
 
     game = random_game(3, 2, 2, 3, np.random.default_rng(5))
 

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from algorithms.envs.generators import random_game
-from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
-from audits.lib.nash import (assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
+from dpcheck.algorithms.envs.generators import random_game
+from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
+from dpcheck.audits.lib.nash import (assumption_checks, jdp_scenario, jdp_target, k_grid, ldp_target,
                              regret_curves)
 from dpcheck.blackbox import audit
 
@@ -31,8 +31,8 @@ def test_scripted_pairs_differ_only_in_the_first_user():
 def test_user_pairs_follow_the_action_history_of_a_hashed_tree():
     """UserPairs is the game view of ScriptedUsers on joint actions: step by step it reports what
     responses() reports for the same joint-action history (history-dependent users included)."""
-    from algorithms.envs.generators import random_game
-    from algorithms.envs.users import UserPairs, users_from_model
+    from dpcheck.algorithms.envs.generators import random_game
+    from dpcheck.algorithms.envs.users import UserPairs, users_from_model
 
     game = random_game(3, 2, 3, 4, np.random.default_rng(0))
     users = users_from_model(game.joint_mdp(), 5, np.random.default_rng(1))
@@ -131,8 +131,8 @@ def test_registered_audit_quick_end_to_end(tmp_path):
 # ---------------------------------------------------------------- issue #5 hardening: regret test bed
 from types import SimpleNamespace
 
-from algorithms.games.dp_nash_vi import DPNashVI
-from algorithms.games.testbeds import mixed_margin, stochastic_pennies
+from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
+from dpcheck.algorithms.games.testbeds import mixed_margin, stochastic_pennies
 from dpcheck.regret import fit_increment_exponent, regret_exponent_check
 
 
@@ -159,7 +159,7 @@ def _exponent_check(algo_cls, K, seeds, seed=0):
 def test_regret_test_bed_has_mixed_equilibria_where_the_old_one_was_pure():
     assert mixed_margin(stochastic_pennies()) >= 0.3         # every reached stage game fully mixed
     # the criterion separates: a game with a strictly dominant pure profile has margin 0
-    from algorithms.envs.generators import matrix_game
+    from dpcheck.algorithms.envs.generators import matrix_game
     assert mixed_margin(matrix_game([[0.9, 0.8], [0.1, 0.2]])) == 0.0
 
 
@@ -177,7 +177,7 @@ def test_nonprivate_nash_vi_is_in_the_sqrt_K_regime_on_the_test_bed():
 
 # ---------------------------------------------------------------- user privatizers end to end (CLI)
 FLAKY = '''
-from algorithms.privatizers import CentralPrivatizer
+from dpcheck.algorithms.privatizers import CentralPrivatizer
 
 
 class FlakyPrivatizer(CentralPrivatizer):
@@ -229,7 +229,7 @@ def test_cli_a_privatizer_that_raises_exits_2_naming_it_and_keeps_finished_check
 def _planted_results(cost, seeds=8, Ks=(1000, 2000, 4000, 8000), eps_grid=(4.0, 8.0, 16.0, 32.0), spec="central"):
     """Regret curves with a known non-private part 3 sqrt(K) and a planted privacy cost ``cost(eps, K)``
     added at the end of each run (it only has to be right at the grid points the checks read)."""
-    from audits.lib.nash import plot_grid
+    from dpcheck.audits.lib.nash import plot_grid
     rng = np.random.default_rng(0)
     out = {}
     for K in Ks:
@@ -248,7 +248,7 @@ def _planted_results(cost, seeds=8, Ks=(1000, 2000, 4000, 8000), eps_grid=(4.0, 
     (lambda e, K: 0.05 * K / e, {"jdp_K": "inconclusive"}),                                  # linear in K
 ])
 def test_privacy_cost_checks_read_planted_scalings(cost, verdicts):
-    from audits.lib.nash import regret_checks
+    from dpcheck.audits.lib.nash import regret_checks
     res = _planted_results(cost)
     checks = {c.id.rsplit(".", 1)[-1]: c for c in regret_checks(
         stochastic_pennies(), "central", "JDP", calibration="strict", K=8000, seeds=8, eps_grid=(4.0, 8.0, 16.0, 32.0),
@@ -261,9 +261,9 @@ def test_privacy_cost_checks_read_planted_scalings(cost, verdicts):
 
 
 def test_notion_comes_from_the_declared_claim():
-    from algorithms.privatizers import CentralPrivatizer as C
-    from audits.lib.privatizers import privatizer_notion
-    from audits.lib.privatizers import claim_for_families
+    from dpcheck.algorithms.privatizers import CentralPrivatizer as C
+    from dpcheck.audits.lib.privatizers import privatizer_notion
+    from dpcheck.audits.lib.privatizers import claim_for_families
     from dpcheck.claims import Claim
 
     class LdpByClaim(C):                      # inherits notion = "JDP" but declares an LDP claim
@@ -281,7 +281,7 @@ def test_notion_comes_from_the_declared_claim():
 def test_certificate_chain_is_an_invariant_one_broken_run_fails_it():
     """Delta_final <= mean_k certificate holds always (N27): one run that breaks it must fail the audit.
     (It used to be counted as one failure of a probability check at beta, which 1 run in 40 passed.)"""
-    from algorithms.games.dp_nash_vi import DPNashVI
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
 
     class OneBadOutput(DPNashVI):
         def run(self, *a, **kw):
@@ -316,8 +316,8 @@ def test_cli_nonprivate_baseline_is_a_privacy_violation(tmp_path):
 
 # ---------------------------------------------------------------- the claim table (dpcheck.audit.Audit)
 def test_claim_table_rows_cite_the_paper_and_name_an_existing_checker():
-    from audits.dp_nash_vi import DPNashVIAudit
-    from audits.lib import nash
+    from dpcheck.audits.dp_nash_vi import DPNashVIAudit
+    from dpcheck.audits.lib import nash
 
     rows = DPNashVIAudit.claims
     assert len({r.id for r in rows}) == len(rows)

@@ -5,11 +5,11 @@ unchanged and must turn it into a failing check.
 """
 import numpy as np
 
-from algorithms.envs.generators import random_game
-from algorithms.games.cce import CCESolution, cce_residual, solve_cce
-from algorithms.games.dp_nash_vi import DPNashVI
-from algorithms.privatizers import CentralPrivatizer, NoPrivatizer
-from audits.lib.nash import assumption_checks, jdp_target
+from dpcheck.algorithms.envs.generators import random_game
+from dpcheck.algorithms.games.cce import CCESolution, cce_residual, solve_cce
+from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
+from dpcheck.algorithms.privatizers import CentralPrivatizer, NoPrivatizer
+from dpcheck.audits.lib.nash import assumption_checks, jdp_target
 from dpcheck.blackbox import audit
 
 

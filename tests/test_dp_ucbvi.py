@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from algorithms.envs.generators import random_mdp
-from algorithms.envs.riverswim import riverswim
-from algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g, iota
-from algorithms.online.ucbvi import DPUCBVI, UCBVI, backward_induction, greedy_policy, private_estimates
+from dpcheck.algorithms.envs.generators import random_mdp
+from dpcheck.algorithms.envs.riverswim import riverswim
+from dpcheck.algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g, iota
+from dpcheck.algorithms.online.ucbvi import DPUCBVI, UCBVI, backward_induction, greedy_policy, private_estimates
 from dpcheck.errors import InputError, MechanismError
 
 
@@ -218,8 +218,8 @@ def test_ucbvi_equals_naive_reference():
 
 def test_zero_noise_privatizer_reproduces_ucbvi_actions():
     # a privatizer that adds no noise (exact counts, E = 0) through DP-UCBVI == UCBVI, action by action
-    pytest.importorskip("algorithms.privatizers", reason="privatizers not available")
-    from algorithms.privatizers import NoPrivatizer  # noqa: F401
+    pytest.importorskip("dpcheck.algorithms.privatizers", reason="privatizers not available")
+    from dpcheck.algorithms.privatizers import NoPrivatizer  # noqa: F401
     env = riverswim(6)
     a = DPUCBVI(ExactCounts(0.0), mode="practical").run(env, 300, 3, runs=4)
     b = UCBVI(mode="practical").run(env, 300, 3, runs=4)
@@ -229,7 +229,7 @@ def test_zero_noise_privatizer_reproduces_ucbvi_actions():
 
 def test_monotone_min_and_clip_hold_in_runs():
     env = random_mdp(4, 2, 4, np.random.default_rng(2), reward_noise="bernoulli")
-    from audits.lib.tabular import CountAssumptionMonitor
+    from dpcheck.audits.lib.tabular import CountAssumptionMonitor
     box = {}
 
     def hook(counts, priv):
@@ -317,7 +317,7 @@ def test_misbehaving_privatizer_is_a_mechanism_error():
 def test_central_privatizer_without_noise_reproduces_ucbvi_actions():
     # the real Central Privatizer (tree + post-processing LP) with its noise switched off and E = 0
     # releases N~ = N exactly, so DP-UCBVI must send the same actions as UCBVI, episode by episode
-    from algorithms.privatizers import CentralPrivatizer
+    from dpcheck.algorithms.privatizers import CentralPrivatizer
 
     class Noiseless(CentralPrivatizer):
         def node_scale(self):
@@ -353,8 +353,8 @@ def test_backward_induction_with_per_run_widths_equals_scalar_calls():
 def test_stacked_privatizers_equal_separate_runs():
     # users add no randomness and ties go to the lowest action: everything is deterministic, so a
     # stacked batch must reproduce each configuration's separate run exactly, run by run
-    from algorithms.envs.users import HashedUsers
-    from algorithms.online.stacking import StackedPrivatizer
+    from dpcheck.algorithms.envs.users import HashedUsers
+    from dpcheck.algorithms.online.stacking import StackedPrivatizer
     users = HashedUsers.random(40, 3, 2, 3, np.random.default_rng(0))
     parts = [(ExactCounts(0.0), 2), (ExactCounts(2.0), 1), (ExactCounts(9.0), 2)]
     stacked = DPUCBVI(StackedPrivatizer(parts), mode="practical", tie_breaking="lowest").run(users, 40, 0, runs=5)
@@ -368,8 +368,8 @@ def test_stacked_privatizers_equal_separate_runs():
 def test_stacked_release_equals_each_privatizers_own_release():
     # the merged post-processing LP of StackedPrivatizer must give what each privatizer releases alone
     import copy
-    from algorithms.online.stacking import StackedPrivatizer
-    from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
+    from dpcheck.algorithms.online.stacking import StackedPrivatizer
+    from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
     parts = [(CentralPrivatizer(3.0, width_mode="nominal"), 2), (NoPrivatizer(), 1),
              (LocalPrivatizer(50.0, width_mode="nominal"), 2), (CentralPrivatizer(100.0), 1)]
     twins = [copy.deepcopy(p) for p, _ in parts]
@@ -393,7 +393,7 @@ def test_stacked_release_equals_each_privatizers_own_release():
 
 @pytest.mark.parametrize("A", [1, 2, 3, 5, 9, 12])
 def test_folded_max_and_argmax_match_numpy(A):
-    from algorithms.online.ucbvi import _argmax_last, _max_last
+    from dpcheck.algorithms.online.ucbvi import _argmax_last, _max_last
     x = np.random.default_rng(A).integers(0, 3, (7, 4, A)).astype(float)  # many ties
     np.testing.assert_array_equal(_max_last(x), x.max(-1))
     np.testing.assert_array_equal(_argmax_last(x), x.argmax(-1))
@@ -406,7 +406,7 @@ def test_folded_max_and_argmax_match_numpy(A):
 def test_sorting_networks_sort_every_zero_one_input():
     """0-1 principle: a comparator network sorts every input iff it sorts every 0/1 input."""
     import itertools
-    from algorithms.privatizers import projection as P
+    from dpcheck.algorithms.privatizers import projection as P
     for S in range(2, P._COLUMN_MAX_S + 1):
         X = np.array(list(itertools.product([0.0, 1.0], repeat=S)))
         cols = list(X.T.copy())
@@ -419,7 +419,7 @@ def test_sorting_networks_sort_every_zero_one_input():
 
 @pytest.mark.parametrize("S", [2, 3, 6, 7, 12])
 def test_column_path_is_bit_identical_to_row_path(S, monkeypatch):
-    from algorithms.privatizers import projection as P
+    from dpcheck.algorithms.privatizers import projection as P
     rng = np.random.default_rng(S)
     M = 400
     y = rng.normal(rng.uniform(-5, 40), rng.uniform(0.1, 30), (M, S))
@@ -441,7 +441,7 @@ def test_column_path_is_bit_identical_to_row_path(S, monkeypatch):
 def test_sparse_observe_equals_the_dense_hook(kind):
     """The privatizers' sparse fast path (_ingest_sparse) gives bit-identical releases to the dense
     _ingest hook a user's subclass would get (the subclass below only forces the dense path)."""
-    from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
+    from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
     base = CentralPrivatizer if kind == "central" else LocalPrivatizer
     Dense = type("Dense", (base,), {"_ingest": lambda self, v, t, r: base._ingest(self, v, t, r)})
     H, S, A, K, runs = 3, 4, 2, 13, 3

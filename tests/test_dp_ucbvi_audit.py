@@ -7,8 +7,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from algorithms.envs.generators import random_mdp
-from audits.lib.ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
+from dpcheck.algorithms.envs.generators import random_mdp
+from dpcheck.audits.lib.ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
                              optimism_check, practical_noise, whitebox_check)
 from dpcheck.cli import main
 
@@ -38,7 +38,7 @@ def test_ldp_message_audit_strict_passes():
 
 def test_ldp_message_audit_catches_noise_too_small():
     # a local privatizer run at 8x its stated eps leaks 8x: the black box must see more than eps = 1
-    from algorithms.privatizers import LocalPrivatizer
+    from dpcheck.algorithms.privatizers import LocalPrivatizer
 
     class Leaky(LocalPrivatizer):
         def noise_scale(self):
@@ -75,7 +75,7 @@ def test_practical_noise_is_per_node_unit_laplace():
 
 @pytest.mark.parametrize("privatizer", ["central", "local"])
 def test_count_error_order_plots_are_labelled_with_the_count_error(privatizer):
-    from audits.lib.ucbvi import count_error_order_check
+    from dpcheck.audits.lib.ucbvi import count_error_order_check
     checks = count_error_order_check(AgentSpec(privatizer=privatizer), K_grid=(16, 32, 64), runs=4, seed=0)
     assert [c.id for c in checks] == ["assumption.count_error_order_eps", "assumption.count_error_order_K"]
     for c in checks:
@@ -84,8 +84,8 @@ def test_count_error_order_plots_are_labelled_with_the_count_error(privatizer):
 
 def test_claim_table_names_existing_checking_functions():
     import importlib
-    from audits.dp_ucbvi import DPUCBVIAudit
-    modules = {"ucbvi": "audits.lib.ucbvi", "privatizers": "audits.lib.privatizers"}
+    from dpcheck.audits.dp_ucbvi import DPUCBVIAudit
+    modules = {"ucbvi": "dpcheck.audits.lib.ucbvi", "privatizers": "dpcheck.audits.lib.privatizers"}
     for row in DPUCBVIAudit.claims:
         mod, fn = row.method.split(".")
         assert callable(getattr(importlib.import_module(modules[mod]), fn)), row
@@ -118,7 +118,7 @@ def test_cli_quick_central(tmp_path):
     assert "vacuous" in ids["assumption.optimism"]["details"]
     assert ids["regret.exponent.jdp"]["details"]["plots"]
     # every check carries its claim-table row: the paper's statement, its source and the checking function
-    from audits.dp_ucbvi import DPUCBVIAudit
+    from dpcheck.audits.dp_ucbvi import DPUCBVIAudit
     for c in rep["checks"]:
         row = DPUCBVIAudit.row(c["id"])
         assert row is not None and c["claim"]["table"]["source"] == row.source
@@ -140,7 +140,7 @@ def test_cli_nonprivate_baseline_is_a_violation(tmp_path):
 def test_cli_user_privatizer_class(tmp_path):
     f = tmp_path / "mypriv.py"
     f.write_text(textwrap.dedent("""
-        from algorithms.privatizers import LocalPrivatizer
+        from dpcheck.algorithms.privatizers import LocalPrivatizer
         class MyLocal(LocalPrivatizer):
             pass
     """))
@@ -160,13 +160,13 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
     # a CountPrivatizer subclass inherits notion = "JDP"; its declared LDP claim must decide how it is audited
     f = tmp_path / "ldp_by_claim.py"
     f.write_text(
-        "from algorithms.privatizers import CentralPrivatizer\n"
+        "from dpcheck.algorithms.privatizers import CentralPrivatizer\n"
         "from dpcheck.claims import Claim\n"
         "class LdpByClaim(CentralPrivatizer):\n"
         "    @property\n"
         "    def claim(self):\n"
         "        return Claim(epsilon=self.epsilon, notion='LDP', source='test')\n")
-    from audits.lib.ucbvi import AgentSpec
+    from dpcheck.audits.lib.ucbvi import AgentSpec
     assert AgentSpec(privatizer=f"{f}:LdpByClaim").notion() == "LDP"
     assert AgentSpec(privatizer="central").notion() == "JDP"
     assert AgentSpec(privatizer="local").notion() == "LDP"

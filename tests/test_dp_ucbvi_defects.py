@@ -13,12 +13,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from algorithms.envs.generators import random_mdp
-from algorithms.envs.tabular import TabularMDP
-from algorithms.online.bonus import BonusConstants
-from algorithms.online.ucbvi import DPUCBVI, private_estimates
-from algorithms.privatizers import CentralPrivatizer
-from audits.lib.ucbvi import (AgentSpec, assumption_checks, dataflow_check, jdp_blackbox_check,
+from dpcheck.algorithms.envs.generators import random_mdp
+from dpcheck.algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.online.bonus import BonusConstants
+from dpcheck.algorithms.online.ucbvi import DPUCBVI, private_estimates
+from dpcheck.algorithms.privatizers import CentralPrivatizer
+from dpcheck.audits.lib.ucbvi import (AgentSpec, assumption_checks, dataflow_check, jdp_blackbox_check,
                              optimism_check)
 
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from algorithms.offline import DPVAPVI, VAPVINoise
-from audits.lib import offline_linear as ol
+from dpcheck.algorithms.offline import DPVAPVI, VAPVINoise
+from dpcheck.audits.lib import offline_linear as ol
 from dpcheck.cli import main
 
 
@@ -29,7 +29,7 @@ def _counts(setup, H):
 
 # ------------------------------------------------------------------ (a) claim table, list
 def test_claim_table_names_existing_checking_functions():
-    from audits.dp_vapvi import DPVAPVIAudit
+    from dpcheck.audits.dp_vapvi import DPVAPVIAudit
     for row in DPVAPVIAudit.claims:
         mod, fn = row.method.split(".")
         assert mod == "offline_linear" and callable(getattr(ol, fn)), row
@@ -51,7 +51,7 @@ def test_cli_quick_lin_tab(tmp_path):
     code = main(["audit", "dp_vapvi", "--quick", "--out", str(tmp_path), "--quiet"])
     rep = json.loads((tmp_path / "dp_vapvi.json").read_text())
     assert code == 0 and rep["verdict"] == "pass"
-    from audits.dp_vapvi import DPVAPVIAudit
+    from dpcheck.audits.dp_vapvi import DPVAPVIAudit
     ids = {c["id"]: c for c in rep["checks"]}
     assert set(ids) == {r.id for r in DPVAPVIAudit.claims}
     for c in rep["checks"]:
@@ -264,7 +264,7 @@ def test_claimed_stds_follow_the_spec_table():
 def test_equivalent_gaussian_has_the_flat_event_profile(lin_tab):
     # the 5H releases composed equal one Gaussian; the closed form agrees with dp_accounting's PLD of both
     import dp_accounting
-    from audits.lib.privatizers import gaussian_epsilon, gaussian_multiplier, pld_accountant, pld_epsilon
+    from dpcheck.audits.lib.privatizers import gaussian_epsilon, gaussian_multiplier, pld_accountant, pld_epsilon
     a = _algo(lin_tab)
     m = ol.equivalent_gaussian(a.private_statistics(2))
     assert math.isclose(1 / (2 * m * m), 1.0)

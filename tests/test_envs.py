@@ -4,7 +4,7 @@ import pytest
 from scipy import stats
 
 from dpcheck.errors import InputError
-from algorithms.envs import (
+from dpcheck.algorithms.envs import (
     MarkovGame, TabularMDP, matching_pennies, random_game, random_mdp, riverswim,
     rock_paper_scissors,
 )
@@ -234,8 +234,8 @@ def test_matrix_games():
 
 
 # ------------------------------------------------------------------ scripted users (JDP user trees)
-from algorithms.envs.planning import expected_return  # noqa: E402
-from algorithms.envs.users import (  # noqa: E402
+from dpcheck.algorithms.envs.planning import expected_return  # noqa: E402
+from dpcheck.algorithms.envs.users import (  # noqa: E402
     FixedTrajectoryUsers, HashedUsers, TableUsers, neighbouring_users, random_table_users,
     users_from_model,
 )
@@ -348,7 +348,7 @@ def test_table_users_validation():
 
 def test_inverse_cdf_never_lands_on_zero_probability_outcomes_at_the_edges():
     """u = 0 and u -> 1 are the edge draws; zero-probability first/last outcomes must be skipped."""
-    from algorithms.envs._validate import cumulative, sample_from_cdf
+    from dpcheck.algorithms.envs._validate import cumulative, sample_from_cdf
 
     class Fixed:
         def __init__(self, u):

@@ -53,9 +53,9 @@ def test_planted_linear_privacy_cost_still_fails():
     """A real defective agent: N~ capped at 2E, so the privacy term E/N~ of the bonus never falls below 1/2,
     the agent keeps exploring and the privacy cost grows linearly in K. On the MDP of audit seed 0
     (--quick sweep) both regret.exponent and regret.privacy_cost_K must FAIL."""
-    from algorithms.envs.generators import random_mdp
-    from algorithms.online.ucbvi import DPUCBVI
-    from audits.lib.ucbvi import AgentSpec, regret_checks
+    from dpcheck.algorithms.envs.generators import random_mdp
+    from dpcheck.algorithms.online.ucbvi import DPUCBVI
+    from dpcheck.audits.lib.ucbvi import AgentSpec, regret_checks
 
     class CappedCountsDPUCBVI(DPUCBVI):
         def _estimates(self, counts):
@@ -90,7 +90,7 @@ def test_quick_jdp_rate_checks_are_decisive_at_the_family_share():
     had flattened in the fit window (audit seed 3: exponent -0.28, interval [-5.5, 5.0]). At the audit's
     family share (23 checks) with PASS at its alpha, and flattened regret reported as PASS (uninformative),
     at most 10% of the seeds 0..19 stay inconclusive; none FAILs."""
-    from audits.lib.ucbvi import rate_checks
+    from dpcheck.audits.lib.ucbvi import rate_checks
     from dpcheck.stats import pass_level
     fa = _bench()
     counts = {}

@@ -203,7 +203,7 @@ def test_key_does_not_depend_on_whether_a_cached_property_was_computed():
 
 def test_markov_game_key_is_the_same_before_and_after_its_joint_mdp_is_built():
     # the regression: dp_nash_vi's assumption batches rebuilt after a resume (the game's cached joint MDP)
-    from algorithms.envs.generators import random_game
+    from dpcheck.algorithms.envs.generators import random_game
     g = random_game(3, 2, 2, 3, np.random.default_rng(0))
     before = fingerprint(g)
     g.joint_mdp()

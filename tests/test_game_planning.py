@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dpcheck.errors import InputError
-from algorithms.envs import (
+from dpcheck.algorithms.envs import (
     MarkovGame, best_response_values, correlated_policy_values, duality_gap, marginals,
     matching_pennies, matrix_game, nash_values, optimal_values, product_policy,
     product_policy_values, random_game, random_mdp, riverswim, rock_paper_scissors,

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dpcheck.errors import InputError
-from algorithms.envs import TabularMDP, users_from_model
-from algorithms.gfa import (
+from dpcheck.algorithms.envs import TabularMDP, users_from_model
+from dpcheck.algorithms.gfa import (
     BellmanErrorStatistics, FunctionClass, GFARun, NonPrivateGeneralMDP, NonPrivateOutcomeRL, OutcomeLossStatistics,
     PrivateGeneralMDP, PrivateOutcomeRL, advanced_composition, appendix_d, bellman_error_loss, gf3,
     outcome_loss, outcome_score, policy_returns,
@@ -272,7 +272,7 @@ def test_bad_run_inputs(gf, small_d):
 def test_a_users_own_class_runs_on_a_random_mdp(seed, N, B):
     """A class passed as plain arrays (a non-product list: literal inf, A5) on a random MDP whose rewards are
     scaled so that sum_h r_h <= 1; regret is exact and non-negative."""
-    from algorithms.envs import random_mdp
+    from dpcheck.algorithms.envs import random_mdp
     rng = np.random.default_rng(seed)
     base = random_mdp(3, 2, 3, rng)
     mdp = TabularMDP(base.P, base.r / 3, 1)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from audits.lib import gfa_harness as gh
+from dpcheck.audits.lib import gfa_harness as gh
 
 
 def test_appendix_c_checks_pass_on_privatised_designs():
@@ -101,8 +101,8 @@ def test_non_private_design_is_ridge_plus_gram():
 
 
 def test_private_design_uses_the_privatizer():
-    from algorithms.linear.privatizer import Privatizer
-    from algorithms.linear.regularizers import LinearSizes
+    from dpcheck.algorithms.linear.privatizer import Privatizer
+    from dpcheck.algorithms.linear.regularizers import LinearSizes
     seq = gh.design_sequence(2, H=2, K=128, epsilon=1.0, delta=0.1, alpha=0.05, seed=1)
     sizes = LinearSizes(K=128, H=2, d1=2, d2=2)
     priv = Privatizer(epsilon=1.0, delta=0.1)

@@ -5,13 +5,13 @@ import itertools
 import numpy as np
 import pytest
 
-from algorithms.envs.planning import optimal_values
-from algorithms.gfa import (
+from dpcheck.algorithms.envs.planning import optimal_values
+from dpcheck.algorithms.gfa import (
     appendix_d, completeness, coverability, gf3, hypothesis, hypothesis_entry, max_return, optimal_return,
     outcome_model, per_start_coverability, policy_returns, realizability, FunctionClass,
 )
-from algorithms.gfa.evaluation import next_state_table
-from algorithms.gfa.instances import _contexts, _targets, _gate
+from dpcheck.algorithms.gfa.evaluation import next_state_table
+from dpcheck.algorithms.gfa.instances import _contexts, _targets, _gate
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_appendix_d_returns_and_realizability(appd):
         assert tuple(np.flatnonzero(J == J_star)) == (hypothesis_entry(0, (2, 1, 2, 1)), 232)
         assert realizability(appd.mdp, appd.fclass).entries == (232,)
     # the planners agree with the deterministic fast path (the general path is backward induction)
-    from algorithms.envs.planning import expected_return
+    from dpcheck.algorithms.envs.planning import expected_return
     some = appd.fclass.greedy_policies(np.arange(0, 243, 40))
     np.testing.assert_allclose(expected_return(appd.mdp, some), policy_returns(appd.mdp, some), atol=1e-12)
 
@@ -157,7 +157,7 @@ def test_small_appendix_d_version():
 
 def test_g8_performance_difference_identity_on_gf3(gf):
     """G8: f_1(s_1) - V_1^{pi_f}(s_1) = sum_h E_{pi_f}[(f_h - T_h f_{h+1})(s_h, a_h)] for all 192 entries."""
-    from algorithms.gfa import bellman_backup, occupancies
+    from dpcheck.algorithms.gfa import bellman_backup, occupancies
     fc = gf.fclass
     V = fc.values                                                       # (N, H, S, A)
     Tf = np.stack([bellman_backup(gf.mdp, V[:, h + 1])[:, h] if h + 1 < 3 else
@@ -170,7 +170,7 @@ def test_g8_performance_difference_identity_on_gf3(gf):
 def test_g9_outcome_identity_on_appendix_d(appd):
     """G9: fbar_1 - J(pi_f) = E_{s_1 ~ rho, pi_f}[R^(f)(tau) - r(tau)] (every 7th entry of the 243, and both
     optimal ones)."""
-    from algorithms.gfa.evaluation import _paths
+    from dpcheck.algorithms.gfa.evaluation import _paths
     fc, mdp = appd.fclass, appd.mdp
     some = np.unique(np.r_[np.arange(0, fc.N, 7), 10, 13, 70, 232])
     starts = np.flatnonzero(mdp.init)

@@ -9,7 +9,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from dpcheck.errors import InputError
-from algorithms.gfa import (
+from dpcheck.algorithms.gfa import (
     BellmanErrorStatistics, PrivateGeneralMDP, PrivateOutcomeRL, appendix_d, argmax_with_ties,
     bellman_error_score, chain_log_partition, chain_sample, exponential_mechanism, gf3,
     selection_log_probabilities,

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
-from algorithms.gfa import (
+from dpcheck.algorithms.gfa import (
     GFAPrivacy, NonPrivateGeneralMDP, PrivateGeneralMDP, PrivateOutcomeRL, advanced_composition, appendix_d,
     gf3, number_of_updates, per_update_epsilon, poc_default, remark_3_7_batch_size, sensitivity,
     theory_parameters,

@@ -33,7 +33,7 @@ def test_plateau_known_answers(table1):
 
 def test_plateau_matches_gfarun(table1):
     """The script's metric is GFARun.plateau_episode / per_run_plateaus (§4.4) on the same run."""
-    from algorithms.gfa import appendix_d, poc_default
+    from dpcheck.algorithms.gfa import appendix_d, poc_default
     inst = appendix_d("easy", H=2)
     res = poc_default("non_private_no_batch", inst.fclass, 30).run(inst.mdp, 30, np.random.default_rng(3), runs=5,
                                                                    record=False)

@@ -8,10 +8,10 @@ gym = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 from dpcheck.errors import InputError  # noqa: E402
-from algorithms.envs import (  # noqa: E402
+from dpcheck.algorithms.envs import (  # noqa: E402
     greedy, matching_pennies, optimal_values, policy_values, random_game, riverswim,
 )
-from algorithms.envs.gym_interop import (  # noqa: E402
+from dpcheck.algorithms.envs.gym_interop import (  # noqa: E402
     MarkovGameParallelEnv, TabularMDPEnv, from_gymnasium,
 )
 

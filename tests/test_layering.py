@@ -1,4 +1,5 @@
-"""Layering (DESIGN.md): the core ``dpcheck`` imports neither ``algorithms`` nor ``audits``, and no two
+"""Layering (DESIGN.md): the core ``dpcheck`` imports neither ``dpcheck.algorithms`` nor ``dpcheck.audits``
+(the repository's algorithms/ and audits/ folders, dpcheck/_layout.py), and no two
 project modules import each other, directly or through others.
 
 Read from the source with ``ast`` (nothing is imported), so an import hidden inside a function, or a
@@ -14,15 +15,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("dpcheck", "algorithms", "audits")
-UPWARD = ("algorithms", "audits")
+PACKAGES = ("dpcheck", "algorithms", "audits")      # folders of the repository
+UPWARD = ("dpcheck.algorithms", "dpcheck.audits")    # their import names
 
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
+    if parts[0] != "dpcheck":
+        parts.insert(0, "dpcheck")
     return ".".join(parts)
+
+
+def _is_core(name: str) -> bool:
+    return _is_under(name, "dpcheck") and not any(_is_under(name, up) for up in UPWARD)
 
 
 def _modules() -> dict[str, Path]:
@@ -61,7 +68,7 @@ def _is_under(mod: str, top: str) -> bool:
 
 def test_the_core_imports_neither_algorithms_nor_audits():
     bad = [f"{path.relative_to(ROOT)}:{line} imports {mod}"
-           for name, path in _modules().items() if _is_under(name, "dpcheck")
+           for name, path in _modules().items() if _is_core(name)
            for line, mod, _ in _imports(path, name) if any(_is_under(mod, up) for up in UPWARD)]
     assert not bad, "the core must not import upward:\n" + "\n".join(bad)
 
@@ -140,19 +147,19 @@ def test_the_import_scanner_sees_imports_inside_functions_and_by_string(tmp_path
     (pkg / "m.py").write_text(textwrap.dedent("""
         import importlib
         def f():
-            from algorithms.envs import TabularMDP
-            return importlib.import_module("audits.x"), TabularMDP
+            from dpcheck.algorithms.envs import TabularMDP
+            return importlib.import_module("dpcheck.audits.x"), TabularMDP
         from . import sibling
     """))
     found = {m: names for _, m, names in _imports(pkg / "m.py", "dpcheck.m")}
-    assert found["algorithms.envs"] == ("TabularMDP",) and "audits.x" in found
+    assert found["dpcheck.algorithms.envs"] == ("TabularMDP",) and "dpcheck.audits.x" in found
     assert found["dpcheck"] == ("sibling",)
 
 
 def test_every_public_audit_module_is_an_entry_point():
     import tomllib
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["dpcheck.audits"]
-    modules = {f"audits.{p.stem}" for p in (ROOT / "audits").glob("*.py") if not p.stem.startswith("_")}
+    modules = {f"dpcheck.audits.{p.stem}" for p in (ROOT / "audits").glob("*.py") if not p.stem.startswith("_")}
     assert modules == set(declared.values())
 
 
@@ -168,7 +175,7 @@ def test_the_registry_loads_entry_points_only():
         import importlib.metadata as md
         md.entry_points = lambda **kw: []
         from dpcheck import registry
-        import audits
+        import dpcheck.audits
         assert registry.load() == {}, sorted(registry.load())
         try:
             registry.get("dp_ucbvi")
@@ -185,7 +192,7 @@ def test_a_broken_entry_point_is_named_and_does_not_hide_the_others():
         real = md.entry_points
         def eps(**kw):
             good = list(real(**kw))
-            return good + [md.EntryPoint("broken", "audits.does_not_exist", "dpcheck.audits")]
+            return good + [md.EntryPoint("broken", "dpcheck.audits.does_not_exist", "dpcheck.audits")]
         md.entry_points = eps
         from dpcheck import registry
         assert "dp_ucbvi" in registry.load()
@@ -195,14 +202,15 @@ def test_a_broken_entry_point_is_named_and_does_not_hide_the_others():
             print(e)
     """)
     assert r.returncode == 0, r.stderr
-    assert "broken = audits.does_not_exist failed to load (ModuleNotFoundError" in r.stdout
+    assert "broken = dpcheck.audits.does_not_exist failed to load (ModuleNotFoundError" in r.stdout
 
 
 def test_importing_the_core_imports_no_algorithm():
     r = _run("""
         import sys
         import dpcheck, dpcheck.cli, dpcheck.strategies, dpcheck.testing, dpcheck.registry, dpcheck.blackbox
-        bad = sorted(m for m in sys.modules if m.split(".")[0] in ("algorithms", "audits"))
+        bad = sorted(m for m in sys.modules if m.split(".")[:2] in (["dpcheck", "algorithms"], ["dpcheck", "audits"])
+                     or m.split(".")[0] in ("algorithms", "audits"))
         assert not bad, bad
     """)
     assert r.returncode == 0, r.stderr

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from algorithms.envs import random_mdp
-from algorithms.linear import (
+from dpcheck.algorithms.envs import random_mdp
+from dpcheck.algorithms.linear import (
     LinOptPO, LinOptVI, OPPO, UCRLVTR, LinearMixtureMDP, Privatizer, PrivateLinOptPO, PrivateLinOptVI,
     RidgeRegularizer, floored_inverse, lm2, random_linear_mixture, tabular_as_linear,
 )
@@ -187,7 +187,7 @@ def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
 def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_policy():
     """With fixed users the algorithm is the only randomness (§1.3). Replacing user j changes no release
     up to and including the one for episode j (P3: it uses prefix(j - 1)), hence not pi^j; it changes the next."""
-    from algorithms.envs import users_from_model
+    from dpcheck.algorithms.envs import users_from_model
     env = lm2()
     K, j = 12, 6                                           # 0-based: user j answers episode j + 1
     U = users_from_model(env.tabular, K, np.random.default_rng(1))
@@ -209,7 +209,7 @@ def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_
 
 def test_explicit_regret_bounds_hold_and_have_the_documented_form():
     """C17 / C18: exact pseudo-regret <= the explicit bound (it is large; the ratio is what audits report)."""
-    from algorithms.linear import LinearSizes, regret_bound_vi
+    from dpcheck.algorithms.linear import LinearSizes, regret_bound_vi
     env = lm2()
     for alg in (UCRLVTR(), OPPO(), PrivateLinOptVI(1.0), PrivateLinOptPO(1.0)):
         res = alg.run(env, 64, np.random.default_rng(0), runs=2)
@@ -231,7 +231,7 @@ class _RedrawingPrivatizer(Privatizer):
     """Planted defect (P1) at the algorithm level: every release redraws the noise of all its nodes."""
 
     def start(self, runs, sizes, rng, alpha):
-        from algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes
+        from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes
 
         class Redraw(BinaryMechanism):
             def release(self):

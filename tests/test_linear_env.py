@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from algorithms.envs import random_mdp, value_iteration
-from algorithms.envs._validate import one_hot
-from algorithms.linear import (
+from dpcheck.algorithms.envs import random_mdp, value_iteration
+from dpcheck.algorithms.envs._validate import one_hot
+from dpcheck.algorithms.linear import (
     LinearMixtureMDP, lm2, max_integrated_feature_norm, random_linear_mixture, tabular_as_linear,
 )
 from dpcheck.errors import InputError

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from algorithms.linear import (
+from dpcheck.algorithms.linear import (
     COUNTERS, LinearSizes, Privatizer, RidgeRegularizer, confidence_radii,
 )
 from dpcheck.errors import InputError

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from algorithms.privatizers.binary_mechanism import (
+from dpcheck.algorithms.privatizers.binary_mechanism import (
     BinaryMechanism, TreeCounter, release_nodes, symmetric_gaussian,
 )
 from dpcheck.errors import InputError

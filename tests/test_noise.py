@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from algorithms.privatizers.noise import ZeroNoise, laplace
+from dpcheck.algorithms.privatizers.noise import ZeroNoise, laplace
 
 
 class _Grid:

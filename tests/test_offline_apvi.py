@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dpcheck.errors import InputError
-from algorithms.envs.planning import policy_values, suboptimality
-from algorithms.privatizers.offline import dataset_counts
-from algorithms.offline import (
+from dpcheck.algorithms.envs.planning import policy_values, suboptimality
+from dpcheck.algorithms.privatizers.offline import dataset_counts
+from dpcheck.algorithms.offline import (
     APVI, DPAPVI, OfflineDataset, PenaltyConstants, appendix_f, lin_tab, penalty, sample_counts, tab_full,
     tab_partial,
 )
@@ -37,7 +37,7 @@ def test_counts_match_the_reference_counter_and_reward_sums():
 def test_count_engines_agree_across_block_and_run_boundaries(monkeypatch, block):
     """The numpy path counts in blocks of trajectories that may straddle runs; the compiled kernel in one
     pass: both must give the reference counts and the same reward sums (also on D, D' views of a split)."""
-    import algorithms.offline.dataset as ds
+    import dpcheck.algorithms.offline.dataset as ds
     monkeypatch.setattr(ds, "_BLOCK_ROWS", block)
     rng = np.random.default_rng(13)
     inst = tab_full(rng, S=3, A=2, H=3)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from dpcheck.errors import InputError
-from algorithms.envs.planning import policy_values
-from algorithms.offline import (
+from dpcheck.algorithms.envs.planning import policy_values
+from dpcheck.algorithms.offline import (
     DPVAPVI, PEVI, VAPVI, OfflineDataset, VAPVINoise, appendix_f, lin_tab, tab_full,
 )
 
@@ -237,7 +237,7 @@ def test_bad_data_and_features():
 def test_dataset_coverage_figures():
     """Empirical dbar_m and kappa of datasets: on LIN-TAB (one-hot features) lambda_min(1/n sum phi phi^T)
     is the smallest visit frequency, and both approach the exact dbar_m = kappa of the instance."""
-    from algorithms.offline import empirical_coverage, empirical_kappa
+    from dpcheck.algorithms.offline import empirical_coverage, empirical_kappa
     inst, rng = _lin_tab(8, S=2, A=2, H=3)
     counts = inst.sample_counts(200_000, rng, runs=3)
     k = empirical_kappa(counts, inst.features)
@@ -251,7 +251,7 @@ def test_dataset_coverage_figures():
 
 def test_xi_two_state_matches_a_brute_force_supremum():
     """xi (§1.4) by the closed form against a grid over V in [0, H]^2 on Appendix F (S = 2)."""
-    from algorithms.offline import xi_two_state
+    from dpcheck.algorithms.offline import xi_two_state
     f = appendix_f(np.random.default_rng(10), H=5)
     H = 5
     v = np.linspace(0, H, 501)

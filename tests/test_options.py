@@ -372,11 +372,11 @@ def test_declarations_match_what_each_audit_module_reads():
     modules = {}
     for spec in reg.values():
         mod = spec.run.__module__
-        if mod.startswith("audits."):
+        if mod.startswith("dpcheck.audits."):
             uses, keys = modules.setdefault(mod, (set(), set()))
             uses.update(spec.uses)
             keys.update(o.name for o in spec.options)
-    assert {"audits.dp_nash_vi", "audits.dp_ucbvi", "audits.privatizer_audits", "audits.examples"} <= set(modules)
+    assert {"dpcheck.audits.dp_nash_vi", "dpcheck.audits.dp_ucbvi", "dpcheck.audits.privatizer_audits", "dpcheck.audits.examples"} <= set(modules)
     for mod, (uses, keys) in modules.items():
         src = inspect.getsource(importlib.import_module(mod))
         read = set(re.findall(r"\b(?:o|options|opts|exe)\.([a-z_]+)", src)) & set(COMMON)

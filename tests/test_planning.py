@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from dpcheck.errors import InputError
-from algorithms.envs import (
+from dpcheck.algorithms.envs import (
     TabularMDP, evaluate, expected_return, greedy, occupancy, optimal_return, optimal_values,
     policy_values, random_mdp, riverswim, suboptimality, value_iteration,
 )

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audits.lib import privatizers as ap
+from dpcheck.audits.lib import privatizers as ap
 from dpcheck.checks import FAIL, PASS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = textwrap.dedent('''
 import math
 import numpy as np
-from algorithms.privatizers import CountPrivatizer, LocalMessage
-from algorithms.privatizers.base import episode_increments
+from dpcheck.algorithms.privatizers import CountPrivatizer, LocalMessage
+from dpcheck.algorithms.privatizers.base import episode_increments
 from dpcheck import Claim
 
 
@@ -158,7 +158,7 @@ class FreshPerRelease(TreeLaplace):
 class RawBehindHonestFields(TreeLaplace):
     """Defect: honest noisy_* fields, but the planner reads the raw counts."""
     def release(self):
-        from algorithms.privatizers import PrivateCounts
+        from dpcheck.algorithms.privatizers import PrivateCounts
         pc = super().release()
         tc = self.true_counts()
         return PrivateCounts(visits=tc.visits + self.width / 2, transitions=tc.transitions + self.width / (2 * self.S),
@@ -262,7 +262,7 @@ def _cli(args, out):
 
 
 def _load(plugin_file, name, **kw):
-    from algorithms.privatizers import load_privatizer
+    from dpcheck.algorithms.privatizers import load_privatizer
     return load_privatizer(f"{plugin_file}:{name}", **kw)
 
 

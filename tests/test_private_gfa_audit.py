@@ -5,8 +5,8 @@ catch it), bad input through the CLI (exit 2, one line), and the --quick end-to-
 import numpy as np
 import pytest
 
-from algorithms.gfa import (PrivateGeneralMDP, PrivateOutcomeRL, appendix_d, argmax_with_ties, gf3)
-from audits.lib import gfa
+from dpcheck.algorithms.gfa import (PrivateGeneralMDP, PrivateOutcomeRL, appendix_d, argmax_with_ties, gf3)
+from dpcheck.audits.lib import gfa
 from dpcheck.cli import main
 
 
@@ -201,7 +201,7 @@ def test_assumption_checks_match_the_spec_oracles(gf):
 
 
 def test_assumption_checks_fail_on_a_class_without_q_star(gf):
-    from algorithms.gfa import FunctionClass, GFAInstance
+    from dpcheck.algorithms.gfa import FunctionClass, GFAInstance
     vals = np.delete(gf.fclass.values, [0], axis=0)          # drop Q* (entry 0)
     fc = FunctionClass.from_values(vals)
     inst = GFAInstance(mdp=gf.mdp, fclass=fc, name="no Q*", target=-1, s1=0)
@@ -229,7 +229,7 @@ def test_output_policy_identity_and_bounds(gf):
 def test_regret_checks_on_a_small_grid(gf):
     """Known behaviour on GF-3 (theory tuning): the privacy cost falls with eps; every check carries its
     interval, and a FAIL of a K-exponent where the bound is vacuous is softened."""
-    from algorithms.gfa import coverability
+    from dpcheck.algorithms.gfa import coverability
     C = coverability(gf.mdp, gf.fclass).value
     checks = {c.id: c for c in gfa.regret_checks(1, gf, K_grid=[256, 512, 1024, 2048], eps_K=16.0,
                                                  eps_grid=(4.0, 64.0, 1024.0), K_eps=1024, runs=8, runs_np=24,
@@ -370,7 +370,7 @@ def test_exponent_passes_that_say_nothing_are_marked():
 def test_output_policy_simulation_catches_a_per_step_mixture(gf, monkeypatch):
     """A released policy that mixes per step (a fresh k at every step, P7) has another return than
     Unif(pi_1..pi_K) run per episode; the simulated part of the check sees it (GF-3, eps = 1: distinct pi_k)."""
-    import algorithms.gfa as pkg
+    import dpcheck.algorithms.gfa as pkg
 
     class PerStep(pkg.MixturePolicy):
         def sample(self, rng):
@@ -411,7 +411,7 @@ def test_settled_runs_make_an_inconclusive_nonprivate_exponent_an_uninformative_
     """Runs whose regret is B(K) x one constant (settled within the same batches at every K) plus one run
     that settles differently at the smallest K: the interval is wide (INCONCLUSIVE); with >= 75% settled runs
     the check is PASS (uninformative) with the reason, never a plain PASS."""
-    from algorithms.gfa import remark_3_7_batch_size
+    from dpcheck.algorithms.gfa import remark_3_7_batch_size
     K = (512, 1024, 2048, 4096)
     B = np.array([remark_3_7_batch_size(k) for k in K], float)
     m = np.array([2.375, 1.25, 0.5, 1.625, 1.25, 2.125, 2.125, 1.5, 1.625, 1.25, 0.5, 1.75])
@@ -457,7 +457,7 @@ def replace_verdict(check, verdict):
 def test_regret_curves_use_common_random_numbers_across_k():
     """Run i of the non-private batched learner uses one seed at every K: on Appendix D its regret is
     B(K) x a per-run constant for most runs (the correlation across K the exponent's bootstrap relies on)."""
-    from algorithms.gfa import per_start_coverability
+    from dpcheck.algorithms.gfa import per_start_coverability
     inst = appendix_d("easy")
     C = per_start_coverability(inst.mdp, inst.fclass).value
     _, Rn = gfa.regret_curves(2, inst, K_grid=[256, 512, 1024], eps_list=[8.0], runs=1, runs_np=8, delta=1e-5,
@@ -479,8 +479,8 @@ class UniformSelectionNonPrivate(UniformSelection):
 
 
 def _outcome_quick_regret(seed, agent_class=None):
-    from algorithms.gfa import per_start_coverability
-    from audits.private_gfa import PrivateGFAOutcomeAudit
+    from dpcheck.algorithms.gfa import per_start_coverability
+    from dpcheck.audits.private_gfa import PrivateGFAOutcomeAudit
     inst = appendix_d("easy")
     C = per_start_coverability(inst.mdp, inst.fclass).value
     from dpcheck.stats import pass_level
@@ -513,9 +513,9 @@ def test_outcome_quick_rate_checks_do_not_pass_a_learner_that_never_learns(monke
     """The same sizes with a learner that selects uniformly (the private one, or the non-private batched one
     of Remark 3.7): its K-exponent is not passed (the bound is vacuous at these K, so a FAIL is softened to
     INCONCLUSIVE; spec G20)."""
-    import algorithms.gfa
+    import dpcheck.algorithms.gfa
     if defect == "nonprivate":
-        monkeypatch.setattr(algorithms.gfa, "NonPrivateOutcomeRL", UniformSelectionNonPrivate)
+        monkeypatch.setattr(dpcheck.algorithms.gfa, "NonPrivateOutcomeRL", UniformSelectionNonPrivate)
     checks = _outcome_quick_regret(0, agent_class=UniformSelection if defect == "private" else None)
     c = checks[f"regret.exponent.{defect}"]
     assert c.verdict != "pass", c.reason

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from algorithms.linear import COUNTERS, Privatizer, lm2
-from algorithms.linear.regularizers import TreeStatistics
-from algorithms.privatizers.binary_mechanism import BinaryMechanism
-from audits.lib import linopt as lib
+from dpcheck.algorithms.linear import COUNTERS, Privatizer, lm2
+from dpcheck.algorithms.linear.regularizers import TreeStatistics
+from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism
+from dpcheck.audits.lib import linopt as lib
 from dpcheck.cli import main
 
 TABULAR = None
@@ -21,8 +21,8 @@ TABULAR = None
 def tabular():
     global TABULAR
     if TABULAR is None:
-        from algorithms.envs import random_mdp
-        from algorithms.linear import tabular_as_linear
+        from dpcheck.algorithms.envs import random_mdp
+        from dpcheck.algorithms.linear import tabular_as_linear
         TABULAR = tabular_as_linear(random_mdp(2, 2, 2, np.random.default_rng(0)))   # d1 = 8, d2 = 4, H = 2
     return TABULAR
 
@@ -173,7 +173,7 @@ class PeeksAtUserOne:
 
     @staticmethod
     def make():
-        from algorithms.linear import LinOptVI
+        from dpcheck.algorithms.linear import LinOptVI
 
         class Peeking(LinOptVI):
             def run(self, env, K, rng, runs=1, *, users=None, release_hook=None):
@@ -199,7 +199,7 @@ def test_an_algorithm_reading_raw_data_fails_the_dataflow_check():
 # ----------------------------------------------------------------------------- known answers
 def test_implied_nodes_of_an_item_inserted_once():
     # the prefix sums of a stream with a single 1 at position j: the implied nodes are exactly those containing j
-    from algorithms.privatizers.binary_mechanism import nodes_containing
+    from dpcheck.algorithms.privatizers.binary_mechanism import nodes_containing
     n = 13
     for j in range(1, n + 1):
         prefix = np.array([float(t >= j) for t in range(n + 1)])
@@ -277,7 +277,7 @@ def test_exploration_ending_in_the_last_doubling_is_an_uninformative_pass_and_li
 def test_po_exponent_at_quick_is_not_inconclusive(seed):
     # the reference Private-LinOpt-PO at eps = 10^4, exactly as `--quick --seed s` runs it (K = 8192, 4 runs,
     # curve seed s + 2, FAIL at the family share, PASS at the audit's alpha): decided, not inconclusive
-    from audits.private_linopt import WEAK_EPS
+    from dpcheck.audits.private_linopt import WEAK_EPS
     from dpcheck.stats import pass_level
     spec = lib.LinOptSpec(algorithm="po")
     curves = lib._curve(spec, lm2(), WEAK_EPS[-1], 8192, 4, seed + 2)["R"]
@@ -292,7 +292,7 @@ class InflatedRadiiPO:
 
     @staticmethod
     def make():
-        from algorithms.linear import LinOptPO
+        from dpcheck.algorithms.linear import LinOptPO
 
         class Inflated(LinOptPO):
             def plan(self, env, release, betas, floors, policy=None, min_eig=True):
@@ -305,7 +305,7 @@ class InflatedRadiiPO:
 def test_po_exponent_at_quick_does_not_pass_an_agent_with_linear_regret():
     # the --quick exponent check at eps = 10^4 (K = 8192, 4 runs, seed 0's curve seed 2) on an agent whose
     # regret never leaves the linear phase: not passed (inconclusive: still exploring at the largest K)
-    from audits.private_linopt import WEAK_EPS
+    from dpcheck.audits.private_linopt import WEAK_EPS
     from dpcheck.stats import pass_level
     spec = lib.LinOptSpec(algorithm="po", algo_class=InflatedRadiiPO.make())
     curves = lib._curve(spec, lm2(), WEAK_EPS[-1], 8192, 4, 2)["R"]

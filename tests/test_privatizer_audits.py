@@ -10,9 +10,9 @@ Defects are subclasses injected into the same audit functions the registered aud
 import numpy as np
 import pytest
 
-from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, OfflineLaplacePrivatizer, PrivateCounts
-from algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes
-from audits.lib import privatizers as ap
+from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, OfflineLaplacePrivatizer, PrivateCounts
+from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes
+from dpcheck.audits.lib import privatizers as ap
 from dpcheck.blackbox import audit
 from dpcheck.checks import FAIL, PASS
 
@@ -131,7 +131,7 @@ def test_local_sensitivity_and_games():
 
 
 def test_dp_event_check_for_zcdp_claims():
-    from algorithms.privatizers import OfflineGaussianPrivatizer
+    from dpcheck.algorithms.privatizers import OfflineGaussianPrivatizer
     g = OfflineGaussianPrivatizer(rho=0.5)
     assert ap.dp_event_check(g.dp_event(3), g.claim).verdict == PASS
     loose = OfflineGaussianPrivatizer(rho=0.5)
@@ -205,7 +205,7 @@ class RawPlannerCounts(CentralPrivatizer):
 
     def release(self):
         pc = super().release()
-        from algorithms.privatizers.projection import post_process
+        from dpcheck.algorithms.privatizers.projection import post_process
         tc = self.true_counts()
         raw = post_process(tc.transitions, tc.visits, self.width)
         return PrivateCounts(visits=raw.visits, transitions=raw.transitions, rewards=pc.rewards,
@@ -228,7 +228,7 @@ def test_user_privatizer_audit_sees_the_planner_view(tmp_path):
     from dpcheck.registry import get
     f = tmp_path / "rawplanner.py"
     import inspect
-    f.write_text("import numpy as np\nfrom algorithms.privatizers import CentralPrivatizer, PrivateCounts\n\n"
+    f.write_text("import numpy as np\nfrom dpcheck.algorithms.privatizers import CentralPrivatizer, PrivateCounts\n\n"
                  + inspect.getsource(RawPlannerCounts))
     ctx = AuditContext("central_privatizer", AuditOptions(quick=True, samples=30_000,
                                                           privatizer=f"{f}:RawPlannerCounts"))
@@ -245,7 +245,7 @@ def test_monitor_without_noisy_counts_does_not_fail_no_underestimation():
     without N^ (noisy_*) leaves that event unobservable: an underestimate is then inconclusive, while with
     N^ inside the good event it fails."""
     from types import SimpleNamespace
-    from audits.lib.tabular import CountAssumptionMonitor
+    from dpcheck.audits.lib.tabular import CountAssumptionMonitor
 
     N = np.full((3, 1, 2, 1), 5.0)
     true = SimpleNamespace(visits=N, transitions=np.stack([N / 2, N / 2], axis=-1), rewards=None)

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from algorithms.privatizers import (CentralPrivatizer, LocalPrivatizer, NoPrivatizer, OfflineGaussianPrivatizer,
+from dpcheck.algorithms.privatizers import (CentralPrivatizer, LocalPrivatizer, NoPrivatizer, OfflineGaussianPrivatizer,
                                     OfflineLaplacePrivatizer, dataset_counts, load_privatizer)
-from algorithms.privatizers.width import (confidence_width, laplace_sum_threshold, nominal_width,
+from dpcheck.algorithms.privatizers.width import (confidence_width, laplace_sum_threshold, nominal_width,
                                           rigorous_width, simulate_max_noise)
 from dpcheck.errors import InputError, MechanismError
 
@@ -49,7 +49,7 @@ def test_noise_scales_follow_the_spec(cal, rewards, factor):
 
 
 def test_declared_events_give_eps_strict_and_2eps_paper_under_replacement():
-    from audits.lib.privatizers import pld_epsilon
+    from dpcheck.audits.lib.privatizers import pld_epsilon
     for cls in (CentralPrivatizer, LocalPrivatizer):
         for rewards in (True, False):
             s = cls(1.0, calibration="strict").start(1, 3, 2, 2, 9, np.random.default_rng(0), rewards=rewards)
@@ -205,7 +205,7 @@ def test_games_use_two_families_and_no_rewards():
 # ------------------------------------------------------------------ loader
 USER = textwrap.dedent('''
     import numpy as np
-    from algorithms.privatizers import CountPrivatizer
+    from dpcheck.algorithms.privatizers import CountPrivatizer
 
     class Broken(CountPrivatizer):
         name = "broken"
@@ -224,7 +224,7 @@ def test_load_builtins_and_files(tmp_path):
     assert isinstance(load_privatizer("central", epsilon=2.0), CentralPrivatizer)
     assert isinstance(load_privatizer("LOCAL"), LocalPrivatizer)
     assert isinstance(load_privatizer("none"), NoPrivatizer)
-    assert isinstance(load_privatizer("algorithms.privatizers.central:CentralPrivatizer"), CentralPrivatizer)
+    assert isinstance(load_privatizer("dpcheck.algorithms.privatizers.central:CentralPrivatizer"), CentralPrivatizer)
     f = tmp_path / "mine.py"
     f.write_text(USER)
     with pytest.raises(InputError, match="no such file"):
@@ -285,7 +285,7 @@ def test_offline_laplace_and_conversions():
     priv = OfflineLaplacePrivatizer(epsilon=2.0)
     assert priv.scale(3) == pytest.approx(6.0)
     assert priv.width(3, 2, 2) == pytest.approx(12 * math.log(2 * 3 * 4 * 2 / 0.1))
-    from audits.lib.privatizers import pld_epsilon
+    from dpcheck.audits.lib.privatizers import pld_epsilon
     assert pld_epsilon(priv.dp_event(3)) == pytest.approx(2.0, abs=2e-3)
     g = OfflineGaussianPrivatizer.from_approx_dp(1.0, 1e-5)
     L = math.log(1e5)
@@ -309,7 +309,7 @@ def test_module_that_raises_on_import_is_a_mechanism_error_naming_it(tmp_path, m
 def test_subclass_missing_a_hook_names_the_hook(tmp_path):
     """A CountPrivatizer subclass that forgets a hook: the message says which one (it was empty)."""
     f = tmp_path / "half.py"
-    f.write_text("from algorithms.privatizers import CountPrivatizer\nclass Half(CountPrivatizer):\n    pass\n")
+    f.write_text("from dpcheck.algorithms.privatizers import CountPrivatizer\nclass Half(CountPrivatizer):\n    pass\n")
     p = load_privatizer(f"{f}:Half")
     with pytest.raises(MechanismError, match="Half.*_start_noise"):
         p.start(1, 1, 2, 1, 2, np.random.default_rng(0))
@@ -325,7 +325,7 @@ def test_release_of_a_privatizer_without_sizes_is_a_mechanism_error(tmp_path):
     f = tmp_path / "duck.py"
     f.write_text(textwrap.dedent('''
         import numpy as np
-        from algorithms.privatizers.base import PrivateCounts
+        from dpcheck.algorithms.privatizers.base import PrivateCounts
         class Duck:
             def __init__(self, **kw): pass
             def start(self, runs, H, S, A, K, rng, rewards=True): return self
@@ -408,8 +408,8 @@ def test_offline_bad_numbers_are_input_errors(make):
 def test_simulated_max_noise_is_the_tree_and_the_local_sums_on_zero_data(K):
     """simulate_max_noise draws the privatizers' noise in their order and must reproduce their releases:
     the binary mechanism's B(t) (resp. the running sum of the local noise) on all-zero data."""
-    from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter
-    from algorithms.privatizers.noise import laplace
+    from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter
+    from dpcheck.algorithms.privatizers.noise import laplace
     c, b = 7, 2.5
     tree = BinaryMechanism(TreeCounter(horizon=K, node_scale=b), (c,), np.random.default_rng(4))
     worst = 0.0
@@ -428,8 +428,8 @@ def test_self_composed_randomized_response_is_accounted_with_its_count():
     # dp_accounting 0.6.0's PLD accountant composes SelfComposedDpEvent(RR, n) once; our accounting must not
     import dp_accounting as dpa
 
-    from audits.lib.gfa import pld_epsilon_replace_one
-    from audits.lib.privatizers import pld_accountant
+    from dpcheck.audits.lib.gfa import pld_epsilon_replace_one
+    from dpcheck.audits.lib.privatizers import pld_accountant
 
     def eps(event, delta=1e-12):
         return pld_accountant(event, dpa.NeighboringRelation.REPLACE_ONE).get_epsilon(delta)
@@ -453,7 +453,7 @@ def test_gaussian_compositions_are_accounted_in_closed_form_at_any_budget():
     # would not (multiplier 0.01, rho = 5000: the PLD grid needs gigabytes)
     import dp_accounting as dpa
 
-    from audits.lib.privatizers import dp_event_check, gaussian_multiplier, pld_accountant, pld_delta, pld_epsilon
+    from dpcheck.audits.lib.privatizers import dp_event_check, gaussian_multiplier, pld_accountant, pld_delta, pld_epsilon
     from dpcheck import Claim
 
     for m in (0.5, 1.0, 3.0):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.optimize import linprog
 
-from algorithms.privatizers.projection import post_process, post_process_offline, project_counts
+from dpcheck.algorithms.privatizers.projection import post_process, post_process_offline, project_counts
 from dpcheck.errors import InputError
 
 
@@ -186,7 +186,7 @@ def test_offline_variant_has_no_shift_and_matches_closed_form():
 
 def test_ignoring_nonnegativity_is_caught():
     """Planted defect: the LP solved without x >= 0 (shift y evenly into the band) fails the HiGHS test."""
-    from algorithms.privatizers.projection import ProjectionResult
+    from dpcheck.algorithms.privatizers.projection import ProjectionResult
 
     def no_nonnegativity(y, n, band):
         total = y.sum(-1)

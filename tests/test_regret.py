@@ -99,8 +99,8 @@ EPS = (0.5, 1.0, 2.0, 4.0)
 
 
 def _rate(R_np, cost_of_eps, runs=4, noise=0.02, seed=0):
-    """Verdicts of audits.lib.ucbvi.rate_checks on planted curves: R_np + cost_of_eps(eps) per run."""
-    from audits.lib.ucbvi import rate_checks
+    """Verdicts of dpcheck.audits.lib.ucbvi.rate_checks on planted curves: R_np + cost_of_eps(eps) per run."""
+    from dpcheck.audits.lib.ucbvi import rate_checks
     rng = np.random.default_rng(seed)
     jitter = lambda: np.exp(rng.normal(0, noise, (runs, 1)))
     Rn = np.tile(R_np, (runs, 1)) * jitter()

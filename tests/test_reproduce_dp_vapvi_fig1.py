@@ -107,7 +107,7 @@ def test_t_interval_known_answer():
 
 
 def test_ablation_zeroes_exactly_the_named_noises():
-    from algorithms.offline import DPVAPVI, appendix_f
+    from dpcheck.algorithms.offline import DPVAPVI, appendix_f
     mod = _module()
     inst = appendix_f(np.random.default_rng(1), H=3)
     counts = inst.sample_counts(40, np.random.default_rng(2), runs=3, rewards=True)

@@ -1,12 +1,12 @@
-"""dpcheck.strategies and algorithms.envs.strategies: valid, small, composable; neighbouring pairs differ in exactly one unit."""
+"""dpcheck.strategies and dpcheck.algorithms.envs.strategies: valid, small, composable; neighbouring pairs differ in exactly one unit."""
 import subprocess
 import sys
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from algorithms.envs import MarkovGame, TabularMDP, Trajectories, optimal_values, policy_values, riverswim
-from algorithms.envs.strategies import (
+from dpcheck.algorithms.envs import MarkovGame, TabularMDP, Trajectories, optimal_values, policy_values, riverswim
+from dpcheck.algorithms.envs.strategies import (
     markov_games, neighbouring_trajectories, tabular_mdps, trajectories, user_sequences,
 )
 from dpcheck.strategies import neighbouring, policies

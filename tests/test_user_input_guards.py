@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from algorithms.envs.planning import greedy, optimal_values
-from algorithms.offline import OfflineDataset, tab_full
-from algorithms.offline.instances import OfflineInstance
-from audits.lib import offline as lo
-from audits.lib import offline_linear as ol
-from audits.lib.offline import APVISpec
+from dpcheck.algorithms.envs.planning import greedy, optimal_values
+from dpcheck.algorithms.offline import OfflineDataset, tab_full
+from dpcheck.algorithms.offline.instances import OfflineInstance
+from dpcheck.audits.lib import offline as lo
+from dpcheck.audits.lib import offline_linear as ol
+from dpcheck.audits.lib.offline import APVISpec
 from dpcheck import limits
 from dpcheck.cli import main
 from dpcheck.errors import InputError
@@ -157,7 +157,7 @@ def test_dp_vapvi_large_state_set_exits_2(tmp_path, capsys):
 
 @pytest.mark.parametrize("name", ["private_linopt_vi", "private_linopt_po"])
 def test_linopt_long_horizon_exits_2(tmp_path, capsys, name):
-    from algorithms.linear import lm2
+    from dpcheck.algorithms.linear import lm2
     e, H = lm2(), 10**5
     p = tmp_path / "inst.npz"
     np.savez(p, psi=e.psi, varphi=e.varphi, theta_p=np.tile(e.theta_p[:1], (H, 1)),
@@ -168,7 +168,7 @@ def test_linopt_long_horizon_exits_2(tmp_path, capsys, name):
 
 @pytest.mark.parametrize("name", ["private_gfa", "private_gfa_outcome"])
 def test_gfa_huge_function_class_exits_2(tmp_path, capsys, name):
-    from audits.lib import gfa
+    from dpcheck.audits.lib import gfa
     inst = gfa.default_instance(1 if name == "private_gfa" else 2)
     H, S, A = inst.mdp.H, inst.mdp.S, inst.mdp.A
     N = 200_000 if name == "private_gfa" else 20_000
@@ -180,9 +180,9 @@ def test_gfa_huge_function_class_exits_2(tmp_path, capsys, name):
 
 # ---------------------------------------------------------------- the guards let ordinary inputs through
 def test_built_in_sized_user_inputs_are_not_refused(tmp_path):
-    from algorithms.linear import lm2
-    from audits.lib import gfa, linopt
-    from audits.private_gfa import PrivateGFAAudit, PrivateGFAOutcomeAudit
+    from dpcheck.algorithms.linear import lm2
+    from dpcheck.audits.lib import gfa, linopt
+    from dpcheck.audits.private_gfa import PrivateGFAAudit, PrivateGFAOutcomeAudit
     lo.check_data_size("d.npz", H=3, S=4, A=3, n=10**4, samples=2 * 10**5, reps=300)
     ol.check_data_size("d.npz", H=3, S=2, A=2, d=4, n=10**4, samples=100_000, runs=2000, max_norm=1.0)
     linopt.check_instance_size("i.npz", lm2(), quick=False, samples=200_000)

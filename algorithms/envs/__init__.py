@@ -11,21 +11,21 @@
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
-from algorithms.envs.tabular import TabularMDP, Trajectories
-from algorithms.envs.games import MarkovGame, GameTrajectories
-from algorithms.envs.riverswim import riverswim
-from algorithms.envs.generators import (
+from dpcheck.algorithms.envs.tabular import TabularMDP, Trajectories
+from dpcheck.algorithms.envs.games import MarkovGame, GameTrajectories
+from dpcheck.algorithms.envs.riverswim import riverswim
+from dpcheck.algorithms.envs.generators import (
     random_mdp, random_game, matrix_game, matching_pennies, rock_paper_scissors,
 )
-from algorithms.envs.planning import (
+from dpcheck.algorithms.envs.planning import (
     optimal_values, policy_values, greedy, expected_return, optimal_return, suboptimality,
     occupancy, value_iteration, evaluate,
 )
-from algorithms.envs.users import (
+from dpcheck.algorithms.envs.users import (
     ScriptedUsers, TableUsers, HashedUsers, ModelUsers, FixedTrajectoryUsers, users_from_model,
     random_table_users, neighbouring_users, UserPairs,
 )
-from algorithms.envs.game_planning import (
+from dpcheck.algorithms.envs.game_planning import (
     correlated_policy_values, product_policy_values, best_response_values, marginals,
     product_policy, nash_values, duality_gap, solve_matrix_game,
 )

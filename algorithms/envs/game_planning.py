@@ -13,9 +13,9 @@ import numpy as np
 from scipy.optimize import linprog
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import as_policy, check_distributions, one_hot
-from algorithms.envs.games import MarkovGame
-from algorithms.envs.planning import evaluate
+from dpcheck.algorithms.envs._validate import as_policy, check_distributions, one_hot
+from dpcheck.algorithms.envs.games import MarkovGame
+from dpcheck.algorithms.envs.planning import evaluate
 
 
 def _check_game(game):

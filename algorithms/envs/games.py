@@ -2,7 +2,7 @@
 
 The max-player picks a in 0..A-1, the min-player b in 0..B-1, simultaneously; the max-player
 gains r_h(s, a, b) in [0, 1], which is deterministic and known (the paper's footnote), and
-s_{h+1} ~ P_h(. | s, a, b). Steps are 0-based as in :mod:`algorithms.envs.tabular`.
+s_{h+1} ~ P_h(. | s, a, b). Steps are 0-based as in :mod:`dpcheck.algorithms.envs.tabular`.
 
 Privatizers and count-based code see a game through its *joint action* j = a * B + b
 (:meth:`MarkovGame.joint_mdp`), so one count privatizer serves both papers.
@@ -16,12 +16,12 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import (
+from dpcheck.algorithms.envs._validate import (
     TabularModel,
     as_float_array, as_index_array, as_initial_distribution, as_policy, check_distributions,
     check_rng, check_runs, check_unit_interval, one_hot, sample_from_cdf,
 )
-from algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.envs.tabular import TabularMDP
 
 
 class GameTrajectories(NamedTuple):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import check_rng
-from algorithms.envs.games import MarkovGame
-from algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.envs._validate import check_rng
+from dpcheck.algorithms.envs.games import MarkovGame
+from dpcheck.algorithms.envs.tabular import TabularMDP
 
 
 def _positive(name, value):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import as_policy, one_hot
-from algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.envs._validate import as_policy, one_hot
+from dpcheck.algorithms.envs.tabular import TabularMDP
 
 
 def _check_mdp(mdp):

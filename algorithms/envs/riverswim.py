@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.envs.tabular import TabularMDP
 
 LEFT, RIGHT = 0, 1
 

@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the environments of algorithms.envs: MDPs, Markov games, trajectory
+"""Hypothesis strategies for the environments of dpcheck.algorithms.envs: MDPs, Markov games, trajectory
 datasets, user sequences and neighbouring trajectory datasets.
 
 They live beside the classes they build (the core, :mod:`dpcheck.strategies`, imports no algorithm;
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from hypothesis.strategies import SearchStrategy
 
-from algorithms.envs.games import MarkovGame
-from algorithms.envs.tabular import TabularMDP, Trajectories
-from algorithms.envs.users import FixedTrajectoryUsers, HashedUsers, random_table_users, users_from_model
+from dpcheck.algorithms.envs.games import MarkovGame
+from dpcheck.algorithms.envs.tabular import TabularMDP, Trajectories
+from dpcheck.algorithms.envs.users import FixedTrajectoryUsers, HashedUsers, random_table_users, users_from_model
 from dpcheck.strategies import (SMALL, as_strategy, initial_distribution, neighbouring, reward_arrays, seeds,
                                 stochastic_rows)
 
@@ -25,7 +25,7 @@ __all__ = ["tabular_mdps", "markov_games", "trajectories", "user_sequences", "ne
 
 def tabular_mdps(S=SMALL, A=SMALL, H=SMALL, *, reward_noise="deterministic",
                  rewards="float", init="fixed") -> SearchStrategy:
-    """Strategy for :class:`algorithms.envs.TabularMDP` (P (H, S, A, S), r (H, S, A), init).
+    """Strategy for :class:`dpcheck.algorithms.envs.TabularMDP` (P (H, S, A, S), r (H, S, A), init).
 
     S, A, H: ints or strategies. reward_noise: "deterministic", "bernoulli" or a strategy.
     rewards: "float" | "grid" | "binary" (how the means are drawn). init: "fixed" (s_1 = 0) or
@@ -43,7 +43,7 @@ def tabular_mdps(S=SMALL, A=SMALL, H=SMALL, *, reward_noise="deterministic",
 
 def markov_games(S=SMALL, A=SMALL, B=SMALL, H=SMALL, *, rewards="float",
                  init="fixed") -> SearchStrategy:
-    """Strategy for :class:`algorithms.envs.MarkovGame` (P (H, S, A, B, S), r (H, S, A, B))."""
+    """Strategy for :class:`dpcheck.algorithms.envs.MarkovGame` (P (H, S, A, B, S), r (H, S, A, B))."""
     @st.composite
     def build(draw):
         s, a, b, h = draw(as_strategy(S)), draw(as_strategy(A)), draw(as_strategy(B)), draw(as_strategy(H))
@@ -55,7 +55,7 @@ def markov_games(S=SMALL, A=SMALL, B=SMALL, H=SMALL, *, rewards="float",
 
 def trajectories(mdp, n=st.integers(1, 4), *, feasible=True, policy=None) -> SearchStrategy:
     """Datasets of n trajectories of ``mdp`` (a TabularMDP or a strategy for one), as
-    :class:`algorithms.envs.Trajectories` with states (n, H+1), actions (n, H), rewards (n, H).
+    :class:`dpcheck.algorithms.envs.Trajectories` with states (n, H+1), actions (n, H), rewards (n, H).
 
     feasible=True: simulated with ``policy`` (default: uniformly random actions) from a drawn
     seed, so every trajectory has positive probability under the MDP (offline datasets, §1.2 of
@@ -81,7 +81,7 @@ def trajectories(mdp, n=st.integers(1, 4), *, feasible=True, policy=None) -> Sea
 def user_sequences(mdp, K=st.integers(1, 4), *, kind="model") -> SearchStrategy:
     """Fixed user sequences U = (u_1..u_K) (JDP user trees) for ``mdp`` (or a strategy for one).
 
-    kind: "model" (response trees sampled from the MDP, :func:`algorithms.envs.users_from_model`),
+    kind: "model" (response trees sampled from the MDP, :func:`dpcheck.algorithms.envs.users_from_model`),
     "hashed" (arbitrary pseudo-random trees), "table" (explicit random trees; tiny H only) or
     "fixed" (users who report one trajectory whatever the actions).
     """

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import (
+from dpcheck.algorithms.envs._validate import (
     TabularModel,
     as_float_array, as_index_array, as_initial_distribution, as_policy, check_distributions,
     check_rng, check_runs, check_unit_interval, cumulative, sample_from_cdf,

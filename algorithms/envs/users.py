@@ -39,11 +39,11 @@ from typing import ClassVar
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import (
+from dpcheck.algorithms.envs._validate import (
     ReadOnlyArrays,
     as_index_array, as_policy, check_rng, check_runs, cumulative, sample_from_cdf,
 )
-from algorithms.envs.tabular import TabularMDP, Trajectories
+from dpcheck.algorithms.envs.tabular import TabularMDP, Trajectories
 
 _MAX_TABLE_NODES = 10_000_000
 

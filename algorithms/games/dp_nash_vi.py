@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from algorithms.games.cce import solve_cce
+from dpcheck.algorithms.games.cce import solve_cce
 from dpcheck.errors import DPCheckError, InputError, MechanismError
 
 __all__ = ["DPNashVI", "NashVIResult", "THEORY_CONSTANTS", "PRACTICAL_CONSTANTS", "confidence_log"]
@@ -236,7 +236,7 @@ class DPNashVI:
         rng_env, rng_noise, rng_policy = rng.spawn(3)
         priv = self.privatizer
         if priv is None:
-            from algorithms.privatizers import NoPrivatizer
+            from dpcheck.algorithms.privatizers import NoPrivatizer
             priv = NoPrivatizer()
         try:
             priv.start(runs, H, S, A * B, K, rng_noise, rewards=False)
@@ -276,8 +276,8 @@ class DPNashVI:
         # A MarkovGame's step validates its inputs on every call (a quarter of the loop at S=5, A=B=3
         # in the profile); our own indices are valid by construction, so sample from its kernel CDF
         # directly: the same draws from the same stream as game.step, hence identical trajectories.
-        from algorithms.envs.games import MarkovGame
-        from algorithms.envs._validate import sample_from_cdf
+        from dpcheck.algorithms.envs.games import MarkovGame
+        from dpcheck.algorithms.envs._validate import sample_from_cdf
         fast_cdf = game.sampling_tables()[1] if (isinstance(game, MarkovGame) and not per_episode) else None
 
         for k in range(K):

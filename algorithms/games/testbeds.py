@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from algorithms.envs.games import MarkovGame
+from dpcheck.algorithms.envs.games import MarkovGame
 
 __all__ = ["stochastic_pennies", "mixed_margin"]
 
@@ -45,7 +45,7 @@ def stochastic_pennies() -> MarkovGame:
 def mixed_margin(game) -> float:
     """min over steps and states reached with positive probability under the Nash pair of the smallest
     Nash-marginal probability: > 0 means every reached stage game has a fully mixed equilibrium."""
-    from algorithms.envs.game_planning import nash_values
+    from dpcheck.algorithms.envs.game_planning import nash_values
     sol = nash_values(game)
     mu, nu = np.asarray(sol.mu), np.asarray(sol.nu)               # (H, S, A), (H, S, B)
     H, S = game.H, game.S

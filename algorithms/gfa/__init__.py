@@ -18,29 +18,29 @@
 
 Steps are 0-based in arrays: the paper's step h is index h - 1; episodes likewise.
 """
-from algorithms.gfa.function_class import FunctionClass
-from algorithms.gfa.privacy import (
+from dpcheck.algorithms.gfa.function_class import FunctionClass
+from dpcheck.algorithms.gfa.privacy import (
     GFAPrivacy, EPS0_RULES, advanced_composition, per_update_epsilon, number_of_updates, sensitivity,
 )
-from algorithms.gfa.mechanism import (
+from dpcheck.algorithms.gfa.mechanism import (
     exponential_mechanism, selection_log_probabilities, argmax_with_ties, chain_sample, chain_log_partition,
 )
-from algorithms.gfa.losses import (
+from dpcheck.algorithms.gfa.losses import (
     bellman_error_loss, bellman_error_score, outcome_model, outcome_loss, outcome_score,
     BellmanErrorStatistics, OutcomeLossStatistics,
 )
-from algorithms.gfa.evaluation import (
+from dpcheck.algorithms.gfa.evaluation import (
     policy_returns, optimal_return, max_return, occupancies, coverability, per_start_coverability,
     realizability, completeness, bellman_backup, next_state_table, Coverability, PerStartCoverability,
     Realizability, Completeness,
 )
-from algorithms.gfa.instances import GFAInstance, gf3, appendix_d, hypothesis, hypothesis_entry
-from algorithms.gfa.results import GFARun, MixturePolicy
-from algorithms.gfa.batched_em import (
+from dpcheck.algorithms.gfa.instances import GFAInstance, gf3, appendix_d, hypothesis, hypothesis_entry
+from dpcheck.algorithms.gfa.results import GFARun, MixturePolicy
+from dpcheck.algorithms.gfa.batched_em import (
     PrivateGeneralMDP, PrivateOutcomeRL, NonPrivateGeneralMDP, NonPrivateOutcomeRL, Algorithm1, Algorithm2,
     remark_3_7_batch_size,
 )
-from algorithms.gfa.tuning import TheoryParameters, theory_parameters, poc_default
+from dpcheck.algorithms.gfa.tuning import TheoryParameters, theory_parameters, poc_default
 
 __all__ = [
     "FunctionClass", "GFAPrivacy", "EPS0_RULES", "advanced_composition", "per_update_epsilon",

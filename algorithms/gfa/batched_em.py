@@ -8,14 +8,14 @@ P2), and play the greedy pi_{f^(k)} (lowest action on ties, P5) for the whole ba
     Algorithm 2 (PrivateOutcomeRL):   S(f) = eta fbar_1  - L^BR_D(f)   (outcome Bellman residual)
 
 and in the sensitivity: 8H and (H+1)^2 (§2.4, A3). The temperature is beta_EM = eps0 / (2 Delta_S) with
-eps0 from the exact advanced-composition solve over M = ceil(K/B) updates (:mod:`algorithms.gfa.privacy`).
+eps0 from the exact advanced-composition solve over M = ceil(K/B) updates (:mod:`dpcheck.algorithms.gfa.privacy`).
 ``epsilon = inf`` is the non-private argmax (Remark 3.7), with the tie rule ``tie_breaking``:
 :class:`NonPrivateGeneralMDP` / :class:`NonPrivateOutcomeRL` are exactly that (B = 1: the unbatched
 MEX / outcome-based learner; B = ceil(sqrt K): Remark 3.7's batched variant, :func:`remark_3_7_batch_size`).
 
 Batched over independent runs (leading axis). ``run(env, K, rng, runs)`` spawns two child generators from
 ``rng``: environment / selection. ``env`` is a TabularMDP (exact per-episode regret, P8) or a per-episode
-user sequence (``algorithms.envs.users``; regret when it carries ``.mdp``).
+user sequence (``dpcheck.algorithms.envs.users``; regret when it carries ``.mdp``).
 
 Seams that planted-defect variants override: ``_temperature(privacy)`` (e.g. dropping the factor 2),
 ``_select(scores, beta, rng)``.
@@ -28,14 +28,14 @@ import time
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import check_rng, check_runs
-from algorithms.envs.tabular import TabularMDP
-from algorithms.gfa.function_class import FunctionClass
-from algorithms.gfa.losses import BellmanErrorStatistics, OutcomeLossStatistics
-from algorithms.gfa.mechanism import TIE_BREAKING, chain_sample, exponential_mechanism
-from algorithms.gfa.privacy import EPS0_RULES, GFAPrivacy, _budget, _positive_int, sensitivity as _sensitivity
-from algorithms.gfa.results import GFARun, MixturePolicy
-from algorithms.gfa import evaluation
+from dpcheck.algorithms.envs._validate import check_rng, check_runs
+from dpcheck.algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.gfa.function_class import FunctionClass
+from dpcheck.algorithms.gfa.losses import BellmanErrorStatistics, OutcomeLossStatistics
+from dpcheck.algorithms.gfa.mechanism import TIE_BREAKING, chain_sample, exponential_mechanism
+from dpcheck.algorithms.gfa.privacy import EPS0_RULES, GFAPrivacy, _budget, _positive_int, sensitivity as _sensitivity
+from dpcheck.algorithms.gfa.results import GFARun, MixturePolicy
+from dpcheck.algorithms.gfa import evaluation
 
 SAMPLERS = ("auto", "enumerate", "messages")
 # "auto" switches to backward messages (§2.7) for product classes larger than this many entries.
@@ -121,7 +121,7 @@ class _BatchedExponentialMechanism:
     def declared_log_probabilities(self, scores, K: int) -> np.ndarray:
         """The closed form log Pr[f] (runs, N) the declaration promises: log-softmax at privacy(K).beta_em.
         Independent of the ``_temperature`` seam, so an audit can compare it with :meth:`select`'s draws."""
-        from algorithms.gfa.mechanism import selection_log_probabilities
+        from dpcheck.algorithms.gfa.mechanism import selection_log_probabilities
         return selection_log_probabilities(scores, self.privacy(K).beta_em)
 
     def dataset_scores(self, states, actions, rewards, init) -> np.ndarray:

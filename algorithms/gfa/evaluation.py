@@ -4,7 +4,7 @@ completeness of a class (private_gfa.md §1.1-§1.3, Assumption 2.1, Def 2.2, G1
 * :func:`policy_returns` -- J(pi) for a batch of deterministic policies (..., H, S), exactly. MDPs whose every
   P_h(.|s,a) is a point mass (Def 3.3; the Appendix D environment) take a path-following fast path
   (O(|supp rho| H) per policy instead of O(H S^2 A)); the general path is backward induction
-  (``algorithms.envs.planning``).
+  (``dpcheck.algorithms.envs.planning``).
 * :func:`max_return` -- the largest trajectory reward sum sum_h r_h over reachable paths: the
   normalisation sum_h r_h <= 1 that every sensitivity bound needs (A3).
 * :func:`coverability` -- C_cov(Pi; M) = max_h sum_(s,a) max_pi d_h^pi(s,a) (the exact formula of §1.3, optimal
@@ -20,9 +20,9 @@ import numpy as np
 
 from dpcheck.errors import InputError
 from dpcheck.fingerprint import WeakMemo
-from algorithms.envs.planning import optimal_values
-from algorithms.envs.tabular import TabularMDP
-from algorithms.gfa.function_class import FunctionClass
+from dpcheck.algorithms.envs.planning import optimal_values
+from dpcheck.algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.gfa.function_class import FunctionClass
 
 # Functions are "equal" (realizability / completeness) within this sup-norm tolerance: the class entries of
 # §6.1 are printed to 2-3 decimals but built by exact Bellman backups, so 1e-9 separates float noise from
@@ -100,7 +100,7 @@ def policy_returns(mdp: TabularMDP, policies, init=None) -> np.ndarray:
         rew = mdp.r[np.arange(mdp.H), states, actions].sum(axis=-1)       # (..., n_starts)
         return rew @ d1[starts]
     onehot = np.eye(mdp.A)[pol]
-    from algorithms.envs.planning import evaluate
+    from dpcheck.algorithms.envs.planning import evaluate
     _, V = evaluate(mdp.P, mdp.r, onehot)
     return V[..., 0, :] @ d1
 

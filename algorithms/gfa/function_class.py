@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from algorithms.envs._validate import as_float_array
+from dpcheck.algorithms.envs._validate import as_float_array
 from dpcheck.errors import InputError
 
 def _unit_array(name: str, value, ndim: int) -> np.ndarray:
-    """A read-only float64 array of ``ndim`` axes with values in [0, 1] (algorithms.envs' validation, plus
+    """A read-only float64 array of ``ndim`` axes with values in [0, 1] (dpcheck.algorithms.envs' validation, plus
     the function-class wording for an empty class and the [0, 1] range)."""
     try:
         shape = np.shape(value)

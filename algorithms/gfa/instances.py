@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs.tabular import TabularMDP
-from algorithms.gfa.function_class import FunctionClass
+from dpcheck.algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.gfa.function_class import FunctionClass
 
 
 @dataclass(frozen=True, eq=False)
 class GFAInstance:
     """A known MDP with a function class.
 
-    mdp       the TabularMDP (exact evaluation: ``algorithms.gfa.evaluation``)
+    mdp       the TabularMDP (exact evaluation: ``dpcheck.algorithms.gfa.evaluation``)
     fclass    the FunctionClass
     name      label
     target    entry of the class equal to Q* (the hidden hypothesis for Appendix D)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.gfa.function_class import FunctionClass
+from dpcheck.algorithms.gfa.function_class import FunctionClass
 
 # Work arrays of the incremental updates are chunked over trajectories to stay below this many floats.
 _CHUNK_FLOATS = 1 << 22

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.gfa.function_class import FunctionClass
-from algorithms.gfa.privacy import GFAPrivacy
+from dpcheck.algorithms.gfa.function_class import FunctionClass
+from dpcheck.algorithms.gfa.privacy import GFAPrivacy
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from dpcheck.errors import InputError
-from algorithms.gfa.privacy import _budget, _positive_int, number_of_updates, per_update_epsilon, sensitivity
+from dpcheck.algorithms.gfa.privacy import _budget, _positive_int, number_of_updates, per_update_epsilon, sensitivity
 
 PAPER_METHODS = ("non_private_no_batch", "non_private_batched", "private_eps_8", "private_eps_5")
 
@@ -86,7 +86,7 @@ def poc_default(method: str, function_class, K: int = 300, *, delta: float = 1e-
     private_eps_8 / private_eps_5: B = ceil(K^{3/5} / eps^{2/5}), eps the total JDP budget (A10), delta = 1e-5,
     eps0 by the exact solve, Delta_S = 1 (exact for the binary Appendix D class, A3).
     """
-    from algorithms.gfa.batched_em import NonPrivateOutcomeRL, PrivateOutcomeRL, remark_3_7_batch_size
+    from dpcheck.algorithms.gfa.batched_em import NonPrivateOutcomeRL, PrivateOutcomeRL, remark_3_7_batch_size
     K = _positive_int("K", K)
     if method == "non_private_no_batch":
         return NonPrivateOutcomeRL(function_class, B=1, eta=eta, tie_breaking=tie_breaking)

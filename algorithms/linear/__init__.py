@@ -13,15 +13,15 @@
 
 Arrays: runs first, then the paper's indices; steps are 0-based (the paper's step h is index h - 1).
 """
-from algorithms.linear.mixture import (
+from dpcheck.algorithms.linear.mixture import (
     LinearMixtureMDP, lm2, tabular_as_linear, max_integrated_feature_norm, random_linear_mixture,
 )
-from algorithms.linear.regularizers import (
+from dpcheck.algorithms.linear.regularizers import (
     Regularizer, RidgeRegularizer, LinearSizes, Assumption2, confidence_radii, TreeStatistics, COUNTERS,
 )
-from algorithms.linear.privatizer import Privatizer
-from algorithms.linear.bounds import bonus_terms, regret_bound_po, regret_bound_vi
-from algorithms.linear.linopt import (
+from dpcheck.algorithms.linear.privatizer import Privatizer
+from dpcheck.algorithms.linear.bounds import bonus_terms, regret_bound_po, regret_bound_vi
+from dpcheck.algorithms.linear.linopt import (
     LinOptVI, LinOptPO, UCRLVTR, OPPO, PrivateLinOptVI, PrivateLinOptPO, LinOptResult, floored_inverse,
 )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from algorithms.linear.regularizers import Assumption2, LinearSizes
+from dpcheck.algorithms.linear.regularizers import Assumption2, LinearSizes
 
 
 def bonus_terms(sizes: LinearSizes, c: Assumption2, beta_p: float, beta_r: float) -> tuple[float, float]:

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError, MechanismError
-from algorithms.envs._validate import check_rng, check_runs, one_hot
-from algorithms.envs.planning import evaluate
-from algorithms.linear.bounds import regret_bound_po, regret_bound_vi
-from algorithms.linear.mixture import LinearMixtureMDP
-from algorithms.linear.privatizer import Privatizer
-from algorithms.linear.regularizers import (
+from dpcheck.algorithms.envs._validate import check_rng, check_runs, one_hot
+from dpcheck.algorithms.envs.planning import evaluate
+from dpcheck.algorithms.linear.bounds import regret_bound_po, regret_bound_vi
+from dpcheck.algorithms.linear.mixture import LinearMixtureMDP
+from dpcheck.algorithms.linear.privatizer import Privatizer
+from dpcheck.algorithms.linear.regularizers import (
     Assumption2, LinearSizes, Regularizer, RidgeRegularizer, confidence_radii,
 )
 
@@ -289,7 +289,7 @@ class _LinOpt:
         """K episodes of ``runs`` independent runs. ``rng.spawn(3)`` -> env / regulariser noise / policy
         (tie-breaking). ``release_hook(k, release)`` (k 1-based) sees every release (billboard checks).
 
-        users: optional scripted users (algorithms.envs.users: ``per_episode``, ``rollout(policy, rng,
+        users: optional scripted users (dpcheck.algorithms.envs.users: ``per_episode``, ``rollout(policy, rng,
         episode=k)``, same H, S, A as ``env``, at least K users) who answer in place of ``env``'s
         simulation -- the fixed user sequences of a JDP audit (§1.3); ``env`` still supplies the known
         features and the model for the exact regret."""

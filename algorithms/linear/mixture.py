@@ -8,7 +8,7 @@ A :class:`LinearMixtureMDP` is given by its known features and unknown (to the a
     theta_r (H, d2)         r_h(s,a)    = <varphi(s,a), theta_{h,r}>
 
 Underneath it is a tabular MDP (``P = psi . theta_p``, ``r = varphi . theta_r``), so simulation and the
-exact planners for regret are those of :mod:`algorithms.envs` (``TabularMDP``, ``value_iteration``,
+exact planners for regret are those of :mod:`dpcheck.algorithms.envs` (``TabularMDP``, ``value_iteration``,
 ``evaluate``). Construction validates everything Assumption 1 states, with one InputError line per
 defect: the feature dimensions agree with the parameters and with the declared ``d >= max(d1, d2)``,
 ``||theta_{h,p}|| <= sqrt(d1)``, ``||theta_{h,r}|| <= sqrt(d2)``, ``||varphi(s,a)|| <= 1``,
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import ROW_SUM_TOL, ReadOnlyArrays, as_float_array, as_initial_distribution
-from algorithms.envs.planning import evaluate, value_iteration
-from algorithms.envs.tabular import REWARD_NOISE, TabularMDP
+from dpcheck.algorithms.envs._validate import ROW_SUM_TOL, ReadOnlyArrays, as_float_array, as_initial_distribution
+from dpcheck.algorithms.envs.planning import evaluate, value_iteration
+from dpcheck.algorithms.envs.tabular import REWARD_NOISE, TabularMDP
 
 # Norm bounds are checked with this relative slack: features built in floating point (e.g. a
 # normalised vector) may exceed an exact bound by a few ulps without any real violation.

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
-from algorithms.privatizers.binary_mechanism import TreeCounter
-from algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes, Regularizer
+from dpcheck.algorithms.privatizers.binary_mechanism import TreeCounter
+from dpcheck.algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes, Regularizer
 
 RADIUS_DIMS = ("d", "d1")
 SENSITIVITY_MODES = ("paper", "replacement")

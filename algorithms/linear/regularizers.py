@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
+from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
 
 COUNTERS = ("p1", "p2", "r1", "r2")   # B_{h,p,1}, B_{h,p,2}, B_{h,r,1}, B_{h,r,2} of §2.7
 

@@ -11,10 +11,10 @@
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
-from algorithms.offline.dataset import OfflineDataset, TabularCounts, sample_counts, check_features
-from algorithms.offline.apvi import DPAPVI, APVI, APVIResult, PenaltyConstants, penalty
-from algorithms.offline.vapvi import DPVAPVI, VAPVI, PEVI, LinearResult, VAPVINoise, PrivateStatistic
-from algorithms.offline.instances import (
+from dpcheck.algorithms.offline.dataset import OfflineDataset, TabularCounts, sample_counts, check_features
+from dpcheck.algorithms.offline.apvi import DPAPVI, APVI, APVIResult, PenaltyConstants, penalty
+from dpcheck.algorithms.offline.vapvi import DPVAPVI, VAPVI, PEVI, LinearResult, VAPVINoise, PrivateStatistic
+from dpcheck.algorithms.offline.instances import (
     OfflineInstance, Coverage, FeatureFigures, tab_full, tab_partial, lin_tab, appendix_f, action_code,
     feature_figures, empirical_coverage, empirical_kappa, xi_two_state,
 )

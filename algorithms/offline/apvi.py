@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import check_rng, one_hot
-from algorithms.envs.tabular import TabularMDP
-from algorithms.privatizers.offline import OfflineCounts, OfflineGaussianPrivatizer, OfflineLaplacePrivatizer
-from algorithms.privatizers.projection import post_process_offline
-from algorithms.offline.dataset import OfflineDataset, TabularCounts, positive_budget, probability
+from dpcheck.algorithms.envs._validate import check_rng, one_hot
+from dpcheck.algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.privatizers.offline import OfflineCounts, OfflineGaussianPrivatizer, OfflineLaplacePrivatizer
+from dpcheck.algorithms.privatizers.projection import post_process_offline
+from dpcheck.algorithms.offline.dataset import OfflineDataset, TabularCounts, positive_budget, probability
 
 PENALTIES = ("bernstein", "hoeffding")
 CONSISTENCY = ("lp", "naive")

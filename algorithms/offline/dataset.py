@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import as_policy, check_rng, check_runs
-from algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.envs._validate import as_policy, check_rng, check_runs
+from dpcheck.algorithms.envs.tabular import TabularMDP
 
 
 _BLOCK_ROWS = 8192      # trajectories per counting block (OfflineDataset.counts)
@@ -33,7 +33,7 @@ COUNT_ENGINES = ("auto", "numpy", "compiled")
 def _compiled_kernel():
     """The numba counting kernel, or None when numba is unavailable."""
     try:
-        from algorithms.offline._count_kernel import count_transitions
+        from dpcheck.algorithms.offline._count_kernel import count_transitions
     except ImportError:
         return None
     return count_transitions

@@ -13,7 +13,7 @@
                       gives its xi (§1.4) exactly, to compare with sqrt(d).
 
 Every instance is an :class:`OfflineInstance`: the true MDP (for exact evaluation with
-``algorithms.envs.planning``), the behaviour policy mu, and for linear instances the feature map.
+``dpcheck.algorithms.envs.planning``), the behaviour policy mu, and for linear instances the feature map.
 """
 from __future__ import annotations
 
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import as_policy, check_rng, one_hot
-from algorithms.envs.generators import random_mdp
-from algorithms.envs.planning import occupancy, optimal_values, greedy
-from algorithms.envs.tabular import TabularMDP
-from algorithms.offline.dataset import OfflineDataset, TabularCounts, check_features, sample_counts
+from dpcheck.algorithms.envs._validate import as_policy, check_rng, one_hot
+from dpcheck.algorithms.envs.generators import random_mdp
+from dpcheck.algorithms.envs.planning import occupancy, optimal_values, greedy
+from dpcheck.algorithms.envs.tabular import TabularMDP
+from dpcheck.algorithms.offline.dataset import OfflineDataset, TabularCounts, check_features, sample_counts
 
 
 @dataclass(frozen=True)

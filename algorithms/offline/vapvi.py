@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.envs._validate import check_rng, one_hot
-from algorithms.offline.dataset import (
+from dpcheck.algorithms.envs._validate import check_rng, one_hot
+from dpcheck.algorithms.offline.dataset import (
     OfflineDataset, TabularCounts, check_features, positive_budget, probability,
 )
 

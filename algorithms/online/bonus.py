@@ -134,7 +134,7 @@ def bernstein_bonus(transition_private, visits_private, value_next, state_counts
     """
     S = transition_private.shape[-1]
     n = visits_private
-    # E: scalar, or one width per run (a stacked batch of privatizers, algorithms.online.stacking)
+    # E: scalar, or one width per run (a stacked batch of privatizers, dpcheck.algorithms.online.stacking)
     E = np.asarray(E, dtype=float)
     E_sa = E.reshape(-1, 1, 1) if E.ndim == 1 else E
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -12,7 +12,7 @@ StackedPrivatizer of them), no monitor and no release hook (they read every rele
 
 Randomness: every stream is drawn by numpy in chunks, in exactly the numpy engine's order (environment:
 reset then one uniform per step and one per Bernoulli reward; tie-breaking: one (runs,H,S,A) array per
-episode; noise: the privatizer's own draws, :func:`algorithms.privatizers.noise.laplace`), so the two
+episode; noise: the privatizer's own draws, :func:`dpcheck.algorithms.privatizers.noise.laplace`), so the two
 engines see the same numbers; the arithmetic is the numpy engine's, step for step (module docstring of
 ``_kernels``), so they give the same trajectories bit for bit (tests/test_compiled_engine.py). At the
 end the privatizers' state (true counts, tree, local sums) is handed back, so the privatizer object is
@@ -103,7 +103,7 @@ def available() -> bool:
 
 
 def _parts(priv, runs):
-    from algorithms.online.stacking import StackedPrivatizer
+    from dpcheck.algorithms.online.stacking import StackedPrivatizer
     if isinstance(priv, StackedPrivatizer):
         return [(p, sl) for (p, _), sl in zip(priv.parts, priv.slices)]
     return [(priv, slice(0, runs))]
@@ -116,9 +116,9 @@ def ineligible(env, runs, *, privatizer, constants, variant: str | None, monitor
     variant: None for the agents DPUCBVI and UCBVI themselves, else the name of the subclass (whose
     overridden seams the kernels would skip).
     """
-    from algorithms.envs.tabular import TabularMDP
-    from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
-    from algorithms.privatizers.binary_mechanism import BinaryMechanism
+    from dpcheck.algorithms.envs.tabular import TabularMDP
+    from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
+    from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism
     if not available():
         return "numba is not installed"
     if variant is not None:
@@ -162,9 +162,9 @@ class _State:
     """The privatizers' exported state gathered into the kernel's per-run arrays (and handed back)."""
 
     def __init__(self, priv, runs, H, S, A, K):
-        from algorithms.online._kernels import CENTRAL, LOCAL, NONE
-        from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
-        from algorithms.privatizers.binary_mechanism import tree_levels
+        from dpcheck.algorithms.online._kernels import CENTRAL, LOCAL, NONE
+        from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
+        from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
         self.parts = _parts(priv, runs)
         HSA = H * S * A
         self.HSA, self.HSAS, self.C = HSA, HSA * S, HSA * (S + 2)
@@ -217,8 +217,8 @@ class _State:
         faults and copies than the draws themselves): a part that covers every run draws straight
         into the kernel's array; the others draw into their own scratch and are copied to their slice.
         """
-        from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
-        from algorithms.privatizers.noise import laplace
+        from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
+        from dpcheck.algorithms.privatizers.noise import laplace
         if not self.noisy_parts:
             return np.zeros((n, self.runs, 1))       # no noisy part: the kernel never reads it
         if self._noise is None:
@@ -249,7 +249,7 @@ class _State:
 
     def scatter(self, episodes):
         """Hand the state back to the privatizers (as if the numpy engine had run ``episodes`` more)."""
-        from algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
+        from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
         H, S, A, HSA, HSAS = self.H, self.S, self.A, self.HSA, self.HSAS
         for (p, sl), old in zip(self.parts, self.exported):
             n = sl.stop - sl.start
@@ -274,8 +274,8 @@ def run_compiled(loop: EpisodeLoop, privatizer, env, rng_env, rng_ties, Q, actio
                  progress: Callable[[str], None] | None) -> None:
     """The episode loop of DPUCBVI.run on the compiled kernels; updates Q, actions, states, evaluator
     and the privatizer's state."""
-    from algorithms.online._kernels import run_episodes
-    from algorithms.privatizers.projection import sorting_network
+    from dpcheck.algorithms.online._kernels import run_episodes
+    from dpcheck.algorithms.privatizers.projection import sorting_network
     H, S, A = env.H, env.S, env.A
     K, runs = loop.K, loop.runs
     st = _State(privatizer, runs, H, S, A, K)

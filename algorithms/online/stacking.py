@@ -47,8 +47,8 @@ class StackedPrivatizer:
             p.observe(states[sl], actions[sl], None if rewards is None else rewards[sl])
 
     def release(self):
-        from algorithms.privatizers.base import CountPrivatizer, PrivateCounts
-        from algorithms.privatizers.projection import _project, _sum_last
+        from dpcheck.algorithms.privatizers.base import CountPrivatizer, PrivateCounts
+        from dpcheck.algorithms.privatizers.projection import _project, _sum_last
         # parts that use the base class's release (noise process, then the §3.2 LP) are
         # post-processed in ONE vectorised LP call over all their runs, with each run's own band
         # E/4 and shifts E/(2S), E/2 -- row by row exactly what CountPrivatizer.release computes;
@@ -99,7 +99,7 @@ class StackedPrivatizer:
                              width=self.width)
 
     def true_counts(self):
-        from algorithms.privatizers.base import TrueCounts
+        from dpcheck.algorithms.privatizers.base import TrueCounts
         outs = [p.true_counts() for p, _ in self.parts]
         rew = None if any(o.rewards is None for o in outs) else np.concatenate([o.rewards for o in outs])
         return TrueCounts(visits=np.concatenate([o.visits for o in outs]),

@@ -1,7 +1,7 @@
 """DP-UCBVI (Qiao & Wang, AISTATS 2023, Algorithm 1) and the non-private UCBVI baseline.
 
 Spec: specs/dp_ucbvi.md. §2.2 private estimates -> :func:`private_estimates`;
-§2.3 bonus -> :mod:`algorithms.online.bonus`; §2.4 value iteration with the
+§2.3 bonus -> :mod:`dpcheck.algorithms.online.bonus`; §2.4 value iteration with the
 clip at H, the monotone min with Q~^{k-1} and tie-breaking -> :func:`backward_induction`
 and :func:`greedy_policy`; §2.5 the non-private baseline -> :class:`UCBVI`.
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g
-from algorithms.privatizers.projection import _sum_last
+from dpcheck.algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g
+from dpcheck.algorithms.privatizers.projection import _sum_last
 from dpcheck.errors import InputError, MechanismError
 
 TIE_BREAKING = ("random", "lowest")
@@ -190,7 +190,7 @@ class UCBVIRun:
     """The record of one batched run of (DP-)UCBVI.
 
     config:     the agent's configuration (algorithm, mode, calibration, constants, E, iota...).
-    width:      E, or one E per run when the privatizer stacks several (algorithms.online.stacking).
+    width:      E, or one E per run when the privatizer stacks several (dpcheck.algorithms.online.stacking).
     actions:    (runs, K, H) actions recommended to the users (what a JDP adversary sees
                 for the users it colludes with); None if not recorded.
     states:     (runs, K, H+1) states reported by the users; None if not recorded.
@@ -263,7 +263,7 @@ class DPUCBVI:
 
     privatizer:   a CountPrivatizer (CentralPrivatizer -> eps-JDP, LocalPrivatizer ->
                   eps-LDP, NoPrivatizer -> exact counts, E = 0, i.e. UCBVI) or a name
-                  accepted by ``algorithms.privatizers.load_privatizer``.
+                  accepted by ``dpcheck.algorithms.privatizers.load_privatizer``.
     beta:         failure probability of the utility statements (iota, E).
     mode:         "theory" (paper constants) or "practical" (BonusConstants.practical, §6.3).
     constants:    explicit BonusConstants (overrides ``mode``'s defaults; its mode is reported).
@@ -275,7 +275,7 @@ class DPUCBVI:
     def __init__(self, privatizer, *, beta: float = 0.1, mode: str = "theory",
                  constants: BonusConstants | None = None, tie_breaking: str = "random"):
         if isinstance(privatizer, str):
-            from algorithms.privatizers import load_privatizer
+            from dpcheck.algorithms.privatizers import load_privatizer
             privatizer = load_privatizer(privatizer)
         for meth in ("start", "observe", "release"):
             if not callable(getattr(privatizer, meth, None)):
@@ -312,7 +312,7 @@ class DPUCBVI:
         """Run K episodes on ``env`` for ``runs`` independent runs at once.
 
         env:       an environment with batched ``reset(runs, rng)`` / ``step``-style rollout
-                   (algorithms.envs: TabularMDP or ScriptedUsers).
+                   (dpcheck.algorithms.envs: TabularMDP or ScriptedUsers).
         rng:       Generator / SeedSequence / int; split into three independent streams
                    (environment, privatizer noise, tie-breaking) so that noise can be
                    switched off without changing the environment's randomness (spec §7.3).
@@ -359,9 +359,9 @@ class DPUCBVI:
 
         model = _true_model(env)
         if reference is None and model is not None and monitor:
-            from algorithms.envs.planning import optimal_values
+            from dpcheck.algorithms.envs.planning import optimal_values
             reference = _optimal_Q(model, optimal_values)
-        from algorithms.online import compiled
+        from dpcheck.algorithms.online import compiled
         variant = None if type(self) in (DPUCBVI, UCBVI) else type(self).__name__
         engine_used = compiled.choose(engine, env, runs, privatizer=priv, constants=self.constants,
                                       variant=variant, monitor=monitor, release_hook=release_hook)
@@ -433,7 +433,7 @@ class UCBVI(DPUCBVI):
 
     def __init__(self, *, beta: float = 0.1, mode: str = "theory", constants: BonusConstants | None = None,
                  tie_breaking: str = "random"):
-        from algorithms.privatizers import NoPrivatizer
+        from dpcheck.algorithms.privatizers import NoPrivatizer
         super().__init__(NoPrivatizer(), beta=beta, mode=mode, constants=constants, tie_breaking=tie_breaking)
 
 
@@ -443,7 +443,7 @@ def _env_shape(env) -> tuple[int, int, int]:
         H, S, A = int(env.H), int(env.S), int(env.A)
     except (AttributeError, TypeError, ValueError):
         raise InputError(f"environment {type(env).__name__} must expose H, S and A "
-                         f"(algorithms.envs.TabularMDP or ScriptedUsers)") from None
+                         f"(dpcheck.algorithms.envs.TabularMDP or ScriptedUsers)") from None
     if min(H, S, A) < 1:
         raise InputError(f"environment sizes must be >= 1, got H={H}, S={S}, A={A}")
     return H, S, A
@@ -451,7 +451,7 @@ def _env_shape(env) -> tuple[int, int, int]:
 
 def _true_model(env):
     """The TabularMDP behind ``env`` if there is one (regret and optimism need it)."""
-    from algorithms.envs.tabular import TabularMDP
+    from dpcheck.algorithms.envs.tabular import TabularMDP
     if isinstance(env, TabularMDP):
         return env
     model = getattr(env, "mdp", None)
@@ -500,7 +500,7 @@ class _RegretEvaluator:
     chunk = 256
 
     def __init__(self, model, runs, K):
-        from algorithms.envs.planning import suboptimality
+        from dpcheck.algorithms.envs.planning import suboptimality
         self._subopt = suboptimality
         self.model = model
         self.regret = np.empty((runs, K))

@@ -4,15 +4,15 @@ CountPrivatizer (interface), CentralPrivatizer (JDP, tree mechanism), LocalPriva
 NoPrivatizer (exact counts), the offline DP-APVI privatizers, the exact post-processing projection,
 the binary mechanism, the widths E, and ``load_privatizer``.
 """
-from algorithms.privatizers.base import CountPrivatizer, Declaration, PrivateCounts, TrueCounts, INTERFACE, declare_by_starting
-from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
-from algorithms.privatizers.central import CentralPrivatizer
-from algorithms.privatizers.local import LocalPrivatizer, LocalMessage
-from algorithms.privatizers.nonprivate import NoPrivatizer
-from algorithms.privatizers.projection import project_counts, post_process, post_process_offline
-from algorithms.privatizers.width import confidence_width
-from algorithms.privatizers.loader import load_privatizer
-from algorithms.privatizers.offline import OfflineGaussianPrivatizer, OfflineLaplacePrivatizer, OfflineCounts, dataset_counts
+from dpcheck.algorithms.privatizers.base import CountPrivatizer, Declaration, PrivateCounts, TrueCounts, INTERFACE, declare_by_starting
+from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
+from dpcheck.algorithms.privatizers.central import CentralPrivatizer
+from dpcheck.algorithms.privatizers.local import LocalPrivatizer, LocalMessage
+from dpcheck.algorithms.privatizers.nonprivate import NoPrivatizer
+from dpcheck.algorithms.privatizers.projection import project_counts, post_process, post_process_offline
+from dpcheck.algorithms.privatizers.width import confidence_width
+from dpcheck.algorithms.privatizers.loader import load_privatizer
+from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer, OfflineLaplacePrivatizer, OfflineCounts, dataset_counts
 
 __all__ = ["CountPrivatizer", "Declaration", "declare_by_starting", "PrivateCounts", "TrueCounts", "INTERFACE", "BinaryMechanism", "TreeCounter",
            "tree_levels", "CentralPrivatizer", "LocalPrivatizer", "LocalMessage", "NoPrivatizer",

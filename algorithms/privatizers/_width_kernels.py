@@ -1,4 +1,4 @@
-"""numba kernel of the calibrated width's Monte Carlo (algorithms.privatizers.width.simulate_max_noise)."""
+"""numba kernel of the calibrated width's Monte Carlo (dpcheck.algorithms.privatizers.width.simulate_max_noise)."""
 from __future__ import annotations
 
 from numba import njit

@@ -210,7 +210,7 @@ class CountPrivatizer:
 
     def __init__(self, epsilon: float = 1.0, beta: float = 0.1, calibration: str = "strict",
                  width_mode: str = "rigorous"):
-        from algorithms.privatizers.width import WIDTH_MODES
+        from dpcheck.algorithms.privatizers.width import WIDTH_MODES
         try:
             eps = float(epsilon)
         except (TypeError, ValueError):
@@ -306,7 +306,7 @@ class CountPrivatizer:
 
     def release(self) -> PrivateCounts:
         """Private counts for the next episode: N^ from the noise process, then the §3.2 LP."""
-        from algorithms.privatizers.projection import _post_process
+        from dpcheck.algorithms.privatizers.projection import _post_process
         self._require_started()
         nv, nt, rw = self._noisy_counts()
         pp = _post_process(nt, nv, self.width, with_value=False)  # = post_process; t* is not released

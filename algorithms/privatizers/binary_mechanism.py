@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.privatizers.noise import laplace
+from dpcheck.algorithms.privatizers.noise import laplace
 
 NOISES = ("laplace", "gaussian")
 

@@ -25,9 +25,9 @@ import numpy as np
 
 from dpcheck.claims import Claim
 
-from algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring
-from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
-from algorithms.privatizers.width import confidence_width
+from dpcheck.algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring
+from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
+from dpcheck.algorithms.privatizers.width import confidence_width
 
 
 class CentralPrivatizer(CountPrivatizer):

@@ -1,6 +1,6 @@
 """load_privatizer: "central" | "local" | "none" | "path/to/file.py:ClassName" | "pkg.mod:ClassName".
 
-A user's privatizer is checked against the interface (:data:`algorithms.privatizers.base.INTERFACE`)
+A user's privatizer is checked against the interface (:data:`dpcheck.algorithms.privatizers.base.INTERFACE`)
 and wrapped so that any exception it raises becomes a :class:`dpcheck.MechanismError` naming it,
 while our own InputError (bad arguments) passes through unchanged.
 """
@@ -12,16 +12,16 @@ import numpy as np
 
 from dpcheck.errors import DPCheckError, InputError, MechanismError
 
-from algorithms.privatizers.base import INTERFACE, CountPrivatizer, PrivateCounts
+from dpcheck.algorithms.privatizers.base import INTERFACE, CountPrivatizer, PrivateCounts
 
 BUILTIN = {"central": "CentralPrivatizer", "local": "LocalPrivatizer", "none": "NoPrivatizer"}
 
 
 def _builtin(name):
     # from the defining modules, not the package (whose __init__ imports this module)
-    from algorithms.privatizers.central import CentralPrivatizer
-    from algorithms.privatizers.local import LocalPrivatizer
-    from algorithms.privatizers.nonprivate import NoPrivatizer
+    from dpcheck.algorithms.privatizers.central import CentralPrivatizer
+    from dpcheck.algorithms.privatizers.local import LocalPrivatizer
+    from dpcheck.algorithms.privatizers.nonprivate import NoPrivatizer
     classes = {"CentralPrivatizer": CentralPrivatizer, "LocalPrivatizer": LocalPrivatizer,
                "NoPrivatizer": NoPrivatizer}
     return classes[BUILTIN[name]]
@@ -42,7 +42,7 @@ def check_interface(cls_or_obj, label: str) -> None:
     missing = [m for m in INTERFACE if not hasattr(cls, m)]
     if missing:
         raise InputError(f"privatizer {label!r} does not implement the privatizer interface: missing "
-                         f"{', '.join(missing)} (subclass algorithms.privatizers.CountPrivatizer; "
+                         f"{', '.join(missing)} (subclass dpcheck.algorithms.privatizers.CountPrivatizer; "
                          f"see docs/privatizers.md)")
 
 
@@ -126,7 +126,7 @@ def load_privatizer(spec, **kw):
             raise InputError(f"unknown privatizer {spec!r}; expected one of {', '.join(BUILTIN)} "
                              f"or 'path/to/file.py:ClassName' or 'pkg.module:ClassName'")
         cls, label = _load_class(spec), spec
-        user = not getattr(cls, "__module__", "").startswith("algorithms.privatizers")
+        user = not getattr(cls, "__module__", "").startswith("dpcheck.algorithms.privatizers")
     else:
         raise InputError(f"privatizer must be a name or 'file.py:Class', got {spec!r}")
     if not isinstance(cls, type):

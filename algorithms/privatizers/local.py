@@ -20,9 +20,9 @@ import numpy as np
 
 from dpcheck.claims import Claim
 
-from algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring, episode_increments, flatten_counts
-from algorithms.privatizers.width import confidence_width
-from algorithms.privatizers.noise import laplace
+from dpcheck.algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring, episode_increments, flatten_counts
+from dpcheck.algorithms.privatizers.width import confidence_width
+from dpcheck.algorithms.privatizers.noise import laplace
 
 
 @dataclass(frozen=True)

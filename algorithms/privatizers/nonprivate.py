@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from algorithms.privatizers.base import CountPrivatizer, Declaration, PrivateCounts
+from dpcheck.algorithms.privatizers.base import CountPrivatizer, Declaration, PrivateCounts
 
 
 class NoPrivatizer(CountPrivatizer):

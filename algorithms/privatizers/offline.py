@@ -26,9 +26,9 @@ import numpy as np
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
-from algorithms.privatizers.base import Declaration
-from algorithms.privatizers.projection import post_process_offline
-from algorithms.privatizers.noise import laplace
+from dpcheck.algorithms.privatizers.base import Declaration
+from dpcheck.algorithms.privatizers.projection import post_process_offline
+from dpcheck.algorithms.privatizers.noise import laplace
 
 SOURCE = "Qiao & Wang, Offline RL with Differential Privacy"
 

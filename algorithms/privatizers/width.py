@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from dpcheck.errors import InputError
-from algorithms.privatizers.noise import laplace
+from dpcheck.algorithms.privatizers.noise import laplace
 
 WIDTH_MODES = ("rigorous", "calibrated", "nominal")
 
@@ -56,7 +56,7 @@ def counter_count(H: int, S: int, A: int, rewards: bool = True) -> int:
 def rigorous_width(mechanism: str, *, H: int, S: int, A: int, K: int, scale: float, beta: float,
                    rewards: bool = True) -> float:
     """The §3.4 rigorous E (before the floor) for the central tree or the local sums."""
-    from algorithms.privatizers.binary_mechanism import tree_levels
+    from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
     m = counter_count(H, S, A, rewards) * (K - 1)
     if m == 0:
         return 0.0                                  # K = 1: the only release B(0) = 0 is exact
@@ -91,11 +91,11 @@ def simulate_max_noise(mechanism: str, *, counters: int, K: int, scale: float, r
     central, err_t = err_{t - lowbit(t)} + eta_t (eta_t: the node that completes at t; so err_t is the
     sum of the noisy nodes of the dyadic decomposition of {1..t}, the tree's B(t) on zero data);
     local, err_t = err_{t-1} + eta_t (a running sum). One pass of O(1) amortised work per (counter, t)
-    (algorithms.privatizers._width_kernels), memory bounded by ``block`` draws at a time.
+    (dpcheck.algorithms.privatizers._width_kernels), memory bounded by ``block`` draws at a time.
     Returns shape (reps,).
     """
-    from algorithms.privatizers._width_kernels import prefix_error_max
-    from algorithms.privatizers.binary_mechanism import tree_levels
+    from dpcheck.algorithms.privatizers._width_kernels import prefix_error_max
+    from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
     if mechanism not in ("central", "local"):
         raise InputError(f"mechanism must be 'central' or 'local', got {mechanism!r}")
     T = K - 1

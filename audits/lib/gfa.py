@@ -3,8 +3,8 @@ specs/private_gfa.md), one function per claim, for Algorithm 1 (``private_gfa``)
 (``private_gfa_outcome``).
 
 ``audits/private_gfa.py`` is the registered audit (its claim table says which function checks which claim).
-Every function takes the learner under audit as an OBJECT (a :class:`algorithms.gfa.PrivateGeneralMDP` /
-:class:`algorithms.gfa.PrivateOutcomeRL` or a subclass -- a variant, a planted defect) and returns finished
+Every function takes the learner under audit as an OBJECT (a :class:`dpcheck.algorithms.gfa.PrivateGeneralMDP` /
+:class:`dpcheck.algorithms.gfa.PrivateOutcomeRL` or a subclass -- a variant, a planted defect) and returns finished
 :class:`dpcheck.checks.Check` objects:
 
 * privacy: :func:`jdp_blackbox_check` (black box on the selected functions f^(k) and the actions sent to the
@@ -55,7 +55,7 @@ def load_function_class(path: str, algorithm: int):
     """
     import os
     import zipfile
-    from algorithms.gfa import FunctionClass
+    from dpcheck.algorithms.gfa import FunctionClass
     if not os.path.isfile(path):
         raise InputError(f"--set function_class={path}: no such file")
     try:
@@ -83,7 +83,7 @@ def load_function_class(path: str, algorithm: int):
         if len(given) != 3:
             raise InputError(f"--set function_class={path}: an MDP needs all of 'P', 'r' and 'init' "
                              f"(found only {given})")
-        from algorithms.envs.tabular import TabularMDP
+        from dpcheck.algorithms.envs.tabular import TabularMDP
         try:
             mdp = TabularMDP(data["P"], data["r"], data["init"], name=os.path.basename(path))
             fc.check_shape(mdp.H, mdp.S, mdp.A, "the MDP in the file")
@@ -130,13 +130,13 @@ def check_class_size(path: str, inst, z: dict, K: int) -> None:
 
 def default_instance(algorithm: int):
     """GF-3 (§6.1) for Algorithm 1; the Appendix D "easy" environment (§4.1) for Algorithm 2."""
-    from algorithms.gfa import appendix_d, gf3
+    from dpcheck.algorithms.gfa import appendix_d, gf3
     return gf3() if algorithm == 1 else appendix_d("easy")
 
 
 def instance_with_class(algorithm: int, fc=None, mdp=None):
     """The GFAInstance audited: the default one, with the user's class (and MDP) if given."""
-    from algorithms.gfa import GFAInstance
+    from dpcheck.algorithms.gfa import GFAInstance
     inst = default_instance(algorithm)
     if fc is None:
         return inst
@@ -154,7 +154,7 @@ def instance_with_class(algorithm: int, fc=None, mdp=None):
 def make_agent(algorithm: int, fc, *, epsilon: float, delta: float, B: int, eta: float = 1.0,
                sensitivity="paper", eps0_rule: str = "exact", s1=None, agent_class=None):
     """The learner under audit (Algorithm 1 or 2; ``agent_class`` a subclass for variants / defects)."""
-    from algorithms.gfa import PrivateGeneralMDP, PrivateOutcomeRL
+    from dpcheck.algorithms.gfa import PrivateGeneralMDP, PrivateOutcomeRL
     cls = agent_class or (PrivateGeneralMDP if algorithm == 1 else PrivateOutcomeRL)
     kw = dict(epsilon=epsilon, delta=delta, B=B, eta=eta, sensitivity=sensitivity, eps0_rule=eps0_rule)
     if algorithm == 1:
@@ -201,7 +201,7 @@ def jdp_users(agent, mdp, K: int = 4):
     (outcome 1) after moving to the last state -- a change of her data that moves the Bellman error / outcome
     residual of every entry. Fixed trajectories make the learner the only source of randomness.
     """
-    from algorithms.envs.users import FixedTrajectoryUsers
+    from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
     H, S, A = mdp.H, mdp.S, mdp.A
     s0 = int(np.flatnonzero(mdp.init)[0])
     st = np.full((K, H + 1), s0, dtype=np.int64)
@@ -283,7 +283,7 @@ def _arrays(trajs, H):
 
 def extreme_class(H: int, N: int = 24, S: int = 2, A: int = 2, seed: int = 0):
     """A random class with values in {0, 1} (the extremes, spec G1), N entries on S x A."""
-    from algorithms.gfa import FunctionClass
+    from dpcheck.algorithms.gfa import FunctionClass
     rng = np.random.default_rng(seed)
     vals = rng.integers(0, 2, size=(N, H, S, A)).astype(float)
     return FunctionClass.from_values(vals, name=f"random {{0,1}} class (N={N}, H={H}, S={S}, A={A})")
@@ -487,7 +487,7 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
         rr = dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(eps0_used)),
                                                      num_buckets=2)
         eps_pld = pld_epsilon_replace_one(rr, M, claim.delta)
-        from algorithms.gfa import advanced_composition
+        from dpcheck.algorithms.gfa import advanced_composition
         rows.append({"K": int(K), "B": agent.B, "M": M, "eps0_declared": p.eps0, "eps0_used": eps0_used,
                      "beta_declared": p.beta_em, "beta_used": beta_used,
                      "advanced_composition": advanced_composition(eps0_used, M, claim.delta),
@@ -520,14 +520,14 @@ def pld_epsilon_replace_one(event, count: int, delta: float) -> float:
     spelling-out of self-compositions (dp_accounting 0.6.0 would account M randomized-response updates
     as one)."""
     import dp_accounting
-    from audits.lib.privatizers import pld_accountant
+    from dpcheck.audits.lib.privatizers import pld_accountant
     acc = pld_accountant(dp_accounting.SelfComposedDpEvent(event, int(count)),
                          dp_accounting.NeighboringRelation.REPLACE_ONE)
     return float(acc.get_epsilon(delta))
 
 
 def _literal_scores(agent, states, actions, rewards, init):
-    from algorithms.gfa import bellman_error_score, outcome_score
+    from dpcheck.algorithms.gfa import bellman_error_score, outcome_score
     fc = agent.fclass
     if agent.algorithm == 1:
         return bellman_error_score(fc, states, actions, rewards, eta=agent.eta, s1=int(init))
@@ -596,7 +596,7 @@ def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) ->
     (§1.3) with its certificate, and for Algorithm 2 determinism (Def 3.3) and the G14 facts.
 
     ``reference``: known figures of a built-in instance (spec §4.2 / §6.1) the computed ones must match."""
-    from algorithms.gfa import (completeness, coverability, next_state_table, per_start_coverability,
+    from dpcheck.algorithms.gfa import (completeness, coverability, next_state_table, per_start_coverability,
                                 realizability)
     mdp, fc = inst.mdp, inst.fclass
     out = []
@@ -619,7 +619,7 @@ def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) ->
             what=f"completeness (worst distance of a backup to F_h {cp.worst:.3g})"))
     cov = coverability(mdp, fc)
     # certificate: with the optimal mu_h (pointwise max, normalised) the ratio max_{h,pi,(s,a)} d/mu attains C_cov
-    from algorithms.gfa import occupancies
+    from dpcheck.algorithms.gfa import occupancies
     pols = fc.greedy_policies()
     uniq = np.unique(pols.reshape(pols.shape[0], -1), axis=0).reshape((-1,) + pols.shape[1:])
     d = occupancies(mdp, uniq)                                             # (P, H, S, A)
@@ -683,7 +683,7 @@ def tuned(algorithm: int, inst, K: int, epsilon: float, *, delta: float, tuning:
           sensitivity="paper"):
     """(B, eta) of the private learner at (K, eps): "theory" = §2.5 (displayed eta, c_kappa = 1); "poc" = the
     §4.5 PoC-default shape B = ceil(K^{3/5} / eps^{2/5}), eta = 1."""
-    from algorithms.gfa import theory_parameters
+    from dpcheck.algorithms.gfa import theory_parameters
     if tuning == "theory":
         kind = sensitivity if isinstance(sensitivity, str) else "paper"
         tp = theory_parameters(algorithm, K=K, H=inst.fclass.H, N=inst.fclass.N, C_cov=C_cov, epsilon=epsilon,
@@ -711,7 +711,7 @@ def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np:
     make the same selections at every K (the regret is B(K) times a per-run constant), so the increments'
     spread shrinks from ~the regret's own spread to near zero (measured on Appendix D: per-run correlation
     across K ~1.0 non-private, 0.4-0.8 private; docs/private_gfa.md "Rate checks")."""
-    from algorithms.gfa import NonPrivateGeneralMDP, NonPrivateOutcomeRL, remark_3_7_batch_size
+    from dpcheck.algorithms.gfa import NonPrivateGeneralMDP, NonPrivateOutcomeRL, remark_3_7_batch_size
     mdp, fc = inst.mdp, inst.fclass
     s1 = inst.s1
     priv = {}
@@ -763,7 +763,7 @@ def appendix_bound(algorithm: int, *, K: int, H: int, N: int, C_cov: float, epsi
 def _bound_vacuity(algorithm, inst, K_grid, eps, delta, C_cov, sensitivity, term):
     """Whether the theorem's bound (``term``: "private" = both terms, "nonprivate" = the first) exceeds the trivial
     bound K J* at the top of the window (then a steeper-than-claimed exponent contradicts nothing)."""
-    from algorithms.gfa import optimal_return
+    from dpcheck.algorithms.gfa import optimal_return
     fc = inst.fclass
     K = int(K_grid[-1])
     Jstar = optimal_return(inst.mdp, inst.s1 if algorithm == 1 else None)
@@ -887,7 +887,7 @@ def settled_runs(K_grid, R) -> dict:
     with one constant c across the K grid (relative tolerance 1e-9): with common random numbers
     (:func:`regret_curves`) such a run makes the same selections at every K and settles on its final entry
     within the same batches, so its regret grows only through the batch size."""
-    from algorithms.gfa import remark_3_7_batch_size
+    from dpcheck.algorithms.gfa import remark_3_7_batch_size
     B = np.array([remark_3_7_batch_size(int(k)) for k in K_grid], dtype=float)
     X = np.asarray(R, dtype=float) / B[None, :]
     same = np.all(np.isclose(X, X[:, -1:], rtol=1e-9, atol=1e-12), axis=1)
@@ -933,7 +933,7 @@ def _ols_slope(x, y) -> float:
 
 
 def _declared_sensitivity(algorithm, inst, sensitivity):
-    from algorithms.gfa import sensitivity as _sens
+    from dpcheck.algorithms.gfa import sensitivity as _sens
     if not isinstance(sensitivity, str):
         return float(sensitivity)
     return _sens(algorithm, inst.fclass.H, sensitivity)
@@ -970,7 +970,7 @@ def output_policy_check(agent, inst, *, K: int, runs: int, seed: int, n_mc: int 
     (``MixturePolicy.sample``: one k per episode, pi_k for the whole episode): ``n_mc`` episodes of run 0 in
     the MDP, whose mean return must lie within the Hoeffding radius sqrt(ln(2/alpha) / (2 n_mc)) of J(pi_hat)
     (returns in [0, 1]); outside it fails (a false alarm with probability <= alpha)."""
-    from algorithms.gfa import optimal_return, policy_returns
+    from dpcheck.algorithms.gfa import optimal_return, policy_returns
     mdp, fc = inst.mdp, inst.fclass
     init = public_init(agent, mdp)
     rng = np.random.default_rng(seed)
@@ -982,7 +982,7 @@ def output_policy_check(agent, inst, *, K: int, runs: int, seed: int, n_mc: int 
     per_ep = res.cumulative_regret[:, -1] / K
     err = np.abs(gap - per_ep)
     bad = int(np.sum(err > 1e-9))
-    from algorithms.gfa import MixturePolicy
+    from dpcheck.algorithms.gfa import MixturePolicy
     entries0 = res.output_policy.episode_entries[:1]
     total, done, chunk = 0.0, 0, 2048
     while done < n_mc:

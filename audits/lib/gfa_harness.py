@@ -20,7 +20,7 @@ policy at k only if det(Lambda~_h^k) > 2 det(Lambda~_h^{k~}) for some h (k~ = th
 Public functions:
 
     design_sequence(d, ...)        the released matrices Lambda~_h^k, k = 1..K, of the companion Privatizer
-                                   (``algorithms.linear.privatizer.Privatizer``: its calibrated node noise,
+                                   (``dpcheck.algorithms.linear.privatizer.Privatizer``: its calibrated node noise,
                                    its shift, its symmetric-Gaussian binary tree), random unit features
     monotonicity_figures(seq)      G24 (i) fraction of k with lambda_min(Lambda~^{k+1} - Lambda~^k) < 0,
                                    positive definiteness, (ii) det-ratio products at the switches,
@@ -106,7 +106,7 @@ class DesignSequence:
 def privatizer(epsilon: float = 1.0, delta: float = 0.1, ridge: float = 1.0):
     """The companion spec's Privatizer (private_linopt.md §2.7); ``epsilon = inf`` is its noise-free ridge
     reduction (§2.6), the non-private design Lambda^k = ridge I + sum phi phi^T."""
-    from algorithms.linear.privatizer import Privatizer
+    from dpcheck.algorithms.linear.privatizer import Privatizer
     if math.isinf(epsilon):
         return Privatizer(epsilon=math.inf, ridge=ridge)
     return Privatizer(epsilon=epsilon, delta=delta)
@@ -118,8 +118,8 @@ def design_sequence(d: int, *, H: int = 2, K: int = 4096, epsilon: float = 1.0, 
     uniform unit-norm features phi_h^k in R^d (§6.3). The tree, its node noise (symmetric Gaussian, drawn
     once per node) and the shift are the Privatizer's own (``trees(sizes)["p1"]``, ``shifts``,
     ``constants``), with d1 = d2 = d; episode k's release uses the items of episodes 1..k-1."""
-    from algorithms.linear.regularizers import LinearSizes
-    from algorithms.privatizers.binary_mechanism import BinaryMechanism
+    from dpcheck.algorithms.linear.regularizers import LinearSizes
+    from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism
     priv = privatizer(epsilon, delta, ridge)
     sizes = LinearSizes(K=int(K), H=int(H), d1=int(d), d2=int(d))
     tree = priv.trees(sizes)["p1"]
@@ -325,7 +325,7 @@ def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, eps
     maximum) is reported and does not enter the verdict: the failure is a worst case inside the noise event
     the analysis conditions on, not a typical draw.
     """
-    from algorithms.linear.regularizers import LinearSizes
+    from dpcheck.algorithms.linear.regularizers import LinearSizes
     failures, constructions, runs = [], [], []
     for eps in epsilons:
         priv = privatizer(eps, delta)

@@ -67,21 +67,21 @@ class LinOptSpec:
             raise InputError(f"algorithm must be 'vi' or 'po', got {self.algorithm!r}")
 
     def privatizer(self, epsilon: float | None = None):
-        from algorithms.linear import Privatizer
+        from dpcheck.algorithms.linear import Privatizer
         cls = self.privatizer_class or Privatizer
         return cls(self.epsilon if epsilon is None else epsilon, delta=self.delta, radius_dim=self.radius_dim,
                    sensitivity_mode=self.sensitivity_mode, target=self.target)
 
     def make(self, epsilon: float | None = None, regularizer=None, **kw):
         """The algorithm with the Privatizer at ``epsilon`` (or with ``regularizer``)."""
-        from algorithms.linear import LinOptPO, LinOptVI
+        from dpcheck.algorithms.linear import LinOptPO, LinOptVI
         cls = self.algo_class or (LinOptVI if self.algorithm == "vi" else LinOptPO)
         reg = regularizer if regularizer is not None else self.privatizer(epsilon)
         return cls(reg, alpha=self.alpha, tie_breaking=self.tie_breaking, **kw)
 
     def nonprivate(self, **kw):
         """The non-private instantiation Z = I, z = 0 (§2.6: UCRL-VTR / bandit OPPO)."""
-        from algorithms.linear import RidgeRegularizer
+        from dpcheck.algorithms.linear import RidgeRegularizer
         return self.make(regularizer=RidgeRegularizer(1.0), **kw)
 
     @property
@@ -96,7 +96,7 @@ class LinOptSpec:
 
 
 def sizes_for(env, K: int):
-    from algorithms.linear import LinearSizes
+    from dpcheck.algorithms.linear import LinearSizes
     return LinearSizes(int(K), env.H, env.d1, env.d2, env.d)
 
 
@@ -105,12 +105,12 @@ def load_instance(value: str | None):
     with |S| = |A| = 2, H = 3, as a linear mixture), or PATH.npz with arrays psi (S, A, S, d1),
     varphi (S, A, d2), theta_p (H, d1), theta_r (H, d2) and optionally d (declared dimension), init
     (start state), reward_noise ("bernoulli" / "deterministic"). Everything Assumption 1 states is validated
-    (algorithms.linear.LinearMixtureMDP); any defect is an InputError naming the file."""
-    from algorithms.linear import LinearMixtureMDP, lm2, tabular_as_linear
+    (dpcheck.algorithms.linear.LinearMixtureMDP); any defect is an InputError naming the file."""
+    from dpcheck.algorithms.linear import LinearMixtureMDP, lm2, tabular_as_linear
     if value is None or value == "lm2":
         return lm2()
     if value == "tabular":
-        from algorithms.envs import random_mdp
+        from dpcheck.algorithms.envs import random_mdp
         return tabular_as_linear(random_mdp(2, 2, 3, np.random.default_rng(0), reward_noise="bernoulli"))
     path = str(value)
     if not path.endswith(".npz"):
@@ -182,7 +182,7 @@ def jdp_users(env, K: int = 4):
     """(U, U'): K scripted users who differ only in user 1 (Def 2.2, replacement). Every user of U stays in
     state 0 with reward 0 whatever she is sent; user 1 of U' is in state S-1 after her first step and
     earns reward 1 at every step. Fixed trajectories leave the algorithm as the only randomness."""
-    from algorithms.envs.users import FixedTrajectoryUsers
+    from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
     H, S, A = env.H, env.S, env.A
     st = np.zeros((K, H + 1), dtype=np.int64)
     rw = np.zeros((K, H))
@@ -255,7 +255,7 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
     """C11b: the four Gaussian trees the Privatizer declares (``dp_event``), accounted exactly by PLD
     under replacement neighbours, against its claim (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP. The
     measured epsilon is what the calibration really achieves (the paper's accounting has large slack)."""
-    from audits.lib import privatizers as pa
+    from dpcheck.audits.lib import privatizers as pa
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
     claim = priv.claim(sizes)
@@ -320,7 +320,7 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
 
 # ----------------------------------------------------------------------------- white box: replayed transcript
 def _regularizer_base():
-    from algorithms.linear import Regularizer
+    from dpcheck.algorithms.linear import Regularizer
     return Regularizer
 
 
@@ -416,7 +416,7 @@ def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript
 
     transcript: releases to replay (None: those of the non-private ridge instantiation run on U; the search
     of :func:`stream_sensitivity_check` passes :func:`random_transcript`)."""
-    from algorithms.linear import COUNTERS
+    from dpcheck.algorithms.linear import COUNTERS
     K = U.K
     if transcript is None:
         rec = []
@@ -472,8 +472,8 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     not contain the user: FAIL. Also reported: the billboard premise (actions sent to the other users
     unchanged under a replayed transcript, C11c) -- one counterexample fails."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
-    from algorithms.envs.users import FixedTrajectoryUsers
-    from algorithms.linear import COUNTERS
+    from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
+    from dpcheck.algorithms.linear import COUNTERS
     H, S, A = env.H, env.S, env.A
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
@@ -582,7 +582,7 @@ class ReleaseStatistic:
         self.spec, self.sizes, self.rows, self.mu, self.mu_p, self.scales = spec, sizes, rows, mu, mu_p, scales
 
     def __call__(self, which, rng, size):
-        from algorithms.linear import COUNTERS
+        from dpcheck.algorithms.linear import COUNTERS
         size = int(size)
         state = self.spec.privatizer().start(size, self.sizes, rng, self.spec.alpha)
         eye_p, eye_r = np.eye(self.sizes.d1), np.eye(self.sizes.d2)
@@ -597,7 +597,7 @@ class ReleaseStatistic:
         # B(0) = 0: no item inserted yet
         x = np.concatenate([_node_vector([np.zeros_like(pre[c][0])] + pre[c], c) / self.scales[c]
                             for c in COUNTERS], axis=1)
-        from audits.lib.privatizers import gaussian_llr
+        from dpcheck.audits.lib.privatizers import gaussian_llr
         return gaussian_llr(x, self.mu, self.mu_p)
 
 
@@ -610,7 +610,7 @@ def release_blackbox_check(spec: LinOptSpec, env, *, K: int = 8, samples: int = 
     noise fails it."""
     from dpcheck import AuditTarget
     from dpcheck.blackbox import audit
-    from algorithms.linear import COUNTERS
+    from dpcheck.algorithms.linear import COUNTERS
     U, U2 = jdp_users(env, K)
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
@@ -645,7 +645,7 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
     """The Privatizer's releases with all items zero (so a release is its noise plus the shift): per counter
     kind the stacked noise of releases 1..K-1, (K-1, runs * H * coords), and the largest asymmetry of the
     matrix releases (C3)."""
-    from algorithms.linear import COUNTERS, LinearSizes
+    from dpcheck.algorithms.linear import COUNTERS, LinearSizes
     sizes = LinearSizes(K, H, d1, d2)
     priv = spec.privatizer()
     state = priv.start(runs, sizes, np.random.default_rng(seed), spec.alpha)
@@ -671,7 +671,7 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
     one sample of the tree process), has the tree's covariance Cov(B(t), B(t')) = #shared nodes x sigma^2
     (noise drawn once per node and reused; fresh noise per release makes it diagonal), and every matrix
     release is exactly symmetric. Threshold: max |z| < 6 over all (t, t') (audits/lib/privatizers)."""
-    from audits.lib.privatizers import tree_covariance_z
+    from dpcheck.audits.lib.privatizers import tree_covariance_z
     res = release_noise(spec, K=K, runs=runs, seed=seed)
     zs, rows = {}, {}
     for c, x in res["noise"].items():

@@ -42,7 +42,7 @@ def jdp_scenario(H: int = 2, S: int = 2, A: int = 2, B: int = 2, seed: int = 0, 
     the game protocol through UserPairs). Every pair starts in state 0 and stays there whatever the actions,
     except the first pair of D', who moves to state S-1 at her first step and stays. Rewards U[0,1]
     (seeded) are the game's known reward. Only the algorithm's randomness remains."""
-    from algorithms.envs.users import FixedTrajectoryUsers, UserPairs
+    from dpcheck.algorithms.envs.users import FixedTrajectoryUsers, UserPairs
     rng = np.random.default_rng(seed)
     r = rng.random((H, S, A, B))
     states = np.zeros((K, H + 1), dtype=np.int64)
@@ -62,8 +62,8 @@ def audit_constants(H, S, E, iota):
 
 def jdp_mechanism(make_privatizer, K: int = 3, algo_cls=None, **algo_kw):
     """mechanism(game, rng, size) -> (size,) labels of the action pairs sent to pairs 2..K."""
-    from algorithms.games.dp_nash_vi import DPNashVI, confidence_log
-    from audits.lib import privatizers as pa
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI, confidence_log
+    from dpcheck.audits.lib import privatizers as pa
 
     algo_cls = algo_cls or DPNashVI
 
@@ -100,7 +100,7 @@ def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: in
     step), in the games setting (joint actions A*B, rewards=False). The statistic is the Laplace
     log-likelihood ratio of the message (a post-processing, so a bound on it bounds the message); tight
     for the Laplace randomiser. Built by audits/privatizers.local_target (one implementation for both)."""
-    from audits.lib import privatizers as pa
+    from dpcheck.audits.lib import privatizers as pa
     claim = Claim(epsilon=epsilon, notion="LDP", source=claim_source)
     return pa.local_target(pa.ClaimedTemplate(make_privatizer(), claim, False), H=H, S=S, A=A * B, rewards=False)
 
@@ -117,10 +117,10 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     ``alpha``: each probability check is at confidence 1 - alpha on its own (the run's --alpha; no
     simultaneous coverage across checks is claimed).
     """
-    from algorithms.envs.game_planning import best_response_values, correlated_policy_values, duality_gap
-    from algorithms.games.cce import cce_residual
-    from algorithms.games.dp_nash_vi import DPNashVI
-    from audits.lib import tabular
+    from dpcheck.algorithms.envs.game_planning import best_response_values, correlated_policy_values, duality_gap
+    from dpcheck.algorithms.games.cce import cce_residual
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
+    from dpcheck.audits.lib import tabular
 
     algo_cls = algo_cls or DPNashVI
     priv = make_privatizer()
@@ -244,8 +244,8 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
 # ------------------------------------------------------------------ regret
 def regret_curves(game, make_privatizer, *, K: int, seeds: int, rng, algo_cls=None):
     """Exact duality-gap regret per seed: cumulative (seeds, K) and the run's config."""
-    from algorithms.envs.game_planning import duality_gap
-    from algorithms.games.dp_nash_vi import DPNashVI
+    from dpcheck.algorithms.envs.game_planning import duality_gap
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
 
     algo_cls = algo_cls or DPNashVI
     res = algo_cls(make_privatizer(), beta=BETA, mode="practical").run(game, K, rng, runs=seeds)
@@ -272,7 +272,7 @@ def regret_job(i, _seed, jobs, game, common_seed):
     """One regret run (a chunk of dpcheck.parallel.run_chunks): jobs[i] = (privatizer spec | "none", eps, calibration, K,
     seeds). Every job uses the SAME seed (common random numbers: the same environment, policy-sampling and
     noise streams), so R_priv - R_nonpriv is a paired difference and its spread across eps is small."""
-    from algorithms.privatizers import NoPrivatizer, load_privatizer
+    from dpcheck.algorithms.privatizers import NoPrivatizer, load_privatizer
     spec, eps, calibration, K, seeds = jobs[i]
     make = (lambda: NoPrivatizer()) if spec == "none" else (
         lambda: load_privatizer(spec, epsilon=eps, beta=BETA, calibration=calibration, width_mode="nominal"))
@@ -285,9 +285,9 @@ def theorem_privacy_term(spec: str, eps: float, calibration: str, game, K_grid) 
     """The K-dependence of the privacy term of Theorems 5.2 / 5.5: H^2 S^2 A B E(K) iota(K)^2 (eq. 48), with
     the privatizer's own (public, data-independent) width E(K) at horizon K: polylog for the Central
     privatizer, sqrt(K) polylog for the Local one. Only its shape in K is used."""
-    from algorithms.games.dp_nash_vi import confidence_log
-    from algorithms.privatizers import load_privatizer
-    from audits.lib import privatizers as pa
+    from dpcheck.algorithms.games.dp_nash_vi import confidence_log
+    from dpcheck.algorithms.privatizers import load_privatizer
+    from dpcheck.audits.lib import privatizers as pa
     out = []
     for K in K_grid:
         p = load_privatizer(spec, epsilon=eps, beta=BETA, calibration=calibration, width_mode="nominal")
@@ -460,8 +460,8 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
     ``exe`` (the audit's ExecutionOptions): a user's (plug-in) privatizer gets the searched black-box audit
     (privatizers.plugin_blackbox) on the privatizer audits' budget, --samples or 10^6 (--quick 2 x 10^5),
     as in dp_ucbvi."""
-    from audits.lib import privatizers as pa
-    from algorithms.privatizers.base import CountPrivatizer
+    from dpcheck.audits.lib import privatizers as pa
+    from dpcheck.algorithms.privatizers.base import CountPrivatizer
 
     p = make_privatizer()
     H, S, AB, K = 2, 3, 4, 6                         # A = B = 2: joint actions A*B = 4
@@ -498,7 +498,7 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
 # ------------------------------------------------------------------ privatizers by name
 def privatizer_factory(spec, epsilon, calibration, width_mode):
     """make() -> a fresh privatizer ``spec`` (a built-in name or path.py:Class) at this budget."""
-    from algorithms.privatizers import load_privatizer
+    from dpcheck.algorithms.privatizers import load_privatizer
 
     def make():
         kw = {"epsilon": epsilon, "beta": BETA, "calibration": calibration, "width_mode": width_mode}

@@ -2,9 +2,9 @@
 
 Everything here runs the ALGORITHM's own code paths -- ``DPAPVI._private_counts`` (privatizer, clip,
 §2.4 consistency), ``DPAPVI.run`` (P~, penalty, backward induction) and ``OfflineDataset.counts`` -- so a
-defect planted in a subclass of :class:`algorithms.offline.DPAPVI` is seen by the check that should see
+defect planted in a subclass of :class:`dpcheck.algorithms.offline.DPAPVI` is seen by the check that should see
 it. The count privatizer's own checks (brute-force sensitivity, PLD of the declared DpEvent) are reused
-from :mod:`audits.lib.privatizers`.
+from :mod:`dpcheck.audits.lib.privatizers`.
 
 * :class:`APVISpec` -- the algorithm under audit (class, mechanism, budget, utility delta, constants by
   mode); ``make(budget)`` builds it at any budget (the calibration checks sweep budgets, so that a scale
@@ -35,7 +35,7 @@ from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, pro
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
-from audits.lib import privatizers as pa
+from dpcheck.audits.lib import privatizers as pa
 
 SOURCE = "Qiao & Wang, Offline RL with Differential Privacy"
 MECHANISMS = ("gaussian", "laplace")
@@ -75,7 +75,7 @@ class APVISpec:
         return "rho" if self.gaussian else "epsilon"
 
     def make(self, budget: float | None = None, mode: str | None = None, **kw):
-        from algorithms.offline import DPAPVI
+        from dpcheck.algorithms.offline import DPAPVI
         cls = self.algorithm or DPAPVI
         b = self.budget if budget is None else float(budget)
         if self.noise_off:
@@ -107,7 +107,7 @@ def _claim_dict(spec: APVISpec, statement: str, source: str | None = None) -> di
 def _counts(states, actions, S, A, runs=1):
     """TabularCounts of one dataset (lists of trajectories), repeated ``runs`` times, via the algorithm's
     own counting (OfflineDataset.counts)."""
-    from algorithms.offline import OfflineDataset, TabularCounts
+    from dpcheck.algorithms.offline import OfflineDataset, TabularCounts
     c = OfflineDataset.from_arrays(np.asarray(states)[None], np.asarray(actions)[None], S=S, A=A).counts(
         engine="numpy", rewards=False)
     if runs == 1:
@@ -117,7 +117,7 @@ def _counts(states, actions, S, A, runs=1):
 
 
 def _repeat(counts, runs):
-    from algorithms.offline import TabularCounts
+    from dpcheck.algorithms.offline import TabularCounts
     return TabularCounts(visits=np.repeat(counts.visits[:1], runs, 0),
                          transitions=np.repeat(counts.transitions[:1], runs, 0), reward_sums=None, n=counts.n)
 
@@ -268,7 +268,7 @@ def qualify_policy(check: Check) -> Check:
 # ============================================================ privacy: white box
 def dp_event_check(spec: APVISpec, H: int, S: int, A: int) -> Check:
     """whitebox.dp_event: the algorithm's declared DpEvent (``DPAPVI.dp_event``) accounted exactly with the
-    dp_accounting PLD against the claim (audits.lib.privatizers.dp_event_check)."""
+    dp_accounting PLD against the claim (dpcheck.audits.lib.privatizers.dp_event_check)."""
     algo = spec.make()
     if algo.privatizer is None:
         return _no_noise_check("whitebox.dp_event", spec, algo)
@@ -338,7 +338,7 @@ def sensitivity_search_check(spec: APVISpec, *, examples: int = 200, seed: int =
     declared sensitivity sqrt(2H) per family in l2 (Gaussian) / 4H for both families in l1 (Laplace). The
     step-swapping pair is added to show the bound is attained."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
-    from algorithms.offline import OfflineDataset
+    from dpcheck.algorithms.offline import OfflineDataset
     priv = spec.make().privatizer
     declared_of = (lambda H: math.sqrt(2.0 * H)) if spec.gaussian else (lambda H: 4.0 * H)
     if priv is not None and hasattr(priv, "sensitivity"):
@@ -398,7 +398,7 @@ def sensitivity_search_check(spec: APVISpec, *, examples: int = 200, seed: int =
 
 
 def sensitivity_checks(spec: APVISpec, *, examples: int = 200) -> list[Check]:
-    """whitebox.sensitivity (the privatizer's brute force, audits.lib.privatizers) and the search above."""
+    """whitebox.sensitivity (the privatizer's brute force, dpcheck.audits.lib.privatizers) and the search above."""
     out = []
     priv = spec.make().privatizer
     if priv is not None:
@@ -409,7 +409,7 @@ def sensitivity_checks(spec: APVISpec, *, examples: int = 200) -> list[Check]:
 
 def _noise_draws(algo, H, S, A, level, runs, rng):
     """n' - n on constant counts ``level`` (far above the clip at 0): (pair (R,H,S,A), triple (R,H,S,A,S))."""
-    from algorithms.offline import TabularCounts
+    from dpcheck.algorithms.offline import TabularCounts
     v = np.full((runs, H, S, A), float(level * S))
     t = np.full((runs, H, S, A, S), float(level))
     pc = algo._private_counts(TabularCounts(visits=v, transitions=t, reward_sums=None, n=int(level * S * S * A)), rng)
@@ -588,7 +588,7 @@ def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha:
     Both are marked VACUOUS when they hold trivially: validity when every checked Gamma_h is at least the
     largest possible error H - h, pessimism when Qbar = 0 everywhere (penalties >= H, P14).
     """
-    from algorithms.envs.planning import policy_values
+    from dpcheck.algorithms.envs.planning import policy_values
     algo = spec.make(budget=budget)
     mdp = instance.mdp
     counts = instance.sample_counts(n, rng, runs)
@@ -767,7 +767,7 @@ def user_model(arrays: dict, data, path: str):
     policy mu; with it ``P`` (H, S, A, S), ``r`` (H, S, A), ``init`` (S,), the true MDP -> (behaviour or None,
     OfflineInstance or None). The data must be possible under what is supplied (an action taken where mu = 0,
     a transition where P = 0: InputError)."""
-    from algorithms.envs._validate import as_policy
+    from dpcheck.algorithms.envs._validate import as_policy
     H, S, A = data.H, data.S, data.A
     mu = arrays.get("behaviour")
     given = [k for k in ("P", "r", "init") if k in arrays]
@@ -791,8 +791,8 @@ def user_model(arrays: dict, data, path: str):
         return mu, None
     if len(given) != 3:
         raise InputError(f"{path}: an MDP needs all of 'P', 'r' and 'init' (found only {given})")
-    from algorithms.envs.tabular import TabularMDP
-    from algorithms.offline.instances import OfflineInstance
+    from dpcheck.algorithms.envs.tabular import TabularMDP
+    from dpcheck.algorithms.offline.instances import OfflineInstance
     try:
         mdp = TabularMDP(arrays["P"], arrays["r"], arrays["init"], name=path)
     except InputError as e:
@@ -814,8 +814,8 @@ def data_bound(res, d_opt) -> np.ndarray:
 def bounds_on_grid(spec: APVISpec, instance, *, n_grid, budgets, runs: int, seed: int):
     """B_DP, B_APVI (same counts) and the realised gap per (run, grid point): for every n in ``n_grid``
     at the audit's budget, and for every budget in ``budgets`` at n_grid[len // 2] (theory constants)."""
-    from algorithms.offline import APVI
-    from algorithms.envs.planning import suboptimality
+    from dpcheck.algorithms.offline import APVI
+    from dpcheck.algorithms.envs.planning import suboptimality
     cov = instance.coverage()
     # the non-private baseline with the same mode's constants (theory: Ambiguity A5's empirical Bernstein)
     base = (APVI(delta=spec.delta, penalty=spec.penalty) if spec.mode == "theory" else
@@ -955,7 +955,7 @@ def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, see
     policy is the tie-break and the theorem's sample-size condition is not met: VACUOUS points), and those
     where the mean gap is 0 (pi_hat = pi* in every run: nothing left to measure). With fewer than 3 points
     left the check is INCONCLUSIVE, never a pass."""
-    from algorithms.envs.planning import suboptimality
+    from dpcheck.algorithms.envs.planning import suboptimality
     from dpcheck.regret import fit_scaling, slope_check
     ss = np.random.SeedSequence(seed).spawn(len(n_grid))
     gaps, blind = [], []
@@ -1002,7 +1002,7 @@ def suboptimality_budget_check(spec: APVISpec, instance, *, n: int, budget_facto
     non-private part of the gap does not depend on the budget, so only an upper bound is claimed. Grid
     points with gap 0 in every run, or with Qbar = 0 everywhere (VACUOUS: penalties >= H), are left out;
     fewer than 3 left: INCONCLUSIVE."""
-    from algorithms.envs.planning import suboptimality
+    from dpcheck.algorithms.envs.planning import suboptimality
     from dpcheck.regret import fit_scaling, slope_check
     budgets = [spec.budget * f for f in budget_factors]
     ss = np.random.SeedSequence(seed).spawn(len(budgets))

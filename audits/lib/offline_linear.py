@@ -85,7 +85,7 @@ class Setup:
 def algorithm(rho, *, mode: str, setup: Setup, lam: float, feature_bound: float, matrix_neighbour="replace",
               delta: float = 0.1, split: bool = True, cls=None):
     """DP-VAPVI with the mode's constants (C, c_D on the kappa the setup uses)."""
-    from algorithms.offline import DPVAPVI
+    from dpcheck.algorithms.offline import DPVAPVI
     cls = cls or DPVAPVI
     k = THEORY if mode == "theory" else PRACTICAL
     return cls(rho=rho, delta=delta, C=k["C"], lam=lam, c_D=k["c_D"], kappa=setup.kappa_used,
@@ -97,7 +97,7 @@ def load_linear_data(path: str, *, samples: int | None = None, runs: int = 2000)
     """(OfflineDataset, features) from an .npz: ``states`` (n, H+1) or (1, n, H+1), ``actions`` (n, H),
     ``rewards`` (n, H) in [0, 1], ``features`` (S, A, d); optional ``S``, ``A`` (default: from the feature
     map) and ``d``. Every defect is a one-line InputError."""
-    from algorithms.offline import OfflineDataset, check_features
+    from dpcheck.algorithms.offline import OfflineDataset, check_features
     try:
         z = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -138,7 +138,7 @@ def load_linear_data(path: str, *, samples: int | None = None, runs: int = 2000)
 def user_setup(path: str, *, samples: int | None = None, runs: int = 2000) -> Setup:
     """Setup of a user's dataset; with ``samples`` (the black-box samples per side) the dataset is first checked
     against the size limits (:func:`check_data_size`), before anything is counted."""
-    from algorithms.offline import empirical_kappa
+    from dpcheck.algorithms.offline import empirical_kappa
     data, phi = load_linear_data(path, samples=samples, runs=runs)
     c = data.counts()
     k = float(empirical_kappa(c, phi)[0])
@@ -187,7 +187,7 @@ def check_data_size(path: str, *, H: int, S: int, A: int, d: int, n: int, sample
 
 def instance_setup(name: str, seed: int) -> Setup:
     """LIN-TAB on TAB-FULL (S = A = 2, H = 3; every assumption holds) or the Appendix F instance (H = 20)."""
-    from algorithms.offline import appendix_f, lin_tab, tab_full
+    from dpcheck.algorithms.offline import appendix_f, lin_tab, tab_full
     rng = np.random.default_rng(seed)
     if name == "lin_tab":
         inst = lin_tab(tab_full(rng, S=2, A=2, H=3))
@@ -260,7 +260,7 @@ def claimed_stds(rho: float, H: int, B: float, matrix_neighbour: str = "replace"
 
 def replicate(counts, runs: int):
     """One dataset's counts repeated over ``runs`` (noise differs per run, data does not)."""
-    from algorithms.offline import TabularCounts
+    from dpcheck.algorithms.offline import TabularCounts
     rep = lambda x: None if x is None else np.repeat(x, runs, axis=0)
     return TabularCounts(visits=rep(counts.visits), transitions=rep(counts.transitions),
                          reward_sums=rep(counts.reward_sums), n=counts.n)
@@ -274,7 +274,7 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
 
     Chi-square interval on the variance ratio and a normal interval on the standardised mean, Bonferroni
     over the 5 statistics x 2 tests at level alpha, judged against a tolerance band as
-    audits.lib.offline.noise_calibration_checks does: FAIL if an interval lies wholly outside 1 +- ``tolerance``
+    dpcheck.audits.lib.offline.noise_calibration_checks does: FAIL if an interval lies wholly outside 1 +- ``tolerance``
     (variance) or +- ``tolerance`` (mean, in units of the claimed std), PASS if every interval lies within,
     else INCONCLUSIVE. Less noise FAILs (privacy broken); more noise FAILs too (the paper's calibration is not
     the one implemented: e.g. a Gaussian std computed from rho as if it were epsilon, whose variance is off by
@@ -510,7 +510,7 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     exact profile audits/lib/privatizers.py computes in closed form (Balle & Wang 2018), at any budget."""
     import dp_accounting
     from dpcheck import Claim
-    from audits.lib.privatizers import _closed_form, dp_event_check, pld_epsilon
+    from dpcheck.audits.lib.privatizers import _closed_form, dp_event_check, pld_epsilon
     claim = Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 / Lemma D.1 (L-1)")
     stats = algo.private_statistics(H)
     m = equivalent_gaussian(stats)
@@ -580,7 +580,7 @@ def neighbour_datasets(setup: Setup, H: int, K: int = 6, seed: int = 0):
 
 
 def _counts(ds, S, A):
-    from algorithms.offline import OfflineDataset
+    from dpcheck.algorithms.offline import OfflineDataset
     return OfflineDataset.from_arrays(ds[0], ds[1], ds[2], S=S, A=A).counts(engine="numpy")
 
 
@@ -740,7 +740,7 @@ def feature_norm_check(setup: Setup, feature_bound: float) -> Check:
 def true_errors(inst, result):
     """(|T_h Vtil_{h+1} - phi^T wtil_h| (runs, H, S, A), V^{pi_hat} (runs, H+1, S), sub-optimality (runs,))
     exact from the true model."""
-    from algorithms.envs.planning import optimal_values, policy_values
+    from dpcheck.algorithms.envs.planning import optimal_values, policy_values
     mdp = inst.mdp
     TV = mdp.r[None] + np.einsum("hsat,rht->rhsa", mdp.P, result.values[:, 1:])
     err = np.abs(TV - result.bellman)
@@ -818,7 +818,7 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     from dpcheck.regret import fit_scaling, scaling_check, slope_check
     H = inst.mdp.H
     gaps, verr, cost = [], [], []
-    from algorithms.envs.planning import optimal_values
+    from dpcheck.algorithms.envs.planning import optimal_values
     Vstar = optimal_values(inst.mdp)[1]
     base = make(rho)
     vap = make(math.inf)        # the same constants with every noise off: Dpen keeps only its H^3 sqrt(d) part

@@ -109,13 +109,13 @@ def _flat_release(pc, view: str = "noisy") -> np.ndarray:
     self-reports its noisy_* fields, so its planner view must be audited too."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
-    from algorithms.privatizers.base import flatten_counts
+    from dpcheck.algorithms.privatizers.base import flatten_counts
     v, t = (pc.noisy_visits, pc.noisy_transitions) if view == "noisy" else (pc.visits, pc.transitions)
     return flatten_counts(v, t, pc.rewards)
 
 
 def _flat_true(tc) -> np.ndarray:
-    from algorithms.privatizers.base import flatten_counts
+    from dpcheck.algorithms.privatizers.base import flatten_counts
     return flatten_counts(tc.visits, tc.transitions, tc.rewards)
 
 
@@ -231,19 +231,19 @@ LONG_MIN_STREAMS = 500                   # a long configuration is searched only
 
 def is_plugin(template) -> bool:
     """True for a user's (plug-in) privatizer: loaded from a file / module (GuardedPrivatizer) or any
-    class not defined in ``algorithms.privatizers`` (a subclass of a built-in written elsewhere too)."""
-    from algorithms.privatizers.loader import GuardedPrivatizer
+    class not defined in ``dpcheck.algorithms.privatizers`` (a subclass of a built-in written elsewhere too)."""
+    from dpcheck.algorithms.privatizers.loader import GuardedPrivatizer
     p = template._p if isinstance(template, ClaimedTemplate) else template
     if isinstance(p, GuardedPrivatizer):
         return True
-    return not type(p).__module__.startswith("algorithms.privatizers")
+    return not type(p).__module__.startswith("dpcheck.algorithms.privatizers")
 
 
 def _release_vector(pc, rewards: bool) -> np.ndarray:
     """Everything one release hands out, as one vector per run: what the planner reads (N~, R~), then
     the self-reported N^ (noisy_*) with R~ again (the tree's own output, the view in which its noise
     is simplest). Both are released; a leak in either is a leak."""
-    from algorithms.privatizers.base import flatten_counts
+    from dpcheck.algorithms.privatizers.base import flatten_counts
     from dpcheck.errors import MechanismError
     if rewards and pc.rewards is None:
         raise MechanismError("privatizer started with rewards=True released rewards=None")
@@ -257,7 +257,7 @@ def _increment_vector(traj: Trajectory, S: int, A: int, rewards: bool, noisy_par
     """The auditor's own count increments of one trajectory, in the layout of :func:`_release_vector`
     (or of a Local message with ``noisy_part=False``). Computed from the data, never from the
     privatizer's ``true_counts()``."""
-    from algorithms.privatizers.base import episode_increments, flatten_counts
+    from dpcheck.algorithms.privatizers.base import episode_increments, flatten_counts
     v, t, r = episode_increments(*traj.arrays(1), S, A, rewards)
     parts = [flatten_counts(v, t, r)[0]]
     if noisy_part:
@@ -718,7 +718,7 @@ def _dataset_arrays(dataset, runs):
 
 def offline_target(priv, *, H=1, S=2, A=1, gaussian=True):
     from dpcheck import AuditTarget
-    from algorithms.privatizers.offline import dataset_counts
+    from dpcheck.algorithms.privatizers.offline import dataset_counts
     D, Dp = offline_worst_datasets(H, S, A)
 
     def counts(dataset, runs):
@@ -746,7 +746,7 @@ def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A
     is replaced, against the declared sensitivity -- l2 per family and the realised rho (Gaussian), l1 of
     both families together and the realised eps (Laplace)."""
     import itertools
-    from algorithms.privatizers.offline import dataset_counts
+    from dpcheck.algorithms.privatizers.offline import dataset_counts
     Hs = H
     trajs = [(s, a) for s in itertools.product(range(S), repeat=Hs + 1) for a in itertools.product(range(A), repeat=Hs)]
     st = np.array([t[0] for t in trajs])[:, None, :]
@@ -985,8 +985,8 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
 def family_vectors_central(template, users, *, H, S, A, K, rewards):
     """True node p-sums of every family for a sequence of K users (one per episode), noise off:
     (families, nodes * counters). Uses the privatizer's own increments and a zero-noise tree."""
-    from algorithms.privatizers.base import episode_increments
-    from algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter
+    from dpcheck.algorithms.privatizers.base import episode_increments
+    from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter
     fams = []
     incs = [episode_increments(*u.arrays(1), S, A, rewards) for u in users]
     for f in range(3 if rewards else 2):
@@ -1001,7 +1001,7 @@ def family_vectors_central(template, users, *, H, S, A, K, rewards):
 
 
 def family_vectors_local(users, *, H, S, A, rewards):
-    from algorithms.privatizers.base import episode_increments
+    from dpcheck.algorithms.privatizers.base import episode_increments
     u = users[0]
     return [x.reshape(-1) for x in episode_increments(*u.arrays(1), S, A, rewards) if x is not None]
 
@@ -1053,7 +1053,7 @@ def sensitivity_search(template, *, kind: str, H=2, S=3, A=2, K=6, rewards=True,
 def sensitivity_check(template, *, kind: str, claim, H=2, S=3, A=2, K=6, rewards=True, examples=300) -> Check:
     """whitebox.sensitivity: searched distances <= declared sensitivity per family, and the realised
     eps = sum_f Delta_f / b against the claim (C1(b), C2, N1, N2)."""
-    from algorithms.privatizers.binary_mechanism import tree_levels
+    from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
     L = tree_levels(K)
     d = declaration(template, H, S, A, K, rewards)
     b, declared = d.scale, d.sensitivity
@@ -1091,7 +1091,7 @@ def sensitivity_check(template, *, kind: str, claim, H=2, S=3, A=2, K=6, rewards
 def tree_covariance_z(releases: np.ndarray, b: float) -> dict:
     """Empirical covariance of release noise B(1..K) against the tree's, ``Cov(B(t), B(t')) = (#nodes
     shared by the two releases) x 2 b^2``. releases (K, samples). Returns max |z| over (t, t')."""
-    from algorithms.privatizers.binary_mechanism import release_nodes
+    from dpcheck.algorithms.privatizers.binary_mechanism import release_nodes
     K = releases.shape[0]
     emp = np.cov(releases)
     nodes = [set(release_nodes(t)) for t in range(1, K + 1)]
@@ -1106,7 +1106,7 @@ def tree_covariance_z(releases: np.ndarray, b: float) -> dict:
 
 def tree_noise_structure(mech_cls, *, K: int, b: float, counters: int, seed: int) -> dict:
     """The tree-covariance test on a bare mechanism class (zero data)."""
-    from algorithms.privatizers.binary_mechanism import TreeCounter
+    from dpcheck.algorithms.privatizers.binary_mechanism import TreeCounter
     mech = mech_cls(TreeCounter(K, node_scale=b), (counters,), np.random.default_rng(seed))
     rel = np.empty((K, counters))
     for t in range(K):
@@ -1152,7 +1152,7 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
     """Run the privatizer on R = ``runs`` independent repetitions (batched) of random user sequences
     and check Assumption 3.1 part by part. Users' trajectories are uniform random (the assumption is
     claimed for every user sequence; the error of N^ does not depend on the data, §3.4)."""
-    from audits.lib.tabular import CountAssumptionMonitor
+    from dpcheck.audits.lib.tabular import CountAssumptionMonitor
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, rng, rewards=rewards)
     beta = beta if beta is not None else getattr(p, "beta", 0.1)
@@ -1187,10 +1187,10 @@ def privatizer_notion(p, own_claim=None) -> str:
 
 def declaration(p, H: int, S: int, A: int, K: int, rewards: bool = True):
     """What privatizer ``p`` declares for K users of an (H, S, A) model: claim, DpEvent per neighbouring
-    relation, width E (:class:`algorithms.privatizers.base.Declaration`), from its parameters and the
+    relation, width E (:class:`dpcheck.algorithms.privatizers.base.Declaration`), from its parameters and the
     sizes, nothing run: ``p.declare(...)``. A plug-in without ``declare`` gets the plug-in fallback,
-    read off a started copy (:func:`algorithms.privatizers.base.declare_by_starting`)."""
-    from algorithms.privatizers.base import declare_by_starting
+    read off a started copy (:func:`dpcheck.algorithms.privatizers.base.declare_by_starting`)."""
+    from dpcheck.algorithms.privatizers.base import declare_by_starting
     declare = getattr(p, "declare", None)
     if callable(declare):
         d = declare(H, S, A, K, rewards=rewards)

@@ -53,18 +53,18 @@ class AgentSpec:
     tie_breaking: str = "random"
 
     def make_privatizer(self):
-        from algorithms.privatizers import load_privatizer
+        from dpcheck.algorithms.privatizers import load_privatizer
         return load_privatizer(self.privatizer, epsilon=self.epsilon, beta=self.beta,
                                calibration=self.calibration, width_mode=self.width_mode)
 
     def make(self):
-        from algorithms.online.ucbvi import DPUCBVI
+        from dpcheck.algorithms.online.ucbvi import DPUCBVI
         cls = self.agent_class or DPUCBVI
         return cls(self.make_privatizer(), beta=self.beta, mode=self.mode, constants=self.constants,
                    tie_breaking=self.tie_breaking)
 
     def notion(self) -> str:
-        from audits.lib import privatizers as pa
+        from dpcheck.audits.lib import privatizers as pa
         p = self.make_privatizer()
         if getattr(p, "notion", None) == "none":   # the non-private baseline: audited as JDP, no privatizer checks
             return "none"
@@ -97,7 +97,7 @@ def jdp_users(K: int = 4, H: int = 2, S: int = 2):
     later users' actions could reveal most directly (spec §1.4: the adversary sees the actions
     of all other users). Fixed trajectories make the algorithm the only source of randomness.
     """
-    from algorithms.envs.users import FixedTrajectoryUsers
+    from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
     A = 2
     st = np.zeros((K, H + 1), dtype=np.int64)
     rw = np.zeros((K, H))
@@ -202,10 +202,10 @@ def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 1
     it read the raw data somewhere (the Billboard lemma's premise fails). One counterexample
     fails the check.
     """
-    from algorithms.privatizers import NoPrivatizer
+    from dpcheck.algorithms.privatizers import NoPrivatizer
     U, U2 = jdp_users(K, H, S=2)
     agent_cls = spec.agent_class
-    from algorithms.online.ucbvi import DPUCBVI
+    from dpcheck.algorithms.online.ucbvi import DPUCBVI
     cls = agent_cls or DPUCBVI
 
     def agent(priv):
@@ -280,7 +280,7 @@ def whitebox_check(spec: AgentSpec, *, H: int = 2, S: int = 3, A: int = 2, K: in
     """whitebox.dp_event: the privatizer's declared DpEvent accounted exactly (dp_accounting PLD) under
     replacement neighbours, against its claim (audits/privatizers.dp_event_check). With calibration
     "paper" this gives 2 eps (spec A5): a violation of the eps claim under replacement."""
-    from audits.lib import privatizers as pa
+    from dpcheck.audits.lib import privatizers as pa
     p = spec.make_privatizer()
     claim = claim_for(spec)
     d = pa.declaration(p, H, S, A, K)    # declared from the parameters and the sizes, nothing run
@@ -302,7 +302,7 @@ def monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
 
 def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
-    from audits.lib import tabular
+    from dpcheck.audits.lib import tabular
     box = {}
 
     def hook(counts, priv):
@@ -385,7 +385,7 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
         # over a short K range a polylog has a sizeable log-log slope (0.3 on [128, 2048]); the
         # spec's typical size b_c sqrt(L) sqrt(2 log m), b_c ~ L, predicts the K-dependence
         # exactly, so check that the error normalised by L^1.5 sqrt(log m) is flat in K
-        from algorithms.privatizers import tree_levels
+        from dpcheck.algorithms.privatizers import tree_levels
         C = H * S * A * (S + 2)
         norm = np.array([tree_levels(int(k)) ** 1.5 * math.sqrt(math.log(C * (int(k) - 1))) for k in K_grid])
         fk = fit_scaling(np.asarray(K_grid, float), by_K / norm[None, :], alpha=alpha, seed=seed)
@@ -480,7 +480,7 @@ def practical_noise(spec: AgentSpec, H: int, K: int, eps: float) -> AgentSpec:
     Labelled everywhere: this is eps_eff-JDP/LDP, not eps. Width E stays rigorous (§3.4), so
     the bonus covers the noise and the monotone min cannot lock in noise (spec §7.3).
     """
-    from algorithms.privatizers import tree_levels
+    from dpcheck.algorithms.privatizers import tree_levels
     factor = 3 * H * (tree_levels(K) if spec.notion() == "JDP" else 1)
     return replace(spec, mode="practical", calibration="paper", width_mode="rigorous", epsilon=float(eps) * factor)
 
@@ -505,7 +505,7 @@ def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: 
     R_np = regret_curves(base, env, K, runs, seed)[:, at]
     curves = {float(e): regret_curves(practical_noise(spec, H, K, e), env, K, runs, seed)[:, at] for e in eps_grid}
     slope, statement = -1.0, None
-    from audits.lib import privatizers as pa
+    from dpcheck.audits.lib import privatizers as pa
     if pa.is_plugin(spec.make_privatizer()):
         # a user's privatizer: the claimed cost follows its own width E(eps), not the papers' 1/eps
         slope, statement = width_slope(spec, env, K, eps_grid)
@@ -611,7 +611,7 @@ def width_slope(spec: AgentSpec, env, K: int, eps_grid) -> tuple[float, str]:
     through Assumption 3.1, linearly in the width E, and E = O~(1/eps) is a property of the papers'
     Laplace privatizers, not of every privatizer (a Gaussian one has E ~ eps^-1/2 at large eps). So the
     claimed slope is the log-log slope of the plug-in's own E over the (practical-noise) eps grid."""
-    from audits.lib import privatizers as pa
+    from dpcheck.audits.lib import privatizers as pa
     Es = [float(pa.declaration(practical_noise(spec, env.H, K, e).make_privatizer(), env.H, env.S, env.A, K).width)
           for e in eps_grid]
     slope = float(np.polyfit(np.log(np.asarray(eps_grid, float)), np.log(Es), 1)[0])
