@@ -7,6 +7,7 @@ environment and runs the documented examples from a research repository that has
 named ``algorithms`` and ``audits``: neither side may import the other's.
 """
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -71,8 +72,11 @@ USER_PACKAGES = {
 
 @pytest.mark.slow
 def test_the_wheel_installs_one_import_name_and_runs_the_docs_examples(tmp_path):
-    wheels = tmp_path / "wheels"
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(wheels)],
+    wheels, src = tmp_path / "wheels", tmp_path / "src"
+    # built from a copy: an in-tree build would leave build/ in the checkout
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "reports", "build", "dist", "*.egg-info",
+                                                             "__pycache__", ".hypothesis", ".dpcheck-cache"))
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(src), "-w", str(wheels)],
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0 and "Could not" in r.stderr + r.stdout and "setuptools" in r.stderr + r.stdout:
         pytest.skip(f"cannot fetch the build backend: {r.stderr[-300:]}")

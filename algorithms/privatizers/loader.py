@@ -117,7 +117,7 @@ def load_privatizer(spec, **kw):
     if isinstance(spec, CountPrivatizer):
         return spec
     if isinstance(spec, type):
-        cls, label, user = spec, spec.__name__, not spec.__module__.startswith("algorithms.")
+        cls, label, user = spec, spec.__name__, not spec.__module__.startswith("dpcheck.algorithms.")
     elif isinstance(spec, str):
         key = spec.strip().lower()
         if key in BUILTIN:
