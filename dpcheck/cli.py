@@ -38,10 +38,10 @@ from dpcheck.errors import DPCheckError, InputError
 EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 _COUNTER = re.compile(r"(\d+)/(\d+)")
 
-# what a user's AuditTarget (path.py:NAME) honours: no --privatizer, no --set keys
-USER_TARGET_USES = ("epsilon", "delta", "samples", "seed", "alpha", "workers", "backend", "scheduler",
-                    "quick", "cache_dir", "timeout")
-USER_QUICK_SAMPLES = 200_000
+# the command line is a thin layer over the Python API (dpcheck.api): validation, targets, runs
+from dpcheck.api import (USER_QUICK_SAMPLES, USER_TARGET_USES, Unwritable as _Unwritable,  # noqa: F401,E402
+                         load_object, one_line as _one_line, resolve_target, stop_workers as _stop_workers,
+                         user_target_spec)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -121,119 +121,13 @@ def _parse_extra(items) -> dict:
     return split_set(items)
 
 
-# ------------------------------------------------------------------ options (validated once, here)
+# ------------------------------------------------------------------ options (validated once: dpcheck.api)
 def options_from_args(args):
-    """(AuditOptions, the set of fields given on the command line), every value parsed and the
-    parallel options checked for consistency. Which options the audit uses is checked later
-    against its registration (:func:`check_audit_options`)."""
-    import importlib.util
-    from dpcheck.context import AuditOptions
-    from dpcheck.options import COMMON, cpu_limit
-
-    given = {name for name in COMMON if getattr(args, name, None) not in (None, False)}
-    kw = {name: getattr(args, name) for name in COMMON if name in given}
-    options = AuditOptions(**kw, strict=args.strict, extra=_parse_extra(args.extra))
-    if options.scheduler is not None and options.backend != "dask":
-        raise InputError("--scheduler is the address of a dask scheduler: it needs --backend dask")
-    if options.backend == "dask":
-        if options.scheduler is not None and "workers" in given:
-            raise InputError("--workers sets the size of a local dask cluster; with --scheduler the remote "
-                             "cluster's workers run the chunks: drop --workers")
-        if importlib.util.find_spec("distributed") is None:
-            raise InputError("--backend dask needs dask.distributed: pip install 'dpcheck[dask]'")
-    n_cpu = cpu_limit()
-    if options.workers > n_cpu and not args.force_workers:
-        raise InputError(f"--workers {options.workers} is more than the {n_cpu} CPU(s) this process may use "
-                         f"(each worker is a process with its own memory): use --workers {n_cpu}, or add "
-                         "--force-workers to start them anyway")
-    if options.cache_dir is not None and Path(options.cache_dir).exists() and not Path(options.cache_dir).is_dir():
-        raise InputError(f"--cache {options.cache_dir}: exists and is not a directory")
-    return options, given
-
-
-def check_audit_options(spec, options, given) -> None:
-    """Refuse options the audit does not use; parse its --set keys (AuditSpec.check_options)."""
-    spec.check_options(options, given)
-
-
-def memory_limit_of(args):
-    from dpcheck.options import parse_size
-    return parse_size(args.memory_limit) if args.memory_limit is not None else None
-
-
-def _with_limits(run, memory_limit):
-    """``run(ctx)`` with the --memory-limit in force for every black-box draw it makes."""
-    def limited(ctx):
-        from dpcheck.limits import memory_limit_set
-        with memory_limit_set(memory_limit):
-            return run(ctx)
-    return limited
-
-
-# ------------------------------------------------------------------ targets
-def load_object(spec: str):
-    """Load ``path/to/file.py:NAME`` or ``pkg.module:NAME`` with clear errors."""
-    from dpcheck.loading import load_object as _load
-    if ":" not in spec:
-        raise InputError(f"{spec!r} is neither a registered audit nor of the form path.py:NAME or pkg.module:NAME")
-    return _load(spec, "target")
-
-
-def resolve_target(spec: str):
-    """A user's AuditTarget, or a zero-argument function returning one."""
-    from dpcheck.target import AuditTarget
-    obj = load_object(spec)
-    if not isinstance(obj, AuditTarget) and callable(obj) and not isinstance(obj, type):
-        try:
-            obj = obj()
-        except DPCheckError:
-            raise
-        except TypeError as e:
-            raise InputError(f"{spec} is not an AuditTarget nor a zero-argument function returning one ({e})") from e
-        except Exception as e:
-            raise InputError(f"{spec}() raised {type(e).__name__}: {e}") from e
-    if not isinstance(obj, AuditTarget):
-        raise InputError(f"{spec} is a {type(obj).__name__}, not a dpcheck.AuditTarget "
-                         "(nor a zero-argument function returning one)")
-    return obj
-
-
-def _user_target_audit(target):
-    """run(ctx) for a user's AuditTarget: one black-box privacy check."""
-    def run(ctx):
-        from dataclasses import replace
-        from dpcheck.blackbox import audit
-        from dpcheck.options import DEFAULT_USER_TIMEOUT
-        o = ctx.options
-        # a hanging mechanism is stopped after --timeout seconds per call (dpcheck.target.call_with_deadline)
-        t = replace(target, timeout=o.timeout if o.timeout is not None else DEFAULT_USER_TIMEOUT)
-        if o.epsilon is not None or o.delta is not None:
-            claim = t.claim
-            if o.epsilon is not None:
-                claim = replace(claim, epsilon=o.epsilon)
-            if o.delta is not None:
-                claim = replace(claim, delta=o.delta)
-            t = replace(t, claim=claim)
-        ctx.config["claim"] = t.claim.to_dict()
-        ctx.config["timeout_s_per_call"] = t.timeout
-        kw = dict(alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend, scheduler=o.scheduler,
-                  progress=ctx.progress, cache_dir=o.cache_dir)
-        if o.samples is not None:
-            kw["samples"] = o.samples
-        elif o.quick:
-            kw["samples"] = USER_QUICK_SAMPLES
-        res = audit(t, **kw)
-        ctx.add(res.to_check(id="privacy.blackbox"))
-    return run
-
-
-def user_target_spec(name: str, target=None):
-    """The registration a user's AuditTarget gets: black box, USER_TARGET_USES, no --set keys."""
-    from dpcheck.registry import AuditSpec
-    claim = target.claim.describe() if target is not None else "the target's own Claim"
-    return AuditSpec(name=name, run=_user_target_audit(target) if target is not None else (lambda ctx: None),
-                     algorithm="user AuditTarget", notion=getattr(getattr(target, "claim", None), "notion", "DP"),
-                     claim=claim, uses=USER_TARGET_USES)
+    """(AuditOptions, the set of fields given on the command line): dpcheck.api.make_options."""
+    from dpcheck.api import make_options
+    from dpcheck.options import COMMON
+    return make_options({name: getattr(args, name, None) for name in COMMON}, strict=args.strict,
+                        extra=_parse_extra(args.extra), force_workers=args.force_workers)
 
 
 # ------------------------------------------------------------------ commands
@@ -301,26 +195,8 @@ def cmd_list(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from dpcheck import registry, report as rpt
-    from dpcheck.context import AuditContext
-    from dpcheck.report_lock import ReportLock
-
-    # every option is validated here, before the audit starts (dpcheck.options)
-    options, given = options_from_args(args)
-    memory_limit = memory_limit_of(args)
-    reg = registry.load()
-    if args.target in reg:
-        spec = reg[args.target]
-    elif ":" in args.target:
-        check_audit_options(user_target_spec(args.target), options, given)   # before importing the user's file
-        spec = user_target_spec(args.target, resolve_target(args.target))
-    else:
-        known = ", ".join(sorted(reg)) or "(none)"
-        raise InputError(f"no audit named {args.target!r} (registered: {known}); "
-                         "for your own mechanism use path/to/file.py:NAME")
-    check_audit_options(spec, options, given)
-    run = _with_limits(spec.run, memory_limit)
-    name = args.target
+    from dpcheck.api import Run
+    from dpcheck.options import COMMON
 
     t0 = time.perf_counter()
     last = {"t": -1e9}
@@ -336,48 +212,27 @@ def cmd_audit(args) -> int:
         last["t"] = now
         print(f"[{now:7.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    out_dir = Path(args.out)
-    if ":" in name:  # a user's file or module: name the reports after the module and the object
-        mod, _, obj = name.rpartition(":")
-        stem = rpt.stem_for(f"{Path(mod).stem if mod.endswith('.py') else mod}-{obj}")
-    else:
-        stem = rpt.stem_for(name)
-    json_path = args.json_path if args.json_path not in (None, "-") else None
-    writer = rpt.ReportWriter(out_dir, stem, json_path)
-    stream_failed = []
-
-    def stream(rep):  # the report so far (status running, never pass) after every finished check
-        try:
-            writer.stream(rep)
-        except OSError as e:  # the last streamed report stays, still marked incomplete
-            if not stream_failed:
-                stream_failed.append(e)
-                progress(f"warning: cannot update the reports in {out_dir}: {e}")
-
-    ctx = AuditContext(name, options, progress=progress, on_check=stream)
+    # every option is validated here, before the audit starts (dpcheck.api.make_options)
+    r = Run(args.target, {name: getattr(args, name, None) for name in COMMON}, strict=args.strict,
+            extra=_parse_extra(args.extra), force_workers=args.force_workers, memory_limit=args.memory_limit,
+            out=args.out, json_path=args.json_path if args.json_path not in (None, "-") else None,
+            progress=progress)
     # one run at a time per report: the lock is taken before any report file is touched and held
     # past the last write; a second run stops here, exit 2, having written nothing (dpcheck.report_lock)
-    own = rpt.report_files(out_dir, stem) + ([writer.copy] if writer.copy is not None else [])
-    with ReportLock(own, {"run_id": ctx.run_id, "started": ctx.started.isoformat(timespec="seconds"),
-                          "target": name, "command": "audit"}):
-        rpt.remove_stale_temps(own)   # a killed run's: only its files' lock holder writes them
-        return _run_audit(args, ctx, run, writer, out_dir, options, progress)
+    with r.lock():
+        return _run_audit(args, r, progress)
 
 
-def _run_audit(args, ctx, run, writer, out_dir, options, progress) -> int:
+def _run_audit(args, r, progress) -> int:
     from dpcheck import report as rpt
-    from dpcheck.context import exit_code
 
-    name = ctx.target
+    ctx, options, out_dir, name = r.ctx, r.options, r.out, r.name
     with _Signals() as signals:
         try:
-            try:  # inside the try: a signal during begin still leaves an "interrupted" report
-                writer.begin(ctx.report(status="running"))
-            except OSError as e:
-                raise _Unwritable(f"cannot write reports to {out_dir}: {e}") from e
+            r.begin()  # inside the try: a signal during begin still leaves an "interrupted" report
             progress(f"dpcheck {_version()}: auditing {name} (seed={options.seed}, alpha={options.alpha}"
                      f"{', quick' if options.quick else ''}; run {ctx.run_id})")
-            run(ctx)
+            r.run(ctx)
         except _Unwritable:
             raise
         except (Exception, KeyboardInterrupt) as e:
@@ -385,8 +240,8 @@ def _run_audit(args, ctx, run, writer, out_dir, options, progress) -> int:
             _stop_workers()          # no loky worker may outlive an interrupted run
             interrupted = isinstance(e, KeyboardInterrupt)
             msg = f"interrupted ({signals.name or 'SIGINT'})" if interrupted else _one_line(e)
-            rep = ctx.report(error=msg, status="interrupted" if interrupted else "error")
-            paths = _finish(writer, rep, out_dir)
+            rep = r.finish(ctx.report(error=msg, status="interrupted" if interrupted else "error")).data
+            paths = r.paths
             if args.json_path == "-":
                 import json
                 print(json.dumps(rep, indent=2))
@@ -399,8 +254,8 @@ def _run_audit(args, ctx, run, writer, out_dir, options, progress) -> int:
             print(f"dpcheck: error: {msg}{where}", file=sys.stderr)
             return EXIT_ERROR
         signals.defer()  # every check finished: write the complete set even if a signal comes now
-        rep = ctx.report()
-        paths = _finish(writer, rep, out_dir)
+        report = r.finish(ctx.report())
+        rep, paths = report.data, r.paths
     if args.json_path == "-":
         import json
         print(json.dumps(rep, indent=2))
@@ -411,18 +266,7 @@ def _run_audit(args, ctx, run, writer, out_dir, options, progress) -> int:
         print(f"dpcheck: error: interrupted ({signals.name}) after the last check; the complete reports are "
               f"written", file=sys.stderr)
         return EXIT_ERROR
-    return exit_code(rep, strict=options.strict)
-
-
-def _finish(writer, rep, out_dir) -> dict:
-    try:
-        return writer.finish(rep)
-    except OSError as e:
-        raise InputError(f"cannot write reports to {out_dir}: {e}") from e
-
-
-class _Unwritable(InputError):
-    """The report folder cannot be written at the start of a run: say so, run nothing."""
+    return report.exit_code()
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -476,32 +320,6 @@ class _Signals:
         for sig, old in self._old.items():
             signal.signal(sig, old if old is not None else signal.SIG_DFL)
         return False
-
-
-def _stop_workers() -> None:
-    """Kill joblib's loky worker processes (an interrupted run must leave none computing).
-
-    joblib aborts the Parallel call an exception passes through; its reusable executor may
-    still hold workers (idle, or busy with a task of an aborted call), so shut it down too.
-    """
-    try:
-        from joblib.externals.loky import reusable_executor
-    except ImportError:
-        return
-    ex = getattr(reusable_executor, "_executor", None)
-    if ex is None:
-        return
-    try:
-        ex.shutdown(wait=True, kill_workers=True)
-    except Exception:  # best effort: the run is already ending with an error
-        pass
-
-
-def _one_line(e: BaseException) -> str:
-    if isinstance(e, DPCheckError):
-        return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    text = str(e).strip().splitlines()
-    return f"internal error: {type(e).__name__}: {text[0] if text else ''} (run with --debug for the traceback)"
 
 
 def cmd_report(args) -> int:

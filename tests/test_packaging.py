@@ -123,3 +123,11 @@ def test_the_wheel_installs_one_import_name_and_runs_the_docs_examples(tmp_path)
     r = run(dp, "audit", "laplace_target.py:target", "--quick", "--seed", "3", "--out", str(tmp_path / "r2"))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert any((tmp_path / "r1").glob("*.json")) and any((tmp_path / "r2").glob("*.json"))
+    # the pytest plugin loads from the wheel's pytest11 entry point (no -p, no conftest)
+    (user / "test_gate.py").write_text(textwrap.dedent("""
+        from laplace_target import target
+        def test_gate(dpcheck_audit):
+            assert dpcheck_audit(target, samples=20_000, seed=1).verdict == "pass"
+    """))
+    r = run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_gate.py")
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
