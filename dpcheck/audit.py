@@ -286,3 +286,18 @@ def format_claim_table(name: str, rows: list[dict]) -> str:
 
 
 __all__ = ["Audit", "ClaimRow", "ExecutionOptions", "format_claim_table", "KINDS"]
+
+
+class _CallableModule(type(abc)):
+    """``dpcheck.audit`` is both the black-box audit function (``dpcheck.audit(target, ...)``, the
+    public API) and this module: importing the module sets the package attribute to it, so the
+    module forwards calls to :func:`dpcheck.blackbox.audit` and the documented call keeps working."""
+
+    def __call__(self, target, *args, **kwargs):
+        from dpcheck.blackbox import audit
+        return audit(target, *args, **kwargs)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _CallableModule

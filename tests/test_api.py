@@ -140,3 +140,10 @@ def test_import_dpcheck_stays_light():
         assert dpcheck.Report.__module__ == "dpcheck.api"
     """)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_dpcheck_audit_stays_the_function_after_the_module_is_imported():
+    import dpcheck.audit   # noqa: F401  (the module of the Audit base class shares the name)
+    t = AuditTarget(name="mine", mechanism=_laplace(1.0), pairs=[(0, 1)], claim=Claim(epsilon=1.0))
+    res = dpcheck.audit(t, samples=2_000, seed=1)
+    assert res.verdict == "pass" and hasattr(dpcheck.audit, "Audit")
