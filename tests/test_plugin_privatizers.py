@@ -24,6 +24,8 @@ import pytest
 
 from dpcheck.audits.lib import privatizers as ap
 from dpcheck.checks import FAIL, PASS
+from dpcheck.cli import main
+from dpcheck.errors import MechanismError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -476,3 +478,52 @@ def test_example_calibration_is_valid_for_every_epsilon():
         p = ex.GaussianTreePrivatizer(eps).start(1, 2, 3, 2, 6, np.random.default_rng(0))
         chk = ap.dp_event_check(p.dp_event(), p.claim)
         assert chk.verdict == PASS and chk.measured["epsilon_pld"] == pytest.approx(eps, rel=2e-3, abs=2e-3)
+
+
+# -- a plug-in that does not draw from the rng it is given (dpcheck.algorithms.privatizers.probe) --------
+RNG_PLUGINS = '''
+import numpy as np
+from dpcheck.algorithms.privatizers import CentralPrivatizer
+
+class GlobalState(CentralPrivatizer):
+    """Laplace tree noise, but the first node of every release from numpy's global state."""
+    def release(self):
+        out = super().release()
+        out.visits[...] += np.random.laplace(0.0, 1.0)
+        return out
+
+class OwnSeed(CentralPrivatizer):
+    """Starts the tree from a generator of its own, seeded once: the same noise for every rng."""
+    def start(self, runs, H, S, A, K, rng, rewards=True):
+        return super().start(runs, H, S, A, K, np.random.default_rng(0), rewards=rewards)
+
+class NoNoise(CentralPrivatizer):
+    """Releases the true counts: a privacy failure for the audits, not a malfunction."""
+    def release(self):
+        from dpcheck.algorithms.privatizers import PrivateCounts
+        t = self.true_counts()
+        return PrivateCounts(visits=t.visits, transitions=t.transitions, rewards=t.rewards,
+                             noisy_visits=t.visits, noisy_transitions=t.transitions, width=self.width)
+'''
+
+
+@pytest.mark.parametrize("cls, what", [("GlobalState", "same rng released different counts"),
+                                       ("OwnSeed", "ignores the rng")])
+def test_a_plugin_that_does_not_use_its_rng_is_a_one_line_error(tmp_path, capsys, cls, what):
+    from dpcheck.algorithms.privatizers import load_privatizer
+    f = tmp_path / "rng_plugins.py"
+    f.write_text(RNG_PLUGINS)
+    with pytest.raises(MechanismError, match=what):
+        load_privatizer(f"{f}:{cls}", epsilon=1.0)
+    assert main(["audit", "central_privatizer", "--privatizer", f"{f}:{cls}", "--quick",
+                 "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{cls}" in err[0] and what in err[0], err
+
+
+def test_a_plugin_without_noise_passes_the_probe_and_is_left_to_the_audits(tmp_path):
+    from dpcheck.algorithms.privatizers import load_privatizer
+    f = tmp_path / "rng_plugins.py"
+    f.write_text(RNG_PLUGINS)
+    assert load_privatizer(f"{f}:NoNoise", epsilon=1.0) is not None
+    assert load_privatizer(str(ROOT / "examples" / "my_privatizer.py") + ":GaussianTreePrivatizer", epsilon=1.0)

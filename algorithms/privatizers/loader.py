@@ -138,4 +138,12 @@ def load_privatizer(spec, **kw):
         raise
     except Exception as e:
         raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor: {e}") from e
-    return GuardedPrivatizer(obj, label) if user else obj
+    if not user:
+        return obj
+    from dpcheck.algorithms.privatizers.probe import check_rng_use
+    try:
+        key = hash((cls, tuple(sorted(kw.items(), key=str))))
+    except TypeError:
+        key = None
+    check_rng_use(lambda: GuardedPrivatizer(cls(**kw), label), label, key=key)
+    return GuardedPrivatizer(obj, label)

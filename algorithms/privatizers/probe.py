@@ -1,0 +1,62 @@
+"""Does a plug-in privatizer draw its randomness from the rng it is given? (issue-level contract:
+docs/privatizers.md "What your privatizer must do").
+
+Every audit seeds a privatizer through ``start(..., rng)``; its verdicts (and ``--cache``, and identical
+results across ``--workers``) rest on the releases being a function of the data and that rng alone. A
+plug-in that draws from numpy's global state, its own generator or the clock gives different releases
+for the same rng; one that seeds itself gives the same releases for different rngs. Both are caught
+here, once per plug-in configuration, before the audit starts, on a tiny model (a few milliseconds) and
+reported as a MechanismError naming the plug-in and what it did (exit 2). A privatizer that adds no noise
+at all releases the true counts for every rng: that is a privacy failure for the audits to show (FAIL),
+not a malfunction, so it passes this probe.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpcheck.errors import MechanismError
+
+SIZES = dict(runs=2, H=2, S=2, A=2, K=3)
+_PROBED: set = set()
+
+
+def _releases(make, seed: int, rewards: bool) -> list[np.ndarray]:
+    z = SIZES
+    p = make()
+    p.start(z["runs"], z["H"], z["S"], z["A"], z["K"], np.random.default_rng(seed), rewards=rewards)
+    data = np.random.default_rng(2024)          # the same episodes in every probe run
+    out = []
+    for _ in range(z["K"]):
+        states = data.integers(z["S"], size=(z["runs"], z["H"] + 1))
+        actions = data.integers(z["A"], size=(z["runs"], z["H"]))
+        rw = data.random((z["runs"], z["H"])) if rewards else None
+        p.observe(states, actions, rw)
+        r = p.release()
+        out += [np.array(r.visits, dtype=float, copy=True), np.array(r.transitions, dtype=float, copy=True),
+                np.array(p.true_counts().visits, dtype=float, copy=True)]
+    return out
+
+
+def _same(a, b) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+
+
+def check_rng_use(make, label: str, key=None, rewards: bool = True) -> None:
+    """MechanismError unless the privatizer ``make()`` builds (a started-fresh object each call) gives
+    identical releases for the same rng and different releases for different rngs. ``key``: probe a
+    configuration once per process."""
+    if key is not None and key in _PROBED:
+        return
+    a, b, c = _releases(make, 11, rewards), _releases(make, 11, rewards), _releases(make, 12, rewards)
+    if not _same(a, b):
+        raise MechanismError(
+            f"privatizer {label!r}: two runs started with the same rng released different counts: it draws "
+            "randomness outside the rng passed to start() (numpy's global state, its own generator, the clock); "
+            "draw every noise value from that rng")
+    noisy = any(not np.array_equal(released, truth) for released, truth in zip(a[0::3], a[2::3]))
+    if _same(a, c) and noisy:
+        raise MechanismError(
+            f"privatizer {label!r}: runs started with different rngs released identical noisy counts: it ignores "
+            "the rng passed to start() (a fixed seed of its own?); draw every noise value from that rng")
+    if key is not None:
+        _PROBED.add(key)
