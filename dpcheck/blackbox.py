@@ -165,8 +165,33 @@ class AuditResult:
         }
         if self.cache is not None:
             details["cache"] = self.cache
-        return Check(id=id, kind=kind, verdict=self.verdict, claim=claim, measured=measured,
-                     details=details, reason=self.reason)
+        check = Check(id=id, kind=kind, verdict=self.verdict, claim=claim, measured=measured,
+                      details=details, reason=self.reason)
+        return uninformative_pass(check)
+
+
+UNINFORMATIVE_EXCESS = 2.0   # a black-box PASS must have been able to see this excess over the claim
+
+
+def uninformative_pass(check: Check) -> Check:
+    """The one rule for black-box passes, in every audit: a PASS whose sample budget could not have
+    detected a 2x excess over the claimed epsilon (power = the smallest true epsilon it catches about half
+    the time, :func:`dpcheck.stats.budget_detectable_epsilon`, above 2 x the claim) is PASS
+    (uninformative), with the power in the reason. Claims of epsilon = 0 have no relative excess and are
+    left as they are. :func:`audit` itself already reports such a budget as INCONCLUSIVE
+    (INCONCLUSIVE_FACTOR); this rule covers passes an audit reaches otherwise (a softened or combined
+    black box). A lower bound of 0 with enough power is evidence (the claim would have been caught
+    2x over), not an uninformative pass."""
+    from dpcheck.checks import qualify
+    m = check.measured
+    power, claimed = m.get("power"), m.get("epsilon_claimed")
+    if check.verdict != PASS or power is None or not claimed or not claimed > 0 or check.details.get("qualifier"):
+        return check
+    if not power <= UNINFORMATIVE_EXCESS * claimed:
+        return qualify(check, "uninformative",
+                       f"this budget detects only eps >= {power:.3g}, {power / claimed:.3g}x the claimed "
+                       f"{claimed:g}: a {UNINFORMATIVE_EXCESS:g}x excess could pass unseen (raise --samples)")
+    return check
 
 
 # ------------------------------------------------------------------ sampling

@@ -339,3 +339,32 @@ def test_distribution_plot_of_an_empty_event_has_a_finite_range_and_no_warning()
         warnings.simplefilter("error")
         plot = _distribution_plot(event, None, float("inf"), cx, cy, None, row)
     assert np.all(np.isfinite(plot["series"][0]["x"]))
+
+
+# -- one rule for uninformative passes (dpcheck.blackbox.uninformative_pass) ----------------------------
+def test_a_pass_that_could_not_see_a_2x_excess_is_uninformative_and_says_its_power():
+    from dpcheck.blackbox import uninformative_pass
+    # Laplace at eps = 0.1: 10^3 outputs per side detect only eps >~ 0.23 (the black box says
+    # INCONCLUSIVE itself), 10^4 about 0.14 (a plain PASS: a lower bound near 0 with that power is evidence)
+    t = AuditTarget(name="lap", mechanism=M.laplace_count(0.1), pairs=[(0, 1)], claim=Claim(epsilon=0.1))
+    small = audit(t, samples=1_000, seed=1).to_check()
+    assert small.verdict == "inconclusive" and small.measured["power"] > 0.2
+    big = audit(t, samples=10_000, seed=1).to_check()
+    assert big.verdict == "pass" and big.measured["power"] <= 0.2 and "qualifier" not in big.details
+    # a pass an audit reaches otherwise (softened, combined) with a budget that sees only 3x the claim
+    weak = Check(id="privacy.blackbox", kind="privacy", verdict="pass", claim={}, details={}, reason="r",
+                 measured={"power": 0.3, "epsilon_claimed": 0.1})
+    q = uninformative_pass(weak)
+    assert q.details["qualifier"] == "uninformative" and "detects only eps >= 0.3, 3x the claimed 0.1" in q.reason
+    assert uninformative_pass(q) is q                      # once
+
+
+def test_the_uninformative_rule_never_touches_a_fail_and_skips_eps_zero_claims():
+    from dpcheck.blackbox import uninformative_pass
+    base = dict(id="privacy.blackbox", kind="privacy", claim={}, details={}, reason="r")
+    fail = Check(verdict="fail", measured={"power": 50.0, "epsilon_claimed": 1.0}, **base)
+    assert uninformative_pass(fail) is fail
+    zero = Check(verdict="pass", measured={"power": 50.0, "epsilon_claimed": 0.0}, **base)
+    assert uninformative_pass(zero) is zero
+    edge = Check(verdict="pass", measured={"power": 2.0, "epsilon_claimed": 1.0}, **base)
+    assert uninformative_pass(edge) is edge
