@@ -37,3 +37,23 @@ def test_quick_audit_passes_diffprivlib(tmp_path):
     r = dpcheck.run("diffprivlib", quick=True, seed=3)
     assert r.verdict == "pass", r.reason()
     assert len(r.checks) == len(dl.MECHANISMS) and r.family["tests"] == len(dl.MECHANISMS)
+
+
+def test_the_docs_table_is_rendered_from_a_report():
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("t", Path(__file__).resolve().parents[1] / "scripts" / "diffprivlib_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rep = {"verdict": "fail", "run_id": "r1", "options": {"seed": 0}, "family": {"alpha": 0.05, "tests": 2, "alpha_per_check": 0.025},
+           "config": {"diffprivlib": "0.6.6", "epsilon": 1.0, "samples_per_side": 50000, "not_audited": dl.NOT_AUDITED},
+           "checks": [{"id": "privacy.Laplace", "verdict": "pass", "details": {},
+                       "measured": {"epsilon_claimed": 1.0, "delta": 0.0, "epsilon_lower_bound": 0.93, "tightness": 0.93, "power": 1.05},
+                       "claim": {"table": {"statement": "... on neighbouring inputs 0.0 vs 1.0"}}},
+                      {"id": "privacy.Snapping", "verdict": "fail", "details": {},
+                       "measured": {"epsilon_claimed": 1.0, "delta": 0.0, "epsilon_lower_bound": 1.7, "tightness": 1.7, "power": 1.05},
+                       "claim": {"table": {"statement": "... on neighbouring inputs 0.0 vs 1.0"}}}]}
+    text = mod.render(rep)
+    assert "| Laplace | PASS | (1, 0) | 0.93 | 0.93 | 1.05 | 0.0 vs 1.0 |" in text
+    assert "| Snapping | FAIL | (1, 0) | 1.7 |" in text and "Overall verdict: **FAIL**" in text
+    assert "`Vector`" in text
