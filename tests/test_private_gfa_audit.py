@@ -530,6 +530,12 @@ def test_one_sided_claims_use_one_sided_bounds():
     assert ratio_fail == pytest.approx(student.ppf(1 - share, n - 1) / student.ppf(1 - share / 2, n - 1), rel=1e-9)
     assert ratio_pass == pytest.approx(student.ppf(0.95, n - 1) / student.ppf(0.975, n - 1), rel=1e-9)
     assert one.pass_confidence == pytest.approx(0.90) and one.confidence == pytest.approx(1 - 2 * share)
+    # the check states its FAIL error, alpha (not the interval's 2 alpha), for the family-wise union bound
+    from dpcheck.regret import slope_check
+    c = gfa._one_sided_confidence(slope_check(one, bound=0.7, id="regret.exponent.private", statement="", source="",
+                                              xname="K", details={}), share)
+    assert c.measured["confidence"] == pytest.approx(1 - share)
+    assert c.measured["interval_confidence"] == pytest.approx(1 - 2 * share)
 
 
 @pytest.mark.slow
