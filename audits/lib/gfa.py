@@ -700,9 +700,9 @@ def _final_regret(agent, mdp, K, runs, seed):
 
 def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np: int, delta: float,
                   tuning: str, C_cov: float, seed: int, sensitivity="paper", agent_class=None, progress=None,
-                  K_of_eps: dict | None = None, name: str = "private_gfa"):
+                  K_of_eps: dict | None = None, name: str = "private_gfa", runs_of_eps: dict | None = None):
     """Final cumulative regret of the private learner for every eps of ``eps_list`` at the episode counts
-    ``K_of_eps[eps]`` (default: all of ``K_grid``) -> {eps: (runs, len)}, and of the non-private batched
+    ``K_of_eps[eps]`` (default: all of ``K_grid``) -> {eps: (runs_of_eps.get(eps, runs), len)}, and of the non-private batched
     learner (B = ceil(sqrt K), Remark 3.7) over ``K_grid`` (runs_np, G). One batch of runs per K (B depends
     on K). Common random numbers: run i of the private learner uses the same seed at every K and every eps,
     run i of the non-private learner the same seed at every K, so each run is one curve across the grid and
@@ -722,7 +722,8 @@ def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np:
                               sensitivity=sensitivity)
             ag = make_agent(algorithm, fc, epsilon=eps, delta=delta, B=B, eta=eta, sensitivity=sensitivity, s1=s1,
                             agent_class=agent_class)
-            rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs, seed))
+            rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K),
+                                    int((runs_of_eps or {}).get(eps, runs)), seed))
         priv[eps] = np.stack(rows, axis=1)
         if progress:
             progress(f"{name}: regret at eps = {eps:g} done")
@@ -792,13 +793,41 @@ def _difference(Rp, Rn):
     return Rp - Rn.mean(axis=0, keepdims=True)
 
 
+ONE_SIDED = ("one-sided claim (exponent <= bound): the two-sided intervals are at twice the levels, so the FAIL "
+             "interval's lower end is a one-sided bound at the audit's share of alpha and the PASS interval's upper "
+             "end a one-sided bound at the audit's alpha (audits/lib/gfa.py _upper_bound_fit)")
+
+
+def _upper_bound_fit(fit_fn, *args, alpha: float, **kw):
+    """The fit of a ONE-sided claim ("exponent <= bound": slope_check with fail_below=None), with one-sided
+    intervals. A two-sided (1 - a) interval puts a/2 in each tail, and the side that cannot decide (below
+    the bound nothing fails) wastes it: its upper end is a one-sided (1 - a/2) bound. So the fit is made at
+    2 alpha (the FAIL interval's lower end is the one-sided (1 - alpha) lower bound: a FAIL errs at level
+    alpha, the audit's share, dpcheck.audit.Audit) and PASS at twice the PASS level (the upper end of the
+    two-sided (1 - 2 alpha_pass) interval is the one-sided (1 - alpha_pass) upper bound, with alpha_pass the
+    audit's own alpha, dpcheck.stats.pass_alpha). With 24 runs (Student t, 23 df) the PASS margin shrinks
+    by t_0.95 / t_0.975 = 0.83 at the same confidence of each one-sided statement."""
+    from dpcheck.stats import pass_alpha, pass_level
+    with pass_level(min(0.5, 2.0 * pass_alpha(alpha))):
+        return fit_fn(*args, alpha=min(0.5, 2.0 * alpha), **kw)
+
+
+def _one_sided_confidence(check: Check, alpha: float) -> Check:
+    """measured.confidence of a one-sided check (:func:`_upper_bound_fit`): its FAIL errs at ``alpha`` (the
+    lower end of the two-sided 1 - 2 alpha interval), so it states 1 - alpha, as the report's family-wise
+    union bound (dpcheck.context.family_error) reads it; the interval's own level is kept beside it."""
+    m = {**check.measured, "confidence": 1 - alpha, "interval_confidence": check.measured.get("confidence")}
+    return replace(check, measured=m)
+
+
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
-                  agent_class=None, progress=None, name: str = "private_gfa") -> list[Check]:
+                  agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None) -> list[Check]:
     """The rate checks (G17-G21): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails, spec G20). A pass whose interval lies wholly
-    below 0.25 (regret saturating in the window) is marked uninformative."""
+    below 0.25 (regret saturating in the window) is marked uninformative. ``runs_K``: runs of the private K
+    sweep at eps_K (default ``runs``; the eps sweep keeps ``runs``)."""
     from dpcheck.regret import fit_increment_exponent, fit_scaling, slope_check
     K_grid = [int(k) for k in K_grid]
     thm = THEOREM[algorithm]
@@ -809,8 +838,10 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     K_of_eps = {e: ([k for k in K_grid] if e == eps_K else [K_eps]) for e in eps_all}
     priv, Rn = regret_curves(algorithm, inst, K_grid=K_grid, eps_list=eps_all, runs=runs, runs_np=runs_np,
                              delta=delta, tuning=tuning, C_cov=C_cov, seed=seed, sensitivity=sensitivity,
-                             agent_class=agent_class, progress=progress, K_of_eps=K_of_eps, name=name)
+                             agent_class=agent_class, progress=progress, K_of_eps=K_of_eps, name=name,
+                             runs_of_eps={eps_K: runs_K} if runs_K else None)
     base = {"instance": inst.name, "tuning": tuning, "delta": delta, "runs_private": runs, "runs_nonprivate": runs_np,
+            "runs_private_K_sweep": runs_K or runs,
             "K_grid": K_grid, "mean_regret_nonprivate": Rn.mean(0).tolist(),
             "mean_regret_private": {f"{e:g}": {"K": K_of_eps[e], "regret": priv[e].mean(0).tolist()}
                                     for e in eps_all}}
@@ -824,19 +855,21 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         out.append(qualify(Check(id="regret.exponent.private", kind="regret", verdict=PASS,
                                  claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
                                         "source": f"{SOURCE}, {thm} (spec G17-G20)"},
-                                 measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha, "seeds": runs},
+                                 measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha,
+                                           "seeds": runs_K or runs},
                                  details={**base, "epsilon": eps_K},
                                  reason="the mean privacy cost does not increase everywhere on the K grid"),
                            "uninformative", "the mean privacy cost stops growing somewhere on the K grid (it has "
                            "flattened, or is within noise of a constant), so no exponent can be fitted; the cost "
                            "is not growing, its rate is not measured"))
     else:
-        fit = fit_increment_exponent(K_grid, D, alpha=alpha, seed=seed, interval="t")
+        fit = _upper_bound_fit(fit_increment_exponent, K_grid, D, alpha=alpha, seed=seed, interval="t")
         c = slope_check(fit, bound=0.7, id="regret.exponent.private",
                         statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): "
                                   "exponent of its increments <= 3/5 + 0.1",
                         source=f"{SOURCE}, {thm} (spec G17-G20)", xname="K",
-                        details={**base, "epsilon": eps_K}, ylabel="privacy cost increment")
+                        details={**base, "epsilon": eps_K, "sides": ONE_SIDED}, ylabel="privacy cost increment")
+        c = _one_sided_confidence(c, alpha)
         vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
                                    inst, sensitivity), "private")
         out.append(_regime(_soft_fail(c, vac, info), fit, "K^(3/5)"))
@@ -851,12 +884,13 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                          details=base, reason="the mean non-private regret does not increase over the K grid: "
                                               "no exponent can be fitted"), settled, Rn, 0.6))
     else:
-        fit = fit_increment_exponent(K_grid, Rn, alpha=alpha, seed=seed, interval="t")
+        fit = _upper_bound_fit(fit_increment_exponent, K_grid, Rn, alpha=alpha, seed=seed, interval="t")
         c = slope_check(fit, bound=0.6, id="regret.exponent.nonprivate",
                         statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); "
                                   "exponent of the increments <= 1/2 + 0.1",
-                        source=f"{SOURCE}, Remark 3.7, {thm} (spec G21)", xname="K", details=base,
-                        ylabel="regret increment")
+                        source=f"{SOURCE}, Remark 3.7, {thm} (spec G21)", xname="K",
+                        details={**base, "sides": ONE_SIDED}, ylabel="regret increment")
+        c = _one_sided_confidence(c, alpha)
         vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
                                    inst, sensitivity), "nonprivate")
         c = _settled_regime(c, settled, Rn, 0.6)      # before _soft_fail: a FAIL is never changed

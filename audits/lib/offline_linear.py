@@ -808,6 +808,53 @@ def _privacy_cost_check(x, cost, xname: str, *, expected: float, tolerance: floa
     return qualify(c, "uninformative", f"the privacy cost is within noise of zero at some {xname} of the grid, so "
                    f"no slope in {xname} can be fitted; the cost is not large, its rate is not measured")
 
+def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, delta: float, H: int) -> Check:
+    """regret.subopt.K when the realised gap's own slope is not below the bound: is the gap dominated by the
+    paper's K^{-1/2} bound? On a fixed instance the realised gap v* - v^pi_hat is about (the margin of a wrong
+    action) x Pr[it is chosen]; while the data cannot resolve the margin Delta (Delta sqrt(K) / sigma small) it
+    stays near Delta / 2 -- flat in K, yet below sigma / sqrt(K) -- and falls like K^{-1/2} only for the
+    worst instance (Delta ~ K^{-1/2}), so its local slope in a short window does not measure the theorem's
+    rate. What eq. 10 bounds it by does: on the validity event (L-11) the sub-optimality is at most
+    2 sum_h E_{pi*}[Gamma_h(s_h, a_h)] (Jin, Yang & Wang 2021, "Is pessimism provably efficient for offline RL?",
+    Theorem 4.2; Qiao & Wang's proof of Theorem 4.1 bounds this sum by the main term ~ K^{-1/2} plus Dpen H/K).
+
+    PASS (uninformative) when (a) gap <= 2 sum_h E_{pi*}[Gamma_h] in every K of the grid in all but a fraction
+    <= delta of the runs (Clopper-Pearson upper bound, PASS level) and (b) the mean bound falls at least like
+    K^{-0.4} (studentised bootstrap interval below -0.4, PASS level), each at half the PASS level; the bound is
+    also below H at the largest K (else it says nothing). Otherwise the check is returned unchanged: this
+    is only a route to PASS, never a new FAIL, and a gap slope that FAILs in theory mode is never touched."""
+    from dataclasses import replace as _replace
+    from dpcheck.regret import fit_scaling, pass_interval
+    from dpcheck.stats import cp_upper, pass_alpha
+    a_pass = pass_alpha(alpha) / 2.0
+    over = int((gaps > bounds + 1e-12).any(axis=1).sum())
+    runs = gaps.shape[0]
+    hi = float(cp_upper(over, runs, a_pass / 2.0))           # two-sided interval's upper end, as probability_check
+    bfit = fit_scaling(K, bounds, alpha=a_pass, seed=seed + 1, interval="t")
+    b_hi = pass_interval(bfit)[1]
+    b_mean = bounds.mean(0)
+    det = dict(check.details)
+    det["bound"] = {"statement": "v* - v^pi_hat <= 2 sum_h E_pi*[Gamma_h(s_h, a_h)] on the validity event",
+                    "source": "Jin, Yang & Wang 2021, Theorem 4.2; Qiao & Wang, Theorem 4.1 (eq. 10)",
+                    "bound_mean": b_mean.tolist(), "gap_mean": gaps.mean(0).tolist(),
+                    "runs_above_bound": over, "runs": runs, "above_rate_upper": hi, "delta": delta,
+                    "bound_slope": bfit.slope, "bound_slope_ci": list(bfit.ci), "confidence": 1 - a_pass}
+    check = _replace(check, details=det)
+    if not (hi <= delta and b_hi <= -0.4 and b_mean[-1] < H):
+        return check
+    gfit = det.get("fit", {})
+    passed = _replace(check, verdict=PASS,
+                      reason=(f"realised gap ~ K^{gfit.get('slope', float('nan')):.2f} (mean {gaps.mean(0)[0]:.3g} -> "
+                              f"{gaps.mean(0)[-1]:.3g}) lies below the bound 2 sum_h E_pi*[Gamma_h] (mean "
+                              f"{b_mean[0]:.3g} -> {b_mean[-1]:.3g} < H = {H}) in {runs - over}/{runs} runs at every K "
+                              f"(rate above it <= {hi:.3g} <= delta = {delta:g}), and the bound falls like "
+                              f"K^{bfit.slope:.2f} (CI upper end {b_hi:.2f} <= -0.4)"))
+    return qualify(passed, "uninformative",
+                   "the realised gap is in its instance-dependent regime (flat while the data cannot resolve the "
+                   "margin of the wrong action), so its own slope measures no rate; the claim's K^{-1/2} bound "
+                   "dominates it")
+
+
 def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: int, seed: int, alpha: float,
                 mode: str, progress=None) -> list:
     """Sub-optimality and value error of DP-VAPVI vs K (L-14 / L-15: main term ~ K^{-1/2}; upper bounds:
@@ -817,9 +864,10 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     points; seeds = runs. ``make(rho)`` builds DP-VAPVI, ``make(inf)`` VAPVI's counterpart."""
     from dpcheck.regret import fit_scaling, scaling_check, slope_check
     H = inst.mdp.H
-    gaps, verr, cost = [], [], []
-    from dpcheck.algorithms.envs.planning import optimal_values
-    Vstar = optimal_values(inst.mdp)[1]
+    gaps, verr, cost, bounds = [], [], [], []
+    from dpcheck.algorithms.envs.planning import occupancy, optimal_values
+    Qstar, Vstar = optimal_values(inst.mdp)
+    dstar = occupancy(inst.mdp, np.argmax(Qstar, axis=-1))          # d^{pi*}_h(s,a), (H, S, A)
     base = make(rho)
     vap = make(math.inf)        # the same constants with every noise off: Dpen keeps only its H^3 sqrt(d) part
     for K in K_grid:
@@ -829,9 +877,10 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
         r0 = vap.run((D, Dp), inst.features, rng)
         _, _, g = true_errors(inst, r)
         gaps.append(g)
+        bounds.append(2.0 * np.einsum("hsa,rhsa->r", dstar, r.penalties))    # 2 sum_h E_pi*[Gamma_h], per run
         verr.append(np.abs(Vstar[None, :H] - r.values[:, :H]).max(axis=(1, 2)))
         cost.append((r0.values[:, 0] - r.values[:, 0]) @ inst.mdp.init)
-    gaps, verr, cost = (np.stack(x, axis=1) for x in (gaps, verr, cost))
+    gaps, verr, cost, bounds = (np.stack(x, axis=1) for x in (gaps, verr, cost, bounds))
     checks = []
     src = f"{SOURCE}, Theorem 4.1"
     # a K where the learned policy is optimal in every run (mean gap 0) satisfies any bound trivially and has
@@ -853,6 +902,9 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
         c = slope_check(fit, bound=-0.4, id="regret.subopt.K", xname="K", ylabel="v* - v^pi_hat",
                         statement="v* - v^{pi_hat} <= O~(sqrt(d) sum_h E_pi*[||phi||_{Lambda*^-1}]) + Dpen H/K ~ K^{-1/2}",
                         source=f"{src}, eq. 10 (L-14)", details=det)
+    if gaps is not None and (c.verdict == INCONCLUSIVE or (c.verdict == FAIL and mode == "practical")):
+        # a practical-mode miss of the gap's slope is softened to INCONCLUSIVE by the audit anyway (no guarantee)
+        c = _dominated_gap(c, Kg, gaps, bounds, alpha=alpha, seed=seed, delta=base.delta, H=H)
     if gaps is not None and c.verdict == PASS and fit.ci[1] < -1.5:
         c = qualify(c, "uninformative", "the gap vanishes faster than any power of K in this window (the learned "
                     "policy becomes optimal); the bound is not contradicted, its rate is not measured")
