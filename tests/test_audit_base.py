@@ -79,6 +79,45 @@ def test_the_table_is_checked_at_registration():
     assert "_audit_base_dup" not in registry.load()
 
 
+def test_a_misspelt_dotted_method_fails_registration_naming_the_row():
+    # dotted names were not looked up before: a typo in "lib.nash.regret_checks" went unnoticed
+    class Typo(_Two):
+        name = "_audit_base_typo"
+        claims = (ClaimRow("regret.exponent", "regret", "x", "y", "lib.nash.regret_chekcs"),)
+    with pytest.raises(ValueError, match=r"claim 'regret.exponent' names the function 'lib.nash.regret_chekcs', "
+                                         r"which does not exist"):
+        Typo.register()
+
+    class NoModule(_Two):
+        name = "_audit_base_nomodule"
+        claims = (ClaimRow("regret.exponent", "regret", "x", "y", "gfaa.regret_checks"),)
+    with pytest.raises(ValueError, match="'gfaa.regret_checks', which does not exist"):
+        NoModule.register()
+    assert "_audit_base_typo" not in registry.load() and "_audit_base_nomodule" not in registry.load()
+
+
+def test_dotted_methods_resolve_in_the_package_its_lib_or_absolutely():
+    from dpcheck.audit import method_candidates, resolve_method
+    from dpcheck.audits.lib import gfa, nash
+    mod = "dpcheck.audits.private_gfa"
+    assert resolve_method("lib.nash.regret_checks", mod) is nash.regret_checks      # the package
+    assert resolve_method("gfa.regret_checks", mod) is gfa.regret_checks            # its lib/
+    assert resolve_method("dpcheck.audits.lib.gfa.regret_checks", mod) is gfa.regret_checks   # absolute
+    assert resolve_method("gfa.REFERENCE", mod) is None                             # not callable
+    assert resolve_method("gfa.regret_checks", "top_level_module") is None          # no package: absolute only
+    assert method_candidates("m.f", "pkg.audit") == ["pkg.m.f", "pkg.lib.m.f", "m.f"]
+
+
+def test_every_built_in_audit_registers():
+    # registration resolves every method of every claim table (dotted ones too); a failure is kept aside
+    reg = registry.load()
+    assert not registry._LOAD_ERRORS
+    for name in ("dp_ucbvi", "dp_nash_vi", "dp_apvi", "dp_vapvi", "private_gfa", "private_gfa_outcome",
+                 "private_linopt_vi", "private_linopt_po", "central_privatizer", "local_privatizer",
+                 "offline_gaussian_privatizer", "offline_laplace_privatizer", "laplace_example"):
+        assert name in reg, name
+
+
 def test_execution_options_are_passed_whole():
     ctx = AuditContext("t", AuditOptions(seed=3, alpha=0.1, samples=500, workers=2, cache_dir="/tmp/c", quick=True))
     e = ExecutionOptions.from_context(ctx)
@@ -96,6 +135,29 @@ def test_soften_and_vacuous():
     assert v.verdict == PASS and v.details["qualifier"] == "vacuous"
     assert Audit.vacuous(f, "why").details.get("qualifier") is None      # a FAIL is never qualified away
     assert Audit.vacuous(_check("x.y"), None).details.get("qualifier") is None
+
+
+def test_one_vacuous_rule_and_one_soften_rule():
+    from dpcheck import checks
+    from dpcheck.audits.lib import nash
+    assert Audit.vacuous is checks.vacuous and nash.vacuous is checks.vacuous
+    # an INCONCLUSIVE that held only trivially says so in its reason (dp_vapvi's helper left it bare)
+    i = checks.vacuous(_check("x.y", INCONCLUSIVE), "penalties >= H")
+    assert i.verdict == INCONCLUSIVE and i.details["qualifier"] == "vacuous" and "vacuously: penalties >= H" in i.reason
+    assert checks.vacuous(_check("x.y", FAIL), "penalties >= H").reason == "r"
+    assert checks.vacuous(_check("x.y"), "").details == {}
+    # invariant_check's vacuous= is the same rule
+    inv = checks.invariant_check(id="x.y", violations=0, total=3, claim={}, vacuous="trivial")
+    assert inv.details["qualifier"] == "vacuous"
+    assert "qualifier" not in checks.invariant_check(id="x.y", violations=1, total=3, claim={}, vacuous="t").details
+    # soften: only a FAIL moves (to INCONCLUSIVE), with why before the reason and a note
+    s = checks.soften(_check("x.y", FAIL), "pre-asymptotic", note="n")
+    assert (s.verdict, s.reason, s.details["note"], s.measured) == (INCONCLUSIVE, "pre-asymptotic: r", "n", {"confidence": 1.0})
+    assert checks.soften(_check("x.y", FAIL), "why").details["note"] == "why"
+    assert checks.soften(_check("x.y", FAIL), None).verdict == FAIL
+    assert checks.soften(_check("x.y", INCONCLUSIVE), "why").reason == "r"
+    p = Audit.soften(_check("x.y", FAIL))
+    assert p.reason == "practical mode (no guarantee): r" and "not guaranteed" in p.details["note"]
 
 
 def test_seeds_depend_only_on_the_seed_and_the_key():
