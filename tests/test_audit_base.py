@@ -167,3 +167,54 @@ def test_seeds_depend_only_on_the_seed_and_the_key():
     assert a.int_seed("x", 1) == b.int_seed("x", 1) != c.int_seed("x", 1)
     assert a.int_seed("x", 1) != a.int_seed("x", 2)
     assert np.array_equal(a.rng("k").random(3), b.rng("k").random(3))
+
+
+def _literal_text(a) -> bool:
+    """A string, number or name; an f-string of names; or such pieces joined with +."""
+    import ast
+    if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add):
+        return _literal_text(a.left) and _literal_text(a.right)
+    if isinstance(a, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) or isinstance(v.value, ast.Name) for v in a.values)
+    return isinstance(a, (ast.Constant, ast.Name))
+
+
+def _literal_rows(node, consts, where):
+    """The ClaimRow calls of a literal table expression (a tuple of ClaimRow(...) whose arguments are
+    strings, f-strings of names, names and numbers, or ``*NAME`` of another such tuple); fails otherwise."""
+    import ast
+    if isinstance(node, ast.Name):
+        assert node.id in consts, f"{where}: claims = {node.id}, not a module-level tuple"
+        return _literal_rows(consts[node.id], consts, where)
+    assert isinstance(node, ast.Tuple), f"{where}: the claim table is built in code ({ast.unparse(node)[:60]})"
+    rows = []
+    for e in node.elts:
+        if isinstance(e, ast.Starred):
+            rows += _literal_rows(e.value, consts, where)
+            continue
+        assert isinstance(e, ast.Call) and getattr(e.func, "id", None) == "ClaimRow", f"{where}: {ast.unparse(e)[:60]}"
+        for a in [*e.args, *(k.value for k in e.keywords)]:
+            assert _literal_text(a), f"{where}: a row argument computed in code: {ast.unparse(a)[:60]}"
+        rows.append(e)
+    return rows
+
+
+def test_every_audit_module_opens_with_a_literal_claim_table():
+    """Issue 18: a reader finds each audit's table at the top of its module, as data (no row built in code),
+    before any method of its audit classes."""
+    import ast
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "audits"
+    modules = sorted(p for p in root.glob("*.py") if p.name != "__init__.py")
+    assert len(modules) >= 8
+    for path in modules:
+        tree = ast.parse(path.read_text())
+        consts = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                  if isinstance(t, ast.Name)}
+        tables = [(f"{path.name}:{c.name}", s.value) for c in tree.body if isinstance(c, ast.ClassDef)
+                  for s in c.body if isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "claims" for t in s.targets)]
+        assert tables, f"{path.name} declares no claim table"
+        rows = [r for where, expr in tables for r in _literal_rows(expr, consts, where)]
+        first_method = min(f.lineno for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
+                           if isinstance(f, ast.FunctionDef))
+        assert min(r.lineno for r in rows) < first_method, f"{path.name}: a method comes before the claim table"
