@@ -108,7 +108,7 @@ def qualify(check: Check, qualifier: str, why: str, note: str | None = None) -> 
                  details=det, reason=check.reason + note)
 
 
-def vacuous(check: Check, why: str | None) -> Check:
+def vacuous(check: Check, why: str | None, note: str | None = None) -> Check:
     """The one rule for a check that holds only trivially in the regime it ran in (a bonus saturated at H
     makes optimism true by construction; penalties >= H make the learned value 0; a bound above its
     trivial value says nothing).
@@ -117,10 +117,11 @@ def vacuous(check: Check, why: str | None) -> Check:
     shown as "PASS (vacuous)" in every report; an INCONCLUSIVE keeps its verdict and carries the
     explanation in its reason (more runs would not make it evidence). A FAIL is never qualified: a
     counterexample is evidence whatever the regime. ``why`` None or empty: the check is returned as is.
+    ``note``: what to append to the reason instead of " (vacuously: why)".
     """
     if not why or check.verdict == FAIL:
         return check
-    return qualify(check, "vacuous", why)
+    return qualify(check, "vacuous", why, note)
 
 
 _vacuous = vacuous   # for functions whose ``vacuous`` argument shadows the name

@@ -218,3 +218,15 @@ def test_every_audit_module_opens_with_a_literal_claim_table():
         first_method = min(f.lineno for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
                            if isinstance(f, ast.FunctionDef))
         assert min(r.lineno for r in rows) < first_method, f"{path.name}: a method comes before the claim table"
+
+
+def test_vacuous_is_decided_in_one_place():
+    """Issue 18: dpcheck.checks.vacuous is the one rule; no module marks a check vacuous by hand (three helpers
+    and six hand-written marks used three different conditions, one of them marked FAILs)."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    by_hand = re.compile(r"""qualify\([^()]*["']vacuous["']|qualifier["']?\]?\s*[=:]\s*["']vacuous["']""")
+    offenders = [f"{p.relative_to(root)}:{i}" for d in ("audits", "algorithms", "dpcheck") for p in (root / d).rglob("*.py")
+                 if p.name != "checks.py" for i, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
+    assert offenders == []

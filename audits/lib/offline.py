@@ -876,7 +876,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
                                   vacuous_points=vac_pts, H=H,
                                   penalty_exceeds_H_fraction=list(g["n"]["saturated"].mean(0))))
     if len(vac_pts) == len(n_grid):
-        c1 = qualify(c1, "vacuous", f"the bound exceeds H = {H} at every n: it says nothing there")
+        c1 = vacuous(c1, f"the bound exceeds H = {H} at every n: it says nothing there")
     elif vac_pts:
         c1 = replace(c1, reason=c1.reason + f"; VACUOUS (bound >= H) at n = {vac_pts}")
     sat = g["n"]["saturated"].mean(0)
