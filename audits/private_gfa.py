@@ -3,8 +3,8 @@ specs/private_gfa.md): ``dpcheck audit private_gfa`` (Algorithm 1: general stoch
 loss, Delta_S = 8H, on GF-3 of §6.1) and ``dpcheck audit private_gfa_outcome`` (Algorithm 2: deterministic
 MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of §4.1).
 
-Both share one claim table shape and one ``run`` (:class:`_GFAAudit`); the checks are the functions of
-audits/lib/gfa.py named in the table. The audited configuration: ``--epsilon`` (default 1), ``--delta``
+The module opens with the two claim tables; both audits share one ``run`` (:class:`_GFAAudit`); the checks
+are the functions of audits/lib/gfa.py named in the tables. The audited configuration: ``--epsilon`` (default 1), ``--delta``
 (default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: §2.5's theory B at that
 K), a user's class ``--set function_class=PATH.npz`` (arrays, see :func:`dpcheck.audits.lib.gfa.load_function_class`).
 
@@ -28,70 +28,100 @@ from dpcheck.registry import PARALLEL, SetOption
 HZ = "He & Zhou (arXiv 2605.07049)"
 
 
-def _claims(alg: int) -> tuple:
-    thm = gfa.THEOREM[alg]
-    ds = "8H" if alg == 1 else "(H+1)^2"
-    g = "G1" if alg == 1 else "G2"
-    rows = [
-        ClaimRow("privacy.jdp.blackbox", "privacy",
-                 "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP "
-                 "(black box, scripted users differing in user 1)",
-                 f"{HZ}, {thm}, Definition 2.3; spec G{4 + alg}", "gfa.jdp_blackbox_check"),
-        ClaimRow("privacy.em_selection", "privacy",
-                 "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
-                 "(chi-square against the closed form)",
-                 f"{HZ}, Algorithm {alg} line 6, §1.5; spec G3", "gfa.selection_check"),
-        ClaimRow("whitebox.sensitivity", "whitebox",
-                 f"|S_D(f) - S_D'(f)| <= Delta_S = {ds} for neighbouring datasets (hypothesis search)",
-                 f"{HZ}, §2.4, {thm}; spec {g}", "gfa.sensitivity_check"),
-        ClaimRow("whitebox.composition", "whitebox",
-                 "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP "
-                 "(exact PLD accountant)",
-                 f"{HZ}, §2.4, Lemma E.2, {thm}; spec G4", "gfa.composition_check"),
-        ClaimRow("whitebox.score_dataset", "whitebox",
-                 "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-                 f"{HZ}, Algorithm {alg} lines 4-6, §2.1; spec P3, P9", "gfa.score_dataset_check"),
-        ClaimRow("assumption.realizability", "assumption", "Q* in F",
-                 f"{HZ}, Assumption 2.1 / {thm}", "gfa.assumption_checks"),
-    ]
-    if alg == 1:
-        rows.append(ClaimRow("assumption.completeness", "assumption", "T_h F_{h+1} subseteq F_h (Bellman completeness)",
-                             f"{HZ}, Assumption 2.1 (Theorem 3.1)", "gfa.assumption_checks"))
-    rows.append(ClaimRow("assumption.coverability", "assumption",
-                         "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu"
-                         + ("; C_cov <= C'_cov, N(s_1) <= H C_cov(M_{s_1}) (G14)" if alg == 2 else ""),
-                         f"{HZ}, Definition 2.2, §1.3; spec G14", "gfa.assumption_checks"))
-    if alg == 2:
-        rows.append(ClaimRow("assumption.deterministic", "assumption",
-                             "deterministic transitions with outcome rewards",
-                             f"{HZ}, Definition 3.3 (Theorem 3.4)", "gfa.assumption_checks"))
-    rows += [
-        ClaimRow("regret.exponent.private", "regret",
-                 "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
-                 f"{HZ}, {thm}; spec G{16 + alg}, G19, G20", "gfa.regret_checks"),
-        ClaimRow("regret.exponent.nonprivate", "regret",
-                 "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-                 f"{HZ}, Remark 3.7; spec G21", "gfa.regret_checks"),
-        ClaimRow("regret.privacy_cost.eps", "regret",
-                 "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
-                 f"{HZ}, {thm}; spec G19, G20", "gfa.regret_checks"),
-        ClaimRow("regret.output_policy", "regret",
-                 "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-                 f"{HZ}, {thm} (PAC conversion); spec G22", "gfa.output_policy_check"),
-    ]
-    if alg == 1:   # Appendix C concerns the linear design matrices of the proof approach Algorithm 1 replaces
-        rows += [
-            ClaimRow("assumption.design_monotonicity", "assumption",
-                     "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data "
-                     "is added (non-private ones are), so at a switch the product over h of det ratios need not exceed "
-                     "2 and the O(ln K) switch count is not justified",
-                     f"{HZ}, Appendix C; spec G24, §6.3", "gfa_harness.design_monotonicity_check"),
-            ClaimRow("assumption.quadratic_ratio", "assumption",
-                     "phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches fails for privatised "
-                     "matrices; the ratio reaches 2*3^(d-1) without a switch (exponential in d)",
-                     f"{HZ}, Appendix C; spec G25, §6.3", "gfa_harness.quadratic_ratio_check"),
-        ]
-    return tuple(rows)
+# The two claim tables, written out: almost every row names its algorithm's theorem, line of the algorithm,
+# sensitivity or spec claim, so only one row is the same word for word (and each table has rows the other lacks).
+ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
+    ClaimRow("privacy.jdp.blackbox", "privacy",
+             "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
+             "scripted users differing in user 1)",
+             f"{HZ}, Theorem 3.1 (Algorithm 1), Definition 2.3; spec G5", "gfa.jdp_blackbox_check"),
+    ClaimRow("privacy.em_selection", "privacy",
+             "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
+             "(chi-square against the closed form)",
+             f"{HZ}, Algorithm 1 line 6, §1.5; spec G3", "gfa.selection_check"),
+    ClaimRow("whitebox.sensitivity", "whitebox",
+             "|S_D(f) - S_D'(f)| <= Delta_S = 8H for neighbouring datasets (hypothesis search)",
+             f"{HZ}, §2.4, Theorem 3.1 (Algorithm 1); spec G1", "gfa.sensitivity_check"),
+    ClaimRow("whitebox.composition", "whitebox",
+             "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
+             f"{HZ}, §2.4, Lemma E.2, Theorem 3.1 (Algorithm 1); spec G4", "gfa.composition_check"),
+    ClaimRow("whitebox.score_dataset", "whitebox",
+             "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
+             f"{HZ}, Algorithm 1 lines 4-6, §2.1; spec P3, P9", "gfa.score_dataset_check"),
+    ClaimRow("assumption.realizability", "assumption",
+             "Q* in F",
+             f"{HZ}, Assumption 2.1 / Theorem 3.1 (Algorithm 1)", "gfa.assumption_checks"),
+    ClaimRow("assumption.completeness", "assumption",
+             "T_h F_{h+1} subseteq F_h (Bellman completeness)",
+             f"{HZ}, Assumption 2.1 (Theorem 3.1)", "gfa.assumption_checks"),
+    ClaimRow("assumption.coverability", "assumption",
+             "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu",
+             f"{HZ}, Definition 2.2, §1.3; spec G14", "gfa.assumption_checks"),
+    ClaimRow("regret.exponent.private", "regret",
+             "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
+             f"{HZ}, Theorem 3.1 (Algorithm 1); spec G17, G19, G20", "gfa.regret_checks"),
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
+             f"{HZ}, Remark 3.7; spec G21", "gfa.regret_checks"),
+    ClaimRow("regret.privacy_cost.eps", "regret",
+             "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
+             f"{HZ}, Theorem 3.1 (Algorithm 1); spec G19, G20", "gfa.regret_checks"),
+    ClaimRow("regret.output_policy", "regret",
+             "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
+             f"{HZ}, Theorem 3.1 (Algorithm 1) (PAC conversion); spec G22", "gfa.output_policy_check"),
+    # Appendix C concerns the linear design matrices of the proof approach Algorithm 1 replaces
+    ClaimRow("assumption.design_monotonicity", "assumption",
+             "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data is "
+             "added (non-private ones are), so at a switch the product over h of det ratios need not exceed 2 and "
+             "the O(ln K) switch count is not justified",
+             f"{HZ}, Appendix C; spec G24, §6.3", "gfa_harness.design_monotonicity_check"),
+    ClaimRow("assumption.quadratic_ratio", "assumption",
+             "phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches fails for privatised "
+             "matrices; the ratio reaches 2*3^(d-1) without a switch (exponential in d)",
+             f"{HZ}, Appendix C; spec G25, §6.3", "gfa_harness.quadratic_ratio_check"),
+)
+
+ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
+    ClaimRow("privacy.jdp.blackbox", "privacy",
+             "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
+             "scripted users differing in user 1)",
+             f"{HZ}, Theorem 3.4 (Algorithm 2), Definition 2.3; spec G6", "gfa.jdp_blackbox_check"),
+    ClaimRow("privacy.em_selection", "privacy",
+             "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
+             "(chi-square against the closed form)",
+             f"{HZ}, Algorithm 2 line 6, §1.5; spec G3", "gfa.selection_check"),
+    ClaimRow("whitebox.sensitivity", "whitebox",
+             "|S_D(f) - S_D'(f)| <= Delta_S = (H+1)^2 for neighbouring datasets (hypothesis search)",
+             f"{HZ}, §2.4, Theorem 3.4 (Algorithm 2); spec G2", "gfa.sensitivity_check"),
+    ClaimRow("whitebox.composition", "whitebox",
+             "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
+             f"{HZ}, §2.4, Lemma E.2, Theorem 3.4 (Algorithm 2); spec G4", "gfa.composition_check"),
+    ClaimRow("whitebox.score_dataset", "whitebox",
+             "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
+             f"{HZ}, Algorithm 2 lines 4-6, §2.1; spec P3, P9", "gfa.score_dataset_check"),
+    ClaimRow("assumption.realizability", "assumption",
+             "Q* in F",
+             f"{HZ}, Assumption 2.1 / Theorem 3.4 (Algorithm 2)", "gfa.assumption_checks"),
+    ClaimRow("assumption.coverability", "assumption",
+             "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu; C_cov <= "
+             "C'_cov, N(s_1) <= H C_cov(M_{s_1}) (G14)",
+             f"{HZ}, Definition 2.2, §1.3; spec G14", "gfa.assumption_checks"),
+    ClaimRow("assumption.deterministic", "assumption",
+             "deterministic transitions with outcome rewards",
+             f"{HZ}, Definition 3.3 (Theorem 3.4)", "gfa.assumption_checks"),
+    ClaimRow("regret.exponent.private", "regret",
+             "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
+             f"{HZ}, Theorem 3.4 (Algorithm 2); spec G18, G19, G20", "gfa.regret_checks"),
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
+             f"{HZ}, Remark 3.7; spec G21", "gfa.regret_checks"),
+    ClaimRow("regret.privacy_cost.eps", "regret",
+             "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
+             f"{HZ}, Theorem 3.4 (Algorithm 2); spec G19, G20", "gfa.regret_checks"),
+    ClaimRow("regret.output_policy", "regret",
+             "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
+             f"{HZ}, Theorem 3.4 (Algorithm 2) (PAC conversion); spec G22", "gfa.output_policy_check"),
+)
 
 
 _COMMON_OPTIONS = (
@@ -240,7 +270,7 @@ class PrivateGFAAudit(_GFAAudit):
     summary = ("(eps, delta)-JDP (exponential mechanism, Delta_S = 8H, M = ceil(K/B) updates); Regret "
                "O~(H sqrt(C_cov K) + H (C_cov K)^(3/5) eps^(-2/5))")
     alg = 1
-    claims = _claims(1)
+    claims = ALGORITHM_1_CLAIMS
     options = _COMMON_OPTIONS
     sizes = {"default": {"K_grid": tuple(2 ** k for k in range(9, 16)), "eps_K": 16.0,
                          "eps_grid": (4.0, 16.0, 64.0, 256.0, 1024.0), "K_eps": 4096, "runs": 32, "runs_np": 128},
@@ -254,7 +284,7 @@ class PrivateGFAOutcomeAudit(_GFAAudit):
     summary = ("(eps, delta)-JDP (exponential mechanism, Delta_S = (H+1)^2, M = ceil(K/B) updates); Regret "
                "O~(H^2 sqrt(C'_cov K) + H^(7/5) (C'_cov K)^(3/5) eps^(-2/5))")
     alg = 2
-    claims = _claims(2)
+    claims = ALGORITHM_2_CLAIMS
     options = _COMMON_OPTIONS + (
         SetOption("sensitivity", str, choices=("paper", "telescoping", "binary"), default="paper",
                   help="Delta_S: (H+1)^2 (paper), H^2 (telescoping), 1 (binary-outcome classes; spec A3)"),)

@@ -1,8 +1,9 @@
 """Audits of Private-LinOpt-VI and Private-LinOpt-PO (Zhou, "Differentially Private RL with Linear Function
 Approximation"; specs/private_linopt.md): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
 
-One base class holds the claim table (the rows both algorithms share; the optimism row differs: C14 for
-Algorithm 1, C15 / C16 for Algorithm 2) and ``run``; the two registered subclasses only name the algorithm.
+The module opens with the two claim tables (the rows both algorithms share are written once; the optimism
+row differs: C14 for Algorithm 1, C15 / C16 for Algorithm 2; the regret rows name each one's theorem). One
+base class holds ``run``; the two registered subclasses name the algorithm and its table.
 The check functions live in audits/lib/linopt.py.
 
 What the audit runs (the paper has no experiments; §4 of the spec proposes the protocol):
@@ -34,70 +35,97 @@ Z = "Zhou (Private linear mixture RL)"
 WEAK_EPS = (1e2, 10 ** 2.5, 1e3, 10 ** 3.5, 1e4)
 
 
-def _claims(algorithm: str) -> tuple:
-    thm = "Thm 6.5 eq. 4" if algorithm == "vi" else "Thm 6.5 eq. 5"
-    bound = "Thm 4.1 (T1 + T2 + T3)" if algorithm == "vi" else "Thm 5.1 (mirror + martingale + T1 + T2)"
-    if algorithm == "vi":
-        optimism = ClaimRow("assumption.optimism*", "assumption",
-                            "on the good event of Lemma 3.1, Q_h^k >= Q_h^* for all k, h, s, a",
-                            f"{Z}, Lemma 7.2; spec C14", "linopt.assumption_checks")
-    else:
-        optimism = ClaimRow("assumption.optimism*", "assumption",
-                            "on the good event, 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip never binds",
-                            f"{Z}, eq. 3 / eq. 7; spec C15, C16", "linopt.assumption_checks")
-    return (
-        # -- privacy
-        ClaimRow("privacy.jdp.blackbox", "privacy",
-                 "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
-                 "scripted users)", f"{Z}, Thm 6.4, Def 2.2; spec C11, C12", "linopt.jdp_blackbox_check"),
-        ClaimRow("privacy.release.blackbox", "privacy",
-                 "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are "
-                 "(eps', delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
-                 f"{Z}, Thm 6.4 (billboard lemma); spec C11, C11d", "linopt.release_blackbox_check"),
-        ClaimRow("whitebox.dp_event", "whitebox",
-                 "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
-                 "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec C11b, A7, A12",
-                 "linopt.dp_event_check"),
-        ClaimRow("whitebox.calibration", "whitebox",
-                 "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
-                 "Assumption 1 implies (d1 H^2, sqrt(d1) H^2, 1, 1)", f"{Z}, proof of Thm 6.4, §2.8; spec C10",
-                 "linopt.calibration_check"),
-        ClaimRow("whitebox.sensitivity", "whitebox",
-                 "conditioned on the transcript, one user changes only her item of each stream: <= m nodes per "
-                 "counter, node-vector change <= declared sqrt(H m) Delta_c", f"{Z}, Lemma 6.1; spec C1, C9, A2, A7",
-                 "linopt.stream_sensitivity_check"),
-        ClaimRow("privacy.dataflow", "whitebox",
-                 "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
-                 f"{Z}, proof of Thm 6.4; spec C11c", "linopt.stream_sensitivity_check"),
-        ClaimRow("whitebox.tree_noise_reuse", "whitebox",
-                 "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
-                 f"Chan, Shi & Song 2011; {Z}, §6.1; spec C3, C4, P1, P2", "linopt.tree_reuse_check"),
-        # -- Assumption 2, Lemma 3.1, optimism
-        ClaimRow("assumption.lambda_min*", "assumption", "||(Z_h^k)^{-1}|| <= 1/lambda_min for all k, h w.p. >= 1 - alpha",
-                 f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
-        ClaimRow("assumption.lambda_max*", "assumption", "||Z_h^k|| <= lambda_max for all k, h w.p. >= 1 - alpha",
-                 f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
-        ClaimRow("assumption.nu*", "assumption", "||z_h^k||_{(Z_h^k)^{-1}} <= nu for all k, h w.p. >= 1 - alpha",
-                 f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
-        ClaimRow("assumption.confidence_set*", "assumption",
-                 "theta_{h,p}, theta_{h,r} lie in their confidence ellipsoids for all k, h w.p. >= 1 - 3 alpha",
-                 f"{Z}, Lemma 3.1; spec C13", "linopt.assumption_checks"),
-        optimism,
-        # -- regret
-        ClaimRow("regret.exponent", "regret",
-                 f"Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-                 f"{Z}, {thm}; spec C19 / C20, C23", "linopt.exponent_check"),
-        ClaimRow("regret.exponent.nonprivate", "regret",
-                 "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
-                 f"{Z}, Remark 6.7; spec C22", "linopt.exponent_check"),
-        ClaimRow("regret.privacy_scaling", "regret",
-                 "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 "
-                 "on a gapped instance); it never grows with eps", f"{Z}, {thm}; spec C23", "linopt.scaling_checks"),
-        ClaimRow("regret.radius_scaling", "regret", "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
-                 f"{Z}, Thm 6.5 derivation; spec C21", "linopt.radius_scaling_check"),
-        ClaimRow("regret.explicit_bound", "regret", f"R(K) <= the explicit bound of {bound} in every run, "
-                 "w.p. >= 1 - 4 alpha", f"{Z}, {bound}; spec C17 / C18", "linopt.explicit_bound_check"),
-    )
+# The claim tables. Both algorithms share the privacy rows and the Assumption 2 / Lemma 3.1 rows word for
+# word (one tuple each, written once); the optimism row and the regret rows name each algorithm's own
+# equation or theorem and are written out in each table.
+PRIVACY_ROWS = (
+    ClaimRow("privacy.jdp.blackbox", "privacy",
+             "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
+             "scripted users)",
+             f"{Z}, Thm 6.4, Def 2.2; spec C11, C12", "linopt.jdp_blackbox_check"),
+    ClaimRow("privacy.release.blackbox", "privacy",
+             "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are (eps', "
+             "delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
+             f"{Z}, Thm 6.4 (billboard lemma); spec C11, C11d", "linopt.release_blackbox_check"),
+    ClaimRow("whitebox.dp_event", "whitebox",
+             "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
+             "the eps the calibration achieves is reported",
+             f"{Z}, Thm 6.4; spec C11b, A7, A12", "linopt.dp_event_check"),
+    ClaimRow("whitebox.calibration", "whitebox",
+             "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
+             "Assumption 1 implies (d1 H^2, sqrt(d1) H^2, 1, 1)",
+             f"{Z}, proof of Thm 6.4, §2.8; spec C10", "linopt.calibration_check"),
+    ClaimRow("whitebox.sensitivity", "whitebox",
+             "conditioned on the transcript, one user changes only her item of each stream: <= m nodes per counter, "
+             "node-vector change <= declared sqrt(H m) Delta_c",
+             f"{Z}, Lemma 6.1; spec C1, C9, A2, A7", "linopt.stream_sensitivity_check"),
+    ClaimRow("privacy.dataflow", "whitebox",
+             "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
+             f"{Z}, proof of Thm 6.4; spec C11c", "linopt.stream_sensitivity_check"),
+    ClaimRow("whitebox.tree_noise_reuse", "whitebox",
+             "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
+             f"Chan, Shi & Song 2011; {Z}, §6.1; spec C3, C4, P1, P2", "linopt.tree_reuse_check"),
+)
+ASSUMPTION_ROWS = (           # Assumption 2 and Lemma 3.1
+    ClaimRow("assumption.lambda_min*", "assumption",
+             "||(Z_h^k)^{-1}|| <= 1/lambda_min for all k, h w.p. >= 1 - alpha",
+             f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+    ClaimRow("assumption.lambda_max*", "assumption",
+             "||Z_h^k|| <= lambda_max for all k, h w.p. >= 1 - alpha",
+             f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+    ClaimRow("assumption.nu*", "assumption",
+             "||z_h^k||_{(Z_h^k)^{-1}} <= nu for all k, h w.p. >= 1 - alpha",
+             f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+    ClaimRow("assumption.confidence_set*", "assumption",
+             "theta_{h,p}, theta_{h,r} lie in their confidence ellipsoids for all k, h w.p. >= 1 - 3 alpha",
+             f"{Z}, Lemma 3.1; spec C13", "linopt.assumption_checks"),
+)
+VI_CLAIMS = (                 # private_linopt_vi: Algorithm 1, Thm 4.1, Thm 6.5 eq. 4
+    *PRIVACY_ROWS,
+    *ASSUMPTION_ROWS,
+    ClaimRow("assumption.optimism*", "assumption",
+             "on the good event of Lemma 3.1, Q_h^k >= Q_h^* for all k, h, s, a",
+             f"{Z}, Lemma 7.2; spec C14", "linopt.assumption_checks"),
+    ClaimRow("regret.exponent", "regret",
+             "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
+             f"{Z}, Thm 6.5 eq. 4; spec C19 / C20, C23", "linopt.exponent_check"),
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
+             f"{Z}, Remark 6.7; spec C22", "linopt.exponent_check"),
+    ClaimRow("regret.privacy_scaling", "regret",
+             "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 on a "
+             "gapped instance); it never grows with eps",
+             f"{Z}, Thm 6.5 eq. 4; spec C23", "linopt.scaling_checks"),
+    ClaimRow("regret.radius_scaling", "regret",
+             "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
+             f"{Z}, Thm 6.5 derivation; spec C21", "linopt.radius_scaling_check"),
+    ClaimRow("regret.explicit_bound", "regret",
+             "R(K) <= the explicit bound of Thm 4.1 (T1 + T2 + T3) in every run, w.p. >= 1 - 4 alpha",
+             f"{Z}, Thm 4.1 (T1 + T2 + T3); spec C17 / C18", "linopt.explicit_bound_check"),
+)
+PO_CLAIMS = (                 # private_linopt_po: Algorithm 2, Thm 5.1, Thm 6.5 eq. 5
+    *PRIVACY_ROWS,
+    *ASSUMPTION_ROWS,
+    ClaimRow("assumption.optimism*", "assumption",
+             "on the good event, 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip never binds",
+             f"{Z}, eq. 3 / eq. 7; spec C15, C16", "linopt.assumption_checks"),
+    ClaimRow("regret.exponent", "regret",
+             "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
+             f"{Z}, Thm 6.5 eq. 5; spec C19 / C20, C23", "linopt.exponent_check"),
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
+             f"{Z}, Remark 6.7; spec C22", "linopt.exponent_check"),
+    ClaimRow("regret.privacy_scaling", "regret",
+             "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 on a "
+             "gapped instance); it never grows with eps",
+             f"{Z}, Thm 6.5 eq. 5; spec C23", "linopt.scaling_checks"),
+    ClaimRow("regret.radius_scaling", "regret",
+             "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
+             f"{Z}, Thm 6.5 derivation; spec C21", "linopt.radius_scaling_check"),
+    ClaimRow("regret.explicit_bound", "regret",
+             "R(K) <= the explicit bound of Thm 5.1 (mirror + martingale + T1 + T2) in every run, w.p. >= 1 - 4 alpha",
+             f"{Z}, Thm 5.1 (mirror + martingale + T1 + T2); spec C17 / C18", "linopt.explicit_bound_check"),
+)
 
 
 class _PrivateLinOptAudit(Audit):
@@ -198,7 +226,7 @@ class PrivateLinOptVIAudit(_PrivateLinOptAudit):
     summary = ("(eps + eps^2/(16 H ln(4H/delta)), delta)-JDP; Regret O~(d sqrt(T H^3) + "
                "d^{7/4} sqrt(T H^4) ln(H/delta)^{1/4} / eps^{1/2})")
     algorithm_key = "vi"
-    claims = _claims("vi")
+    claims = VI_CLAIMS
 
 
 class PrivateLinOptPOAudit(_PrivateLinOptAudit):
@@ -207,7 +235,7 @@ class PrivateLinOptPOAudit(_PrivateLinOptAudit):
     summary = ("(eps + eps^2/(16 H ln(4H/delta)), delta)-JDP; Regret O~(d sqrt(T H^3) + sqrt(T H^3 ln|A|) + "
                "d^{7/4} sqrt(T H^4) ln(H/delta)^{1/4} / eps^{1/2})")
     algorithm_key = "po"
-    claims = _claims("po")
+    claims = PO_CLAIMS
 
 
 PrivateLinOptVIAudit.register(wrap=with_result_cache)

@@ -2,7 +2,7 @@
 
 ``central_privatizer`` (eps-JDP, dp_ucbvi.md §3.1, claim C1), ``local_privatizer`` (eps-LDP, §3.3, C2),
 ``offline_gaussian_privatizer`` (rho-zCDP, offline §2.2 / §2.7, T-1) and ``offline_laplace_privatizer``
-(eps-DP, offline §2.8(c)). Each class's top is its claim table; the checks themselves are the reusable
+(eps-DP, offline §2.8(c)). The module opens with the four claim tables; the checks themselves are the reusable
 functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
 declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dpcheck.audits.lib.tabular`
 (Assumption 3.1).
@@ -42,21 +42,89 @@ UCBVI = "Qiao & Wang 2023 (DP-UCBVI)"
 NASH = "Qiao & Wang 2024 (DP-Nash-VI)"
 OFFLINE = "Qiao & Wang, Offline RL with Differential Privacy"
 
-# -- claim rows shared by the audits below ------------------------------------------------------------
-ASSUMPTION_ROWS = (
+# -- the claim tables of the four audits. The Assumption 3.1 rows (central, local) and the noise rows
+# (offline) are the same word for word in both audits of a pair and written once each.
+ASSUMPTION_ROWS = (            # Assumption 3.1 of both online papers, over repetitions
     ClaimRow("assumption.count_error", "assumption",
              "w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all (h,s,a,s',k)",
              f"{UCBVI} / {NASH}, Assumption 3.1 part 1 via Lemma 5.4 (dp_ucbvi.md C4, C6)", "check_assumption"),
-    ClaimRow("assumption.sum_consistency", "assumption", "N~(s,a) = sum_s' N~(s,a,s')",
+    ClaimRow("assumption.sum_consistency", "assumption",
+             "N~(s,a) = sum_s' N~(s,a,s')",
              f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (dp_ucbvi.md C4)", "check_assumption"),
-    ClaimRow("assumption.no_underestimation", "assumption", "N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4",
+    ClaimRow("assumption.no_underestimation", "assumption",
+             "N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4",
              f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8 (Assumption 3.1 part 2)", "check_assumption"),
-    ClaimRow("assumption.valid_transition", "assumption", "P~(.|s,a) is a full-support distribution",
+    ClaimRow("assumption.valid_transition", "assumption",
+             "P~(.|s,a) is a full-support distribution",
              f"{UCBVI} / {NASH}, Remark 3.2 (dp_ucbvi.md C5)", "check_assumption"),
 )
-DP_EVENT_ROW = ("whitebox.dp_event", "whitebox",
-                "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)")
-
+CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, eps-JDP
+    ClaimRow("privacy.blackbox", "privacy",
+             "the released stream (N^, R~ after each episode) is eps-DP in one user, so the actions are eps-JDP "
+             "(Billboard lemma)",
+             f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (dp_ucbvi.md C1)", "check_blackbox"),
+    ClaimRow("whitebox.dp_event", "whitebox",
+             "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
+             f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1, §7.1 A5)", "check_dp_event"),
+    ClaimRow("whitebox.sensitivity", "whitebox",
+             "per-family l1 sensitivity of the node p-sums <= 2 H L under replacement; eps = sum_f Delta_f / b",
+             f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1(b)); {NASH} (N1)", "check_whitebox"),
+    ClaimRow("whitebox.tree_noise_reuse", "whitebox",
+             "node noise drawn once and reused: Cov(B(t), B(t')) = #shared nodes x 2 b^2",
+             "Chan, Shi & Song 2011; dp_ucbvi.md §3.1, §7.3", "check_whitebox"),
+    *ASSUMPTION_ROWS,
+)
+LOCAL_CLAIMS = (               # local_privatizer: the Laplace randomiser, eps-LDP
+    ClaimRow("privacy.blackbox", "privacy",
+             "one user's message is eps-DP in her trajectory (eps-LDP)",
+             f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (dp_ucbvi.md C2)", "check_blackbox"),
+    ClaimRow("privacy.blackbox.stream", "privacy",
+             "the released stream (sums of messages) is eps-DP (post-processing of the messages); a user's class "
+             "without message()",
+             f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2)", "check_plugin_blackbox"),
+    ClaimRow("whitebox.dp_event", "whitebox",
+             "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
+             f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2, §7.1 A5)", "check_dp_event"),
+    ClaimRow("whitebox.sensitivity", "whitebox",
+             "per-family l1 sensitivity of one message <= 2 H under replacement; eps = sum_f Delta_f / b",
+             f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2); {NASH} (N2)", "check_whitebox"),
+    *ASSUMPTION_ROWS,
+)
+OFFLINE_ROWS = (               # the offline noise bound and the released counts (T-2)
+    ClaimRow("assumption.noise_bound", "assumption",
+             "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly",
+             f"{OFFLINE}, Lemma C.2 / §2.8(c) (T-2)", "check_noise"),
+    ClaimRow("assumption.sum_consistency", "assumption",
+             "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0",
+             f"{OFFLINE}, eq. 3-4 (§2.4)", "check_noise"),
+    ClaimRow("assumption.valid_transition", "assumption",
+             "P~ is a distribution",
+             f"{OFFLINE}, eq. 5, Remark 3.3", "check_noise"),
+)
+OFFLINE_GAUSSIAN_CLAIMS = (    # offline_gaussian_privatizer: rho-zCDP
+    ClaimRow("privacy.blackbox", "privacy",
+             "n' = {n + N(0, 2H/rho)}^+ is rho-zCDP in one trajectory",
+             f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (T-1)", "check_blackbox"),
+    ClaimRow("whitebox.dp_event", "whitebox",
+             "the PLD of the declared DpEvent stays within the rho-zCDP profile",
+             f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
+    ClaimRow("whitebox.sensitivity", "whitebox",
+             "one replaced trajectory moves each family by <= sqrt(2H) in l2",
+             f"{OFFLINE}, §2.7 (T-1 (i))", "check_sensitivity"),
+    *OFFLINE_ROWS,
+)
+OFFLINE_LAPLACE_CLAIMS = (     # offline_laplace_privatizer: eps-DP
+    ClaimRow("privacy.blackbox", "privacy",
+             "n' = {n + Lap(4H/eps)}^+ is eps-DP in one trajectory",
+             f"{OFFLINE}, §2.8(c)", "check_blackbox"),
+    ClaimRow("whitebox.dp_event", "whitebox",
+             "the PLD of the declared DpEvent does not exceed the claimed eps",
+             f"{OFFLINE}, §2.8(c)", "check_dp_event"),
+    ClaimRow("whitebox.sensitivity", "whitebox",
+             "one replaced trajectory moves both families by <= 4H in l1",
+             f"{OFFLINE}, §2.8(c)", "check_sensitivity"),
+    *OFFLINE_ROWS,
+)
 
 class PrivatizerAudit(Audit):
     """What every privatizer audit shares: the black-box sample size."""
@@ -172,19 +240,7 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     notion = "JDP"
     summary = "epsilon-JDP (DP-UCBVI Lemma 5.1; DP-Nash-VI Lemma 5.1)"
     privatizers = ("central",)
-    claims = (
-        ClaimRow("privacy.blackbox", "privacy", "the released stream (N^, R~ after each episode) is eps-DP in one "
-                 "user, so the actions are eps-JDP (Billboard lemma)",
-                 f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (dp_ucbvi.md C1)", "check_blackbox"),
-        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1, §7.1 A5)", "check_dp_event"),
-        ClaimRow("whitebox.sensitivity", "whitebox", "per-family l1 sensitivity of the node p-sums <= 2 H L under "
-                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1(b)); {NASH} (N1)",
-                 "check_whitebox"),
-        ClaimRow("whitebox.tree_noise_reuse", "whitebox", "node noise drawn once and reused: "
-                 "Cov(B(t), B(t')) = #shared nodes x 2 b^2", "Chan, Shi & Song 2011; dp_ucbvi.md §3.1, §7.3",
-                 "check_whitebox"),
-        *ASSUMPTION_ROWS,
-    )
+    claims = CENTRAL_CLAIMS
     kind = "central"
 
     def target(self, template, rewards):
@@ -207,18 +263,7 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
     notion = "LDP"
     summary = "epsilon-LDP (DP-UCBVI Lemma 5.6; DP-Nash-VI Lemma 5.4)"
     privatizers = ("local",)
-    claims = (
-        ClaimRow("privacy.blackbox", "privacy", "one user's message is eps-DP in her trajectory (eps-LDP)",
-                 f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (dp_ucbvi.md C2)", "check_blackbox"),
-        ClaimRow("privacy.blackbox.stream", "privacy", "the released stream (sums of messages) is eps-DP "
-                 "(post-processing of the messages); a user's class without message()",
-                 f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2)", "check_plugin_blackbox"),
-        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2, §7.1 A5)", "check_dp_event"),
-        ClaimRow("whitebox.sensitivity", "whitebox", "per-family l1 sensitivity of one message <= 2 H under "
-                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2); {NASH} (N2)",
-                 "check_whitebox"),
-        *ASSUMPTION_ROWS,
-    )
+    claims = LOCAL_CLAIMS
     kind = "local"
 
     def target(self, template, rewards):
@@ -286,16 +331,6 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
             self.add(c)
 
 
-OFFLINE_ROWS = (
-    ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly",
-             f"{OFFLINE}, Lemma C.2 / §2.8(c) (T-2)", "check_noise"),
-    ClaimRow("assumption.sum_consistency", "assumption", "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0",
-             f"{OFFLINE}, eq. 3-4 (§2.4)", "check_noise"),
-    ClaimRow("assumption.valid_transition", "assumption", "P~ is a distribution", f"{OFFLINE}, eq. 5, Remark 3.3",
-             "check_noise"),
-)
-
-
 def _offline_gaussian_options(o) -> None:
     """--set rho and --epsilon both choose the privatizer's rho: one of them; --delta only with --epsilon."""
     if o.epsilon is not None and "rho" in o.extra:
@@ -313,15 +348,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
     uses = ("delta", *OFFLINE_USES)
     options = (SetOption("rho", float, bounds=(0, None),
                          help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),)
-    claims = (
-        ClaimRow("privacy.blackbox", "privacy", "n' = {n + N(0, 2H/rho)}^+ is rho-zCDP in one trajectory",
-                 f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (T-1)", "check_blackbox"),
-        ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the rho-zCDP profile",
-                 f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
-        ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves each family by <= sqrt(2H) in l2",
-                 f"{OFFLINE}, §2.7 (T-1 (i))", "check_sensitivity"),
-        *OFFLINE_ROWS,
-    )
+    claims = OFFLINE_GAUSSIAN_CLAIMS
     gaussian = True
 
     def privatizer(self):
@@ -340,15 +367,7 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
     algorithm = "DP-APVI Laplace count privatizer"
     notion = "DP"
     summary = "epsilon-DP (offline §2.8(c))"
-    claims = (
-        ClaimRow("privacy.blackbox", "privacy", "n' = {n + Lap(4H/eps)}^+ is eps-DP in one trajectory",
-                 f"{OFFLINE}, §2.8(c)", "check_blackbox"),
-        ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent does not exceed the claimed eps",
-                 f"{OFFLINE}, §2.8(c)", "check_dp_event"),
-        ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves both families by <= 4H in l1",
-                 f"{OFFLINE}, §2.8(c)", "check_sensitivity"),
-        *OFFLINE_ROWS,
-    )
+    claims = OFFLINE_LAPLACE_CLAIMS
     gaussian = False
 
     def privatizer(self):

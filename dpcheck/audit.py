@@ -46,12 +46,13 @@ are found through the ``dpcheck.audits`` entry-point group (:mod:`dpcheck.regist
 from __future__ import annotations
 
 import abc
+import importlib
 from dataclasses import dataclass, replace
 from typing import Callable, ClassVar
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, Check, qualify
+from dpcheck.checks import Check, soften, vacuous
 from dpcheck.options import SetOption
 
 KINDS = ("privacy", "assumption", "regret", "whitebox")
@@ -66,7 +67,9 @@ class ClaimRow:
     kind:      privacy | assumption | regret | whitebox.
     statement: what the paper claims, in its words (formulas as in the spec).
     source:    where: paper, theorem / lemma / equation (and the spec's claim number).
-    method:    the name of the method of the audit class (or the function in audits/lib) that checks it.
+    method:    the name of the method of the audit class that checks it, or a dotted name of the function that
+               does (checked at registration: :func:`resolve_method`; ``gfa.regret_checks`` is that function of
+               audits/lib/gfa.py).
     tests:     how many checks of this row decide from samples and so can err by chance (each is run at
                the audit's alpha / family size, :meth:`Audit.family_size`); 1 by default, which is
                conservative for an exact row (an invariant, exact accounting: it cannot err by chance); a
@@ -197,9 +200,14 @@ class Audit(abc.ABC):
         if len(set(ids)) != len(ids):
             raise ValueError(f"audit {cls.__name__}: duplicate ids in its claim table: {ids}")
         for r in cls.claims:
-            if "." not in r.method and not callable(getattr(cls, r.method, None)):
-                raise ValueError(f"audit {cls.__name__}: claim {r.id!r} names the method {r.method!r}, "
-                                 "which it does not have")
+            if "." not in r.method:
+                if not callable(getattr(cls, r.method, None)):
+                    raise ValueError(f"audit {cls.__name__}: claim {r.id!r} names the method {r.method!r}, "
+                                     "which it does not have")
+            elif resolve_method(r.method, cls.__module__) is None:
+                tried = ", ".join(method_candidates(r.method, cls.__module__))
+                raise ValueError(f"audit {cls.__name__}: claim {r.id!r} names the function {r.method!r}, which "
+                                 f"does not exist (looked for {tried})")
 
     @classmethod
     def family_size(cls) -> int:
@@ -250,24 +258,50 @@ class Audit(abc.ABC):
     @staticmethod
     def soften(check: Check, practical: bool = True) -> Check:
         """A miss in practical mode (constants below the paper's: no guarantee) is evidence, not a
-        violation: FAIL becomes INCONCLUSIVE, and the check says why."""
-        if not practical or check.verdict != FAIL:
-            return check
-        det = dict(check.details)
-        det["note"] = "practical mode: constants below the theory values, the claim is not guaranteed"
-        return replace(check, verdict=INCONCLUSIVE, details=det, reason="practical mode (no guarantee): " + check.reason)
+        violation: FAIL becomes INCONCLUSIVE, and the check says why (the one rule:
+        :func:`dpcheck.checks.soften`)."""
+        return soften(check, "practical mode (no guarantee)" if practical else None,
+                      note="practical mode: constants below the theory values, the claim is not guaranteed")
 
-    @staticmethod
-    def vacuous(check: Check, why: str | None) -> Check:
-        """Mark a pass that holds only trivially (e.g. a bonus saturated at H); a FAIL stays a FAIL."""
-        if not why or check.verdict == FAIL:
-            return check
-        return qualify(check, "vacuous", why)
+    #: a check that holds only trivially: :func:`dpcheck.checks.vacuous` (the one rule; a FAIL stays a FAIL)
+    vacuous = staticmethod(vacuous)
 
     # -- describing the audit --------------------------------------------------------------
     @classmethod
     def claim_table(cls) -> list[dict]:
         return [r.to_dict() for r in cls.claims]
+
+
+def method_candidates(method: str, module: str) -> list[str]:
+    """Where a dotted claim-table method is looked for, in order: relative to the package of the audit's
+    module (``lib.nash.regret_checks`` from dpcheck.audits.dp_nash_vi), relative to that package's ``lib``
+    (where the reusable checks live: ``gfa.regret_checks`` is audits/lib/gfa.py), then as an absolute name
+    (``dpcheck.audits.lib.mine.regret_checks``)."""
+    package = module.rpartition(".")[0]
+    return [f"{package}.{method}", f"{package}.lib.{method}", method] if package else [method]
+
+
+def resolve_method(method: str, module: str) -> Callable | None:
+    """The callable a dotted claim-table method names (:func:`method_candidates`, first match), or None.
+
+    Imports the module part of each candidate; a module that exists but fails to import raises (that is
+    not a misspelt name and must not be reported as one)."""
+    for full in method_candidates(method, module):
+        parts = full.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            name = ".".join(parts[:i])
+            try:
+                obj = importlib.import_module(name)
+            except ModuleNotFoundError as e:
+                if e.name and (name == e.name or name.startswith(e.name + ".")):
+                    continue                    # this prefix is no module: try a shorter one
+                raise
+            for attr in parts[i:]:
+                obj = getattr(obj, attr, None)
+            if callable(obj):
+                return obj
+            break                               # the longest module prefix decides this candidate
+    return None
 
 
 def format_claim_table(name: str, rows: list[dict]) -> str:

@@ -108,6 +108,42 @@ def qualify(check: Check, qualifier: str, why: str, note: str | None = None) -> 
                  details=det, reason=check.reason + note)
 
 
+def vacuous(check: Check, why: str | None, note: str | None = None) -> Check:
+    """The one rule for a check that holds only trivially in the regime it ran in (a bonus saturated at H
+    makes optimism true by construction; penalties >= H make the learned value 0; a bound above its
+    trivial value says nothing).
+
+    With ``why`` given, a check that did not FAIL is qualified ``"vacuous"`` (:func:`qualify`): a PASS is
+    shown as "PASS (vacuous)" in every report; an INCONCLUSIVE keeps its verdict and carries the
+    explanation in its reason (more runs would not make it evidence). A FAIL is never qualified: a
+    counterexample is evidence whatever the regime. ``why`` None or empty: the check is returned as is.
+    ``note``: what to append to the reason instead of " (vacuously: why)".
+    """
+    if not why or check.verdict == FAIL:
+        return check
+    return qualify(check, "vacuous", why, note)
+
+
+_vacuous = vacuous   # for functions whose ``vacuous`` argument shadows the name
+
+
+def soften(check: Check, why: str | None, *, note: str | None = None) -> Check:
+    """The one rule for a FAIL that contradicts no guarantee: with ``why`` given, a FAIL becomes
+    INCONCLUSIVE, its reason is prefixed with ``why`` and ``details["note"]`` says what the claim does not
+    cover (``note``, default ``why``); a PASS or an INCONCLUSIVE is returned as is.
+
+    Two situations call for it: practical mode, whose constants are below the paper's so the claim is not
+    guaranteed (:meth:`dpcheck.audit.Audit.soften`), and a rate measured in a window where the theorem's
+    bound exceeds its trivial value, so the growth is pre-asymptotic (audits/lib/gfa.py).
+    """
+    if not why or check.verdict != FAIL:
+        return check
+    det = dict(check.details)
+    det["note"] = note if note is not None else why
+    return Check(id=check.id, kind=check.kind, verdict=INCONCLUSIVE, claim=check.claim, measured=check.measured,
+                 details=det, reason=f"{why}: {check.reason}")
+
+
 def clopper_pearson(k, n, alpha: float, side: str = "two"):
     """Exact binomial confidence bounds for k successes in n trials (the one Clopper-Pearson
     implementation is :func:`dpcheck.stats.cp_lower` / :func:`dpcheck.stats.cp_upper`).
@@ -173,4 +209,4 @@ def invariant_check(*, id: str, violations: int, total: int, claim: dict, kind: 
     c = Check(id=id, kind=kind, verdict=verdict, claim=claim,
               measured={"violations": violations, "cases": total, "confidence": 1.0},
               details=dict(details or {}), reason=reason)
-    return qualify(c, "vacuous", vacuous) if vacuous and verdict == PASS else c
+    return _vacuous(c, vacuous)

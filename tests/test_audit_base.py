@@ -79,6 +79,45 @@ def test_the_table_is_checked_at_registration():
     assert "_audit_base_dup" not in registry.load()
 
 
+def test_a_misspelt_dotted_method_fails_registration_naming_the_row():
+    # dotted names were not looked up before: a typo in "lib.nash.regret_checks" went unnoticed
+    class Typo(_Two):
+        name = "_audit_base_typo"
+        claims = (ClaimRow("regret.exponent", "regret", "x", "y", "lib.nash.regret_chekcs"),)
+    with pytest.raises(ValueError, match=r"claim 'regret.exponent' names the function 'lib.nash.regret_chekcs', "
+                                         r"which does not exist"):
+        Typo.register()
+
+    class NoModule(_Two):
+        name = "_audit_base_nomodule"
+        claims = (ClaimRow("regret.exponent", "regret", "x", "y", "gfaa.regret_checks"),)
+    with pytest.raises(ValueError, match="'gfaa.regret_checks', which does not exist"):
+        NoModule.register()
+    assert "_audit_base_typo" not in registry.load() and "_audit_base_nomodule" not in registry.load()
+
+
+def test_dotted_methods_resolve_in_the_package_its_lib_or_absolutely():
+    from dpcheck.audit import method_candidates, resolve_method
+    from dpcheck.audits.lib import gfa, nash
+    mod = "dpcheck.audits.private_gfa"
+    assert resolve_method("lib.nash.regret_checks", mod) is nash.regret_checks      # the package
+    assert resolve_method("gfa.regret_checks", mod) is gfa.regret_checks            # its lib/
+    assert resolve_method("dpcheck.audits.lib.gfa.regret_checks", mod) is gfa.regret_checks   # absolute
+    assert resolve_method("gfa.REFERENCE", mod) is None                             # not callable
+    assert resolve_method("gfa.regret_checks", "top_level_module") is None          # no package: absolute only
+    assert method_candidates("m.f", "pkg.audit") == ["pkg.m.f", "pkg.lib.m.f", "m.f"]
+
+
+def test_every_built_in_audit_registers():
+    # registration resolves every method of every claim table (dotted ones too); a failure is kept aside
+    reg = registry.load()
+    assert not registry._LOAD_ERRORS
+    for name in ("dp_ucbvi", "dp_nash_vi", "dp_apvi", "dp_vapvi", "private_gfa", "private_gfa_outcome",
+                 "private_linopt_vi", "private_linopt_po", "central_privatizer", "local_privatizer",
+                 "offline_gaussian_privatizer", "offline_laplace_privatizer", "laplace_example"):
+        assert name in reg, name
+
+
 def test_execution_options_are_passed_whole():
     ctx = AuditContext("t", AuditOptions(seed=3, alpha=0.1, samples=500, workers=2, cache_dir="/tmp/c", quick=True))
     e = ExecutionOptions.from_context(ctx)
@@ -98,6 +137,29 @@ def test_soften_and_vacuous():
     assert Audit.vacuous(_check("x.y"), None).details.get("qualifier") is None
 
 
+def test_one_vacuous_rule_and_one_soften_rule():
+    from dpcheck import checks
+    from dpcheck.audits.lib import nash
+    assert Audit.vacuous is checks.vacuous and nash.vacuous is checks.vacuous
+    # an INCONCLUSIVE that held only trivially says so in its reason (dp_vapvi's helper left it bare)
+    i = checks.vacuous(_check("x.y", INCONCLUSIVE), "penalties >= H")
+    assert i.verdict == INCONCLUSIVE and i.details["qualifier"] == "vacuous" and "vacuously: penalties >= H" in i.reason
+    assert checks.vacuous(_check("x.y", FAIL), "penalties >= H").reason == "r"
+    assert checks.vacuous(_check("x.y"), "").details == {}
+    # invariant_check's vacuous= is the same rule
+    inv = checks.invariant_check(id="x.y", violations=0, total=3, claim={}, vacuous="trivial")
+    assert inv.details["qualifier"] == "vacuous"
+    assert "qualifier" not in checks.invariant_check(id="x.y", violations=1, total=3, claim={}, vacuous="t").details
+    # soften: only a FAIL moves (to INCONCLUSIVE), with why before the reason and a note
+    s = checks.soften(_check("x.y", FAIL), "pre-asymptotic", note="n")
+    assert (s.verdict, s.reason, s.details["note"], s.measured) == (INCONCLUSIVE, "pre-asymptotic: r", "n", {"confidence": 1.0})
+    assert checks.soften(_check("x.y", FAIL), "why").details["note"] == "why"
+    assert checks.soften(_check("x.y", FAIL), None).verdict == FAIL
+    assert checks.soften(_check("x.y", INCONCLUSIVE), "why").reason == "r"
+    p = Audit.soften(_check("x.y", FAIL))
+    assert p.reason == "practical mode (no guarantee): r" and "not guaranteed" in p.details["note"]
+
+
 def test_seeds_depend_only_on_the_seed_and_the_key():
     a = _Two(AuditContext("t", AuditOptions(seed=5)))
     b = _Two(AuditContext("t", AuditOptions(seed=5)))
@@ -105,3 +167,66 @@ def test_seeds_depend_only_on_the_seed_and_the_key():
     assert a.int_seed("x", 1) == b.int_seed("x", 1) != c.int_seed("x", 1)
     assert a.int_seed("x", 1) != a.int_seed("x", 2)
     assert np.array_equal(a.rng("k").random(3), b.rng("k").random(3))
+
+
+def _literal_text(a) -> bool:
+    """A string, number or name; an f-string of names; or such pieces joined with +."""
+    import ast
+    if isinstance(a, ast.BinOp) and isinstance(a.op, ast.Add):
+        return _literal_text(a.left) and _literal_text(a.right)
+    if isinstance(a, ast.JoinedStr):
+        return all(isinstance(v, ast.Constant) or isinstance(v.value, ast.Name) for v in a.values)
+    return isinstance(a, (ast.Constant, ast.Name))
+
+
+def _literal_rows(node, consts, where):
+    """The ClaimRow calls of a literal table expression (a tuple of ClaimRow(...) whose arguments are
+    strings, f-strings of names, names and numbers, or ``*NAME`` of another such tuple); fails otherwise."""
+    import ast
+    if isinstance(node, ast.Name):
+        assert node.id in consts, f"{where}: claims = {node.id}, not a module-level tuple"
+        return _literal_rows(consts[node.id], consts, where)
+    assert isinstance(node, ast.Tuple), f"{where}: the claim table is built in code ({ast.unparse(node)[:60]})"
+    rows = []
+    for e in node.elts:
+        if isinstance(e, ast.Starred):
+            rows += _literal_rows(e.value, consts, where)
+            continue
+        assert isinstance(e, ast.Call) and getattr(e.func, "id", None) == "ClaimRow", f"{where}: {ast.unparse(e)[:60]}"
+        for a in [*e.args, *(k.value for k in e.keywords)]:
+            assert _literal_text(a), f"{where}: a row argument computed in code: {ast.unparse(a)[:60]}"
+        rows.append(e)
+    return rows
+
+
+def test_every_audit_module_opens_with_a_literal_claim_table():
+    """Issue 18: a reader finds each audit's table at the top of its module, as data (no row built in code),
+    before any method of its audit classes."""
+    import ast
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "audits"
+    modules = sorted(p for p in root.glob("*.py") if p.name != "__init__.py")
+    assert len(modules) >= 8
+    for path in modules:
+        tree = ast.parse(path.read_text())
+        consts = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                  if isinstance(t, ast.Name)}
+        tables = [(f"{path.name}:{c.name}", s.value) for c in tree.body if isinstance(c, ast.ClassDef)
+                  for s in c.body if isinstance(s, ast.Assign) and any(getattr(t, "id", "") == "claims" for t in s.targets)]
+        assert tables, f"{path.name} declares no claim table"
+        rows = [r for where, expr in tables for r in _literal_rows(expr, consts, where)]
+        first_method = min(f.lineno for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
+                           if isinstance(f, ast.FunctionDef))
+        assert min(r.lineno for r in rows) < first_method, f"{path.name}: a method comes before the claim table"
+
+
+def test_vacuous_is_decided_in_one_place():
+    """Issue 18: dpcheck.checks.vacuous is the one rule; no module marks a check vacuous by hand (three helpers
+    and six hand-written marks used three different conditions, one of them marked FAILs)."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    by_hand = re.compile(r"""qualify\([^()]*["']vacuous["']|qualifier["']?\]?\s*[=:]\s*["']vacuous["']""")
+    offenders = [f"{p.relative_to(root)}:{i}" for d in ("audits", "algorithms", "dpcheck") for p in (root / d).rglob("*.py")
+                 if p.name != "checks.py" for i, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
+    assert offenders == []

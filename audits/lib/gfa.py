@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, qualify
+from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, qualify, soften
 from dpcheck.errors import InputError
 from dpcheck.parallel import cached_call
 
@@ -778,14 +778,9 @@ def _soft_fail(check: Check, vacuous: bool, info: dict) -> Check:
     """A FAIL of an exponent check in a window where the theorem's bound exceeds K J* becomes INCONCLUSIVE:
     the growth is pre-asymptotic and contradicts no stated bound (spec G20)."""
     det = {**check.details, "bound_vacuity": {**info, "vacuous": vacuous}}
-    check = replace(check, details=det)
-    if check.verdict == FAIL and vacuous:
-        return replace(check, verdict=INCONCLUSIVE,
-                       reason=check.reason + "; not a violation: the theorem's bound "
-                                             f"({info['bound_appendix_form']:.3g}) "
-                                             f"exceeds K J* = {info['trivial_bound_K_Jstar']:.3g} at K = {info['K']}, "
-                                             "so the growth is pre-asymptotic")
-    return check
+    why = (f"not a violation (the theorem's bound {info['bound_appendix_form']:.3g} exceeds K J* = "
+           f"{info['trivial_bound_K_Jstar']:.3g} at K = {info['K']}, so the growth is pre-asymptotic)")
+    return soften(replace(check, details=det), why if vacuous else None)   # the one rule: dpcheck.checks.soften
 
 
 def _difference(Rp, Rn):

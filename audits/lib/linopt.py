@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify
+from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, vacuous
 from dpcheck.errors import InputError
 
 SOURCE = "Zhou, Differentially Private Reinforcement Learning with Linear Function Approximation"
@@ -231,7 +231,7 @@ def jdp_blackbox_check(spec: LinOptSpec, env, *, K: int = 4, samples: int = 200_
                saturated_fraction=sat)
     check = replace(check, details=det)
     if sat > 0.99:
-        check = qualify(check, "vacuous", f"{sat:.1%} of the Q values are clipped at H-h+1 in this run, so the "
+        check = vacuous(check, f"{sat:.1%} of the Q values are clipped at H-h+1 in this run, so the "
                         "actions are tie-breaking noise and the black box sees no data dependence; the white-box "
                         "checks carry the evidence")
     return check
@@ -783,7 +783,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
     if total == 0 and chk.verdict == PASS:
         chk = replace(chk, verdict=INCONCLUSIVE, reason="the good event held in no run: optimism not exercised")
     elif sat > 0.99:
-        chk = qualify(chk, "vacuous", f"{sat:.1%} of the Q values are clipped at H-h+1 (noise-dominated regime, §2.8 "
+        chk = vacuous(chk, f"{sat:.1%} of the Q values are clipped at H-h+1 (noise-dominated regime, §2.8 "
                                       "scale warning): optimism holds by construction")
     out.append(chk)
     return out
@@ -986,6 +986,6 @@ def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -
                           details={"per_eps": rows, "K": grid["K"], "K_times_V_star": cap},
                           what="R(K) <= explicit bound")
     if trivial:
-        c = qualify(c, "vacuous", f"the bound exceeds K V_1^* = {cap:.4g} at every eps (noise terms dominate): "
+        c = vacuous(c, f"the bound exceeds K V_1^* = {cap:.4g} at every eps (noise terms dominate): "
                                   "it holds for any algorithm")
     return c

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify
+from dpcheck.checks import (FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify,
+                            vacuous)
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
@@ -627,13 +628,7 @@ def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha:
                                                    "of the learned policy: Vtil_h <= V^{pi_hat}_h, Qbar_h <= Q^{pi_hat}_h",
                                              f"{src}, Lemma C.10 + eq. 34 (T-13; A1)"))
     vac_p = "Qbar = 0 everywhere in every run (the penalties exceed H): holds trivially" if trivial_p.all() else None
-    return [_vac(cv, vac_v), _vac(cp, vac_p)]
-
-
-def _vac(check: Check, why):
-    if why and check.verdict != FAIL:
-        return qualify(check, "vacuous", why)
-    return check
+    return [vacuous(cv, vac_v), vacuous(cp, vac_p)]
 
 
 def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, id: str = "assumption.coverage",
@@ -879,7 +874,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
                                   vacuous_points=vac_pts, H=H,
                                   penalty_exceeds_H_fraction=list(g["n"]["saturated"].mean(0))))
     if len(vac_pts) == len(n_grid):
-        c1 = qualify(c1, "vacuous", f"the bound exceeds H = {H} at every n: it says nothing there")
+        c1 = vacuous(c1, f"the bound exceeds H = {H} at every n: it says nothing there")
     elif vac_pts:
         c1 = replace(c1, reason=c1.reason + f"; VACUOUS (bound >= H) at n = {vac_pts}")
     sat = g["n"]["saturated"].mean(0)
@@ -919,7 +914,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
                            claim=_claim_dict(spec, "w.p. >= 1 - 4 delta, v* - v^{pi_hat} <= 2 sum_h sum d^{pi*}_h Gamma_h",
                                              f"{src}, eq. 31 + Lemma C.10 (T-14; A1)"))
     if len(vac_pts) == len(n_grid):
-        c4 = _vac(c4, f"the bound exceeds H = {H} at every n")
+        c4 = vacuous(c4, f"the bound exceeds H = {H} at every n")
     return [c1, c2, c3, c4]
 
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify
+from dpcheck.checks import (FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify,
+                            vacuous)
 from dpcheck.errors import InputError
 
 SOURCE = "Qiao & Wang, Offline RL with Differential Privacy (DP-VAPVI, Algorithm 2)"
@@ -781,12 +782,7 @@ def utility_checks(algo, inst, *, K: int, runs: int, rng, alpha: float, mode: st
                                               "value never exceeds the true value of the learned policy)",
                                  "source": f"{SOURCE}, Lemma D.3 (L-12)"},
                           details=det, what="pessimism")
-    return [_vacuous(v, why), _vacuous(p, why)]
-
-
-def _vacuous(check: Check, why):
-    """A pass that holds only trivially says so (Audit.vacuous); a FAIL stays a FAIL."""
-    return qualify(check, "vacuous", why) if why and check.verdict == PASS else check
+    return [vacuous(v, why), vacuous(p, why)]
 
 
 # ============================================================================ rates

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check
+from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check, vacuous
 from dpcheck.parallel import cached_call
 from dpcheck.regret import slope_check
 
@@ -144,14 +144,10 @@ def jdp_blackbox_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float 
                                              "pair": "user 1: (state 0, reward 0) vs (state 1, reward 1) at every step"},
                adversary="actions sent to users 2..K (one sample = one whole run)",
                saturated_fraction=sat)
-    reason = check.reason
-    if check.verdict != FAIL and sat > 0.99:
-        det["qualifier"] = "vacuous"  # dpcheck.checks.qualify's marker: reports show "pass (vacuous)"
-        det["vacuous"] = ("Q~ = H at every (k,h,s,a) in this short run (E >> K), so the actions are "
-                          "tie-breaking noise: the black box sees no data dependence; the dataflow "
-                          "and privatizer checks carry the evidence")
-        reason += " (Q~ saturated at H: the actions carry no data here)"
-    return replace(check, details=det, reason=reason)
+    why = ("Q~ = H at every (k,h,s,a) in this short run (E >> K), so the actions are tie-breaking noise: the "
+           "black box sees no data dependence; the dataflow and privatizer checks carry the evidence")
+    return vacuous(replace(check, details=det), why if sat > 0.99 else None,
+                   note=" (Q~ saturated at H: the actions carry no data here)")
 
 
 class ReplayPrivatizer:
@@ -420,10 +416,7 @@ def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha:
         claim={"statement": "Q~_h^k(s,a) >= Q*_h(s,a) for all (k,h,s,a) w.p. >= 1 - beta (C17)",
                "beta": spec.beta, "mode": spec.mode, "source": f"{SOURCE}, Lemma C.11 + Lemma C.9"},
         details=det, what="optimism")
-    if check.verdict == PASS and sat > 0.99:
-        det = dict(check.details, vacuous=VACUOUS, qualifier="vacuous")
-        check = replace(check, details=det, reason=check.reason + f" (vacuously: {VACUOUS})")
-    return check
+    return vacuous(check, VACUOUS if sat > 0.99 else None)
 
 
 def explicit_bound(H, S, A, K_arr, E, iota):
@@ -451,11 +444,8 @@ def explicit_bound_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, 
                             "for all k, w.p. >= 1 - beta (C22, eq. 75)", "beta": spec.beta, "mode": spec.mode,
                "source": f"{SOURCE}, Theorem 4.1 / Lemma C.9"},
         details=det, what="explicit regret bound")
-    check = replace(check, kind="regret")
-    if sat > 0.99:
-        check = replace(check, details=dict(check.details, vacuous=VACUOUS, qualifier="vacuous"),
-                        reason=check.reason + " (vacuously: the bound's constant is huge and regret is linear)")
-    return check
+    return vacuous(replace(check, kind="regret"), VACUOUS if sat > 0.99 else None,
+                   note=" (vacuously: the bound's constant is huge and regret is linear)")
 
 
 # ----------------------------------------------------------------------------- regret
