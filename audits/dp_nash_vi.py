@@ -288,9 +288,15 @@ class DPNashVIAudit(Audit):
         grids = {"central": pick(*REGRET["eps_jdp"]), "local": pick(*REGRET["eps_ldp"])}
         notions = [("JDP", "central", "Theorem 5.2 (N20)"), ("LDP", "local", "Theorem 5.5 (N21)")]
         builtin = spec in ("central", "local")
-        if not builtin:
-            # a user's privatizer: its own notion, the eps grid scaled to its budget, minus budgets it refuses
-            cand = tuple(self.eps * f for f in (1.0, 2.0, 4.0, 8.0))
+        if not builtin and spec != "none":
+            # a user's privatizer: its own notion, at the eps where it declares the widths E the built-in
+            # privatizer of that notion has over its sweep (lib.nash.width_matched_grid: the cost's regime is
+            # set by E, not eps); else the eps grid scaled to its budget; minus budgets it refuses
+            ref = "central" if self.priv_notion == "JDP" else "local"
+            cand = nash.width_matched_grid(spec, ref, grids[ref], calibration, game, Kr)
+            self.config["regret_sweep"] = ({"width_matched_to": ref, "reference_epsilons": list(grids[ref])}
+                                           if cand else {"scaled": "--epsilon x (1, 2, 4, 8)"})
+            cand = cand or tuple(self.eps * f for f in (1.0, 2.0, 4.0, 8.0))
             grids = {spec: tuple(e for e in cand if nash.accepts(spec, e, calibration))}
             notions = [(self.priv_notion, spec, "Theorem 4.1 under Assumption 3.1 (N19)")]
         if spec == "none":

@@ -147,3 +147,18 @@ def test_quick_exponents_are_decisive_on_the_reference_implementation():
                                      alpha=0.05 / 29)[0]
         assert c.verdict == "pass", (s, c.reason)
         assert ldp.id == "regret.exponent.ldp" and ldp.verdict == "pass", (s, ldp.reason)
+
+
+def test_plugin_sweep_is_matched_to_the_builtin_widths():
+    """A user's privatizer is swept where it declares the built-in sweep's widths E (the regime of the cost is
+    set by E): the Gaussian tree at the Laplace sweep's eps = 8-32 would be several times wider (saturated)."""
+    game = stochastic_pennies()
+    ref = (8.0, 16.0, 32.0)
+    grid = nash.width_matched_grid(GAUSSIAN, "central", ref, "strict", game, 2000)
+    assert grid is not None and len(grid) == 3 and all(e > 32.0 for e in grid)
+    for e, r in zip(grid, ref):
+        assert nash.declared_width(GAUSSIAN, e, "strict", game, 2000) == pytest.approx(
+            nash.declared_width("central", r, "strict", game, 2000), rel=0.01)
+    assert nash.declared_width(GAUSSIAN, ref[0], "strict", game, 2000) > 3 * nash.declared_width(
+        "central", ref[0], "strict", game, 2000)
+    assert nash.width_matched_grid("central", "central", ref, "strict", game, 2000) == ref

@@ -345,6 +345,46 @@ def cost_eps_slope(spec: str, calibration: str, game, K: int, eps_grid) -> float
     return pa.width_eps_slope(make, eps_grid, H=game.H, S=game.S, A=game.A * game.B, K=int(K), rewards=False)
 
 
+def declared_width(spec: str, eps: float, calibration: str, game, K: int) -> float:
+    """The width E that privatizer ``spec`` at budget ``eps`` declares for a K-episode run on ``game``
+    (nominal width mode, as the regret runs use; joint actions A*B, no rewards)."""
+    from algorithms.privatizers import load_privatizer
+    from audits.lib import privatizers as pa
+    p = load_privatizer(spec, epsilon=float(eps), beta=BETA, calibration=calibration, width_mode="nominal")
+    return float(pa.declaration(p, game.H, game.S, game.A * game.B, int(K), rewards=False).width)
+
+
+def width_matched_grid(spec: str, ref_spec: str, ref_grid, calibration: str, game, K: int):
+    """A user's privatizer's regret sweep: for each budget e of the built-in privatizer ``ref_spec``'s sweep,
+    the eps at which ``spec`` declares the same width E as ``ref_spec`` at e (horizon K). The regime of the
+    privacy cost -- saturated while the bonus E/N exceeds the game's scale, buried in the non-private
+    regret's noise when E is tiny -- is set by E, not by eps (DP-Nash-VI plans with E only), so matching E puts
+    the plug-in's sweep where the built-in's is informative whatever its noise law (a Gaussian tree at the
+    Laplace sweep's eps = 4-32 would be ~2x wider, saturated at eps ~ 1-8). Bisection in log eps on the
+    declared width (assumed non-increasing in eps; checked). Returns None when no eps in [1e-3, 1e6] matches
+    (the width does not fall with eps, or not far enough): the caller keeps its default sweep."""
+    lo_e, hi_e = 1e-3, 1e6
+    try:
+        w_lo, w_hi = declared_width(spec, lo_e, calibration, game, K), declared_width(spec, hi_e, calibration, game, K)
+    except Exception:                            # a budget the privatizer refuses: no matching
+        return None
+    out = []
+    for e in ref_grid:
+        target = declared_width(ref_spec, e, calibration, game, K)
+        if not (w_hi <= target <= w_lo) or w_hi >= w_lo:
+            return None
+        a, b = np.log(lo_e), np.log(hi_e)
+        for _ in range(60):
+            m = 0.5 * (a + b)
+            if declared_width(spec, np.exp(m), calibration, game, K) > target:
+                a = m
+            else:
+                b = m
+        out.append(float(f"{np.exp(b):.3g}"))
+    out = tuple(sorted(set(out)))
+    return out if len(out) == len(tuple(ref_grid)) else None
+
+
 def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, seeds: int, eps_grid, eps_ref: float,
                   K_cost, results: dict, seed: int, theorem: str, alpha: float = 0.05) -> list[Check]:
     """The rate checks of one notion from finished runs ``results[(spec, eps, K)] -> {"grid", "R"}``.
