@@ -162,3 +162,17 @@ def test_plugin_sweep_is_matched_to_the_builtin_widths():
     assert nash.declared_width(GAUSSIAN, ref[0], "strict", game, 2000) > 3 * nash.declared_width(
         "central", ref[0], "strict", game, 2000)
     assert nash.width_matched_grid("central", "central", ref, "strict", game, 2000) == ref
+
+
+def test_plugin_that_refuses_large_budgets_keeps_the_scaled_sweep(tmp_path):
+    """width_matched_grid returns None (the audit keeps --epsilon x (1, 2, 4, 8)) when the privatizer refuses
+    the budgets of the search, instead of failing the audit."""
+    path = tmp_path / "capped.py"
+    path.write_text("from algorithms.privatizers import CentralPrivatizer\n\n\n"
+                    "class Capped(CentralPrivatizer):\n"
+                    "    def __init__(self, epsilon=1.0, **kw):\n"
+                    "        if epsilon > 50:\n"
+                    "            raise ValueError('eps above 50 refused')\n"
+                    "        super().__init__(epsilon=epsilon, **kw)\n")
+    game = stochastic_pennies()
+    assert nash.width_matched_grid(f"{path}:Capped", "central", (8.0, 16.0, 32.0), "strict", game, 2000) is None

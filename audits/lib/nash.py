@@ -359,15 +359,22 @@ def width_matched_grid(spec: str, ref_spec: str, ref_grid, calibration: str, gam
     the eps at which ``spec`` declares the same width E as ``ref_spec`` at e (horizon K). The regime of the
     privacy cost -- saturated while the bonus E/N exceeds the game's scale, buried in the non-private
     regret's noise when E is tiny -- is set by E, not by eps (DP-Nash-VI plans with E only), so matching E puts
-    the plug-in's sweep where the built-in's is informative whatever its noise law (a Gaussian tree at the
-    Laplace sweep's eps = 4-32 would be ~2x wider, saturated at eps ~ 1-8). Bisection in log eps on the
-    declared width (assumed non-increasing in eps; checked). Returns None when no eps in [1e-3, 1e6] matches
-    (the width does not fall with eps, or not far enough): the caller keeps its default sweep."""
-    lo_e, hi_e = 1e-3, 1e6
+    the plug-in's sweep where the built-in's is informative whatever its noise law. (examples/my_privatizer.py's
+    Gaussian tree declares more than 3x the Central privatizer's E at eps = 8 and matches its E at eps = 8, 16,
+    32 only at eps ~ 220, 740, 2700 for K = 2000; swept at --epsilon x (1, 2, 4, 8) its cost was saturated and
+    every rate check inconclusive.) Bisection in log eps on the declared width, assumed non-increasing in eps
+    (only the ends are checked). Returns None when no eps in [1e-3, 1e6] matches (the width does not fall with
+    eps, or not far enough, or the privatizer refuses those budgets): the caller keeps its default sweep."""
+    from dpcheck.errors import MechanismError
     try:
-        w_lo, w_hi = declared_width(spec, lo_e, calibration, game, K), declared_width(spec, hi_e, calibration, game, K)
-    except Exception:                            # a budget the privatizer refuses: no matching
+        return _width_matched(spec, ref_spec, ref_grid, calibration, game, K)
+    except (MechanismError, ValueError):         # a budget the privatizer refuses: no matching
         return None
+
+
+def _width_matched(spec, ref_spec, ref_grid, calibration, game, K):
+    lo_e, hi_e = 1e-3, 1e6
+    w_lo, w_hi = declared_width(spec, lo_e, calibration, game, K), declared_width(spec, hi_e, calibration, game, K)
     out = []
     for e in ref_grid:
         target = declared_width(ref_spec, e, calibration, game, K)
