@@ -9,8 +9,11 @@ assembles, public so that tests, benchmarks and other game audits can call them 
   audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm planned with), CCE (N18),
   UCB/LCB (N16, N17) and the certificate (N27), in theory or practical mode.
 * Regret: :func:`regret_curves` (exact duality-gap regret), :func:`regret_job` (one run of the regret
-  grid, common random numbers), :func:`regret_checks` (increment exponent, privacy cost against eps and
-  K), :func:`cost_K_comparison` (JDP vs LDP cost growth in K), with the plots the reports show.
+  grid, common random numbers), :func:`nonprivate_exponent_check` (the one check that can FAIL),
+  :func:`regret_checks` (increment exponent, privacy cost against eps and K), :func:`cost_K_comparison`
+  (JDP vs LDP cost growth in K), with the plots the reports show. A user's privatizer is swept where it
+  declares the built-in sweep's widths (:func:`width_matched_grid`) and its cost in eps is checked against
+  its own width law (:func:`cost_eps_slope`).
 
 Practical-mode constants void the paper's guarantees: every check computed with them goes through
 :meth:`dpcheck.audit.Audit.soften` (a miss is inconclusive, never FAIL). Claim numbers N1-N30 are those
