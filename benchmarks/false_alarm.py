@@ -145,17 +145,13 @@ def run_nash_nonprivate(seed: int, config: str) -> dict:
     """regret.exponent.nonprivate of ``dpcheck audit dp_nash_vi [--quick] --seed seed``."""
     from dpcheck.algorithms.games.testbeds import stochastic_pennies
     from dpcheck.audits.dp_nash_vi import REGRET
-    from dpcheck.audits.lib.nash import REGRET_TOLERANCE, k_grid, regime, regret_job
-    from dpcheck.regret import fit_increment_exponent, regret_exponent_check
+    from dpcheck.audits.lib.nash import nonprivate_exponent_check, regret_job
     q = 1 if config == "quick" else 0
     seeds, Kr = REGRET["seeds"][q], REGRET["K"][q]
     common = int(np.random.SeedSequence([seed, _key("regret"), _key("common")]).generate_state(1)[0])
     r = regret_job(0, None, [("none", None, "strict", Kr, seeds)], stochastic_pennies(), common)
-    dg = k_grid(Kr)
-    at = np.searchsorted(r["grid"], dg)
-    fit = fit_increment_exponent(dg, r["R"][:, at], window=(dg[0], dg[-2]), alpha=ALPHA, seed=seed)
-    c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id="regret.exponent.nonprivate")
-    return {c.id: regime(c, fit).verdict}
+    c = nonprivate_exponent_check(r, Kr, alpha=ALPHA, seed=seed, plots=False)
+    return {c.id: c.verdict}
 
 
 def _tag() -> str:

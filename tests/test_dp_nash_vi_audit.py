@@ -205,6 +205,11 @@ def test_cli_quick_with_the_example_user_privatizer(tmp_path):
     assert {"whitebox.dp_event", "privacy.privatizer.blackbox", "privacy.jdp.blackbox", "assumption.count_error",
             "regret.exponent.nonprivate"} <= set(ids)
     assert ids["whitebox.dp_event"]["verdict"] == "pass"
+    # issue 19 item 2: swept where it declares the built-in's widths, its cost in eps checked against its own
+    # width law, no rate check is inconclusive because the audit assumed Laplace noise
+    assert rep["config"]["regret_sweep"]["width_matched_to"] == "central"
+    assert not [i for i, c in ids.items() if i.startswith("regret.") and c["verdict"] == "inconclusive"], \
+        {i: c["reason"] for i, c in ids.items() if i.startswith("regret.")}
 
 
 @pytest.mark.slow

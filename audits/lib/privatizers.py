@@ -1200,6 +1200,17 @@ def declaration(p, H: int, S: int, A: int, K: int, rewards: bool = True):
     return declare_by_starting(p, H, S, A, K, rewards=rewards)
 
 
+def width_eps_slope(make, eps_grid, *, H: int, S: int, A: int, K: int, rewards: bool = True) -> float:
+    """The log-log slope in eps of the width E(eps) privatizer ``make(eps)`` declares (:func:`declaration`)
+    for K users of an (H, S, A) model, over ``eps_grid``. The regret theorems bound the privacy cost through
+    Assumption 3.1, linearly in E, and E = O~(1/eps) is a property of the papers' Laplace privatizers, not of
+    every privatizer (a Gaussian one has E ~ eps^-1/2 at large eps): a plug-in's privacy cost at fixed K is
+    claimed to scale with this slope (DP-UCBVI: Qiao & Wang 2023, Thms 5.2 / 5.7; DP-Nash-VI: Qiao & Wang
+    2024, Thms 5.2 / 5.5 through Theorem 4.1). Used by dp_ucbvi and dp_nash_vi."""
+    Es = [float(declaration(make(float(e)), H, S, A, K, rewards).width) for e in eps_grid]
+    return float(np.polyfit(np.log(np.asarray(eps_grid, float)), np.log(Es), 1)[0])
+
+
 def claim_for_families(p, rewards):
     """The privatizer's claim once it knows whether it runs with 2 or 3 families (rewards or not)."""
     return declaration(p, 1, 2, 1, 1, rewards).claim

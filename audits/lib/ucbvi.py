@@ -602,9 +602,8 @@ def width_slope(spec: AgentSpec, env, K: int, eps_grid) -> tuple[float, str]:
     Laplace privatizers, not of every privatizer (a Gaussian one has E ~ eps^-1/2 at large eps). So the
     claimed slope is the log-log slope of the plug-in's own E over the (practical-noise) eps grid."""
     from dpcheck.audits.lib import privatizers as pa
-    Es = [float(pa.declaration(practical_noise(spec, env.H, K, e).make_privatizer(), env.H, env.S, env.A, K).width)
-          for e in eps_grid]
-    slope = float(np.polyfit(np.log(np.asarray(eps_grid, float)), np.log(Es), 1)[0])
+    slope = pa.width_eps_slope(lambda e: practical_noise(spec, env.H, K, e).make_privatizer(), eps_grid,
+                               H=env.H, S=env.S, A=env.A, K=K)
     return slope, (f"privacy cost at fixed K scales like the privatizer's width E(eps) (slope {slope:.3g} in eps; "
                    f"Thms 5.2 / 5.7 through Assumption 3.1, E ~ 1/eps for the papers' privatizers)")
 
