@@ -139,3 +139,105 @@ def load_privatizer(spec, **kw):
     except Exception as e:
         raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor: {e}") from e
     return GuardedPrivatizer(obj, label) if user else obj
+
+
+# ============================================================ offline (DP-APVI): one release from a dataset
+OFFLINE_BUILTIN = {"gaussian": "OfflineGaussianPrivatizer", "laplace": "OfflineLaplacePrivatizer"}
+
+
+class GuardedOfflinePrivatizer(GuardedPrivatizer):
+    """:class:`GuardedPrivatizer` for an offline count privatizer (docs/privatizers.md, "Offline tabular"):
+    the same delegation and naming of exceptions, and ``privatize`` / ``width`` validated (the record type,
+    shapes equal to the counts given, no NaN or infinity, a finite E >= 0)."""
+
+    def privatize(self, pair, triple, rng):
+        from dpcheck.algorithms.privatizers.offline import OfflineCounts
+        out = self._call("privatize", self._inner.privatize, pair, triple, rng)
+        if not isinstance(out, OfflineCounts):
+            raise MechanismError(f"privatizer {self._label!r}: privatize() must return OfflineCounts, "
+                                 f"got {type(out).__name__}")
+        shape = np.shape(pair)
+        for name, shp in (("noisy_visits", shape), ("visits", shape), ("noisy_transitions", np.shape(triple)),
+                          ("transitions", np.shape(triple))):
+            arr = np.asarray(getattr(out, name))
+            if arr.shape != tuple(shp):
+                raise MechanismError(f"privatizer {self._label!r}: privatize().{name} has shape {arr.shape}, "
+                                     f"expected {tuple(shp)}")
+            if not np.all(np.isfinite(arr)):
+                raise MechanismError(f"privatizer {self._label!r}: privatize().{name} contains NaN or infinity")
+        return out
+
+    def width(self, H, S, A):
+        E = self._call("width", self._inner.width, H, S, A)
+        try:
+            ok = float(E) >= 0 and np.isfinite(float(E))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise MechanismError(f"privatizer {self._label!r}: width({H}, {S}, {A}) returned {E!r}, expected a "
+                                 f"finite number >= 0")
+        return float(E)
+
+
+def probe_rng_use(priv, label: str) -> None:
+    """MechanismError unless ``priv.privatize`` is a function of its counts and its ``rng`` alone: the same
+    seed twice must give the same release (else it draws from global or hidden state, and no audit can
+    reproduce or certify it), two seeds must give different ones (else it ignores the rng). Run on a
+    tiny dataset (H = 2, S = 2, A = 1, every count 5) with the auditor's own generators."""
+    pair, triple = np.full((1, 2, 2, 1), 10.0), np.full((1, 2, 2, 1, 2), 5.0)
+    a, b, c = (priv.privatize(pair, triple, np.random.default_rng(s)) for s in (20240917, 20240917, 7))
+    flat = lambda o: np.concatenate([np.ravel(o.noisy_visits), np.ravel(o.noisy_transitions)])
+    if not np.array_equal(flat(a), flat(b)):
+        raise MechanismError(f"privatizer {label!r}: privatize() gave different releases for the same rng seed "
+                             f"(it draws from global or hidden state; all randomness must come from rng)")
+    if np.array_equal(flat(a), flat(c)):
+        raise MechanismError(f"privatizer {label!r}: privatize() gave the same release for different rng seeds "
+                             f"(it ignores the rng it is given)")
+
+
+def load_offline_privatizer(spec, *, _label=None, _probe=True, **kw):
+    """An offline count privatizer from ``"gaussian"`` / ``"laplace"`` (the built-ins, ``rho`` / ``epsilon``
+    and ``beta`` by keyword), a ``file.py:Class`` / ``pkg.mod:Class`` spec, a class, or an instance.
+
+    A user's class is checked against :data:`dpcheck.algorithms.privatizers.offline.OFFLINE_INTERFACE`,
+    constructed with ``kw`` (its exceptions: MechanismError naming it), wrapped in
+    :class:`GuardedOfflinePrivatizer` and probed (:func:`probe_rng_use`) before any audit work (``_probe=False``:
+    the same class rebuilt at another budget, already probed; ``_label``: the name its errors carry)."""
+    from dpcheck.algorithms.privatizers import offline as off
+    if isinstance(spec, off.OfflineCountPrivatizer) and type(spec).__module__ == off.__name__:
+        return spec
+    if isinstance(spec, type) and spec.__module__ == off.__name__:
+        return spec(**kw)                       # a built-in class
+    if isinstance(spec, (off.OfflineCountPrivatizer, GuardedOfflinePrivatizer)):
+        obj, label = spec, type(spec).__name__
+        cls = None
+    elif isinstance(spec, str) and spec.strip().lower() in OFFLINE_BUILTIN:
+        return getattr(off, OFFLINE_BUILTIN[spec.strip().lower()])(**kw)
+    elif isinstance(spec, str):
+        if ":" not in spec:
+            raise InputError(f"unknown offline privatizer {spec!r}; expected {', '.join(OFFLINE_BUILTIN)}, "
+                             f"'path/to/file.py:ClassName' or 'pkg.module:ClassName'")
+        cls, label = _load_class(spec), spec
+    elif isinstance(spec, type):
+        cls, label = spec, _label or spec.__name__
+    else:
+        raise InputError(f"offline privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
+    if cls is not None:
+        if not isinstance(cls, type):
+            raise InputError(f"privatizer {label!r} is not a class")
+        missing = [m for m in off.OFFLINE_INTERFACE if not hasattr(cls, m)]
+        if missing:
+            raise InputError(f"privatizer {label!r} does not implement the offline privatizer interface: missing "
+                             f"{', '.join(missing)} (subclass dpcheck.algorithms.privatizers.OfflineCountPrivatizer; "
+                             f"see docs/privatizers.md)")
+        try:
+            obj = cls(**kw)
+        except DPCheckError:
+            raise
+        except Exception as e:
+            raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
+                                 f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+    guarded = obj if isinstance(obj, GuardedOfflinePrivatizer) else GuardedOfflinePrivatizer(obj, label)
+    if _probe and not isinstance(obj, GuardedOfflinePrivatizer):
+        probe_rng_use(guarded, label)
+    return guarded
