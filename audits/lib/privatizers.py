@@ -774,6 +774,28 @@ def offline_plugin_target(release, pair, d, claim, *, name: str, seed: int = 0, 
                                  f"{pilot} pilot samples per side)", "pilot_samples_per_side": pilot}
 
 
+def offline_privatizer_plugin_target(priv, *, H=1, S=2, A=1, seed=0, pilot=PILOT_SAMPLES):
+    """:func:`offline_target` for a plug-in offline count privatizer: the same neighbouring datasets
+    (:func:`offline_worst_datasets`), its ``privatize`` called with the sampler's Generator, and no noise law
+    assumed (:func:`offline_plugin_target`: differing counts + learned statistics). Returns (target, details)."""
+    from dpcheck.algorithms.privatizers.offline import dataset_counts
+    D, Dp = offline_worst_datasets(H, S, A)
+
+    def flat(pair, triple):
+        return np.concatenate([pair.reshape(pair.shape[0], -1), triple.reshape(triple.shape[0], -1)], axis=1)
+
+    base = {tuple(D): dataset_counts(*_dataset_arrays(D, 1), S, A), tuple(Dp): dataset_counts(*_dataset_arrays(Dp, 1), S, A)}
+
+    def release(dataset, rng, size):
+        pair, triple = base[dataset]
+        out = priv.privatize(np.repeat(pair, size, 0), np.repeat(triple, size, 0), rng)
+        return flat(out.noisy_visits, out.noisy_transitions)
+
+    d = flat(*base[tuple(D)])[0] - flat(*base[tuple(Dp)])[0]
+    return offline_plugin_target(release, (tuple(D), tuple(Dp)), d, priv.claim, name=getattr(priv, "name", "plugin"),
+                                 seed=seed, pilot=pilot)
+
+
 def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A: int = 2) -> Check:
     """whitebox.sensitivity of an offline privatizer, by brute force over every pair of trajectories of
     a tiny (H, S, A) model (T-1 (i)): the largest change of the pair / triple counts when one trajectory
