@@ -182,9 +182,17 @@ class OfflineCountPrivatizer:
             raise InputError("rng must be a numpy.random.Generator")
         H, S, A = pair.shape[1:]
         noisy_p, noisy_t = self.noisy_counts(pair, triple, rng)
-        noisy_p = np.maximum(np.asarray(noisy_p, float), 0.0)
-        noisy_t = np.maximum(np.asarray(noisy_t, float), 0.0)
+        noisy_p, noisy_t = np.asarray(noisy_p, float), np.asarray(noisy_t, float)
+        if noisy_p.shape != pair.shape or noisy_t.shape != triple.shape:
+            # the user's hook broke its contract: a plain exception, named by the loader's guard
+            raise ValueError(f"noisy_counts() returned shapes {noisy_p.shape}, {noisy_t.shape}; expected "
+                             f"{pair.shape}, {triple.shape}")
+        if not (np.all(np.isfinite(noisy_p)) and np.all(np.isfinite(noisy_t))):
+            raise ValueError("noisy_counts() returned NaN or infinity")
+        noisy_p, noisy_t = np.maximum(noisy_p, 0.0), np.maximum(noisy_t, 0.0)
         E = float(self.width(H, S, A))
+        if not (math.isfinite(E) and E >= 0):
+            raise ValueError(f"width({H}, {S}, {A}) returned {E!r}, expected a finite number >= 0")
         pp = post_process_offline(noisy_t, noisy_p, E)
         return OfflineCounts(visits=pp.visits, transitions=pp.transitions, noisy_visits=noisy_p,
                              noisy_transitions=noisy_t, width=E)
