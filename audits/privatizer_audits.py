@@ -457,8 +457,60 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
             self.add(c)
 
 
+class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
+    """A :class:`dpcheck.algorithms.offline.RegressionPrivatizer` (DP-VAPVI's released statistics) alone:
+    ``--privatizer gaussian | file.py:Class`` (default: the paper's), built with ``rho=`` (``--set rho``, default
+    1). At H = 3, d = 2 and §3.4's sensitivities (one replaced trajectory, ||phi|| <= 1): a black box on the 5H
+    releases shifted by their full sensitivities (no noise law assumed), the declared DpEvent, the declared
+    stds, fresh noise per step, Lemma D.2's event with its own (E, L). The sensitivities themselves are
+    DP-VAPVI's (``dp_vapvi``'s whitebox.sensitivity)."""
+
+    name = "offline_regression_privatizer"
+    algorithm = "DP-VAPVI privatizer of the released regression statistics (built-in or yours)"
+    notion = "zCDP"
+    summary = "the privatizer's own claim for the 5H releases, one trajectory replaced; Lemma D.2's widths"
+    privatizers = ("gaussian",)
+    uses = ("privatizer", *OFFLINE_USES)
+    options = (SetOption("rho", float, bounds=(0, None), help="the zCDP budget passed to the privatizer (default 1)"),
+               SetOption("beta", float, bounds=(0, 1), default=0.1, help="the failure probability delta of Lemma D.2"))
+    claims = (
+        ClaimRow("privacy.blackbox", "privacy", "the 5H releases, each shifted by its l2 sensitivity, meet the claim "
+                 "(black box; no noise law assumed)", f"{OFFLINE}, Theorem 4.1 / Lemma D.1 (L-1)",
+                 "offline_linear.regression_release_target"),
+        ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
+                 f"{OFFLINE}, Lemma D.1, Lemma E.16/E.17", "privatizers.dp_event_check"),
+        ClaimRow("whitebox.noise_calibration", "whitebox", "each release's noise has the declared std",
+                 f"{OFFLINE}, §3.2", "offline_linear.regression_noise_checks"),
+        ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h", f"{OFFLINE}, A8",
+                 "offline_linear.regression_noise_checks"),
+        ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta the noise stays within the declared (E, L)",
+                 f"{OFFLINE}, Lemma D.2 (L-2)", "offline_linear.regression_noise_checks"),
+    )
+
+    def run(self) -> None:
+        from dpcheck.algorithms.privatizers.loader import load_regression_privatizer
+        from dpcheck.audits.lib import offline_linear as ol
+        spec = (self.opts.privatizer or "gaussian").strip()
+        rho = float(self.params.rho) if self.params.rho is not None else 1.0
+        priv = load_regression_privatizer(spec, rho=rho)
+        H, d = 3, 2
+        self.config.update(privatizer=spec, claim=priv.claim.describe(), H=H, d=d, beta=float(self.params.beta))
+        tgt, det = ol.regression_release_target(priv, H=H, d=d, seed=self.int_seed("blackbox-pilot"))
+        check, _ = self.blackbox(tgt, id="privacy.blackbox", samples=self.samples(), seed=self.int_seed("blackbox"),
+                                 claim_source=priv.claim.source)
+        from dataclasses import replace
+        self.add(replace(check, details=dict(check.details, target=det)))
+        sens = ol.standalone_sensitivities(H)
+        self.add(pa.dp_event_check(priv.dp_event(H, sens), priv.claim,
+                                   label=f"{pa.privatizer_class(priv).__name__}(H={H})"))
+        for c in ol.regression_noise_checks(priv, H=H, d=d, runs=self.exe.pick(2000, 600), rng=self.rng("noise"),
+                                            alpha=self.exe.alpha, delta=float(self.params.beta)):
+            self.add(c)
+
+
 CentralPrivatizerAudit.register()
 LocalPrivatizerAudit.register()
 OfflineGaussianPrivatizerAudit.register(validate=_offline_gaussian_options)
 OfflineLaplacePrivatizerAudit.register()
 OfflineCountPrivatizerAudit.register(validate=_offline_count_options)
+OfflineRegressionPrivatizerAudit.register()

@@ -60,25 +60,32 @@ class OfflinePlugin:
     budget_name: str
     budget: float
     kwargs: dict = field(default_factory=dict)
+    family: str = "counts"        # "counts" (DP-APVI's OfflineCountPrivatizer) | "regression" (DP-VAPVI's)
+
+    @staticmethod
+    def _loader(family: str):
+        from dpcheck.algorithms.privatizers import loader
+        return loader.load_offline_privatizer if family == "counts" else loader.load_regression_privatizer
 
     @classmethod
-    def load(cls, spec, **kw) -> "OfflinePlugin":
+    def load(cls, spec, family: str = "counts", **kw) -> "OfflinePlugin":
         """From ``file.py:Class`` (or a class) and the constructor keywords the user chose (``epsilon`` /
         ``rho``, ``beta``): built once (errors before any work), its claim read for the budget."""
-        from dpcheck.algorithms.privatizers.loader import _load_class, load_offline_privatizer
+        from dpcheck.algorithms.privatizers.loader import _load_class
         klass = _load_class(spec) if isinstance(spec, str) else spec
         label = spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
-        priv = load_offline_privatizer(klass, _label=label, **kw)
+        priv = cls._loader(family)(klass, _label=label, **kw)
         claim = priv.claim
         name = "rho" if claim.rho is not None and claim.epsilon is None else "epsilon"
         budget = float(claim.rho if name == "rho" else claim.epsilon)
         rest = {k: v for k, v in kw.items() if k not in ("rho", "epsilon", "beta")}
-        return cls(klass=klass, label=label, budget_name=name, budget=budget, kwargs=rest)
+        return cls(klass=klass, label=label, budget_name=name, budget=budget, kwargs=rest, family=family)
 
-    def make(self, budget: float, beta: float):
-        from dpcheck.algorithms.privatizers.loader import load_offline_privatizer
-        return load_offline_privatizer(self.klass, _label=self.label, _probe=False,
-                                       **{self.budget_name: float(budget), "beta": float(beta), **self.kwargs})
+    def make(self, budget: float, beta: float | None = None):
+        kw = {self.budget_name: float(budget), **self.kwargs}
+        if beta is not None:
+            kw["beta"] = float(beta)
+        return self._loader(self.family)(self.klass, _label=self.label, _probe=False, **kw)
 
 
 @dataclass(frozen=True)

@@ -743,7 +743,8 @@ def offline_target(priv, *, H=1, S=2, A=1, gaussian=True):
 class OfflineReleaseStatistics:
     """mechanism(dataset, rng, size) of an offline plug-in's release: ``release(dataset, rng, size)`` -> the
     flat noisy counts (size, J), drawn by the plug-in with the sampler's own Generator (whatever noise family
-    it draws); returned are the coordinates the replaced trajectory changes and the 4 learned statistics of
+    it draws); returned are the coordinates the replaced trajectory changes (or that the pilot found shifted)
+    and the 4 learned statistics of
     :class:`StatisticParams` (fitted on a pilot sample, never on the audit's)."""
 
     def __init__(self, release, params: StatisticParams):
@@ -751,7 +752,8 @@ class OfflineReleaseStatistics:
 
     def __call__(self, dataset, rng, size):
         x = np.asarray(self.release(dataset, rng, int(size)), float)
-        return np.concatenate([x[:, self.params.d != 0], self.params.scores(x)], axis=1)
+        raw = (self.params.d != 0) | self.params.keep       # known to differ, or learned to differ on the pilot
+        return np.concatenate([x[:, raw], self.params.scores(x)], axis=1)
 
 
 def offline_plugin_target(release, pair, d, claim, *, name: str, seed: int = 0, pilot: int = PILOT_SAMPLES):
