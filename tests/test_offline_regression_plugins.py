@@ -167,7 +167,10 @@ def test_example_passes_its_standalone_audit_and_twin_fails(tmp_path):
 
 
 @pytest.mark.slow
-def test_example_passes_dp_vapvi_and_twin_fails_the_statistics_black_box(tmp_path):
+def test_example_passes_dp_vapvi_and_twin_fails_its_declared_event(tmp_path):
+    """In DP-VAPVI the twin is caught by its own declaration (whitebox.dp_event: 3 rho > rho); the transcript
+    black box at --quick (20 000 samples, claim eps 7.08 at delta 1e-5) does not reach it (eps_lb 3.8, measured):
+    the standalone audit's black box, on the releases alone, is the one that fails it."""
     rc, checks, err = _cli(["dp_vapvi", "--privatizer", GOOD, "--quick"], tmp_path)
     verdicts = {k: c["verdict"] for k, c in checks.items()}
     assert rc == 0, (err, verdicts)
@@ -175,5 +178,4 @@ def test_example_passes_dp_vapvi_and_twin_fails_the_statistics_black_box(tmp_pat
         assert verdicts[i] == "pass", (i, checks[i]["reason"])
     (tmp_path / "t").mkdir()
     rc, checks, err = _cli(["dp_vapvi", "--privatizer", TWIN, "--quick"], tmp_path / "t")
-    assert rc == 1 and checks["privacy.blackbox.statistics"]["verdict"] == "fail"
-    assert checks["whitebox.dp_event"]["verdict"] == "fail"
+    assert rc == 1 and checks["whitebox.dp_event"]["verdict"] == "fail", err

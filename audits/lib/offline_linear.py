@@ -652,11 +652,18 @@ def statistics_target(make_algo, setup: Setup, *, rho_claim: float, H: int, matr
         # post-processing) and statistics learned on a pilot sample (audits/lib/privatizers.offline_plugin_target)
         from dpcheck.audits.lib.privatizers import offline_plugin_target
 
+        sens = algo.sensitivities(H)
+
         def release(which, rng, size):
             c = replicate(cx1 if which == "D" else cy1, size)
             res = algo.run((c, c), setup.features, rng)
             rx = residuals(res, replicate(cx1, size), replicate(cx1, size), setup.features, algo.lam)
-            return np.concatenate([rx[k].reshape(size, -1) for k in STATS], axis=1)
+            ry = residuals(res, replicate(cy1, size), replicate(cy1, size), setup.features, algo.lam)
+            # the shift stat(D') - stat(D) = rx - ry given the run's own Vtil, sigtil (post-processing, so known
+            # to the adversary): the projection of rx on it, each release weighted by 1/sensitivity^2 (an
+            # algorithm fact, not a noise law); ~0 under D, ~sum |shift|^2 / sens^2 under D'
+            proj = sum(((rx[k] * (rx[k] - ry[k])).reshape(size, -1).sum(1)) / sens[k] ** 2 for k in STATS)
+            return np.concatenate([rx[k].reshape(size, -1) for k in STATS] + [proj[:, None]], axis=1)
 
         J = release("D", np.random.default_rng(0), 1).shape[1]
         t, _ = offline_plugin_target(release, ("D", "D'"), np.zeros(J), plugin.claim,
