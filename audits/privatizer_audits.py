@@ -2,7 +2,8 @@
 
 ``central_privatizer`` (eps-JDP, dp_ucbvi.md §3.1, claim C1), ``local_privatizer`` (eps-LDP, §3.3, C2),
 ``offline_gaussian_privatizer`` (rho-zCDP, offline §2.2 / §2.7, T-1) and ``offline_laplace_privatizer``
-(eps-DP, offline §2.8(c)). Each class's top is its claim table; the checks themselves are the reusable
+(eps-DP, offline §2.8(c)), ``offline_count_privatizer`` (any DP-APVI count privatizer, a plug-in included) and
+``offline_regression_privatizer`` (any privatizer of DP-VAPVI's released statistics). Each class's top is its claim table; the checks themselves are the reusable
 functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
 declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dpcheck.audits.lib.tabular`
 (Assumption 3.1).
