@@ -218,3 +218,16 @@ def test_example_passes_dp_apvi_and_twin_fails_the_counts_black_box(tmp_path):
     (tmp_path / "t").mkdir()
     rc, checks, err = _cli(["dp_apvi", "--privatizer", TWIN, "--epsilon", "1", "--quick"], tmp_path / "t")
     assert rc == 1 and checks["privacy.blackbox.counts"]["verdict"] == "fail", err
+
+
+@pytest.mark.slow
+def test_plugin_counts_target_on_a_users_dataset_watches_only_the_differing_counts_when_large():
+    from dpcheck.algorithms.offline import OfflineDataset
+    pl = OfflinePlugin.load(GOOD, epsilon=1.0, beta=0.1)
+    spec = APVISpec(mechanism=pl.label, budget=pl.budget, plugin=pl)
+    rng = np.random.default_rng(0)
+    H, S, A, n = 2, 30, 5, 50                        # H S A (S + 1) = 9300 counts > 4096
+    data = OfflineDataset.from_arrays(rng.integers(0, S, (1, n, H + 1)), rng.integers(0, A, (1, n, H)), S=S, A=A)
+    tgt, det = lo.counts_target(spec, data=data, seed=1)
+    out = tgt.sample(tgt.pairs[0][0], np.random.default_rng(2), 7)
+    assert out.shape[0] == 7 and out.shape[1] <= det["differing_coordinates"] + 4 and np.all(np.isfinite(out))
