@@ -211,7 +211,7 @@ def test_example_passes_its_standalone_audit_and_twin_fails(tmp_path):
 def test_example_passes_dp_apvi_and_twin_fails_the_counts_black_box(tmp_path):
     rc, checks, err = _cli(["dp_apvi", "--privatizer", GOOD, "--epsilon", "1", "--quick"], tmp_path)
     verdicts = {k: c["verdict"] for k, c in checks.items()}
-    assert rc == 0, (err, verdicts)
+    assert rc == 0 and "inconclusive" not in verdicts.values(), (err, verdicts)
     # a correct plug-in: no check INCONCLUSIVE because it assumed the built-in's noise law
     for i in ("privacy.blackbox.counts", "whitebox.noise_scale", "whitebox.sensitivity", "regret.privacy_cost.budget"):
         assert verdicts[i] == "pass", (i, checks[i]["reason"])
@@ -231,3 +231,14 @@ def test_plugin_counts_target_on_a_users_dataset_watches_only_the_differing_coun
     tgt, det = lo.counts_target(spec, data=data, seed=1)
     out = tgt.sample(tgt.pairs[0][0], np.random.default_rng(2), 7)
     assert out.shape[0] == 7 and out.shape[1] <= det["differing_coordinates"] + 4 and np.all(np.isfinite(out))
+
+
+def test_plugin_without_declared_variance_is_inconclusive_on_the_scale_only(bad_file):
+    """Base (Laplace noise, no noise_variance): nothing to compare the measured variance with -> INCONCLUSIVE
+    saying so; the independence check needs no noise law and still decides."""
+    pl = OfflinePlugin.load(f"{bad_file}:Base", epsilon=1.0, beta=0.1)
+    spec = APVISpec(mechanism=pl.label, budget=pl.budget, plugin=pl)
+    assert spec.declared_variance(3) is None
+    scale, indep = lo.noise_calibration_checks(spec, runs=500, rng=np.random.default_rng(0), alpha=0.05)
+    assert scale.verdict == "inconclusive" and "declares no noise_variance" in scale.reason
+    assert indep.verdict == "pass"

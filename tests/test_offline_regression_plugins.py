@@ -173,9 +173,60 @@ def test_example_passes_dp_vapvi_and_twin_fails_its_declared_event(tmp_path):
     the standalone audit's black box, on the releases alone, is the one that fails it."""
     rc, checks, err = _cli(["dp_vapvi", "--privatizer", GOOD, "--quick"], tmp_path)
     verdicts = {k: c["verdict"] for k, c in checks.items()}
-    assert rc == 0, (err, verdicts)
+    assert rc == 0 and "inconclusive" not in verdicts.values(), (err, verdicts)
     for i in ("privacy.blackbox.statistics", "whitebox.dp_event", "whitebox.noise_calibration", "whitebox.sensitivity"):
         assert verdicts[i] == "pass", (i, checks[i]["reason"])
     (tmp_path / "t").mkdir()
     rc, checks, err = _cli(["dp_vapvi", "--privatizer", TWIN, "--quick"], tmp_path / "t")
     assert rc == 1 and checks["whitebox.dp_event"]["verdict"] == "fail", err
+
+
+LAPLACE = textwrap.dedent('''
+import math
+import numpy as np
+from dpcheck import Claim
+from dpcheck.algorithms.offline import RegressionPrivatizer, VAPVINoise
+
+
+class LaplaceNoStds(RegressionPrivatizer):
+    """Laplace noise of scale 10 Delta on every coordinate; declares no stds (and a loose pure-DP claim)."""
+    name = "laplace_no_stds"
+
+    def __init__(self, rho=1.0, epsilon=100.0):      # its claim is pure DP: the audit rebuilds it with epsilon=
+        self.rho, self.epsilon = rho, epsilon
+
+    def draw(self, rng, runs, H, d, sensitivities):
+        g = [rng.laplace(0, 10 * sensitivities[k], (runs, H, d)) for k in ("beta_vector", "theta_vector", "w_vector")]
+        Z = [rng.laplace(0, 10 * sensitivities[k], (runs, H, d, d)) for k in ("sigma_matrix", "lambda_matrix")]
+        N = [(z + np.swapaxes(z, -1, -2)) / math.sqrt(2) for z in Z]
+        return VAPVINoise(g[0], g[1], g[2], N[0], N[1])
+
+    def widths(self, H, d, sensitivities, delta):
+        return 1e3, 1e3
+
+    def dp_event(self, H, sensitivities):
+        import dp_accounting
+        return dp_accounting.ComposedDpEvent([dp_accounting.LaplaceDpEvent(10.0)] * (5 * H))   # eps = H / 2
+
+    @property
+    def claim(self):
+        return Claim(epsilon=self.epsilon, notion="DP", source="test")
+''')
+
+
+def test_a_non_gaussian_plugin_without_stds(tmp_path):
+    f = tmp_path / "lap.py"
+    f.write_text(LAPLACE)
+    setup = ol.instance_setup("lin_tab", 0)
+    pl = OfflinePlugin.load(f"{f}:LaplaceNoStds", family="regression", rho=1.0)
+    assert pl.budget_name == "epsilon"
+    algo = ol.algorithm(100.0, mode="practical", setup=setup, lam=0.1, feature_bound=1.0, plugin=pl, split=False)
+    assert algo.noise_stds(3) is None and algo.private_statistics(3) == ()
+    x, _ = ol.neighbour_datasets(setup, setup.H, K=20, seed=0)
+    counts = ol._counts(x, *setup.features.shape[:2])
+    cal = ol.noise_calibration_check(algo, counts, setup.features, rho_claim=1.0, runs=50,
+                                     rng=np.random.default_rng(0), alpha=0.05)
+    assert cal.verdict == "inconclusive" and "declares no noise_stds" in cal.reason
+    assert ol.sensitivity_check(algo, setup.features, setup.H, rho_claim=1.0, examples=10).verdict == "pass"
+    checks = ol.dp_event_checks(algo, setup.H, rho_claim=1.0, delta_dp=1e-5, epsilon_claim=None)
+    assert [c.id for c in checks] == ["whitebox.dp_event"] and checks[0].verdict == "pass"     # no G-2 for a DP claim
