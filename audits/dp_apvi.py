@@ -10,7 +10,11 @@ counts n' (everything after them is post-processing) and, end to end, the output
 Budget: the Gaussian mechanism (default) is rho-zCDP with ``--set rho=R`` (default 1), or with rho chosen
 by ``--epsilon E [--delta D]`` through rho = (sqrt(log(1/D) + E) - sqrt(log(1/D)))^2 (§2.8(d); D defaults
 to 1e-5), which the zCDP -> DP conversion (G-2) then checks. ``--privatizer laplace`` audits the pure
-eps-DP variant (§2.8(c)) at ``--epsilon`` (default 1). ``--set beta`` is the spec's UTILITY failure
+eps-DP variant (§2.8(c)) at ``--epsilon`` (default 1). ``--privatizer file.py:Class`` puts a user's
+:class:`dpcheck.algorithms.privatizers.OfflineCountPrivatizer` inside DP-APVI (docs/privatizers.md, "Offline
+tabular"): built with ``--epsilon`` / ``--set rho`` / ``--delta`` as given and ``beta``, its own claim, width E and
+DpEvent are the algorithm's; the black box then assumes nothing about its noise (learned statistics), the
+noise scale is held against its declared ``noise_variance``, the privacy-cost slope against its own E. ``--set beta`` is the spec's UTILITY failure
 probability delta (in E and iota), never the delta of (eps, delta)-DP (P18).
 
 Modes: "theory" = Algorithm 1's constants (C1 = sqrt(2), C2 = 16); with them the penalties exceed H for
@@ -44,10 +48,14 @@ CHOICES = (*MECHANISMS, "none")       # none: the noise switched off, the claim 
 def _validate(o) -> None:
     """Cross-option rules (before any work): the mechanism, and which flags choose its budget."""
     priv = o.privatizer or "gaussian"
-    if priv not in CHOICES:
-        raise InputError(f"dp_apvi: --privatizer must be gaussian (rho-zCDP), laplace (pure eps-DP) or none "
-                         f"(noise off, against the Gaussian claim), got {priv!r}")
-    if priv == "laplace":
+    if priv not in CHOICES and ":" not in str(priv):
+        raise InputError(f"dp_apvi: --privatizer must be gaussian (rho-zCDP), laplace (pure eps-DP), none "
+                         f"(noise off, against the Gaussian claim) or file.py:Class (an OfflineCountPrivatizer, "
+                         f"docs/privatizers.md), got {priv!r}")
+    if ":" in str(priv):
+        if o.epsilon is not None and "rho" in o.extra:
+            raise InputError("dp_apvi: give --set rho or --epsilon for the plug-in's budget, not both")
+    elif priv == "laplace":
         if "rho" in o.extra:
             raise InputError("dp_apvi: --set rho is the Gaussian budget; the laplace variant takes --epsilon")
         if o.delta is not None:
@@ -69,8 +77,7 @@ class DPAPVIAudit(Audit):
     notion = "zCDP/DP"
     summary = ("rho-zCDP (Gaussian) / eps-DP (Laplace) in one trajectory; v* - v^pi_hat <= O~(sum d* sqrt(Var/(n d_mu))) "
                "+ O~(S H^2 E_rho / (n dbar_m))")
-    privatizers = MECHANISMS
-    plugin_privatizers = False       # the offline noise is part of the algorithm, not a count-privatizer plug-in
+    privatizers = MECHANISMS         # and file.py:Class: an OfflineCountPrivatizer inside DP-APVI (docs/privatizers.md)
     claims = (
         # -- privacy (T-1, T-19, G-2)
         ClaimRow("privacy.blackbox.counts", "privacy",
@@ -167,6 +174,20 @@ class DPAPVIAudit(Audit):
     def spec(self) -> tuple[APVISpec, tuple | None]:
         o = self.opts
         choice = o.privatizer or "gaussian"
+        if ":" in str(choice):
+            # a plug-in: built (and probed) once here, before any work; its claim names its budget
+            kw = {"beta": float(self.params.beta)}
+            if o.epsilon is not None:
+                kw["epsilon"] = float(o.epsilon)
+            if o.delta is not None:
+                kw["delta"] = float(o.delta)
+            if self.params.rho is not None:
+                kw["rho"] = float(self.params.rho)
+            plugin = offline.OfflinePlugin.load(choice, **kw)
+            spec = APVISpec(mechanism=plugin.label, budget=plugin.budget, delta=float(self.params.beta),
+                            penalty=self.params.penalty, mode=self.params.mode or "theory", plugin=plugin)
+            spec.make()
+            return spec, None
         mech = "gaussian" if choice == "none" else choice
         approx = None
         if mech == "laplace":
@@ -232,7 +253,8 @@ class DPAPVIAudit(Audit):
             "algorithm": "DP-APVI" if not spec.noise_off else "DP-APVI with the noise off (--privatizer none)",
             "mechanism": spec.mechanism if not spec.noise_off else "none", spec.budget_name: spec.budget,
             "budget_from": ("--epsilon/--delta via rho = (sqrt(log(1/delta)+eps) - sqrt(log(1/delta)))^2"
-                            if approx else ("--epsilon" if spec.mechanism == "laplace" else "--set rho (default 1)")),
+                            if approx else ("the plug-in's claim" if spec.plugin is not None else
+                                            "--epsilon" if spec.mechanism == "laplace" else "--set rho (default 1)")),
             "approx_dp": {"epsilon": approx[0], "delta_dp": approx[1]} if approx else None,
             "utility_delta": spec.delta, "penalty": spec.penalty,
             "mode": {"privacy_counts": "mode-free", "privacy_policy": forced or "practical",
@@ -254,12 +276,12 @@ class DPAPVIAudit(Audit):
     def privacy(self, spec: APVISpec, approx, data, forced) -> None:
         exe = self.exe
         self.progress("dp_apvi: privacy (black box on the released counts and the policy, declared event, sensitivity)")
-        tgt, det = offline.counts_target(spec)
+        tgt, det = offline.counts_target(spec, seed=self.int_seed("bb-counts-pilot"))
         check, _ = self.blackbox(tgt, id="privacy.blackbox.counts", samples=self._samples(),
                                  seed=self.int_seed("bb-counts"))
         self.add(_with_details(check, det))
         if data is not None:
-            tgt, det = offline.counts_target(spec, data=data)
+            tgt, det = offline.counts_target(spec, data=data, seed=self.int_seed("bb-data-pilot"))
             check, _ = self.blackbox(tgt, id="privacy.blackbox.data", samples=self._samples(2 * 10**5, 5 * 10**4),
                                      seed=self.int_seed("bb-data"))
             self.add(_with_details(check, det))

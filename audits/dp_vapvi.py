@@ -20,6 +20,11 @@ The claim table below maps each check to the paper's statement and the function 
   validity (L-11) and pessimism (L-12) exact from the true model.
 * rates: sub-optimality and value error against K, the privacy cost against K and rho (L-14 to L-16).
 
+``--privatizer file.py:Class`` puts a user's :class:`dpcheck.algorithms.offline.RegressionPrivatizer` in place of
+the paper's Gaussian noise (docs/privatizers.md, "Offline linear"), built with ``rho=`` the budget: its own widths
+(E, L), DpEvent and claim are the algorithm's; the black box learns its statistic (no noise law assumed), the
+noise calibration compares with its declared stds, the privacy-cost slope in rho with its widths' exponent.
+
 Modes: "theory" uses C = 1 and the surrogate Dpen = H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d)
 (c_D = 1); at every feasible K its Dpen/K exceeds H, so validity, pessimism and the rate bounds hold only
 vacuously (the report says so). "practical" (the default for the utility checks) uses C = 2, c_D = 1e-3:
@@ -54,6 +59,10 @@ def _validate(o) -> None:
     if o.delta is not None and o.epsilon is None:
         raise InputError("dp_vapvi: --delta is used only with --epsilon (the (eps, delta) that selects rho)")
     extra = o.extra or {}
+    priv = o.privatizer or "gaussian"
+    if priv != "gaussian" and ":" not in str(priv):
+        raise InputError(f"dp_vapvi: --privatizer must be gaussian (the paper's) or file.py:Class (a RegressionPrivatizer, "
+                         f"docs/privatizers.md), got {priv!r}")
     if "data" in extra and "instance" in extra:
         raise InputError("dp_vapvi: give --set data=PATH.npz or --set instance=..., not both")
 
@@ -128,7 +137,8 @@ class DPVAPVIAudit(Audit):
                   help="B in the noise calibration (default max(1, max ||phi||): privacy holds for any features)"),
         SetOption("delta", float, bounds=(0, 1), default=0.1, help="the utility failure probability delta"),
     )
-    uses = ("epsilon", "delta", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    privatizers = ("gaussian",)      # and file.py:Class: a RegressionPrivatizer of the released statistics
 
     # ------------------------------------------------------------------ configuration
     def budget(self) -> tuple[float, float, float | None]:
@@ -158,16 +168,24 @@ class DPVAPVIAudit(Audit):
         B = float(self.params.feature_bound) if self.params.feature_bound is not None else max(1.0, setup.max_norm)
         mode = self.params.mode or "practical"
         lam = min(1.0, setup.kappa_used / 2.0)            # Theorem 4.1 takes 0 < lambda < kappa
+        self.plugin = None
+        if ":" in str(self.opts.privatizer or ""):
+            # a user's RegressionPrivatizer, built (and probed) once before any work with the budget rho
+            from dpcheck.audits.lib.offline import OfflinePlugin
+            self.plugin = OfflinePlugin.load(self.opts.privatizer, family="regression", rho=rho)
+            rho = self.plugin.budget
         self.setup, self.rho, self.B, self.mode, self.lam = setup, rho, B, mode, lam
 
         def make(r, m=None, split=True):
             return ol.algorithm(r, mode=m or mode, setup=setup, lam=lam, feature_bound=B,
-                                matrix_neighbour=self.params.matrix_neighbour, delta=float(self.params.delta), split=split)
+                                matrix_neighbour=self.params.matrix_neighbour, delta=float(self.params.delta), split=split,
+                                plugin=self.plugin)
         self.make = make
         H, d = setup.H, setup.features.shape[2]
         th = make(rho, "theory")
         self.config.update({
-            "algorithm": "DP-VAPVI", "rho": rho, "delta_dp": delta_dp, "epsilon_requested": eps_req,
+            "algorithm": "DP-VAPVI", "rho": rho, "delta_dp": delta_dp,
+            "privatizer": self.plugin.label if self.plugin is not None else "gaussian (the paper's)", "epsilon_requested": eps_req,
             "epsilon_lemma_E15": ol.zcdp_to_dp(rho, delta_dp), "setup": setup.name, "H": H, "d": d,
             "feature_bound": B, "max_feature_norm": setup.max_norm, "matrix_neighbour": self.params.matrix_neighbour,
             "delta": float(self.params.delta), "lambda": lam, "kappa": setup.kappa, "kappa_used": setup.kappa_used,
@@ -215,7 +233,7 @@ class DPVAPVIAudit(Audit):
         samples = exe.samples if exe.samples is not None else (exe.pick(20_000, 5_000) if big else exe.pick(100_000, 20_000))
         self.config["blackbox"] = {"H": Hb, "samples": samples, "split": False}
         tgt = ol.statistics_target(lambda: self.make(rho, split=False), setup, rho_claim=rho, H=Hb,
-                                   matrix_neighbour=self.params.matrix_neighbour)
+                                   matrix_neighbour=self.params.matrix_neighbour, seed=self.int_seed("bb-pilot"))
         self.add(self.blackbox(tgt, id="privacy.blackbox.statistics", samples=samples)[0])
         tgt = ol.policy_target(lambda: self.make(rho, split=False), setup, rho_claim=rho, H=Hb)
         self.add(qualify_policy(self.blackbox(tgt, id="privacy.blackbox.policy", samples=samples)[0]))
@@ -282,8 +300,10 @@ class DPVAPVIAudit(Audit):
                                    reason=f"practical Dpen/K = {sat:.4g} >= H = {H} at every K <= {max(K_grid)} "
                                           f"(kappa used {setup.kappa_used:.3g}): Qhat = 0, no rate to measure"))
             return
+        expo = -0.5 if self.plugin is None else ol.plugin_width_exponent(lambda r: self.make(r), H, d, rho_grid)
         checks = ol.rate_checks(lambda r: self.make(r), setup.instance, K_grid=K_grid, rho_grid=rho_grid,
-                                K_rho=K_rho, rho=self.rho, runs=runs, seed=exe.seed, alpha=exe.alpha, mode=self.mode)
+                                K_rho=K_rho, rho=self.rho, runs=runs, seed=exe.seed, alpha=exe.alpha, mode=self.mode,
+                                rho_exponent=expo)
         for c in checks:
             self.add(self.soften(c, self.mode == "practical"))
 

@@ -2,7 +2,8 @@
 
 ``central_privatizer`` (eps-JDP, dp_ucbvi.md §3.1, claim C1), ``local_privatizer`` (eps-LDP, §3.3, C2),
 ``offline_gaussian_privatizer`` (rho-zCDP, offline §2.2 / §2.7, T-1) and ``offline_laplace_privatizer``
-(eps-DP, offline §2.8(c)). The module opens with the four claim tables; the checks themselves are the reusable
+(eps-DP, offline §2.8(c)), ``offline_count_privatizer`` (any DP-APVI count privatizer, a plug-in included) and
+``offline_regression_privatizer`` (any privatizer of DP-VAPVI's released statistics). The module opens with the claim tables; the checks themselves are the reusable
 functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
 declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dpcheck.audits.lib.tabular`
 (Assumption 3.1).
@@ -318,7 +319,8 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
     def check_dp_event(self, priv) -> None:
         """whitebox.dp_event: the PLD of the declared DpEvent (H = 1) against the claim."""
         H = 1
-        self.add(pa.dp_event_check(priv.declare(H, 2, 1).dp_event(), priv.claim, label=f"{type(priv).__name__}(H={H})"))
+        self.add(pa.dp_event_check(priv.declare(H, 2, 1).dp_event(), priv.claim,
+                                   label=f"{pa.privatizer_class(priv).__name__}(H={H})"))
 
     def check_sensitivity(self, priv) -> None:
         """whitebox.sensitivity: brute force over every pair of trajectories of an H = S = A = 2 model."""
@@ -378,7 +380,157 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
         return priv
 
 
+def _offline_count_options(o) -> None:
+    """--set rho and --epsilon both choose a budget: one of them."""
+    if o.epsilon is not None and "rho" in o.extra:
+        raise InputError("offline_count_privatizer: give --set rho or --epsilon, not both")
+
+
+class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
+    """Any :class:`dpcheck.algorithms.privatizers.OfflineCountPrivatizer` alone, as ``central_privatizer`` is
+    for the online ones: ``--privatizer gaussian | laplace | file.py:Class`` (default gaussian). The budget goes
+    to its constructor as given (``--epsilon``, ``--set rho``, ``--delta``) with ``--set beta``. One audit
+    for every offline count privatizer, built-in or plug-in, treated alike except where a check needs the
+    noise law: the black box of a plug-in assumes none (learned statistics) and the noise scale is held
+    against the variance it declares (``offline_gaussian_privatizer`` / ``offline_laplace_privatizer`` stay the
+    built-ins' audits at the paper's calibration)."""
+
+    name = "offline_count_privatizer"
+    algorithm = "DP-APVI count privatizer (built-in or yours: --privatizer file.py:Class)"
+    notion = "zCDP/DP"
+    summary = "the privatizer's own claim (rho-zCDP or eps-DP) in one trajectory; Lemma C.2's width"
+    privatizers = ("gaussian", "laplace")
+    uses = ("delta", "privatizer", *OFFLINE_USES)
+    options = (SetOption("rho", float, bounds=(0, None), help="a zCDP budget (the Gaussian built-in: default 1)"),
+               SetOption("beta", float, bounds=(0, 1), default=0.1,
+                         help="the width's failure probability (the spec's utility delta, not the DP delta)"))
+    claims = (
+        ClaimRow("privacy.blackbox", "privacy", "the released noisy counts n' meet the privatizer's claim in one "
+                 "trajectory (black box; a plug-in's noise law is not assumed)", f"{OFFLINE}, Lemma C.1, §2.8(c) (T-1)",
+                 "check_blackbox"),
+        ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
+                 f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
+        ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves the counts by no more than the "
+                 "sensitivity the noise is calibrated for (sqrt(2H) l2 per family / 4H l1 both)",
+                 f"{OFFLINE}, §2.7 (T-1 (i))", "check_sensitivity"),
+        ClaimRow("whitebox.noise_scale", "whitebox", "the noise has the variance declared (built-ins: the claim's)",
+                 f"{OFFLINE}, §2.2, §2.8(c) (T-1 (iii))", "check_noise_scale"),
+        ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h",
+                 f"{OFFLINE}, §2.2, Lemma C.1", "check_noise_scale"),
+        *OFFLINE_ROWS,
+    )
+
+    def privatizer(self):
+        from dpcheck.audits.lib.offline import APVISpec, OfflinePlugin
+        o = self.opts
+        choice = (o.privatizer or "gaussian").strip()
+        kw = {"beta": float(self.params.beta)}
+        if o.epsilon is not None:
+            kw["epsilon"] = float(o.epsilon)
+        if self.params.rho is not None:
+            kw["rho"] = float(self.params.rho)
+        if ":" in choice:
+            if o.delta is not None:
+                kw["delta"] = float(o.delta)
+            plugin = OfflinePlugin.load(choice, **kw)
+            self.spec = APVISpec(mechanism=plugin.label, budget=plugin.budget, delta=kw["beta"], plugin=plugin)
+        elif choice.lower() in ("gaussian", "laplace"):
+            gauss = choice.lower() == "gaussian"
+            if o.delta is not None:
+                raise InputError("offline_count_privatizer: --delta is used by plug-ins only")
+            if gauss and "epsilon" in kw or not gauss and "rho" in kw:
+                raise InputError(f"offline_count_privatizer: the {choice} built-in takes "
+                                 f"{'--set rho' if gauss else '--epsilon'}")
+            budget = kw.get("rho", kw.get("epsilon", 1.0))
+            self.spec = APVISpec(mechanism=choice.lower(), budget=budget, delta=kw["beta"])
+        else:
+            raise InputError(f"offline_count_privatizer: --privatizer must be gaussian, laplace or file.py:Class, "
+                             f"got {choice!r}")
+        priv = self.spec.make().privatizer
+        self.gaussian = self.spec.gaussian
+        self.config.update(privatizer=choice, claim=priv.claim.describe(), beta=kw["beta"],
+                           plugin=self.spec.plugin is not None)
+        return priv
+
+    def run(self) -> None:
+        priv = self.privatizer()
+        self.check_blackbox(priv)
+        self.check_dp_event(priv)
+        self.check_sensitivity(priv)
+        self.check_noise_scale(priv)
+        self.check_noise(priv)
+
+    def check_blackbox(self, priv) -> None:
+        if self.spec.plugin is None:
+            return super().check_blackbox(priv)
+        tgt, det = pa.offline_privatizer_plugin_target(priv, H=1, seed=self.int_seed("blackbox-pilot"))
+        check, _ = self.blackbox(tgt, id="privacy.blackbox", samples=self.samples(), seed=self.int_seed("blackbox"),
+                                 claim_source=priv.claim.source)
+        from dataclasses import replace
+        self.add(replace(check, details=dict(check.details, target=det)))
+
+    def check_noise_scale(self, priv) -> None:
+        """whitebox.noise_scale / noise_independence through DP-APVI's release (audits/lib/offline.py)."""
+        from dpcheck.audits.lib import offline
+        for c in offline.noise_calibration_checks(self.spec, runs=self.exe.pick(5000, 2000),
+                                                  rng=self.rng("noise-scale"), alpha=self.exe.alpha):
+            self.add(c)
+
+
+class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
+    """A :class:`dpcheck.algorithms.offline.RegressionPrivatizer` (DP-VAPVI's released statistics) alone:
+    ``--privatizer gaussian | file.py:Class`` (default: the paper's), built with ``rho=`` (``--set rho``, default
+    1). At H = 3, d = 2 and §3.4's sensitivities (one replaced trajectory, ||phi|| <= 1): a black box on the 5H
+    releases shifted by their full sensitivities (no noise law assumed), the declared DpEvent, the declared
+    stds, fresh noise per step, Lemma D.2's event with its own (E, L). The sensitivities themselves are
+    DP-VAPVI's (``dp_vapvi``'s whitebox.sensitivity)."""
+
+    name = "offline_regression_privatizer"
+    algorithm = "DP-VAPVI privatizer of the released regression statistics (built-in or yours)"
+    notion = "zCDP"
+    summary = "the privatizer's own claim for the 5H releases, one trajectory replaced; Lemma D.2's widths"
+    privatizers = ("gaussian",)
+    uses = ("privatizer", *OFFLINE_USES)
+    options = (SetOption("rho", float, bounds=(0, None), help="the zCDP budget passed to the privatizer (default 1)"),
+               SetOption("beta", float, bounds=(0, 1), default=0.1, help="the failure probability delta of Lemma D.2"))
+    claims = (
+        ClaimRow("privacy.blackbox", "privacy", "the 5H releases, each shifted by its l2 sensitivity, meet the claim "
+                 "(black box; no noise law assumed)", f"{OFFLINE}, Theorem 4.1 / Lemma D.1 (L-1)",
+                 "offline_linear.regression_release_target"),
+        ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
+                 f"{OFFLINE}, Lemma D.1, Lemma E.16/E.17", "privatizers.dp_event_check"),
+        ClaimRow("whitebox.noise_calibration", "whitebox", "each release's noise has the declared std",
+                 f"{OFFLINE}, §3.2", "offline_linear.regression_noise_checks"),
+        ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h", f"{OFFLINE}, A8",
+                 "offline_linear.regression_noise_checks"),
+        ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta the noise stays within the declared (E, L)",
+                 f"{OFFLINE}, Lemma D.2 (L-2)", "offline_linear.regression_noise_checks"),
+    )
+
+    def run(self) -> None:
+        from dpcheck.algorithms.privatizers.loader import load_regression_privatizer
+        from dpcheck.audits.lib import offline_linear as ol
+        spec = (self.opts.privatizer or "gaussian").strip()
+        rho = float(self.params.rho) if self.params.rho is not None else 1.0
+        priv = load_regression_privatizer(spec, rho=rho)
+        H, d = 3, 2
+        self.config.update(privatizer=spec, claim=priv.claim.describe(), H=H, d=d, beta=float(self.params.beta))
+        tgt, det = ol.regression_release_target(priv, H=H, d=d, seed=self.int_seed("blackbox-pilot"))
+        check, _ = self.blackbox(tgt, id="privacy.blackbox", samples=self.samples(), seed=self.int_seed("blackbox"),
+                                 claim_source=priv.claim.source)
+        from dataclasses import replace
+        self.add(replace(check, details=dict(check.details, target=det)))
+        sens = ol.standalone_sensitivities(H)
+        self.add(pa.dp_event_check(priv.dp_event(H, sens), priv.claim,
+                                   label=f"{pa.privatizer_class(priv).__name__}(H={H})"))
+        for c in ol.regression_noise_checks(priv, H=H, d=d, runs=self.exe.pick(2000, 600), rng=self.rng("noise"),
+                                            alpha=self.exe.alpha, delta=float(self.params.beta)):
+            self.add(c)
+
+
 CentralPrivatizerAudit.register()
 LocalPrivatizerAudit.register()
 OfflineGaussianPrivatizerAudit.register(validate=_offline_gaussian_options)
 OfflineLaplacePrivatizerAudit.register()
+OfflineCountPrivatizerAudit.register(validate=_offline_count_options)
+OfflineRegressionPrivatizerAudit.register()

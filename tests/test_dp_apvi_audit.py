@@ -210,7 +210,7 @@ def test_claim_table_and_options_are_listed(capsys):
     assert main(["list", "--options", "dp_apvi"]) == 0
     out = capsys.readouterr().out
     assert "data=" in out and "rho=" in out and "mode=" in out
-    assert "--privatizer (gaussian|laplace|none)" in out and "file.py:CLASS" not in out   # no plug-ins here
+    assert "--privatizer (gaussian|laplace|none|file.py:CLASS)" in out   # an OfflineCountPrivatizer plugs in
     assert main(["list"]) == 0
     assert "dp_apvi" in capsys.readouterr().out
 
@@ -376,9 +376,9 @@ def test_noise_off_is_a_privacy_violation_through_the_cli(tmp_path):
 class RawVisitsAPVI(DPAPVI):
     """Defect: the fallback and the penalties read the raw visit counts n(s,a) instead of ntil(s,a)."""
 
-    def _private_counts(self, counts, rng):
+    def private_counts(self, counts, rng):
         from dpcheck.algorithms.privatizers.offline import OfflineCounts
-        pc = super()._private_counts(counts, rng)
+        pc = super().private_counts(counts, rng)
         scale = counts.visits / np.maximum(pc.visits, 1e-12)
         return OfflineCounts(visits=counts.visits, transitions=pc.transitions * scale[..., None],
                              noisy_visits=pc.noisy_visits, noisy_transitions=pc.noisy_transitions, width=pc.width)

@@ -1,9 +1,10 @@
 """Offline RL with differential privacy (specs/offline_dp_apvi_vapvi.md): the algorithm layer.
 
     dataset:   OfflineDataset (validated trajectories, runs first), TabularCounts, sample_counts
-    apvi:      DPAPVI (Algorithm 1; Gaussian rho-zCDP or Laplace eps-DP; Bernstein or Hoeffding penalty),
-               APVI (non-private, Ambiguity A5), penalty, PenaltyConstants, APVIResult
-    vapvi:     DPVAPVI (Algorithm 2, 5H fresh Gaussian releases declared as PrivateStatistic / DpEvents),
+    apvi:      DPAPVI (Algorithm 1; Gaussian rho-zCDP or Laplace eps-DP, or any OfflineCountPrivatizer, the
+               interface re-exported here; Bernstein or Hoeffding penalty), APVI (non-private, Ambiguity A5), penalty, PenaltyConstants, APVIResult
+    vapvi:     DPVAPVI (Algorithm 2, 5H fresh Gaussian releases declared as PrivateStatistic / DpEvents; the
+               released statistics' privatizer is a RegressionPrivatizer, GaussianRegressionPrivatizer the paper's),
                VAPVI, PEVI, LinearResult, VAPVINoise
     instances: tab_full, tab_partial, lin_tab, appendix_f (TAB-FULL, TAB-PARTIAL, LIN-TAB, §5.1),
                OfflineInstance (.coverage(), .feature_figures()), feature_figures, empirical_kappa,
@@ -13,7 +14,10 @@ Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
 from dpcheck.algorithms.offline.dataset import OfflineDataset, TabularCounts, sample_counts, check_features
 from dpcheck.algorithms.offline.apvi import DPAPVI, APVI, APVIResult, PenaltyConstants, penalty
-from dpcheck.algorithms.offline.vapvi import DPVAPVI, VAPVI, PEVI, LinearResult, VAPVINoise, PrivateStatistic
+from dpcheck.algorithms.privatizers.offline import OfflineCountPrivatizer
+from dpcheck.algorithms.offline.vapvi import (
+    DPVAPVI, VAPVI, PEVI, LinearResult, VAPVINoise, PrivateStatistic, RegressionPrivatizer, GaussianRegressionPrivatizer,
+)
 from dpcheck.algorithms.offline.instances import (
     OfflineInstance, Coverage, FeatureFigures, tab_full, tab_partial, lin_tab, appendix_f, action_code,
     feature_figures, empirical_coverage, empirical_kappa, xi_two_state,
@@ -21,8 +25,9 @@ from dpcheck.algorithms.offline.instances import (
 
 __all__ = [
     "OfflineDataset", "TabularCounts", "sample_counts", "check_features",
-    "DPAPVI", "APVI", "APVIResult", "PenaltyConstants", "penalty",
-    "DPVAPVI", "VAPVI", "PEVI", "LinearResult", "VAPVINoise", "PrivateStatistic",
+    "DPAPVI", "APVI", "APVIResult", "PenaltyConstants", "penalty", "OfflineCountPrivatizer",
+    "DPVAPVI", "VAPVI", "PEVI", "LinearResult", "VAPVINoise", "PrivateStatistic", "RegressionPrivatizer",
+    "GaussianRegressionPrivatizer",
     "OfflineInstance", "Coverage", "FeatureFigures", "tab_full", "tab_partial", "lin_tab", "appendix_f",
     "action_code", "feature_figures", "empirical_coverage", "empirical_kappa", "xi_two_state",
 ]

@@ -143,8 +143,10 @@ def _reward_array(reward, H, S, A):
 
 
 class DPAPVI:
-    """DP-APVI (Algorithm 1, §2.6). Exactly one of ``rho`` (Gaussian, rho-zCDP) and ``epsilon``
-    (Laplace, eps-DP, §2.8(c)); ``inf`` switches the noise off.
+    """DP-APVI (Algorithm 1, §2.6). Exactly one of ``rho`` (Gaussian, rho-zCDP), ``epsilon``
+    (Laplace, eps-DP, §2.8(c)) and ``privatizer`` (any :class:`OfflineCountPrivatizer`, e.g. a user's plug-in
+    from ``load_offline_privatizer``: its claim, width E and DpEvent are the algorithm's); ``inf`` switches the
+    noise off.
 
     penalty: 'bernstein' (Algorithm 1) or 'hoeffding' (§2.8(b)); consistency: 'lp' (§2.4) or 'naive'
     (§2.8(e) ablation: ntil(s,a,s') = n'(s,a,s'), ntil(s,a) = sum_s' n'(s,a,s')).
@@ -154,9 +156,10 @@ class DPAPVI:
 
     def __init__(self, rho: float | None = None, *, epsilon: float | None = None, delta: float = 0.1,
                  penalty: str = "bernstein", C1: float = math.sqrt(2.0), C2: float = 16.0, C: float = 2.0,
-                 second_order_floor: float = 0.0, consistency: str = "lp"):
-        if (rho is None) == (epsilon is None):
-            raise InputError("give exactly one privacy budget: rho (Gaussian, zCDP) or epsilon (Laplace, pure DP)")
+                 second_order_floor: float = 0.0, consistency: str = "lp", privatizer=None):
+        if sum(x is not None for x in (rho, epsilon, privatizer)) != 1:
+            raise InputError("give exactly one privacy budget: rho (Gaussian, zCDP), epsilon (Laplace, pure DP) or "
+                             "a privatizer (an OfflineCountPrivatizer)")
         self.rho = None if rho is None else positive_budget("rho", rho)
         self.epsilon = None if epsilon is None else positive_budget("epsilon", epsilon)
         self.delta = probability("delta", delta)
@@ -164,6 +167,12 @@ class DPAPVI:
         if consistency not in CONSISTENCY:
             raise InputError(f"consistency must be one of {CONSISTENCY}, got {consistency!r}")
         self.consistency = consistency
+        if privatizer is not None:
+            for member in ("privatize", "width", "dp_event", "claim"):
+                if not hasattr(privatizer, member):
+                    raise InputError(f"privatizer {privatizer!r} lacks {member} (see OfflineCountPrivatizer)")
+            self.privatizer = privatizer
+            return
         budget = self.rho if self.rho is not None else self.epsilon
         if math.isinf(budget):
             self.privatizer = None
@@ -200,9 +209,12 @@ class DPAPVI:
             return dp_accounting.NonPrivateDpEvent()
         return self.privatizer.dp_event(H)
 
-    # ------------------------------------------------------------------ seams (planted-defect tests override)
-    def _private_counts(self, counts: TabularCounts, rng) -> OfflineCounts:
-        """n -> OfflineCounts: privatizer (noise, clip, §2.4 LP) or exact counts with E = 0."""
+    # ------------------------------------------------------------------ the release (public; a seam planted-defect tests override)
+    def private_counts(self, counts: TabularCounts, rng) -> OfflineCounts:
+        """What DP-APVI releases and reads, from the dataset's counts n: the privatizer's OfflineCounts (noisy n'
+        -- the only data-dependent release -- then the clip, the §2.4 LP and the width E), or the exact counts
+        with E = 0 when the noise is off; ``consistency="naive"`` replaces the LP (§2.8(e)). ``run`` reads the
+        data through this method only; the audits call it to see exactly what the algorithm releases."""
         if self.privatizer is None:
             pp = post_process_offline(counts.transitions, counts.visits, 0.0)
             private = OfflineCounts(visits=pp.visits, transitions=pp.transitions, noisy_visits=counts.visits,
@@ -235,7 +247,7 @@ class DPAPVI:
             raise InputError(f"data must be an OfflineDataset or TabularCounts, got {type(data).__name__}")
         runs, H, S, A = counts.visits.shape
         r = _reward_array(reward, H, S, A)
-        private = self._private_counts(counts, rng)
+        private = self.private_counts(counts, rng)
         E = float(private.width)
         kernel = private.kernel                                   # (runs, H, S, A, S), §2.5
         iota = math.log(H * S * A / self.delta)

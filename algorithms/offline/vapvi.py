@@ -86,6 +86,109 @@ class VAPVINoise:
     N2: np.ndarray
 
 
+def gaussian_widths(stds: dict, H: int, d: int, delta: float, c1: float = 1.0, c2: float = 1.0) -> tuple[float, float]:
+    """(E, L) of Lemma D.2 from per-release Gaussian stds (module docstring): ``E = sqrt(8 d) std(Z)
+    (2 + (log(5 c1 H/delta)/(c2 d))^(2/3))`` with std(Z) the larger matrix std, ``L = std sqrt(2 d log(10 H d/delta))``
+    with std the largest of std(g2), std(g3) and std(g1)/H (so ||g1|| <= H L too)."""
+    zs = max(stds["sigma_matrix"], stds["lambda_matrix"])
+    gs = max(stds["theta_vector"], stds["w_vector"], stds["beta_vector"] / H)
+    E = math.sqrt(8.0 * d) * zs * (2.0 + (math.log(5.0 * c1 * H / delta) / (c2 * d)) ** (2.0 / 3.0))
+    L = gs * math.sqrt(2.0 * d * math.log(10.0 * H * d / delta))
+    return E, L
+
+
+def gaussian_noise(rng: np.random.Generator, runs: int, H: int, d: int, stds: dict) -> VAPVINoise:
+    """Fresh independent Gaussian noise for every (run, h) (A8). Draw order: g1, g2, g3, Z1, Z2; the matrix
+    noises are (Z + Z^T)/sqrt(2) (P12: / sqrt(2), not / 2)."""
+    g1 = rng.normal(0.0, stds["beta_vector"], size=(runs, H, d))
+    g2 = rng.normal(0.0, stds["theta_vector"], size=(runs, H, d))
+    g3 = rng.normal(0.0, stds["w_vector"], size=(runs, H, d))
+    Z1 = rng.normal(0.0, stds["sigma_matrix"], size=(runs, H, d, d))
+    Z2 = rng.normal(0.0, stds["lambda_matrix"], size=(runs, H, d, d))
+    sym = lambda Z: (Z + np.swapaxes(Z, -1, -2)) / math.sqrt(2.0)
+    return VAPVINoise(g1, g2, g3, sym(Z1), sym(Z2))
+
+
+class RegressionPrivatizer:
+    """The privatizer of DP-VAPVI's released regression statistics (Qiao & Wang, Offline RL with DP, §3.2-3.4;
+    docs/privatizers.md, "Offline linear"). At every step h DP-VAPVI releases Sigmatil_h = Sigma_h + (E/2) I + N1_h,
+    beta_h + g1_h, theta_h + g2_h (on D'), Lambdatil_h = Lambda_h + (E/2) I + N2_h and w_h + g3_h (on D); the
+    algorithm computes the statistics and their l2 sensitivities (``sensitivities``: name -> Delta, matrices
+    as the vector (upper off-diagonal, diagonal / sqrt(2))), the privatizer draws the noise and declares it.
+
+    A researcher subclasses it and provides
+
+    * ``name`` (class attribute);
+    * ``draw(rng, runs, H, d, sensitivities)`` -> :class:`VAPVINoise`: g1, g2, g3 (runs, H, d) and SYMMETRIC
+      N1, N2 (runs, H, d, d), fresh for every step (the 5H-fold composition needs it); ``rng`` only;
+    * ``widths(H, d, sensitivities, delta)`` -> (E, L) of Lemma D.2: w.p. >= 1 - delta, for every h,
+      ||g1_h|| <= H L, ||g2_h||, ||g3_h|| <= L and ||N_i|| <= E/2 (so the E/2 shift keeps the matrices PD);
+    * ``dp_event(H, sensitivities)`` -> the dp_accounting DpEvent of all 5H releases, ONE trajectory replaced;
+    * ``claim`` (property) -> the :class:`dpcheck.Claim` (``notion="zCDP"`` with ``rho``, or ``"DP"``).
+
+    Optional: ``noise_stds(H, sensitivities)`` -> name -> the per-coordinate std of each release's noise (the
+    audits compare it with the measured one and use it in the Neyman-Pearson black box); None if not declared.
+    The constructor takes the budget by keyword (``rho=`` or ``epsilon=``). :class:`GaussianRegressionPrivatizer`
+    (the paper's) implements it.
+    """
+
+    name = "regression_privatizer"
+
+    def draw(self, rng, runs: int, H: int, d: int, sensitivities: dict) -> VAPVINoise:
+        raise NotImplementedError(self._missing("draw(rng, runs, H, d, sensitivities)", "return the VAPVINoise"))
+
+    def widths(self, H: int, d: int, sensitivities: dict, delta: float) -> tuple[float, float]:
+        raise NotImplementedError(self._missing("widths(H, d, sensitivities, delta)", "return (E, L) of Lemma D.2"))
+
+    def dp_event(self, H: int, sensitivities: dict):
+        raise NotImplementedError(self._missing("dp_event(H, sensitivities)", "the DpEvent of the 5H releases"))
+
+    @property
+    def claim(self):
+        raise NotImplementedError(self._missing("claim", "a property returning the dpcheck.Claim promised"))
+
+    def noise_stds(self, H: int, sensitivities: dict) -> dict | None:
+        return None
+
+    def _missing(self, hook: str, what: str) -> str:
+        return f"{type(self).__name__} does not implement {hook} ({what}); see docs/privatizers.md"
+
+
+REGRESSION_INTERFACE = ("draw", "widths", "dp_event", "claim")
+
+
+class GaussianRegressionPrivatizer(RegressionPrivatizer):
+    """The paper's privatizer (§3.2, Lemma D.1): N(0, Delta^2 / (2 rho0)) per coordinate, rho0 = rho / (5H);
+    the 5H Gaussian releases compose to rho-zCDP (Lemma E.16/E.17)."""
+
+    name = "gaussian"
+
+    def __init__(self, rho: float = 1.0, c1: float = 1.0, c2: float = 1.0):
+        self.rho = positive_budget("rho", rho)
+        self.c1, self.c2 = float(c1), float(c2)
+
+    def noise_stds(self, H: int, sensitivities: dict) -> dict:
+        r0 = self.rho / (5.0 * H)
+        return {k: s / math.sqrt(2.0 * r0) for k, s in sensitivities.items()}
+
+    def widths(self, H, d, sensitivities, delta):
+        return gaussian_widths(self.noise_stds(H, sensitivities), H, d, delta, self.c1, self.c2)
+
+    def draw(self, rng, runs, H, d, sensitivities):
+        return gaussian_noise(rng, runs, H, d, self.noise_stds(H, sensitivities))
+
+    def dp_event(self, H, sensitivities):
+        import dp_accounting
+        std = self.noise_stds(H, sensitivities)
+        return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(std[k] / sensitivities[k])
+                                              for _ in range(H) for k in STATISTICS])
+
+    @property
+    def claim(self):
+        from dpcheck.claims import Claim
+        return Claim(rho=self.rho, notion="zCDP", source="Qiao & Wang, Offline RL with DP, Theorem 4.1 / Lemma D.1")
+
+
 @dataclass(frozen=True)
 class LinearResult:
     """Output of DP-VAPVI / VAPVI / PEVI for a batch of runs (0-based h; runs first).
@@ -200,8 +303,15 @@ class DPVAPVI:
     def __init__(self, rho: float = 1.0, *, delta: float = 0.1, C: float = 1.0, lam: float = 1.0,
                  Dpen: float | None = None, c_D: float | None = None, kappa: float | None = None,
                  c1: float = 1.0, c2: float = 1.0, matrix_neighbour: str = "paper", feature_bound: float = 1.0,
-                 split: bool = True):
-        self.rho = positive_budget("rho", rho)
+                 split: bool = True, privatizer=None):
+        self.plugin = privatizer
+        if privatizer is not None:
+            for member in REGRESSION_INTERFACE:
+                if not hasattr(privatizer, member):
+                    raise InputError(f"privatizer {privatizer!r} lacks {member} (see RegressionPrivatizer)")
+            claim = privatizer.claim
+            rho = claim.rho if claim.rho is not None else math.nan      # only for reports; the claim is the plug-in's
+        self.rho = rho if privatizer is not None else positive_budget("rho", rho)
         self.delta = probability("delta", delta)
         self.C = self._nonneg("C", C)
         self.lam = positive_budget("lam", lam, allow_inf=False)
@@ -212,6 +322,9 @@ class DPVAPVI:
             raise InputError(f"matrix_neighbour must be one of {MATRIX_NEIGHBOUR}, got {matrix_neighbour!r}")
         self.matrix_neighbour = matrix_neighbour
         self.split = bool(split)
+        # the released statistics' privatizer: a plug-in, or the paper's Gaussian one (None: the noise is off)
+        self.privatizer = privatizer if privatizer is not None else (
+            None if math.isinf(self.rho) else GaussianRegressionPrivatizer(self.rho, self.c1, self.c2))
         self.Dpen = None if Dpen is None else self._nonneg("Dpen", Dpen)
         self.c_D = None if c_D is None else self._nonneg("c_D", c_D)
         self.kappa = None if kappa is None else positive_budget("kappa", kappa, allow_inf=False)
@@ -235,9 +348,12 @@ class DPVAPVI:
 
     @property
     def config(self) -> dict:
-        return {"name": self.name, "rho": self.rho, "delta": self.delta, "C": self.C, "lam": self.lam,
-                "Dpen": self.Dpen, "c_D": self.c_D, "kappa": self.kappa, "c1": self.c1, "c2": self.c2,
-                "matrix_neighbour": self.matrix_neighbour, "feature_bound": self.feature_bound, "split": self.split}
+        cfg = {"name": self.name, "rho": self.rho, "delta": self.delta, "C": self.C, "lam": self.lam,
+               "Dpen": self.Dpen, "c_D": self.c_D, "kappa": self.kappa, "c1": self.c1, "c2": self.c2,
+               "matrix_neighbour": self.matrix_neighbour, "feature_bound": self.feature_bound, "split": self.split}
+        if self.plugin is not None:
+            cfg["privatizer"] = getattr(self.plugin, "name", type(self.plugin).__name__)
+        return cfg
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(" + ", ".join(f"{k}={v!r}" for k, v in self.config.items() if k != "name") + ")"
@@ -245,7 +361,7 @@ class DPVAPVI:
     # ------------------------------------------------------------------ calibration (one source of truth)
     @property
     def noise_off(self) -> bool:
-        return math.isinf(self.rho)
+        return self.privatizer is None
 
     def rho0(self, H: int) -> float:
         """Budget per release: rho / (5H) (P11)."""
@@ -263,17 +379,18 @@ class DPVAPVI:
         1/(4 rho0) are the VARIANCES for B = 1, 'paper'); 0 with the noise off."""
         if self.noise_off:
             return {k: 0.0 for k in STATISTICS}
-        r0 = self.rho0(H)
-        return {k: s / math.sqrt(2.0 * r0) for k, s in self.sensitivities(H).items()}
+        if self.plugin is not None:
+            return self.plugin.noise_stds(H, self.sensitivities(H))
+        return self.privatizer.noise_stds(H, self.sensitivities(H))
 
     def widths(self, H: int, d: int) -> tuple[float, float]:
         """(E, L) of Lemma D.2 from the noise stds (module docstring); (0, 0) with the noise off."""
-        std = self.noise_stds(H)
         if self.noise_off:
             return 0.0, 0.0
-        E = math.sqrt(8.0 * d) * std["sigma_matrix"] * (2.0 + (math.log(5.0 * self.c1 * H / self.delta) / (self.c2 * d)) ** (2.0 / 3.0))
-        L = std["theta_vector"] * math.sqrt(2.0 * d * math.log(10.0 * H * d / self.delta))
-        return E, L
+        if self.plugin is not None:
+            E, L = self.plugin.widths(H, d, self.sensitivities(H), self.delta)
+            return float(E), float(L)
+        return gaussian_widths(self.noise_stds(H), H, d, self.delta, self.c1, self.c2)
 
     def penalty_constant(self, H: int, d: int) -> float:
         """Dpen (P16): the given value, or c_D (H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d))."""
@@ -288,12 +405,16 @@ class DPVAPVI:
         if self.noise_off:
             return ()
         sens, std = self.sensitivities(H), self.noise_stds(H)
+        if std is None:            # a plug-in that declares no per-release stds: its dp_event is its declaration
+            return ()
         data = {"sigma_matrix": "D'", "beta_vector": "D'", "theta_vector": "D'", "lambda_matrix": "D", "w_vector": "D"}
         return tuple(PrivateStatistic(k, h, data[k], sens[k], std[k]) for h in range(H) for k in STATISTICS)
 
     def dp_event(self, H: int):
         """Composition of the 5H Gaussian releases (rho-zCDP); NonPrivateDpEvent with the noise off."""
         import dp_accounting
+        if self.plugin is not None:
+            return self.plugin.dp_event(H, self.sensitivities(H))
         stats = self.private_statistics(H)
         if not stats:
             return dp_accounting.NonPrivateDpEvent()
@@ -301,15 +422,11 @@ class DPVAPVI:
 
     # ------------------------------------------------------------------ seams (planted-defect tests override)
     def draw_noise(self, rng: np.random.Generator, runs: int, H: int, d: int) -> VAPVINoise:
-        """Fresh independent noise for every (run, h) (A8). Draw order: g1, g2, g3, Z1, Z2."""
-        std = self.noise_stds(H)
-        g1 = rng.normal(0.0, std["beta_vector"], size=(runs, H, d))
-        g2 = rng.normal(0.0, std["theta_vector"], size=(runs, H, d))
-        g3 = rng.normal(0.0, std["w_vector"], size=(runs, H, d))
-        Z1 = rng.normal(0.0, std["sigma_matrix"], size=(runs, H, d, d))
-        Z2 = rng.normal(0.0, std["lambda_matrix"], size=(runs, H, d, d))
-        sym = lambda Z: (Z + np.swapaxes(Z, -1, -2)) / math.sqrt(2.0)      # P12: / sqrt(2), not / 2
-        return VAPVINoise(g1, g2, g3, sym(Z1), sym(Z2))
+        """Fresh independent noise for every (run, h) (A8): the plug-in's ``draw``, or the paper's Gaussian
+        noise at :meth:`noise_stds` (:func:`gaussian_noise`; draw order g1, g2, g3, Z1, Z2)."""
+        if self.plugin is not None:
+            return self.plugin.draw(rng, runs, H, d, self.sensitivities(H))
+        return gaussian_noise(rng, runs, H, d, self.noise_stds(H))
 
     def _additive(self, H: int, d: int, K: int) -> tuple[float, float]:
         """(Dpen, additive penalty Dpen / K) of line 11."""

@@ -11,10 +11,12 @@ from dpcheck.algorithms.privatizers.local import LocalPrivatizer, LocalMessage
 from dpcheck.algorithms.privatizers.nonprivate import NoPrivatizer
 from dpcheck.algorithms.privatizers.projection import project_counts, post_process, post_process_offline
 from dpcheck.algorithms.privatizers.width import confidence_width
-from dpcheck.algorithms.privatizers.loader import load_privatizer
-from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer, OfflineLaplacePrivatizer, OfflineCounts, dataset_counts
+from dpcheck.algorithms.privatizers.loader import load_privatizer, load_offline_privatizer
+from dpcheck.algorithms.privatizers.offline import (
+    OfflineCountPrivatizer, OfflineGaussianPrivatizer, OfflineLaplacePrivatizer, OfflineCounts, dataset_counts,
+)
 
 __all__ = ["CountPrivatizer", "Declaration", "declare_by_starting", "PrivateCounts", "TrueCounts", "INTERFACE", "BinaryMechanism", "TreeCounter",
            "tree_levels", "CentralPrivatizer", "LocalPrivatizer", "LocalMessage", "NoPrivatizer",
            "project_counts", "post_process", "post_process_offline", "confidence_width", "load_privatizer",
-           "OfflineGaussianPrivatizer", "OfflineLaplacePrivatizer", "OfflineCounts", "dataset_counts"]
+           "OfflineCountPrivatizer", "load_offline_privatizer", "OfflineGaussianPrivatizer", "OfflineLaplacePrivatizer", "OfflineCounts", "dataset_counts"]

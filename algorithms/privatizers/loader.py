@@ -147,3 +147,194 @@ def load_privatizer(spec, **kw):
         key = None
     check_rng_use(lambda: GuardedPrivatizer(cls(**kw), label), label, key=key)
     return GuardedPrivatizer(obj, label)
+
+
+# ============================================================ offline (DP-APVI): one release from a dataset
+OFFLINE_BUILTIN = {"gaussian": "OfflineGaussianPrivatizer", "laplace": "OfflineLaplacePrivatizer"}
+
+
+class GuardedOfflinePrivatizer(GuardedPrivatizer):
+    """:class:`GuardedPrivatizer` for an offline count privatizer (docs/privatizers.md, "Offline tabular"):
+    the same delegation and naming of exceptions, and ``privatize`` / ``width`` validated (the record type,
+    shapes equal to the counts given, no NaN or infinity, a finite E >= 0)."""
+
+    def privatize(self, pair, triple, rng):
+        from dpcheck.algorithms.privatizers.offline import OfflineCounts
+        out = self._call("privatize", self._inner.privatize, pair, triple, rng)
+        if not isinstance(out, OfflineCounts):
+            raise MechanismError(f"privatizer {self._label!r}: privatize() must return OfflineCounts, "
+                                 f"got {type(out).__name__}")
+        shape = np.shape(pair)
+        for name, shp in (("noisy_visits", shape), ("visits", shape), ("noisy_transitions", np.shape(triple)),
+                          ("transitions", np.shape(triple))):
+            arr = np.asarray(getattr(out, name))
+            if arr.shape != tuple(shp):
+                raise MechanismError(f"privatizer {self._label!r}: privatize().{name} has shape {arr.shape}, "
+                                     f"expected {tuple(shp)}")
+            if not np.all(np.isfinite(arr)):
+                raise MechanismError(f"privatizer {self._label!r}: privatize().{name} contains NaN or infinity")
+        return out
+
+    def width(self, H, S, A):
+        E = self._call("width", self._inner.width, H, S, A)
+        try:
+            ok = float(E) >= 0 and np.isfinite(float(E))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise MechanismError(f"privatizer {self._label!r}: width({H}, {S}, {A}) returned {E!r}, expected a "
+                                 f"finite number >= 0")
+        return float(E)
+
+
+def probe_rng_use(priv, label: str) -> None:
+    """MechanismError unless ``priv.privatize`` is a function of its counts and its ``rng`` alone: the same
+    seed twice must give the same release (else it draws from global or hidden state, and no audit can
+    reproduce or certify it), two seeds must give different ones (else it ignores the rng). Run on a
+    tiny dataset (H = 2, S = 2, A = 1, every count 5) with the auditor's own generators."""
+    pair, triple = np.full((1, 2, 2, 1), 10.0), np.full((1, 2, 2, 1, 2), 5.0)
+    a, b, c = (priv.privatize(pair, triple, np.random.default_rng(s)) for s in (20240917, 20240917, 7))
+    flat = lambda o: np.concatenate([np.ravel(o.noisy_visits), np.ravel(o.noisy_transitions)])
+    if not np.array_equal(flat(a), flat(b)):
+        raise MechanismError(f"privatizer {label!r}: privatize() gave different releases for the same rng seed "
+                             f"(it draws from global or hidden state; all randomness must come from rng)")
+    if np.array_equal(flat(a), flat(c)):
+        raise MechanismError(f"privatizer {label!r}: privatize() gave the same release for different rng seeds "
+                             f"(it ignores the rng it is given)")
+
+
+def load_offline_privatizer(spec, *, _label=None, _probe=True, **kw):
+    """An offline count privatizer from ``"gaussian"`` / ``"laplace"`` (the built-ins, ``rho`` / ``epsilon``
+    and ``beta`` by keyword), a ``file.py:Class`` / ``pkg.mod:Class`` spec, a class, or an instance.
+
+    A user's class is checked against :data:`dpcheck.algorithms.privatizers.offline.OFFLINE_INTERFACE`,
+    constructed with ``kw`` (its exceptions: MechanismError naming it), wrapped in
+    :class:`GuardedOfflinePrivatizer` and probed (:func:`probe_rng_use`) before any audit work (``_probe=False``:
+    the same class rebuilt at another budget, already probed; ``_label``: the name its errors carry)."""
+    from dpcheck.algorithms.privatizers import offline as off
+    if isinstance(spec, off.OfflineCountPrivatizer) and type(spec).__module__ == off.__name__:
+        return spec
+    if isinstance(spec, type) and spec.__module__ == off.__name__:
+        return spec(**kw)                       # a built-in class
+    if isinstance(spec, (off.OfflineCountPrivatizer, GuardedOfflinePrivatizer)):
+        obj, label = spec, type(spec).__name__
+        cls = None
+    elif isinstance(spec, str) and spec.strip().lower() in OFFLINE_BUILTIN:
+        return getattr(off, OFFLINE_BUILTIN[spec.strip().lower()])(**kw)
+    elif isinstance(spec, str):
+        if ":" not in spec:
+            raise InputError(f"unknown offline privatizer {spec!r}; expected {', '.join(OFFLINE_BUILTIN)}, "
+                             f"'path/to/file.py:ClassName' or 'pkg.module:ClassName'")
+        cls, label = _load_class(spec), spec
+    elif isinstance(spec, type):
+        cls, label = spec, _label or spec.__name__
+    else:
+        raise InputError(f"offline privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
+    if cls is not None:
+        if not isinstance(cls, type):
+            raise InputError(f"privatizer {label!r} is not a class")
+        missing = [m for m in off.OFFLINE_INTERFACE if not hasattr(cls, m)]
+        if missing:
+            raise InputError(f"privatizer {label!r} does not implement the offline privatizer interface: missing "
+                             f"{', '.join(missing)} (subclass dpcheck.algorithms.privatizers.OfflineCountPrivatizer; "
+                             f"see docs/privatizers.md)")
+        try:
+            obj = cls(**kw)
+        except DPCheckError:
+            raise
+        except Exception as e:
+            raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
+                                 f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+    guarded = obj if isinstance(obj, GuardedOfflinePrivatizer) else GuardedOfflinePrivatizer(obj, label)
+    if _probe and not isinstance(obj, GuardedOfflinePrivatizer):
+        probe_rng_use(guarded, label)
+    return guarded
+
+
+# ============================================================ offline linear (DP-VAPVI): the regression statistics
+class GuardedRegressionPrivatizer(GuardedPrivatizer):
+    """:class:`GuardedPrivatizer` for DP-VAPVI's regression-statistics privatizer (docs/privatizers.md,
+    "Offline linear"): ``draw`` must return a VAPVINoise of the sizes asked for, finite, with symmetric matrix
+    noises; ``widths`` two finite numbers >= 0."""
+
+    def draw(self, rng, runs, H, d, sensitivities):
+        from dpcheck.algorithms.offline.vapvi import VAPVINoise
+        out = self._call("draw", self._inner.draw, rng, runs, H, d, sensitivities)
+        if not isinstance(out, VAPVINoise):
+            raise MechanismError(f"privatizer {self._label!r}: draw() must return VAPVINoise, got {type(out).__name__}")
+        for name in ("g1", "g2", "g3", "N1", "N2"):
+            arr = np.asarray(getattr(out, name))
+            shp = (runs, H, d) if name.startswith("g") else (runs, H, d, d)
+            if arr.shape != shp:
+                raise MechanismError(f"privatizer {self._label!r}: draw().{name} has shape {arr.shape}, expected {shp}")
+            if not np.all(np.isfinite(arr)):
+                raise MechanismError(f"privatizer {self._label!r}: draw().{name} contains NaN or infinity")
+            if name.startswith("N") and not np.allclose(arr, np.swapaxes(arr, -1, -2)):
+                raise MechanismError(f"privatizer {self._label!r}: draw().{name} is not symmetric (a released "
+                                     f"Gram matrix must stay symmetric)")
+        return out
+
+    def widths(self, H, d, sensitivities, delta):
+        out = self._call("widths", self._inner.widths, H, d, sensitivities, delta)
+        try:
+            E, L = (float(v) for v in out)
+            ok = E >= 0 and L >= 0 and np.isfinite(E) and np.isfinite(L)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise MechanismError(f"privatizer {self._label!r}: widths({H}, {d}, ...) returned {out!r}, expected "
+                                 f"(E, L), two finite numbers >= 0")
+        return E, L
+
+
+def probe_regression_rng_use(priv, label: str) -> None:
+    """:func:`probe_rng_use` for ``draw`` (H = 2, d = 2, unit sensitivities)."""
+    sens = {k: 1.0 for k in ("sigma_matrix", "beta_vector", "theta_vector", "lambda_matrix", "w_vector")}
+    a, b, c = (priv.draw(np.random.default_rng(s), 1, 2, 2, sens) for s in (20240917, 20240917, 7))
+    flat = lambda o: np.concatenate([np.ravel(getattr(o, k)) for k in ("g1", "g2", "g3", "N1", "N2")])
+    if not np.array_equal(flat(a), flat(b)):
+        raise MechanismError(f"privatizer {label!r}: draw() gave different noise for the same rng seed (it draws "
+                             f"from global or hidden state; all randomness must come from rng)")
+    if np.array_equal(flat(a), flat(c)):
+        raise MechanismError(f"privatizer {label!r}: draw() gave the same noise for different rng seeds (it "
+                             f"ignores the rng it is given)")
+    priv.widths(2, 2, sens, 0.1)
+
+
+def load_regression_privatizer(spec, *, _label=None, _probe=True, **kw):
+    """DP-VAPVI's privatizer of the released statistics from ``"gaussian"`` (the paper's, ``rho=``), a
+    ``file.py:Class`` / ``pkg.mod:Class`` spec or a class: checked against
+    :data:`dpcheck.algorithms.offline.vapvi.REGRESSION_INTERFACE`, constructed with ``kw``, wrapped in
+    :class:`GuardedRegressionPrivatizer` and probed (:func:`probe_regression_rng_use`) before any work."""
+    from dpcheck.algorithms.offline import vapvi
+    if isinstance(spec, str) and spec.strip().lower() == "gaussian":
+        return vapvi.GaussianRegressionPrivatizer(**kw)
+    if isinstance(spec, type) and spec.__module__ == vapvi.__name__:
+        return spec(**kw)
+    if isinstance(spec, str):
+        if ":" not in spec:
+            raise InputError(f"unknown regression privatizer {spec!r}; expected gaussian, 'path/to/file.py:ClassName' "
+                             f"or 'pkg.module:ClassName'")
+        cls, label = _load_class(spec), spec
+    elif isinstance(spec, type):
+        cls, label = spec, _label or spec.__name__
+    else:
+        raise InputError(f"regression privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
+    if not isinstance(cls, type):
+        raise InputError(f"privatizer {label!r} is not a class")
+    missing = [m for m in vapvi.REGRESSION_INTERFACE if not hasattr(cls, m)]
+    if missing:
+        raise InputError(f"privatizer {label!r} does not implement the regression privatizer interface: missing "
+                         f"{', '.join(missing)} (subclass dpcheck.algorithms.offline.RegressionPrivatizer; "
+                         f"see docs/privatizers.md)")
+    try:
+        obj = cls(**kw)
+    except DPCheckError:
+        raise
+    except Exception as e:
+        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
+                             f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+    guarded = GuardedRegressionPrivatizer(obj, label)
+    if _probe:
+        probe_regression_rng_use(guarded, label)
+    return guarded

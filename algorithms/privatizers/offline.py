@@ -3,6 +3,8 @@
 The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair counts) and
 ``n_h(s,a,s')`` (H S^2 A triple counts), batched over runs: (runs, H, S, A[, S]).
 
+* :class:`OfflineCountPrivatizer`: the interface (a user's privatizer subclasses it; docs/privatizers.md);
+  the two built-ins below implement it.
 * :class:`OfflineGaussianPrivatizer` (rho-zCDP, §2.2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
   ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (§2.3);
   post-processing with band ``E_rho / 2`` and no shift (§2.4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
@@ -106,7 +108,58 @@ def _check_beta(beta):
     return b
 
 
-class _OfflinePrivatizer:
+OFFLINE_INTERFACE = ("privatize", "width", "dp_event", "claim", "declare")
+
+
+class OfflineCountPrivatizer:
+    """The count-privatizer interface of DP-APVI (Qiao & Wang, Offline RL with DP, §2.2-2.5; docs/privatizers.md,
+    "Offline tabular: DP-APVI"). ONE release, from a whole dataset, of noisy pair counts n'_h(s,a) and triple
+    counts n'_h(s,a,s'); everything after it (clip at 0, the §2.4 consistency LP, the kernel P~ of eq. 5, the
+    planner) is post-processing and done here, with the width E the privatizer declares.
+
+    A researcher subclasses it and provides
+
+    * ``name`` (class attribute) and ``beta`` (the failure probability of the width, in (0, 1));
+    * ``noisy_counts(pair, triple, rng)`` -> (n' pair (runs,H,S,A), n' triple (runs,H,S,A,S)): the counts plus
+      the noise, before the clip; ``rng`` (a numpy Generator) is the only randomness allowed;
+    * ``width(H, S, A)`` -> E, public and data-independent, with P(|n' - n| <= E/2 for every count) >= 1 - beta
+      (Lemma C.2's event, which Lemmas C.3-C.10 use);
+    * ``dp_event(H)`` -> the dp_accounting DpEvent of the noise actually drawn, replacing ONE trajectory
+      (it moves H pair and H triple counts by -1 and as many by +1: l1 4H for both families, l2 sqrt(2H) each);
+    * ``claim`` (property) -> the :class:`dpcheck.Claim` (``notion="DP"`` with ``epsilon``, or ``"zCDP"`` with
+      ``rho``).
+
+    Optional: ``noise_variance(H)`` (the per-count variance of the noise: the audits compare it with the
+    variance measured), ``sensitivity(H)`` (the sensitivity the noise is calibrated for: l2 per family for a
+    zCDP claim, l1 of both families for a DP claim). The constructor takes the budget by keyword
+    (``epsilon=`` or ``rho=``, as the claim has it) and ``beta=``. The built-ins below implement this class.
+    """
+
+    name = "offline_privatizer"
+    beta = 0.1
+
+    # -- what a subclass provides --------------------------------------------------------
+    def noisy_counts(self, pair, triple, rng):
+        raise NotImplementedError(self._missing("noisy_counts(pair, triple, rng)", "return n' = n + noise"))
+
+    def width(self, H: int, S: int, A: int) -> float:
+        raise NotImplementedError(self._missing("width(H, S, A)", "return the public width E"))
+
+    def dp_event(self, H: int):
+        raise NotImplementedError(self._missing("dp_event(H)", "the dp_accounting DpEvent of the noise drawn"))
+
+    @property
+    def claim(self) -> Claim:
+        raise NotImplementedError(self._missing("claim", "a property returning the dpcheck.Claim promised"))
+
+    def noise_variance(self, H: int) -> float | None:
+        """Per-count variance of the noise (optional; None: not declared)."""
+        return None
+
+    def _missing(self, hook: str, what: str) -> str:
+        return f"{type(self).__name__} does not implement {hook} ({what}); see docs/privatizers.md"
+
+    # -- what the base class does --------------------------------------------------------
     def declare(self, H: int, S: int, A: int) -> Declaration:
         """Claim, DpEvent (replacement of one trajectory) and width E for an (H, S, A) dataset, from the
         parameters and the sizes (the same ``dp_event(H)`` / ``width(H, S, A)`` ``privatize`` uses)."""
@@ -115,21 +168,42 @@ class _OfflinePrivatizer:
                 raise InputError(f"{type(self).__name__} declares its DpEvent under replacement only, "
                                  f"got {neighbouring!r}")
             return self.dp_event(H)
+        sens = getattr(self, "sensitivity", None)
         return Declaration(claim=self.claim, width=self.width(H, S, A), event=event, scale=self._scale(H),
-                           sensitivity=self.sensitivity(H))
+                           sensitivity=sens(H) if callable(sens) else None)
+
+    def _scale(self, H: int):
+        return None
 
     def privatize(self, pair, triple, rng: np.random.Generator) -> OfflineCounts:
-        """Noise on every pair and triple count, clip at 0 (§2.2), then the §2.4 projection."""
+        """n' from :meth:`noisy_counts`, clip at 0 (§2.2), then the §2.4 projection with band E/2."""
         pair, triple = _check_counts(pair, triple)
         if not isinstance(rng, np.random.Generator):
             raise InputError("rng must be a numpy.random.Generator")
         H, S, A = pair.shape[1:]
-        noisy_p = np.maximum(pair + self._noise(rng, pair.shape, H), 0.0)
-        noisy_t = np.maximum(triple + self._noise(rng, triple.shape, H), 0.0)
-        E = self.width(H, S, A)
+        noisy_p, noisy_t = self.noisy_counts(pair, triple, rng)
+        noisy_p, noisy_t = np.asarray(noisy_p, float), np.asarray(noisy_t, float)
+        if noisy_p.shape != pair.shape or noisy_t.shape != triple.shape:
+            # the user's hook broke its contract: a plain exception, named by the loader's guard
+            raise ValueError(f"noisy_counts() returned shapes {noisy_p.shape}, {noisy_t.shape}; expected "
+                             f"{pair.shape}, {triple.shape}")
+        if not (np.all(np.isfinite(noisy_p)) and np.all(np.isfinite(noisy_t))):
+            raise ValueError("noisy_counts() returned NaN or infinity")
+        noisy_p, noisy_t = np.maximum(noisy_p, 0.0), np.maximum(noisy_t, 0.0)
+        E = float(self.width(H, S, A))
+        if not (math.isfinite(E) and E >= 0):
+            raise ValueError(f"width({H}, {S}, {A}) returned {E!r}, expected a finite number >= 0")
         pp = post_process_offline(noisy_t, noisy_p, E)
         return OfflineCounts(visits=pp.visits, transitions=pp.transitions, noisy_visits=noisy_p,
                              noisy_transitions=noisy_t, width=E)
+
+
+class _OfflinePrivatizer(OfflineCountPrivatizer):
+    """The built-ins: i.i.d. noise of one law on every count (``_noise``), pair counts drawn first."""
+
+    def noisy_counts(self, pair, triple, rng):
+        H = pair.shape[1]
+        return pair + self._noise(rng, pair.shape, H), triple + self._noise(rng, triple.shape, H)
 
 
 class OfflineGaussianPrivatizer(_OfflinePrivatizer):
@@ -164,6 +238,9 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
 
     def _scale(self, H: int) -> float:
         return self.sigma(H)
+
+    def noise_variance(self, H: int) -> float:
+        return self.sigma(H) ** 2
 
     def dp_event(self, H: int):
         import dp_accounting
@@ -201,6 +278,9 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
 
     def _scale(self, H: int) -> float:
         return self.scale(H)
+
+    def noise_variance(self, H: int) -> float:
+        return 2.0 * self.scale(H) ** 2
 
     def sensitivity(self, H: int) -> float:
         """Declared l1 sensitivity of both families together under replacement: 4H."""

@@ -20,7 +20,11 @@ SIZES = dict(runs=2, H=2, S=2, A=2, K=3)
 _PROBED: set = set()
 
 
-def _releases(make, seed: int, rewards: bool) -> list[np.ndarray]:
+FIELDS = ("visits", "transitions", "rewards", "noisy_visits", "noisy_transitions")
+
+
+def _releases(make, seed: int, rewards: bool) -> list[tuple[list[np.ndarray], np.ndarray]]:
+    """Per episode: (every array field of the release, the true visits at that point)."""
     z = SIZES
     p = make()
     p.start(z["runs"], z["H"], z["S"], z["A"], z["K"], np.random.default_rng(seed), rewards=rewards)
@@ -32,13 +36,17 @@ def _releases(make, seed: int, rewards: bool) -> list[np.ndarray]:
         rw = data.random((z["runs"], z["H"])) if rewards else None
         p.observe(states, actions, rw)
         r = p.release()
-        out += [np.array(r.visits, dtype=float, copy=True), np.array(r.transitions, dtype=float, copy=True),
-                np.array(p.true_counts().visits, dtype=float, copy=True)]
+        fields = [np.array(getattr(r, f), dtype=float, copy=True) for f in FIELDS if getattr(r, f, None) is not None]
+        out.append((fields, np.array(p.true_counts().visits, dtype=float, copy=True)))
     return out
 
 
 def _same(a, b) -> bool:
-    return len(a) == len(b) and all(x.shape == y.shape and np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+    """The same releases: every field of every episode equal (NaN equal to NaN)."""
+    fa = [x for fields, _ in a for x in fields]
+    fb = [x for fields, _ in b for x in fields]
+    return len(fa) == len(fb) and all(x.shape == y.shape and np.array_equal(x, y, equal_nan=True)
+                                      for x, y in zip(fa, fb))
 
 
 def check_rng_use(make, label: str, key=None, rewards: bool = True) -> None:
@@ -53,7 +61,7 @@ def check_rng_use(make, label: str, key=None, rewards: bool = True) -> None:
             f"privatizer {label!r}: two runs started with the same rng released different counts: it draws "
             "randomness outside the rng passed to start() (numpy's global state, its own generator, the clock); "
             "draw every noise value from that rng")
-    noisy = any(not np.array_equal(released, truth) for released, truth in zip(a[0::3], a[2::3]))
+    noisy = any(not np.array_equal(fields[0], truth) for fields, truth in a)
     if _same(a, c) and noisy:
         raise MechanismError(
             f"privatizer {label!r}: runs started with different rngs released identical noisy counts: it ignores "

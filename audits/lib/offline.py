@@ -1,6 +1,6 @@
 """Reusable checks of DP-APVI (offline_dp_apvi_vapvi.md §2, claims T-1..T-17, G-2): the tabular offline audit.
 
-Everything here runs the ALGORITHM's own code paths -- ``DPAPVI._private_counts`` (privatizer, clip,
+Everything here runs the ALGORITHM's own code paths -- ``DPAPVI.private_counts`` (privatizer, clip,
 §2.4 consistency), ``DPAPVI.run`` (P~, penalty, backward induction) and ``OfflineDataset.counts`` -- so a
 defect planted in a subclass of :class:`dpcheck.algorithms.offline.DPAPVI` is seen by the check that should see
 it. The count privatizer's own checks (brute-force sensitivity, PLD of the declared DpEvent) are reused
@@ -50,6 +50,46 @@ TOL = 1e-9
 
 # ============================================================ the algorithm under audit
 @dataclass(frozen=True)
+class OfflinePlugin:
+    """A user's offline count privatizer (:class:`dpcheck.algorithms.privatizers.OfflineCountPrivatizer`) as the
+    audit builds it at any budget: ``klass(**{budget_name: b}, beta=..., **kwargs)``, guarded and probed by
+    :func:`dpcheck.algorithms.privatizers.load_offline_privatizer`. ``budget_name`` is its claim's
+    (``rho`` for zCDP, else ``epsilon``), ``budget`` the budget it was built with."""
+
+    klass: type
+    label: str
+    budget_name: str
+    budget: float
+    kwargs: dict = field(default_factory=dict)
+    family: str = "counts"        # "counts" (DP-APVI's OfflineCountPrivatizer) | "regression" (DP-VAPVI's)
+
+    @staticmethod
+    def _loader(family: str):
+        from dpcheck.algorithms.privatizers import loader
+        return loader.load_offline_privatizer if family == "counts" else loader.load_regression_privatizer
+
+    @classmethod
+    def load(cls, spec, family: str = "counts", **kw) -> "OfflinePlugin":
+        """From ``file.py:Class`` (or a class) and the constructor keywords the user chose (``epsilon`` /
+        ``rho``, ``beta``): built once (errors before any work), its claim read for the budget."""
+        from dpcheck.algorithms.privatizers.loader import _load_class
+        klass = _load_class(spec) if isinstance(spec, str) else spec
+        label = spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
+        priv = cls._loader(family)(klass, _label=label, **kw)
+        claim = priv.claim
+        name = "rho" if claim.rho is not None and claim.epsilon is None else "epsilon"
+        budget = float(claim.rho if name == "rho" else claim.epsilon)
+        rest = {k: v for k, v in kw.items() if k not in ("rho", "epsilon", "beta")}
+        return cls(klass=klass, label=label, budget_name=name, budget=budget, kwargs=rest, family=family)
+
+    def make(self, budget: float, beta: float | None = None):
+        kw = {self.budget_name: float(budget), **self.kwargs}
+        if beta is not None:
+            kw["beta"] = float(beta)
+        return self._loader(self.family)(self.klass, _label=self.label, _probe=False, **kw)
+
+
+@dataclass(frozen=True)
 class APVISpec:
     """DP-APVI as the audit runs it.
 
@@ -66,14 +106,24 @@ class APVISpec:
     algorithm: type | None = None
     extra: dict = field(default_factory=dict)
     noise_off: bool = False      # --privatizer none: the algorithm runs without noise, the claim stays (a sanity check)
+    plugin: OfflinePlugin | None = None   # --privatizer file.py:Class: a user's count privatizer inside DP-APVI
 
     @property
     def gaussian(self) -> bool:
+        """A zCDP claim (the built-in Gaussian, or a plug-in claiming rho-zCDP)."""
+        if self.plugin is not None:
+            return self.plugin.budget_name == "rho"
         return self.mechanism == "gaussian"
 
     @property
     def budget_name(self) -> str:
         return "rho" if self.gaussian else "epsilon"
+
+    def privatizer(self, budget: float | None = None):
+        """The plug-in built at ``budget`` (None for the built-ins)."""
+        if self.plugin is None:
+            return None
+        return self.plugin.make(self.budget if budget is None else budget, self.delta)
 
     def make(self, budget: float | None = None, mode: str | None = None, **kw):
         from dpcheck.algorithms.offline import DPAPVI
@@ -84,21 +134,43 @@ class APVISpec:
         consts = THEORY if (mode or self.mode) == "theory" else PRACTICAL
         args = dict(delta=self.delta, penalty=self.penalty, **consts, **self.extra)
         args.update(kw)
+        if self.plugin is not None:
+            return cls(privatizer=self.privatizer(b), **args)
         return cls(**{self.budget_name: b}, **args)
 
     def claim(self, budget: float | None = None) -> Claim:
         b = self.budget if budget is None else float(budget)
+        if self.plugin is not None:
+            return self.privatizer(b).claim
         if self.gaussian:
             return Claim(rho=b, notion="zCDP", source=f"{SOURCE}, Theorem 3.4 / Lemma C.1 (T-1)")
         return Claim(epsilon=b, notion="DP", source=f"{SOURCE}, §2.8(c) pure-DP variant (T-19)")
 
-    def declared_variance(self, H: int, budget: float | None = None) -> float:
-        """The per-count noise variance the CLAIM implies: 2H/rho (§2.2) or 2 (4H/eps)^2 (§2.8(c))."""
+    def declared_variance(self, H: int, budget: float | None = None) -> float | None:
+        """The per-count noise variance the CLAIM implies: 2H/rho (§2.2) or 2 (4H/eps)^2 (§2.8(c)); a plug-in's
+        own ``noise_variance(H)`` (None when it declares none: its noise law is its own)."""
         b = self.budget if budget is None else float(budget)
+        if self.plugin is not None:
+            v = getattr(self.privatizer(b), "noise_variance", None)
+            v = v(H) if callable(v) else None
+            return None if v is None else float(v)
         return 2.0 * H / b if self.gaussian else 2.0 * (4.0 * H / b) ** 2
 
     def noise_sd(self, H: int, budget: float | None = None) -> float:
-        return math.sqrt(self.declared_variance(H, budget))
+        v = self.declared_variance(H, budget)
+        if v is None:      # a plug-in without a declared variance: its width E/2 bounds the noise w.h.p.
+            return self.make(budget=budget).width(H, 2, 1) / 2.0
+        return math.sqrt(v)
+
+    def width_exponent(self, H: int, S: int, A: int, budgets) -> float:
+        """The exponent k of E ~ budget^k over ``budgets``: -1/2 (Gaussian, E_rho), -1 (Laplace, E_eps); a plug-in's
+        own, fitted (least squares in log-log) on its declared width E at those budgets (Theorem 3.4's privacy
+        term is linear in E, so the privacy cost scales like the privatizer's E, whatever its noise law)."""
+        if self.plugin is None:
+            return -0.5 if self.gaussian else -1.0
+        b = np.log(np.asarray(budgets, float))
+        E = np.log([max(self.make(budget=x).width(H, S, A), 1e-300) for x in budgets])
+        return float(np.polyfit(b, E, 1)[0])
 
 
 def _claim_dict(spec: APVISpec, statement: str, source: str | None = None) -> dict:
@@ -153,15 +225,18 @@ def scripted_background(H: int, S: int, A: int, copies: int):
     return base * copies
 
 
-def counts_target(spec: APVISpec, *, H: int = 2, S: int = 2, A: int = 1, data=None, max_batch: int = 1 << 22):
+def counts_target(spec: APVISpec, *, H: int = 2, S: int = 2, A: int = 1, data=None, max_batch: int = 1 << 22,
+                  seed: int = 0):
     """dpcheck AuditTarget on the released statistics n' (noisy pair and triple counts, what DP-APVI
     releases; ntil, P~ and the policy are post-processing) of two datasets that differ in ONE trajectory.
 
     Datasets: ``data`` (an OfflineDataset of one run, the user's) with its first trajectory replaced by
     the step-swapping pair (:func:`step_swap_pair`), else scripted backgrounds (:func:`scripted_background`)
     plus the pair. Statistic: the likelihood ratio of the declared noise on the coordinates that differ
-    (Gaussian: linear; Laplace: sum of |.| differences), the optimal test for correctly calibrated noise.
-    ``max_batch`` bounds the counts held at once (large user datasets are privatised in sub-batches).
+    (Gaussian: linear; Laplace: sum of |.| differences), the optimal test for correctly calibrated noise; for
+    a plug-in privatizer (``spec.plugin``) nothing is assumed about its noise: the differing counts and
+    statistics learned on a pilot sample (:func:`dpcheck.audits.lib.privatizers.offline_plugin_target`, pilot
+    seeds from ``seed``, disjoint from the audit's). ``max_batch`` bounds the counts held at once (large user datasets are privatised in sub-batches).
     """
     from dpcheck import AuditTarget
     algo = spec.make()
@@ -191,15 +266,32 @@ def counts_target(spec: APVISpec, *, H: int = 2, S: int = 2, A: int = 1, data=No
         out = np.empty(size)
         for i in range(0, size, per):
             k = min(per, size - i)
-            pc = algo._private_counts(_repeat(keys[which], k), rng)
+            pc = algo.private_counts(_repeat(keys[which], k), rng)
             z = _flat(pc.noisy_visits, pc.noisy_transitions)[:, diff]
             out[i:i + k] = (pa.gaussian_llr(z, m, m_p) if spec.gaussian
                             else pa.laplace_llr(z, m, m_p))
         return out
 
-    t = AuditTarget(name=f"{type(algo).__name__}.released_counts", mechanism=mechanism, pairs=[("D", "D'")],
-                    claim=spec.claim(), output="continuous")
-    return t, {"datasets": where, "differing_coordinates": int(diff.sum()),
+    info = {}
+    if spec.plugin is not None:
+        # a plug-in's noise law is its own: no likelihood ratio is assumed; learned statistics instead
+        # every count is watched (a plug-in may leak through counts the neighbours share) unless the dataset
+        # is large (a user's): then the differing ones, so the samples held stay (size, differing)
+        cols = np.arange(mu.size) if mu.size <= 4096 else np.flatnonzero(diff)
+
+        def release(which, rng, size):
+            out = np.empty((size, cols.size))
+            for i in range(0, size, per):
+                k = min(per, size - i)
+                pc = algo.private_counts(_repeat(keys[which], k), rng)
+                out[i:i + k] = _flat(pc.noisy_visits, pc.noisy_transitions)[:, cols]
+            return out
+        t, info = pa.offline_plugin_target(release, ("D", "D'"), (mu - mu_p)[cols], spec.claim(),
+                                           name=f"{type(algo).__name__}[{spec.plugin.label}]", seed=seed)
+    else:
+        t = AuditTarget(name=f"{type(algo).__name__}.released_counts", mechanism=mechanism, pairs=[("D", "D'")],
+                        claim=spec.claim(), output="continuous")
+    return t, {"datasets": where, **info, "differing_coordinates": int(diff.sum()),
                "statistic": "likelihood ratio of the declared noise on the differing coordinates",
                "replaced": {"x": list(x.states), "y": list(y.states)}}
 
@@ -411,7 +503,7 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
     from dpcheck.algorithms.offline import TabularCounts
     v = np.full((runs, H, S, A), float(level * S))
     t = np.full((runs, H, S, A, S), float(level))
-    pc = algo._private_counts(TabularCounts(visits=v, transitions=t, reward_sums=None, n=int(level * S * S * A)), rng)
+    pc = algo.private_counts(TabularCounts(visits=v, transitions=t, reward_sums=None, n=int(level * S * S * A)), rng)
     return pc.noisy_visits - v, pc.noisy_transitions - t
 
 
@@ -431,7 +523,7 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     runs), interval as above: FAIL if it lies wholly beyond +-``tolerance`` (one draw reused across h
     gives 1), PASS if within, else INCONCLUSIVE."""
     from scipy.stats import norm
-    rows, bad, unsure = [], [], []
+    rows, bad, unsure, unknown = [], [], [], []
     from dpcheck.stats import pass_alpha
     m = len(factors) * 2 * 2
     zq = float(norm.ppf(1 - alpha / (2 * m)))                   # FAIL: the audit's share of alpha
@@ -441,9 +533,17 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
         b = spec.budget * f
         algo = spec.make(budget=b)
         var = spec.declared_variance(H, b)
-        level = 10 * math.sqrt(var) + 10
+        undeclared = var is None
+        level = (10 * math.sqrt(var) if not undeclared else algo.width(H, S, A)) + 10
         npair, ntrip = _noise_draws(algo, H, S, A, level, runs, rng)
+        if undeclared:        # a plug-in that declares no variance: independence is judged on the measured one
+            var = float(np.var(np.concatenate([npair.ravel(), ntrip.ravel()]))) or 1.0
+            unknown.append(b)
+            if f != 1.0:
+                continue
         for fam, z in (("pair", npair), ("triple", ntrip)):
+            if undeclared:
+                break
             x = z.reshape(-1)
             q = x * x / var
             ratio, se = float(q.mean()), float(q.std(ddof=1) / math.sqrt(q.size))
@@ -476,23 +576,6 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
             corr_bad.append(r)
         elif r["correlation"] - zc_pass * r["se"] < -tolerance or r["correlation"] + zc_pass * r["se"] > tolerance:
             corr_unsure.append(r)
-    worst = max(rows, key=lambda r: abs(r["variance_ratio"] - 1))
-    scale = Check(
-        id="whitebox.noise_scale", kind="whitebox", verdict=FAIL if bad else INCONCLUSIVE if unsure else PASS,
-        claim=_claim_dict(spec, "the injected noise has variance 2H/rho (Gaussian) / 2 (4H/eps)^2 (Laplace), the "
-                                "variance the claimed budget implies", f"{SOURCE}, §2.2 / §2.8(c) (T-1 (iii), P8, P19)"),
-        measured={"rows": rows, "worst_variance_ratio": worst["variance_ratio"], "confidence": 1 - alpha,
-                  "epsilon_lower_bound": None, "samples": runs},
-        details={"budgets": [spec.budget * f for f in factors], "H": H, "S": S, "A": A,
-                 "interval": f"normal interval of the mean of (n'-n)^2 / declared, Bonferroni over {m}",
-                 "tolerance": tolerance},
-        reason=(f"variance / declared = {bad[0]['variance_ratio']:.4g} (mean {bad[0]['standardised_mean']:.3g} sd) at "
-                f"{spec.budget_name} = {bad[0]['budget']:g} ({bad[0]['family']} counts), interval "
-                f"{[round(v, 4) for v in bad[0]['ci']]} outside 1 +- {tolerance:g}"
-                if bad else (f"variance / declared: interval {[round(v, 4) for v in unsure[0]['ci']]} at "
-                             f"{spec.budget_name} = {unsure[0]['budget']:g} is not within 1 +- {tolerance:g} (more runs)"
-                             if unsure else f"variance / declared within 1 +- {tolerance:g} at {spec.budget_name} in "
-                                            f"{[spec.budget * f for f in factors]} (worst {worst['variance_ratio']:.4f})")))
     top = max(corr_rows, key=lambda r: abs(r["correlation"])) if corr_rows else None
     indep = Check(
         id="whitebox.noise_independence", kind="whitebox",
@@ -505,13 +588,37 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
         reason=(f"noise at steps {corr_bad[0]['steps']} ({corr_bad[0]['family']}) is correlated: "
                 f"{corr_bad[0]['correlation']:.3f}" if corr_bad else
                 f"no correlation across steps (max |corr| {abs(top['correlation']) if top else 0:.3g})"))
+    if unknown:
+        return [Check(id="whitebox.noise_scale", kind="whitebox", verdict=INCONCLUSIVE,
+                      claim=_claim_dict(spec, "the injected noise has the variance the privatizer declares"),
+                      measured={"confidence": None, "epsilon_lower_bound": None, "samples": runs},
+                      reason=f"the plug-in {spec.plugin.label} declares no noise_variance(H): there is no variance "
+                             f"to compare with (its privacy rests on the black box and its DpEvent)"), indep]
+    worst = max(rows, key=lambda r: abs(r["variance_ratio"] - 1))
+    what = ("the variance the plug-in declares (noise_variance(H)), at every budget" if spec.plugin is not None else
+            "variance 2H/rho (Gaussian) / 2 (4H/eps)^2 (Laplace), the variance the claimed budget implies")
+    scale = Check(
+        id="whitebox.noise_scale", kind="whitebox", verdict=FAIL if bad else INCONCLUSIVE if unsure else PASS,
+        claim=_claim_dict(spec, "the injected noise has " + what, f"{SOURCE}, §2.2 / §2.8(c) (T-1 (iii), P8, P19)"),
+        measured={"rows": rows, "worst_variance_ratio": worst["variance_ratio"], "confidence": 1 - alpha,
+                  "epsilon_lower_bound": None, "samples": runs},
+        details={"budgets": [spec.budget * f for f in factors], "H": H, "S": S, "A": A,
+                 "interval": f"normal interval of the mean of (n'-n)^2 / declared, Bonferroni over {m}",
+                 "tolerance": tolerance},
+        reason=(f"variance / declared = {bad[0]['variance_ratio']:.4g} (mean {bad[0]['standardised_mean']:.3g} sd) at "
+                f"{spec.budget_name} = {bad[0]['budget']:g} ({bad[0]['family']} counts), interval "
+                f"{[round(v, 4) for v in bad[0]['ci']]} outside 1 +- {tolerance:g}"
+                if bad else (f"variance / declared: interval {[round(v, 4) for v in unsure[0]['ci']]} at "
+                             f"{spec.budget_name} = {unsure[0]['budget']:g} is not within 1 +- {tolerance:g} (more runs)"
+                             if unsure else f"variance / declared within 1 +- {tolerance:g} at {spec.budget_name} in "
+                                            f"{[spec.budget * f for f in factors]} (worst {worst['variance_ratio']:.4f})")))
     return [scale, indep]
 
 
 # ============================================================ assumptions: counts and P~
 def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", suffix: str = "") -> list[Check]:
     """T-2..T-5 over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
-    dataset repeated), through the algorithm's ``_private_counts``:
+    dataset repeated), through the algorithm's ``private_counts``:
 
     * assumption.noise_bound (T-2, Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
     * assumption.consistency (T-3, eq. 3-4, always): ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s') and
@@ -522,7 +629,7 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
       ntil(s,a) <= E and ntil(s,a,.)/ntil(s,a) elsewhere.
     """
     algo = spec.make()
-    pc = algo._private_counts(counts, rng)
+    pc = algo.private_counts(counts, rng)
     E = float(pc.width)
     R = counts.runs
     n_p, n_t = counts.visits, counts.transitions
@@ -895,12 +1002,13 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
     c2 = _positive_cost(c2, dn, n_grid, "n", [theory and v >= 1 for v in se])
     Bb, Ab = g["budget"]["B_dp"], g["budget"]["B_apvi"]
     db = Bb - Ab
-    expected = -0.5 if spec.gaussian else -1.0
+    expected = spec.width_exponent(mdp.H, mdp.S, mdp.A, budgets)
+    like = ("the plug-in's own width E (its exponent fitted on its declared E at these budgets)"
+            if spec.plugin is not None else "rho^{-1/2} (Gaussian, E_rho) or eps^{-1} (Laplace, E_eps)")
     fit3 = fit_scaling(budgets, np.maximum(db, 1e-300), alpha=alpha, seed=seed + 2, interval="t")
     c3 = slope_check(fit3, bound=expected + tolerance, lower=expected - tolerance, id="regret.privacy_cost.budget",
                      xname=spec.budget_name,
-                     statement=(f"the cost of privacy scales like E: rho^{{-1/2}} (Gaussian, E_rho) or eps^{{-1}} "
-                                f"(Laplace, E_eps); expected slope {expected:g}"),
+                     statement=f"the cost of privacy scales like E: {like}; expected slope {expected:.3g}",
                      source=f"{src}, Theorem 3.4 / §2.8(c) (T-17, T-19, G-1)", ylabel="B_DP - B_APVI",
                      details=dict(common, n=g["n_mid"], budgets=budgets, cost_mean=list(db.mean(0))))
     c3 = _positive_cost(c3, db, budgets, spec.budget_name,

@@ -84,13 +84,26 @@ class Setup:
 
 
 def algorithm(rho, *, mode: str, setup: Setup, lam: float, feature_bound: float, matrix_neighbour="replace",
-              delta: float = 0.1, split: bool = True, cls=None):
-    """DP-VAPVI with the mode's constants (C, c_D on the kappa the setup uses)."""
+              delta: float = 0.1, split: bool = True, cls=None, plugin=None):
+    """DP-VAPVI with the mode's constants (C, c_D on the kappa the setup uses); ``plugin`` (an
+    :class:`dpcheck.audits.lib.offline.OfflinePlugin` of family "regression"): a user's privatizer of the
+    released statistics, built at budget ``rho`` (its own budget name)."""
     from dpcheck.algorithms.offline import DPVAPVI
     cls = cls or DPVAPVI
     k = THEORY if mode == "theory" else PRACTICAL
+    # rho = inf is the noise-off counterpart (VAPVI's degenerate form): no privatizer at all
+    extra = {} if plugin is None or math.isinf(rho) else {"privatizer": plugin.make(rho)}
     return cls(rho=rho, delta=delta, C=k["C"], lam=lam, c_D=k["c_D"], kappa=setup.kappa_used,
-               matrix_neighbour=matrix_neighbour, feature_bound=feature_bound, split=split)
+               matrix_neighbour=matrix_neighbour, feature_bound=feature_bound, split=split, **extra)
+
+
+def plugin_width_exponent(make, H: int, d: int, budgets) -> float:
+    """The exponent k of the privacy term ~ budget^k for a plug-in: the mean of the fitted log-log slopes of
+    its declared widths E and L over ``budgets`` (Lemma D.16 / Theorem 4.1: the privacy term of Dpen is linear
+    in L and E; the paper's Gaussian gives -1/2 for both)."""
+    b = np.log(np.asarray(budgets, float))
+    w = np.log([make(x).widths(H, d) for x in budgets])          # (len, 2)
+    return float(np.mean([np.polyfit(b, w[:, i], 1)[0] for i in range(2)]))
 
 
 # ============================================================================ user data
@@ -286,7 +299,15 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
     res = algo.run((replicate(counts, runs), replicate(counts, runs)), phi, rng)
     H = res.values.shape[1] - 1
     R = residuals(res, replicate(counts, runs), replicate(counts, runs), phi, algo.lam)
-    want = claimed_stds(rho_claim, H, algo.feature_bound, matrix_neighbour)
+    plugin = getattr(algo, "plugin", None)
+    want = claimed_stds(rho_claim, H, algo.feature_bound, matrix_neighbour) if plugin is None else algo.noise_stds(H)
+    if want is None:
+        return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=INCONCLUSIVE,
+                     claim={"statement": "each release's noise has the std the privatizer declares",
+                            "source": f"{SOURCE}, §3.2 / Lemma D.1"},
+                     measured={"confidence": None, "runs": runs},
+                     reason=f"the plug-in {getattr(plugin, 'name', plugin)!r} declares no noise_stds(H, sensitivities): "
+                            "no std to compare with (its privacy rests on the black box and its DpEvent)")
     from dpcheck.stats import pass_alpha
     a, a_pass = alpha / 10.0, pass_alpha(alpha) / 10.0     # FAIL at the audit's share, PASS at its alpha
 
@@ -320,8 +341,10 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
                           f"{pmhi:.3g}] at {1 - 10 * a_pass:.0%} reach beyond the {tolerance:g} band: more runs needed")
     verdict = FAIL if bad else INCONCLUSIVE if unsure else PASS
     reason = ("; ".join(bad or unsure) if bad or unsure else
-              f"all 5 statistics carry N(0, Delta^2/(2 rho0)) noise within {tolerance:.0%} in variance, "
-              f"rho0 = rho/(5H) = {rho_claim / (5 * H):.4g} "
+              (f"all 5 statistics carry noise of the declared std within {tolerance:.0%} in variance "
+               if plugin is not None else
+               f"all 5 statistics carry N(0, Delta^2/(2 rho0)) noise within {tolerance:.0%} in variance, "
+               f"rho0 = rho/(5H) = {rho_claim / (5 * H):.4g} ") +
               f"(variance ratios {min(r['variance_ratio'] for r in rows.values()):.3f}.."
               f"{max(r['variance_ratio'] for r in rows.values()):.3f})")
     return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=verdict,
@@ -469,7 +492,12 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     decl, std = algo.sensitivities(H), algo.noise_stds(H)
     feat_ratio = {k: fw[k] / decl[k] for k in STATS}
     worst = {k: max(ratios[k], feat_ratio[k]) for k in STATS}
-    rho_real = sum(H * (worst[k] * decl[k]) ** 2 / (2 * std[k] ** 2) for k in STATS) if std[STATS[0]] > 0 else math.inf
+    plugin = getattr(algo, "plugin", None)
+    if plugin is not None:
+        # the realised budget of a plug-in is its DpEvent's to account (whitebox.dp_event): its noise law is its own
+        rho_real = -math.inf
+    else:
+        rho_real = sum(H * (worst[k] * decl[k]) ** 2 / (2 * std[k] ** 2) for k in STATS) if std[STATS[0]] > 0 else math.inf
     over = [k for k in STATS if worst[k] > 1 + 1e-9]
     if over:
         k = max(over, key=lambda k: worst[k])
@@ -484,7 +512,8 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     else:
         verdict = PASS
         reason = (f"max change / declared sensitivity = {max(worst.values()):.4g} <= 1 over {examples} searched "
-                  f"pairs and all feature pairs; realised rho <= {rho_real:.4g} (claimed {rho_claim:g})")
+                  f"pairs and all feature pairs" + (f"; realised rho <= {rho_real:.4g} (claimed {rho_claim:g})"
+                                                    if plugin is None else ""))
     return Check(id="whitebox.sensitivity", kind="whitebox", verdict=verdict,
                  claim={"statement": "one replaced trajectory moves each release by <= its declared l2 sensitivity "
                                      "(2H^2 B, 2H B, 2H B; matrices B^2 under replacement)",
@@ -513,23 +542,33 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     from dpcheck import Claim
     from dpcheck.audits.lib.privatizers import _closed_form, dp_event_check, pld_epsilon
     claim = Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 / Lemma D.1 (L-1)")
-    stats = algo.private_statistics(H)
+    plugin = getattr(algo, "plugin", None)
+    if plugin is not None:
+        # a plug-in declares its 5H releases as one DpEvent, accounted exactly against its own claim
+        claim = plugin.claim
+        out = [dp_event_check(algo.dp_event(H), claim, label=f"{getattr(plugin, 'name', 'plug-in')} (5H releases)")]
+        if claim.rho is None:
+            return out             # Lemma E.15 (G-2) is about a zCDP claim
+        rho_claim, stats = claim.rho, ()
+    stats = algo.private_statistics(H) if plugin is None else ()
     m = equivalent_gaussian(stats)
     rho_decl = sum(s.zcdp for s in stats)
     declared = _closed_form(algo.dp_event(H))
     meas = {"releases": len(stats), "rho_declared": rho_decl, "equivalent_noise_multiplier": m}
-    if not stats:
+    if plugin is not None:
+        c1 = out[0]
+    elif not stats:
         c1 = Check(id="whitebox.dp_event", kind="whitebox", verdict=FAIL, claim=dict(claim.to_dict(), statement=claim.describe()),
                    measured=dict(meas, confidence=1.0), reason="no private release declared (the noise is off)")
     else:
         c1 = dp_event_check(dp_accounting.GaussianDpEvent(m), claim, label="DP-VAPVI (5H releases)")
         c1 = Check(id=c1.id, kind=c1.kind, verdict=c1.verdict, claim=c1.claim, measured=dict(c1.measured, **meas),
                    details=c1.details, reason=c1.reason + f" ({len(stats)} releases, 5H = {5 * H})")
-    if stats and abs(rho_decl - declared["rho"]) > 1e-9 * max(1.0, declared["rho"]):
+    if plugin is None and stats and abs(rho_decl - declared["rho"]) > 1e-9 * max(1.0, declared["rho"]):
         c1 = Check(id=c1.id, kind=c1.kind, verdict=FAIL, claim=c1.claim, measured=c1.measured, details=c1.details,
                    reason=f"the algorithm's dp_event (rho = {declared['rho']:.6g}) is not the composition of its "
                           f"declared releases (rho = {rho_decl:.6g})")
-    elif stats and len(stats) != 5 * H and c1.verdict == PASS:
+    elif plugin is None and stats and len(stats) != 5 * H and c1.verdict == PASS:
         c1 = Check(id=c1.id, kind=c1.kind, verdict=FAIL, claim=c1.claim, measured=c1.measured, details=c1.details,
                    reason=f"{len(stats)} declared releases, Algorithm 2 makes 5H = {5 * H}")
     # G-2 on the claim itself: the exact epsilon of rho-zCDP's tightest mechanism (a Gaussian with rho = rho_claim)
@@ -597,7 +636,8 @@ def transcript_llr(result, cx, cy, phi, lam, stds) -> np.ndarray:
     return out
 
 
-def statistics_target(make_algo, setup: Setup, *, rho_claim: float, H: int, matrix_neighbour: str = "replace"):
+def statistics_target(make_algo, setup: Setup, *, rho_claim: float, H: int, matrix_neighbour: str = "replace",
+                      seed: int = 0, pilot: int = 20_000):
     """AuditTarget: DP-VAPVI (no split: one trajectory enters all 5H releases) on two datasets differing in
     one trajectory; the output is the Neyman-Pearson statistic of the whole released transcript (the
     optimal test for correctly calibrated independent noise), audited against the rho-zCDP profile."""
@@ -606,6 +646,31 @@ def statistics_target(make_algo, setup: Setup, *, rho_claim: float, H: int, matr
     X, Y = neighbour_datasets(setup, H)
     cx1, cy1 = _counts(X, S, A), _counts(Y, S, A)
     algo = make_algo()
+    plugin = getattr(algo, "plugin", None)
+    if plugin is not None:
+        # a plug-in's noise law is its own: no Gaussian likelihood ratio; the residuals of the transcript
+        # against D's noiseless statistics (a function of the released transcript only: Vtil, sigtil are
+        # post-processing) and statistics learned on a pilot sample (audits/lib/privatizers.offline_plugin_target)
+        from dpcheck.audits.lib.privatizers import offline_plugin_target
+
+        sens = algo.sensitivities(H)
+
+        def release(which, rng, size):
+            c = replicate(cx1 if which == "D" else cy1, size)
+            res = algo.run((c, c), setup.features, rng)
+            rx = residuals(res, replicate(cx1, size), replicate(cx1, size), setup.features, algo.lam)
+            ry = residuals(res, replicate(cy1, size), replicate(cy1, size), setup.features, algo.lam)
+            # the shift stat(D') - stat(D) = rx - ry given the run's own Vtil, sigtil (post-processing, so known
+            # to the adversary): the projection of rx on it, each release weighted by 1/sensitivity^2 (an
+            # algorithm fact, not a noise law); ~0 under D, ~sum |shift|^2 / sens^2 under D'
+            proj = sum(((rx[k] * (rx[k] - ry[k])).reshape(size, -1).sum(1)) / sens[k] ** 2 for k in STATS)
+            return np.concatenate([rx[k].reshape(size, -1) for k in STATS] + [proj[:, None]], axis=1)
+
+        J = release("D", np.random.default_rng(0), 1).shape[1]
+        t, _ = offline_plugin_target(release, ("D", "D'"), np.zeros(J), plugin.claim,
+                                     name=f"dp_vapvi[{getattr(plugin, 'name', 'plug-in')}]", seed=seed,
+                                     pilot=pilot)
+        return t
     stds = claimed_stds(rho_claim, H, algo.feature_bound, matrix_neighbour)
 
     def mechanism(which, rng, size):
@@ -629,7 +694,8 @@ def policy_target(make_algo, setup: Setup, *, rho_claim: float, H: int):
     # privacy does not depend on C or Dpen (everything after the releases is post-processing): C = Dpen = 0
     # makes the greedy policy follow the released Bellman estimate, the most data-revealing choice
     algo = type(a)(rho=a.rho, delta=a.delta, C=0.0, lam=a.lam, Dpen=0.0, c1=a.c1, c2=a.c2,
-                   matrix_neighbour=a.matrix_neighbour, feature_bound=a.feature_bound, split=False)
+                   matrix_neighbour=a.matrix_neighbour, feature_bound=a.feature_bound, split=False,
+                   **({} if getattr(a, "plugin", None) is None else {"privatizer": a.plugin}))
     base = A ** np.arange(H * S)
 
     def mechanism(which, rng, size):
@@ -638,7 +704,8 @@ def policy_target(make_algo, setup: Setup, *, rho_claim: float, H: int):
         return (res.policy.reshape(size, -1) * base).sum(-1) % (2 ** 62)
 
     return AuditTarget(name="dp_vapvi.policy", mechanism=mechanism, pairs=[("D", "D'")],
-                       claim=Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 (post-processing)"),
+                       claim=(Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 (post-processing)")
+                              if getattr(a, "plugin", None) is None else a.plugin.claim),
                        output="discrete")
 
 
@@ -852,7 +919,7 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
 
 
 def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: int, seed: int, alpha: float,
-                mode: str, progress=None) -> list:
+                mode: str, progress=None, rho_exponent: float = -0.5) -> list:
     """Sub-optimality and value error of DP-VAPVI vs K (L-14 / L-15: main term ~ K^{-1/2}; upper bounds:
     PASS if the fitted slope's interval lies below -0.5 + 0.1, FAIL if wholly above), and the privacy cost
     in the learned value, Vtil_1(noise off) - Vtil_1(DP-VAPVI) on the same data (same constants; VAPVI's degenerate form, §3.5(a)), vs K (slope -1) and vs rho (slope
@@ -921,8 +988,109 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     cr = [(v0 - make(rr).run((D, Dp), inst.features, copy.deepcopy(rng)).values[:, 0]) @ inst.mdp.init
           for rr in rho_grid]
     cr = np.stack(cr, axis=1)
-    checks.append(_privacy_cost_check(rho_grid, cr, "rho", expected=-0.5, tolerance=0.15, alpha=alpha, seed=seed,
-                                      statement="privacy cost ~ 1/sqrt(rho)",
+    # rho_exponent: -1/2 for the paper's Gaussian; a plug-in's own, from its declared widths (plugin_width_exponent)
+    checks.append(_privacy_cost_check(rho_grid, cr, "rho", expected=rho_exponent, tolerance=0.15, alpha=alpha, seed=seed,
+                                      statement=f"privacy cost ~ rho^{rho_exponent:.3g} (the widths' exponent)",
                                       source=f"{src}, L-16 (the privacy term ~ 1/sqrt(rho))",
                                       details={"mode": mode, "K": K_rho}))
     return checks
+
+
+# ============================================================================ the regression privatizer alone
+def standalone_sensitivities(H: int, B: float = 1.0, matrix_neighbour: str = "replace") -> dict:
+    """The l2 sensitivities DP-VAPVI hands its privatizer (one REPLACED trajectory, ||phi|| <= B): §3.4's table."""
+    return claimed_sensitivities(H, B, matrix_neighbour)
+
+
+def _noise_vectors(noise) -> dict:
+    """VAPVINoise -> name -> (runs, H, m): the released noise as iid-coordinate vectors (matrices: sym_vector)."""
+    return {"sigma_matrix": sym_vector(np.asarray(noise.N1)), "beta_vector": np.asarray(noise.g1),
+            "theta_vector": np.asarray(noise.g2), "lambda_matrix": sym_vector(np.asarray(noise.N2)),
+            "w_vector": np.asarray(noise.g3)}
+
+
+def regression_release_target(priv, *, H: int = 3, d: int = 2, seed: int = 0, pilot: int = 20_000):
+    """Black-box AuditTarget on a regression privatizer ALONE: the 5H releases of two statistic sets that differ,
+    in every release, by its full l2 sensitivity (a shift of Delta_k on one coordinate; non-adaptive: the
+    worst case of §3.4's table for every step at once). Output: the released noise-plus-shift vectors; the
+    statistic is learned (:func:`dpcheck.audits.lib.privatizers.offline_plugin_target`), nothing assumed about
+    the noise. Returns (target, details)."""
+    from dpcheck.audits.lib.privatizers import offline_plugin_target
+    sens = standalone_sensitivities(H)
+    m = {k: (d * (d + 1) // 2 if k.endswith("matrix") else d) for k in STATS}
+    shift = np.concatenate([np.tile(np.r_[sens[k], np.zeros(m[k] - 1)], H) for k in STATS])
+
+    def release(which, rng, size):
+        z = _noise_vectors(priv.draw(rng, int(size), H, d, sens))
+        x = np.concatenate([z[k].reshape(int(size), -1) for k in STATS], axis=1)
+        return x + shift if which == "D'" else x
+
+    t, det = offline_plugin_target(release, ("D", "D'"), -shift, priv.claim,
+                                   name=getattr(priv, "name", "regression_privatizer"), seed=seed, pilot=pilot)
+    return t, dict(det, H=H, d=d, sensitivities=sens)
+
+
+def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alpha: float, delta: float = 0.1,
+                            tolerance: float = 0.1) -> list:
+    """The regression privatizer's noise alone, at §3.4's sensitivities: whitebox.noise_calibration (measured
+    variance of each release vs its declared ``noise_stds``, chi-square interval, tolerance band as
+    :func:`noise_calibration_check`; INCONCLUSIVE if no stds are declared), whitebox.noise_independence (one
+    draw reused across steps: |corr| beyond the tolerance), assumption.noise_bound (Lemma D.2 with its own
+    (E, L) at ``delta``: a probability check over ``runs``)."""
+    from scipy import stats as sst
+    from dpcheck.stats import pass_alpha
+    sens = standalone_sensitivities(H)
+    noise = priv.draw(rng, runs, H, d, sens)
+    z = _noise_vectors(noise)
+    want = priv.noise_stds(H, sens) if callable(getattr(priv, "noise_stds", None)) else None
+    src = f"{SOURCE}, §3.2 / Lemma D.1"
+    if want is None:
+        cal = Check(id="whitebox.noise_calibration", kind="whitebox", verdict=INCONCLUSIVE,
+                    claim={"statement": "each release's noise has the std the privatizer declares", "source": src},
+                    measured={"confidence": None, "runs": runs},
+                    reason="the privatizer declares no noise_stds(H, sensitivities): no std to compare with")
+    else:
+        bad, unsure, rows = [], [], {}
+        a, a_pass = alpha / 5.0, pass_alpha(alpha) / 5.0
+        for k in STATS:
+            x = z[k].reshape(-1)
+            n, ratio = x.size, float(np.mean(x ** 2)) / want[k] ** 2
+            lo, hi = ratio * n / sst.chi2.ppf(1 - a / 2, n), ratio * n / sst.chi2.ppf(a / 2, n)
+            plo, phi_ = ratio * n / sst.chi2.ppf(1 - a_pass / 2, n), ratio * n / sst.chi2.ppf(a_pass / 2, n)
+            rows[k] = {"declared_std": want[k], "variance_ratio": ratio, "interval": [lo, hi]}
+            if hi < 1 - tolerance or lo > 1 + tolerance:
+                bad.append(f"{k}: variance {ratio:.3g} x declared (interval [{lo:.3g}, {hi:.3g}])")
+            elif plo < 1 - tolerance or phi_ > 1 + tolerance:
+                unsure.append(f"{k}: interval [{plo:.3g}, {phi_:.3g}] reaches beyond 1 +- {tolerance:g}")
+        cal = Check(id="whitebox.noise_calibration", kind="whitebox",
+                    verdict=FAIL if bad else INCONCLUSIVE if unsure else PASS,
+                    claim={"statement": "each release's noise has the std the privatizer declares", "source": src},
+                    measured={"statistics": rows, "confidence": 1 - alpha, "runs": runs},
+                    reason="; ".join(bad or unsure) or
+                    f"all 5 releases within {tolerance:.0%} of their declared variance "
+                    f"({min(r['variance_ratio'] for r in rows.values()):.3f}..{max(r['variance_ratio'] for r in rows.values()):.3f})")
+    worst, tests = 0.0, 0
+    for k in STATS:
+        X = z[k] / np.maximum(z[k].std(0), 1e-300)
+        for i in range(X.shape[2]):
+            C = (X[:, :, i].T @ X[:, :, i]) / runs
+            r = C[np.triu_indices(H, 1)]
+            tests += r.size
+            worst = max(worst, float(np.abs(r).max()) if r.size else 0.0)
+    crit = float(sst.norm.ppf(1 - alpha / (2 * max(tests, 1)))) / math.sqrt(runs)
+    indep = Check(id="whitebox.noise_independence", kind="whitebox",
+                  verdict=FAIL if worst > tolerance + crit else PASS,
+                  claim={"statement": "a fresh, independent noise draw for every step h", "source": f"{SOURCE}, A8"},
+                  measured={"max_abs_correlation": worst, "tests": tests, "runs": runs, "confidence": 1 - alpha},
+                  reason=f"max |corr| across steps {worst:.3g} ({'>' if worst > tolerance + crit else '<='} "
+                         f"{tolerance:g} + {crit:.3g})")
+    E, L = priv.widths(H, d, sens, delta)
+    g = [np.linalg.norm(np.asarray(x), axis=-1) for x in (noise.g1, noise.g2, noise.g3)]
+    nm = [np.abs(np.linalg.eigvalsh(np.asarray(x))).max(-1) for x in (noise.N1, noise.N2)]
+    fail = (g[0] > H * L) | (g[1] > L) | (g[2] > L) | (nm[0] > E / 2) | (nm[1] > E / 2)
+    bound = probability_check(id="assumption.noise_bound", failures=int(fail.any(axis=1).sum()), runs=runs, beta=delta,
+                              alpha=alpha, what="the Lemma D.2 noise bounds with the privatizer's (E, L)",
+                              claim={"statement": "w.p. >= 1 - delta, for all h: ||g1|| <= H L, ||g2||, ||g3|| <= L, "
+                                                  "||N_i|| <= E/2", "source": f"{SOURCE}, Lemma D.2 (L-2)"},
+                              details={"E": E, "L": L, "H": H, "d": d})
+    return [cal, indep, bound]
