@@ -104,6 +104,11 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
     return sensitivity / math.sqrt(2.0 * rho)
 
 
+def gaussian_sigma_squared(squared_sensitivity: float, rho: float) -> float:
+    """:func:`gaussian_sigma` from the squared l2 sensitivity: sigma = sqrt(Delta^2 / (2 rho))."""
+    return math.sqrt(squared_sensitivity / (2.0 * rho))
+
+
 def multiplier_from_rho(rho: float) -> float:
     """The noise multiplier m = 1 / sqrt(2 rho) of the Gaussian mechanism that is exactly rho-zCDP, the
     tightest rho-zCDP mechanism (Bun & Steinke 2016, Prop. 1.6)."""

@@ -99,6 +99,7 @@ def test_gaussian_delta_matches_theorem_8(m, eps):
 def test_gaussian_sigma_and_rho_round_trip(sens, rho):
     assert acc.gaussian_rho(sens, acc.gaussian_sigma(sens, rho)) == pytest.approx(rho, rel=1e-12)
     assert acc.gaussian_rho_squared(sens ** 2, acc.gaussian_sigma(sens, rho)) == pytest.approx(rho, rel=1e-12)
+    assert acc.gaussian_sigma_squared(sens ** 2, rho) == pytest.approx(acc.gaussian_sigma(sens, rho), rel=1e-12)
 
 
 @settings(max_examples=60, deadline=None)

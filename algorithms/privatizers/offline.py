@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcheck.accounting import rho_from_epsilon
+from dpcheck.accounting import gaussian_sigma_squared, rho_from_epsilon
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
@@ -153,8 +153,9 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
         return cls(rho=rho_from_epsilon(epsilon, delta_dp), beta=beta)
 
     def sigma(self, H: int) -> float:
-        """Standard deviation: sigma^2 = 2H / rho."""
-        return math.sqrt(2.0 * H / self.rho)
+        """Standard deviation sigma^2 = 2H / rho: each of the two families (pairs, triples) gets rho / 2
+        (zCDP composes additively) at l2 sensitivity sqrt(2H) (Lemma C.1)."""
+        return gaussian_sigma_squared(2.0 * H, self.rho / 2)
 
     def width(self, H: int, S: int, A: int) -> float:
         """E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho) (§2.3)."""
