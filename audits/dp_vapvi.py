@@ -42,6 +42,7 @@ import math
 
 import numpy as np
 
+from dpcheck import accounting
 from dpcheck.audits.lib import offline_linear as ol
 from dpcheck.audits.lib.offline import qualify_policy
 from dpcheck.audit import Audit, ClaimRow
@@ -148,7 +149,7 @@ class DPVAPVIAudit(Audit):
             dd = float(o.delta) if o.delta is not None else 1e-5
             if not 0 < dd < 1:
                 raise InputError(f"--delta must lie in (0, 1) to convert --epsilon to rho, got {o.delta!r}")
-            return ol.rho_from_epsilon(float(o.epsilon), dd), dd, float(o.epsilon)
+            return accounting.rho_from_epsilon(float(o.epsilon), dd), dd, float(o.epsilon)
         rho = float(self.params.rho) if self.params.rho is not None else 1.0
         if not (rho > 0 and math.isfinite(rho)):
             raise InputError(f"--set rho must be a finite number > 0, got {rho!r}")
@@ -186,7 +187,7 @@ class DPVAPVIAudit(Audit):
         self.config.update({
             "algorithm": "DP-VAPVI", "rho": rho, "delta_dp": delta_dp,
             "privatizer": self.plugin.label if self.plugin is not None else "gaussian (the paper's)", "epsilon_requested": eps_req,
-            "epsilon_lemma_E15": ol.zcdp_to_dp(rho, delta_dp), "setup": setup.name, "H": H, "d": d,
+            "epsilon_lemma_E15": accounting.epsilon_from_rho(rho, delta_dp), "setup": setup.name, "H": H, "d": d,
             "feature_bound": B, "max_feature_norm": setup.max_norm, "matrix_neighbour": self.params.matrix_neighbour,
             "delta": float(self.params.delta), "lambda": lam, "kappa": setup.kappa, "kappa_used": setup.kappa_used,
             "mode": {"privacy": "mode-free", "utility": mode, "rates": mode},

@@ -44,7 +44,8 @@ import numpy as np
 from dpcheck import events as ev
 from dpcheck import stats
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS
-from dpcheck.claims import Claim, zcdp_delta
+from dpcheck.accounting import zcdp_epsilon
+from dpcheck.claims import Claim
 from dpcheck.errors import InputError, MechanismError
 from dpcheck.target import AuditTarget
 
@@ -268,17 +269,6 @@ def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: No
 
 
 # ------------------------------------------------------------------ what is tested
-def _eps_of_zcdp(rho: float, delta: float) -> float:
-    """The smallest eps with zcdp_delta(rho, eps) <= delta (the claimed eps at ``delta``)."""
-    lo, hi = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1.0
-    while zcdp_delta(rho, hi) > delta:
-        hi *= 2
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if zcdp_delta(rho, mid) <= delta else (mid, hi)
-    return hi
-
-
 def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
     """(epsilon_claimed, delta, profile eps grid) for a claim.
 
@@ -292,8 +282,8 @@ def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
         delta = claim.delta if claim.delta > 0 else ZCDP_DELTA
         if claim.rho == 0:
             return 0.0, delta, [0.0]
-        grid = [_eps_of_zcdp(claim.rho, d) for d in ZCDP_PROFILE_DELTAS]
-        return _eps_of_zcdp(claim.rho, delta), delta, grid
+        grid = [zcdp_epsilon(claim.rho, d) for d in ZCDP_PROFILE_DELTAS]
+        return zcdp_epsilon(claim.rho, delta), delta, grid
     if claim.delta > 0:
         return claim.epsilon, claim.delta, [claim.epsilon * f for f in APPROX_PROFILE_FRACTIONS]
     return claim.epsilon, 0.0, []

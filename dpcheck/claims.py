@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, asdict
 from numbers import Real
 
+from dpcheck.accounting import approx_dp_delta, zcdp_delta
 from dpcheck.errors import InputError
 
 NOTIONS = ("DP", "JDP", "LDP", "zCDP")
@@ -87,13 +88,12 @@ class Claim:
         (eps, 1 - (1 - delta)(1 + e^eps)/(1 + e^epsilon))-DP, the tight profile of
         the randomised-response extreme (Kairouz, Oh & Viswanath 2015, Thm 2.1).
         zCDP: delta(eps) = inf_{a>1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a
-        (Canonne, Kamath & Steinke 2020, Prop. 7), minimised numerically over a.
+        (Canonne, Kamath & Steinke 2020, Prop. 7), minimised numerically over a
+        (both in :mod:`dpcheck.accounting`).
         """
         if self.notion == "zCDP":
             return zcdp_delta(self.rho, eps)
-        if eps >= self.epsilon:
-            return self.delta
-        return min(1.0, 1.0 - (1.0 - self.delta) * (1.0 + math.exp(eps)) / (1.0 + math.exp(self.epsilon)))
+        return approx_dp_delta(self.epsilon, self.delta, eps)
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
@@ -103,24 +103,3 @@ class Claim:
             return f"rho={self.rho:g}-zCDP"
         d = f", delta={self.delta:g}" if self.delta else ""
         return f"epsilon={self.epsilon:g}{d} {self.notion}"
-
-
-def zcdp_delta(rho: float, eps: float) -> float:
-    """delta(eps) implied by rho-zCDP (Canonne, Kamath & Steinke 2020, Prop. 7).
-
-    delta = inf_{a > 1} exp((a - 1)(a rho - eps)) / (a - 1) * (1 - 1/a)^a, capped at 1.
-    Computed in log space and minimised over a with a bounded scalar search.
-    """
-    from scipy.optimize import minimize_scalar
-
-    if rho == 0:
-        return 0.0
-
-    def log_delta(a):
-        return (a - 1) * (a * rho - eps) - math.log(a - 1) + a * math.log1p(-1.0 / a)
-
-    # the unconstrained minimiser of the leading term is a* = (eps + rho) / (2 rho)
-    a_star = max(1.0 + 1e-9, (eps + rho) / (2 * rho))
-    res = minimize_scalar(log_delta, bounds=(1.0 + 1e-9, max(2.0, 4 * a_star)), method="bounded")
-    best = min(res.fun, log_delta(a_star) if a_star > 1 else math.inf)
-    return float(min(1.0, math.exp(best)))

@@ -67,9 +67,8 @@ def report_noisy_max(eps: float, return_value: bool = False):
 
 def analytic_gaussian_delta(eps: float, sigma: float, sensitivity: float = 1.0) -> float:
     """Exact delta(eps) of the Gaussian mechanism (Balle & Wang 2018, Thm 8)."""
-    from scipy.stats import norm
-    a, b = sensitivity / (2 * sigma), eps * sigma / sensitivity
-    return float(norm.cdf(a - b) - math.exp(eps) * norm.cdf(-a - b))
+    from dpcheck.accounting import gaussian_delta
+    return gaussian_delta(sigma / sensitivity, eps)
 
 
 def diffprivlib_laplace(eps: float, sensitivity: float = 1.0):

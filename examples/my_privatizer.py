@@ -12,8 +12,8 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
 
+from dpcheck.accounting import gaussian_delta, gaussian_multiplier_for
 from dpcheck.algorithms.privatizers import BinaryMechanism, CountPrivatizer, Declaration, TreeCounter, tree_levels
 from dpcheck import Claim
 
@@ -21,26 +21,16 @@ DELTA = 1e-5
 
 
 def analytic_gaussian_delta(noise_multiplier: float, epsilon: float) -> float:
-    """delta(eps) of the Gaussian mechanism with sigma = noise_multiplier x (l2 sensitivity):
-    Phi(1/(2m) - eps m) - e^eps Phi(-1/(2m) - eps m), exact (Balle & Wang 2018, Theorem 8)."""
-    m = noise_multiplier
-    a, b = 1.0 / (2.0 * m), epsilon * m
-    return math.exp(log_ndtr(a - b)) - math.exp(epsilon + log_ndtr(-a - b))
+    """delta(eps) of the Gaussian mechanism with sigma = noise_multiplier x (l2 sensitivity), exact
+    (Balle & Wang 2018, Theorem 8; dpcheck.accounting.gaussian_delta)."""
+    return gaussian_delta(noise_multiplier, epsilon)
 
 
 def analytic_gaussian_multiplier(epsilon: float, delta: float) -> float:
-    """The smallest sigma / sensitivity with analytic_gaussian_delta <= delta (bisection; delta(eps) is
-    decreasing in sigma). Valid for every eps > 0, unlike the classic sqrt(2 log(1.25/delta)) / eps,
+    """The smallest sigma / sensitivity with analytic_gaussian_delta <= delta (dpcheck.accounting's analytic
+    Gaussian calibration). Valid for every eps > 0, unlike the classic sqrt(2 log(1.25/delta)) / eps,
     which needs eps <= 1 (Dwork & Roth 2014, Thm A.1)."""
-    lo, hi = 1e-6, 1.0
-    while analytic_gaussian_delta(hi, epsilon) > delta:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if analytic_gaussian_delta(mid, epsilon) <= delta else (mid, hi)
-        if hi - lo <= 1e-12 * hi:
-            break
-    return hi        # the upper end: delta(eps) <= delta holds there
+    return gaussian_multiplier_for(epsilon, delta)
 
 
 class GaussianTreePrivatizer(CountPrivatizer):

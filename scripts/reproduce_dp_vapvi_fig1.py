@@ -333,8 +333,9 @@ def reading(findings, results, meta):
     if len(abl) == 2:
         var_free, reg_free = (float(np.mean(r["mean"])) for r in abl)
         rho_a, H = abl[0]["rho"], meta["H"]
-        g3 = 2 * H / math.sqrt(2 * rho_a / (5 * H))
-        g1 = 2 * H * H / math.sqrt(2 * rho_a / (5 * H))
+        from dpcheck.accounting import gaussian_sigma
+        g3 = gaussian_sigma(2 * H, rho_a / (5 * H))          # the stds DP-VAPVI draws (rho0 = rho / 5H)
+        g1 = gaussian_sigma(2 * H * H, rho_a / (5 * H))
         if reg_free < var_free:
             out.append(f"* At rho = {rho_a:g} the noise of the REGRESSION step costs most: without g3 (std {g3:.0f}) and K2 the "
                        f"K-averaged gap is {reg_free:.3f}, without the variance step's g1 (std {g1:.0f}), g2 and K1 it is "

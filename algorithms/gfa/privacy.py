@@ -5,7 +5,7 @@ Every update is one exponential mechanism over the class with temperature
     beta_EM = eps0 / (2 Delta_S)                    (the factor 2: the score's sensitivity, §1.5)
 
 so each update is (eps0, 0)-DP; the M = ceil(K/B) updates (A2: the k = 1 update sees no data, keeping
-M is conservative) compose adaptively (Lemma E.2) to
+M is conservative) compose adaptively (Lemma E.2; :func:`dpcheck.accounting.advanced_composition`) to
 
     eps_total = eps0 sqrt(2 M ln(1/delta)) + M eps0 (e^{eps0} - 1)          (at this delta)
 
@@ -27,6 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from dpcheck.accounting import (advanced_composition, advanced_composition_inverse, advanced_composition_root,
+                                pure_dp_event)
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
@@ -61,13 +63,6 @@ def number_of_updates(K: int, B: int) -> int:
     return -(-_positive_int("K", K) // _positive_int("batch size B", B))
 
 
-def advanced_composition(eps0: float, M: int, delta: float) -> float:
-    """eps' of M adaptively composed eps0-DP mechanisms at delta' = delta (Lemma E.2, G4)."""
-    if eps0 == 0:
-        return 0.0
-    return eps0 * math.sqrt(2.0 * M * math.log(1.0 / delta)) + M * eps0 * math.expm1(eps0)
-
-
 def per_update_epsilon(epsilon: float, delta: float, M: int, rule: str = "exact") -> float:
     """eps0 of one update so that M of them give (epsilon, delta)-DP (rules in the module docstring, A1)."""
     if rule not in EPS0_RULES:
@@ -78,24 +73,12 @@ def per_update_epsilon(epsilon: float, delta: float, M: int, rule: str = "exact"
     if not 0 < delta < 1:
         raise InputError(f"delta must lie in (0, 1) for advanced composition, got {delta!r}")
     M = _positive_int("number of updates M", M)
-    root = math.sqrt(2.0 * M * math.log(1.0 / delta))
+    root = advanced_composition_root(M, delta)
     if rule == "section_3_3":
         return epsilon / (2.0 * root)
     if rule == "appendix_e":
         return epsilon / root
-    # the composed epsilon is increasing in eps0; bracket then bisect to the last float that fits
-    lo, hi = 0.0, epsilon / root
-    while advanced_composition(hi, M, delta) <= epsilon:   # cannot happen (second term > 0), kept for safety
-        lo, hi = hi, 2 * hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if advanced_composition(mid, M, delta) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return advanced_composition_inverse(epsilon, M, delta)
 
 
 def sensitivity(algorithm: int, H: int, kind: str = "paper") -> float:
@@ -190,9 +173,7 @@ class GFAPrivacy:
         import dp_accounting
         if not self.private:
             return dp_accounting.NonPrivateDpEvent()
-        rr = dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(self.eps0)),
-                                                     num_buckets=2)
-        return dp_accounting.SelfComposedDpEvent(rr, self.M)
+        return dp_accounting.SelfComposedDpEvent(pure_dp_event(self.eps0), self.M)
 
     def to_dict(self) -> dict:
         from dataclasses import asdict

@@ -43,6 +43,7 @@ import math
 from dataclasses import dataclass
 
 
+from dpcheck.accounting import gaussian_mu, rho_from_mu
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 from dpcheck.algorithms.privatizers.binary_mechanism import TreeCounter
@@ -206,14 +207,14 @@ class Privatizer(Regularizer):
         """Total Gaussian-DP parameter sqrt(sum_c H m Delta_c^2 / sigma_c^2) of the transcript (C11b)."""
         if self.noise_off:
             return math.inf
-        return math.sqrt(sum((t.sensitivity / t.node_scale) ** 2 for t in self.trees(sizes, neighbouring).values()))
+        return gaussian_mu((t.sensitivity, t.node_scale) for t in self.trees(sizes, neighbouring).values())
 
     def zcdp_rho(self, sizes: LinearSizes, neighbouring: str | None = None) -> float:
         """rho = mu^2 / 2 = sum over the 4H counters of m Delta^2 / (2 sigma^2) (C10, C11a); with the paper
         calibration and the matching neighbour relation, eps^2 / (16 H ln(4H/delta))."""
         if neighbouring is None:
             neighbouring = "replacement" if self.sensitivity_mode == "replacement" else "add_remove"
-        return self.gdp_mu(sizes, neighbouring) ** 2 / 2.0
+        return rho_from_mu(self.gdp_mu(sizes, neighbouring))
 
     def paper_epsilon(self, sizes: LinearSizes) -> float:
         """eps_c + eps_c^2 / (16 H ln(4H/delta)) with eps_c the calibration epsilon (C11; A12)."""

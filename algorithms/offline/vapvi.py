@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpcheck.accounting import gaussian_rho, gaussian_sigma
 from dpcheck.errors import InputError
 from dpcheck.algorithms.envs._validate import check_rng, one_hot
 from dpcheck.algorithms.offline.dataset import (
@@ -67,7 +68,7 @@ class PrivateStatistic:
     @property
     def zcdp(self) -> float:
         """rho of this release: Delta^2 / (2 sigma^2) (Gaussian mechanism, Lemma 2.7)."""
-        return self.sensitivity ** 2 / (2.0 * self.noise_std ** 2)
+        return gaussian_rho(self.sensitivity, self.noise_std)
 
     def dp_event(self):
         import dp_accounting
@@ -169,7 +170,7 @@ class GaussianRegressionPrivatizer(RegressionPrivatizer):
 
     def noise_stds(self, H: int, sensitivities: dict) -> dict:
         r0 = self.rho / (5.0 * H)
-        return {k: s / math.sqrt(2.0 * r0) for k, s in sensitivities.items()}
+        return {k: gaussian_sigma(s, r0) for k, s in sensitivities.items()}
 
     def widths(self, H, d, sensitivities, delta):
         return gaussian_widths(self.noise_stds(H, sensitivities), H, d, delta, self.c1, self.c2)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcheck.accounting import gaussian_sigma_squared, rho_from_epsilon
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 
@@ -217,17 +218,18 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
 
     @classmethod
     def from_approx_dp(cls, epsilon: float, delta_dp: float, beta: float = 0.1):
-        """(eps, delta_dp)-DP through zCDP (§2.8(d)): rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2."""
+        """(eps, delta_dp)-DP through zCDP (§2.8(d)): the rho whose Lemma E.15 conversion is exactly
+        (eps, delta_dp)-DP (:func:`dpcheck.accounting.rho_from_epsilon`)."""
         epsilon = _positive_finite("epsilon", epsilon)
         delta_dp = _positive_finite("delta_dp", delta_dp)
         if not delta_dp < 1:
             raise InputError(f"delta_dp must lie in (0, 1), got {delta_dp!r}")
-        L = math.log(1.0 / delta_dp)
-        return cls(rho=(math.sqrt(L + epsilon) - math.sqrt(L)) ** 2, beta=beta)
+        return cls(rho=rho_from_epsilon(epsilon, delta_dp), beta=beta)
 
     def sigma(self, H: int) -> float:
-        """Standard deviation: sigma^2 = 2H / rho."""
-        return math.sqrt(2.0 * H / self.rho)
+        """Standard deviation sigma^2 = 2H / rho: each of the two families (pairs, triples) gets rho / 2
+        (zCDP composes additively) at l2 sensitivity sqrt(2H) (Lemma C.1)."""
+        return gaussian_sigma_squared(2.0 * H, self.rho / 2)
 
     def width(self, H: int, S: int, A: int) -> float:
         """E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho) (§2.3)."""

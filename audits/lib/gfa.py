@@ -469,7 +469,7 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
     With ``mdp``, one run of K episodes per grid point counts the draws the sampler really makes and reads
     the temperatures it is really given; the accounting uses the larger of declared and observed (a learner
     that updates more often, or hotter, than it declares fails)."""
-    import dp_accounting
+    from dpcheck.accounting import advanced_composition, pld_epsilon_replace_one, pure_dp_event
     claim = claim or agent.claim
     rows = []
     for K in K_grid:
@@ -484,10 +484,7 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
             if not math.isnan(b):
                 beta_used = max(beta_used, b)
         eps0_used = 2.0 * p.sensitivity * beta_used
-        rr = dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(eps0_used)),
-                                                     num_buckets=2)
-        eps_pld = pld_epsilon_replace_one(rr, M, claim.delta)
-        from dpcheck.algorithms.gfa import advanced_composition
+        eps_pld = pld_epsilon_replace_one(pure_dp_event(eps0_used), M, claim.delta)
         rows.append({"K": int(K), "B": agent.B, "M": M, "eps0_declared": p.eps0, "eps0_used": eps0_used,
                      "beta_declared": p.beta_em, "beta_used": beta_used,
                      "advanced_composition": advanced_composition(eps0_used, M, claim.delta),
@@ -512,18 +509,6 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
                                                       "dp_accounting 0.6.0 ignores the "
                                                       "count of a SelfComposed randomized response)"},
                  reason=reason)
-
-
-def pld_epsilon_replace_one(event, count: int, delta: float) -> float:
-    """eps at ``delta`` of ``count`` compositions of ``event`` by dp_accounting's PLD accountant under
-    replacement of one user (§1.5), with audits/lib/privatizers.py's discretisation and its explicit
-    spelling-out of self-compositions (dp_accounting 0.6.0 would account M randomized-response updates
-    as one)."""
-    import dp_accounting
-    from dpcheck.audits.lib.privatizers import pld_accountant
-    acc = pld_accountant(dp_accounting.SelfComposedDpEvent(event, int(count)),
-                         dp_accounting.NeighboringRelation.REPLACE_ONE)
-    return float(acc.get_epsilon(delta))
 
 
 def _literal_scores(agent, states, actions, rewards, init):

@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, vacuous
+from dpcheck import accounting
+from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify, vacuous
 from dpcheck.errors import InputError
 
 SOURCE = "Zhou, Differentially Private Reinforcement Learning with Linear Function Approximation"
@@ -265,7 +266,7 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
                                     f"H={env.H}, d1={env.d1}, d2={env.d2}, d={env.d})")
     m = dict(check.measured)
     m.update(epsilon_achieved=m.get("epsilon_pld"), epsilon_claimed=claim.epsilon,
-             epsilon_at_delta_1e6=pa.pld_epsilon(priv.dp_event(sizes, "replacement"), 1e-6),
+             epsilon_at_delta_1e6=accounting.pld_epsilon(priv.dp_event(sizes, "replacement"), 1e-6),
              gdp_mu=priv.gdp_mu(sizes, "replacement"), gdp_mu_add_remove=priv.gdp_mu(sizes, "add_remove"),
              slack=(claim.epsilon / m["epsilon_pld"]) if (m.get("epsilon_pld") or 0.0) > 0 else math.inf)
     reason = check.reason + (f"; the calibration achieves eps = {m['epsilon_pld']:.4g} at delta = {spec.delta:g} "
@@ -293,7 +294,7 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     rows, bad = {}, []
     for c, tree in trees.items():
         sigma = float(tree.node_scale)
-        rho = math.inf if sigma == 0 else sizes.H * sizes.m * need[c] ** 2 / (2.0 * sigma ** 2)
+        rho = math.inf if sigma == 0 else accounting.gaussian_rho_squared(sizes.H * sizes.m * need[c] ** 2, sigma)
         rows[c] = {"sigma": sigma, "Delta_required": need[c], "rho": rho, "rho_budget": budget,
                    "sigma_required": sizes.H * need[c] / eps_c * math.sqrt(32.0 * sizes.m * math.log(4.0 * sizes.H / spec.delta))}
         if rho > budget * (1 + REL_TOL):

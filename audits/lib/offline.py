@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from dpcheck.accounting import epsilon_from_rho, pld_epsilon
 from dpcheck.checks import (FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify,
                             vacuous)
 from dpcheck.claims import Claim
@@ -390,8 +391,8 @@ def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None
     rows, bad = [], []
     pts = list(deltas) + ([approx[1]] if approx else [])
     for d in pts:
-        conv = rho + 2 * math.sqrt(rho * math.log(1 / d))
-        e = pa.pld_epsilon(ev, d)
+        conv = epsilon_from_rho(rho, d)
+        e = pld_epsilon(ev, d)
         rows.append({"delta_dp": d, "epsilon_pld": e, "epsilon_conversion": conv})
         if e > conv * (1 + pa.EPS_SLACK) + pa.EPS_SLACK:
             bad.append(d)
@@ -400,7 +401,7 @@ def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None
               if bad else f"PLD epsilon <= the zCDP conversion at delta_dp in {pts}")
     if approx:
         eps, d = approx
-        back = rho + 2 * math.sqrt(rho * math.log(1 / d))
+        back = epsilon_from_rho(rho, d)
         measured["round_trip"] = {"epsilon": eps, "delta_dp": d, "rho": rho, "epsilon_back": back}
         if abs(back - eps) > 1e-9 * max(1, eps):
             bad.append("round trip")

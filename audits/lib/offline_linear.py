@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcheck import accounting
 from dpcheck.checks import (FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify,
                             vacuous)
 from dpcheck.errors import InputError
@@ -45,17 +46,6 @@ THEORY = {"C": 1.0, "c_D": 1.0}
 
 
 # ============================================================================ configuration
-def rho_from_epsilon(epsilon: float, delta_dp: float) -> float:
-    """rho such that rho-zCDP gives exactly (epsilon, delta_dp)-DP through Lemma E.15 (§1.5)."""
-    l = math.log(1.0 / delta_dp)
-    return (math.sqrt(l + epsilon) - math.sqrt(l)) ** 2
-
-
-def zcdp_to_dp(rho: float, delta_dp: float) -> float:
-    """Lemma E.15: rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP."""
-    return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta_dp))
-
-
 @dataclass(frozen=True)
 class Setup:
     """What the audit runs DP-VAPVI on: an instance with its true model, or user data (no model).
@@ -269,7 +259,7 @@ def claimed_sensitivities(H: int, B: float, matrix_neighbour: str) -> dict:
 def claimed_stds(rho: float, H: int, B: float, matrix_neighbour: str = "replace") -> dict:
     """Per-coordinate noise std the rho-zCDP claim needs: Delta / sqrt(2 rho0), rho0 = rho/(5H) (§3.1-3.4)."""
     rho0 = rho / (5.0 * H)
-    return {k: s / math.sqrt(2.0 * rho0) for k, s in claimed_sensitivities(H, B, matrix_neighbour).items()}
+    return {k: accounting.gaussian_sigma(s, rho0) for k, s in claimed_sensitivities(H, B, matrix_neighbour).items()}
 
 
 def replicate(counts, runs: int):
@@ -525,10 +515,9 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
 
 
 def equivalent_gaussian(stats) -> float:
-    """Noise multiplier of the ONE Gaussian mechanism whose privacy-loss distribution equals the composition
-    of the declared Gaussian releases: the privacy loss of a Gaussian with multiplier m is N(mu, 2 mu) with
-    mu = 1/(2 m^2), and independent losses add, so 1/m_eff^2 = sum_i 1/m_i^2 (exact; one PLD instead of 5H)."""
-    return sum((s.sensitivity / s.noise_std) ** 2 for s in stats) ** -0.5 if stats else math.inf
+    """Noise multiplier of the ONE Gaussian mechanism equivalent to the composition of the declared Gaussian
+    releases (:func:`dpcheck.accounting.equivalent_gaussian`; one PLD instead of 5H)."""
+    return accounting.equivalent_gaussian((s.sensitivity, s.noise_std) for s in stats)
 
 
 def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_claim: float | None) -> list:
@@ -537,10 +526,10 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     Lemma E.15 conversion, and <= --epsilon when the budget came from --epsilon/--delta).
 
     The composition is accounted as the single equivalent Gaussian (:func:`equivalent_gaussian`), whose
-    exact profile audits/lib/privatizers.py computes in closed form (Balle & Wang 2018), at any budget."""
+    exact profile dpcheck.accounting computes in closed form (Balle & Wang 2018), at any budget."""
     import dp_accounting
     from dpcheck import Claim
-    from dpcheck.audits.lib.privatizers import _closed_form, dp_event_check, pld_epsilon
+    from dpcheck.audits.lib.privatizers import dp_event_check
     claim = Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 / Lemma D.1 (L-1)")
     plugin = getattr(algo, "plugin", None)
     if plugin is not None:
@@ -553,7 +542,7 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     stats = algo.private_statistics(H) if plugin is None else ()
     m = equivalent_gaussian(stats)
     rho_decl = sum(s.zcdp for s in stats)
-    declared = _closed_form(algo.dp_event(H))
+    declared = accounting.closed_form(algo.dp_event(H))
     meas = {"releases": len(stats), "rho_declared": rho_decl, "equivalent_noise_multiplier": m}
     if plugin is not None:
         c1 = out[0]
@@ -572,9 +561,9 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
         c1 = Check(id=c1.id, kind=c1.kind, verdict=FAIL, claim=c1.claim, measured=c1.measured, details=c1.details,
                    reason=f"{len(stats)} declared releases, Algorithm 2 makes 5H = {5 * H}")
     # G-2 on the claim itself: the exact epsilon of rho-zCDP's tightest mechanism (a Gaussian with rho = rho_claim)
-    m_claim = (2 * rho_claim) ** -0.5
-    eps_exact = pld_epsilon(dp_accounting.GaussianDpEvent(m_claim), delta_dp)
-    conv = zcdp_to_dp(rho_claim, delta_dp)
+    m_claim = accounting.multiplier_from_rho(rho_claim)
+    eps_exact = accounting.pld_epsilon(dp_accounting.GaussianDpEvent(m_claim), delta_dp)
+    conv = accounting.epsilon_from_rho(rho_claim, delta_dp)
     bad = []
     if eps_exact > conv * 1.002 + 2e-3:
         bad.append(f"exact epsilon {eps_exact:.4g} > Lemma E.15's {conv:.4g}")

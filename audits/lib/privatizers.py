@@ -22,7 +22,7 @@ The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-V
 * Declared privacy: :func:`declaration` (claim, DpEvent, width from the privatizer's parameters and the
   sizes, ``declare()``), :func:`claim_for_families`, :func:`dp_event_check` (``whitebox.dp_event``: the
   privacy profile computed exactly with the dp_accounting PLD accountant from the declared DpEvent,
-  compared with the Claim; the add/remove profile is reported too), :func:`pld_epsilon`, :func:`pld_delta`.
+  compared with the Claim; the add/remove profile is reported too; the accounting is dpcheck.accounting's).
 * :func:`sensitivity_check` (``whitebox.sensitivity``): a hypothesis search over neighbouring
   trajectories (plus the worst case built directly) never exceeds the declared per-family sensitivity;
   the realised ``eps = sum_f Delta_f / b`` is compared with the claim (C1(b), C2, N1, N2);
@@ -40,10 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcheck.accounting import (PLD_DELTA, closed_form, epsilon_from_rho, gaussian_multiplier, gaussian_rho_squared,
+                                pld_delta, pld_epsilon)
 from dpcheck.checks import FAIL, PASS, Check, invariant_check
 
-PLD_INTERVAL = 1e-4       # dp_accounting discretisation; eps overestimated by ~2e-4 per 3 compositions
-PLD_DELTA = 1e-12         # "pure DP" read off the PLD at this delta
 EPS_SLACK = 2e-3          # relative + absolute slack on PLD epsilons (discretisation, not privacy)
 UCBVI_SOURCE = "Qiao & Wang 2023 (DP-UCBVI)"
 NASH_SOURCE = "Qiao & Wang 2024 (DP-Nash-VI)"
@@ -829,7 +829,7 @@ def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A
         declared = priv.sensitivity(Hs)
         worst = float(max(dp_.max(), dt_.max()))
         ok = worst <= declared + 1e-9 and abs(worst - declared) < 1e-9
-        rho_real = (dp_.max() ** 2 + dt_.max() ** 2) / (2 * priv.sigma(Hs) ** 2)
+        rho_real = gaussian_rho_squared(dp_.max() ** 2 + dt_.max() ** 2, priv.sigma(Hs))
         measured = {"max_l2_pair": float(dp_.max()), "max_l2_triple": float(dt_.max()), "declared": declared,
                     "rho_realised": float(rho_real), "epsilon_lower_bound": None, "confidence": 1.0,
                     "samples": len(trajs) ** 2}
@@ -882,128 +882,6 @@ def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: i
 
 
 # ============================================================ white box: declared DpEvent vs claim
-def _closed_form(event) -> dict:
-    """Exact totals of a tree of Laplace / Gaussian / composed events: pure eps and zCDP rho."""
-    import dp_accounting as dpa
-    if isinstance(event, dpa.LaplaceDpEvent):
-        return {"epsilon": 1.0 / event.noise_multiplier, "rho": math.inf}
-    if isinstance(event, dpa.GaussianDpEvent):
-        return {"epsilon": math.inf, "rho": 1.0 / (2 * event.noise_multiplier ** 2)}
-    if isinstance(event, dpa.SelfComposedDpEvent):
-        c = _closed_form(event.event)
-        return {k: v * event.count for k, v in c.items()}
-    if isinstance(event, dpa.ComposedDpEvent):
-        tot = {"epsilon": 0.0, "rho": 0.0}
-        for e in event.events:
-            c = _closed_form(e)
-            tot = {k: tot[k] + c[k] for k in tot}
-        return tot
-    if isinstance(event, dpa.NonPrivateDpEvent):
-        return {"epsilon": math.inf, "rho": math.inf}
-    return {"epsilon": math.nan, "rho": math.nan}
-
-
-def explicit_compositions(event):
-    """``event`` with every ``SelfComposedDpEvent(e, n)`` whose ``e`` is not Gaussian spelled out as n copies.
-
-    dp_accounting 0.6.0's PLD accountant drops the count of a ``SelfComposedDpEvent`` around a
-    ``RandomizedResponseDpEvent`` (it composes the response once: 16 updates of an eps = 1.1 response
-    come out as eps = 1.1 instead of about 17.6), so a declaration in that form would be under-accounted and
-    a white-box check could pass a mechanism that is 16 times less private than claimed. Explicit copies
-    are accounted correctly for every event type; Gaussian self-compositions are exact and stay as they
-    are (their counts can be large).
-    """
-    import dp_accounting as dpa
-    if isinstance(event, dpa.SelfComposedDpEvent):
-        inner = explicit_compositions(event.event)
-        if isinstance(inner, dpa.GaussianDpEvent):
-            return dpa.SelfComposedDpEvent(inner, event.count)
-        return dpa.ComposedDpEvent([inner] * int(event.count))
-    if isinstance(event, dpa.ComposedDpEvent):
-        return dpa.ComposedDpEvent([explicit_compositions(e) for e in event.events])
-    return event
-
-
-def gaussian_multiplier(event) -> float | None:
-    """Noise multiplier of the ONE Gaussian mechanism whose privacy-loss distribution equals ``event``, when
-    ``event`` composes Gaussians only (else None): a Gaussian's privacy loss with multiplier m is N(mu, 2 mu),
-    mu = 1/(2 m^2), and independent losses add, so 1/m_eff^2 = sum_i count_i / m_i^2 (exact)."""
-    import dp_accounting as dpa
-
-    def inv_sq(e):
-        if isinstance(e, dpa.GaussianDpEvent):
-            return math.inf if e.noise_multiplier == 0 else 1.0 / e.noise_multiplier ** 2
-        if isinstance(e, dpa.SelfComposedDpEvent):
-            v = inv_sq(e.event)
-            return None if v is None else v * e.count
-        if isinstance(e, dpa.ComposedDpEvent):
-            parts = [inv_sq(x) for x in e.events]
-            return None if any(v is None for v in parts) else float(sum(parts))
-        if isinstance(e, dpa.NoOpDpEvent):
-            return 0.0
-        return None
-
-    v = inv_sq(event)
-    if v is None:
-        return None
-    return math.inf if v == 0 else 0.0 if math.isinf(v) else v ** -0.5
-
-
-def gaussian_delta(m: float, eps: float) -> float:
-    """Exact privacy profile of the Gaussian mechanism with noise multiplier m (Balle & Wang 2018, Thm. 8):
-    delta(eps) = Phi(1/(2m) - eps m) - e^eps Phi(-1/(2m) - eps m)."""
-    from scipy.stats import norm
-    if m == 0:
-        return 1.0
-    if math.isinf(m):
-        return 0.0
-    second = math.exp(min(700.0, eps + float(norm.logcdf(-0.5 / m - eps * m))))     # e^eps Phi(.) in log space
-    return max(0.0, float(norm.cdf(0.5 / m - eps * m)) - second)
-
-
-def gaussian_epsilon(m: float, delta: float) -> float:
-    """The smallest eps with gaussian_delta(m, eps) <= delta (bisection; delta(eps) decreases in eps)."""
-    if m == 0:
-        return math.inf
-    lo, hi = 0.0, 1.0
-    if gaussian_delta(m, 0.0) <= delta:
-        return 0.0
-    while gaussian_delta(m, hi) > delta:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if gaussian_delta(m, mid) <= delta else (mid, hi)
-    return hi
-
-
-def pld_accountant(event, neighbouring=None):
-    """A dp_accounting PLD accountant (this module's discretisation) with ``event`` composed into it,
-    self-compositions spelled out (:func:`explicit_compositions`)."""
-    from dp_accounting.pld import pld_privacy_accountant as pld
-    kw = {} if neighbouring is None else {"neighboring_relation": neighbouring}
-    acc = pld.PLDAccountant(value_discretization_interval=PLD_INTERVAL, **kw)
-    acc.compose(explicit_compositions(event))
-    return acc
-
-
-def pld_epsilon(event, delta: float = PLD_DELTA) -> float:
-    """The exact eps at ``delta`` of a declared DpEvent: closed form for compositions of Gaussians (exact, and
-    dp_accounting's PLD grid needs gigabytes for small noise multipliers, i.e. large budgets), the PLD
-    accountant otherwise."""
-    m = gaussian_multiplier(event)
-    if m is not None:
-        return gaussian_epsilon(m, delta)
-    return float(pld_accountant(event).get_epsilon(delta))
-
-
-def pld_delta(event, eps: float) -> float:
-    """The exact delta(eps) of a declared DpEvent (closed form for Gaussian compositions, PLD otherwise)."""
-    m = gaussian_multiplier(event)
-    if m is not None:
-        return gaussian_delta(m, eps)
-    return float(pld_accountant(event).get_delta(eps))
-
-
 def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -> Check:
     """whitebox.dp_event: the PLD of the declared DpEvent against the claim.
 
@@ -1011,7 +889,7 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
     claimed eps (slack 2e-3 for the PLD discretisation). zCDP claims: the PLD delta(eps) must not exceed the
     claim's profile delta(eps) at a few eps.
     """
-    closed = _closed_form(event)
+    closed = closed_form(event)
     measured = {"closed_form": closed}
     details = {"event": repr(event)}
     src = claim.source
@@ -1020,7 +898,7 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
         # rho + 2 sqrt(rho ln 1/delta)): at large rho every eps of the fixed grid has delta ~ 1 on both sides
         rho = claim.rho
         grid = sorted({0.25, 0.5, 1.0, 2.0, 4.0,
-                       *(rho + 2 * math.sqrt(rho * math.log(1 / d)) for d in (1e-2, 1e-5, 1e-10))})
+                       *(epsilon_from_rho(rho, d) for d in (1e-2, 1e-5, 1e-10))})
         rows = [{"epsilon": e, "delta_pld": pld_delta(event, e), "delta_claimed": claim.delta_at(e)} for e in grid]
         bad = [r for r in rows if r["delta_pld"] > r["delta_claimed"] * (1 + 1e-6) + 1e-12]
         measured.update(profile=rows, epsilon_lower_bound=None, confidence=1.0, samples=0)
