@@ -142,7 +142,7 @@ class DPUCBVIAudit(Audit):
         eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
         spec = AgentSpec(privatizer=self.opts.privatizer or "central", epsilon=eps,
                          beta=float(self.params.beta), calibration=str(self.params.calibration))
-        spec.make_privatizer()
+        spec.template                      # loads and validates the privatizer, once per spec
         return spec
 
     def record_config(self, spec: AgentSpec, theory: AgentSpec, practical: AgentSpec) -> None:
@@ -169,7 +169,7 @@ class DPUCBVIAudit(Audit):
         samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
         self.progress("dp_ucbvi: privacy (white box, privatizer black box, dataflow, actions black box)")
         self.add(ucbvi.whitebox_check(spec))
-        p = spec.make_privatizer()
+        p = spec.template
         kind = "central" if notion == "JDP" else "local"
         if isinstance(p, CountPrivatizer) and notion in ("JDP", "LDP"):
             claim = ucbvi.claim_for(spec)

@@ -171,3 +171,24 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
     assert AgentSpec(privatizer="central").notion() == "JDP"
     assert AgentSpec(privatizer="local").notion() == "LDP"
     assert AgentSpec(privatizer="none").notion() == "none"
+
+
+def test_one_privatizer_object_per_agent_configuration(monkeypatch):
+    """The spec loads (and validates) its privatizer once; reads use that template, every run a copy of it;
+    the template is neither pickled to workers nor part of the spec's fingerprint."""
+    import pickle
+    from dpcheck.algorithms.privatizers.base import CountPrivatizer
+    from dpcheck.audits.lib.ucbvi import claim_for
+    from dpcheck.fingerprint import fingerprint
+    built = []
+    init = CountPrivatizer.__init__
+    monkeypatch.setattr(CountPrivatizer, "__init__", lambda self, *a, **k: (built.append(1), init(self, *a, **k))[1])
+    spec = AgentSpec(privatizer="central", epsilon=0.5)
+    assert spec.notion() == "JDP" and claim_for(spec).epsilon == 0.5
+    whitebox_check(spec)
+    a, b = spec.make(), spec.make()
+    assert len(built) == 1
+    assert a.privatizer is not b.privatizer and a.privatizer is not spec.template
+    assert a.privatizer.get_params() == spec.template.get_params()
+    assert "template" not in pickle.loads(pickle.dumps(spec)).__dict__
+    assert fingerprint(spec) == fingerprint(AgentSpec(privatizer="central", epsilon=0.5))   # no template built

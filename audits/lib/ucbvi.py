@@ -18,6 +18,8 @@ rerun resumes from them.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -52,10 +54,22 @@ class AgentSpec:
     constants: object | None = None
     tie_breaking: str = "random"
 
-    def make_privatizer(self):
+    @functools.cached_property
+    def template(self):
+        """The privatizer of this configuration, loaded and validated once per spec and never started:
+        the claim, notion and declaration are read off it, and every run works on a copy of it
+        (:meth:`make_privatizer`; the convention of audits/lib/privatizers.py's templates). Not pickled
+        (a worker rebuilds it from the configuration) and not part of the spec's fingerprint."""
         from dpcheck.algorithms.privatizers import load_privatizer
         return load_privatizer(self.privatizer, epsilon=self.epsilon, beta=self.beta,
                                calibration=self.calibration, width_mode=self.width_mode)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "template"}
+
+    def make_privatizer(self):
+        """A fresh, un-started copy of :attr:`template` for one run."""
+        return copy.deepcopy(self.template)
 
     def make(self):
         from dpcheck.algorithms.online.ucbvi import DPUCBVI
@@ -65,7 +79,7 @@ class AgentSpec:
 
     def notion(self) -> str:
         from dpcheck.audits.lib import privatizers as pa
-        p = self.make_privatizer()
+        p = self.template
         if getattr(p, "notion", None) == "none":   # the non-private baseline: audited as JDP, no privatizer checks
             return "none"
         return pa.privatizer_notion(p, pa.claim_for_families(p, True))
@@ -81,8 +95,7 @@ def claim_for(spec: AgentSpec):
     """The privacy claim the agent is audited against: its privatizer's declared claim; the non-private
     baseline (which claims nothing) is held to DP-UCBVI's eps-JDP claim (Theorem 5.2)."""
     from dpcheck import Claim
-    p = spec.make_privatizer()
-    c = getattr(p, "claim", None)
+    c = getattr(spec.template, "claim", None)
     if c is None:  # the non-private baseline claims nothing; audit it against the DP-UCBVI claim
         return Claim(epsilon=spec.epsilon, notion="JDP", source=f"{SOURCE}, Theorem 5.2 (claimed for DP-UCBVI)")
     return c
@@ -281,7 +294,7 @@ def whitebox_check(spec: AgentSpec, *, H: int = 2, S: int = 3, A: int = 2, K: in
     replacement neighbours, against its claim (audits/privatizers.dp_event_check). With calibration
     "paper" this gives 2 eps (spec A5): a violation of the eps claim under replacement."""
     from dpcheck.audits.lib import privatizers as pa
-    p = spec.make_privatizer()
+    p = spec.template
     claim = claim_for(spec)
     d = pa.declaration(p, H, S, A, K)    # declared from the parameters and the sizes, nothing run
     check = pa.dp_event_check(d.dp_event("replacement"), claim, add_remove_event=d.dp_event("add_remove"),
@@ -506,7 +519,7 @@ def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: 
     curves = {float(e): regret_curves(practical_noise(spec, H, K, e), env, K, runs, seed)[:, at] for e in eps_grid}
     slope, statement = -1.0, None
     from dpcheck.audits.lib import privatizers as pa
-    if pa.is_plugin(spec.make_privatizer()):
+    if pa.is_plugin(spec.template):
         # a user's privatizer: the claimed cost follows its own width E(eps), not the papers' 1/eps
         slope, statement = width_slope(spec, env, K, eps_grid)
     return rate_checks(K_grid, R_np, curves, eps_main=eps_main, notion=spec.notion(), alpha=alpha, seed=seed,
