@@ -11,6 +11,7 @@ from dpcheck.algorithms.envs.generators import random_mdp
 from dpcheck.audits.lib.ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
                              optimism_check, practical_noise, whitebox_check)
 from dpcheck.cli import main
+from dpcheck.audit import ExecutionOptions
 
 
 def test_jdp_users_are_neighbours_in_user_one_only():
@@ -31,7 +32,7 @@ def test_whitebox_strict_passes_paper_fails_under_replacement():
 
 
 def test_ldp_message_audit_strict_passes():
-    check = ldp_message_check(AgentSpec(privatizer="local", calibration="strict"), samples=20_000, seed=0)
+    check = ldp_message_check(AgentSpec(privatizer="local", calibration="strict"), ExecutionOptions(seed=0), samples=20_000)
     assert check.verdict != "fail"
     assert check.measured["epsilon_lower_bound"] <= 1.0
 
@@ -44,7 +45,8 @@ def test_ldp_message_audit_catches_noise_too_small():
         def noise_scale(self):
             return super().noise_scale() / 8
 
-    check = ldp_message_check(AgentSpec(privatizer=Leaky, calibration="strict"), samples=20_000, seed=0)
+    check = ldp_message_check(AgentSpec(privatizer=Leaky, calibration="strict"), ExecutionOptions(seed=0),
+                              samples=20_000)
     assert check.verdict == "fail" and check.measured["epsilon_lower_bound"] > 1.0
 
 

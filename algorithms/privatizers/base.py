@@ -32,7 +32,6 @@ noise scales and certifies ``eps`` under replacement.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -262,12 +261,8 @@ class CountPrivatizer:
     def __init__(self, epsilon: float = 1.0, beta: float = 0.1, calibration: str = "strict",
                  width_mode: str = "rigorous"):
         from dpcheck.algorithms.privatizers.width import WIDTH_MODES
-        try:
-            eps = float(epsilon)
-        except (TypeError, ValueError):
-            raise InputError(f"epsilon must be a number, got {epsilon!r}") from None
-        if isinstance(epsilon, bool) or not (eps > 0 and math.isfinite(eps)):
-            raise InputError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        from dpcheck.options import parse_epsilon
+        eps = parse_epsilon(epsilon, "epsilon")
         try:
             b = float(beta)
         except (TypeError, ValueError):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dpcheck.audit import ExecutionOptions
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check
 from dpcheck.parallel import cached_call
 from dpcheck.regret import slope_check
@@ -135,19 +136,18 @@ class OtherUsersActions:
         return res.actions[:, 1:, :].reshape(int(size), -1).astype(np.int64)
 
 
-def jdp_blackbox_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float = 0.05, seed: int = 0,
-                       workers: int = 1, backend: str = "local", scheduler=None, progress=None,
-                       K: int = 4, H: int = 2, cache_dir=None) -> Check:
+def jdp_blackbox_check(spec: AgentSpec, exe: ExecutionOptions = ExecutionOptions(), *, samples: int = 200_000,
+                       K: int = 4, H: int = 2) -> Check:
     """C1: eps-JDP of the recommended actions, black box: the actions sent to users 2..K on two user
-    sequences that differ in user 1 (:func:`jdp_users`; Qiao & Wang 2023, Definition 2.2)."""
+    sequences that differ in user 1 (:func:`jdp_users`; Qiao & Wang 2023, Definition 2.2). ``exe``: the
+    audit's execution options (alpha, seed, parallelism, cache), whole."""
     from dpcheck import AuditTarget
-    from dpcheck.blackbox import audit
+    seed = exe.seed
     U, U2 = jdp_users(K, H)
     claim = claim_for(spec)
     target = AuditTarget(name="dp_ucbvi.jdp", mechanism=OtherUsersActions(spec), pairs=[(U, U2)],
                          claim=claim, output="discrete")
-    res = audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                scheduler=scheduler, progress=progress, cache_dir=cache_dir)
+    res = exe.audit(target, samples)
     check = res.to_check(id="privacy.jdp.blackbox", claim_source=claim.source)
     # how much the actions depend on the data at all: fraction of Q~ saturated at H
     probe = spec.make().run(U2, K, np.random.default_rng(seed), runs=64, regret=False)
@@ -265,23 +265,21 @@ class LocalMessage:
         return msg.flat()
 
 
-def ldp_message_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float = 0.05, seed: int = 0,
-                      workers: int = 1, backend: str = "local", scheduler=None, progress=None) -> Check:
+def ldp_message_check(spec: AgentSpec, exe: ExecutionOptions = ExecutionOptions(), *,
+                      samples: int = 200_000) -> Check:
     """C2: eps-LDP of one user's message, black box, on the worst pair of C2.
 
     H = 1, S = 2, A = 2: trajectory X visits (0, 0) -> 0 with reward 1, X' visits (1, 1) -> 1
     with reward 1; they differ in 2 coordinates of each family (l1 distance 2H per family).
     """
     from dpcheck import AuditTarget
-    from dpcheck.blackbox import audit
     H, S, A = 1, 2, 2
     X = (np.array([0, 0]), np.array([0]), np.array([1.0]))
     X2 = (np.array([1, 1]), np.array([1]), np.array([1.0]))
     claim = claim_for(spec)
     target = AuditTarget(name="dp_ucbvi.ldp", mechanism=LocalMessage(spec, H, S, A), pairs=[(X, X2)],
                          claim=claim, output="continuous")
-    res = audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                scheduler=scheduler, progress=progress)
+    res = exe.audit(target, samples)
     check = res.to_check(id="privacy.ldp.blackbox", claim_source=claim.source)
     det = dict(check.details)
     det.update(agent=spec.describe(), pair="X: (s,a,s') = (0,0,0), r = 1; X': (1,1,1), r = 1 (H = 1, S = A = 2)",
