@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.registry import PARALLEL
 
 DELTA = 1e-5          # delta of the approximate-DP mechanisms
@@ -226,13 +226,13 @@ class DiffprivlibAudit(Audit):
     notion = "DP"
     summary = "each mechanism (eps, delta)-DP at its documented calibration"
     uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    defaults = Defaults(epsilon=1.0, samples=SAMPLES)
     claims = CLAIMS
 
     def run(self) -> None:
         import diffprivlib
         import diffprivlib.mechanisms as dm
-        eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
-        samples = self.exe.samples if self.exe.samples is not None else self.exe.pick(*SAMPLES)
+        eps, samples = self.epsilon, self.samples()
         public = sorted(n for n in dir(dm) if n[:1].isupper() and isinstance(getattr(dm, n), type))
         covered = {m.name for m in MECHANISMS}
         missing = [n for n in public if n not in covered and n not in NOT_AUDITED and n not in BASES]

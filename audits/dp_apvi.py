@@ -35,7 +35,7 @@ import math
 
 from dpcheck.audits.lib import offline
 from dpcheck.audits.lib.offline import APVISpec
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
@@ -65,8 +65,6 @@ def _validate(o) -> None:
             raise InputError("dp_apvi: give --set rho or --epsilon (with --delta), not both")
         if o.delta is not None and o.epsilon is None:
             raise InputError("dp_apvi: --delta is used only with --epsilon (the (eps, delta) that selects rho)")
-    if o.epsilon is not None and not o.epsilon > 0:
-        raise InputError(f"dp_apvi: --epsilon must be > 0, got {o.epsilon!r}")
     if o.delta is not None and not 0 < o.delta < 1:
         raise InputError(f"dp_apvi: --delta must lie in (0, 1), got {o.delta!r}")
 
@@ -78,6 +76,10 @@ class DPAPVIAudit(Audit):
     summary = ("rho-zCDP (Gaussian) / eps-DP (Laplace) in one trajectory; v* - v^pi_hat <= O~(sum d* sqrt(Var/(n d_mu))) "
                "+ O~(S H^2 E_rho / (n dbar_m))")
     privatizers = MECHANISMS         # and file.py:Class: an OfflineCountPrivatizer inside DP-APVI (docs/privatizers.md)
+    # epsilon: the laplace variant's (the Gaussian's budget is --set rho, default 1); the black box on the
+    # user's data draws whole datasets per sample, hence its smaller budget
+    defaults = Defaults(epsilon=1.0, samples=(10**6, 2 * 10**5),
+                        samples_for=(("privacy.blackbox.data", (2 * 10**5, 5 * 10**4)),))
     claims = (
         # -- privacy (T-1, T-19, G-2)
         ClaimRow("privacy.blackbox.counts", "privacy",
@@ -191,7 +193,7 @@ class DPAPVIAudit(Audit):
         mech = "gaussian" if choice == "none" else choice
         approx = None
         if mech == "laplace":
-            budget = float(o.epsilon) if o.epsilon is not None else 1.0
+            budget = self.epsilon
         elif o.epsilon is not None:
             from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer
             d = float(o.delta) if o.delta is not None else 1e-5
@@ -223,7 +225,7 @@ class DPAPVIAudit(Audit):
         if getattr(ac, "ndim", 0) in (2, 3) and ac.dtype != object:
             # sizes first: the counts are dense (H, S, A, S) arrays, so S = 10^12 must stop here
             offline.check_data_size(path, H=int(ac.shape[-1]), S=S, A=A, n=int(ac.shape[-2]),
-                                    samples=self._samples(2 * 10**5, 5 * 10**4), reps=self.exe.pick(300, 100))
+                                    samples=self.samples("privacy.blackbox.data"), reps=self.exe.pick(300, 100))
         data = OfflineDataset.from_arrays(st, ac, arrays.get("rewards"), S=S, A=A)
         if data.runs != 1:
             raise InputError(f"{path}: one dataset expected (states (n, H+1)), got {data.runs} runs")
@@ -269,24 +271,21 @@ class DPAPVIAudit(Audit):
         self.assumptions(spec, data, full, partial, forced)
         self.rates(spec, full, wide, forced)
 
-    def _samples(self, default=10**6, quick=2 * 10**5) -> int:
-        return int(self.exe.samples) if self.exe.samples is not None else self.exe.pick(default, quick)
-
     # -- privacy -----------------------------------------------------------------------------
     def privacy(self, spec: APVISpec, approx, data, forced) -> None:
         exe = self.exe
         self.progress("dp_apvi: privacy (black box on the released counts and the policy, declared event, sensitivity)")
         tgt, det = offline.counts_target(spec, seed=self.int_seed("bb-counts-pilot"))
-        check, _ = self.blackbox(tgt, id="privacy.blackbox.counts", samples=self._samples(),
+        check, _ = self.blackbox(tgt, id="privacy.blackbox.counts", samples=self.samples(),
                                  seed=self.int_seed("bb-counts"))
         self.add(_with_details(check, det))
         if data is not None:
             tgt, det = offline.counts_target(spec, data=data, seed=self.int_seed("bb-data-pilot"))
-            check, _ = self.blackbox(tgt, id="privacy.blackbox.data", samples=self._samples(2 * 10**5, 5 * 10**4),
+            check, _ = self.blackbox(tgt, id="privacy.blackbox.data", samples=self.samples("privacy.blackbox.data"),
                                      seed=self.int_seed("bb-data"))
             self.add(_with_details(check, det))
         tgt, det = offline.policy_target(spec, mode=forced or "practical")
-        check, _ = self.blackbox(tgt, id="privacy.blackbox.policy", samples=self._samples(),
+        check, _ = self.blackbox(tgt, id="privacy.blackbox.policy", samples=self.samples(),
                                    seed=self.int_seed("bb-policy"))
         self.add(offline.qualify_policy(_with_details(check, det)))
         full = self.instances()[0]

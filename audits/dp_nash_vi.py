@@ -33,20 +33,17 @@ The checks themselves are in :mod:`dpcheck.audits.lib.nash`; this module is the 
 """
 from __future__ import annotations
 
-import math
 import time
 
 from dpcheck.audits.lib import nash
 from dpcheck.audits.lib.nash import BETA, SOURCE
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.checks import INCONCLUSIVE, PASS, Check
 from dpcheck.claims import Claim
-from dpcheck.errors import InputError
 from dpcheck.parallel import cached_call, with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
 
-# sizes of every part: (default, quick)
-PRIVACY_SAMPLES = (200_000, 40_000)
+# sizes of every part: (default, quick); the black box's samples are the audit's Defaults
 ASSUMPTION = {"runs": (300, 120), "K": (300, 120)}
 # regret eps grids where the privacy cost is neither saturated (bonus >= H all along: cost ~ K, flat in eps)
 # nor buried in the non-private regret's seed noise
@@ -73,6 +70,7 @@ class DPNashVIAudit(Audit):
     options = (SetOption("calibration", str, choices=("paper", "strict"), default="strict",
                          help="noise scale: strict = the replacement neighbouring relation, paper = the "
                               "papers' add/remove scales"),)
+    defaults = Defaults(epsilon=1.0, samples=(200_000, 40_000))
     claims = (
         # -- privacy: the privatizer (games setting: A*B joint actions, 2 families), then the algorithm
         ClaimRow("whitebox.dp_event", "whitebox",
@@ -178,9 +176,7 @@ class DPNashVIAudit(Audit):
         from dpcheck.audits.lib import privatizers as pa
 
         o = self.opts
-        eps = float(o.epsilon) if o.epsilon is not None else 1.0
-        if not (math.isfinite(eps) and eps > 0):
-            raise InputError(f"--epsilon must be a positive number, got {o.epsilon!r}")
+        eps = self.epsilon                           # --epsilon (validated at the option layer) or the default
         self.spec = o.privatizer or "central"
         self.eps = eps
         self.calibration = self.params.calibration
@@ -189,7 +185,7 @@ class DPNashVIAudit(Audit):
         probe = make()                               # bad names / files: InputError before any work
         own = pa.claim_for_families(probe, False)    # the privatizer's own claim with 2 families, if it has one
         self.priv_notion = pa.privatizer_notion(probe, own)
-        self.samples = int(self.exe.samples) if self.exe.samples else self.exe.pick(*PRIVACY_SAMPLES)
+        self.privacy_samples = self.samples()
         assump_game = random_game(3, 2, 2, 3, self.rng("game", "T3"))
         regret_game = stochastic_pennies()
         self.config.update({
@@ -200,7 +196,7 @@ class DPNashVIAudit(Audit):
                                "note": "labelled practical constants (DP-UCBVI spec §6.3 caveat); orders only, "
                                        "no guarantee: a miss there is reported as inconclusive, not as a violation"},
             "privacy_audit": {"constants": "C1 = 0, C2 = 1/(H S E iota) (privacy is independent of C1, C2: N3)",
-                              "samples_per_side": self.samples,
+                              "samples_per_side": self.privacy_samples,
                               "privatizer_level": "games setting: joint actions A*B, rewards=False, 2 stream families"},
             "assumption_game": "random T3 game S=3, A=B=2, H=3 (seeded from --seed)",
             "regret_game": ("stochastic pennies S=2, A=B=2, H=2 (algorithms/games/testbeds.py): mixed equilibria in "
@@ -216,7 +212,7 @@ class DPNashVIAudit(Audit):
         lemma = "Lemma 5.1 (N1)" if self.priv_notion == "JDP" else "Lemma 5.4 (N2)"
         claim = own if own is not None else Claim(epsilon=eps, notion=self.priv_notion, source=f"{SOURCE}, {lemma}")
         self.progress(f"privacy: privatizer-level audits ({self.spec}, games setting: A*B joint actions, 2 families)")
-        for c in nash.privatizer_checks(make, claim, self.priv_notion, quick=bool(self.exe.quick), samples=self.samples,
+        for c in nash.privatizer_checks(make, claim, self.priv_notion, quick=bool(self.exe.quick), samples=self.privacy_samples,
                                         seed=self.exe.seed, blackbox=self.blackbox, exe=self.exe):
             self.add(c)
         if self.priv_notion == "JDP":
@@ -237,7 +233,7 @@ class DPNashVIAudit(Audit):
         the non-private Nash-VI."""
         from dpcheck.algorithms.privatizers import NoPrivatizer
 
-        samples, eps = self.samples, self.eps
+        samples, eps = self.privacy_samples, self.eps
         self.progress(f"privacy: JDP black-box audit of the actions sent to other users ({samples} runs per side)")
         check, _ = self.blackbox(nash.jdp_target(make, eps, claim_source=SOURCE + ", Lemma 5.1 + Billboard lemma (N1)",
                                                  delta=claim.delta),

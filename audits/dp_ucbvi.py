@@ -22,7 +22,7 @@ import numpy as np
 
 from dpcheck.audits.lib import ucbvi
 from dpcheck.audits.lib.ucbvi import AgentSpec
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
@@ -36,6 +36,7 @@ class DPUCBVIAudit(Audit):
     notion = "JDP/LDP"
     summary = ("eps-JDP (central) / eps-LDP (local); Regret O~(sqrt(SAH^2T) + S^2AH^3/eps) (JDP), "
                "+ S^2 A sqrt(H^5 T)/eps (LDP)")
+    defaults = Defaults(epsilon=1.0, samples=(200_000, 20_000))
     claims = (
         # -- privacy (C1: central / JDP, C2: local / LDP, C3: post-processing)
         ClaimRow("whitebox.dp_event", "whitebox",
@@ -139,10 +140,9 @@ class DPUCBVIAudit(Audit):
         mode = self.params.mode
         if mode not in (None, "theory", "practical"):
             raise InputError(f"--set mode must be theory or practical, got {mode!r}")
-        eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
-        spec = AgentSpec(privatizer=self.opts.privatizer or "central", epsilon=eps,
+        spec = AgentSpec(privatizer=self.opts.privatizer or "central", epsilon=self.epsilon,
                          beta=float(self.params.beta), calibration=str(self.params.calibration))
-        spec.make_privatizer()
+        spec.template                      # loads and validates the privatizer, once per spec
         return spec
 
     def record_config(self, spec: AgentSpec, theory: AgentSpec, practical: AgentSpec) -> None:
@@ -166,10 +166,10 @@ class DPUCBVIAudit(Audit):
         from dpcheck.algorithms.privatizers.base import CountPrivatizer
         from dpcheck.audits.lib import privatizers as pa
         exe, notion = self.exe, self.agent_notion
-        samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
+        samples = self.samples()
         self.progress("dp_ucbvi: privacy (white box, privatizer black box, dataflow, actions black box)")
         self.add(ucbvi.whitebox_check(spec))
-        p = spec.make_privatizer()
+        p = spec.template
         kind = "central" if notion == "JDP" else "local"
         if isinstance(p, CountPrivatizer) and notion in ("JDP", "LDP"):
             claim = ucbvi.claim_for(spec)
@@ -179,18 +179,15 @@ class DPUCBVIAudit(Audit):
         if notion in ("JDP", "LDP") and pa.is_plugin(p):
             # a user's privatizer: black box only, nothing assumed about its noise; the search over the
             # stream length, the user's position and the statistic runs on the privatizer audits' budget
-            # (10^6 / --quick 2 x 10^5 samples), not the action audit's (privatizers.plugin_blackbox)
+            # (pa.PRIVATIZER_SAMPLES), not the action audit's (privatizers.plugin_blackbox)
             claim = ucbvi.claim_for(spec)
-            pb = dict(samples=int(exe.samples) if exe.samples is not None else exe.pick(10**6, 2 * 10**5),
-                      alpha=exe.alpha, seed=exe.seed, workers=exe.workers, backend=exe.backend,
-                      scheduler=exe.scheduler, progress=exe.progress, cache_dir=exe.cache_dir, source=claim.source)
+            pb = dict(source=claim.source)
             template = pa.ClaimedTemplate(p, claim, True)
             if notion == "LDP" and callable(getattr(p, "message", None)):
-                self.add(pa.plugin_blackbox(template, search="message", id="privacy.ldp.blackbox", **pb))
-            self.add(pa.plugin_blackbox(template, search="stream", id="privacy.privatizer.blackbox", **pb))
+                self.add(pa.plugin_blackbox(template, exe, search="message", id="privacy.ldp.blackbox", **pb))
+            self.add(pa.plugin_blackbox(template, exe, search="stream", id="privacy.privatizer.blackbox", **pb))
             if notion == "JDP":
-                self.add(ucbvi.jdp_blackbox_check(practical, samples=samples, alpha=exe.alpha, seed=exe.seed,
-                                                  **exe.parallel()))
+                self.add(ucbvi.jdp_blackbox_check(practical, exe, samples=samples))
         elif notion == "LDP":
             # what the adversary sees under LDP is exactly one user's message (spec §1.5, A14)
             tgt = pa.local_target(pa.ClaimedTemplate(p, ucbvi.claim_for(spec), True))
@@ -199,8 +196,7 @@ class DPUCBVIAudit(Audit):
             if notion == "JDP":
                 tgt = pa.central_target(pa.ClaimedTemplate(p, ucbvi.claim_for(spec), True))
                 self.add(self.blackbox(tgt, id="privacy.privatizer.blackbox", samples=samples)[0])
-            self.add(ucbvi.jdp_blackbox_check(practical, samples=samples, alpha=exe.alpha, seed=exe.seed,
-                                              **exe.parallel()))
+            self.add(ucbvi.jdp_blackbox_check(practical, exe, samples=samples))
         self.add(ucbvi.dataflow_check(practical, seed=exe.seed))
 
     # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, C22

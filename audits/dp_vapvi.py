@@ -45,12 +45,13 @@ import numpy as np
 from dpcheck import accounting
 from dpcheck.audits.lib import offline_linear as ol
 from dpcheck.audits.lib.offline import qualify_policy
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
 
 QW = "Qiao & Wang, Offline RL with DP"
+BIG_FEATURES_SAMPLES = (20_000, 5_000)      # (default, --quick) black-box samples when S A d^2 > 2000
 
 
 def _validate(o) -> None:
@@ -74,6 +75,9 @@ class DPVAPVIAudit(Audit):
     notion = "zCDP"
     summary = ("rho-zCDP in one trajectory (5H Gaussian releases); v* - v^pi_hat <= O~(sqrt(d) sum_h "
                "E_pi*||phi||_{Lambda*^-1}) + O~(H^{11/2} d / (kappa^{3/2} sqrt(rho) K))")
+    # the budget is rho (--set rho, default 1; or --epsilon with --delta); features with S A d^2 > 2000
+    # (e.g. Appendix F: one run costs ~25x LIN-TAB's) run the black box on BIG_FEATURES_SAMPLES
+    defaults = Defaults(samples=(100_000, 20_000))
     claims = (
         # -- privacy (L-1, G-2)
         ClaimRow("privacy.blackbox.statistics", "privacy",
@@ -142,6 +146,10 @@ class DPVAPVIAudit(Audit):
     privatizers = ("gaussian",)      # and file.py:Class: a RegressionPrivatizer of the released statistics
 
     # ------------------------------------------------------------------ configuration
+    def blackbox_samples(self, S: int, A: int, d: int) -> int:
+        """The black box's samples per side for features of shape (S, A, d) (privacy() below)."""
+        return self.exe.budget(BIG_FEATURES_SAMPLES if S * A * d * d > 2000 else self.defaults.samples)
+
     def budget(self) -> tuple[float, float, float | None]:
         """(rho, delta_dp, epsilon requested or None)."""
         o = self.opts
@@ -159,11 +167,7 @@ class DPVAPVIAudit(Audit):
         exe = self.exe
         rho, delta_dp, eps_req = self.budget()
         if self.params.data is not None:
-            def samples(S, A, d):            # the black box's samples (privacy() below)
-                if exe.samples is not None:
-                    return int(exe.samples)
-                return exe.pick(20_000, 5_000) if S * A * d * d > 2000 else exe.pick(100_000, 20_000)
-            setup = ol.user_setup(self.params.data, samples=samples, runs=exe.pick(2000, 600))
+            setup = ol.user_setup(self.params.data, samples=self.blackbox_samples, runs=exe.pick(2000, 600))
         else:
             setup = ol.instance_setup(self.params.instance or "lin_tab", exe.seed)
         B = float(self.params.feature_bound) if self.params.feature_bound is not None else max(1.0, setup.max_norm)
@@ -230,8 +234,7 @@ class DPVAPVIAudit(Audit):
         # every kind of release and the adaptive composition); user data keeps its own horizon
         Hb = min(H, 3) if setup.data is None else H
         S, A, d = setup.features.shape
-        big = S * A * d * d > 2000          # e.g. Appendix F (S A = 200, d = 10): one run costs ~25x LIN-TAB's
-        samples = exe.samples if exe.samples is not None else (exe.pick(20_000, 5_000) if big else exe.pick(100_000, 20_000))
+        samples = self.blackbox_samples(S, A, d)
         self.config["blackbox"] = {"H": Hb, "samples": samples, "split": False}
         tgt = ol.statistics_target(lambda: self.make(rho, split=False), setup, rho_claim=rho, H=Hb,
                                    matrix_neighbour=self.params.matrix_neighbour, seed=self.int_seed("bb-pilot"))

@@ -6,7 +6,7 @@ mechanism is calibrated to and claims. It is also the template of an algorithm a
 """
 from __future__ import annotations
 
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.registry import PARALLEL
 
 SOURCE = "Dwork, McSherry, Nissim & Smith 2006, Laplace mechanism"
@@ -18,6 +18,7 @@ class LaplaceExample(Audit):
     notion = "DP"
     summary = "epsilon = 1"
     uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    defaults = Defaults(epsilon=1.0, samples=(10**6, 10**5))
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "a count of sensitivity 1 plus Lap(1/eps) is eps-DP",
                  SOURCE + " (Example 1)", "run"),
@@ -26,7 +27,7 @@ class LaplaceExample(Audit):
     def run(self) -> None:
         from dpcheck import AuditTarget, Claim
 
-        eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
+        eps = self.epsilon
         scale = 1.0 / eps                          # sensitivity 1 / eps (Dwork et al. 2006)
 
         def noisy_count(count, rng, size):
@@ -34,7 +35,7 @@ class LaplaceExample(Audit):
 
         target = AuditTarget(name="laplace_example", mechanism=noisy_count, pairs=[(10, 11)],
                              claim=Claim(epsilon=eps, source=SOURCE))
-        samples = self.exe.samples if self.exe.samples is not None else self.exe.pick(10**6, 10**5)
+        samples = self.samples()
         self.config["mechanism"] = f"count + Lap(1/{eps:g})"
         self.config["claim"] = target.claim.to_dict()
         check, _ = self.blackbox(target, id="privacy.blackbox", samples=samples, claim_source=SOURCE)

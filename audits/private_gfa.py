@@ -20,7 +20,7 @@ from __future__ import annotations
 
 
 from dpcheck.audits.lib import gfa
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
@@ -162,6 +162,7 @@ class _GFAAudit(Audit):
     alg: int = 0
     notion = "JDP"
     uses = ("epsilon", "delta", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    defaults = Defaults(epsilon=1.0, samples=(100_000, 20_000))     # both audits (their claim tables: _claims)
 
     # -- configuration ---------------------------------------------------------------------
     def setup(self):
@@ -173,7 +174,6 @@ class _GFAAudit(Audit):
         inst = self.inst
         self.C_cov = (coverability(inst.mdp, inst.fclass).value if self.alg == 1 else
                       per_start_coverability(inst.mdp, inst.fclass).value)
-        self.epsilon = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
         self.delta = float(self.opts.delta) if self.opts.delta is not None else 1e-5
         if not 0 < self.delta < 1:
             raise InputError(f"--delta must lie in (0, 1) for advanced composition, got {self.delta:g}")
@@ -230,10 +230,7 @@ class _GFAAudit(Audit):
                                          seed=self.int_seed("score_dataset")))
         one = copy.copy(ag)
         one.B = 1                  # B = 1: the most updates (and data-dependent draws) the adversary sees
-        samples = exe.samples if exe.samples is not None else exe.pick(100_000, 20_000)
-        self.add(gfa.jdp_blackbox_check(one, inst.mdp, K=4, samples=samples, alpha=exe.alpha, seed=exe.seed,
-                                        workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
-                                        cache_dir=exe.cache_dir, progress=exe.progress))
+        self.add(gfa.jdp_blackbox_check(one, inst.mdp, exe, K=4, samples=self.samples()))
 
     # -- assumptions -------------------------------------------------------------------------
     def assumptions(self) -> None:

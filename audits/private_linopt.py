@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dpcheck.audits.lib import linopt as lib
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
 
@@ -146,10 +146,10 @@ class _PrivateLinOptAudit(Audit):
                   help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (A12)"),
     )
     uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    defaults = Defaults(epsilon=1.0, samples=(200_000, 20_000))     # both audits (their claim tables: _claims)
 
     def spec(self, **kw) -> lib.LinOptSpec:
-        eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
-        return lib.LinOptSpec(algorithm=self.algorithm_key, epsilon=eps, delta=float(self.params.delta),
+        return lib.LinOptSpec(algorithm=self.algorithm_key, epsilon=self.epsilon, delta=float(self.params.delta),
                               alpha=float(self.params.utility_alpha), radius_dim=self.params.radius_dim,
                               sensitivity_mode=self.params.sensitivity_mode, target=self.params.target, **kw)
 
@@ -158,7 +158,7 @@ class _PrivateLinOptAudit(Audit):
         exe = self.exe
         if self.params.instance not in (None, "lm2", "tabular"):
             lib.check_instance_size(self.params.instance, env, quick=exe.quick,
-                                    samples=exe.samples if exe.samples is not None else exe.pick(200_000, 20_000))
+                                    samples=self.samples())
         spec = self.spec()
         spec.privatizer()                       # a bad flag / budget is an InputError before any work
         K_regret = exe.pick(16384, 8192)
@@ -181,13 +181,9 @@ class _PrivateLinOptAudit(Audit):
         self.add(sens)
         self.add(flow)
         self.progress(f"{self.name}: black box on the released statistics and on the actions (scripted users)")
-        samples = exe.samples if exe.samples is not None else exe.pick(200_000, 20_000)
-        self.add(lib.release_blackbox_check(spec, env, samples=samples, alpha=exe.alpha, seed=exe.seed,
-                                            workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
-                                            cache_dir=exe.cache_dir, progress=exe.progress))
-        self.add(lib.jdp_blackbox_check(spec, env, samples=samples, alpha=exe.alpha, seed=exe.seed,
-                                        workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
-                                        cache_dir=exe.cache_dir, progress=exe.progress))
+        samples = self.samples()
+        self.add(lib.release_blackbox_check(spec, env, exe, samples=samples))
+        self.add(lib.jdp_blackbox_check(spec, env, exe, samples=samples))
 
     def assumptions(self, spec, env) -> None:
         exe = self.exe

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.checks import INCONCLUSIVE, Check
 from dpcheck.errors import InputError
 from dpcheck.registry import PARALLEL, SetOption
@@ -128,11 +128,7 @@ OFFLINE_LAPLACE_CLAIMS = (     # offline_laplace_privatizer: eps-DP
 )
 
 class PrivatizerAudit(Audit):
-    """What every privatizer audit shares: the black-box sample size."""
-
-    def samples(self) -> int:
-        """Samples per side of the black-box audit: --samples, else 10^6 (--quick 2 x 10^5)."""
-        return int(self.exe.samples) if self.exe.samples is not None else self.exe.pick(10**6, 2 * 10**5)
+    """What every privatizer audit shares (its black-box budget is declared per audit: pa.PRIVATIZER_SAMPLES)."""
 
 
 class OnlinePrivatizerAudit(PrivatizerAudit):
@@ -157,7 +153,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
     def privatizer(self):
         """(privatizer, rewards) from --privatizer / --epsilon / --set; records them in the config."""
         from dpcheck.algorithms.privatizers import load_privatizer
-        eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
+        eps = self.epsilon
         calibration = self.params.calibration
         spec = self.opts.privatizer or self.kind
         kw = {"epsilon": eps, "calibration": calibration}
@@ -202,10 +198,8 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         self.add(check)
 
     def plugin_options(self, claim, rewards) -> dict:
-        e = self.exe
-        return dict(samples=self.samples(), alpha=self.exe.alpha, seed=self.int_seed("blackbox"),
-                    workers=e.workers, backend=e.backend, scheduler=e.scheduler, progress=e.progress,
-                    cache_dir=e.cache_dir, source=claim.source, rewards=rewards)
+        """pa.plugin_blackbox's arguments besides the execution options (self.exe, passed whole)."""
+        return dict(samples=self.samples(), seed=self.int_seed("blackbox"), source=claim.source, rewards=rewards)
 
     def check_plugin_blackbox(self, p, template, claim, rewards) -> None:
         raise NotImplementedError
@@ -241,6 +235,7 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     notion = "JDP"
     summary = "epsilon-JDP (DP-UCBVI Lemma 5.1; DP-Nash-VI Lemma 5.1)"
     privatizers = ("central",)
+    defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)
     claims = CENTRAL_CLAIMS
     kind = "central"
 
@@ -250,7 +245,7 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     def check_plugin_blackbox(self, p, template, claim, rewards) -> None:
         """privacy.blackbox of a user's class: black box only, K / position / statistic searched."""
         self.progress(f"{self.kind} privatizer (plug-in): black-box search over K, position and statistic")
-        self.add(pa.plugin_blackbox(template, search="stream", **self.plugin_options(claim, rewards)))
+        self.add(pa.plugin_blackbox(template, self.exe, search="stream", **self.plugin_options(claim, rewards)))
 
     def check_whitebox(self, p, claim, rewards) -> None:
         super().check_whitebox(p, claim, rewards)
@@ -264,6 +259,7 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
     notion = "LDP"
     summary = "epsilon-LDP (DP-UCBVI Lemma 5.6; DP-Nash-VI Lemma 5.4)"
     privatizers = ("local",)
+    defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)
     claims = LOCAL_CLAIMS
     kind = "local"
 
@@ -275,7 +271,7 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
         par = self.plugin_options(claim, rewards)
         if callable(getattr(p, "message", None)):
             self.progress(f"{self.kind} privatizer (plug-in): black-box search on one user's message")
-            self.add(pa.plugin_blackbox(template, search="message", **par))
+            self.add(pa.plugin_blackbox(template, self.exe, search="message", **par))
         else:
             self.add(Check(id="privacy.blackbox", kind="privacy", verdict=INCONCLUSIVE,
                            claim=dict(claim.to_dict(), statement=claim.describe(), source=claim.source),
@@ -285,7 +281,7 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
         # the released stream (sums of messages) is a post-processing of the messages: a valid, weaker
         # bound, and the only one that sees the counts the planner reads
         self.progress(f"{self.kind} privatizer (plug-in): black-box search on the released stream")
-        self.add(pa.plugin_blackbox(template, search="stream", id="privacy.blackbox.stream", **par))
+        self.add(pa.plugin_blackbox(template, self.exe, search="stream", id="privacy.blackbox.stream", **par))
 
 
 # ============================================================ offline (DP-APVI)
@@ -350,6 +346,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
     uses = ("delta", *OFFLINE_USES)
     options = (SetOption("rho", float, bounds=(0, None),
                          help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),)
+    defaults = Defaults(samples=pa.PRIVATIZER_SAMPLES)            # the budget is rho (--set rho)
     claims = OFFLINE_GAUSSIAN_CLAIMS
     gaussian = True
 
@@ -369,13 +366,13 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
     algorithm = "DP-APVI Laplace count privatizer"
     notion = "DP"
     summary = "epsilon-DP (offline §2.8(c))"
+    defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)
     claims = OFFLINE_LAPLACE_CLAIMS
     gaussian = False
 
     def privatizer(self):
         from dpcheck.algorithms.privatizers.offline import OfflineLaplacePrivatizer
-        eps = self.opts.epsilon if self.opts.epsilon is not None else 1.0
-        priv = OfflineLaplacePrivatizer(epsilon=eps)
+        priv = OfflineLaplacePrivatizer(epsilon=self.epsilon)
         self.config.update(privatizer="offline_laplace", epsilon=priv.epsilon)
         return priv
 

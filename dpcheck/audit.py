@@ -12,6 +12,8 @@ What every audit repeats lives here, once:
 * :class:`ExecutionOptions` -- alpha, seed, samples, workers, backend, scheduler, cache, progress,
   quick -- validated at the command line and handed whole to every black-box call
   (:meth:`Audit.blackbox`), so ``--cache``, ``--workers`` and ``--backend dask`` reach all of them;
+* the defaults (:class:`Defaults`: epsilon and the samples pair, declared beside the claim table and
+  resolved here once: ``self.epsilon``, :meth:`Audit.samples`);
 * the ``--set`` table (``options``, a tuple of :class:`dpcheck.options.SetOption`) parsed into a frozen
   dataclass, ``self.params`` (``self.params.calibration``, ...);
 * per-step seeding from the one seed (:meth:`Audit.seed_sequence`, :meth:`Audit.rng`,
@@ -135,6 +137,56 @@ class ExecutionOptions:
         """``quick`` under --quick, else ``default`` (sizes of every part of an audit)."""
         return quick if self.quick else default
 
+    def audit(self, target, samples: int, seed: int | None = None):
+        """:func:`dpcheck.blackbox.audit` of ``target`` with these options (alpha, seed unless ``seed`` is
+        given, workers / backend / scheduler / cache / progress): how a library check runs its black box."""
+        from dpcheck.blackbox import audit
+        return audit(target, samples=int(samples), alpha=self.alpha, seed=self.seed if seed is None else int(seed),
+                     **self.parallel())
+
+    def budget(self, pair) -> int:
+        """Black-box outputs per input: --samples if given, else ``pair`` = (default, --quick) -- the one
+        place a samples default is resolved (an audit's pair is its :class:`Defaults`)."""
+        return int(self.samples) if self.samples is not None else int(self.pick(*pair))
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What an audit uses for an option the command line does not give, declared beside its claim table
+    (``defaults = Defaults(epsilon=1.0, samples=(200_000, 20_000))``) and resolved in one place
+    (:class:`Audit`: ``self.epsilon``, :meth:`Audit.samples`).
+
+    epsilon:     the claim's epsilon without --epsilon (None: the audit's budget is another parameter,
+                 e.g. rho); validated by the same parser as --epsilon (dpcheck.options.parse_epsilon).
+    samples:     (default, --quick) black-box outputs per input of each pair without --samples.
+    samples_for: ((check id, (default, --quick)), ...): checks run at their own budget (the audit's
+                 comment says why); --samples overrides every one.
+    """
+
+    epsilon: float | None = None
+    samples: tuple[int, int] | None = None
+    samples_for: tuple = ()
+
+    def __post_init__(self):
+        from dpcheck.options import parse_epsilon, parse_samples
+        if self.epsilon is not None:
+            object.__setattr__(self, "epsilon", parse_epsilon(self.epsilon))
+        pairs = ([self.samples] if self.samples is not None else []) + [p for _, p in self.samples_for]
+        for pair in pairs:
+            if len(pair) != 2:
+                raise ValueError(f"Defaults: a samples default is a (default, --quick) pair, got {pair!r}")
+            for n in pair:
+                parse_samples(n)
+
+    def samples_of(self, check_id: str | None = None) -> tuple[int, int]:
+        """The (default, --quick) pair of ``check_id`` (its own if declared, else the audit's)."""
+        own = dict(self.samples_for).get(check_id)
+        if own is not None:
+            return own
+        if self.samples is None:
+            raise ValueError("this audit declares no samples default (Defaults.samples)")
+        return self.samples
+
 
 class Audit(abc.ABC):
     """Base class of an algorithm audit (module docstring). Subclasses declare the class attributes
@@ -145,6 +197,7 @@ class Audit(abc.ABC):
     notion: ClassVar[str]
     summary: ClassVar[str]                      # the one-line claim ``dpcheck list`` shows
     claims: ClassVar[tuple[ClaimRow, ...]] = ()
+    defaults: ClassVar["Defaults"] = None       # epsilon and samples without --epsilon / --samples
     options: ClassVar[tuple[SetOption, ...]] = ()  # the --set table
     uses: ClassVar[tuple[str, ...]] = ("seed", "alpha")
     privatizers: ClassVar[tuple[str, ...]] = ()
@@ -159,6 +212,9 @@ class Audit(abc.ABC):
         self.exe = replace(exe, alpha=exe.alpha / m)
         ctx.family = {"alpha": exe.alpha, "tests": m, "alpha_per_check": self.exe.alpha}
         self.opts = ctx.options                  # the parsed command-line values (epsilon, privatizer, ...)
+        # --epsilon (parsed and validated once, dpcheck.options) or the audit's declared default
+        d = self.defaults or Defaults()
+        self.epsilon = ctx.options.epsilon if ctx.options.epsilon is not None else d.epsilon
         # the --set values as the audit's options dataclass (one field per SetOption; None: not given and
         # no default). Parsed again here so a library caller's raw AuditOptions(extra=...) is typed too.
         from dpcheck.options import options_dataclass, parse_set
@@ -218,6 +274,10 @@ class Audit(abc.ABC):
     def row(cls, check_id: str) -> ClaimRow | None:
         return next((r for r in cls.claims if r.matches(check_id)), None)
 
+    def samples(self, check_id: str | None = None) -> int:
+        """Black-box outputs per input for ``check_id``: --samples, else the audit's declared pair."""
+        return self.exe.budget((self.defaults or Defaults()).samples_of(check_id))
+
     # -- writing checks --------------------------------------------------------------------
     def add(self, check: Check) -> Check:
         """Add a finished check; its claim-table row goes into ``claim["table"]``."""
@@ -247,10 +307,7 @@ class Audit(abc.ABC):
     def blackbox(self, target, *, id: str, samples: int, seed: int | None = None, claim_source: str | None = None,
                  kind: str = "privacy"):
         """Audit ``target`` black box with the run's execution options; returns (Check, AuditResult)."""
-        from dpcheck.blackbox import audit
-        e = self.exe
-        res = audit(target, samples=int(samples), alpha=e.alpha, seed=e.seed if seed is None else int(seed),
-                    **e.parallel())
+        res = self.exe.audit(target, samples, seed)
         src = claim_source if claim_source is not None else getattr(target.claim, "source", None)
         return res.to_check(id=id, kind=kind, claim_source=src), res
 
@@ -319,7 +376,7 @@ def format_claim_table(name: str, rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["Audit", "ClaimRow", "ExecutionOptions", "format_claim_table", "KINDS"]
+__all__ = ["Audit", "ClaimRow", "Defaults", "ExecutionOptions", "format_claim_table", "KINDS"]
 
 
 class _CallableModule(type(abc)):

@@ -269,6 +269,40 @@ def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: No
 
 
 # ------------------------------------------------------------------ what is tested
+SELECTION_FRACTION = 0.25       # share of each side's sample that chooses the events (audit())
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """How :func:`audit` spends a sample and alpha (module docstring): per side, the first ``selection``
+    outputs choose the events, the other ``certification`` certify them; each eps-bound event is
+    certified at ``alpha_bound`` per one-sided bound, each profile point at ``alpha_profile``
+    (weighted Bonferroni over 2 directions x pairs x (1 + |grid|) bounds). A search that projects what
+    the audit will certify (audits/lib/privatizers.py) imports this plan rather than re-deriving it."""
+
+    samples: int
+    selection: int
+    certification: int
+    epsilon: float
+    delta: float
+    grid: tuple
+    alpha_bound: float
+    alpha_profile: float
+
+
+def sample_plan(claim: Claim, samples: int, alpha: float, pairs: int = 1,
+                selection_fraction: float = SELECTION_FRACTION) -> SamplePlan:
+    """The :class:`SamplePlan` of an audit of ``pairs`` input pairs against ``claim``."""
+    n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
+    eps_claim, delta, grid = claim_plan(claim)
+    # the epsilon-bound events get half of alpha when profile points share it (they carry the
+    # headline figure); weighted Bonferroni: the weights over all bounds sum to alpha
+    share = LB_ALPHA_SHARE if grid else 1.0
+    return SamplePlan(samples=samples, selection=n_sel, certification=samples - n_sel, epsilon=eps_claim,
+                      delta=delta, grid=tuple(grid), alpha_bound=alpha * share / (2 * pairs),
+                      alpha_profile=alpha * (1 - share) / (2 * pairs * len(grid)) if grid else 0.0)
+
+
 def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
     """(epsilon_claimed, delta, profile eps grid) for a claim.
 
@@ -292,7 +326,7 @@ def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
 # ------------------------------------------------------------------ the audit
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress: Callable[[str], None] | None = None,
-          selection_fraction: float = 0.25, cache_dir=None) -> AuditResult:
+          selection_fraction: float = SELECTION_FRACTION, cache_dir=None) -> AuditResult:
     """Audit ``target`` black-box; returns an :class:`AuditResult` (see the module docstring).
 
     samples:            outputs per input of each pair, selection and certification together.
@@ -326,17 +360,13 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
     if not (isinstance(selection_fraction, Real) and 0 < selection_fraction < 1):
         raise InputError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
-    n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
-    n_cert = samples - n_sel
     claim = target.claim
-    eps_claim, delta, grid = claim_plan(claim)
     n_pairs = len(target.pairs)
+    plan = sample_plan(claim, samples, alpha, n_pairs, selection_fraction)
+    n_sel, n_cert = plan.selection, plan.certification
+    eps_claim, delta, grid = plan.epsilon, plan.delta, list(plan.grid)
     n_bounds = 2 * n_pairs * (1 + len(grid))
-    # the epsilon-bound events get half of alpha when profile points share it (they carry the
-    # headline figure); weighted Bonferroni: the weights over all bounds sum to alpha
-    share = LB_ALPHA_SHARE if grid else 1.0
-    alpha_b = alpha * share / (2 * n_pairs)
-    alpha_prof = alpha * (1 - share) / (2 * n_pairs * len(grid)) if grid else 0.0
+    alpha_b, alpha_prof = plan.alpha_bound, plan.alpha_profile
     say = progress or (lambda msg: None)
 
     from dpcheck.limits import check_sampling_memory

@@ -79,10 +79,12 @@ def parse_int(flag: str, value) -> int:
     return int(x)
 
 
-def parse_epsilon(value) -> float:
-    e = _number("--epsilon", value)
+def parse_epsilon(value, name: str = "--epsilon") -> float:
+    """A privacy budget epsilon: a finite number > 0 -- the one check of an epsilon, whether it comes from
+    --epsilon, an audit's Defaults (dpcheck.audit) or a privatizer's constructor (``name="epsilon"``)."""
+    e = _number(name, value)
     if not e > 0:
-        raise InputError(f"--epsilon must be a finite number > 0, got {value!r}")
+        raise InputError(f"{name} must be a finite number > 0, got {value!r}")
     return e
 
 

@@ -230,3 +230,71 @@ def test_vacuous_is_decided_in_one_place():
     offenders = [f"{p.relative_to(root)}:{i}" for d in ("audits", "algorithms", "dpcheck") for p in (root / d).rglob("*.py")
                  if p.name != "checks.py" for i, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
     assert offenders == []
+
+
+def test_defaults_are_declared_once_and_resolved_in_one_place():
+    from dpcheck.audit import Defaults
+    from dpcheck.errors import InputError
+
+    class WithDefaults(_Two):
+        name = "_audit_base_defaults"
+        defaults = Defaults(epsilon=0.5, samples=(3000, 300), samples_for=(("privacy.blackbox.data", (900, 90)),))
+
+    def audit(**kw):
+        return WithDefaults(AuditContext("t", AuditOptions(**kw)))
+    a = audit()
+    assert a.epsilon == 0.5 and a.samples() == 3000 and a.samples("privacy.blackbox.data") == 900
+    q = audit(quick=True)
+    assert q.samples() == 300 and q.samples("privacy.blackbox.data") == 90 and q.samples("other") == 300
+    g = audit(epsilon="2", samples=777, quick=True)            # the command line overrides every default
+    assert g.epsilon == 2.0 and g.samples() == 777 and g.samples("privacy.blackbox.data") == 777
+    assert _Two(AuditContext("t", AuditOptions())).epsilon is None     # nothing declared, nothing invented
+    # a default is checked by the option layer's own parser
+    for bad in (0, -1.0, float("inf"), True):
+        with pytest.raises(InputError, match="epsilon"):
+            Defaults(epsilon=bad)
+    with pytest.raises(InputError, match="samples"):
+        Defaults(samples=(10**6, 5))
+
+
+def test_every_builtin_audit_declares_its_defaults_and_resolves_none_itself():
+    """The epsilon / samples defaults live in each audit's Defaults: no audit module (or its library) falls
+    back on a literal when --epsilon or --samples is absent, and none re-validates --epsilon."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    for f in sorted((root / "audits").rglob("*.py")):
+        src = f.read_text()
+        assert not re.search(r"epsilon is not None else \d", src), f
+        assert not re.search(r"samples is not None else", src), f
+        assert "--epsilon must" not in src, f
+    for name in ("dp_ucbvi", "dp_nash_vi", "dp_apvi", "dp_vapvi", "private_gfa", "private_linopt_vi",
+                 "central_privatizer", "local_privatizer", "offline_laplace_privatizer", "laplace_example"):
+        cls = next(c for c in _audit_classes() if getattr(c, "name", None) == name)
+        assert cls.defaults is not None and cls.defaults.samples is not None, name
+
+
+def _audit_classes():
+    registry.load()
+    out, todo = [], [Audit]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
+def test_the_black_box_sample_plan_is_one_function():
+    """dpcheck.blackbox.sample_plan is what audit() spends, and what the plug-in search projects with."""
+    from dpcheck.audits.lib import privatizers as pa
+    from dpcheck.blackbox import audit, sample_plan
+    tgt = AuditTarget(name="lap", mechanism=lambda d, rng, n: rng.laplace(d, 1.0, n), pairs=[(0, 1)],
+                      claim=Claim(epsilon=1.0, delta=1e-3))
+    res = audit(tgt, samples=4000, seed=1)
+    plan = sample_plan(tgt.claim, 4000, 0.05, pairs=1)
+    assert (res.selection_samples, res.certification_samples) == (plan.selection, plan.certification) == (1000, 3000)
+    assert plan.alpha_bound == 0.05 * 0.5 / 2 and plan.alpha_profile > 0
+    n_cert, a_b, _ = pa._search_plan(tgt.claim, 4000, 0.05)
+    assert (n_cert, a_b) == (plan.certification, plan.alpha_bound)
+    src = (__import__("pathlib").Path(pa.__file__)).read_text()
+    assert "selection_fraction" not in src and "LB_ALPHA_SHARE" not in src

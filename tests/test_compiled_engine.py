@@ -132,3 +132,50 @@ def test_engines_agree_beyond_the_sorting_networks(kind):
     # S = 14 > 12: numpy sorts LP rows with np.sort, the kernel with an insertion sort
     env = riverswim(3, S=14)
     _assert_same(*_both(lambda: _agent(kind, eps=0.5), env, 40, 1, 2))
+
+
+# -- the seam (CountPrivatizer.compiled_noise): what a plug-in researcher implements ------------------
+class _HalfScaleTree(CentralPrivatizer):
+    """A plug-in on the seam: the central tree at half the node scale, with its own compiled plan (the
+    "tree" process, its noise drawn by its own counter from its own stream)."""
+
+    def scale_for(self, H, K, families):
+        return super().scale_for(H, K, families) / 2
+
+    def compiled_noise(self):
+        from dpcheck.algorithms.privatizers.base import CompiledNoise
+        counter, rng = self.mechanism.counter, self.mechanism.rng
+
+        def draw(out):
+            out[...] = counter.draw(rng, out.shape)
+        return CompiledNoise("tree", draw)
+
+
+class _NoPlan(CentralPrivatizer):
+    """A plug-in that changes a hook the plan stands for (here only by calling up): no compiled plan."""
+
+    def _noisy_counts(self):
+        return super()._noisy_counts()
+
+
+def test_a_plugin_s_own_compiled_plan_runs_compiled_and_agrees_with_its_python_path():
+    env = riverswim(4, 5)
+    a, b = _both(lambda: DPUCBVI(_HalfScaleTree(1.0, width_mode="nominal"), mode="practical"), env, 24, 3, 3)
+    _assert_same(a, b)
+    # and it is its own noise, not the built-in's: the built-in's trajectories differ
+    c, _ = _both(lambda: _agent("central"), env, 24, 3, 3)
+    assert not np.array_equal(a[0].actions, c[0].actions)
+
+
+def test_a_plugin_without_a_compiled_plan_falls_back_to_the_python_path():
+    env = riverswim(4, 5)
+    p = _NoPlan(1.0, width_mode="nominal").start(2, 5, 4, 2, 8, np.random.default_rng(0))
+    assert p.compiled_noise() is None
+    r = DPUCBVI(_NoPlan(1.0, width_mode="nominal"), mode="practical").run(env, 16, np.random.default_rng(4),
+                                                                         runs=3, monitor=False)
+    assert r.config["engine"] == "numpy"
+    base = _agent("central").run(env, 16, np.random.default_rng(4), runs=3, monitor=False, engine="compiled")
+    assert np.array_equal(r.actions, base.actions)       # the same privatizer, whichever path runs it
+    with pytest.raises(InputError, match="compiled_noise"):
+        DPUCBVI(_NoPlan(1.0), mode="practical").run(env, 4, np.random.default_rng(0), monitor=False,
+                                                   engine="compiled")

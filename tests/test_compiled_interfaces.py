@@ -134,3 +134,56 @@ def test_the_compiled_engine_touches_no_other_object_s_private_fields():
            and not (isinstance(n.value, ast.Name) and n.value.id == "self")
            and not n.attr == "_replace"]          # NamedTuple._replace is public API
     assert not bad, bad
+
+
+@pytest.mark.parametrize("kind", ["central", "local"])
+def test_a_compiled_plan_draws_exactly_what_observe_draws(kind):
+    """CompiledNoise.draw of n episodes = the noise n observe() calls draw, from the same stream position,
+    also into a strided view (a part of a stacked batch)."""
+    n = 5
+    a, b = _started(kind, 11), _started(kind, 11)
+    plan = a.compiled_noise()
+    assert plan.process == {"central": "tree", "local": "sum"}[kind]
+    C = H * S * A * (S + 2)
+    big = np.full((n, RUNS + 2, C), np.nan)
+    plan.draw(big[:, 1:RUNS + 1])                              # strided: the middle runs of a batch
+    assert np.all(np.isnan(big[:, 0])) and np.all(np.isnan(big[:, -1]))
+    w = big[:, 1:RUNS + 1]
+    zero = (np.zeros((RUNS, H + 1), dtype=int), np.zeros((RUNS, H), dtype=int), np.zeros((RUNS, H)))
+    for e in range(n):
+        before = b.export_state()
+        b.observe(*zero)
+        after = b.export_state()
+        if kind == "central":
+            np.testing.assert_array_equal(w[e], b.mechanism.last_noise)
+        else:
+            HSA = H * S * A
+            z = np.zeros((RUNS, C))
+            z[:, 0] = z[:, HSA] = float(H)      # all H visits at (h, 0, 0) -> flat index h*S*A; summed below
+            got = np.concatenate([(after[k] - before[k]).reshape(RUNS, -1)
+                                  for k in ("noisy_visits", "noisy_transitions", "noisy_rewards")], axis=1)
+            inc = np.concatenate([(after[k] - before[k]).reshape(RUNS, -1)
+                                  for k in ("visits", "transitions", "rewards")], axis=1)
+            np.testing.assert_allclose(got - inc, w[e], atol=1e-9)
+    # the plan consumed the stream exactly as far as the n observes did
+    assert a.rng.bit_generator.state == b.rng.bit_generator.state
+
+
+def test_no_privatizer_plans_the_exact_process_and_other_classes_none():
+    from dpcheck.algorithms.privatizers.base import CompiledNoise, CountPrivatizer
+    assert _started("none", 0).compiled_noise() == CompiledNoise("exact")
+    with pytest.raises(InputError):
+        CompiledNoise("tree")                                  # a noisy process needs draw
+    assert CountPrivatizer.compiled_noise(object()) is None     # the default: the Python path
+
+
+def test_the_compiled_engine_never_asks_what_class_a_privatizer_is():
+    src = (ROOT / "algorithms/online/compiled.py").read_text()
+    for name in ("CentralPrivatizer", "LocalPrivatizer", "NoPrivatizer", "BinaryMechanism", "laplace"):
+        assert name not in src, name
+    tree = ast.parse(src)
+    calls = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Name) and n.func.id in ("type", "isinstance")]
+    # the environment's type, the stacked batch's parts, and a privatizer's name in a message: nothing else
+    assert set(calls) <= {"type(env)", "isinstance(priv, StackedPrivatizer)", "type(p)"}, calls
+    assert "type(p) is" not in src and "type(p) not in" not in src and "type(p) in" not in src

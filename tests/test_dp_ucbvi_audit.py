@@ -11,6 +11,7 @@ from dpcheck.algorithms.envs.generators import random_mdp
 from dpcheck.audits.lib.ucbvi import (AgentSpec, explicit_bound, explicit_bound_check, jdp_users, ldp_message_check,
                              optimism_check, practical_noise, whitebox_check)
 from dpcheck.cli import main
+from dpcheck.audit import ExecutionOptions
 
 
 def test_jdp_users_are_neighbours_in_user_one_only():
@@ -31,7 +32,7 @@ def test_whitebox_strict_passes_paper_fails_under_replacement():
 
 
 def test_ldp_message_audit_strict_passes():
-    check = ldp_message_check(AgentSpec(privatizer="local", calibration="strict"), samples=20_000, seed=0)
+    check = ldp_message_check(AgentSpec(privatizer="local", calibration="strict"), ExecutionOptions(seed=0), samples=20_000)
     assert check.verdict != "fail"
     assert check.measured["epsilon_lower_bound"] <= 1.0
 
@@ -44,7 +45,8 @@ def test_ldp_message_audit_catches_noise_too_small():
         def noise_scale(self):
             return super().noise_scale() / 8
 
-    check = ldp_message_check(AgentSpec(privatizer=Leaky, calibration="strict"), samples=20_000, seed=0)
+    check = ldp_message_check(AgentSpec(privatizer=Leaky, calibration="strict"), ExecutionOptions(seed=0),
+                              samples=20_000)
     assert check.verdict == "fail" and check.measured["epsilon_lower_bound"] > 1.0
 
 
@@ -171,3 +173,24 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
     assert AgentSpec(privatizer="central").notion() == "JDP"
     assert AgentSpec(privatizer="local").notion() == "LDP"
     assert AgentSpec(privatizer="none").notion() == "none"
+
+
+def test_one_privatizer_object_per_agent_configuration(monkeypatch):
+    """The spec loads (and validates) its privatizer once; reads use that template, every run a copy of it;
+    the template is neither pickled to workers nor part of the spec's fingerprint."""
+    import pickle
+    from dpcheck.algorithms.privatizers.base import CountPrivatizer
+    from dpcheck.audits.lib.ucbvi import claim_for
+    from dpcheck.fingerprint import fingerprint
+    built = []
+    init = CountPrivatizer.__init__
+    monkeypatch.setattr(CountPrivatizer, "__init__", lambda self, *a, **k: (built.append(1), init(self, *a, **k))[1])
+    spec = AgentSpec(privatizer="central", epsilon=0.5)
+    assert spec.notion() == "JDP" and claim_for(spec).epsilon == 0.5
+    whitebox_check(spec)
+    a, b = spec.make(), spec.make()
+    assert len(built) == 1
+    assert a.privatizer is not b.privatizer and a.privatizer is not spec.template
+    assert a.privatizer.get_params() == spec.template.get_params()
+    assert "template" not in pickle.loads(pickle.dumps(spec)).__dict__
+    assert fingerprint(spec) == fingerprint(AgentSpec(privatizer="central", epsilon=0.5))   # no template built

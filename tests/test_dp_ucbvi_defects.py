@@ -18,6 +18,7 @@ from dpcheck.algorithms.envs.tabular import TabularMDP
 from dpcheck.algorithms.online.bonus import BonusConstants
 from dpcheck.algorithms.online.ucbvi import DPUCBVI, private_estimates
 from dpcheck.algorithms.privatizers import CentralPrivatizer
+from dpcheck.audit import ExecutionOptions
 from dpcheck.audits.lib.ucbvi import (AgentSpec, assumption_checks, dataflow_check, jdp_blackbox_check,
                              optimism_check)
 
@@ -112,13 +113,13 @@ def test_removing_privacy_term_breaks_optimism():
 
 
 def test_nonprivate_ucbvi_is_a_jdp_violation():
-    check = jdp_blackbox_check(AgentSpec(privatizer="none", mode="practical"), samples=20_000, seed=0)
+    check = jdp_blackbox_check(AgentSpec(privatizer="none", mode="practical"), ExecutionOptions(seed=0), samples=20_000)
     assert check.verdict == "fail"
     assert check.measured["epsilon_lower_bound"] > 3.0
 
 
 def test_dp_ucbvi_central_is_not_flagged():
     check = jdp_blackbox_check(AgentSpec(privatizer="central", mode="practical", width_mode="nominal"),
-                               samples=20_000, seed=0)
+                               ExecutionOptions(seed=0), samples=20_000)
     assert check.verdict != "fail"
     assert check.measured["epsilon_lower_bound"] <= 1.0

@@ -384,6 +384,12 @@ def test_declarations_match_what_each_audit_module_reads():
             read |= {"alpha", "seed", "workers", "backend", "scheduler", "cache_dir"}
         if "exe.pick(" in src:          # ExecutionOptions.pick: the --quick size
             read.add("quick")
+        if re.search(r"[(,]\s*(?:self\.)?exe\s*[,)]", src):   # ExecutionOptions handed whole to a library check
+            read |= {"alpha", "seed", "workers", "backend", "scheduler", "cache_dir"}
+        if "self.samples(" in src or "exe.budget(" in src:   # the audit's Defaults pair: --samples, --quick
+            read |= {"samples", "quick"}
+        if "self.epsilon" in src:       # Audit.epsilon: --epsilon or the audit's Defaults
+            read.add("epsilon")
         read_keys = set(re.findall(r"""extra(?:\.get\(|\[)["'](\w+)["']""", src))
         read_keys |= set(re.findall(r"self\.params\.(\w+)", src))     # dpcheck.audit.Audit's options dataclass
         assert uses == read, (mod, uses ^ read)

@@ -7,6 +7,7 @@ import pytest
 
 from dpcheck.algorithms.gfa import (PrivateGeneralMDP, PrivateOutcomeRL, appendix_d, argmax_with_ties, gf3)
 from dpcheck.audits.lib import gfa
+from dpcheck.audit import ExecutionOptions
 from dpcheck.cli import main
 
 
@@ -173,7 +174,7 @@ def test_defect_argmax_caught_by_the_selection_law_and_the_black_box(gf):
     c = gfa.selection_check(ag, 256, draws=20_000, seed=1)
     assert c.verdict == "fail"
     one = _agent(gf, cls=ArgmaxSampling, B=1)
-    bb = gfa.jdp_blackbox_check(one, gf.mdp, K=4, samples=5_000, seed=0)
+    bb = gfa.jdp_blackbox_check(one, gf.mdp, ExecutionOptions(seed=0), K=4, samples=5_000)
     assert bb.verdict == "fail" and bb.measured["epsilon_lower_bound"] > 1.0
 
 
@@ -185,7 +186,7 @@ def test_defect_stale_score_caught_by_the_data_flow_check(gf, ad2):
 
 
 def test_jdp_black_box_does_not_flag_the_correct_learner(gf):
-    bb = gfa.jdp_blackbox_check(_agent(gf, B=1), gf.mdp, K=4, samples=10_000, seed=0)
+    bb = gfa.jdp_blackbox_check(_agent(gf, B=1), gf.mdp, ExecutionOptions(seed=0), K=4, samples=10_000)
     assert bb.verdict != "fail" and bb.measured["epsilon_lower_bound"] <= 1.0
 
 

@@ -13,6 +13,7 @@ from dpcheck.algorithms.linear import COUNTERS, Privatizer, lm2
 from dpcheck.algorithms.linear.regularizers import TreeStatistics
 from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism
 from dpcheck.audits.lib import linopt as lib
+from dpcheck.audit import ExecutionOptions
 from dpcheck.cli import main
 
 TABULAR = None
@@ -116,9 +117,10 @@ class TooLittleNoise(Privatizer):
 
 def test_release_black_box_sees_the_data_at_eps_1_and_catches_too_little_noise():
     env = lm2()
-    good = lib.release_blackbox_check(lib.LinOptSpec(), env, samples=40_000, seed=0)
+    good = lib.release_blackbox_check(lib.LinOptSpec(), env, ExecutionOptions(seed=0), samples=40_000)
     assert good.verdict == "pass" and "vacuous" not in good.details, good.reason
-    bad = lib.release_blackbox_check(lib.LinOptSpec(privatizer_class=TooLittleNoise), env, samples=40_000, seed=0)
+    bad = lib.release_blackbox_check(lib.LinOptSpec(privatizer_class=TooLittleNoise), env, ExecutionOptions(seed=0),
+                                samples=40_000)
     assert bad.verdict == "fail" and bad.measured["epsilon_lower_bound"] > bad.measured["epsilon_claimed"]
     # the white box sees it too: the declared trees no longer meet the claim
     assert lib.dp_event_check(lib.LinOptSpec(privatizer_class=TooLittleNoise), env, 64).verdict == "fail"

@@ -7,19 +7,22 @@ the run's config.
 
 Covered: the agents DPUCBVI and UCBVI themselves (not subclasses, which override the seams), bonuses
 without term 4 (c_correction = 0: practical mode; the theory bonus keeps Q~ = H anyway), a TabularMDP
-with deterministic or Bernoulli rewards, the built-in Central / Local / No privatizers (or a
-StackedPrivatizer of them), no monitor and no release hook (they read every release in Python).
+with deterministic or Bernoulli rewards, privatizers that provide a compiled noise plan
+(``compiled_noise()``, :class:`dpcheck.algorithms.privatizers.base.CompiledNoise`: the built-in Central /
+Local / No privatizers do, as does a StackedPrivatizer of such parts; any other runs on the numpy engine),
+no monitor and no release hook (they read every release in Python).
 
 Randomness: every stream is drawn by numpy in chunks, in exactly the numpy engine's order (environment:
 reset then one uniform per step and one per Bernoulli reward; tie-breaking: one (runs,H,S,A) array per
-episode; noise: the privatizer's own draws, :func:`dpcheck.algorithms.privatizers.noise.laplace`), so the two
-engines see the same numbers; the arithmetic is the numpy engine's, step for step (module docstring of
+episode; noise: drawn by the privatizer itself, ``CompiledNoise.draw``, from its own stream as its
+``observe`` would), so the two engines see the same numbers; the arithmetic is the numpy engine's, step for step (module docstring of
 ``_kernels``), so they give the same trajectories bit for bit (tests/test_compiled_engine.py). At the
 end the privatizers' state (true counts, tree, local sums) is handed back, so the privatizer object is
 exactly where the numpy engine would have left it.
 
-Interfaces only: the engine reads and writes the privatizers through ``export_state()`` /
-``import_state(...)``, the environment through ``sampling_tables()`` and the agent through the
+Interfaces only: the engine reads and writes the privatizers through ``compiled_noise()``,
+``export_state()`` / ``import_state(...)`` (in the form the plan's noise process prescribes; it never
+asks what class a privatizer is), the environment through ``sampling_tables()`` and the agent through the
 :class:`EpisodeLoop` record DPUCBVI.run builds; it imports no agent class (ucbvi imports this module).
 """
 from __future__ import annotations
@@ -109,16 +112,26 @@ def _parts(priv, runs):
     return [(priv, slice(0, runs))]
 
 
+def plans(privatizer, runs) -> list | None:
+    """Each part's :class:`~dpcheck.algorithms.privatizers.base.CompiledNoise` (the started privatizer's
+    ``compiled_noise()``), or None if a part provides none."""
+    out = []
+    for p, _ in _parts(privatizer, runs):
+        plan = getattr(p, "compiled_noise", lambda: None)()
+        if plan is None:
+            return None
+        out.append(plan)
+    return out
+
+
 def ineligible(env, runs, *, privatizer, constants, variant: str | None, monitor: bool,
                release_hook) -> str | None:
     """Why the compiled engine cannot run this configuration, or None if it can.
 
     variant: None for the agents DPUCBVI and UCBVI themselves, else the name of the subclass (whose
-    overridden seams the kernels would skip).
+    overridden seams the kernels would skip). ``privatizer`` is started.
     """
     from dpcheck.algorithms.envs.tabular import TabularMDP
-    from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
-    from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism
     if not available():
         return "numba is not installed"
     if variant is not None:
@@ -132,13 +145,11 @@ def ineligible(env, runs, *, privatizer, constants, variant: str | None, monitor
     if env.reward_noise not in ("deterministic", "bernoulli"):
         return f"reward model {env.reward_noise!r} is not compiled"
     for p, _ in _parts(privatizer, runs):
-        if type(p) not in (CentralPrivatizer, LocalPrivatizer, NoPrivatizer):
-            return f"privatizer {type(p).__name__} is not one of the built-in Central / Local / None"
-        if type(p) is CentralPrivatizer and (type(p.mechanism) is not BinaryMechanism
-                                             or p.mechanism.counter.noise != "laplace"):
-            return "the central privatizer's tree is not the Laplace binary mechanism"
-        if not p.rewards:
+        if getattr(p, "rewards", None) is not True:
             return "privatizers without reward streams are not compiled"
+        if getattr(p, "compiled_noise", lambda: None)() is None:
+            return (f"privatizer {type(p).__name__} provides no compiled noise plan (compiled_noise() is None; "
+                    f"docs/privatizers.md)")
     return None
 
 
@@ -158,14 +169,23 @@ def choose(engine: str, env, runs, *, privatizer, constants, variant: str | None
     return "numpy"
 
 
+_KIND = {"exact": "NONE", "tree": "CENTRAL", "sum": "LOCAL"}
+
+
 class _State:
-    """The privatizers' exported state gathered into the kernel's per-run arrays (and handed back)."""
+    """The privatizers' exported state gathered into the kernel's per-run arrays (and handed back).
+
+    Each part is read and written in the form its noise process prescribes (CompiledNoise); its noise
+    comes from its own ``draw``: the engine never asks what class a privatizer is."""
 
     def __init__(self, priv, runs, H, S, A, K):
-        from dpcheck.algorithms.online._kernels import CENTRAL, LOCAL, NONE
-        from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
+        from dpcheck.algorithms.online import _kernels
         from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
         self.parts = _parts(priv, runs)
+        self.plans = plans(priv, runs)
+        if self.plans is None:
+            raise InputError("a privatizer provides no compiled noise plan (compiled.ineligible says which)")
+        self.processes = [plan.process for plan in self.plans]
         HSA = H * S * A
         self.HSA, self.HSAS, self.C = HSA, HSA * S, HSA * (S + 2)
         self.runs, self.H, self.S, self.A = runs, H, S, A
@@ -174,36 +194,33 @@ class _State:
         self.N = np.empty((runs, HSA))
         self.Ntr = np.empty((runs, HSA * S))
         self.R = np.empty((runs, HSA))
-        has_central = any(type(p) is CentralPrivatizer for p, _ in self.parts)
-        has_local = any(type(p) is LocalPrivatizer for p, _ in self.parts)
-        self.psum = np.zeros((runs, L, self.C) if has_central else (runs, 1, 1))
-        self.noisy = np.zeros((runs, L + 1, self.C) if has_central else (runs, 1, 1))   # prefix releases
-        self.sums = np.zeros((runs, self.C) if has_local else (runs, 1))
-        self.noisy_parts = has_central or has_local
+        has_tree, has_sum = "tree" in self.processes, "sum" in self.processes
+        self.psum = np.zeros((runs, L, self.C) if has_tree else (runs, 1, 1))
+        self.noisy = np.zeros((runs, L + 1, self.C) if has_tree else (runs, 1, 1))   # prefix releases
+        self.sums = np.zeros((runs, self.C) if has_sum else (runs, 1))
+        self.noisy_parts = has_tree or has_sum
         self.t0 = None
         self._noise = None
         self.exported = []
-        for p, sl in self.parts:
+        for (p, sl), process in zip(self.parts, self.processes):
             n = sl.stop - sl.start
             state = p.export_state()
             self.exported.append(state)
             self.N[sl] = state["visits"].reshape(n, -1)
             self.Ntr[sl] = state["transitions"].reshape(n, -1)
             self.R[sl] = state["rewards"].reshape(n, -1)
-            if type(p) is CentralPrivatizer:
+            self.kind[sl] = getattr(_kernels, _KIND[process])
+            if process == "tree":
                 tree = state["tree"]
-                self.kind[sl] = CENTRAL
                 self.psum[sl] = np.moveaxis(tree["partial_sums"], 0, 1)
                 self.noisy[sl] = np.moveaxis(tree["prefix"], 0, 1)
                 t = tree["t"]
-            elif type(p) is LocalPrivatizer:
-                self.kind[sl] = LOCAL
+            elif process == "sum":
                 self.sums[sl] = np.concatenate([state["noisy_visits"].reshape(n, -1),
                                                 state["noisy_transitions"].reshape(n, -1),
                                                 state["noisy_rewards"].reshape(n, -1)], axis=1)
                 t = state["episodes"]
             else:
-                self.kind[sl] = NONE
                 t = state["episodes"]
             if self.t0 is None:
                 self.t0 = t
@@ -211,58 +228,34 @@ class _State:
                 raise InputError("stacked privatizers have seen different numbers of episodes")
 
     def draw_noise(self, n, chunk):
-        """(n, runs, C) noise of the next n episodes, each part from its own stream in its own order.
-
-        Written into buffers kept across chunks (a fresh multi-MB array per chunk costs more in page
-        faults and copies than the draws themselves): a part that covers every run draws straight
-        into the kernel's array; the others draw into their own scratch and are copied to their slice.
-        """
-        from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
-        from dpcheck.algorithms.privatizers.noise import laplace
+        """(n, runs, C) noise of the next n episodes: each part draws its own slice from its own stream
+        (CompiledNoise.draw). The array is kept across chunks (a fresh multi-MB array per chunk costs
+        more in page faults and copies than the draws themselves)."""
         if not self.noisy_parts:
             return np.zeros((n, self.runs, 1))       # no noisy part: the kernel never reads it
         if self._noise is None:
             self._noise = np.empty((chunk, self.runs, self.C))
-            self._scratch = {}
         noise = self._noise[:n]
-        HSA, HSAS = self.HSA, self.HSAS
-        for p, sl in self.parts:
-            m = sl.stop - sl.start
-            if type(p) is CentralPrivatizer:        # one (runs, C) node draw per episode
-                if m == self.runs:
-                    laplace(p.rng, p.node_scale(), noise.shape, out=noise)
-                else:
-                    buf = laplace(p.rng, p.node_scale(), (n, m * self.C), out=self._buffer(sl, chunk, n))
-                    noise[:, sl] = buf.reshape(n, m, self.C)
-            elif type(p) is LocalPrivatizer:        # per episode: visits, then transitions, then rewards
-                flat = laplace(p.rng, p.noise_scale(), (n, m * self.C), out=self._buffer(sl, chunk, n))
-                noise[:, sl, :HSA] = flat[:, :m * HSA].reshape(n, m, HSA)
-                noise[:, sl, HSA:HSA + HSAS] = flat[:, m * HSA:m * (HSA + HSAS)].reshape(n, m, HSAS)
-                noise[:, sl, HSA + HSAS:] = flat[:, m * (HSA + HSAS):].reshape(n, m, HSA)
+        for (p, sl), plan in zip(self.parts, self.plans):
+            if plan.draw is not None:
+                plan.draw(noise[:, sl])
         return noise
-
-    def _buffer(self, sl, chunk, n):
-        m = sl.stop - sl.start
-        if sl.start not in self._scratch:
-            self._scratch[sl.start] = np.empty((chunk, m * self.C))
-        return self._scratch[sl.start][:n].reshape(n, m * self.C)
 
     def scatter(self, episodes):
         """Hand the state back to the privatizers (as if the numpy engine had run ``episodes`` more)."""
-        from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer
         H, S, A, HSA, HSAS = self.H, self.S, self.A, self.HSA, self.HSAS
-        for (p, sl), old in zip(self.parts, self.exported):
+        for (p, sl), old, process in zip(self.parts, self.exported, self.processes):
             n = sl.stop - sl.start
             state = {"episodes": old["episodes"] + episodes,
                      "visits": self.N[sl].reshape(n, H, S, A),
                      "transitions": self.Ntr[sl].reshape(n, H, S, A, S),
                      "rewards": self.R[sl].reshape(n, H, S, A)}
-            if type(p) is CentralPrivatizer:
+            if process == "tree":
                 tree = old["tree"]
                 state["tree"] = {"t": tree["t"] + episodes, "node_draws": tree["node_draws"] + episodes,
                                  "partial_sums": np.moveaxis(self.psum[sl], 1, 0),
                                  "prefix": np.moveaxis(self.noisy[sl], 1, 0)}
-            elif type(p) is LocalPrivatizer:
+            elif process == "sum":
                 sums = self.sums[sl]
                 state["noisy_visits"] = sums[:, :HSA].reshape(n, H, S, A)
                 state["noisy_transitions"] = sums[:, HSA:HSA + HSAS].reshape(n, H, S, A, S)

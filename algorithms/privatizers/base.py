@@ -32,7 +32,6 @@ noise scales and certifies ``eps`` under replacement.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -92,6 +91,57 @@ def flatten_counts(visits, transitions, rewards=None) -> np.ndarray:
 
 
 NEIGHBOURINGS = ("replacement", "add_remove")
+
+NOISE_PROCESSES = ("exact", "tree", "sum")
+
+
+@dataclass(frozen=True)
+class CompiledNoise:
+    """How an engine that runs the episodes itself (the compiled DP-UCBVI engine,
+    algorithms/online/compiled.py) reproduces a privatizer bit for bit: which noise process its
+    release follows, and its noise (docs/privatizers.md "The compiled engine's seam").
+
+    Per run, the counters are laid out ``[visits (HSA) | transitions (HSA S) | rewards (HSA)]``
+    (C = H S A (S + 2) entries); ``z_t`` is episode t's one-hot increment in that layout and ``w_t``
+    the noise vector the privatizer draws for it. ``process`` says what ``N^`` is after t episodes:
+
+    * ``"exact"``: ``N^ = z_1 + ... + z_t``, released as it is (no LP); no noise (``draw`` is None);
+    * ``"tree"``:  the binary mechanism (Chan, Shi & Song 2011, Algorithm 2, in the lazy form of
+      :class:`BinaryMechanism`): episode t completes one node, whose noise is ``w_t``; ``N^ = B(t)``;
+      the state travels as ``export_state()["tree"]``;
+    * ``"sum"``:   ``N^ = (z_1 + w_1) + ... + (z_t + w_t)``: every episode's message carries fresh
+      noise (the local randomiser); the state travels as ``noisy_visits / noisy_transitions /
+      noisy_rewards`` of ``export_state()``;
+
+    and the planner reads :meth:`CountPrivatizer.release` of it (the §3.2 LP at the width E).
+
+    draw: ``draw(out)`` fills ``out`` (n, runs, C) (possibly a strided view) with ``w`` of the next n
+          episodes, from the privatizer's own noise stream, consuming it exactly as n calls of
+          ``observe`` would (so the two engines see the same numbers).
+    """
+
+    process: str
+    draw: Callable[[np.ndarray], None] | None = None
+
+    def __post_init__(self):
+        if self.process not in NOISE_PROCESSES:
+            raise InputError(f"CompiledNoise.process must be one of {NOISE_PROCESSES}, got {self.process!r}")
+        if (self.draw is None) != (self.process == "exact"):
+            raise InputError("CompiledNoise: a noisy process needs draw(out); 'exact' draws nothing")
+
+
+class ScratchBuffer:
+    """One reusable float64 buffer: ``get(shape)`` is a C-contiguous array of that shape on memory kept
+    across calls (a fresh multi-MB array per chunk of episodes costs more in page faults than the draws)."""
+
+    def __init__(self):
+        self._flat = np.empty(0)
+
+    def get(self, shape) -> np.ndarray:
+        size = int(np.prod(shape, dtype=np.int64))
+        if self._flat.size < size:
+            self._flat = np.empty(size)
+        return self._flat[:size].reshape(shape)
 
 
 @dataclass(frozen=True)
@@ -211,12 +261,8 @@ class CountPrivatizer:
     def __init__(self, epsilon: float = 1.0, beta: float = 0.1, calibration: str = "strict",
                  width_mode: str = "rigorous"):
         from dpcheck.algorithms.privatizers.width import WIDTH_MODES
-        try:
-            eps = float(epsilon)
-        except (TypeError, ValueError):
-            raise InputError(f"epsilon must be a number, got {epsilon!r}") from None
-        if isinstance(epsilon, bool) or not (eps > 0 and math.isfinite(eps)):
-            raise InputError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+        from dpcheck.options import parse_epsilon
+        eps = parse_epsilon(epsilon, "epsilon")
         try:
             b = float(beta)
         except (TypeError, ValueError):
@@ -353,6 +399,25 @@ class CountPrivatizer:
 
     def _import_noise(self, state: dict) -> None:
         """Restore what :meth:`_export_noise` exported."""
+
+    def compiled_noise(self) -> CompiledNoise | None:
+        """The started privatizer's noise in the form an engine that runs the episodes itself consumes
+        (:class:`CompiledNoise`), or None: the engine then runs the Python path (``observe`` /
+        ``release`` every episode). None here; the built-ins return theirs while their class
+        overrides nothing the plan stands for (:meth:`_runs_as`)."""
+        return None
+
+    def _runs_as(self, owner: type, names=()) -> bool:
+        """Does this object still behave as ``owner`` on the Python path? True unless its class overrides
+        one of ``owner``'s own members, the base's lifecycle (start / observe / release / state
+        export), or ``names``: then a compiled plan of ``owner``'s would not be its behaviour."""
+        cls = type(self)
+        if cls is owner:
+            return True
+        members = [k for k in vars(owner) if not k.startswith("__") and k != "compiled_noise"]
+        members += ["start", "observe", "release", "width", "export_state", "import_state", "_ingest",
+                    "_ingest_sparse", "_noisy_counts", "_export_noise", "_import_noise", *names]
+        return all(getattr(cls, k, None) is getattr(owner, k, None) for k in members)
 
     # -- declared privacy ----------------------------------------------------------------
     def declare(self, H: int, S: int, A: int, K: int, rewards: bool = True, *, rng=None) -> Declaration:

@@ -130,15 +130,25 @@ class TreeCounter:
             return dp_accounting.LaplaceDpEvent(noise_multiplier=mult)
         return dp_accounting.GaussianDpEvent(noise_multiplier=mult)
 
-    def draw(self, rng: np.random.Generator, shape) -> np.ndarray:
-        """Noise of one node for every counter in ``shape``."""
+    def draw(self, rng: np.random.Generator, shape, out: np.ndarray | None = None) -> np.ndarray:
+        """Noise of one node for every counter in ``shape`` (into ``out`` if given, any strides).
+
+        Draws are consumed in C order, so ``shape = (n, *counters)`` gives exactly the noises of n
+        successive nodes (the compiled DP-UCBVI engine pre-draws a chunk of episodes this way)."""
+        if out is not None and self.noise == "laplace" and self.node_scale != 0 and out.flags.c_contiguous:
+            return laplace(rng, self.node_scale, shape, out=out)
         if self.node_scale == 0:
-            return np.zeros(shape)
-        if self.noise == "laplace":
-            return laplace(rng, self.node_scale, shape)
-        if self.symmetric:
-            return symmetric_gaussian(rng, self.node_scale, shape)
-        return rng.normal(0.0, self.node_scale, size=shape)
+            w = np.zeros(shape)
+        elif self.noise == "laplace":
+            w = laplace(rng, self.node_scale, shape)
+        elif self.symmetric:
+            w = symmetric_gaussian(rng, self.node_scale, shape)
+        else:
+            w = rng.normal(0.0, self.node_scale, size=shape)
+        if out is None:
+            return w
+        out[...] = w
+        return out
 
 
 def symmetric_gaussian(rng: np.random.Generator, sigma: float, shape) -> np.ndarray:

@@ -25,7 +25,8 @@ import numpy as np
 
 from dpcheck.claims import Claim
 
-from dpcheck.algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring
+from dpcheck.algorithms.privatizers.base import (CompiledNoise, CountPrivatizer, Declaration, ScratchBuffer,
+                                                 _check_neighbouring)
 from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
 from dpcheck.algorithms.privatizers.width import confidence_width
 
@@ -117,6 +118,22 @@ class CentralPrivatizer(CountPrivatizer):
         (HSA) | transitions (HSAS) | rewards (HSA)); its noise is ``mechanism.counter.noise``."""
         self._require_started()
         return self._tree
+
+    def compiled_noise(self) -> CompiledNoise | None:
+        """The "tree" process: each episode completes one node of the Laplace tree, whose noise is drawn
+        by the tree's own counter from the tree's own stream (:meth:`TreeCounter.draw`), as ``observe``
+        draws it. None for a subclass that changes any of it (the Python path runs it)."""
+        self._require_started()
+        if not self._runs_as(CentralPrivatizer) or type(self._tree) is not BinaryMechanism:
+            return None
+        counter, rng, scratch = self._tree.counter, self._tree.rng, ScratchBuffer()
+
+        def draw(out):
+            buf = out if out.flags.c_contiguous else scratch.get(out.shape)
+            counter.draw(rng, out.shape, out=buf)
+            if buf is not out:
+                out[...] = buf
+        return CompiledNoise("tree", draw)
 
     def _export_noise(self) -> dict:
         return {"tree": self._tree.export_state()}

@@ -20,7 +20,8 @@ import numpy as np
 
 from dpcheck.claims import Claim
 
-from dpcheck.algorithms.privatizers.base import CountPrivatizer, Declaration, _check_neighbouring, episode_increments, flatten_counts
+from dpcheck.algorithms.privatizers.base import (CompiledNoise, CountPrivatizer, Declaration, ScratchBuffer,
+                                                 _check_neighbouring, episode_increments, flatten_counts)
 from dpcheck.algorithms.privatizers.width import confidence_width
 from dpcheck.algorithms.privatizers.noise import laplace
 
@@ -103,12 +104,44 @@ class LocalPrivatizer(CountPrivatizer):
         """
         self._require_started()
         v, t, r = episode_increments(states, actions, rewards, self.S, self.A, self.rewards)
-        b = self.noise_scale()
-        v = v + laplace(rng, b, v.shape)
-        t = t + laplace(rng, b, t.shape)
-        if r is not None:
-            r = r + laplace(rng, b, r.shape)
-        return LocalMessage(v, t, r)
+        wv, wt, wr = self._split(self.message_noise(rng, v.shape[0])[0], v.shape[0])
+        return LocalMessage(v + wv, t + wt, None if r is None else r + wr)
+
+    # -- noise: the one place it is drawn (message, observe and the compiled engine) -----------------
+    def message_noise(self, rng: np.random.Generator, runs: int, n: int = 1, out=None) -> np.ndarray:
+        """Lap(b_l) noise of the next ``n`` messages of ``runs`` runs, (n, runs C_f) in the order ``rng``
+        is consumed: per message the visits (runs,H,S,A), then the transitions (runs,H,S,A,S), then the
+        rewards (runs,H,S,A) if the privatizer has them (C_f = H S A (S + 1 or 2)); into ``out`` if given.
+        ``n`` at once are exactly ``n`` successive messages' noises (noise.laplace draws in C order)."""
+        HSA = self.H * self.S * self.A
+        per_run = HSA * (self.S + (2 if self.rewards else 1))
+        return laplace(rng, self.noise_scale(), (n, runs * per_run), out=out)
+
+    def _split(self, flat, runs):
+        """One message's noise (runs C_f,) -> visits, transitions, rewards (views, or None)."""
+        shape = (runs, self.H, self.S, self.A)
+        nv = runs * self.H * self.S * self.A
+        nt = nv * self.S
+        return (flat[:nv].reshape(shape), flat[nv:nv + nt].reshape(shape + (self.S,)),
+                flat[nv + nt:].reshape(shape) if self.rewards else None)
+
+    def compiled_noise(self) -> CompiledNoise | None:
+        """The "sum" process: every episode's message noise (:meth:`message_noise`), rearranged from
+        the stream's family-major order into the per-run counter layout. None without reward streams or
+        for a subclass that changes any of it (the Python path runs it)."""
+        self._require_started()
+        if not self.rewards or not self._runs_as(LocalPrivatizer):
+            return None
+        rng, scratch = self.rng, ScratchBuffer()
+        HSA, HSAS = self.H * self.S * self.A, self.H * self.S * self.A * self.S
+
+        def draw(out):
+            n, m, C = out.shape
+            flat = self.message_noise(rng, m, n, out=scratch.get((n, m * C)))
+            out[:, :, :HSA] = flat[:, :m * HSA].reshape(n, m, HSA)
+            out[:, :, HSA:HSA + HSAS] = flat[:, m * HSA:m * (HSA + HSAS)].reshape(n, m, HSAS)
+            out[:, :, HSA + HSAS:] = flat[:, m * (HSA + HSAS):].reshape(n, m, HSA)
+        return CompiledNoise("sum", draw)
 
     # the base class computes the increments for the true counts; the message is built from the
     # same trajectory inside observe(), so override observe to send exactly message(...)
@@ -148,15 +181,12 @@ class LocalPrivatizer(CountPrivatizer):
         if type(self)._ingest is not LocalPrivatizer._ingest or type(self).message is not LocalPrivatizer.message:
             return False
         self._pending = None
-        b = self.noise_scale()
-        v = laplace(self.rng, b, self._sum_v.shape)
+        v, t, r = self._split(self.message_noise(self.rng, self.runs)[0], self.runs)
         v.reshape(-1)[sa] += 1.0
-        t = laplace(self.rng, b, self._sum_t.shape)
         t.reshape(-1)[sas] += 1.0
         self._sum_v += v
         self._sum_t += t
         if self.rewards:
-            r = laplace(self.rng, b, self._sum_r.shape)
             r.reshape(-1)[sa] += rewards
             self._sum_r += r
         return True

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcheck.algorithms.privatizers.base import CountPrivatizer, Declaration, PrivateCounts
+from dpcheck.algorithms.privatizers.base import CompiledNoise, CountPrivatizer, Declaration, PrivateCounts
 
 
 class NoPrivatizer(CountPrivatizer):
@@ -40,6 +40,11 @@ class NoPrivatizer(CountPrivatizer):
 
     def dp_event(self, neighbouring: str = "replacement"):
         return self.event_for(neighbouring)
+
+    def compiled_noise(self) -> CompiledNoise | None:
+        """The "exact" process: no noise, the counts released as they are."""
+        self._require_started()
+        return CompiledNoise("exact") if self._runs_as(NoPrivatizer) else None
 
     def _start_noise(self, rng):
         pass

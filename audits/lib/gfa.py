@@ -30,6 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from dpcheck.audit import ExecutionOptions
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, qualify, soften
 from dpcheck.errors import InputError
 from dpcheck.parallel import cached_call
@@ -232,20 +233,17 @@ class SelectionsAndActions:
         return np.concatenate(out).astype(np.int64)
 
 
-def jdp_blackbox_check(agent, mdp, *, K: int = 4, samples: int = 100_000, alpha: float = 0.05, seed: int = 0,
-                       workers: int = 1, backend: str = "local", scheduler=None, progress=None,
-                       cache_dir=None) -> Check:
+def jdp_blackbox_check(agent, mdp, exe: ExecutionOptions = ExecutionOptions(), *, K: int = 4,
+                       samples: int = 100_000) -> Check:
     """(eps, delta)-JDP of the selected functions and the actions to the other users, black box
     (Def 2.3; G5 / G6). The learner runs K scripted users; its batch size is its own (B = 1 exposes the
-    most updates: the audit passes a B = 1 copy)."""
+    most updates: the audit passes a B = 1 copy). ``exe``: the audit's execution options, whole."""
     from dpcheck import AuditTarget
-    from dpcheck.blackbox import audit
     U, U2 = jdp_users(agent, mdp, K)
     claim = agent.claim
     target = AuditTarget(name=f"private_gfa.alg{agent.algorithm}.jdp", mechanism=SelectionsAndActions(agent),
                          pairs=[(U, U2)], claim=claim, output="discrete")
-    res = audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                scheduler=scheduler, progress=progress, cache_dir=cache_dir)
+    res = exe.audit(target, samples)
     check = res.to_check(id="privacy.jdp.blackbox", claim_source=claim.source)
     p = agent.privacy(K)
     det = dict(check.details)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpcheck import accounting
+from dpcheck.audit import ExecutionOptions
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, qualify, vacuous
 from dpcheck.errors import InputError
 
@@ -207,19 +208,19 @@ class OtherUsersActions:
         return flat @ (self.env.A ** np.arange(flat.shape[1], dtype=np.int64))
 
 
-def jdp_blackbox_check(spec: LinOptSpec, env, *, K: int = 4, samples: int = 200_000, alpha: float = 0.05,
-                       seed: int = 0, **parallel) -> Check:
+def jdp_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = ExecutionOptions(), *, K: int = 4,
+                       samples: int = 200_000) -> Check:
     """C11 / C12: (eps, delta)-JDP of the actions sent to users 2..K (Def 2.2), black box, on two scripted
     user sequences that differ in user 1. Marked vacuous when the bonuses saturate the clip everywhere
     (the actions are then tie-breaking noise and carry no data: the white-box checks carry the evidence)."""
     from dpcheck import AuditTarget
-    from dpcheck.blackbox import audit
+    seed = exe.seed
     U, U2 = jdp_users(env, K)
     priv = spec.privatizer()
     claim = priv.claim(sizes_for(env, K))
     target = AuditTarget(name=f"{spec.label}.jdp", mechanism=OtherUsersActions(spec, env), pairs=[(U, U2)],
                          claim=claim, output="discrete")
-    res = audit(target, samples=samples, alpha=alpha, seed=seed, **parallel)
+    res = exe.audit(target, samples)
     check = res.to_check(id="privacy.jdp.blackbox", claim_source=claim.source)
     probe = spec.make(record_estimates=False, record_figures=False).run(env, K, np.random.default_rng(seed),
                                                                         runs=64, users=U2)
@@ -602,16 +603,16 @@ class ReleaseStatistic:
         return gaussian_llr(x, self.mu, self.mu_p)
 
 
-def release_blackbox_check(spec: LinOptSpec, env, *, K: int = 8, samples: int = 200_000, alpha: float = 0.05,
-                           seed: int = 0, **parallel) -> Check:
+def release_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = ExecutionOptions(), *, K: int = 8,
+                           samples: int = 200_000) -> Check:
     """C11, C11d: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
     (eps', delta)-DP in one user, black box: user 1 replaced (:func:`jdp_users`), one random transcript
     replayed on both sides (the claim holds for every transcript, A7), the optimal Gaussian statistic of the
     implied node vector. Unlike the action black box it sees the data at any eps, so a tree with too little
     noise fails it."""
     from dpcheck import AuditTarget
-    from dpcheck.blackbox import audit
     from dpcheck.algorithms.linear import COUNTERS
+    seed = exe.seed
     U, U2 = jdp_users(env, K)
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
@@ -631,7 +632,7 @@ def release_blackbox_check(spec: LinOptSpec, env, *, K: int = 8, samples: int = 
     mech = ReleaseStatistic(spec, sizes, rows, mus[0], mus[1], scales)
     target = AuditTarget(name=f"{spec.label}.release", mechanism=mech, pairs=[(0, 1)], claim=claim,
                          output="continuous")
-    res = audit(target, samples=samples, alpha=alpha, seed=seed, **parallel)
+    res = exe.audit(target, samples)
     check = res.to_check(id="privacy.release.blackbox", claim_source=claim.source)
     mu = float(np.linalg.norm(mus[0] - mus[1]))
     det = dict(check.details)

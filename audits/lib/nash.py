@@ -568,8 +568,8 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
     ``blackbox(target, id=, samples=, claim_source=) -> (Check, AuditResult)``: the audit's black-box
     runner (:meth:`dpcheck.audit.Audit.blackbox`, which carries --alpha, --seed, --workers and --cache).
     ``exe`` (the audit's ExecutionOptions): a user's (plug-in) privatizer gets the searched black-box audit
-    (privatizers.plugin_blackbox) on the privatizer audits' budget, --samples or 10^6 (--quick 2 x 10^5),
-    as in dp_ucbvi."""
+    (privatizers.plugin_blackbox) on the privatizer audits' budget (privatizers.PRIVATIZER_SAMPLES), as in
+    dp_ucbvi."""
     from dpcheck.audits.lib import privatizers as pa
     from dpcheck.algorithms.privatizers.base import CountPrivatizer
 
@@ -589,12 +589,10 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
                                            source=claim.source))
     claimed = pa.ClaimedTemplate(p, claim, False)
     if exe is not None and pa.is_plugin(p):
-        pb = dict(samples=int(exe.samples) if exe.samples is not None else exe.pick(10**6, 2 * 10**5),
-                  alpha=exe.alpha, seed=exe.seed, workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
-                  progress=exe.progress, cache_dir=exe.cache_dir, source=claim.source, A=AB, rewards=False)
+        pb = dict(source=claim.source, A=AB, rewards=False)
         if kind == "local" and callable(getattr(p, "message", None)):
-            out.append(pa.plugin_blackbox(claimed, search="message", id="privacy.ldp.blackbox", **pb))
-        out.append(pa.plugin_blackbox(claimed, search="stream", id="privacy.privatizer.blackbox", **pb))
+            out.append(pa.plugin_blackbox(claimed, exe, search="message", id="privacy.ldp.blackbox", **pb))
+        out.append(pa.plugin_blackbox(claimed, exe, search="stream", id="privacy.privatizer.blackbox", **pb))
         return out
     if kind == "central":
         tgt = pa.central_target(claimed, A=AB, rewards=False)

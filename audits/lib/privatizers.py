@@ -544,15 +544,13 @@ def _pilot_lockstep(template, K, position, x, y, d, *, H, S, A, rewards, pilot, 
     return params, float(best), which
 
 
-def _search_plan(claim, samples, alpha, selection_fraction=0.25):
-    """(n_cert, alpha per bound, objective) the audit of the chosen configuration will use
-    (dpcheck.blackbox: one pair, eps-bound events get alpha/2 when profile points are tested)."""
+def _search_plan(claim, samples, alpha):
+    """(n_cert, alpha per bound, objective) the audit of the chosen configuration will use: one pair of
+    :func:`dpcheck.blackbox.sample_plan`, imported, never re-derived."""
     from dpcheck import events as ev
-    from dpcheck.blackbox import LB_ALPHA_SHARE, claim_plan
-    _, delta, grid = claim_plan(claim)
-    n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
-    alpha_b = alpha * (LB_ALPHA_SHARE if grid else 1.0) / 2
-    return samples - n_sel, alpha_b, ev.Objective("ratio", delta=delta)
+    from dpcheck.blackbox import sample_plan
+    plan = sample_plan(claim, samples, alpha, pairs=1)
+    return plan.certification, plan.alpha_bound, ev.Objective("ratio", delta=plan.delta)
 
 
 def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6, alpha=0.05, seed=0,
@@ -1116,9 +1114,9 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
 
 
 # ============================================================ helpers of the privatizer audits
-def blackbox_samples(o, default=10**6, quick=2 * 10**5) -> int:
-    """Samples per side of a privatizer's black-box audit: --samples, else 10^6 (--quick 2 x 10^5)."""
-    return int(o.samples) if o.samples is not None else (quick if o.quick else default)
+# (default, --quick) samples per side of a privatizer's black-box audit: the privatizer audits' default
+# (audits/privatizer_audits.py), and the budget dp_ucbvi and dp_nash_vi give a plug-in's searched audit
+PRIVATIZER_SAMPLES = (10**6, 2 * 10**5)
 
 
 
@@ -1168,20 +1166,24 @@ def privatizer_class(p) -> type:
     return type(p.__dict__.get("_inner", p))
 
 
-def plugin_blackbox(template, *, search: str = "stream", H=1, S=2, A=1, rewards=True, samples=10**6,
-                    alpha=0.05, seed=0, workers=1, backend="local", scheduler=None, progress=None,
-                    source=None, id="privacy.blackbox", pilot=PILOT_SAMPLES, cache_dir=None) -> Check:
+def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1, rewards=True, samples=None,
+                    seed=None, source=None, id="privacy.blackbox", pilot=PILOT_SAMPLES) -> Check:
     """The black-box check of a plug-in privatizer: :func:`plugin_stream_search` (``search="stream"``)
     or :func:`plugin_message_search` (``"message"``), then :func:`dpcheck.blackbox.audit` of the chosen
-    configuration; the search table is in ``details["search"]``. ``cache_dir`` (--cache): the certified
-    draw streams its chunks there and resumes (the pilot search is not cached)."""
+    configuration; the search table is in ``details["search"]``.
+
+    ``exe``: the audit's :class:`dpcheck.audit.ExecutionOptions`, whole (alpha, seed, parallelism, progress;
+    its cache_dir: the certified draw streams its chunks there and resumes, the pilot search is not
+    cached). ``samples``: the budget, default ``exe.budget(PRIVATIZER_SAMPLES)``; ``seed``: default exe.seed."""
     from dataclasses import replace
-    from dpcheck.blackbox import audit
+    from dpcheck.audit import ExecutionOptions
+    exe = exe if exe is not None else ExecutionOptions()
+    samples = exe.budget(PRIVATIZER_SAMPLES) if samples is None else int(samples)
+    seed = exe.seed if seed is None else int(seed)
     fn = plugin_stream_search if search == "stream" else plugin_message_search
-    target, info = fn(template, H=H, S=S, A=A, rewards=rewards, samples=samples, alpha=alpha, seed=seed,
-                      pilot=pilot, progress=progress)
-    res = audit(target, samples=info["chosen"]["samples"], alpha=alpha, seed=seed, workers=workers,
-                backend=backend, scheduler=scheduler, progress=progress, cache_dir=cache_dir)
+    target, info = fn(template, H=H, S=S, A=A, rewards=rewards, samples=samples, alpha=exe.alpha, seed=seed,
+                      pilot=pilot, progress=exe.progress)
+    res = exe.audit(target, info["chosen"]["samples"], seed)
     check = res.to_check(id=id, kind="privacy", claim_source=source)
     chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
     details = dict(check.details, search=info["search"], chosen=info["chosen"],

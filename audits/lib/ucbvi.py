@@ -18,11 +18,14 @@ rerun resumes from them.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dpcheck.audit import ExecutionOptions
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check, vacuous
 from dpcheck.parallel import cached_call
 from dpcheck.regret import slope_check
@@ -52,10 +55,22 @@ class AgentSpec:
     constants: object | None = None
     tie_breaking: str = "random"
 
-    def make_privatizer(self):
+    @functools.cached_property
+    def template(self):
+        """The privatizer of this configuration, loaded and validated once per spec and never started:
+        the claim, notion and declaration are read off it, and every run works on a copy of it
+        (:meth:`make_privatizer`; the convention of audits/lib/privatizers.py's templates). Not pickled
+        (a worker rebuilds it from the configuration) and not part of the spec's fingerprint."""
         from dpcheck.algorithms.privatizers import load_privatizer
         return load_privatizer(self.privatizer, epsilon=self.epsilon, beta=self.beta,
                                calibration=self.calibration, width_mode=self.width_mode)
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "template"}
+
+    def make_privatizer(self):
+        """A fresh, un-started copy of :attr:`template` for one run."""
+        return copy.deepcopy(self.template)
 
     def make(self):
         from dpcheck.algorithms.online.ucbvi import DPUCBVI
@@ -65,7 +80,7 @@ class AgentSpec:
 
     def notion(self) -> str:
         from dpcheck.audits.lib import privatizers as pa
-        p = self.make_privatizer()
+        p = self.template
         if getattr(p, "notion", None) == "none":   # the non-private baseline: audited as JDP, no privatizer checks
             return "none"
         return pa.privatizer_notion(p, pa.claim_for_families(p, True))
@@ -81,8 +96,7 @@ def claim_for(spec: AgentSpec):
     """The privacy claim the agent is audited against: its privatizer's declared claim; the non-private
     baseline (which claims nothing) is held to DP-UCBVI's eps-JDP claim (Theorem 5.2)."""
     from dpcheck import Claim
-    p = spec.make_privatizer()
-    c = getattr(p, "claim", None)
+    c = getattr(spec.template, "claim", None)
     if c is None:  # the non-private baseline claims nothing; audit it against the DP-UCBVI claim
         return Claim(epsilon=spec.epsilon, notion="JDP", source=f"{SOURCE}, Theorem 5.2 (claimed for DP-UCBVI)")
     return c
@@ -122,19 +136,18 @@ class OtherUsersActions:
         return res.actions[:, 1:, :].reshape(int(size), -1).astype(np.int64)
 
 
-def jdp_blackbox_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float = 0.05, seed: int = 0,
-                       workers: int = 1, backend: str = "local", scheduler=None, progress=None,
-                       K: int = 4, H: int = 2, cache_dir=None) -> Check:
+def jdp_blackbox_check(spec: AgentSpec, exe: ExecutionOptions = ExecutionOptions(), *, samples: int = 200_000,
+                       K: int = 4, H: int = 2) -> Check:
     """C1: eps-JDP of the recommended actions, black box: the actions sent to users 2..K on two user
-    sequences that differ in user 1 (:func:`jdp_users`; Qiao & Wang 2023, Definition 2.2)."""
+    sequences that differ in user 1 (:func:`jdp_users`; Qiao & Wang 2023, Definition 2.2). ``exe``: the
+    audit's execution options (alpha, seed, parallelism, cache), whole."""
     from dpcheck import AuditTarget
-    from dpcheck.blackbox import audit
+    seed = exe.seed
     U, U2 = jdp_users(K, H)
     claim = claim_for(spec)
     target = AuditTarget(name="dp_ucbvi.jdp", mechanism=OtherUsersActions(spec), pairs=[(U, U2)],
                          claim=claim, output="discrete")
-    res = audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                scheduler=scheduler, progress=progress, cache_dir=cache_dir)
+    res = exe.audit(target, samples)
     check = res.to_check(id="privacy.jdp.blackbox", claim_source=claim.source)
     # how much the actions depend on the data at all: fraction of Q~ saturated at H
     probe = spec.make().run(U2, K, np.random.default_rng(seed), runs=64, regret=False)
@@ -248,23 +261,21 @@ class LocalMessage:
         return msg.flat()
 
 
-def ldp_message_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float = 0.05, seed: int = 0,
-                      workers: int = 1, backend: str = "local", scheduler=None, progress=None) -> Check:
+def ldp_message_check(spec: AgentSpec, exe: ExecutionOptions = ExecutionOptions(), *,
+                      samples: int = 200_000) -> Check:
     """C2: eps-LDP of one user's message, black box, on the worst pair of C2.
 
     H = 1, S = 2, A = 2: trajectory X visits (0, 0) -> 0 with reward 1, X' visits (1, 1) -> 1
     with reward 1; they differ in 2 coordinates of each family (l1 distance 2H per family).
     """
     from dpcheck import AuditTarget
-    from dpcheck.blackbox import audit
     H, S, A = 1, 2, 2
     X = (np.array([0, 0]), np.array([0]), np.array([1.0]))
     X2 = (np.array([1, 1]), np.array([1]), np.array([1.0]))
     claim = claim_for(spec)
     target = AuditTarget(name="dp_ucbvi.ldp", mechanism=LocalMessage(spec, H, S, A), pairs=[(X, X2)],
                          claim=claim, output="continuous")
-    res = audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                scheduler=scheduler, progress=progress)
+    res = exe.audit(target, samples)
     check = res.to_check(id="privacy.ldp.blackbox", claim_source=claim.source)
     det = dict(check.details)
     det.update(agent=spec.describe(), pair="X: (s,a,s') = (0,0,0), r = 1; X': (1,1,1), r = 1 (H = 1, S = A = 2)",
@@ -277,7 +288,7 @@ def whitebox_check(spec: AgentSpec, *, H: int = 2, S: int = 3, A: int = 2, K: in
     replacement neighbours, against its claim (audits/privatizers.dp_event_check). With calibration
     "paper" this gives 2 eps (spec A5): a violation of the eps claim under replacement."""
     from dpcheck.audits.lib import privatizers as pa
-    p = spec.make_privatizer()
+    p = spec.template
     claim = claim_for(spec)
     d = pa.declaration(p, H, S, A, K)    # declared from the parameters and the sizes, nothing run
     check = pa.dp_event_check(d.dp_event("replacement"), claim, add_remove_event=d.dp_event("add_remove"),
@@ -496,7 +507,7 @@ def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: 
     curves = {float(e): regret_curves(practical_noise(spec, H, K, e), env, K, runs, seed)[:, at] for e in eps_grid}
     slope, statement = -1.0, None
     from dpcheck.audits.lib import privatizers as pa
-    if pa.is_plugin(spec.make_privatizer()):
+    if pa.is_plugin(spec.template):
         # a user's privatizer: the claimed cost follows its own width E(eps), not the papers' 1/eps
         slope, statement = width_slope(spec, env, K, eps_grid)
     return rate_checks(K_grid, R_np, curves, eps_main=eps_main, notion=spec.notion(), alpha=alpha, seed=seed,
