@@ -1,14 +1,14 @@
 """Audits of Private-LinOpt-VI and Private-LinOpt-PO (Zhou, "Differentially Private RL with Linear Function
-Approximation"; specs/private_linopt.md): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
+Approximation"; Zhou 2022): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
 
 One base class holds the claim table (the rows both algorithms share; the optimism row differs: C14 for
 Algorithm 1, C15 / C16 for Algorithm 2) and ``run``; the two registered subclasses only name the algorithm.
 The check functions live in audits/lib/linopt.py.
 
-What the audit runs (the paper has no experiments; §4 of the spec proposes the protocol):
+What the audit runs (the paper has no experiments; Section 7 of the spec proposes the protocol):
 
 * privacy at the command line's eps (default 1): the JDP black box on scripted users (vacuous when every Q is
-  clipped, which is the case at eps = 1 on LM-2: §2.8 scale warning), the declared Gaussian trees accounted
+  clipped, which is the case at eps = 1 on LM-2: proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning), the declared Gaussian trees accounted
   exactly by PLD against the claim (reporting the eps the calibration really achieves), the calibration
   recomputed from Assumption 1, the hypothesis search over neighbouring users on a replayed transcript (tree
   accounting and billboard premise), and the tree's noise reuse on every counter, matrix ones included;
@@ -40,63 +40,63 @@ def _claims(algorithm: str) -> tuple:
     if algorithm == "vi":
         optimism = ClaimRow("assumption.optimism*", "assumption",
                             "on the good event of Lemma 3.1, Q_h^k >= Q_h^* for all k, h, s, a",
-                            f"{Z}, Lemma 7.2; spec C14", "linopt.assumption_checks")
+                            f"{Z}, Lemma 7.2; Lemma 7.2", "linopt.assumption_checks")
     else:
         optimism = ClaimRow("assumption.optimism*", "assumption",
                             "on the good event, 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip never binds",
-                            f"{Z}, eq. 3 / eq. 7; spec C15, C16", "linopt.assumption_checks")
+                            f"{Z}, eq. 3 / eq. 7; Lemma 7.2, C16", "linopt.assumption_checks")
     return (
         # -- privacy
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
-                 "scripted users)", f"{Z}, Thm 6.4, Def 2.2; spec C11, C12", "linopt.jdp_blackbox_check"),
+                 "scripted users)", f"{Z}, Thm 6.4, Def 2.2; Theorem 6.4, C12", "linopt.jdp_blackbox_check"),
         ClaimRow("privacy.release.blackbox", "privacy",
                  "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are "
                  "(eps', delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
-                 f"{Z}, Thm 6.4 (billboard lemma); spec C11, C11d", "linopt.release_blackbox_check"),
+                 f"{Z}, Thm 6.4 (billboard lemma); Theorem 6.4, C11d", "linopt.release_blackbox_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
                  "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec C11b, A7, A12",
                  "linopt.dp_event_check"),
         ClaimRow("whitebox.calibration", "whitebox",
                  "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
-                 "Assumption 1 implies (d1 H^2, sqrt(d1) H^2, 1, 1)", f"{Z}, proof of Thm 6.4, §2.8; spec C10",
+                 "Assumption 1 implies (d1 H^2, sqrt(d1) H^2, 1, 1)", f"{Z}, proof of Thm 6.4, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration; proof of Theorem 6.4",
                  "linopt.calibration_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "conditioned on the transcript, one user changes only her item of each stream: <= m nodes per "
-                 "counter, node-vector change <= declared sqrt(H m) Delta_c", f"{Z}, Lemma 6.1; spec C1, C9, A2, A7",
+                 "counter, node-vector change <= declared sqrt(H m) Delta_c", f"{Z}, Lemma 6.1; Lemma 6.1(i), C9, A2, A7",
                  "linopt.stream_sensitivity_check"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
                  f"{Z}, proof of Thm 6.4; spec C11c", "linopt.stream_sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
-                 f"Chan, Shi & Song 2011; {Z}, §6.1; spec C3, C4, P1, P2", "linopt.tree_reuse_check"),
+                 f"Chan, Shi & Song 2011; {Z}, §6.1; footnote 3, C4, P1, P2", "linopt.tree_reuse_check"),
         # -- Assumption 2, Lemma 3.1, optimism
         ClaimRow("assumption.lambda_min*", "assumption", "||(Z_h^k)^{-1}|| <= 1/lambda_min for all k, h w.p. >= 1 - alpha",
-                 f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+                 f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
         ClaimRow("assumption.lambda_max*", "assumption", "||Z_h^k|| <= lambda_max for all k, h w.p. >= 1 - alpha",
-                 f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+                 f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
         ClaimRow("assumption.nu*", "assumption", "||z_h^k||_{(Z_h^k)^{-1}} <= nu for all k, h w.p. >= 1 - alpha",
-                 f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+                 f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
         ClaimRow("assumption.confidence_set*", "assumption",
                  "theta_{h,p}, theta_{h,r} lie in their confidence ellipsoids for all k, h w.p. >= 1 - 3 alpha",
-                 f"{Z}, Lemma 3.1; spec C13", "linopt.assumption_checks"),
+                 f"{Z}, Lemma 3.1; Lemma 3.1", "linopt.assumption_checks"),
         optimism,
         # -- regret
         ClaimRow("regret.exponent", "regret",
                  f"Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-                 f"{Z}, {thm}; spec C19 / C20, C23", "linopt.exponent_check"),
+                 f"{Z}, {thm}; Theorem 6.5, eq. 4 / C20, C23", "linopt.exponent_check"),
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
-                 f"{Z}, Remark 6.7; spec C22", "linopt.exponent_check"),
+                 f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
         ClaimRow("regret.privacy_scaling", "regret",
                  "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 "
-                 "on a gapped instance); it never grows with eps", f"{Z}, {thm}; spec C23", "linopt.scaling_checks"),
+                 "on a gapped instance); it never grows with eps", f"{Z}, {thm}; Theorem 6.5", "linopt.scaling_checks"),
         ClaimRow("regret.radius_scaling", "regret", "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
-                 f"{Z}, Thm 6.5 derivation; spec C21", "linopt.radius_scaling_check"),
+                 f"{Z}, Thm 6.5 derivation; Theorem 6.5", "linopt.radius_scaling_check"),
         ClaimRow("regret.explicit_bound", "regret", f"R(K) <= the explicit bound of {bound} in every run, "
-                 "w.p. >= 1 - 4 alpha", f"{Z}, {bound}; spec C17 / C18", "linopt.explicit_bound_check"),
+                 "w.p. >= 1 - 4 alpha", f"{Z}, {bound}; Theorem 4.1 / C18", "linopt.explicit_bound_check"),
     )
 
 
@@ -111,11 +111,11 @@ class _PrivateLinOptAudit(Audit):
         SetOption("delta", float, bounds=(0, 1), default=0.1, help="the JDP delta"),
         SetOption("utility_alpha", float, bounds=(0, 1), default=0.05,
                   help="failure probability alpha of Assumption 2 / Lemma 3.1 / the regret bound"),
-        SetOption("radius_dim", str, choices=("d", "d1"), default="d", help="Sigma_{p,1} with sqrt(d) or sqrt(d1) (A4)"),
+        SetOption("radius_dim", str, choices=("d", "d1"), default="d", help="Sigma_{p,1} with sqrt(d) or sqrt(d1) (Lemma B.4)"),
         SetOption("sensitivity_mode", str, choices=("paper", "replacement"), default="paper",
-                  help="noise for the paper's one-item sensitivity or for replacement neighbours (A7)"),
+                  help="noise for the paper's one-item sensitivity or for replacement neighbours (docs/derivations.md#neighbouring-relation)"),
         SetOption("target", str, choices=("paper", "exact"), default="paper",
-                  help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (A12)"),
+                  help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (Theorem 6.4)"),
     )
     uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
 
@@ -137,7 +137,7 @@ class _PrivateLinOptAudit(Audit):
         self.config.update({"algorithm": spec.label, "instance": repr(env), "spec": spec.describe(),
                             "weak_privacy_eps": list(WEAK_EPS), "K_regret": K_regret,
                             "note": "privacy and assumption checks at the command line's eps; regret rates in the "
-                                    "weak-privacy range (spec C23, §2.8 scale warning)"})
+                                    "weak-privacy range (Theorem 6.5, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning)"})
         self.privacy(spec, env, K_regret)
         self.assumptions(spec, env)
         self.regret(spec, env, K_regret)

@@ -1,14 +1,14 @@
 """The audits of the count privatizers: what one replaced user can change, measured.
 
-``central_privatizer`` (eps-JDP, dp_ucbvi.md §3.1, claim C1), ``local_privatizer`` (eps-LDP, §3.3, C2),
-``offline_gaussian_privatizer`` (rho-zCDP, offline §2.2 / §2.7, T-1) and ``offline_laplace_privatizer``
+``central_privatizer`` (eps-JDP, Qiao & Wang 2023, Section 5.1, claim C1), ``local_privatizer`` (eps-LDP, Section 5.2, C2),
+``offline_gaussian_privatizer`` (rho-zCDP, offline eq. 1 / §2.7, T-1) and ``offline_laplace_privatizer``
 (eps-DP, offline §2.8(c)). Each class's top is its claim table; the checks themselves are the reusable
 functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
 declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dpcheck.audits.lib.tabular`
 (Assumption 3.1).
 
 * ``privacy.blackbox`` -- black-box epsilon lower bound (dpcheck.blackbox.audit) on what the adversary
-  sees when one user is replaced by the spec's worst case (C2 / N2 / T-1): Central, the whole released
+  sees when one user is replaced by the spec's worst case (Lemma 5.6; Lemma 5.4; Theorem 3.4 / Lemma C.1): Central, the whole released
   stream; Local, one user's message; offline, the released noisy counts n'. The statistic is the
   Neyman-Pearson log-likelihood ratio of the declared noise; instances are small (H = 1, S = 2) so that a
   tight bound is reachable from 10^6 samples (:func:`dpcheck.audits.lib.privatizers.central_target`).
@@ -21,7 +21,7 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
 * ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks (online)
   and the noise bound (offline, T-2).
 
-Paper calibration under replacement (dp_ucbvi.md §7.1 A5, dp_nash_vi.md B3): the paper calibrates to the
+Paper calibration under replacement (docs/derivations.md#neighbouring-relation, Qiao & Wang 2024 B3): the paper calibrates to the
 add/remove sensitivity H per family, so under the replacement relation of its own definitions the
 mechanism is only 2 eps-DP. With ``--set calibration=paper`` the white-box checks report eps_realised =
 2 eps and FAIL, and the black-box bound typically exceeds eps and FAILS too: the documented finding, not
@@ -46,13 +46,13 @@ OFFLINE = "Qiao & Wang, Offline RL with Differential Privacy"
 ASSUMPTION_ROWS = (
     ClaimRow("assumption.count_error", "assumption",
              "w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all (h,s,a,s',k)",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 1 via Lemma 5.4 (dp_ucbvi.md C4, C6)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 1 via Lemma 5.4 (Qiao & Wang 2023 C4, C6)", "check_assumption"),
     ClaimRow("assumption.sum_consistency", "assumption", "N~(s,a) = sum_s' N~(s,a,s')",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (dp_ucbvi.md C4)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (Qiao & Wang 2023 C4)", "check_assumption"),
     ClaimRow("assumption.no_underestimation", "assumption", "N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4",
              f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8 (Assumption 3.1 part 2)", "check_assumption"),
     ClaimRow("assumption.valid_transition", "assumption", "P~(.|s,a) is a full-support distribution",
-             f"{UCBVI} / {NASH}, Remark 3.2 (dp_ucbvi.md C5)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Remark 3.2 (Qiao & Wang 2023 C5)", "check_assumption"),
 )
 DP_EVENT_ROW = ("whitebox.dp_event", "whitebox",
                 "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)")
@@ -175,13 +175,13 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "the released stream (N^, R~ after each episode) is eps-DP in one "
                  "user, so the actions are eps-JDP (Billboard lemma)",
-                 f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (dp_ucbvi.md C1)", "check_blackbox"),
-        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1, §7.1 A5)", "check_dp_event"),
+                 f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (Qiao & Wang 2023 C1)", "check_blackbox"),
+        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.1 (Qiao & Wang 2023 C1, docs/derivations.md#neighbouring-relation)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "per-family l1 sensitivity of the node p-sums <= 2 H L under "
-                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1(b)); {NASH} (N1)",
+                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.1 (Qiao & Wang 2023 C1(b)); {NASH}",
                  "check_whitebox"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox", "node noise drawn once and reused: "
-                 "Cov(B(t), B(t')) = #shared nodes x 2 b^2", "Chan, Shi & Song 2011; dp_ucbvi.md §3.1, §7.3",
+                 "Cov(B(t), B(t')) = #shared nodes x 2 b^2", "Chan, Shi & Song 2011; Qiao & Wang 2023, Section 5.1, docs/derivations.md#readings",
                  "check_whitebox"),
         *ASSUMPTION_ROWS,
     )
@@ -209,13 +209,13 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
     privatizers = ("local",)
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "one user's message is eps-DP in her trajectory (eps-LDP)",
-                 f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (dp_ucbvi.md C2)", "check_blackbox"),
+                 f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (Qiao & Wang 2023 C2)", "check_blackbox"),
         ClaimRow("privacy.blackbox.stream", "privacy", "the released stream (sums of messages) is eps-DP "
                  "(post-processing of the messages); a user's class without message()",
-                 f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2)", "check_plugin_blackbox"),
-        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2, §7.1 A5)", "check_dp_event"),
+                 f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 C2)", "check_plugin_blackbox"),
+        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 C2, docs/derivations.md#neighbouring-relation)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "per-family l1 sensitivity of one message <= 2 H under "
-                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2); {NASH} (N2)",
+                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 C2); {NASH} (Lemma 5.4)",
                  "check_whitebox"),
         *ASSUMPTION_ROWS,
     )
@@ -248,7 +248,7 @@ OFFLINE_USES = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cach
 
 class OfflinePrivatizerAudit(PrivatizerAudit):
     """What the two offline privatizer audits share: black box on the released counts n', the PLD of
-    the declared DpEvent, the brute-force sensitivity and the uniform noise bound (T-1, T-2)."""
+    the declared DpEvent, the brute-force sensitivity and the uniform noise bound (Theorem 3.4 / Lemma C.1; Lemma C.2)."""
 
     gaussian: ClassVar[bool]
     uses = OFFLINE_USES
@@ -288,9 +288,9 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
 
 OFFLINE_ROWS = (
     ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly",
-             f"{OFFLINE}, Lemma C.2 / §2.8(c) (T-2)", "check_noise"),
+             f"{OFFLINE}, Lemma C.2 / §2.8(c)", "check_noise"),
     ClaimRow("assumption.sum_consistency", "assumption", "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0",
-             f"{OFFLINE}, eq. 3-4 (§2.4)", "check_noise"),
+             f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
     ClaimRow("assumption.valid_transition", "assumption", "P~ is a distribution", f"{OFFLINE}, eq. 5, Remark 3.3",
              "check_noise"),
 )
@@ -315,7 +315,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
                          help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),)
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "n' = {n + N(0, 2H/rho)}^+ is rho-zCDP in one trajectory",
-                 f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (T-1)", "check_blackbox"),
+                 f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (Theorem 3.4 / Lemma C.1)", "check_blackbox"),
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the rho-zCDP profile",
                  f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves each family by <= sqrt(2H) in l2",

@@ -1,4 +1,4 @@
-"""Binary (tree) mechanism (Chan, Shi & Song 2011): the unit tests of dp_ucbvi.md C1(a) / dp_nash_vi.md N1."""
+"""Binary (tree) mechanism (Chan, Shi & Song 2011): the unit tests of Qiao & Wang 2023 C1(a) / Qiao & Wang 2024 N1."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -79,7 +79,7 @@ def test_node_noise_is_drawn_once_and_reused():
 
 
 class FreshNoiseMechanism(BinaryMechanism):
-    """Planted defect (the Chowdhury & Zhou code, dp_ucbvi.md §6.3 / §7.3): fresh noise at every release."""
+    """Planted defect (the Chowdhury & Zhou code, reports/reproductions/dp_ucbvi_fig1/README.md / docs/derivations.md#readings): fresh noise at every release."""
 
     def release(self):
         t = self.t

@@ -34,7 +34,7 @@ class ReusedNoiseAPVI(DPAPVI):
 
 
 class NoLPAPVI(DPAPVI):
-    """Defect: the consistency LP (§2.4) skipped: ntil(s,a,s') = n'(s,a,s'), ntil(s,a) = their sum."""
+    """Defect: the consistency LP (eqs. 3-4) skipped: ntil(s,a,s') = n'(s,a,s'), ntil(s,a) = their sum."""
 
     def __init__(self, rho=None, **kw):
         kw["consistency"] = "naive"

@@ -1,4 +1,4 @@
-"""DP-Nash-VI core (specs/dp_nash_vi.md §2; claims N16-N19, N27)."""
+"""DP-Nash-VI core (Qiao & Wang 2024, Algorithm 1; claims N16-N19, N27)."""
 import numpy as np
 import pytest
 
@@ -19,7 +19,7 @@ class ExactCounts:
     """Test double for the CountPrivatizer interface: true counts, optionally shifted by a width E.
 
     With E > 0 it releases N~(s,a,s') = N + E/(2S), N~(s,a) = N + E/2: what the post-processing of
-    noise-free counts gives (spec §3.2), so Assumption 3.1 holds with certainty.
+    noise-free counts gives (Section 5.3), so Assumption 3.1 holds with certainty.
     """
 
     def __init__(self, E=0.0):

@@ -19,7 +19,7 @@ def test_jdp_users_are_neighbours_in_user_one_only():
 
 
 def test_whitebox_strict_passes_paper_fails_under_replacement():
-    # spec A5: the paper's sensitivity H certifies only 2 eps under replacement neighbours
+    # docs/derivations.md#neighbouring-relation: the paper's sensitivity H certifies only 2 eps under replacement neighbours
     assert whitebox_check(AgentSpec(privatizer="central", calibration="strict")).verdict == "pass"
     paper = whitebox_check(AgentSpec(privatizer="central", calibration="paper"))
     assert paper.verdict == "fail"

@@ -1,4 +1,4 @@
-"""Algorithms 1 and 2 (private_gfa.md §2.1-§2.3, §2.7): the loop, the losses, the batching schedule, the
+"""Algorithms 1 and 2 (He & Zhou 2026, Algorithms 1-2-Algorithm 2, §2.7): the loop, the losses, the batching schedule, the
 epsilon = inf reduction, exact regret, the results record and input validation."""
 import math
 
@@ -44,7 +44,7 @@ def test_incremental_bellman_error_equals_the_literal_loss(gf):
         np.testing.assert_allclose(st_.loss("product")[run], lit, atol=1e-10)
         np.testing.assert_allclose(st_.loss("literal")[run], lit, atol=1e-10)   # A5: identical on a product
     assert np.all(st_.loss() >= -1e-10)                                    # inf over F includes f itself
-    # the chain losses sum to L^BE along every entry (§2.7)
+    # the chain losses sum to L^BE along every entry
     idx = gf.fclass.index
     chain = st_.chain_losses()
     total = sum(chain[h][:, idx[:, h], idx[:, h + 1] if h < 2 else 0] for h in range(3))
@@ -143,7 +143,7 @@ def test_run_record_and_exact_regret(gf):
     assert res.selected.shape == (3, 3) and res.actions.shape == (3, 10, 3) and res.states.shape == (3, 10, 4)
     np.testing.assert_array_equal(res.update_episodes, [0, 4, 8])
     np.testing.assert_array_equal(res.episode_entries, np.repeat(res.selected, 4, axis=1)[:, :10])
-    # actions are the greedy policies of the selected entries (P5)
+    # actions are the greedy policies of the selected entries (Lemma E.4)
     pol = gf.fclass.greedy_policies(res.episode_entries)                     # (runs, K, H, S)
     r_, k_, h_ = np.indices(res.actions.shape)
     np.testing.assert_array_equal(res.actions, pol[r_, k_, h_, res.states[..., :3]])

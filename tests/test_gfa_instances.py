@@ -1,4 +1,4 @@
-"""Reference facts of private_gfa.md §4.2 (Appendix D class) and §6.1 (GF-3) as oracles, and the exact
+"""Reference facts of He & Zhou 2026, Appendix D (Appendix D class) and §6.1 (GF-3) as oracles, and the exact
 coverability / realizability / completeness functions that a later assumption check reports."""
 import itertools
 
@@ -64,7 +64,7 @@ def test_gf3_coverability_and_class_returns(gf):
     assert int(np.sum(np.isclose(J, 0.886, atol=1e-12))) == 12
     assert J.mean() == pytest.approx(0.511, abs=5e-4)
     assert J.min() == pytest.approx(0.14)
-    # optimistic entries at s_1 that must be rejected through the Bellman error (§6.1)
+    # optimistic entries at s_1 that must be rejected through the Bellman error
     assert gf.fclass.layer_max[0][4, 0] == 1.0 and gf.fclass.layer_max[0][6, 0] == 0.95
 
 
@@ -127,7 +127,7 @@ def test_appendix_d_returns_and_realizability(appd):
 
 
 def test_outcome_model_is_the_predicted_outcome():
-    """R^(f)(tau) = 1{g(x) = 1 and (a_1..a_4) = a*(x)} for every hypothesis, context and action sequence (§4.1)."""
+    """R^(f)(tau) = 1{g(x) = 1 and (a_1..a_4) = a*(x)} for every hypothesis, context and action sequence (Appendix D)."""
     inst = appendix_d("easy")
     x = _contexts()
     seqs = np.array(list(itertools.product((0, 1), repeat=4)))

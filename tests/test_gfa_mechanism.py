@@ -1,4 +1,4 @@
-"""Exponential mechanism of private_gfa.md §1.5/§2.4 (P1, P2): closed form vs empirical frequencies,
+"""Exponential mechanism of He & Zhou 2026, Section 2.2/Section 3.3, docs/derivations.md#noise-calibration: closed form vs empirical frequencies,
 log-sum-exp stability, beta = inf argmax, the factor 2 of the temperature, §2.7's backward messages, and G3."""
 import math
 

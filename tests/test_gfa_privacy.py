@@ -1,4 +1,4 @@
-"""Privacy calibration of private_gfa.md §2.4 (A1, A2, A3, G4) and the §2.5 / §4.5 parameter figures."""
+"""Privacy calibration of He & Zhou 2026, Section 3.3, docs/derivations.md#noise-calibration (docs/derivations.md#readings) and the Appendix E / docs/private_gfa.md parameter figures."""
 import math
 
 import pytest
@@ -14,7 +14,7 @@ from dpcheck.algorithms.gfa import (
 
 
 def test_poc_default_budgets_of_section_4_5():
-    """§4.5: eps0 = 0.2722 (eps = 8, M = 22), 0.2045 (eps = 5, M = 18); beta_EM = eps0 / 2 with Delta_S = 1."""
+    """docs/private_gfa.md: eps0 = 0.2722 (eps = 8, M = 22), 0.2045 (eps = 5, M = 18); beta_EM = eps0 / 2 with Delta_S = 1."""
     fc = appendix_d("easy").fclass
     for method, B, M, eps0 in [("private_eps_8", 14, 22, 0.2722), ("private_eps_5", 17, 18, 0.2045)]:
         agent = poc_default(method, fc, K=300)
@@ -69,7 +69,7 @@ def test_dp_event_accounts_within_the_declared_epsilon():
     dp_accounting = pytest.importorskip("dp_accounting")
     from dp_accounting.pld import pld_privacy_accountant
     p = PrivateOutcomeRL(appendix_d("easy", H=2).fclass, epsilon=3.0, delta=1e-5, B=5).privacy(60)
-    replace_one = dp_accounting.NeighboringRelation.REPLACE_ONE      # §1.5: one user replaced
+    replace_one = dp_accounting.NeighboringRelation.REPLACE_ONE      # Section 2.2: one user replaced
     acc = pld_privacy_accountant.PLDAccountant(replace_one)
     acc.compose(p.dp_event())
     eps = acc.get_epsilon(p.delta)
@@ -89,7 +89,7 @@ def test_sensitivities_of_a3():
 
 
 def test_theory_parameters_of_section_4_5():
-    """§4.5 theory-faithful figures: B ~ 58 (eps = 8) and ~ 70 (eps = 5), eta_np ~ 132 (K = 300)."""
+    """docs/private_gfa.md theory-faithful figures: B ~ 58 (eps = 8) and ~ 70 (eps = 5), eta_np ~ 132 (K = 300)."""
     kw = dict(K=300, H=4, N=243, C_cov=9.34375, delta=1e-5, alpha=0.05)
     t8 = theory_parameters(2, epsilon=8.0, **kw)
     t5 = theory_parameters(2, epsilon=5.0, **kw)

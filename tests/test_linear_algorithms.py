@@ -1,4 +1,4 @@
-"""LinOpt-VI-Reg / LinOpt-PO-Reg (private_linopt.md §2.4-2.6): the reduction check, regret, optimism,
+"""LinOpt-VI-Reg / LinOpt-PO-Reg (Zhou 2022, Algorithm 1-2.6): the reduction check, regret, optimism,
 billboard structure, frozen rows, P6 floor, bad input. Seeds fixed; runs short."""
 import math
 
@@ -99,7 +99,7 @@ def test_rows_are_frozen_with_the_episodes_own_value_function():
     log = []
     alg = UCRLVTR(1.0, tie_breaking="lowest")
     alg.run(env, 6, np.random.default_rng(2), runs=1, release_hook=lambda k, rel: log.append(rel))
-    assert np.array_equal(log[0][0], np.broadcast_to(np.eye(2), (1, 3, 2, 2)))   # Lambda^1 = Z^1 (A1)
+    assert np.array_equal(log[0][0], np.broadcast_to(np.eye(2), (1, 3, 2, 2)))   # Lambda^1 = Z^1 (docs/derivations.md#readings)
     sizes = alg.sizes(env, 6)
     for k in range(5):
         phi = alg.plan(env, log[k], alg.radii(sizes), (1.0, 1.0))["phi"][0]     # (H, S, A, d1)
@@ -161,7 +161,7 @@ def test_short_horizons_run_and_never_insert_episode_K(K):
 @given(S=st.integers(1, 3), A=st.integers(1, 3), H=st.integers(1, 3), seed=st.integers(0, 2 ** 16),
        po=st.booleans(), eps=st.sampled_from([math.inf, 1e3, 1.0]), tabular=st.booleans())
 def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
-    """Q_h^k in [0, H - h + 1] (A11), exact regret in [0, H], policies are distributions, and on the good
+    """Q_h^k in [0, H - h + 1] (Algorithms 1-2), exact regret in [0, H], policies are distributions, and on the good
     event optimism (C14, VI) and C16 hold; tabular-as-linear and low-dimensional random linear mixtures."""
     rng = np.random.default_rng(seed)
     env = (tabular_as_linear(random_mdp(S, A, H, rng, reward_noise="bernoulli")) if tabular
@@ -185,7 +185,7 @@ def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
 
 
 def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_policy():
-    """With fixed users the algorithm is the only randomness (§1.3). Replacing user j changes no release
+    """With fixed users the algorithm is the only randomness (Section 2.2). Replacing user j changes no release
     up to and including the one for episode j (P3: it uses prefix(j - 1)), hence not pi^j; it changes the next."""
     from dpcheck.algorithms.envs import users_from_model
     env = lm2()

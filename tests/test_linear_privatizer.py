@@ -1,4 +1,4 @@
-"""The Privatizer of §2.7-2.8: calibration (worked numbers), flags A4 / A7 / A12, privacy as data, PD shift."""
+"""The Privatizer of Section 6.1-2.8: calibration (worked numbers), flags A4 / A7 / A12, privacy as data, PD shift."""
 import math
 
 import numpy as np
@@ -10,7 +10,7 @@ from dpcheck.algorithms.linear import (
 )
 from dpcheck.errors import InputError
 
-WORKED = LinearSizes(K=10 ** 4, H=3, d1=2, d2=2)          # §2.8 scale warning: eps = 1, delta = 0.1, alpha = 0.05
+WORKED = LinearSizes(K=10 ** 4, H=3, d1=2, d2=2)          # proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning: eps = 1, delta = 0.1, alpha = 0.05
 
 
 def test_worked_numbers_of_the_scale_warning():
@@ -48,7 +48,7 @@ def test_sigma_formula_and_assumption_2_constants():
 def test_radius_dim_flag_switches_sqrt_d_for_sqrt_d1_in_Sigma_p1_only():
     sizes = LinearSizes(K=64, H=3, d1=2, d2=2, d=9)                 # d = 9 > d1 = 2
     a, b = Privatizer(1.0, 0.1, radius_dim="d"), Privatizer(1.0, 0.1, radius_dim="d1")
-    assert a.noise_stds(sizes) == b.noise_stds(sizes)              # the node noise is unchanged (A4)
+    assert a.noise_stds(sizes) == b.noise_stds(sizes)              # the node noise is unchanged (Lemma B.4)
     Ra, Rb = a.noise_radii(sizes, 0.05), b.noise_radii(sizes, 0.05)
     tail = math.sqrt(8 * math.log(8 * 64 * 3 / 0.05))
     assert Ra["Sigma_p1"] / Rb["Sigma_p1"] == pytest.approx((4 * 3 + tail) / (4 * math.sqrt(2) + tail))

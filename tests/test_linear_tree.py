@@ -1,4 +1,4 @@
-"""The binary mechanism on matrix-valued streams (private_linopt.md §2.7; C3, C4, P1, P2)."""
+"""The binary mechanism on matrix-valued streams (Zhou 2022, Section 6.1; C3, C4, P1, P2)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -79,7 +79,7 @@ class RedrawnNoiseMechanism(BinaryMechanism):
 
 def _reuse_residuals(cls, K=16, sigma=1.0, seed=5):
     """B(k) - B(k-1) - item_k - (noise of the leaf completed at k) for k = 2^i + 1, i >= 1: the level-i node of
-    B(2^i) is reused by B(2^i + 1), so for the correct tree the residual is 0 (C4)."""
+    B(2^i) is reused by B(2^i + 1), so for the correct tree the residual is 0 (Section 6.1)."""
     rng = np.random.default_rng(seed)
     items = _integer_psd_items(rng, K, (), 3)
     mech = cls(TreeCounter(K, sigma, noise="gaussian", symmetric=True), (3, 3), np.random.default_rng(seed + 1))

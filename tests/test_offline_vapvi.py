@@ -1,4 +1,4 @@
-"""DP-VAPVI / VAPVI / PEVI (specs/offline_dp_apvi_vapvi.md §3, claims L-1, L-2, L-12)."""
+"""DP-VAPVI / VAPVI / PEVI (Qiao & Wang 2022, Algorithm 2, claims L-1, L-2, L-12)."""
 import math
 
 import numpy as np
@@ -50,7 +50,7 @@ class ReusedNoiseVAPVI(DPVAPVI):
 
 
 def test_fresh_noise_per_step_and_a_reused_draw_is_detected():
-    """§3.2 / A8: g1_h recovered from the released statistics is uncorrelated across h (|corr| over 300
+    """Algorithm 2, footnote 8 / A8: g1_h recovered from the released statistics is uncorrelated across h (|corr| over 300
     runs stays below 0.25: the null sd of a sample correlation is 1/sqrt(300) = 0.058, and 0.25 is > 4 sd,
     so the max over 3 step pairs x 4 coordinates exceeds it with probability ~1e-4); the planted one-draw variant has corr = 1 and is caught."""
     inst, rng = _lin_tab(1)
@@ -109,8 +109,8 @@ def test_widths_match_lemma_d2_formulas():
 
 
 def test_noise_off_is_vapvi_and_the_regressions_are_the_ridge_solutions():
-    """§3.5(a): rho = inf with Dpen = 2 H^3 sqrt(d) is VAPVI bit for bit; the count-based sums equal the
-    per-trajectory ridge regressions of §3.3 (interpretation paragraph) computed from the raw data."""
+    """docs/derivations.md#readings: rho = inf with Dpen = 2 H^3 sqrt(d) is VAPVI bit for bit; the count-based sums equal the
+    per-trajectory ridge regressions of Algorithm 2 (interpretation paragraph) computed from the raw data."""
     inst, rng = _lin_tab(3)
     data = inst.collect(60, rng, runs=2)
     H, d = 3, inst.d
@@ -250,7 +250,7 @@ def test_dataset_coverage_figures():
 
 
 def test_xi_two_state_matches_a_brute_force_supremum():
-    """xi (§1.4) by the closed form against a grid over V in [0, H]^2 on Appendix F (S = 2)."""
+    """xi (Section 2) by the closed form against a grid over V in [0, H]^2 on Appendix F (S = 2)."""
     from dpcheck.algorithms.offline import xi_two_state
     f = appendix_f(np.random.default_rng(10), H=5)
     H = 5

@@ -330,7 +330,7 @@ def test_quick_end_to_end(tmp_path, name):
 
 def test_binary_sensitivity_fails_for_arbitrary_users_and_h_squared_is_tight(ad2):
     """Known answers on the H = 2 Appendix D class: an arbitrary user (states not following the dynamics,
-    outcome in [0, 1]) moves the score by H^2 = 4, so the PoC default's Delta_S = 1 (spec A3, §4.5: valid only
+    outcome in [0, 1]) moves the score by H^2 = 4, so the PoC default's Delta_S = 1 (docs/derivations.md#noise-calibration, docs/private_gfa.md: valid only
     for trajectories of the deterministic MDP with binary outcomes) fails, while the telescoping H^2 is met
     with equality and the paper's (H+1)^2 holds."""
     got = {}

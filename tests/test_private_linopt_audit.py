@@ -406,6 +406,6 @@ def test_quick_audit_end_to_end(tmp_path, name):
     # issue 17 item 4: decisive on the reference (PO's exponent at eps = 10^4 used to be inconclusive at K = 8192)
     assert all(c["verdict"] != "inconclusive" for c in ids.values()), \
         [(c["id"], c["reason"]) for c in ids.values() if c["verdict"] == "inconclusive"]
-    # eps = 1 on LM-2 is the noise-dominated regime (spec §2.8): the black box and optimism say so
+    # eps = 1 on LM-2 is the noise-dominated regime (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration): the black box and optimism say so
     assert ids["privacy.jdp.blackbox"]["details"].get("qualifier") == "vacuous"
     assert ids["whitebox.dp_event"]["measured"]["epsilon_achieved"] <= ids["whitebox.dp_event"]["measured"]["epsilon_claimed"]

@@ -1,4 +1,4 @@
-"""Two-player zero-sum episodic Markov game (dp_nash_vi.md §1.1).
+"""Two-player zero-sum episodic Markov game (Qiao & Wang 2024, Section 2.1).
 
 The max-player picks a in 0..A-1, the min-player b in 0..B-1, simultaneously; the max-player
 gains r_h(s, a, b) in [0, 1], which is deterministic and known (the paper's footnote), and

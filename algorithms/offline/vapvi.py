@@ -1,11 +1,11 @@
-"""DP-VAPVI (Algorithm 2), VAPVI and PEVI on linear MDPs (offline_dp_apvi_vapvi.md §3), batched over runs.
+"""DP-VAPVI, VAPVI and PEVI on linear MDPs (Qiao & Wang 2022, Algorithm 2), batched over runs.
 
-The state and action sets are finite (every instance of §4.0/§5.1 is), so every sum over the K
+The state and action sets are finite (every instance of §4.0/Appendix F is), so every sum over the K
 trajectories of step h is a sum over (s, a[, s']) weighted by the counts n_h(s,a), n_h(s,a,s') and the
 observed reward sums: ``sum_tau f(s_h^tau, a_h^tau, s_{h+1}^tau) = sum_{s,a,s'} n_h(s,a,s') f(s,a,s')``.
 Exact, and the cost per step is O(runs S^2 A d + runs d^3) whatever K is.
 
-Privacy (§3.2, §3.4; Ambiguity A8: FRESH noise for every h). At every step h five statistics are
+Privacy (Algorithm 2, footnote 8, Lemma D.1; Ambiguity A8: FRESH noise for every h). At every step h five statistics are
 released, each with Gaussian noise of per-coordinate std ``sensitivity / sqrt(2 rho0)``, rho0 = rho/(5H):
 
     #  name            data  statistic                                   l2 sensitivity
@@ -18,21 +18,21 @@ released, each with Gaussian noise of per-coordinate std ``sensitivity / sqrt(2 
 B = ``feature_bound`` (1 in the paper; Ambiguity A12: the Appendix F features reach sqrt(7), so a
 privacy-correct run there passes B = sqrt(7)). A matrix release ``M + (Z + Z^T)/sqrt(2)`` is the Gaussian
 mechanism on the vector (upper off-diagonal entries, diagonal / sqrt(2)), whose l2 sensitivity is
-``||Delta M||_F / sqrt(2)`` (claim L-1), hence the matrix sensitivities above (Ambiguity A7's flag
+``||Delta M||_F / sqrt(2)`` (Theorem 4.1 / Lemma D.1), hence the matrix sensitivities above (Ambiguity A7's flag
 ``matrix_neighbour``). Each release is declared as a :class:`PrivateStatistic` whose ``dp_event()`` is built
 from the SAME sensitivity and std the sampler uses; their composition is rho-zCDP (5H rho0 = rho).
 
-Widths (Lemma D.2, §3.1) are derived from the same stds: ``L = std(g2) sqrt(2 d log(10 H d/delta))``
+Widths (Lemma D.2, Section 4, Lemma D.2) are derived from the same stds: ``L = std(g2) sqrt(2 d log(10 H d/delta))``
 (= 2H sqrt(d log(10Hd/delta)/rho0) for B = 1) and ``E = sqrt(8 d) std(Z) (2 + (log(5 c1 H/delta)/(c2 d))^(2/3))``
 (= sqrt(2d/rho0)(...) for B = 1, 'paper').
 
-Positive definiteness (P17): Sigmatil_h and Lambdatil_h are solved with ``np.linalg.solve`` and their
+Positive definiteness (Lemma D.2): Sigmatil_h and Lambdatil_h are solved with ``np.linalg.solve`` and their
 smallest eigenvalue is recorded; a non-PD matrix (outside the Lemma D.2 event) is counted in
 ``not_pd_sigma`` / ``not_pd_lambda``. Where Lambdatil_h is not PD the elliptical penalty is undefined; we
 set Gamma_h = +inf for that run and step (Qhat_h = 0: the most pessimistic choice), never a 0 penalty.
 Sigmatil_h needs no fallback: its output is clipped to [1, H^2] by lines 7-8.
 
-Dpen (P16): give ``Dpen`` directly, or ``c_D`` with ``kappa > 0`` for the surrogate
+Dpen (Appendix F): give ``Dpen`` directly, or ``c_D`` with ``kappa > 0`` for the surrogate
 ``c_D (H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d))``; nothing is divided by an unknown kappa.
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ STATISTICS = ("sigma_matrix", "beta_vector", "theta_vector", "lambda_matrix", "w
 
 @dataclass(frozen=True)
 class PrivateStatistic:
-    """One Gaussian release of DP-VAPVI (§3.4). ``step`` is 0-based; ``sensitivity`` is the l2
+    """One Gaussian release of DP-VAPVI (Lemma D.1). ``step`` is 0-based; ``sensitivity`` is the l2
     sensitivity of the released vector (matrices: of (upper off-diagonal, diagonal/sqrt(2)));
     ``noise_std`` is the per-coordinate std the sampler uses for that vector."""
 
@@ -76,7 +76,7 @@ class PrivateStatistic:
 
 @dataclass(frozen=True)
 class VAPVINoise:
-    """The 5H noise objects (§3.2), fresh for every (run, h): g1, g2, g3 (runs, H, d) and the symmetric
+    """The 5H noise objects (Algorithm 2, footnote 8), fresh for every (run, h): g1, g2, g3 (runs, H, d) and the symmetric
     matrix noises N1 = (Z1 + Z1^T)/sqrt(2), N2 (runs, H, d, d) (K_i = (E/2) I + N_i)."""
 
     g1: np.ndarray
@@ -140,7 +140,7 @@ class LinearResult:
     @property
     def feature_bound_violated(self) -> bool:
         """True when max ||phi|| exceeds the bound the noise assumes: the declared sensitivities are then
-        wrong for these features (Ambiguity A12) and the privacy claim does not hold."""
+        wrong for these features (Appendix F) and the privacy claim does not hold."""
         return self.max_feature_norm > self.feature_bound * (1 + 1e-12)
 
     def summary(self) -> str:
@@ -152,7 +152,7 @@ class LinearResult:
 
 
 def _as_counts(data, split: bool):
-    """(D counts, D' counts) with reward sums; DP-VAPVI's split (§1.2, A22)."""
+    """(D counts, D' counts) with reward sums; DP-VAPVI's split (Section 2; Algorithm 2)."""
     if isinstance(data, tuple):
         if len(data) != 2:
             raise InputError("data as a tuple must be (D, D')")
@@ -188,11 +188,11 @@ def _solve(M, b):
 
 
 class DPVAPVI:
-    """DP-VAPVI (Algorithm 2, §3.3). ``rho = inf`` switches every noise (and the E/2 shift) off.
+    """DP-VAPVI (Algorithm 2, Algorithm 2). ``rho = inf`` switches every noise (and the E/2 shift) off.
 
     Parameters: rho (zCDP budget), delta (utility failure probability), C (elliptical-penalty constant),
-    lam (ridge lambda > 0), Dpen or (c_D, kappa) (P16), c1 = c2 = 1 inside E (A2), matrix_neighbour
-    'paper' | 'replace' (A7), feature_bound B (A12), split (A22: True = D, D' halves of 2K trajectories).
+    lam (ridge lambda > 0), Dpen or (c_D, kappa) (Appendix F), c1 = c2 = 1 inside E (Algorithm 1), matrix_neighbour
+    'paper' | 'replace' (docs/derivations.md#neighbouring-relation), feature_bound B (Appendix F), split (A22: True = D, D' halves of 2K trajectories).
     """
 
     name = "DP-VAPVI"
@@ -231,7 +231,7 @@ class DPVAPVI:
         if self.Dpen is not None and self.c_D is not None:
             raise InputError("give either Dpen or c_D (with kappa), not both")
         if self.Dpen is None and (self.c_D is None or self.kappa is None):
-            raise InputError("DP-VAPVI needs the penalty constant: Dpen=..., or c_D=... with kappa=... > 0 (P16)")
+            raise InputError("DP-VAPVI needs the penalty constant: Dpen=..., or c_D=... with kappa=... > 0 (Appendix F)")
 
     @property
     def config(self) -> dict:
@@ -248,7 +248,7 @@ class DPVAPVI:
         return math.isinf(self.rho)
 
     def rho0(self, H: int) -> float:
-        """Budget per release: rho / (5H) (P11)."""
+        """Budget per release: rho / (5H) (Lemma D.1)."""
         return self.rho / (5.0 * H)
 
     def sensitivities(self, H: int) -> dict:
@@ -276,7 +276,7 @@ class DPVAPVI:
         return E, L
 
     def penalty_constant(self, H: int, d: int) -> float:
-        """Dpen (P16): the given value, or c_D (H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d))."""
+        """Dpen (Appendix F): the given value, or c_D (H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d))."""
         if self.Dpen is not None:
             return self.Dpen
         E, L = self.widths(H, d)
@@ -301,7 +301,7 @@ class DPVAPVI:
 
     # ------------------------------------------------------------------ seams (planted-defect tests override)
     def draw_noise(self, rng: np.random.Generator, runs: int, H: int, d: int) -> VAPVINoise:
-        """Fresh independent noise for every (run, h) (A8). Draw order: g1, g2, g3, Z1, Z2."""
+        """Fresh independent noise for every (run, h) (Algorithm 2, footnote 8). Draw order: g1, g2, g3, Z1, Z2."""
         std = self.noise_stds(H)
         g1 = rng.normal(0.0, std["beta_vector"], size=(runs, H, d))
         g2 = rng.normal(0.0, std["theta_vector"], size=(runs, H, d))
@@ -376,7 +376,7 @@ class DPVAPVI:
             eig_l[:, h] = np.linalg.eigvalsh(Lam)[:, 0]
             W[:, h] = _solve(Lam, b_w[..., None])[..., 0]
             bell[:, h] = np.einsum("sai,ri->rsa", phi, W[:, h])
-            # line 11 with Lambdatil (P12), and the non-PD fallback of the module docstring
+            # line 11 with Lambdatil (Lemma D.2), and the non-PD fallback of the module docstring
             Gam[:, h] = self._penalty(h, Lam, phi, additive, eig_l[:, h], bell[:, h], Vn)
             # lines 12-14
             Qhat[:, h] = np.maximum(np.minimum(bell[:, h] - Gam[:, h], top), 0.0)
@@ -403,7 +403,7 @@ class DPVAPVI:
 
 
 class VAPVI(DPVAPVI):
-    """Non-private VAPVI (§3.5(a)): DP-VAPVI with every noise and the E/2 shift removed, and the additive
+    """Non-private VAPVI (docs/derivations.md#readings): DP-VAPVI with every noise and the E/2 shift removed, and the additive
     penalty 2 H^3 sqrt(d) / K (inferred from eq. 11 and the H^3 sqrt(d) term of Dpen)."""
 
     name = "VAPVI"
@@ -420,7 +420,7 @@ class VAPVI(DPVAPVI):
 
 
 class PEVI:
-    """PEVI (Jin et al. 2021; §3.5(b), external to the paper): one dataset, unweighted ridge regression,
+    """PEVI (Jin et al. 2021; docs/derivations.md#readings, external to the paper): one dataset, unweighted ridge regression,
     Gamma = beta ||phi||_{Lambda^{-1}} with beta = c d H sqrt(log(2 d H K / delta)) unless ``beta`` is given."""
 
     name = "PEVI"

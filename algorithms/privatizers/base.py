@@ -1,4 +1,4 @@
-"""The count-privatizer interface of DP-UCBVI and DP-Nash-VI (dp_ucbvi.md §3, dp_nash_vi.md §3).
+"""The count-privatizer interface of DP-UCBVI and DP-Nash-VI (Qiao & Wang 2023, Section 5, Qiao & Wang 2024, Section 5).
 
 A privatizer turns the trajectories of K users (one episode each, ``runs`` independent Monte-Carlo
 runs side by side) into private counts that the planner may read: ``N~_h^k(s,a)``, ``N~_h^k(s,a,s')``
@@ -24,7 +24,7 @@ post-processing LP (``release``), and the ``PrivateCounts`` record. A class that
 methods ``start/observe/release`` directly is accepted too, as long as it has every member listed in
 :data:`INTERFACE`.
 
-Calibrations (dp_ucbvi.md §7.1 A5, dp_nash_vi.md §7.1 B3): ``"paper"`` uses the paper's sensitivity
+Calibrations (docs/derivations.md#neighbouring-relation, docs/derivations.md#neighbouring-relation): ``"paper"`` uses the paper's sensitivity
 ``H`` per family (add/remove one user), so under the replacement relation of the papers' definitions
 it certifies only ``2 eps``; ``"strict"`` (our default, so that the default claim holds) doubles the
 noise scales and certifies ``eps`` under replacement.
@@ -281,7 +281,7 @@ class CountPrivatizer:
 
     @property
     def width(self) -> float:
-        """E: public, data-independent confidence width (§3.4), floored at 1 for private ones."""
+        """E: public, data-independent confidence width (docs/derivations.md#widths-e), floored at 1 for private ones."""
         self._require_started()
         return self._width
 
@@ -305,7 +305,7 @@ class CountPrivatizer:
             self._ingest(*_dense_increments(runs, H, self.S, self.A, sa, s2, rw))
 
     def release(self) -> PrivateCounts:
-        """Private counts for the next episode: N^ from the noise process, then the §3.2 LP."""
+        """Private counts for the next episode: N^ from the noise process, then the Section 5.1.1 LP."""
         from dpcheck.algorithms.privatizers.projection import _post_process
         self._require_started()
         nv, nt, rw = self._noisy_counts()

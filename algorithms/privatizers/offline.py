@@ -1,15 +1,15 @@
-"""Offline count privatizers of DP-APVI (offline_dp_apvi_vapvi.md §2.1-2.5, §2.7, §2.8).
+"""Offline count privatizers of DP-APVI (Qiao & Wang 2022, Algorithm 1-2.5, Lemma C.1, Section 3).
 
 The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair counts) and
 ``n_h(s,a,s')`` (H S^2 A triple counts), batched over runs: (runs, H, S, A[, S]).
 
-* :class:`OfflineGaussianPrivatizer` (rho-zCDP, §2.2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
-  ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (§2.3);
-  post-processing with band ``E_rho / 2`` and no shift (§2.4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
-  ``ntil(s,a) > E_rho`` else uniform (§2.5). Privacy (§2.7, Lemma C.1): replacing one trajectory changes
+* :class:`OfflineGaussianPrivatizer` (rho-zCDP, eq. 2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
+  ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (eq. 3, Lemma C.2);
+  post-processing with band ``E_rho / 2`` and no shift (eqs. 3-4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
+  ``ntil(s,a) > E_rho`` else uniform (eq. 5). Privacy (Lemma C.1, Lemma C.1): replacing one trajectory changes
   H pair counts by -1 and H by +1, l2 sensitivity ``sqrt(2H)`` per family, so each family is
   ``GaussianDpEvent(sigma / sqrt(2H))`` = rho/2-zCDP and the two compose to rho-zCDP.
-* :class:`OfflineLaplacePrivatizer` (pure eps-DP, §2.8(c)): ``Lap(4H/eps)`` on every count; the union of
+* :class:`OfflineLaplacePrivatizer` (pure eps-DP, docs/derivations.md#noise-calibration): ``Lap(4H/eps)`` on every count; the union of
   both families has l1 sensitivity ``4H``, so it is ``LaplaceDpEvent(1)`` i.e. eps-DP; width
   ``E_eps = (8H/eps) log(2 H S^2 A / beta)``.
 
@@ -39,7 +39,7 @@ class OfflineCounts:
 
     visits:            ntil_h(s,a) = sum_s' ntil_h(s,a,s')   (runs, H, S, A)
     transitions:       ntil_h(s,a,s')                         (runs, H, S, A, S)
-    noisy_visits:      n'_h(s,a)  (clipped noisy counts, before §2.4)
+    noisy_visits:      n'_h(s,a)  (clipped noisy counts, before eqs. 3-4)
     noisy_transitions: n'_h(s,a,s')
     width:             E_rho (or E_eps)
     """
@@ -119,7 +119,7 @@ class _OfflinePrivatizer:
                            sensitivity=self.sensitivity(H))
 
     def privatize(self, pair, triple, rng: np.random.Generator) -> OfflineCounts:
-        """Noise on every pair and triple count, clip at 0 (§2.2), then the §2.4 projection."""
+        """Noise on every pair and triple count, clip at 0 (eq. 2), then the eqs. 3-4 projection."""
         pair, triple = _check_counts(pair, triple)
         if not isinstance(rng, np.random.Generator):
             raise InputError("rng must be a numpy.random.Generator")
@@ -133,7 +133,7 @@ class _OfflinePrivatizer:
 
 
 class OfflineGaussianPrivatizer(_OfflinePrivatizer):
-    """DP-APVI's Gaussian count privatizer: rho-zCDP (offline §2.2-2.5, Lemma C.1)."""
+    """DP-APVI's Gaussian count privatizer: rho-zCDP (offline eq. 2-2.5, Lemma C.1)."""
 
     name = "offline_gaussian"
 
@@ -143,7 +143,7 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
 
     @classmethod
     def from_approx_dp(cls, epsilon: float, delta_dp: float, beta: float = 0.1):
-        """(eps, delta_dp)-DP through zCDP (§2.8(d)): rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2."""
+        """(eps, delta_dp)-DP through zCDP (docs/derivations.md#noise-calibration): rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2."""
         epsilon = _positive_finite("epsilon", epsilon)
         delta_dp = _positive_finite("delta_dp", delta_dp)
         if not delta_dp < 1:
@@ -156,7 +156,7 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
         return math.sqrt(2.0 * H / self.rho)
 
     def width(self, H: int, S: int, A: int) -> float:
-        """E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho) (§2.3)."""
+        """E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho) (eq. 3, Lemma C.2)."""
         return 4.0 * math.sqrt(H * math.log(4.0 * H * S * S * A / self.beta) / self.rho)
 
     def _noise(self, rng, shape, H):
@@ -180,7 +180,7 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
 
 
 class OfflineLaplacePrivatizer(_OfflinePrivatizer):
-    """Pure-DP variant: Lap(4H/eps) on every count (offline §2.8(c))."""
+    """Pure-DP variant: Lap(4H/eps) on every count (offline docs/derivations.md#noise-calibration)."""
 
     name = "offline_laplace"
 
@@ -193,7 +193,7 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
         return 4.0 * H / self.epsilon
 
     def width(self, H: int, S: int, A: int) -> float:
-        """E_eps = (8H/eps) log(2 H S^2 A / beta) (§2.8(c))."""
+        """E_eps = (8H/eps) log(2 H S^2 A / beta) (docs/derivations.md#noise-calibration)."""
         return 8.0 * H / self.epsilon * math.log(2.0 * H * S * S * A / self.beta)
 
     def _noise(self, rng, shape, H):
@@ -212,4 +212,4 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
 
     @property
     def claim(self) -> Claim:
-        return Claim(epsilon=self.epsilon, notion="DP", source=f"{SOURCE}, §2.8(c) pure-DP variant (Laplace)")
+        return Claim(epsilon=self.epsilon, notion="DP", source=f"{SOURCE}, docs/derivations.md#noise-calibration pure-DP variant (Laplace)")

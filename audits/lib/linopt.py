@@ -1,5 +1,5 @@
 """The checks of Private-LinOpt-VI / -PO (Zhou, "Differentially Private RL with Linear Function Approximation";
-specs/private_linopt.md, claims C1-C25), one function per claim; audits/private_linopt.py assembles them.
+Zhou 2022, claims C1-C25), one function per claim; audits/private_linopt.py assembles them.
 
 Every function takes a :class:`LinOptSpec` -- a picklable description of the agent (which algorithm, the
 Privatizer's parameters, and optionally a subclass of the algorithm or of the Privatizer, so a variant or a
@@ -18,7 +18,7 @@ planted defect is audited by the same code) -- and returns a finished :class:`dp
   Lemma 3.1's containment, optimism C14 / C15 / C16);
 * regret: :func:`regret_grid` (cached curves) + :func:`exponent_check` (increment exponent after the
   over-exploration phase, C19 / C20 / C22), :func:`scaling_checks` (privacy cost vs eps, C23),
-  :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), C21), :func:`explicit_bound_check` (C17 / C18).
+  :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), C21), :func:`explicit_bound_check` (Theorem 4.1; Theorem 5.1).
 
 Instances: :func:`load_instance` (LM-2, tabular-as-linear, or a user's .npz).
 """
@@ -33,7 +33,7 @@ from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, pro
 from dpcheck.errors import InputError
 
 SOURCE = "Zhou, Differentially Private Reinforcement Learning with Linear Function Approximation"
-SPEC = "specs/private_linopt.md"
+SPEC = "Zhou 2022"
 REL_TOL = 1e-9
 INSTANCE_KEYS = ("psi", "varphi", "theta_p", "theta_r")
 
@@ -46,7 +46,7 @@ class LinOptSpec:
     algorithm:        "vi" (Algorithm 1, Private-LinOpt-VI) or "po" (Algorithm 2, Private-LinOpt-PO).
     epsilon, delta:   the JDP budget the Privatizer is calibrated to (Thm 6.4).
     alpha:            the failure probability of the utility statements (Assumption 2, Lemma 3.1).
-    radius_dim, sensitivity_mode, target: the Privatizer's flags (A4, A7, A12).
+    radius_dim, sensitivity_mode, target: the Privatizer's flags (Lemma B.4; docs/derivations.md#neighbouring-relation; Theorem 6.4).
     algo_class:       a subclass of LinOptVI / LinOptPO (variants, planted defects); None: the paper's.
     privatizer_class: a subclass of Privatizer (variants, planted defects); None: the paper's.
     """
@@ -80,7 +80,7 @@ class LinOptSpec:
         return cls(reg, alpha=self.alpha, tie_breaking=self.tie_breaking, **kw)
 
     def nonprivate(self, **kw):
-        """The non-private instantiation Z = I, z = 0 (§2.6: UCRL-VTR / bandit OPPO)."""
+        """The non-private instantiation Z = I, z = 0 (Section 3, Z = lambda I: UCRL-VTR / bandit OPPO)."""
         from dpcheck.algorithms.linear import RidgeRegularizer
         return self.make(regularizer=RidgeRegularizer(1.0), **kw)
 
@@ -227,7 +227,7 @@ def jdp_blackbox_check(spec: LinOptSpec, env, *, K: int = 4, samples: int = 200_
     det.update(agent=spec.describe(), users={"K": K, "H": env.H, "S": env.S, "A": env.A,
                                              "pair": "user 1: state 0, reward 0 vs state S-1, reward 1 at every step"},
                adversary="actions sent to users 2..K (one sample = one whole run); the final policy is not "
-                         "part of the output in this paper (C12)",
+                         "part of the output in this paper (Definition 2.2)",
                saturated_fraction=sat)
     check = replace(check, details=det)
     if sat > 0.99:
@@ -239,9 +239,9 @@ def jdp_blackbox_check(spec: LinOptSpec, env, *, K: int = 4, samples: int = 200_
 
 # ----------------------------------------------------------------------------- white box: accounting
 def required_sensitivities(sizes, neighbouring: str, nonnegative: bool = False) -> dict:
-    """The per-item l2 sensitivities Assumption 1 implies (C9, §2.8), computed here independently of the
+    """The per-item l2 sensitivities Assumption 1 implies (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration), computed here independently of the
     Privatizer: Delta_{p,1} = d1 H^2, Delta_{p,2} = sqrt(d1) H^2, Delta_{r,1} = Delta_{r,2} = 1; under
-    replacement x sqrt(2) (matrices) and x 2 (vectors; sqrt(2) with entrywise non-negative items) (A7)."""
+    replacement x sqrt(2) (matrices) and x 2 (vectors; sqrt(2) with entrywise non-negative items) (docs/derivations.md#neighbouring-relation)."""
     H2 = float(sizes.H) ** 2
     base = {"p1": sizes.d1 * H2, "p2": math.sqrt(sizes.d1) * H2, "r1": 1.0, "r2": 1.0}
     if neighbouring == "add_remove":
@@ -302,7 +302,7 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     claim = {"statement": "every counter kind is (eps^2/(64 H ln(4H/delta)))-zCDP with the noise it draws and the "
                           "sensitivity Assumption 1 implies (Delta_p1 = d1 H^2, Delta_p2 = sqrt(d1) H^2, "
                           "Delta_r = 1); total rho = eps^2/(16 H ln(4H/delta))",
-             "source": f"{SOURCE}, proof of Thm 6.4; {SPEC} C10, C11a, §2.8"}
+             "source": f"{SOURCE}, proof of Thm 6.4; {SPEC} C10, C11a, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration"}
     measured = {"per_counter": rows, "rho_total": total, "rho_budget_total": 4 * budget, "m": sizes.m,
                 "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
     if bad:
@@ -402,7 +402,7 @@ def implied_nodes(prefix: np.ndarray) -> np.ndarray:
 
 def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:
     """The coordinates the Gaussian mechanism acts on: the upper triangle (diagonal included) of a
-    symmetric matrix counter (§2.7, P2), the vector otherwise."""
+    symmetric matrix counter (Section 6.1, P2), the vector otherwise."""
     if not matrix:
         return x
     i, j = np.triu_indices(x.shape[-1])
@@ -644,7 +644,7 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
                   H: int = 1) -> dict:
     """The Privatizer's releases with all items zero (so a release is its noise plus the shift): per counter
     kind the stacked noise of releases 1..K-1, (K-1, runs * H * coords), and the largest asymmetry of the
-    matrix releases (C3)."""
+    matrix releases (footnote 3)."""
     from dpcheck.algorithms.linear import COUNTERS, LinearSizes
     sizes = LinearSizes(K, H, d1, d2)
     priv = spec.privatizer()
@@ -716,7 +716,7 @@ def _monitored_run(spec: LinOptSpec, env, K: int, runs: int, seed: int):
 
 def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, alpha: float, res=None,
                       suffix: str = "") -> list:
-    """Assumption 2 (C8) part by part, Lemma 3.1 (C13) and optimism (C14 for VI; C15 / C16 for PO) over
+    """Assumption 2 (Lemmas B.4-B.5) part by part, Lemma 3.1 and optimism (C14 for VI; C15 / C16 for PO) over
     ``runs`` independent repetitions, each a probability claim checked with exact binomial bounds. ``suffix``
     is appended to every check id (e.g. ".weak_privacy" for a batch at another eps)."""
     res = res if res is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
@@ -729,7 +729,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
     hi = ((res.z_eig_max_p > c.lambda_max_p * (1 + tol)) | (res.z_eig_max_r > c.lambda_max_r * (1 + tol))).any(axis=(1, 2))
     nu = ((res.z_norm_p > c.nu_p * (1 + tol) + tol) | (res.z_norm_r > c.nu_r * (1 + tol) + tol)).any(axis=(1, 2))
     floored = (res.floored_p | res.floored_r).any(axis=(1, 2))
-    src = f"{SOURCE}, Assumption 2 with the constants of the proof of Thm 6.5; {SPEC} C8, §2.8"
+    src = f"{SOURCE}, Assumption 2 with the constants of the proof of Thm 6.5; {SPEC} C8, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration"
     base = {"K": K, "runs": runs, "epsilon": spec.epsilon, "agent": spec.describe(), "constants": c.__dict__,
             "min_eig_Z_over_lambda_min": float(min((res.z_eig_min_p / c.lambda_min_p).min(),
                                                    (res.z_eig_min_r / c.lambda_min_r).min())),
@@ -783,7 +783,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
     if total == 0 and chk.verdict == PASS:
         chk = replace(chk, verdict=INCONCLUSIVE, reason="the good event held in no run: optimism not exercised")
     elif sat > 0.99:
-        chk = qualify(chk, "vacuous", f"{sat:.1%} of the Q values are clipped at H-h+1 (noise-dominated regime, §2.8 "
+        chk = qualify(chk, "vacuous", f"{sat:.1%} of the Q values are clipped at H-h+1 (noise-dominated regime, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration "
                                       "scale warning): optimism holds by construction")
     out.append(chk)
     return out
@@ -803,7 +803,7 @@ def _curve(spec: LinOptSpec, env, epsilon, K: int, runs: int, seed: int) -> dict
 def regret_grid(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, eps_grid) -> dict:
     """Cumulative exact pseudo-regret curves (runs, K) of the private algorithm at every eps of ``eps_grid``
     and of the non-private instantiation, common random numbers (the same seed for every configuration),
-    with each configuration's explicit bound on R(K) (C17 / C18). Each configuration goes through
+    with each configuration's explicit bound on R(K) (Theorem 4.1; Theorem 5.1). Each configuration goes through
     dpcheck.parallel.cached_call (``--cache DIR`` stores it; a rerun resumes)."""
     from dpcheck.parallel import cached_call
     out = {"eps": list(eps_grid), "private": {}, "bound": {}, "saturated": {}, "K": K}
@@ -824,7 +824,7 @@ def learning_window(curves: np.ndarray, grid: np.ndarray, drop: float = 0.5):
     """(K_lo, K_hi) of the increments after the over-exploration phase, or None.
 
     On a gapped instance the regret is linear while the bonus saturates the clip (a phase of length
-    ~ beta_p^2 ~ 1/eps, spec C23) and bounded afterwards; a sqrt(T) exponent is only measurable after that
+    ~ beta_p^2 ~ 1/eps, Theorem 6.5) and bounded afterwards; a sqrt(T) exponent is only measurable after that
     phase. The window starts at the first increment whose per-episode rate is below ``drop`` times the rate of
     the first increment (the linear phase) and runs to the end of the grid; None if it holds fewer than two
     increments (the run is still exploring at this K)."""
