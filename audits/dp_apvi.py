@@ -15,13 +15,13 @@ probability delta (in E and iota), never the delta of (eps, delta)-DP.
 
 Modes: "theory" = Algorithm 1's constants (C1 = sqrt(2), C2 = 16); with them the penalties exceed H for
 n below ~1e5 even on the smallest instance (docs/derivations.md#constants), so pessimism / validity hold only vacuously there (the
-report says so). The theory claims (validity, pessimism, the T-14 bound and its rates) run in theory mode
+report says so). The theory claims (validity, pessimism, the eq. 31 bound and its rates) run in theory mode
 at n where they are informative; the output-policy black box and the realised-gap rate run in practical
 mode (scaled constants, no guarantee). ``--set mode=theory|practical`` forces one mode everywhere; a theory
 claim that misses in practical mode is reported INCONCLUSIVE (Audit.soften), not FAIL.
 
 ``--set data=PATH.npz`` adds checks on a user's dataset (OfflineDataset.load: states, actions, S, A): the
-released-counts black box with one of its trajectories replaced, T-2..T-5 on its counts, and its empirical
+released-counts black box with one of its trajectories replaced, Lemmas C.2-C.3 and eqs. 3-5 on its counts, and its empirical
 coverage against Theorem 3.4's sample-size condition. Utility checks need the true model and run on the
 spec's instances.
 """
@@ -82,39 +82,39 @@ class DPAPVIAudit(Audit):
                  f"{QW}, Theorem 3.4 / Lemma C.1", "offline.counts_target"),
         ClaimRow("privacy.blackbox.policy", "privacy",
                  "the output policy pi_hat is rho-zCDP (eps-DP) in one trajectory (post-processing; black box)",
-                 f"{QW}, Theorem 3.4 (T-1 (iv))", "offline.policy_target"),
+                 f"{QW}, Theorem 3.4 (post-processing)", "offline.policy_target"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the output depends on the data only through the released noisy counts n' (everything after them "
                  "is post-processing): same release, different data -> identical output",
-                 f"{QW}, Algorithm 1 / Lemma C.1 (T-1 (iv))", "offline.dataflow_check"),
+                 f"{QW}, Algorithm 1 / Lemma C.1 (post-processing)", "offline.dataflow_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the algorithm's declared DpEvent (two Gaussian families of sensitivity sqrt(2H), or one Laplace of "
                  "l1 sensitivity 4H), accounted exactly (PLD), stays within the claim",
-                 f"{QW}, Lemma C.1 / Lemma C.1, docs/derivations.md#noise-calibration (T-1 (ii))", "offline.dp_event_check"),
+                 f"{QW}, Lemma C.1 / Lemma C.1, docs/derivations.md#noise-calibration (composition)", "offline.dp_event_check"),
         ClaimRow("whitebox.zcdp_conversion", "whitebox",
                  "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP; the rho chosen from (eps, delta_dp) "
                  "converts back exactly", f"{QW}, Lemma E.15, docs/derivations.md#noise-calibration", "offline.zcdp_conversion_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one replaced trajectory moves each count family by <= sqrt(2H) in l2 (both by <= 4H in l1), "
-                 "brute force over all trajectories of an H = S = A = 2 model", f"{QW}, Lemma C.1 (T-1 (i))",
+                 "brute force over all trajectories of an H = S = A = 2 model", f"{QW}, Lemma C.1 (sensitivity)",
                  "privatizers.offline_sensitivity_check"),
         ClaimRow("whitebox.sensitivity.search", "whitebox",
                  "the same, searched with hypothesis over neighbouring DATASETS through the algorithm's counting",
-                 f"{QW}, Lemma C.1 / docs/derivations.md#noise-calibration (T-1 (i), T-19)", "offline.sensitivity_search_check"),
+                 f"{QW}, Lemma C.1 / docs/derivations.md#noise-calibration (sensitivity; Laplace variant)", "offline.sensitivity_search_check"),
         ClaimRow("whitebox.noise_scale", "whitebox",
-                 "the injected noise has the variance the claimed budget implies: 2H/rho (Gaussian; a VARIANCE, P8) "
-                 "or 2 (4H/eps)^2 (Laplace, P19), at three budgets", f"{QW}, eq. 2, docs/derivations.md#noise-calibration (T-1 (iii))",
+                 "the injected noise has the variance the claimed budget implies: 2H/rho (Gaussian; a VARIANCE) "
+                 "or 2 (4H/eps)^2 (Laplace), at three budgets", f"{QW}, eq. 2, docs/derivations.md#noise-calibration (noise variance)",
                  "offline.noise_calibration_checks"),
         ClaimRow("whitebox.noise_independence", "whitebox",
                  "fresh independent noise for every count and every step h", f"{QW}, eq. 2, Lemma C.1",
                  "offline.noise_calibration_checks"),
-        # -- assumptions (T-2..T-5, T-11, T-13, coverage)
+        # -- assumptions (Lemmas C.2-C.3 and eqs. 3-5, Lemma C.6, Lemma C.10, coverage)
         ClaimRow("assumption.noise_bound*", "assumption", "w.p. >= 1 - delta, |n' - n| <= E/2 for every count",
                  f"{QW}, Lemma C.2 / docs/derivations.md#noise-calibration", "offline.count_checks"),
         ClaimRow("assumption.consistency*", "assumption",
                  "always: ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s'), |ntil(s,a) - n'(s,a)| <= E/2",
                  f"{QW}, eq. 3-4, Remark 3.2", "offline.count_checks"),
-        ClaimRow("assumption.count_accuracy*", "assumption", "on the T-2 event, |ntil - n| <= E for every count",
+        ClaimRow("assumption.count_accuracy*", "assumption", "on the Lemma C.2 event, |ntil - n| <= E for every count",
                  f"{QW}, Lemma C.3", "offline.count_checks"),
         ClaimRow("assumption.valid_transition*", "assumption",
                  "P~ is a distribution, uniform exactly where ntil(s,a) <= E", f"{QW}, eq. 5, Remark 3.3",
@@ -212,7 +212,7 @@ class DPAPVIAudit(Audit):
         return data
 
     def instances(self):
-        """TAB-FULL S = A = 2, H = 3 (§4.0: pessimism, the T-14 bound and its rates), TAB-PARTIAL S = 4,
+        """TAB-FULL S = A = 2, H = 3 (§4.0: pessimism, the eq. 31 bound and its rates), TAB-PARTIAL S = 4,
         A = 3, H = 3 (the count checks: uncovered pairs exercise the uniform fallback; S = 4 makes a skipped
         consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised gap: more actions, so the gap
         falls over a window of n instead of vanishing at once)."""

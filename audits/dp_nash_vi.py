@@ -1,5 +1,5 @@
 """Audit "dp_nash_vi": DP-Nash-VI (Qiao & Wang 2024, arXiv 2404.07559) end to end -- privacy, the
-assumptions its analysis rests on, and its regret rates (claims N1-N30 of the DP-Nash-VI spec).
+assumptions its analysis rests on, and its regret rates (Qiao & Wang 2024, Lemmas 5.1-5.8, B.1-B.8, Theorems 4.1-5.5).
 
 `dpcheck audit dp_nash_vi [--privatizer central|local|path.py:Class] [--epsilon E] [--quick]`
 
@@ -96,7 +96,7 @@ class DPNashVIAudit(Audit):
         # -- assumptions, theory mode
         ClaimRow("assumption.count_error", "assumption",
                  "w.p. >= 1 - beta/3, |N~ - N| <= E for every release the algorithm planned with",
-                 f"{Q}, Assumption 3.1 part 1 (N5-N8) {THEORY}", ASSUMPTIONS),
+                 f"{Q}, Assumption 3.1 part 1  {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.sum_consistency", "assumption", "N~(s,a,b) = sum_s' N~(s,a,b,s')",
                  f"{Q}, Assumption 3.1 part 2 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.no_underestimation", "assumption",
@@ -190,7 +190,7 @@ class DPNashVIAudit(Audit):
             "calibration": self.calibration, "beta": BETA, "quick": bool(self.exe.quick),
             "theory_mode": {"C1": 2.0, "C2": 10.0, "width_mode": "rigorous"},
             "practical_mode": {"C1": 0.1, "C2": 0.02, "width_mode": "nominal",
-                               "note": "labelled practical constants (DP-UCBVI spec §6.3 caveat); orders only, "
+                               "note": "labelled practical constants (as in reports/reproductions/dp_ucbvi_fig1/README.md); orders only, "
                                        "no guarantee: a miss there is reported as inconclusive, not as a violation"},
             "privacy_audit": {"constants": "C1 = 0, C2 = 1/(H S E iota) (privacy is independent of C1, C2: N3)",
                               "samples_per_side": self.samples,

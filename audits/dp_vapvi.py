@@ -18,7 +18,7 @@ The claim table below maps each check to the paper's statement and the function 
 * assumptions: the Lemma D.2 noise bounds and positive definiteness (probability checks at delta), the
   feature normalisation and coverage kappa (Appendix F breaks both: reported as FAIL, A12), penalty
   validity (Lemma D.13) and pessimism (Lemma D.3) exact from the true model.
-* rates: sub-optimality and value error against K, the privacy cost against K and rho (L-14 to L-16).
+* rates: sub-optimality and value error against K, the privacy cost against K and rho (Theorem 4.1, eq. 11).
 
 Modes: "theory" uses C = 1 and the surrogate Dpen = H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d)
 (c_D = 1); at every feasible K its Dpen/K exceeds H, so validity, pessimism and the rate bounds hold only
@@ -233,7 +233,7 @@ class DPVAPVIAudit(Audit):
         if setup.instance is None:
             return
         algo = self.make(rho)
-        K = 500 if H <= 5 else 200       # small K: the privacy part of the error is large (L-11 needs Dpen/K)
+        K = 500 if H <= 5 else 200       # small K: the privacy part of the error is large (Lemma D.13 needs Dpen/K)
         runs = exe.pick(300, 120)
         for c in ol.utility_checks(algo, setup.instance, K=K, runs=runs, rng=self.rng("utility"),
                                    alpha=exe.alpha, mode=self.mode):

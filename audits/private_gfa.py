@@ -1,6 +1,6 @@
 """Audits of private RL with general function approximation (He & Zhou, arXiv 2605.07049;
 He & Zhou 2026): ``dpcheck audit private_gfa`` (Algorithm 1: general stochastic MDPs, Bellman-error
-loss, Delta_S = 8H, on GF-3 of §6.1) and ``dpcheck audit private_gfa_outcome`` (Algorithm 2: deterministic
+loss, Delta_S = 8H, on GF-3, a small stochastic tabular MDP with a finite Bellman-complete class,) and ``dpcheck audit private_gfa_outcome`` (Algorithm 2: deterministic
 MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of Appendix D).
 
 Both share one claim table shape and one ``run`` (:class:`_GFAAudit`); the checks are the functions of

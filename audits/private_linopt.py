@@ -1,8 +1,8 @@
 """Audits of Private-LinOpt-VI and Private-LinOpt-PO (Zhou, "Differentially Private RL with Linear Function
 Approximation"; Zhou 2022): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
 
-One base class holds the claim table (the rows both algorithms share; the optimism row differs: C14 for
-Algorithm 1, C15 / C16 for Algorithm 2) and ``run``; the two registered subclasses only name the algorithm.
+One base class holds the claim table (the rows both algorithms share; the optimism row differs: Lemma 7.2 for
+Algorithm 1, C15 / eqs. 3, 7 for Algorithm 2) and ``run``; the two registered subclasses only name the algorithm.
 The check functions live in audits/lib/linopt.py.
 
 What the audit runs (the paper has no experiments; Section 7 of the spec proposes the protocol):
@@ -44,19 +44,19 @@ def _claims(algorithm: str) -> tuple:
     else:
         optimism = ClaimRow("assumption.optimism*", "assumption",
                             "on the good event, 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip never binds",
-                            f"{Z}, eq. 3 / eq. 7; Lemma 7.2, C16", "linopt.assumption_checks")
+                            f"{Z}, eq. 3 / eq. 7; Lemma 7.2, eqs. 3, 7", "linopt.assumption_checks")
     return (
         # -- privacy
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
-                 "scripted users)", f"{Z}, Thm 6.4, Def 2.2; Theorem 6.4, C12", "linopt.jdp_blackbox_check"),
+                 "scripted users)", f"{Z}, Thm 6.4, Def 2.2; Theorem 6.4, Definition 2.2", "linopt.jdp_blackbox_check"),
         ClaimRow("privacy.release.blackbox", "privacy",
                  "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are "
                  "(eps', delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
-                 f"{Z}, Thm 6.4 (billboard lemma); Theorem 6.4, C11d", "linopt.release_blackbox_check"),
+                 f"{Z}, Thm 6.4 (billboard lemma); Theorem 6.4, Theorem 6.4", "linopt.release_blackbox_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
-                 "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec C11b, A7, A12",
+                 "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec Theorem 6.4, A7, A12",
                  "linopt.dp_event_check"),
         ClaimRow("whitebox.calibration", "whitebox",
                  "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
@@ -68,7 +68,7 @@ def _claims(algorithm: str) -> tuple:
                  "linopt.stream_sensitivity_check"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
-                 f"{Z}, proof of Thm 6.4; spec C11c", "linopt.stream_sensitivity_check"),
+                 f"{Z}, proof of Thm 6.4; spec Theorem 6.4", "linopt.stream_sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
                  f"Chan, Shi & Song 2011; {Z}, §6.1; footnote 3, C4, P1, P2", "linopt.tree_reuse_check"),
@@ -86,7 +86,7 @@ def _claims(algorithm: str) -> tuple:
         # -- regret
         ClaimRow("regret.exponent", "regret",
                  f"Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-                 f"{Z}, {thm}; Theorem 6.5, eq. 4 / C20, C23", "linopt.exponent_check"),
+                 f"{Z}, {thm}; Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5, C23", "linopt.exponent_check"),
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
                  f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
@@ -96,7 +96,7 @@ def _claims(algorithm: str) -> tuple:
         ClaimRow("regret.radius_scaling", "regret", "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
                  f"{Z}, Thm 6.5 derivation; Theorem 6.5", "linopt.radius_scaling_check"),
         ClaimRow("regret.explicit_bound", "regret", f"R(K) <= the explicit bound of {bound} in every run, "
-                 "w.p. >= 1 - 4 alpha", f"{Z}, {bound}; Theorem 4.1 / C18", "linopt.explicit_bound_check"),
+                 "w.p. >= 1 - 4 alpha", f"{Z}, {bound}; Theorem 4.1 / Theorem 5.1", "linopt.explicit_bound_check"),
     )
 
 

@@ -19,7 +19,7 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
 * ``whitebox.dp_event`` -- the privacy profile computed exactly (dp_accounting PLD) from the privatizer's
   declared DpEvent (``declare()``: from its parameters and the sizes, nothing run), against its Claim.
 * ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks (online)
-  and the noise bound (offline, T-2).
+  and the noise bound (offline, Lemma C.2).
 
 Paper calibration under replacement (docs/derivations.md#neighbouring-relation, Qiao & Wang 2024 B3): the paper calibrates to the
 add/remove sensitivity H per family, so under the replacement relation of its own definitions the
@@ -319,7 +319,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the rho-zCDP profile",
                  f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves each family by <= sqrt(2H) in l2",
-                 f"{OFFLINE}, §2.7 (T-1 (i))", "check_sensitivity"),
+                 f"{OFFLINE}, §2.7 (sensitivity)", "check_sensitivity"),
         *OFFLINE_ROWS,
     )
     gaussian = True

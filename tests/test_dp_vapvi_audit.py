@@ -1,6 +1,6 @@
 """dpcheck audit dp_vapvi (audits/dp_vapvi.py, audits/lib/offline_linear.py): claim table, the --quick run
 through the CLI, the planted defects of issue 11 caught by the check that should catch each, bad input
-(exit 2, one line), and the checks' known answers (Qiao & Wang 2022, Algorithm 2, L-1, L-2, L-11, G-2)."""
+(exit 2, one line), and the checks' known answers (Qiao & Wang 2022, Algorithm 2, Theorem 4.1, Lemma D.2, Lemma D.13, Lemma E.15)."""
 import json
 import math
 

@@ -1,5 +1,5 @@
 """Exponential mechanism of He & Zhou 2026, Section 2.2/Section 3.3, docs/derivations.md#noise-calibration: closed form vs empirical frequencies,
-log-sum-exp stability, beta = inf argmax, the factor 2 of the temperature, §2.7's backward messages, and G3."""
+log-sum-exp stability, beta = inf argmax, the factor 2 of the temperature's backward messages, and G3."""
 import math
 
 import numpy as np

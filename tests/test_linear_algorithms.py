@@ -44,7 +44,7 @@ def test_ucrl_vtr_regret_on_lm2_is_sublinear():
     R = res.cumulative_regret.mean(axis=0)
     assert R[2047] / R[1023] < 1.5                                  # linear regret would give 2
     assert res.regret[:, -200:].mean() < 0.05                       # near 0 within a few thousand episodes
-    # Lemma 3.1 / Lemma 7.2 / C15 / C16 on the good event (figures recorded per episode)
+    # Lemma 3.1 / Lemma 7.2 / C15 / eqs. 3, 7 on the good event (figures recorded per episode)
     assert res.good_event.all()
     assert res.optimism_gap.min() >= -1e-9
     assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9
@@ -58,7 +58,7 @@ def test_oppo_and_private_po_run_with_the_theory_step_size():
     assert res.config["eta"] == pytest.approx(math.sqrt(2 * math.log(2) / (9 * 64)))
     np.testing.assert_allclose(res.policies.sum(-1), 1.0)
     assert res.policies[:, 0].std() == 0                            # pi^1 uniform
-    assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9   # C16 for Algorithm 2 too
+    assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9   # eqs. 3, 7 for Algorithm 2 too
     assert LinOptPO(RidgeRegularizer(), eta=0.3).run(env, 5, np.random.default_rng(0)).config["eta"] == 0.3
 
 
@@ -80,7 +80,7 @@ def test_private_run_records_assumption_2_figures_and_the_claim():
 
 
 def test_policy_is_a_function_of_the_releases_only():
-    """C11c (billboard): re-plan from the logged releases alone and get the played policies back."""
+    """Theorem 6.4 (billboard): re-plan from the logged releases alone and get the played policies back."""
     env = _tab2()
     log = []
     alg = PrivateLinOptVI(2.0e3, tie_breaking="lowest")
@@ -162,7 +162,7 @@ def test_short_horizons_run_and_never_insert_episode_K(K):
        po=st.booleans(), eps=st.sampled_from([math.inf, 1e3, 1.0]), tabular=st.booleans())
 def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
     """Q_h^k in [0, H - h + 1] (Algorithms 1-2), exact regret in [0, H], policies are distributions, and on the good
-    event optimism (C14, VI) and C16 hold; tabular-as-linear and low-dimensional random linear mixtures."""
+    event optimism (Lemma 7.2, VI) and eqs. 3, 7 hold; tabular-as-linear and low-dimensional random linear mixtures."""
     rng = np.random.default_rng(seed)
     env = (tabular_as_linear(random_mdp(S, A, H, rng, reward_noise="bernoulli")) if tabular
            else random_linear_mixture(S, A, H, 2, 3, rng))
@@ -208,7 +208,7 @@ def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_
 
 
 def test_explicit_regret_bounds_hold_and_have_the_documented_form():
-    """C17 / C18: exact pseudo-regret <= the explicit bound (it is large; the ratio is what audits report)."""
+    """Theorem 4.1 / Theorem 5.1: exact pseudo-regret <= the explicit bound (it is large; the ratio is what audits report)."""
     from dpcheck.algorithms.linear import LinearSizes, regret_bound_vi
     env = lm2()
     for alg in (UCRLVTR(), OPPO(), PrivateLinOptVI(1.0), PrivateLinOptPO(1.0)):
@@ -228,7 +228,7 @@ def test_explicit_regret_bounds_hold_and_have_the_documented_form():
 
 
 class _RedrawingPrivatizer(Privatizer):
-    """Planted defect (P1) at the algorithm level: every release redraws the noise of all its nodes."""
+    """Planted defect at the algorithm level: every release redraws the noise of all its nodes."""
 
     def start(self, runs, sizes, rng, alpha):
         from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes

@@ -74,9 +74,9 @@ def test_privacy_declaration_matches_the_paper_accounting(eps, delta, H, K, d1, 
     sizes = LinearSizes(K=K, H=H, d1=d1, d2=d2)
     p = Privatizer(eps, delta)
     L = math.log(4 * H / delta)
-    # C11b: total GDP mu of the 4H counters (matching neighbour relation) = eps / sqrt(8 H ln(4H/delta))
+    # Theorem 6.4: total GDP mu of the 4H counters (matching neighbour relation) = eps / sqrt(8 H ln(4H/delta))
     assert p.gdp_mu(sizes, "add_remove") == pytest.approx(eps / math.sqrt(8 * H * L), rel=1e-9)
-    assert p.zcdp_rho(sizes) == pytest.approx(eps ** 2 / (16 * H * L), rel=1e-9)      # C11a
+    assert p.zcdp_rho(sizes) == pytest.approx(eps ** 2 / (16 * H * L), rel=1e-9)      # Theorem 6.4
     claim = p.claim(sizes)
     assert claim.notion == "JDP" and claim.delta == delta and claim.neighbouring == "replacement"
     assert claim.epsilon == pytest.approx(eps + eps ** 2 / (16 * H * L))                # C11
@@ -104,7 +104,7 @@ def test_dp_accounting_agrees_with_the_closed_form_delta():
     acc.compose(p.dp_event(sizes, "add_remove"))
     mu = p.gdp_mu(sizes, "add_remove")
     exact = norm.cdf(-1 / mu + mu / 2) - math.e * norm.cdf(-1 / mu - mu / 2)
-    assert exact < 1e-20 and acc.get_delta(1.0) < 0.1                # C11b worked value: delta(1) ~ 0
+    assert exact < 1e-20 and acc.get_delta(1.0) < 0.1                # Theorem 6.4 worked value: delta(1) ~ 0
 
 
 def test_noise_off_privatizer_is_the_ridge_regulariser():

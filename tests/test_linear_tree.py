@@ -68,7 +68,7 @@ def test_symmetric_noise_has_variance_sigma2_on_and_off_the_diagonal():
 
 
 class RedrawnNoiseMechanism(BinaryMechanism):
-    """Planted defect (P1): every release redraws the noise of each of its nodes."""
+    """Planted defect: every release redraws the noise of each of its nodes."""
 
     def release(self):
         out = self.exact()

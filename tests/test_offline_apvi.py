@@ -274,12 +274,12 @@ def test_approx_dp_conversion():
     alg = DPAPVI.from_approx_dp(1.0, 1e-5)
     L = math.log(1e5)
     assert alg.rho == pytest.approx((math.sqrt(L + 1) - math.sqrt(L)) ** 2)
-    assert alg.rho + 2 * math.sqrt(alg.rho * L) == pytest.approx(1.0)                  # G-2 round trip
+    assert alg.rho + 2 * math.sqrt(alg.rho * L) == pytest.approx(1.0)                  # Lemma E.15 round trip
 
 
 # ------------------------------------------------------------------------------------------ utility
 def test_pessimism_on_tab_full_in_the_large_data_regime():
-    """T-13: Vtil_h <= V^{pi_hat}_h and Qbar_h <= Q^{pi_hat}_h (exact evaluation). The proof's events cost
+    """Lemma C.10: Vtil_h <= V^{pi_hat}_h and Qbar_h <= Q^{pi_hat}_h (exact evaluation). The proof's events cost
     about 4 delta (Theorem 3.4); with delta = 0.01 at most 4% of runs may fail, so >= 45 of 50 runs must hold
     (were the true failure rate 4%, P[> 5 failures of 50] ~ 0.02; the union bounds are loose, so ~0 is
     usual). n = 1e6 puts every pair far above 3 E_rho (no A18 gap pairs; asserted)."""
@@ -296,7 +296,7 @@ def test_pessimism_on_tab_full_in_the_large_data_regime():
 
 
 def test_suboptimality_decreases_with_n():
-    """Mean v* - v^{pi_hat} over 40 runs falls along n (T-16: O(n^-1/2) + O(1/n)); exact evaluation.
+    """Mean v* - v^{pi_hat} over 40 runs falls along n (Theorem 3.4: O(n^-1/2) + O(1/n)); exact evaluation.
     With the paper's penalties the gap is a step function of n per run (P14: Qbar = 0 until Gamma drops
     below Qtil, then pi_hat = pi*); the grids straddle that step (DP-APVI at rho = 1 near n ~ 4e5 on this
     instance, APVI near n ~ 1e3), and the run average must fall monotonically across it."""

@@ -1,4 +1,4 @@
-"""DP-VAPVI / VAPVI / PEVI (Qiao & Wang 2022, Algorithm 2, claims L-1, L-2, L-12)."""
+"""DP-VAPVI / VAPVI / PEVI (Qiao & Wang 2022, Algorithm 2, claims Theorem 4.1, Lemma D.2, Lemma D.3)."""
 import math
 
 import numpy as np
@@ -41,7 +41,7 @@ def _max_cross_step_correlation(noise):
 
 
 class ReusedNoiseVAPVI(DPVAPVI):
-    """Planted defect (Ambiguity A8's wrong reading): one draw at initialisation, reused for every h."""
+    """Planted defect (the wrong reading of Algorithm 2 against footnote 8): one draw at initialisation, reused for every h."""
 
     def draw_noise(self, rng, runs, H, d):
         z = super().draw_noise(rng, runs, H, d)
@@ -160,7 +160,7 @@ def test_positive_definiteness_fallback_is_pessimistic_and_counted():
 
 
 def test_oracle_penalty_gives_exact_pessimism():
-    """L-12 (Lemma D.3): with the oracle penalty Gamma_h = |T_h Vtil_{h+1} - phi^T wtil_h| + 1e-12 (true
+    """Lemma D.3 (Lemma D.3): with the oracle penalty Gamma_h = |T_h Vtil_{h+1} - phi^T wtil_h| + 1e-12 (true
     model, computed during the backward pass) Qhat_h <= Q^{pi_hat}_h and Vtil_h <= V^{pi_hat}_h hold on
     EVERY run, noise or not; and on the algorithm's own penalty, every run where it is valid is pessimistic."""
     inst, rng = _lin_tab(5)

@@ -276,7 +276,7 @@ def test_offline_gaussian_formulas_and_post_processing():
     P = out.kernel
     assert np.allclose(P.sum(-1), 1) and np.all(P >= 0)
     assert np.all(P[out.visits <= out.width] == 1 / S)
-    # far from the clip at 0 the injected noise has the declared variance 2H/rho (T-1 (iii))
+    # far from the clip at 0 the injected noise has the declared variance 2H/rho (noise variance)
     big = priv.privatize(np.full((500, H, S, A), 1e3), np.full((500, H, S, A, S), 1e3), rng)
     assert np.var(big.noisy_transitions - 1e3) == pytest.approx(priv.sigma(H) ** 2, rel=0.03)
 

@@ -1,4 +1,4 @@
-"""Exact planners for two-player zero-sum Markov games (Qiao & Wang 2024, Section 2.1 - §1.2).
+"""Exact planners for two-player zero-sum Markov games (Qiao & Wang 2024, Section 2.1).
 
 Backward induction on the true game, batched over leading policy axes. Nash values solve the
 matrix game Q*_h(s, ., .) at every (h, s) with an LP (scipy HiGHS): H*S small LPs, offline, once

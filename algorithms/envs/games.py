@@ -94,7 +94,7 @@ class MarkovGame(TabularModel):
 
     @classmethod
     def from_mdp(cls, mdp: TabularMDP) -> "MarkovGame":
-        """The B = 1 embedding of an MDP (dp_nash_vi.md §6 T2; Remark 2.4): rewards are the means."""
+        """The B = 1 embedding of an MDP (Remark 2.4): rewards are the means."""
         return cls(mdp.P[:, :, :, None, :], mdp.r[:, :, :, None], mdp.init, name=mdp.name)
 
     # --------------------------------------------------------- simulation

@@ -1,4 +1,4 @@
-"""Seeded instance generators: random MDPs and games (dp_nash_vi.md §6 T3) and matrix games (T1).
+"""Seeded instance generators: random MDPs and games and matrix games.
 
 Choices that are ours (the specs fix only T3's distributions): the initial state is the fixed
 s_1 = 0 unless ``init="uniform"`` or ``init="random"`` (a Dirichlet(1) draw) is asked for; the

@@ -16,8 +16,8 @@ policy is the episode with the smallest certificate (Vb_1 - Vu_1)(s_1) (lines 20
 Choices the spec leaves to us (documented here, reported in every output via ``config``):
 
 * ``mode="theory"``: C1 = 2, C2 = 10 (docs/derivations.md#constants), E = max(E, 1) (docs/derivations.md#widths-e). With these constants the
-  bonus exceeds H for every feasible K (spec §5 last note), so Qb = H, Qu = 0 and the D/P checks are
-  vacuous; they still test the code paths. ``mode="practical"``: C1 = 0.1, C2 = 0.02 (DP-UCBVI's §6.3
+  bonus exceeds H for every feasible K (docs/derivations.md#widths-e), so Qb = H, Qu = 0 and the D/P checks are
+  vacuous; they still test the code paths. ``mode="practical"``: C1 = 0.1, C2 = 0.02 (DP-UCBVI's reproduction, reports/reproductions/dp_ucbvi_fig1/README.md
   caveat: the paper's constants make the regret linear; the practical constants are labelled, only the
   orders are expected to match). The width E comes from the privatizer in either mode; its
   width_mode (rigorous / calibrated / nominal) is reported. Privacy never depends on C1, C2 or E.
@@ -28,7 +28,7 @@ Choices the spec leaves to us (documented here, reported in every output via ``c
   which is (Vb_1 - Vu_1)(s_1) for the paper's fixed s_1.
 * RNG streams: ``run(game, K, rng)`` spawns three independent children of ``rng``: environment,
   privacy noise (given to the privatizer) and policy sampling, so changing one never shifts another.
-* Steps are 0-based in code (h = 0..H-1), 1-based in the spec.
+* Steps are 0-based in code (h = 0..H-1), 1-based in the paper.
 """
 from __future__ import annotations
 

@@ -7,9 +7,9 @@
     privacy:        GFAPrivacy (declaration: eps0, beta_EM, M = ceil(K/B), composed epsilon, Claim, dp_event),
                     per_update_epsilon, advanced_composition, number_of_updates, sensitivity
     mechanism:      exponential_mechanism (Gumbel-max), selection_log_probabilities (log-softmax),
-                    argmax_with_ties, chain_sample / chain_log_partition (§2.7 backward messages)
+                    argmax_with_ties, chain_sample / chain_log_partition (backward messages)
     losses:         bellman_error_loss / _score, outcome_model, outcome_loss / _score (literal reference),
-                    BellmanErrorStatistics, OutcomeLossStatistics (incremental, §2.7)
+                    BellmanErrorStatistics, OutcomeLossStatistics (incremental)
     evaluation:     policy_returns, optimal_return, max_return, occupancies, coverability,
                     per_start_coverability, realizability, completeness, bellman_backup
     instances:      gf3, appendix_d(kind, H) (Appendix D), GFAInstance, hypothesis, hypothesis_entry

@@ -1,4 +1,4 @@
-"""Algorithms 1 and 2 of He & Zhou (He & Zhou 2026, Algorithms 1-2-Section 3.3, docs/derivations.md#noise-calibration, §2.7) and their non-private baselines.
+"""Algorithms 1 and 2 of He & Zhou (He & Zhou 2026, Algorithms 1-2-Section 3.3, docs/derivations.md#noise-calibration) and their non-private baselines.
 
 Both algorithms share one loop (Algorithms 1-2): at episodes k = iB + 1 they score every class entry on D_[k] (the
 episodes strictly before the batch start, P3), draw f^(k) with the exponential mechanism (fresh randomness,
@@ -240,7 +240,7 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
     s1              the fixed initial state; None = the point mass of the environment's init (needed only for
                     environments without a known init)
     inf_mode        "auto" | "product" | "literal" (A5: min over the list for non-product classes)
-    sampler         "auto" | "enumerate" | "messages" (§2.7 backward messages, product classes only)
+    sampler         "auto" | "enumerate" | "messages" (backward messages, product classes only)
     """
 
     algorithm = 1
@@ -258,7 +258,7 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
         if sampler not in SAMPLERS:
             raise InputError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         if sampler == "messages" and not function_class.is_product:
-            raise InputError("sampler='messages' needs a product class (the score is a chain sum only then, §2.7)")
+            raise InputError("sampler='messages' needs a product class (the score is a chain sum only then)")
         if sampler == "auto":
             sampler = "messages" if function_class.is_product and function_class.N > _ENUMERATE_MAX else "enumerate"
         if sampler == "messages" and math.isinf(self.epsilon) and tie_breaking != "lowest":

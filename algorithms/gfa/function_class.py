@@ -1,4 +1,4 @@
-"""Finite function classes F = F_1 x ... x F_H as data (He & Zhou 2026, Section 2.1, §2.7, Ambiguity A5, A11).
+"""Finite function classes F = F_1 x ... x F_H as data (He & Zhou 2026, Section 2.1).
 
 A :class:`FunctionClass` is a list of N entries f = (f_1, ..., f_H), each f_h : S x A -> [0, 1], stored
 in factored form:
@@ -6,7 +6,7 @@ in factored form:
     layers[h]   (n_h, S, A)  the DISTINCT step-h functions that occur in the class (0-based h)
     index       (N, H) int   entry f uses layers[h][index[f, h]] at step h
 
-so that the per-step sufficient statistics of §2.7 live on the small sets F_h, while the entries keep the
+so that the per-step sufficient statistics live on the small sets F_h, while the entries keep the
 user's order and duplicates, compared exactly (A11: the Appendix D class has 243 entries but only 207 distinct functions; the
 duplicates double their prior mass in the exponential mechanism and |F| = 243 enters the accounting).
 The convention f_{H+1} == 0 is implicit (a single zero function at step H+1).

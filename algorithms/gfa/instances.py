@@ -1,4 +1,4 @@
-"""Test instances of He & Zhou 2026: GF-3 (§6.1, Algorithm 1) and the Appendix D environment (Appendix D, Appendix D,
+"""Test instances of He & Zhou 2026: GF-3 (Algorithm 1) and the Appendix D environment (Appendix D, Appendix D,
 Algorithm 2) with their function classes.
 
 * :func:`gf3` -- S = {0,1,2}, A = {0,1}, H = 3, fixed s_1 = 0, reward only at the last step; the class
@@ -70,7 +70,7 @@ def _gf3_mdp() -> TabularMDP:
 
 
 def gf3() -> GFAInstance:
-    """GF-3 of §6.1 with its Bellman-complete 192-entry class (Q* = entry 0)."""
+    """GF-3, a small stochastic tabular MDP with a finite Bellman-complete class, with its Bellman-complete 192-entry class (Q* = entry 0)."""
     mdp = _gf3_mdp()
     S = mdp.S
 

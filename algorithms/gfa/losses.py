@@ -1,4 +1,4 @@
-"""Losses and scores of Algorithms 1 and 2 (He & Zhou 2026, Algorithm 1, Algorithm 2, §2.7, A5, P6, P9).
+"""Losses and scores of Algorithms 1 and 2 (He & Zhou 2026, Algorithm 1, Algorithm 2).
 
 Two implementations of each loss, which the tests require to agree:
 

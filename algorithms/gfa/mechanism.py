@@ -1,4 +1,4 @@
-"""The exponential mechanism over a finite class, in log space (He & Zhou 2026, Section 2.2, §2.7, P1, P2, P5).
+"""The exponential mechanism over a finite class, in log space (He & Zhou 2026, Section 2.2).
 
     Pr[f] = exp(beta S(f)) / sum_g exp(beta S(g))
 
@@ -10,7 +10,7 @@
 * beta = inf is the non-private argmax of Remark 3.7 / Appendix D, with a documented tie rule: "random"
   (uniform among the exact maximisers, seeded; the PoC-default of docs/private_gfa.md) or "lowest" (lowest entry).
   The uniform tie rule is also the beta -> inf limit of the closed form.
-* :func:`chain_log_partition` / :func:`chain_sample` -- §2.7's backward messages for product classes whose
+* :func:`chain_log_partition` / :func:`chain_sample` -- backward messages for product classes whose
   score is a chain sum ``u(i_1) - sum_h l_h(i_h, i_{h+1})``: exact sampling in O(sum_h n_h n_{h+1}) instead of
   enumerating prod_h n_h entries.
 

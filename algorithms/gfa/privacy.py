@@ -1,4 +1,4 @@
-"""Privacy calibration of Algorithms 1 and 2 as data (He & Zhou 2026, Section 2.2, Section 3.3, docs/derivations.md#noise-calibration, Ambiguities A1-A3, G4).
+"""Privacy calibration of Algorithms 1 and 2 as data (He & Zhou 2026, Section 2.2, Section 3.3, docs/derivations.md#noise-calibration).
 
 Every update is one exponential mechanism over the class with temperature
 
@@ -62,7 +62,7 @@ def number_of_updates(K: int, B: int) -> int:
 
 
 def advanced_composition(eps0: float, M: int, delta: float) -> float:
-    """eps' of M adaptively composed eps0-DP mechanisms at delta' = delta (Lemma E.2, G4)."""
+    """eps' of M adaptively composed eps0-DP mechanisms at delta' = delta (Lemma E.2)."""
     if eps0 == 0:
         return 0.0
     return eps0 * math.sqrt(2.0 * M * math.log(1.0 / delta)) + M * eps0 * math.expm1(eps0)

@@ -1,4 +1,4 @@
-"""The explicit regret bounds of the proofs of Thms 4.1 and 5.1 (private_linopt.md C17, C18; A8).
+"""The explicit regret bounds of the proofs of Thms 4.1 and 5.1 (private_linopt.md Theorem 4.1, Theorem 5.1; A8).
 
 These are what the proofs actually show, with the per-component constants (the generic O(.) statements
 drop an H in front of the reward-side term, A8). They hold with probability >= 1 - 4 alpha under

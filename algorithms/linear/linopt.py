@@ -10,17 +10,17 @@ Per episode k (0-based h in arrays; the paper's step h is index h - 1):
 2. theta_hat = Lambda^{-1} u (eqs. 1-2), with Lambda^{-1} from ``eigh``; a Lambda that is not positive
    definite (possible for the Privatizer outside the Assumption 2 event) has its eigenvalues floored at
    lambda_min (P6, post-processing) and is flagged in the result;
-3. backward in h: phi_h^k(s,a) = sum_s' psi(s,a,s') V_{h+1}^k(s') (P4, P5), bonuses
+3. backward in h: phi_h^k(s,a) = sum_s' psi(s,a,s') V_{h+1}^k(s'), bonuses
    Gamma_p = beta_p ||phi||_{Lambda_p^{-1}}, Gamma_r = beta_r ||varphi||_{Lambda_r^{-1}}, and
    Q_h^k = max{0, min{H - h + 1, varphi^T theta_hat_r + phi^T theta_hat_p + Gamma_p + Gamma_r}} (Algorithms 1-2);
    V_h^k = max_a Q_h^k (VI) or sum_a pi_h^k(a|s) Q_h^k(s,a) (PO);
 4. roll out pi^k (VI: greedy, ties uniformly at random or to the lowest index, P9; PO: sample);
 5. feed the rows x_p = phi_h^k(s_h, a_h) (frozen, A2), y_p = V_{h+1}^k(s_{h+1}), x_r = varphi(s_h, a_h), y_r = r_h;
-6. PO only: log pi_h^{k+1} = log pi_h^k + eta Q_h^k - logsumexp (P8), eta = sqrt(2 ln|A| / (H^2 K)).
+6. PO only: log pi_h^{k+1} = log pi_h^k + eta Q_h^k - logsumexp, eta = sqrt(2 ln|A| / (H^2 K)).
 
 Steps 1-4 depend on the data only through the releases (``plan``), which is what makes the billboard
-lemma apply (C11c). The result records, per run and episode, the exact pseudo-regret (P10) and the figures
-a later audit needs (Lemma 3.1 containment, optimism C14-C16, Assumption 2 eigenvalue figures C8).
+lemma apply (Theorem 6.4). The result records, per run and episode, the exact pseudo-regret and the figures
+a later audit needs (Lemma 3.1 containment, optimism Lemma 7.2-eqs. 3, 7, Assumption 2 eigenvalue figures C8).
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def floored_inverse(L: np.ndarray, floor: float, min_eig: bool = True):
 class LinOptResult:
     """One call of ``run``: ``runs`` independent runs of K episodes (runs first; 0-based h).
 
-    regret            V_1^*(s_1) - V_1^{pi^k}(s_1), exact (P10)                         (runs, K)
+    regret            V_1^*(s_1) - V_1^{pi^k}(s_1), exact                         (runs, K)
     values            V_1^{pi^k}(s_1), exact                                              (runs, K)
     optimal_value     V_1^*(s_1)
     theta_hat_p/_r    the estimates theta_hat_{h,p}^k, theta_hat_{h,r}^k  (runs, K, H, d1 / d2), or None
@@ -85,21 +85,21 @@ class LinOptResult:
     constants         the Assumption 2 constants the radii were computed from
     lambda_min_eig_p/_r   smallest eigenvalue of the released Lambda_h^k (before any floor) (runs, K, H);
                       NaN where not recorded (record_figures=False and Lambda PD)
-    floored_p/_r      Lambda_h^k was not PD and was floored (P6)                           (runs, K, H) bool
+    floored_p/_r      Lambda_h^k was not PD and was floored                           (runs, K, H) bool
     z_eig_min_p/_r, z_eig_max_p/_r   extreme eigenvalues of Z_h^k = Lambda_h^k - G_h^k (Assumption 2) (runs, K, H)
                       (these and the next two are None with record_figures=False)
     noise_norm_p/_r   ||N_h^k|| = ||Z_h^k - shift I|| (C8: <= Sigma w.h.p.)                  (runs, K, H)
     z_norm_p/_r       ||z_h^k||_{(Z_h^k)^{-1}} (inf where Z is not PD)                       (runs, K, H)
     shift_p, shift_r  the shift of the regulariser (2 Sigma (+ ridge) for the Privatizer, lam for ridge)
-    optimism_gap      min_{h,s,a} (Q_h^k - Q_h^*)   (C14: >= 0 on the good event, Algorithm 1)  (runs, K)
-    iota_min          min_{h,s,a} -iota_h^k, iota = r_h + P_h V_{h+1}^k - Q_h^k  (C16: >= 0)  (runs, K)
-    iota_excess       max_{h,s,a} (-iota_h^k - 2 (Gamma_p + Gamma_r))          (C16: <= 0)  (runs, K)
+    optimism_gap      min_{h,s,a} (Q_h^k - Q_h^*)   (Lemma 7.2: >= 0 on the good event, Algorithm 1)  (runs, K)
+    iota_min          min_{h,s,a} -iota_h^k, iota = r_h + P_h V_{h+1}^k - Q_h^k  (eqs. 3, 7: >= 0)  (runs, K)
+    iota_excess       max_{h,s,a} (-iota_h^k - 2 (Gamma_p + Gamma_r))          (eqs. 3, 7: <= 0)  (runs, K)
     lower_clips       number of (h,s,a) where the max{0, .} clip binds (Lemma 7.2)             (runs, K) int
     upper_clip_fraction   fraction of (h,s,a) clipped at H - h + 1 (noise-dominated regime) (runs, K)
     ties              number of (h,s) with more than one greedy action (VI; 0 for PO)     (runs, K) int
     Lambda_p, u_p, Lambda_r, u_r   the last release (episode K)
     config, claim, dp_event, privacy   the algorithm's configuration (with ``regret_bound``, the explicit bound
-                      of C17 / C18 on R(K)); the Privatizer's Claim, DpEvent and
+                      of Theorem 4.1 / Theorem 5.1 on R(K)); the Privatizer's Claim, DpEvent and
                       calibrated figures (None for non-private regularisers)
     seconds           wall time of the K episodes (all runs)
     """
@@ -354,7 +354,7 @@ class _LinOpt:
             y_p = V[ridx, hidx + 1, s[:, 1:]]
             x_r = env.varphi[s[:, :H], a]
             state.observe(x_p, y_p, x_r, traj.rewards)
-            if log_pi is not None:                                       # line 15 in log space (P8)
+            if log_pi is not None:                                       # line 15 in log space
                 log_pi = log_pi + eta * Q
                 log_pi -= _logsumexp(log_pi)[..., None]
             # ---- checker side: exact regret and figures (never read by the algorithm)
@@ -451,11 +451,11 @@ class _Recorder:
         self.low_p[:, k], self.low_r[:, k] = plan["low_p"], plan["low_r"]
         self.floored_p[:, k], self.floored_r[:, k] = plan["floored_p"], plan["floored_r"]
         Q, V, raw = plan["Q"], plan["V"], plan["raw"]
-        self.optimism[:, k] = (Q - Q_star).min(axis=(1, 2, 3))                           # C14
+        self.optimism[:, k] = (Q - Q_star).min(axis=(1, 2, 3))                           # Lemma 7.2
         target = r + np.einsum("hsat,nht->nhsa", P, V[:, 1:])                            # r_h + P_h V_{h+1}^k
         minus_iota = Q - target
-        self.iota_min[:, k] = minus_iota.min(axis=(1, 2, 3))                             # C16 lower
-        self.iota_excess[:, k] = (minus_iota - 2.0 * plan["bonus"]).max(axis=(1, 2, 3))  # C16 upper
+        self.iota_min[:, k] = minus_iota.min(axis=(1, 2, 3))                             # eqs. 3, 7 lower
+        self.iota_excess[:, k] = (minus_iota - 2.0 * plan["bonus"]).max(axis=(1, 2, 3))  # eqs. 3, 7 upper
         self.lower[:, k] = (raw < 0).sum(axis=(1, 2, 3))                                 # C15
         self.upper[:, k] = (raw >= caps).mean(axis=(1, 2, 3))
         if Zs is not None:

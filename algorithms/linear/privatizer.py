@@ -32,7 +32,7 @@ Privacy as data (STYLE Section 2). Tree c holds the H counters of kind c; one us
 them, and every item lies in at most m nodes, so the l2 change of the tree's node vector is
 sqrt(H m) Delta_c (times the replacement factor under replacement neighbours). ``trees(sizes)`` gives the
 four :class:`TreeCounter` declarations the noise is drawn from; ``dp_event(sizes)`` composes their
-GaussianDpEvents (total GDP mu = eps / sqrt(8 H ln(4H/delta)) for the matching neighbour relation, C11b);
+GaussianDpEvents (total GDP mu = eps / sqrt(8 H ln(4H/delta)) for the matching neighbour relation, Theorem 6.4);
 ``claim(sizes)`` is Thm 6.4 with the exact constant of basic composition over the 4H counters (Theorem 6.4):
 (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP. Estimators, bonuses and policies are post-processing of the
 releases, and a user's actions depend only on them and her own states (billboard lemma).
@@ -107,7 +107,7 @@ class Privatizer(Regularizer):
             raise InputError(f"nonnegative_items must be True or False, got {self.nonnegative_items!r}")
         if self.noise_off and self.ridge == 0:
             raise InputError("epsilon = inf switches the noise off; then ridge must be > 0 "
-                             "(Lambda^1 = 2 Sigma I would be 0, Ambiguity A1)")
+                             "(Lambda^1 = 2 Sigma I would be 0, docs/derivations.md#readings)")
 
     @property
     def noise_off(self) -> bool:
@@ -203,13 +203,13 @@ class Privatizer(Regularizer):
         return dp_accounting.ComposedDpEvent([t.dp_event() for t in self.trees(sizes, neighbouring).values()])
 
     def gdp_mu(self, sizes: LinearSizes, neighbouring: str = "replacement") -> float:
-        """Total Gaussian-DP parameter sqrt(sum_c H m Delta_c^2 / sigma_c^2) of the transcript (C11b)."""
+        """Total Gaussian-DP parameter sqrt(sum_c H m Delta_c^2 / sigma_c^2) of the transcript (Theorem 6.4)."""
         if self.noise_off:
             return math.inf
         return math.sqrt(sum((t.sensitivity / t.node_scale) ** 2 for t in self.trees(sizes, neighbouring).values()))
 
     def zcdp_rho(self, sizes: LinearSizes, neighbouring: str | None = None) -> float:
-        """rho = mu^2 / 2 = sum over the 4H counters of m Delta^2 / (2 sigma^2) (C10, C11a); with the paper
+        """rho = mu^2 / 2 = sum over the 4H counters of m Delta^2 / (2 sigma^2) (proof of Theorem 6.4); with the paper
         calibration and the matching neighbour relation, eps^2 / (16 H ln(4H/delta))."""
         if neighbouring is None:
             neighbouring = "replacement" if self.sensitivity_mode == "replacement" else "add_remove"
@@ -224,7 +224,7 @@ class Privatizer(Regularizer):
         """Thm 6.4 as data: (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP under replacement neighbours
         (Def 2.2). With sensitivity_mode "paper" the accounting behind it covers add/remove neighbours
         only (docs/derivations.md#neighbouring-relation); ``dp_event(sizes, "replacement")`` then declares the larger true sensitivity, and the
-        audit decides whether the claim still holds (C11b: it does, with large slack)."""
+        audit decides whether the claim still holds (Theorem 6.4: it does, with large slack)."""
         if self.noise_off:
             raise InputError("the Privatizer's noise is off (epsilon = inf): it makes no privacy claim")
         return Claim(epsilon=self.paper_epsilon(sizes), delta=self.delta, notion="JDP", source=SOURCE,

@@ -94,7 +94,7 @@ class Assumption2:
 
 
 def confidence_radii(c: Assumption2, sizes: LinearSizes, alpha: float) -> tuple[float, float]:
-    """(beta_p(alpha), beta_r(alpha)) of Lemma 3.1, with the per-component constants (P7):
+    """(beta_p(alpha), beta_r(alpha)) of Lemma 3.1, with the per-component constants:
 
     beta_p = (H/2) sqrt(2 ln(H/alpha) + d1 ln(1 + K H^2 / lambda_min_p)) + sqrt(d1 lambda_max_p) + nu_p
     beta_r = (1/2) sqrt(2 ln(H/alpha) + d2 ln(1 + K / (d2 lambda_min_r))) + sqrt(d2 lambda_max_r) + nu_r
@@ -133,7 +133,7 @@ class Regularizer:
         raise NotImplementedError
 
     def floors(self, sizes: LinearSizes, alpha: float) -> tuple[float, float]:
-        """Eigenvalue floors applied to a released Lambda that is not positive definite (P6): the
+        """Eigenvalue floors applied to a released Lambda that is not positive definite: the
         Assumption 2 lower bounds lambda_min_p, lambda_min_r."""
         c = self.constants(sizes, alpha)
         return c.lambda_min_p, c.lambda_min_r
@@ -183,8 +183,8 @@ class TreeStatistics:
         p1: phi phi^T (runs, H, d1, d1), symmetric matrix noise    p2: phi V (runs, H, d1)
         r1: varphi varphi^T (runs, H, d2, d2), symmetric            r2: varphi r (runs, H, d2)
 
-    ``observe`` inserts episode t's items at its end (P3); ``release`` returns the regularised statistics
-    for episode t + 1, i.e. prefix(t) + shift I. Episode K is never inserted (P12): the trees hold K - 1 items.
+    ``observe`` inserts episode t's items at its end; ``release`` returns the regularised statistics
+    for episode t + 1, i.e. prefix(t) + shift I. Episode K is never inserted: the trees hold K - 1 items.
     """
 
     def __init__(self, regularizer: Regularizer, runs: int, sizes: LinearSizes, rng: np.random.Generator,
@@ -210,7 +210,7 @@ class TreeStatistics:
         x_r (runs, H, d2), y_r (runs, H). The items are x x^T and x y."""
         self.episodes += 1
         if self.episodes > self.sizes.insertions:
-            return                                   # episode K: its data is never released (P12)
+            return                                   # episode K: its data is never released
         self.trees["p1"].step(x_p[..., :, None] * x_p[..., None, :])
         self.trees["p2"].step(x_p * y_p[..., None])
         self.trees["r1"].step(x_r[..., :, None] * x_r[..., None, :])

@@ -2,7 +2,7 @@
 
     dataset:   OfflineDataset (validated trajectories, runs first), TabularCounts, sample_counts
     apvi:      DPAPVI (Algorithm 1; Gaussian rho-zCDP or Laplace eps-DP; Bernstein or Hoeffding penalty),
-               APVI (non-private, Ambiguity A5), penalty, PenaltyConstants, APVIResult
+               APVI (non-private, docs/derivations.md#readings), penalty, PenaltyConstants, APVIResult
     vapvi:     DPVAPVI (Algorithm 2, 5H fresh Gaussian releases declared as PrivateStatistic / DpEvents),
                VAPVI, PEVI, LinearResult, VAPVINoise
     instances: tab_full, tab_partial, lin_tab, appendix_f (TAB-FULL, TAB-PARTIAL, LIN-TAB, Appendix F),

@@ -9,7 +9,7 @@ Pipeline (one run = one dataset; the leading axis of every array is the run):
    clip at 0, the consistency LP of eqs. 3-4 (``post_process_offline``), and the kernel P~ with the uniform
    fallback where ``ntil(s,a) <= E`` (eq. 5);
 3. pessimistic backward induction (Algorithm 1 step 2): Qtil = r + P~ Vtil_{h+1}; Gamma; Qbar = {min(Qtil - Gamma,
-   H-h+1)}^+; greedy policy (lowest index on ties, P15); Vtil_h = max_a Qbar.
+   H-h+1)}^+; greedy policy (lowest index on ties); Vtil_h = max_a Qbar.
 
 Penalty (one formula for every variant, so that the non-private reduction is the same code):
 
@@ -19,7 +19,7 @@ Penalty (one formula for every variant, so that the non-private reduction is the
           = C1 * H * sqrt( iota / (ntil_h(s,a) - E) )                                 (Hoeffding, eq. 8)
 
 * DP-APVI (paper): C1 = sqrt(2), C2 = 16, floor = 0 (the literal term 16 S H E iota / ntil).
-  ``second_order_floor = 1`` is Ambiguity A17's optional fix (``max(S E, 1)``, for rho near non-private).
+  ``second_order_floor = 1`` is an optional floor (docs/derivations.md#widths-e) (``max(S E, 1)``, for rho near non-private).
 * APVI (APVI, eq. 7, docs/derivations.md#readings; docs/derivations.md#readings): E = 0 (exact counts, P^ with the 1/S fallback where n = 0), C1 = sqrt(2),
   C2 = 7/3, floor = 1: ``sqrt(2 Var_{P^}(Vtil) iota / n) + (7/3) H iota / n`` -- eq. 22's empirical Bernstein.
 * rho = inf (or epsilon = inf) switches the noise off: exact counts, E = 0, same code path; with APVI's
@@ -49,7 +49,7 @@ CONSISTENCY = ("lp", "naive")
 @dataclass(frozen=True)
 class PenaltyConstants:
     """Constants of Gamma (module docstring). ``kind``: 'bernstein' (Algorithm 1) or 'hoeffding' (eq. 8).
-    Code names C1/C2/C are Algorithm 1's (Ambiguity A2: not the Lemma D.11 thresholds)."""
+    Code names C1/C2/C are Algorithm 1's (not the Lemma D.11 thresholds)."""
 
     kind: str = "bernstein"
     C1: float = math.sqrt(2.0)
@@ -258,7 +258,7 @@ class DPAPVI:
 
 
 class APVI(DPAPVI):
-    """Non-private APVI (APVI, eq. 7, docs/derivations.md#readings) with Ambiguity A5's penalty:
+    """Non-private APVI (eq. 7, docs/derivations.md#readings) with the penalty:
     ``sqrt(2 Var_{P^}(Vtil) iota / n) + (7/3) H iota / n`` where n > 0, else C H. Same code as DP-APVI with
     the noise off (exact counts, E = 0) and C2 = 7/3, second_order_floor = 1."""
 

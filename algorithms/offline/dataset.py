@@ -209,7 +209,7 @@ class OfflineDataset:
                             tr.rewards.reshape(shape + (mdp.H,)), mdp.S, mdp.A)
 
     def split(self) -> tuple["OfflineDataset", "OfflineDataset"]:
-        """(D, D') = (first K, last K) trajectories of 2K (Section 2, DP-VAPVI; Ambiguity A22).
+        """(D, D') = (first K, last K) trajectories of 2K (Section 2, DP-VAPVI; Algorithm 2 needs independent D, D').
         D feeds the Q regression, D' the variance estimate. An odd n is an InputError."""
         if self.n % 2:
             raise InputError(f"split needs an even number of trajectories (2K), got n = {self.n}")

@@ -136,7 +136,7 @@ def feature_figures(features, d_mu) -> FeatureFigures:
 
 
 def xi_two_state(mdp: TabularMDP) -> float:
-    """xi of Section 2 exactly, for a two-state MDP with deterministic rewards (Ambiguity A12: sqrt(d) > xi may fail
+    """xi of Section 2 exactly, for a two-state MDP with deterministic rewards (sqrt(d) > xi may fail
     on Appendix F when some alpha is near 0 or 1).
 
     With r deterministic, r + V(s') - (T_h V)(s,a) = V(s') - P V; write p = P_h(0|s,a), D = V(0) - V(1) in
@@ -207,7 +207,7 @@ def lin_tab(instance: OfflineInstance) -> OfflineInstance:
 
 # ------------------------------------------------------------------------------------------ Appendix F
 def action_code(A: int = 100, bits: int = 8, bit_order: str = "lsb") -> np.ndarray:
-    """abin(a) in {0,1}^bits for a = 0..A-1 (Appendix F; Ambiguity A13: LSB-first by default) -> (A, bits)."""
+    """abin(a) in {0,1}^bits for a = 0..A-1 (Appendix F; the paper leaves the bit order open; LSB-first by default) -> (A, bits)."""
     if bit_order not in ("lsb", "msb"):
         raise InputError(f"bit_order must be 'lsb' or 'msb', got {bit_order!r}")
     if A > 2 ** bits:

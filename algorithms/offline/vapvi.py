@@ -5,7 +5,7 @@ trajectories of step h is a sum over (s, a[, s']) weighted by the counts n_h(s,a
 observed reward sums: ``sum_tau f(s_h^tau, a_h^tau, s_{h+1}^tau) = sum_{s,a,s'} n_h(s,a,s') f(s,a,s')``.
 Exact, and the cost per step is O(runs S^2 A d + runs d^3) whatever K is.
 
-Privacy (Algorithm 2, footnote 8, Lemma D.1; Ambiguity A8: FRESH noise for every h). At every step h five statistics are
+Privacy (Algorithm 2, footnote 8, Lemma D.1; FRESH noise for every h). At every step h five statistics are
 released, each with Gaussian noise of per-coordinate std ``sensitivity / sqrt(2 rho0)``, rho0 = rho/(5H):
 
     #  name            data  statistic                                   l2 sensitivity
@@ -15,10 +15,10 @@ released, each with Gaussian noise of per-coordinate std ``sensitivity / sqrt(2 
     4  lambda_matrix   D     sum phi phi^T / sigtil^2 (+ lambda I), K2_h  as #1
     5  w_vector        D     sum phi (r + Vtil_{h+1}(s'))/sigtil^2 + g3_h 2 H B
 
-B = ``feature_bound`` (1 in the paper; Ambiguity A12: the Appendix F features reach sqrt(7), so a
+B = ``feature_bound`` (1 in the paper; the Appendix F features reach sqrt(7), so a
 privacy-correct run there passes B = sqrt(7)). A matrix release ``M + (Z + Z^T)/sqrt(2)`` is the Gaussian
 mechanism on the vector (upper off-diagonal entries, diagonal / sqrt(2)), whose l2 sensitivity is
-``||Delta M||_F / sqrt(2)`` (Theorem 4.1 / Lemma D.1), hence the matrix sensitivities above (Ambiguity A7's flag
+``||Delta M||_F / sqrt(2)`` (Theorem 4.1 / Lemma D.1), hence the matrix sensitivities above (docs/derivations.md#neighbouring-relation; the flag
 ``matrix_neighbour``). Each release is declared as a :class:`PrivateStatistic` whose ``dp_event()`` is built
 from the SAME sensitivity and std the sampler uses; their composition is rho-zCDP (5H rho0 = rho).
 

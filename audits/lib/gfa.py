@@ -671,7 +671,7 @@ def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) ->
 
 
 REFERENCE = {
-    # spec §6.1 (GF-3) and Appendix D (Appendix D class, tie rule "action 0")
+    # GF-3 (algorithms/gfa/instances.py) and Appendix D (Appendix D class, tie rule "action 0")
     "GF-3": {"C_cov": 3.52},
     "appendix-D-easy": {"C_cov": 9.34375, "C_cov_prime": 9.34375},
     "appendix-D-hard": {"C_cov": 9.34375, "C_cov_prime": 9.34375},
@@ -795,9 +795,9 @@ def _difference(Rp, Rn):
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
                   agent_class=None, progress=None, name: str = "private_gfa") -> list[Check]:
-    """The rate checks (G17-G21): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
+    """The rate checks (Theorems 3.1, 3.4; Remark 3.7): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
-    -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails, spec G20). A pass whose interval lies wholly
+    -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails). A pass whose interval lies wholly
     below 0.25 (regret saturating in the window) is marked uninformative."""
     from dpcheck.regret import fit_increment_exponent, fit_scaling, slope_check
     K_grid = [int(k) for k in K_grid]
@@ -869,7 +869,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     ym = Y.mean(0)
     c = slope_check(fs, bound=0.0, lower=-1.1, fail_above=0.0, fail_below=None, id="regret.privacy_cost.eps",
                     statement="privacy cost at fixed K scales like eps^(-2/5) (upper bound; slopes in [-1.1, 0] are "
-                              "consistent on small instances, spec G20): FAIL iff the cost grows with eps",
+                              "consistent on small instances): FAIL iff the cost grows with eps",
                     source=f"{SOURCE}, {thm} (Theorem 3.1)", xname="eps",
                     details={**base, "K": K_eps, "eps_grid": eg, "mean_cost": ym.tolist()},
                     ylabel="Regret_private - Regret_nonprivate")
@@ -997,7 +997,7 @@ def output_policy_check(agent, inst, *, K: int, runs: int, seed: int, n_mc: int 
     c = invariant_check(id="regret.output_policy", kind="regret", violations=bad + mc_bad, total=runs + 1,
                         claim={"statement": "J(pi*) - J(pi_hat) = Regret / K for pi_hat = Unif(pi_1..pi_K) "
                                             "(trajectory-level mixture)",
-                               "source": f"{SOURCE}, {THEOREM[agent.algorithm]} (PAC conversion; spec G22, P7)"},
+                               "source": f"{SOURCE}, {THEOREM[agent.algorithm]} (PAC conversion)"},
                         details={"agent": describe(agent), "K": K, "runs": runs, "J_star": J_star,
                                  "suboptimality": gap.tolist(), "regret_over_K": per_ep.tolist(),
                                  "simulation": {"episodes": n_mc, "mean_return": mc, "J_hat": float(J_hat[0]),

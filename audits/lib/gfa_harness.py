@@ -6,7 +6,7 @@ A model-free private LSVI-type learner keeps, per step h, a privatised design ma
     Lambda~_h^k = sum_{tau<k} phi_h^tau (phi_h^tau)^T + N_h^k + 2 Sigma I
 
 (binary-tree Gaussian noise N_h^k, a fresh combination of tree nodes at every k, and the shift 2 Sigma of the
-companion spec's Privatizer, Zhou 2022, Section 6.1-§2.8, so that on the event ||N|| <= Sigma every eigenvalue
+companion spec's Privatizer, Zhou 2022, Section 6.1, so that on the event ||N|| <= Sigma every eigenvalue
 of the noise part lies in [Sigma, 3 Sigma] = [lambda_min, lambda_max] of its Assumption 2), and recomputes the
 policy at k only if det(Lambda~_h^k) > 2 det(Lambda~_h^{k~}) for some h (k~ = the last switch). Non-privately
 (N = 0, shift = ridge lambda) both facts the analysis needs are true; privately they are not:
@@ -259,7 +259,7 @@ def design_monotonicity_check(*, dims=DIMS, epsilons=EPSILONS, H: int = 2, K: in
                           "need not exceed 2 and the O(ln K) switch count is not justified",
              "source": SOURCE + " (Appendix C)"}
     details = {"monte_carlo": runs, "constructions": constructions,
-               "method": "Privatizer (Zhou 2022, Section 6.1-§2.8) Gram counter, random unit features; "
+               "method": "Privatizer (Zhou 2022, Section 6.1) Gram counter, random unit features; "
                          "the construction uses the Privatizer's Assumption-2 noise range [lambda_min, lambda_max]",
                "pass_means": "the numerical demonstration of G24 succeeded (it fails on monotone, e.g. non-private, "
                              "design matrices)"}

@@ -1,5 +1,5 @@
 """The checks of Private-LinOpt-VI / -PO (Zhou, "Differentially Private RL with Linear Function Approximation";
-Zhou 2022, claims C1-C25), one function per claim; audits/private_linopt.py assembles them.
+Zhou 2022, Lemmas 3.1, 6.1, 7.2 and Theorems 4.1-6.5), one function per claim; audits/private_linopt.py assembles them.
 
 Every function takes a :class:`LinOptSpec` -- a picklable description of the agent (which algorithm, the
 Privatizer's parameters, and optionally a subclass of the algorithm or of the Privatizer, so a variant or a
@@ -7,17 +7,17 @@ planted defect is audited by the same code) -- and returns a finished :class:`dp
 
 * privacy: :func:`jdp_blackbox_check` (the actions sent to the other scripted users, black box, Def 2.2),
   :func:`release_blackbox_check` (the Privatizer's released statistics, black box with the optimal Gaussian
-  statistic on a replayed transcript, C11d), :func:`dp_event_check` (the declared Gaussian trees accounted
-  exactly by PLD against the claim, and the epsilon the calibration really achieves, C11b),
-  :func:`calibration_check` (C10: the noise actually drawn against the sensitivities Assumption 1 implies for
+  statistic on a replayed transcript, Theorem 6.4), :func:`dp_event_check` (the declared Gaussian trees accounted
+  exactly by PLD against the claim, and the epsilon the calibration really achieves, Theorem 6.4),
+  :func:`calibration_check` (proof of Theorem 6.4: the noise actually drawn against the sensitivities Assumption 1 implies for
   the instance), :func:`stream_sensitivity_check` (hypothesis search over neighbouring users on a replayed
   transcript: how many tree nodes one user's data enters and by how much it moves them, C1 / C9 / A2 / A7;
-  and the billboard premise C11c, ``privacy.dataflow``), :func:`tree_reuse_check` (the release noise of
+  and the billboard premise Theorem 6.4, ``privacy.dataflow``), :func:`tree_reuse_check` (the release noise of
   every counter, matrix counters included, has the tree's covariance and exact symmetry, C3 / C4);
 * assumptions: :func:`assumption_checks` (Assumption 2's lambda_min, lambda_max, nu over repetitions,
-  Lemma 3.1's containment, optimism C14 / C15 / C16);
+  Lemma 3.1's containment, optimism Lemma 7.2 / C15 / eqs. 3, 7);
 * regret: :func:`regret_grid` (cached curves) + :func:`exponent_check` (increment exponent after the
-  over-exploration phase, C19 / C20 / C22), :func:`scaling_checks` (privacy cost vs eps, C23),
+  over-exploration phase, Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / C22), :func:`scaling_checks` (privacy cost vs eps, C23),
   :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), C21), :func:`explicit_bound_check` (Theorem 4.1; Theorem 5.1).
 
 Instances: :func:`load_instance` (LM-2, tabular-as-linear, or a user's .npz).
@@ -252,7 +252,7 @@ def required_sensitivities(sizes, neighbouring: str, nonnegative: bool = False) 
 
 
 def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
-    """C11b: the four Gaussian trees the Privatizer declares (``dp_event``), accounted exactly by PLD
+    """Theorem 6.4: the four Gaussian trees the Privatizer declares (``dp_event``), accounted exactly by PLD
     under replacement neighbours, against its claim (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP. The
     measured epsilon is what the calibration really achieves (the paper's accounting has large slack)."""
     from dpcheck.audits.lib import privatizers as pa
@@ -276,11 +276,11 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
 
 
 def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
-    """C10: each counter kind c (H counters, every item in <= m nodes) releases with the noise its tree is
+    """proof of Theorem 6.4: each counter kind c (H counters, every item in <= m nodes) releases with the noise its tree is
     actually drawn with (``trees(sizes)[c].node_scale``) a rho_c = H m Delta_c^2 / (2 sigma_c^2)-zCDP
     transcript, where Delta_c is recomputed here from Assumption 1 for the instance's d1 (not read from the
     Privatizer); the paper's accounting needs rho_c <= eps_c^2 / (64 H ln(4H/delta)) (eps_c the calibration
-    epsilon) for the 4H counters to compose to eps^2/(16 H ln(4H/delta)) (C10, C11a). A Privatizer that
+    epsilon) for the 4H counters to compose to eps^2/(16 H ln(4H/delta)) (proof of Theorem 6.4). A Privatizer that
     calibrates with the wrong dimension (sqrt(d) or d of a smaller space where d1 is needed) draws too little
     noise for the items Assumption 1 allows: FAIL."""
     sizes = sizes_for(env, K)
@@ -302,7 +302,7 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     claim = {"statement": "every counter kind is (eps^2/(64 H ln(4H/delta)))-zCDP with the noise it draws and the "
                           "sensitivity Assumption 1 implies (Delta_p1 = d1 H^2, Delta_p2 = sqrt(d1) H^2, "
                           "Delta_r = 1); total rho = eps^2/(16 H ln(4H/delta))",
-             "source": f"{SOURCE}, proof of Thm 6.4; {SPEC} C10, C11a, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration"}
+             "source": f"{SOURCE}, proof of Thm 6.4; {SPEC} proof of Theorem 6.4, Theorem 6.4, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration"}
     measured = {"per_counter": rows, "rho_total": total, "rho_budget_total": 4 * budget, "m": sizes.m,
                 "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
     if bad:
@@ -412,7 +412,7 @@ def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:
 def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript=None) -> dict:
     """Replay one transcript on U and on U' (same seeds): per counter kind, the node changes implied by the
     difference of the exact prefix sums, and whether the actions sent to the users other than the replaced
-    one changed (the billboard premise, C11c).
+    one changed (the billboard premise, Theorem 6.4).
 
     transcript: releases to replay (None: those of the non-private ridge instantiation run on U; the search
     of :func:`stream_sensitivity_check` passes :func:`random_transcript`)."""
@@ -470,7 +470,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     of kind c at most the declared tree sensitivity sqrt(H m) Delta_c (replacement). A stream that is
     re-computed after insertion (A2: rows re-featurised with the current value function) moves nodes that do
     not contain the user: FAIL. Also reported: the billboard premise (actions sent to the other users
-    unchanged under a replayed transcript, C11c) -- one counterexample fails."""
+    unchanged under a replayed transcript, Theorem 6.4) -- one counterexample fails."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
     from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
     from dpcheck.algorithms.linear import COUNTERS
@@ -555,7 +555,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
         total=int(found["examples"]),
         claim={"statement": "the actions sent to users depend only on the releases {Lambda^j, u^j} and their own "
                             "states (the billboard lemma's premise)",
-               "source": f"{SOURCE}, proof of Thm 6.4 (billboard lemma); {SPEC} C11c"},
+               "source": f"{SOURCE}, proof of Thm 6.4 (billboard lemma); {SPEC} Theorem 6.4"},
         details={"agent": spec.describe(), "K": K,
                  "method": "the same replayed transcript on U and U' (one user replaced), same seeds: the actions "
                            "of every episode must coincide (the scripted users ignore the actions)"},
@@ -603,7 +603,7 @@ class ReleaseStatistic:
 
 def release_blackbox_check(spec: LinOptSpec, env, *, K: int = 8, samples: int = 200_000, alpha: float = 0.05,
                            seed: int = 0, **parallel) -> Check:
-    """C11, C11d: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
+    """C11, Theorem 6.4: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
     (eps', delta)-DP in one user, black box: user 1 replaced (:func:`jdp_users`), one random transcript
     replayed on both sides (the claim holds for every transcript, A7), the optimal Gaussian statistic of the
     implied node vector. Unlike the action black box it sees the data at any eps, so a tree with too little
@@ -667,7 +667,7 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
 
 
 def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0) -> Check:
-    """C3, C4 (P1, P2): every counter's release noise, matrix counters included (each upper-triangle entry is
+    """Footnote 3 and the fixed node noise: every counter's release noise, matrix counters included (each upper-triangle entry is
     one sample of the tree process), has the tree's covariance Cov(B(t), B(t')) = #shared nodes x sigma^2
     (noise drawn once per node and reused; fresh noise per release makes it diagonal), and every matrix
     release is exactly symmetric. Threshold: max |z| < 6 over all (t, t') (audits/lib/privatizers)."""
@@ -694,7 +694,7 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
                  claim={"statement": "tree node noise is drawn once and reused by every release (Cov(B(t), B(t')) = "
                                      "#shared nodes x sigma^2 per entry); matrix noise symmetric (upper triangle "
                                      "mirrored), releases exactly symmetric",
-                        "source": f"Chan, Shi & Song 2011; {SOURCE}, §6.1; {SPEC} C3, C4, P1, P2"},
+                        "source": f"Chan, Shi & Song 2011; {SOURCE}, §6.1"},
                  measured={"max_z": zs[worst], "max_z_per_counter": zs, "asymmetry": asym, "K": K,
                            "samples": int(runs), "confidence": 1.0, "epsilon_lower_bound": None},
                  details={"per_counter": rows, "agent": spec.describe(),
@@ -716,7 +716,7 @@ def _monitored_run(spec: LinOptSpec, env, K: int, runs: int, seed: int):
 
 def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, alpha: float, res=None,
                       suffix: str = "") -> list:
-    """Assumption 2 (Lemmas B.4-B.5) part by part, Lemma 3.1 and optimism (C14 for VI; C15 / C16 for PO) over
+    """Assumption 2 (Lemmas B.4-B.5) part by part, Lemma 3.1 and optimism (Lemma 7.2 for VI; C15 / eqs. 3, 7 for PO) over
     ``runs`` independent repetitions, each a probability claim checked with exact binomial bounds. ``suffix``
     is appended to every check id (e.g. ".weak_privacy" for a batch at another eps)."""
     res = res if res is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
@@ -764,7 +764,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         viol = int((res.optimism_gap[g] < -1e-9).sum())
         total = int(res.optimism_gap[g].size)
         statement = "on the good event of Lemma 3.1: Q_h^k >= Q_h^* for all k, h, s, a"
-        src2 = f"{SOURCE}, Lemma 7.2; {SPEC} C14"
+        src2 = f"{SOURCE}, Lemma 7.2; {SPEC} Lemma 7.2"
         what = "Q^k >= Q^* on the good event"
         extra = {"min_optimism_gap": float(res.optimism_gap.min())}
     else:
@@ -772,7 +772,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         viol, total = int(bad.sum()), int(bad.size)
         statement = ("on the good event of Lemma 3.1: 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip "
                      "never binds, for all k, h, s, a")
-        src2 = f"{SOURCE}, eq. 3 / eq. 7, Lemma 7.2; {SPEC} C15, C16"
+        src2 = f"{SOURCE}, eq. 3 / eq. 7, Lemma 7.2; {SPEC} C15, eqs. 3, 7"
         what = "optimism (0 <= -iota <= 2 bonus, no lower clip) on the good event"
         extra = {"min_minus_iota": float(res.iota_min.min()), "max_iota_excess": float(res.iota_excess.max()),
                  "lower_clips": int(res.lower_clips.sum())}
@@ -841,7 +841,7 @@ def learning_window(curves: np.ndarray, grid: np.ndarray, drop: float = 0.5):
 
 def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: int, label: str,
                    tolerance: float = 0.1) -> Check:
-    """C19 / C20 / C22: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
+    """Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / C22: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
     grid <= 0.5 + tolerance (dpcheck.regret), fitted on the increments after the over-exploration phase
     (:func:`learning_window`); a window where the increments shrink is an uninformative pass
     (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
@@ -849,7 +849,7 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
     the largest K is inconclusive."""
     from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
     grid = k_grid(K)
-    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private); {SPEC} C19, C20, C22"
+    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private); {SPEC} Theorem 6.5, eq. 4, Theorem 6.5, eq. 5, C22"
     window = learning_window(curves, grid)
     if window is None:
         R = curves[:, grid - 1].mean(axis=0)
@@ -964,7 +964,7 @@ def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
 
 
 def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -> Check:
-    """C17 / C18: the exact pseudo-regret R(K) of every run is at most the explicit bound of the proof
+    """Theorem 4.1 / Theorem 5.1: the exact pseudo-regret R(K) of every run is at most the explicit bound of the proof
     (T1 + T2 + T3, or mirror + martingale + T1 + T2 for PO), with probability >= 1 - 4 alpha; the check
     counts violating runs with the exact binomial test. Where the bound exceeds K V_1^* (every episode's regret
     is at most V_1^*), it holds trivially: vacuous."""
@@ -982,7 +982,7 @@ def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -
                           beta=min(1.0, 4 * spec.alpha), alpha=alpha,
                           claim={"statement": "R(K) <= T1 + T2 + T3 (VI) / mirror + martingale + T1 + T2 (PO), "
                                               "w.p. >= 1 - 4 alpha",
-                                 "source": f"{SOURCE}, proofs of Thm 4.1 / 5.1 with the constants of Thm 6.5; {SPEC} C17, C18"},
+                                 "source": f"{SOURCE}, proofs of Thm 4.1 / 5.1 with the constants of Thm 6.5; {SPEC} Theorem 4.1, Theorem 5.1"},
                           details={"per_eps": rows, "K": grid["K"], "K_times_V_star": cap},
                           what="R(K) <= explicit bound")
     if trivial:

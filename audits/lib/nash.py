@@ -131,7 +131,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             return
         if "mon" not in box:
             box["mon"] = tabular.CountAssumptionMonitor(runs, float(counts.width), has_rewards=False,
-                                                source=SOURCE + ", Assumption 3.1; Lemmas 5.1 / 5.4 / 5.8 (N5-N8)",
+                                                source=SOURCE + ", Assumption 3.1; Lemmas 5.1 / 5.4 / 5.8 ",
                                                 good_event_lemma="Lemma 5.8")
         box["mon"].update(counts, p.true_counts())
 
@@ -172,7 +172,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             out.append(soften(c, practical))
     else:                                   # say so rather than leave Assumption 3.1 out of the report silently
         out.append(Check(id="assumption.count_error" + suffix, kind="assumption", verdict=INCONCLUSIVE,
-                         claim={"statement": "Assumption 3.1", "source": SOURCE + ", Assumption 3.1 (N5-N8)"},
+                         claim={"statement": "Assumption 3.1", "source": SOURCE + ", Assumption 3.1 "},
                          measured={"confidence": None}, details={"config": config},
                          reason="the privatizer exposes no true_counts(): Assumption 3.1 cannot be checked"))
 

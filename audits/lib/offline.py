@@ -1,4 +1,4 @@
-"""Reusable checks of DP-APVI (Qiao & Wang 2022, Algorithm 1, claims T-1..T-17, G-2): the tabular offline audit.
+"""Reusable checks of DP-APVI (Qiao & Wang 2022, Algorithm 1, Theorem 3.4, Lemmas C.1-C.10, Lemma E.15): the tabular offline audit.
 
 Everything here runs the ALGORITHM's own code paths -- ``DPAPVI._private_counts`` (privatizer, clip,
 eqs. 3-4 consistency), ``DPAPVI.run`` (P~, penalty, backward induction) and ``OfflineDataset.counts`` -- so a
@@ -14,13 +14,13 @@ from :mod:`dpcheck.audits.lib.privatizers`.
   step-dependent way, so noise shared across steps h cancels from the likelihood ratio and is exposed),
   :func:`policy_target` (black box on the output policy), :func:`dp_event_check`,
   :func:`zcdp_conversion_check` (Lemma E.15), :func:`sensitivity_checks` (brute force + hypothesis search over
-  neighbouring datasets through the algorithm's counting), :func:`noise_calibration_checks` (T-1 (iii):
+  neighbouring datasets through the algorithm's counting), :func:`noise_calibration_checks` (noise variance:
   the injected noise has the variance the CLAIM implies, at three budgets; fresh noise per step h).
-* Assumptions: :func:`count_checks` (T-2 noise bound, T-3 consistency, T-4 accuracy, T-5 valid P~),
-  :func:`pessimism_checks` (T-11 penalty validity, T-13 pessimism, exact values from the true model),
+* Assumptions: :func:`count_checks` (Lemma C.2 noise bound, eqs. 3-4 consistency, Lemma C.3 accuracy, eq. 5 valid P~),
+  :func:`pessimism_checks` (Lemma C.6 penalty validity, Lemma C.10 pessimism, exact values from the true model),
   :func:`coverage_check` (d_m, Assumption 2.1, Theorem 3.4's sample-size condition).
-* Rates: :func:`rate_checks` (data-dependent bound and privacy cost vs n and vs the budget, T-14/T-17;
-  the bound T-14 per run), :func:`suboptimality_rate_check` (realised gap vs n).
+* Rates: :func:`rate_checks` (data-dependent bound and privacy cost vs n and vs the budget, eq. 31/eq. 7;
+  the bound eq. 31 per run), :func:`suboptimality_rate_check` (realised gap vs n).
 
 Steps are 0-based in arrays (the paper's h is index h - 1).
 """
@@ -41,7 +41,7 @@ SOURCE = "Qiao & Wang, Offline RL with Differential Privacy"
 MECHANISMS = ("gaussian", "laplace")
 MODES = ("theory", "practical")
 # Algorithm 1's constants (theory) and scaled ones (practical: no guarantee; the paper's penalties exceed H
-# for every n below ~1e5 on the smallest instance, P14). The practical C2 keeps the privacy term's form.
+# for every n below ~1e5 on the smallest instance). The practical C2 keeps the privacy term's form.
 THEORY = {"C1": math.sqrt(2.0), "C2": 16.0, "C": 2.0}
 PRACTICAL = {"C1": 0.1, "C2": 0.01, "C": 2.0}
 TOL = 1e-9
@@ -131,7 +131,7 @@ def _flat(visits, transitions):
 def step_swap_pair(H: int, S: int, A: int):
     """The replaced trajectory (x in D, y in D'): x visits state 0 at odd steps and 1 at even ones, y the
     opposite, both with action 0. Every step's pair and triple counts move by 2 in l1 (sqrt(2) in l2: the
-    declared sqrt(2H) per family is attained, T-1 (i)), and the changes alternate in sign along h, so
+    declared sqrt(2H) per family is attained, Lemma C.1's sensitivity), and the changes alternate in sign along h, so
     their sum over steps cancels (all but one step for odd H): noise shared across steps h (instead of
     fresh per h, P9 / A8) drops out of the likelihood ratio and the two datasets become perfectly (odd H:
     far more) distinguishable than the claim allows."""
@@ -287,7 +287,7 @@ def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:
 
 def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None,
                           deltas=(1e-3, 1e-5, 1e-8)) -> Check:
-    """whitebox.zcdp_conversion (G-2, Lemma E.15): rho-zCDP implies (rho + 2 sqrt(rho log(1/delta_dp)),
+    """whitebox.zcdp_conversion (Lemma E.15, Lemma E.15): rho-zCDP implies (rho + 2 sqrt(rho log(1/delta_dp)),
     delta_dp)-DP; the PLD epsilon of the declared event at each delta_dp must not exceed it. With
     ``approx = (eps, delta_dp)`` (rho chosen by --epsilon / --delta, docs/derivations.md#noise-calibration) the round trip must give eps
     back exactly and the PLD must certify (eps, delta_dp)."""
@@ -387,7 +387,7 @@ def sensitivity_search_check(spec: APVISpec, *, examples: int = 200, seed: int =
     return Check(id="whitebox.sensitivity.search", kind="whitebox", verdict=PASS if ok else FAIL,
                  claim=_claim_dict(spec, "replacing one trajectory changes each count family by <= sqrt(2H) in l2 "
                                          "(Gaussian) / both families by <= 4H in l1 (Laplace)",
-                                   f"{SOURCE}, Lemma C.1 / docs/derivations.md#noise-calibration (T-1 (i), T-19)"),
+                                   f"{SOURCE}, Lemma C.1 / docs/derivations.md#noise-calibration (sensitivity; Laplace variant)"),
                  measured={"max_ratio_to_declared": worst["ratio"], "worst_case": worst["case"],
                            "step_swap_ratio": attained, "examples": examples,
                            "epsilon_lower_bound": None, "confidence": 1.0, "samples": examples},
@@ -418,7 +418,7 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
 
 def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H: int = 3, S: int = 2, A: int = 2,
                              factors=(0.25, 1.0, 4.0), tolerance: float = 0.1) -> list[Check]:
-    """whitebox.noise_scale (T-1 (iii)) and whitebox.noise_independence (fresh noise for every count and
+    """whitebox.noise_scale (noise variance) and whitebox.noise_independence (fresh noise for every count and
     every step h, eq. 2, P9).
 
     At budgets ``budget x factors`` (a scale that is right only at budget 1 -- e.g. rho used where an
@@ -481,7 +481,7 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     scale = Check(
         id="whitebox.noise_scale", kind="whitebox", verdict=FAIL if bad else INCONCLUSIVE if unsure else PASS,
         claim=_claim_dict(spec, "the injected noise has variance 2H/rho (Gaussian) / 2 (4H/eps)^2 (Laplace), the "
-                                "variance the claimed budget implies", f"{SOURCE}, eq. 2 / docs/derivations.md#noise-calibration (T-1 (iii), P8, P19)"),
+                                "variance the claimed budget implies", f"{SOURCE}, eq. 2 / docs/derivations.md#noise-calibration (variances)"),
         measured={"rows": rows, "worst_variance_ratio": worst["variance_ratio"], "confidence": 1 - alpha,
                   "epsilon_lower_bound": None, "samples": runs},
         details={"budgets": [spec.budget * f for f in factors], "H": H, "S": S, "A": A,
@@ -511,15 +511,15 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
 
 # ============================================================ assumptions: counts and P~
 def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", suffix: str = "") -> list[Check]:
-    """T-2..T-5 over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
+    """Lemmas C.2-C.3 and eqs. 3-5 over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
     dataset repeated), through the algorithm's ``_private_counts``:
 
-    * assumption.noise_bound (T-2, Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
-    * assumption.consistency (T-3, eq. 3-4, always): ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s') and
+    * assumption.noise_bound (Lemma C.2, Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
+    * assumption.consistency (eqs. 3-4, eq. 3-4, always): ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s') and
       |ntil(s,a) - n'(s,a)| <= E/2 (the LP's band; skipping the LP breaks it, Remark 3.1);
-    * assumption.count_accuracy (T-4, Lemma C.3, on the T-2 event): |ntil - n| <= E for pair and triple
+    * assumption.count_accuracy (Lemma C.3, Lemma C.3, on the Lemma C.2 event): |ntil - n| <= E for pair and triple
       counts and max_s' |ntil - n'| <= max_s' |n - n'|;
-    * assumption.valid_transition (T-5, eq. 5): P~ rows are distributions, uniform exactly where
+    * assumption.valid_transition (eq. 5, eq. 5): P~ rows are distributions, uniform exactly where
       ntil(s,a) <= E and ntil(s,a,.)/ntil(s,a) elsewhere.
     """
     algo = spec.make()
@@ -553,10 +553,10 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
               > np.abs(n_t - pc.noisy_transitions).max(-1) + TOL * np.maximum(1, n_p)))
     acc_ev = acc[event]
     out.append(invariant_check(id="assumption.count_accuracy" + suffix, violations=int(acc_ev.sum()), total=int(acc_ev.size),
-                               what="on the T-2 event: |ntil - n| <= E and the LP moves n' no more than n does",
+                               what="on the Lemma C.2 event: |ntil - n| <= E and the LP moves n' no more than n does",
                                details=dict(det, runs_on_event=int(event.sum())),
-                               vacuous=None if event.any() else "the T-2 event held in no run",
-                               claim=_claim_dict(spec, "on the event of T-2, |ntil - n| <= E for pair and triple counts",
+                               vacuous=None if event.any() else "the Lemma C.2 event held in no run",
+                               claim=_claim_dict(spec, "on the Lemma C.2 event, |ntil - n| <= E for pair and triple counts",
                                                  f"{src}, Lemma C.3")))
     P = pc.kernel
     fallback = pc.visits <= E
@@ -577,16 +577,16 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
 # ============================================================ assumptions: pessimism (exact values)
 def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha: float, budget: float | None = None,
                      suffix: str = "", regime: str = "") -> list[Check]:
-    """assumption.penalty_validity (T-11, Lemma C.6) and assumption.pessimism (Lemma C.10) on ``runs`` datasets of
+    """assumption.penalty_validity (Lemma C.6, Lemma C.6) and assumption.pessimism (Lemma C.10) on ``runs`` datasets of
     ``n`` trajectories from ``instance``, values exact from the true model.
 
     * validity: for every (h,s,a) with ntil_h(s,a) >= 3E (A18: the lemma's range),
       |(P~_h - P_h) Vtil_{h+1}(s,a)| <= Gamma_h(s,a); a run fails if any pair violates it; the claim is
       "w.p. >= 1 - 2 delta" (Lemma C.2's event and Lemma C.6's);
     * pessimism: Qbar_h <= Q^{pi_hat}_h and Vtil_h <= V^{pi_hat}_h everywhere; "w.p. >= 1 - 4 delta" (the
-      proof spends four events of size delta, Ambiguity A1).
+      proof spends four events of size delta, Theorem 3.4's proof).
     Both are marked VACUOUS when they hold trivially: validity when every checked Gamma_h is at least the
-    largest possible error H - h, pessimism when Qbar = 0 everywhere (penalties >= H, P14).
+    largest possible error H - h, pessimism when Qbar = 0 everywhere (penalties >= H).
     """
     from dpcheck.algorithms.envs.planning import policy_values
     algo = spec.make(budget=budget)
@@ -807,7 +807,7 @@ def user_model(arrays: dict, data, path: str):
 
 # ============================================================ rates
 def data_bound(res, d_opt) -> np.ndarray:
-    """2 sum_h sum_{s,a} d^{pi*}_h(s,a) Gamma_h(s,a) per run (T-14's right side) -> (runs,)."""
+    """2 sum_h sum_{s,a} d^{pi*}_h(s,a) Gamma_h(s,a) per run (eq. 31's right side) -> (runs,)."""
     return 2 * np.einsum("hsa,rhsa->r", d_opt, res.penalties)
 
 
@@ -817,7 +817,7 @@ def bounds_on_grid(spec: APVISpec, instance, *, n_grid, budgets, runs: int, seed
     from dpcheck.algorithms.offline import APVI
     from dpcheck.algorithms.envs.planning import suboptimality
     cov = instance.coverage()
-    # the non-private baseline with the same mode's constants (theory: Ambiguity A5's empirical Bernstein)
+    # the non-private baseline with the same mode's constants (theory: the empirical Bernstein)
     base = (APVI(delta=spec.delta, penalty=spec.penalty) if spec.mode == "theory" else
             APVI(delta=spec.delta, penalty=spec.penalty, C1=PRACTICAL["C1"], C2=PRACTICAL["C2"]))
     out = {"n": {"B_dp": [], "B_apvi": [], "gap": [], "saturated": []}, "budget": {"B_dp": [], "B_apvi": []}}
@@ -951,7 +951,7 @@ def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, see
     (Theorem 3.4's main term): slope of the mean gap <= -0.5 + tolerance. Practical constants by default.
 
     Grid points that cannot inform the fit are left out and named: those where Qbar = 0 everywhere in
-    every run (the penalties exceed H -- with the paper's constants for every n below ~1e5, P14 -- so the
+    every run (the penalties exceed H -- with the paper's constants for every n below ~1e5 -- so the
     policy is the tie-break and the theorem's sample-size condition is not met: VACUOUS points), and those
     where the mean gap is 0 (pi_hat = pi* in every run: nothing left to measure). With fewer than 3 points
     left the check is INCONCLUSIVE, never a pass."""
@@ -1046,14 +1046,14 @@ class _FixedRelease:
 
 
 def dataflow_check(spec: APVISpec, instance, *, n: int, runs: int, seed: int) -> Check:
-    """privacy.dataflow (T-1 (iv)): everything after the release n' is post-processing. The algorithm's
+    """privacy.dataflow (post-processing): everything after the release n' is post-processing. The algorithm's
     privatizer is made to hand out ONE fixed release (computed by the real privatizer from dataset A);
     the algorithm is then run on A and on an independent dataset B of the same size. Policy, values, Q
     and penalties must be identical: any difference means the code after the release reads the raw data
     (e.g. a fallback or penalty from raw counts), which the privacy argument does not cover. With the
     noise off there is no release: the algorithm reads the raw data (FAIL)."""
     algo = spec.make()
-    src = f"{SOURCE}, Algorithm 1 / Lemma C.1 (T-1 (iv): the output is a post-processing of n')"
+    src = f"{SOURCE}, Algorithm 1 / Lemma C.1 (post-processing: the output is a post-processing of n')"
     claim = _claim_dict(spec, "the output depends on the data only through the released noisy counts n'", src)
     if algo.privatizer is None:
         return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim,

@@ -1,5 +1,5 @@
 """Checks of DP-VAPVI (Qiao & Wang, "Offline Reinforcement Learning with Differential Privacy", Algorithm 2;
-Qiao & Wang 2022, Algorithm 2, claims L-1 ... L-16, G-2) used by ``dpcheck audit dp_vapvi``.
+Qiao & Wang 2022, Algorithm 2, Theorem 4.1, Lemmas D.1-D.18, Lemma E.15) used by ``dpcheck audit dp_vapvi``.
 
 Everything here recomputes the paper's statistics from the raw counts with its OWN code (not the
 algorithm's), so a defect in the algorithm's statistics, noise or calibration shows up as a difference:
@@ -14,12 +14,12 @@ algorithm's), so a defect in the algorithm's statistics, noise or calibration sh
   :func:`noise_independence_check` (fresh noise per step h, A8 / P11: Fisher-z of cross-step correlations),
   :func:`sensitivity_check` (hypothesis search over neighbouring datasets with ||phi|| <= B, plus the exact
   worst case over the audited feature vectors), :func:`dp_event_checks` (the declared 5H DpEvents composed
-  and accounted with the PLD accountant against the zCDP claim, and its (eps, delta) conversion, G-2).
+  and accounted with the PLD accountant against the zCDP claim, and its (eps, delta) conversion, Lemma E.15).
 * Black box: :func:`statistics_target` (the Neyman-Pearson log-likelihood ratio of the whole released
   transcript, 5H statistics, for a pair of datasets differing in ONE trajectory) and :func:`policy_target`
   (the output policy as a discrete label).
-* Assumptions: :func:`noise_bound_check` (Lemma D.2 / L-2), :func:`positive_definite_check` (Lemma D.2, P17),
-  :func:`utility_checks` (penalty validity L-11 and pessimism L-12, exact from the true model),
+* Assumptions: :func:`noise_bound_check` (Lemma D.2 / Lemma D.2), :func:`positive_definite_check` (Lemma D.2),
+  :func:`utility_checks` (penalty validity Lemma D.13 and pessimism Lemma D.3, exact from the true model),
   :func:`coverage_check` (kappa, Assumption 2.2), :func:`feature_norm_check` (||phi|| <= 1, Section 2; A12).
 * Rates: :func:`rate_checks` (sub-optimality and value error vs K, the privacy cost vs K and vs rho).
 * User data: :func:`load_linear_data` (an .npz with states, actions, rewards and features).
@@ -503,7 +503,7 @@ def equivalent_gaussian(stats) -> float:
 
 def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_claim: float | None) -> list:
     """whitebox.dp_event (the 5H declared Gaussian DpEvents composed, PLD vs the rho-zCDP profile) and
-    whitebox.dp_conversion (G-2: the exact epsilon at delta_dp <= rho + 2 sqrt(rho log(1/delta_dp)), the
+    whitebox.dp_conversion (Lemma E.15: the exact epsilon at delta_dp <= rho + 2 sqrt(rho log(1/delta_dp)), the
     Lemma E.15 conversion, and <= --epsilon when the budget came from --epsilon/--delta).
 
     The composition is accounted as the single equivalent Gaussian (:func:`equivalent_gaussian`), whose
@@ -531,7 +531,7 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     elif stats and len(stats) != 5 * H and c1.verdict == PASS:
         c1 = Check(id=c1.id, kind=c1.kind, verdict=FAIL, claim=c1.claim, measured=c1.measured, details=c1.details,
                    reason=f"{len(stats)} declared releases, Algorithm 2 makes 5H = {5 * H}")
-    # G-2 on the claim itself: the exact epsilon of rho-zCDP's tightest mechanism (a Gaussian with rho = rho_claim)
+    # Lemma E.15 on the claim itself: the exact epsilon of rho-zCDP's tightest mechanism (a Gaussian with rho = rho_claim)
     m_claim = (2 * rho_claim) ** -0.5
     eps_exact = pld_epsilon(dp_accounting.GaussianDpEvent(m_claim), delta_dp)
     conv = zcdp_to_dp(rho_claim, delta_dp)
@@ -643,9 +643,9 @@ def policy_target(make_algo, setup: Setup, *, rho_claim: float, H: int):
 
 # ============================================================================ assumptions
 def noise_bound_check(algo, counts, phi, *, runs: int, rng, alpha: float) -> list:
-    """assumption.noise_bound (Lemma D.2 / L-2): w.p. >= 1 - delta, for all h, ||g1_h|| <= H L,
+    """assumption.noise_bound (Lemma D.2 / Lemma D.2): w.p. >= 1 - delta, for all h, ||g1_h|| <= H L,
     ||g2_h||, ||g3_h|| <= L and ||(Z + Z^T)/sqrt(2)|| <= E/2 for both matrices; and
-    assumption.positive_definite: Sigmatil_h, Lambdatil_h positive definite for all h (part of the same event, P17).
+    assumption.positive_definite: Sigmatil_h, Lambdatil_h positive definite for all h (part of the same event).
     Noise measured as released minus noiseless (:func:`residuals`)."""
     c = replicate(counts, runs)
     res = algo.run((c, c), phi, rng)
@@ -756,8 +756,8 @@ def sample_split(inst, K: int, runs: int, rng):
 
 
 def utility_checks(algo, inst, *, K: int, runs: int, rng, alpha: float, mode: str) -> list:
-    """assumption.penalty_validity (L-11: |T_h Vtil_{h+1} - phi^T wtil_h| <= Gamma_h for all (h,s,a), w.p.
-    >= 1 - delta) and assumption.pessimism (L-12: Vtil_h <= V^{pi_hat}_h for all (h,s), same probability),
+    """assumption.penalty_validity (Lemma D.13: |T_h Vtil_{h+1} - phi^T wtil_h| <= Gamma_h for all (h,s,a), w.p.
+    >= 1 - delta) and assumption.pessimism (Lemma D.3: Vtil_h <= V^{pi_hat}_h for all (h,s), same probability),
     exact from the true model on split data. Vacuous when Gamma >= H - h + 1 everywhere (Qhat = 0)."""
     D, Dp = sample_split(inst, K, runs, rng)
     res = algo.run((D, Dp), inst.features, rng)
@@ -810,10 +810,10 @@ def _privacy_cost_check(x, cost, xname: str, *, expected: float, tolerance: floa
 
 def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: int, seed: int, alpha: float,
                 mode: str, progress=None) -> list:
-    """Sub-optimality and value error of DP-VAPVI vs K (L-14 / L-15: main term ~ K^{-1/2}; upper bounds:
+    """Sub-optimality and value error of DP-VAPVI vs K (Theorem 4.1, Lemmas D.16-D.18: main term ~ K^{-1/2}; upper bounds:
     PASS if the fitted slope's interval lies below -0.5 + 0.1, FAIL if wholly above), and the privacy cost
     in the learned value, Vtil_1(noise off) - Vtil_1(DP-VAPVI) on the same data (same constants; VAPVI's degenerate form, docs/derivations.md#readings), vs K (slope -1) and vs rho (slope
-    -1/2) (L-16: the extra term O~(H^{11/2} d / (kappa^{3/2} sqrt(rho) K))). Common random numbers across grid
+    -1/2) (eq. 11: the extra term O~(H^{11/2} d / (kappa^{3/2} sqrt(rho) K))). Common random numbers across grid
     points; seeds = runs. ``make(rho)`` builds DP-VAPVI, ``make(inf)`` VAPVI's counterpart."""
     from dpcheck.regret import fit_scaling, scaling_check, slope_check
     H = inst.mdp.H
@@ -863,7 +863,7 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
                               statement="sup_h ||V*_h - Vtil_h||_inf <= O~(H^2 sqrt(d)/sqrt(kappa K)) (+ privacy term)",
                               source=f"{SOURCE}, Lemma D.16 (Lemmas D.16-D.18)", details={"mode": mode, "rho": rho, "runs": runs}))
     checks.append(_privacy_cost_check(K_grid, cost, "K", expected=-1.0, tolerance=0.25, alpha=alpha, seed=seed,
-                                      statement="privacy cost ~ 1/K", source=f"{src}, L-16",
+                                      statement="privacy cost ~ 1/K", source=f"{src}, eq. 11",
                                       details={"mode": mode, "rho": rho}))
     # one dataset and one noise-off baseline for every rho; each rho's noise starts from the same generator
     # state (common random numbers)
@@ -875,6 +875,6 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     cr = np.stack(cr, axis=1)
     checks.append(_privacy_cost_check(rho_grid, cr, "rho", expected=-0.5, tolerance=0.15, alpha=alpha, seed=seed,
                                       statement="privacy cost ~ 1/sqrt(rho)",
-                                      source=f"{src}, L-16 (the privacy term ~ 1/sqrt(rho))",
+                                      source=f"{src}, eq. 11 (the privacy term ~ 1/sqrt(rho))",
                                       details={"mode": mode, "K": K_rho}))
     return checks

@@ -26,11 +26,11 @@ The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-V
 * :func:`sensitivity_check` (``whitebox.sensitivity``): a hypothesis search over neighbouring
   trajectories (plus the worst case built directly) never exceeds the declared per-family sensitivity;
   the realised ``eps = sum_f Delta_f / b`` is compared with the claim (C1(b), C2, N1, N2);
-  :func:`offline_sensitivity_check` by brute force for the offline privatizers (T-1 (i)).
+  :func:`offline_sensitivity_check` by brute force for the offline privatizers (sensitivity).
 * :func:`tree_reuse_check` (``whitebox.tree_noise_reuse``): the covariance of the released noise equals
   the tree's, ``Cov(B(t), B(t')) = (#shared nodes) 2 b^2``; fresh noise per release breaks it (docs/derivations.md#readings).
 * :func:`assumption_checks` (Assumption 3.1 over R repetitions, audits/lib/tabular.py) and
-  :func:`offline_noise_checks` (the offline noise bound T-2, sum identity, valid P~).
+  :func:`offline_noise_checks` (the offline noise bound Lemma C.2, sum identity, valid P~).
 """
 from __future__ import annotations
 
@@ -704,7 +704,7 @@ def plugin_message_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**
 # ============================================================ offline privatizers
 def offline_worst_datasets(H: int, S: int = 2, A: int = 1, others: int = 20):
     """Neighbouring datasets: ``others`` scripted trajectories spread over states 0 and 1 (so no count is
-    near the clip at 0), plus one trajectory replaced by the worst-case pair (T-1 (i))."""
+    near the clip at 0), plus one trajectory replaced by the worst-case pair (sensitivity)."""
     x, y = worst_case_pair(H, S, A)
     rest = [Trajectory(states=(i % 2,) * (H + 1), actions=(0,) * H, rewards=(0.0,) * H) for i in range(others)]
     return rest + [x], rest + [y]
@@ -742,7 +742,7 @@ def offline_target(priv, *, H=1, S=2, A=1, gaussian=True):
 
 def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A: int = 2) -> Check:
     """whitebox.sensitivity of an offline privatizer, by brute force over every pair of trajectories of
-    a tiny (H, S, A) model (T-1 (i)): the largest change of the pair / triple counts when one trajectory
+    a tiny (H, S, A) model (sensitivity): the largest change of the pair / triple counts when one trajectory
     is replaced, against the declared sensitivity -- l2 per family and the realised rho (Gaussian), l1 of
     both families together and the realised eps (Laplace)."""
     import itertools
@@ -784,7 +784,7 @@ def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A
 
 def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: int = 3, A: int = 2) -> list:
     """The offline privatizer on R = ``runs`` repetitions of constant counts (5 everywhere): the uniform
-    noise bound |n' - n| <= E/2 (T-2; probability check at failure rate beta), the sum identity and
+    noise bound |n' - n| <= E/2 (Lemma C.2; probability check at failure rate beta), the sum identity and
     non-negativity of ntil (eq. 3-4) and a valid P~ (eq. 5). Returns the three checks."""
     from dpcheck.checks import probability_check
     R, Hn, Sn, An = runs, H, S, A
