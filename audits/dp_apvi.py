@@ -10,7 +10,7 @@ counts n' (everything after them is post-processing) and, end to end, the output
 Budget: the Gaussian mechanism (default) is rho-zCDP with ``--set rho=R`` (default 1), or with rho chosen
 by ``--epsilon E [--delta D]`` through rho = (sqrt(log(1/D) + E) - sqrt(log(1/D)))^2 (docs/derivations.md#noise-calibration; D defaults
 to 1e-5), which the zCDP -> DP conversion (Lemma E.15) then checks. ``--privatizer laplace`` audits the pure
-eps-DP variant (docs/derivations.md#noise-calibration) at ``--epsilon`` (default 1). ``--set beta`` is the spec's UTILITY failure
+eps-DP variant (docs/derivations.md#noise-calibration) at ``--epsilon`` (default 1). ``--set beta`` is the paper's UTILITY failure
 probability delta (in E and iota), never the delta of (eps, delta)-DP.
 
 Modes: "theory" = Algorithm 1's constants (C1 = sqrt(2), C2 = 16); with them the penalties exceed H for
@@ -153,7 +153,7 @@ class DPAPVIAudit(Audit):
         SetOption("rho", float, bounds=(0, None),
                   help="the zCDP budget of the Gaussian variant (default 1; or chosen by --epsilon with --delta)"),
         SetOption("beta", float, bounds=(0, 1), default=0.1,
-                  help="the spec's utility failure probability delta (in E and iota; not the DP delta)"),
+                  help="the paper's utility failure probability delta (in E and iota; not the DP delta)"),
         SetOption("mode", str, choices=("theory", "practical"),
                   help="run every check in this mode (default: each check in its own mode, see docs/dp_apvi.md)"),
         SetOption("penalty", str, choices=("bernstein", "hoeffding"), default="bernstein",
@@ -212,7 +212,7 @@ class DPAPVIAudit(Audit):
         return data
 
     def instances(self):
-        """TAB-FULL S = A = 2, H = 3 (§4.0: pessimism, the eq. 31 bound and its rates), TAB-PARTIAL S = 4,
+        """TAB-FULL S = A = 2, H = 3 (pessimism, the eq. 31 bound and its rates), TAB-PARTIAL S = 4,
         A = 3, H = 3 (the count checks: uncovered pairs exercise the uniform fallback; S = 4 makes a skipped
         consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised gap: more actions, so the gap
         falls over a window of n instead of vanishing at once)."""

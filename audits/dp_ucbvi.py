@@ -6,8 +6,7 @@ The claim table below maps every check to the paper's statement and the function
 Modes (reported in the config and in every check's details): "theory" uses the paper's constants;
 with them the bonus exceeds H for every feasible K (reports/reproductions/dp_ucbvi_fig1/README.md), so optimism and the explicit bound
 hold only vacuously (the report says so) and rates are meaningless. Rate checks therefore run in
-"practical" mode (BonusConstants.practical, the privatizer's "nominal" width), as the spec
-prescribes; privacy does not depend on the mode, so the privacy checks use the mode in which
+"practical" mode (BonusConstants.practical, the privatizer's "nominal" width, docs/derivations.md#widths-e); privacy does not depend on the mode, so the privacy checks use the mode in which
 the actions carry the most information about the data (practical). ``--set mode=...`` forces one
 mode everywhere.
 

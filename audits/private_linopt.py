@@ -5,7 +5,7 @@ One base class holds the claim table (the rows both algorithms share; the optimi
 Algorithm 1, C15 / eqs. 3, 7 for Algorithm 2) and ``run``; the two registered subclasses only name the algorithm.
 The check functions live in audits/lib/linopt.py.
 
-What the audit runs (the paper has no experiments; Section 7 of the spec proposes the protocol):
+What the audit runs (the paper has no experiments; docs/private_linopt.md describes the protocol):
 
 * privacy at the command line's eps (default 1): the JDP black box on scripted users (vacuous when every Q is
   clipped, which is the case at eps = 1 on LM-2: proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning), the declared Gaussian trees accounted
@@ -13,7 +13,7 @@ What the audit runs (the paper has no experiments; Section 7 of the spec propose
   recomputed from Assumption 1, the hypothesis search over neighbouring users on a replayed transcript (tree
   accounting and billboard premise), and the tree's noise reuse on every counter, matrix ones included;
 * Assumption 2, Lemma 3.1 and optimism over repetitions at the same eps;
-* regret in the weak-privacy range the spec advises (C23: eps in {10^2, ..., 10^4}), where the bonus no longer
+* regret in the weak-privacy range (Theorem 6.5: eps in {10^2, ..., 10^4}), where the bonus no longer
   saturates at simulable K: the increment exponent (private at the largest eps, and the non-private
   reduction), the privacy-cost scaling in eps, the deterministic eps^(-1/2) scaling of beta_p, and the
   explicit per-run bound at every eps of the grid.
@@ -71,7 +71,7 @@ def _claims(algorithm: str) -> tuple:
                  f"{Z}, proof of Thm 6.4; spec Theorem 6.4", "linopt.stream_sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
-                 f"Chan, Shi & Song 2011; {Z}, §6.1; footnote 3, C4, P1, P2", "linopt.tree_reuse_check"),
+                 f"Chan, Shi & Song 2011; {Z}, Section 6.1, footnote 3", "linopt.tree_reuse_check"),
         # -- Assumption 2, Lemma 3.1, optimism
         ClaimRow("assumption.lambda_min*", "assumption", "||(Z_h^k)^{-1}|| <= 1/lambda_min for all k, h w.p. >= 1 - alpha",
                  f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
@@ -106,7 +106,7 @@ class _PrivateLinOptAudit(Audit):
     algorithm_key = "vi"
     notion = "JDP"
     options = (
-        SetOption("instance", str, help="lm2 (default, §6.1), tabular (§6.2, |S| = |A| = 2, H = 3) or PATH.npz "
+        SetOption("instance", str, help="lm2 (default), tabular (|S| = |A| = 2, H = 3) or PATH.npz "
                                         "(psi, varphi, theta_p, theta_r; optional d, init, reward_noise)"),
         SetOption("delta", float, bounds=(0, 1), default=0.1, help="the JDP delta"),
         SetOption("utility_alpha", float, bounds=(0, 1), default=0.05,

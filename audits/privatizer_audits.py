@@ -1,14 +1,14 @@
 """The audits of the count privatizers: what one replaced user can change, measured.
 
-``central_privatizer`` (eps-JDP, Qiao & Wang 2023, Section 5.1, claim C1), ``local_privatizer`` (eps-LDP, Section 5.2, C2),
-``offline_gaussian_privatizer`` (rho-zCDP, offline eq. 1 / §2.7, T-1) and ``offline_laplace_privatizer``
-(eps-DP, offline §2.8(c)). Each class's top is its claim table; the checks themselves are the reusable
+``central_privatizer`` (eps-JDP, Qiao & Wang 2023, Section 5.1, Lemma 5.1), ``local_privatizer`` (eps-LDP, Section 5.2, Lemma 5.6),
+``offline_gaussian_privatizer`` (rho-zCDP, Qiao & Wang 2022 eq. 2 / Lemma C.1) and ``offline_laplace_privatizer``
+(eps-DP, docs/derivations.md#noise-calibration). Each class's top is its claim table; the checks themselves are the reusable
 functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
 declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dpcheck.audits.lib.tabular`
 (Assumption 3.1).
 
 * ``privacy.blackbox`` -- black-box epsilon lower bound (dpcheck.blackbox.audit) on what the adversary
-  sees when one user is replaced by the spec's worst case (Lemma 5.6; Lemma 5.4; Theorem 3.4 / Lemma C.1): Central, the whole released
+  sees when one user is replaced by the worst case (Qiao & Wang 2023 Lemma 5.6, Qiao & Wang 2024 Lemma 5.4, Qiao & Wang 2022 Lemma C.1): Central, the whole released
   stream; Local, one user's message; offline, the released noisy counts n'. The statistic is the
   Neyman-Pearson log-likelihood ratio of the declared noise; instances are small (H = 1, S = 2) so that a
   tight bound is reachable from 10^6 samples (:func:`dpcheck.audits.lib.privatizers.central_target`).
@@ -288,7 +288,7 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
 
 OFFLINE_ROWS = (
     ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly",
-             f"{OFFLINE}, Lemma C.2 / §2.8(c)", "check_noise"),
+             f"{OFFLINE}, Lemma C.2, docs/derivations.md#widths-e", "check_noise"),
     ClaimRow("assumption.sum_consistency", "assumption", "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0",
              f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
     ClaimRow("assumption.valid_transition", "assumption", "P~ is a distribution", f"{OFFLINE}, eq. 5, Remark 3.3",
@@ -317,9 +317,9 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
         ClaimRow("privacy.blackbox", "privacy", "n' = {n + N(0, 2H/rho)}^+ is rho-zCDP in one trajectory",
                  f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (Theorem 3.4 / Lemma C.1)", "check_blackbox"),
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the rho-zCDP profile",
-                 f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves each family by <= sqrt(2H) in l2",
-                 f"{OFFLINE}, §2.7 (sensitivity)", "check_sensitivity"),
+                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
         *OFFLINE_ROWS,
     )
     gaussian = True
@@ -339,14 +339,14 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
     name = "offline_laplace_privatizer"
     algorithm = "DP-APVI Laplace count privatizer"
     notion = "DP"
-    summary = "epsilon-DP (offline §2.8(c))"
+    summary = "epsilon-DP (Qiao & Wang 2022, Laplace variant)"
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "n' = {n + Lap(4H/eps)}^+ is eps-DP in one trajectory",
-                 f"{OFFLINE}, §2.8(c)", "check_blackbox"),
+                 f"{OFFLINE}, docs/derivations.md#noise-calibration", "check_blackbox"),
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent does not exceed the claimed eps",
-                 f"{OFFLINE}, §2.8(c)", "check_dp_event"),
+                 f"{OFFLINE}, docs/derivations.md#noise-calibration", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves both families by <= 4H in l1",
-                 f"{OFFLINE}, §2.8(c)", "check_sensitivity"),
+                 f"{OFFLINE}, docs/derivations.md#noise-calibration", "check_sensitivity"),
         *OFFLINE_ROWS,
     )
     gaussian = False

@@ -64,8 +64,8 @@ class ClaimRow:
     id:        the check id it produces (dotted: ``kind.what[.variant]``, docs/interfaces.md "Check ids");
                a trailing ``*`` matches a family (``privacy.blackbox*``).
     kind:      privacy | assumption | regret | whitebox.
-    statement: what the paper claims, in its words (formulas as in the spec).
-    source:    where: paper, theorem / lemma / equation (and the spec's claim number).
+    statement: what the paper claims, in its words.
+    source:    where: paper, theorem / lemma / equation (or the docs/ page that derives it).
     method:    the name of the method of the audit class (or the function in audits/lib) that checks it.
     tests:     how many checks of this row decide from samples and so can err by chance (each is run at
                the audit's alpha / family size, :meth:`Audit.family_size`); 1 by default, which is

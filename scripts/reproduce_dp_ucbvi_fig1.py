@@ -196,7 +196,7 @@ def markdown(meta, results, findings):
                      f"{r['epsilon_effective'] if r['epsilon_effective'] is not None else '-'} | {r['width_E']:.4g} | "
                      f"{Y.mean():.1f} ± {Y.std():.1f} | {np.mean(r['late_per_episode']):.4f} | "
                      f"{r.get('episodes_per_second_group', r.get('episodes_per_second', float('nan'))):.0f} |")
-    lines += ["", "## Findings (§6.2 E1–E5)", ""]
+    lines += ["", "## Findings E1–E5 (Section 7 of the paper)", ""]
     for key, f in findings.items():
         bad = f.get("violated_by")
         why = f" Violated by: {', '.join(bad)}." if bad else ""

@@ -1,5 +1,5 @@
 """Reproduce Table 1 of He & Zhou (Appendix D): plateau episodes of Algorithm 2 on the easy and hard
-instances, four methods, in the spec's PoC-default configuration (He & Zhou 2026, Appendix D-docs/private_gfa.md, A10).
+instances, four methods, in the PoC-default configuration of docs/private_gfa.md (He & Zhou 2026, Appendix D leaves K, delta, eta and B open).
 
 Setting (every knob is written into the report; the paper gives none of them, A10):
 * environment: the Appendix D deterministic MDP (H = 4, 64 uniform contexts, outcome reward) and its
@@ -12,7 +12,7 @@ Setting (every knob is written into the report; the paper gives none of them, A1
   of ``PrivateOutcomeRL.run`` (child streams of SeedSequence([seed, instance, method]));
 * regret per episode = J* - J(pi_k), exact over the 64 contexts;
 * metric (Appendix D, Table 1): plateau episode = first k with Reg(k) >= 0.95 Reg(K), on the run-averaged cumulative
-  regret curve (the spec's primary figure), and per run (mean and median over runs);
+  regret curve (the primary figure), and per run (mean and median over runs);
 * 95% confidence intervals: percentile bootstrap over runs (``--boot`` resamples, seeded); for the
   claims E1-E3 the bootstrap distribution of each difference of plateaus (independent resamples per cell).
 
@@ -188,7 +188,7 @@ def markdown(meta: dict, grid: dict, findings: dict, robustness: list) -> str:
          f"Regenerate: `{meta['command']}`", "",
          f"Cost of this run: {meta['cpu_seconds']:.1f} s CPU ({meta['wall_seconds']:.1f} s wall on a contended "
          "2-core machine), robustness rows included.", "",
-         "Configuration: the spec's **PoC-default** (docs/private_gfa.md), because the paper leaves K, "
+         "Configuration: the **PoC-default** (docs/private_gfa.md), because the paper leaves K, "
          "delta, eta, Delta_S, the non-private batch size, seeds and tie rules unstated (Appendix D):", "",
          f"* Appendix D environment, H = {meta['H']}, 64 uniform contexts, outcome reward; the {meta['class_size']}-"
          "entry hypothesis class; easy (g0, rules (0,1,0,1)) and hard (g2, rules (2,1,2,1)) instances;",
@@ -285,7 +285,7 @@ def agreement_notes(grid: dict, findings: dict) -> list[str]:
         hits = [f"{kind} {LABELS[m]}" for kind in KINDS for m in METHODS
                 if grid[kind][m]["plateau_ci"][0] <= SPEC_TRIAL[kind][m] <= grid[kind][m]["plateau_ci"][1]]
         trial = ", ".join(f"{kind} " + " / ".join(str(SPEC_TRIAL[kind][m]) for m in METHODS) for kind in KINDS)
-        out.append(f"* Against the spec's own earlier trial of this configuration (docs/private_gfa.md, not from the paper: {trial}): "
+        out.append(f"* Against an earlier trial of this configuration (docs/private_gfa.md, not from the paper: {trial}): "
                    f"inside our 95% interval in {len(hits)} of 8 cells"
                    + (f" (outside: {', '.join(f'{k} {LABELS[m]}' for k in KINDS for m in METHODS if f'{k} {LABELS[m]}' not in hits)})"
                       if len(hits) < 8 else "") + ".")

@@ -49,7 +49,7 @@ def test_noise_off_gives_exact_prefix_sums_batched():
 
 
 def replay_releases(mech_cls, K, b, shape, seed, items):
-    """Releases of ``mech_cls`` and the releases the spec predicts from the same noise draws.
+    """Releases of ``mech_cls`` and the releases Chan, Shi & Song 2011 (Algorithm 2) predict from the same noise draws.
 
     The correct mechanism draws one node per step, node (j, m) at step m 2^j, from rng in that order;
     replaying the same seed gives each node's noise, and B(t) must be the sum over release_nodes(t).

@@ -1,4 +1,4 @@
-"""CCE subroutine of DP-Nash-VI (Qiao & Wang 2024, Algorithm 1 line 14, claim N18)."""
+"""CCE subroutine of DP-Nash-VI (Qiao & Wang 2024, Algorithm 1 line 14)."""
 import itertools
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""DP-Nash-VI core (Qiao & Wang 2024, Algorithm 1; claims N16-N19, N27)."""
+"""DP-Nash-VI core (Qiao & Wang 2024, Algorithm 1; Lemmas B.7-B.8, Theorems 4.1-4.2)."""
 import numpy as np
 import pytest
 

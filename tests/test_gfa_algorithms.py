@@ -1,4 +1,4 @@
-"""Algorithms 1 and 2 (He & Zhou 2026, Algorithms 1-2-Algorithm 2): the loop, the losses, the batching schedule, the
+"""Algorithms 1 and 2 (He & Zhou 2026, Algorithms 1-2): the loop, the losses, the batching schedule, the
 epsilon = inf reduction, exact regret, the results record and input validation."""
 import math
 

@@ -1,4 +1,4 @@
-"""Reference facts of He & Zhou 2026, Appendix D (Appendix D class) and §6.1 (GF-3) as oracles, and the exact
+"""Reference facts of He & Zhou 2026, Appendix D (its class) and GF-3 as oracles, and the exact
 coverability / realizability / completeness functions that a later assumption check reports."""
 import itertools
 

@@ -99,7 +99,7 @@ def test_temperature_has_the_factor_two_and_a_planted_variant_is_detectable():
     assert _chi2_p(bad_counts, declared) < 1e-9           # ... the selection frequencies can
 
 
-# ------------------------------------------------------------------------------------ §2.7 messages
+# ------------------------------------------------------------------------------------ backward messages
 def _random_chain(rng, runs, sizes):
     u = rng.normal(size=(runs, sizes[0])) * 3
     losses = [rng.exponential(2.0, size=(runs, sizes[h], sizes[h + 1] if h + 1 < len(sizes) else 1))

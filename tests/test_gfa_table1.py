@@ -1,4 +1,4 @@
-"""scripts/reproduce_private_gfa_table1.py (Appendix D, Table 1; He & Zhou 2026, Appendix D, Table 1-docs/private_gfa.md): the plateau metric on
+"""scripts/reproduce_private_gfa_table1.py (He & Zhou 2026, Appendix D, Table 1; docs/private_gfa.md): the plateau metric on
 curves with known answers, the E1-E4 evaluation on the paper's own numbers, and a tiny end-to-end run."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""LinOpt-VI-Reg / LinOpt-PO-Reg (Zhou 2022, Algorithm 1-2.6): the reduction check, regret, optimism,
+"""LinOpt-VI-Reg / LinOpt-PO-Reg (Zhou 2022, Algorithms 1-2, Section 3): the reduction check, regret, optimism,
 billboard structure, frozen rows, P6 floor, bad input. Seeds fixed; runs short."""
 import math
 

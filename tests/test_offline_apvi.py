@@ -1,4 +1,4 @@
-"""DP-APVI / APVI, the offline dataset type and the tabular instances (Qiao & Wang 2022, Algorithm 1, §4.0)."""
+"""DP-APVI / APVI, the offline dataset type and the tabular instances (Qiao & Wang 2022, Algorithm 1)."""
 import math
 
 import numpy as np
@@ -137,7 +137,7 @@ def test_instances_and_their_figures():
     full = tab_full(rng, S=3, A=2, H=3)
     cov = full.coverage()
     assert cov.covered.all() and cov.assumption_2_1 and cov.dbar_m > 0
-    assert lin_tab(full).feature_figures().kappa == pytest.approx(cov.dbar_m)          # §4.0 LIN-TAB
+    assert lin_tab(full).feature_figures().kappa == pytest.approx(cov.dbar_m)          # LIN-TAB
     part = tab_partial(rng, S=3, A=3, H=3)
     pc = part.coverage()
     assert pc.assumption_2_1 and not pc.covered.all()

@@ -64,7 +64,7 @@ def test_fresh_noise_per_step_and_a_reused_draw_is_detected():
 
 
 def test_declared_and_empirical_noise_variances():
-    """L-1 / P8 / P11: stds 2H^4/rho0, 2H^2/rho0, 1/(4 rho0) (variances) with rho0 = rho/(5H); the
+    """Lemma D.1: stds 2H^4/rho0, 2H^2/rho0, 1/(4 rho0) (variances) with rho0 = rho/(5H); the
     symmetrised matrix noise has off-diagonal variance 1/(4 rho0), diagonal 1/(2 rho0); the 5H declared
     releases compose to rho; each DpEvent's noise multiplier is std / sensitivity."""
     import dp_accounting

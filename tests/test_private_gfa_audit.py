@@ -512,7 +512,7 @@ def test_outcome_quick_rate_checks_are_decisive_on_the_reference(seed):
 def test_outcome_quick_rate_checks_do_not_pass_a_learner_that_never_learns(monkeypatch, defect):
     """The same sizes with a learner that selects uniformly (the private one, or the non-private batched one
     of Remark 3.7): its K-exponent is not passed (the bound is vacuous at these K, so a FAIL is softened to
-    INCONCLUSIVE; spec G20)."""
+    INCONCLUSIVE)."""
     import dpcheck.algorithms.gfa
     if defect == "nonprivate":
         monkeypatch.setattr(dpcheck.algorithms.gfa, "NonPrivateOutcomeRL", UniformSelectionNonPrivate)

@@ -237,7 +237,7 @@ nonneg = st.one_of(st.floats(0, 1e3, allow_nan=False), st.sampled_from([0.0, 1.0
 @given(st.integers(1, 7).flatmap(lambda S: st.lists(nonneg, min_size=S, max_size=S)), nonneg,
        st.one_of(st.floats(0, 200, allow_nan=False), st.just(0.0)))
 def test_offline_projection_equals_the_offline_spec_closed_form(y, m, E):
-    """post_process_offline (band E/2, no shift) returns exactly the spec's minimiser on clipped inputs."""
+    """post_process_offline (band E/2, no shift) returns exactly the closed-form minimiser (Qiao & Wang 2022, eq. 3) on clipped inputs."""
     y = np.asarray(y, float)
     pp = post_process_offline(y[None], np.array([m]), E)
     want = offline_closed_form(y, m, E)

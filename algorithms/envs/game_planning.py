@@ -2,7 +2,7 @@
 
 Backward induction on the true game, batched over leading policy axes. Nash values solve the
 matrix game Q*_h(s, ., .) at every (h, s) with an LP (scipy HiGHS): H*S small LPs, offline, once
-per instance, which is what the spec allows; a pure saddle point (checked exactly first) or a
+per instance, which is what the definition allows; a pure saddle point (checked exactly first) or a
 single-action player needs no LP.
 """
 from __future__ import annotations

@@ -22,7 +22,7 @@ How it is solved (all stage games of a step, and all runs, at once; no per-(h,s)
    in numpy over all instances at once, Bland's rule (no cycling on these degenerate problems).
 3. Every solution is clipped at 0, renormalised and VERIFIED: ``max(M pi) <= tol`` with
    ``tol = 1e-8 H`` (Algorithm 1 line 14). Instances that fail (or whose simplex hit the iteration cap) are
-   re-solved with ``scipy.optimize.linprog(method="highs")``, objective 0, as the spec's canonical
+   re-solved with ``scipy.optimize.linprog(method="highs")``, objective 0, as the canonical
    solver; if even that fails verification we raise, rather than hand the algorithm a non-CCE.
 
 The CCE is not unique (docs/derivations.md#readings); the choice above is deterministic, so runs are reproducible, and

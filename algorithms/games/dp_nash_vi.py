@@ -13,7 +13,7 @@ because the reward is known, Section 2.1):
 then (a_h, b_h) ~ pi_h(.,.|s_h) JOINTLY, the privatizer ingests the trajectory, and the output
 policy is the episode with the smallest certificate (Vb_1 - Vu_1)(s_1) (lines 20-24).
 
-Choices the spec leaves to us (documented here, reported in every output via ``config``):
+Choices the paper leaves to us (docs/derivations.md#constants, #readings) (documented here, reported in every output via ``config``):
 
 * ``mode="theory"``: C1 = 2, C2 = 10 (docs/derivations.md#constants), E = max(E, 1) (docs/derivations.md#widths-e). With these constants the
   bonus exceeds H for every feasible K (docs/derivations.md#widths-e), so Qb = H, Qu = 0 and the D/P checks are

@@ -1,4 +1,4 @@
-"""Algorithms 1 and 2 of He & Zhou (He & Zhou 2026, Algorithms 1-2-Section 3.3, docs/derivations.md#noise-calibration) and their non-private baselines.
+"""Algorithms 1 and 2 of He & Zhou (He & Zhou 2026, Algorithms 1-2, Section 3.3; docs/derivations.md#noise-calibration) and their non-private baselines.
 
 Both algorithms share one loop (Algorithms 1-2): at episodes k = iB + 1 they score every class entry on D_[k] (the
 episodes strictly before the batch start, P3), draw f^(k) with the exponential mechanism (fresh randomness,
@@ -156,7 +156,7 @@ class _BatchedExponentialMechanism:
     # ------------------------------------------------------------------ the loop
     def run(self, env, K: int, rng: np.random.Generator, runs: int = 1, *, record: bool = True,
             record_scores: bool = False) -> GFARun:
-        """Run K episodes in ``runs`` independent copies (Algorithms 1-2-Algorithm 2)."""
+        """Run K episodes in ``runs`` independent copies (Algorithms 1-2)."""
         t0 = time.perf_counter()
         check_rng(rng)
         runs = check_runs(runs)

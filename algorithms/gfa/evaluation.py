@@ -25,7 +25,7 @@ from dpcheck.algorithms.envs.tabular import TabularMDP
 from dpcheck.algorithms.gfa.function_class import FunctionClass
 
 # Functions are "equal" (realizability / completeness) within this sup-norm tolerance: the class entries of
-# §6.1 are printed to 2-3 decimals but built by exact Bellman backups, so 1e-9 separates float noise from
+# GF-3 (algorithms/gfa/instances.py) are printed to 2-3 decimals but built by exact Bellman backups, so 1e-9 separates float noise from
 # genuine mismatches.
 FUNCTION_ATOL = 1e-9
 

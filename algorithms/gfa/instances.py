@@ -1,4 +1,4 @@
-"""Test instances of He & Zhou 2026: GF-3 (Algorithm 1) and the Appendix D environment (Appendix D, Appendix D,
+"""Test instances of He & Zhou 2026: GF-3 (Algorithm 1) and the Appendix D environment (Appendix D,
 Algorithm 2) with their function classes.
 
 * :func:`gf3` -- S = {0,1,2}, A = {0,1}, H = 3, fixed s_1 = 0, reward only at the last step; the class
@@ -8,7 +8,7 @@ Algorithm 2) with their function classes.
   reward 1 iff the actions match the hidden hypothesis' target and x passes its gate; the class of 3 gates x
   3^H stage-rule assignments (243 entries for H = 4, 27 for the H = 2 unit-test version, Appendix D).
 
-State encoding of the Appendix D environment (the spec leaves it free): context index
+State encoding of the Appendix D environment (the paper leaves it free): context index
 x = sum_j x_j 2^(j-1) (x_1 is bit 0); prefix code p_1 = 0, p_{h+1} = 2 p_h + a_h (a_1 most significant);
 state index x * 2^(H-1) + p_h, plus one absorbing sink state (index 64 * 2^(H-1)) with zero reward. State
 indices mean different prefixes at different steps (the MDP is non-stationary); codes p >= 2^(h-1) are

@@ -1,4 +1,4 @@
-"""Results of a run of Algorithm 1 / 2 (He & Zhou 2026, Algorithms 1-2-Algorithm 2, Appendix D, Table 1, P7, P8): immutable records.
+"""Results of a run of Algorithm 1 / 2 (He & Zhou 2026, Algorithms 1-2, Appendix D, Table 1): immutable records.
 
 Arrays have the run axis first; episodes are 0-based in arrays (paper's k = index k-1).
 """
@@ -105,7 +105,7 @@ class GFARun:
         return int(np.argmax(cum >= fraction * cum[-1])) + 1
 
     def per_run_plateaus(self, fraction: float = 0.95) -> np.ndarray | None:
-        """The Appendix D, Table 1 plateau episode of every run (runs,) (the spec also reports their median)."""
+        """The Appendix D, Table 1 plateau episode of every run (runs,) (the median is reported too)."""
         if self.regret is None:
             return None
         cum = self.cumulative_regret

@@ -17,7 +17,7 @@ from dpcheck.algorithms.linear.regularizers import Assumption2, LinearSizes
 
 
 def bonus_terms(sizes: LinearSizes, c: Assumption2, beta_p: float, beta_r: float) -> tuple[float, float]:
-    """(T1, T2) of the proof of Thm 4.1 (Theorem 4.1)."""
+    """(T1, T2) of the proof of Theorem 4.1."""
     K, H, d1, d2 = sizes.K, sizes.H, sizes.d1, sizes.d2
     root = math.sqrt(K * H)
     T1 = 2.0 * beta_p * root * math.sqrt(2.0 * H * d1 * math.log1p(K * H * H / c.lambda_min_p))

@@ -1,4 +1,4 @@
-"""LinOpt-VI-Reg and LinOpt-PO-Reg (Zhou 2022, Algorithm 1-2.6; Zhou, Algorithms 1 and 2), batched over runs.
+"""LinOpt-VI-Reg and LinOpt-PO-Reg (Zhou 2022, Algorithms 1 and 2, Section 3), batched over runs.
 
     LinOptVI(regularizer)   Algorithm 1: optimistic value iteration (UCRL-VTR with changing regularisers)
     LinOptPO(regularizer)   Algorithm 2: optimistic policy optimisation (bandit-feedback OPPO)
@@ -20,7 +20,7 @@ Per episode k (0-based h in arrays; the paper's step h is index h - 1):
 
 Steps 1-4 depend on the data only through the releases (``plan``), which is what makes the billboard
 lemma apply (Theorem 6.4). The result records, per run and episode, the exact pseudo-regret and the figures
-a later audit needs (Lemma 3.1 containment, optimism Lemma 7.2-eqs. 3, 7, Assumption 2 eigenvalue figures C8).
+a later audit needs (Lemma 3.1 containment, optimism Lemma 7.2 and eqs. 3, 7, Assumption 2 eigenvalue figures, Lemmas B.4-B.5).
 """
 from __future__ import annotations
 

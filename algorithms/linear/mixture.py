@@ -1,4 +1,4 @@
-"""Linear mixture MDPs with finite S and A (Zhou 2022, Assumption 1, Assumption 1) and the test instances of §6.
+"""Linear mixture MDPs with finite S and A (Zhou 2022, Assumption 1) and the test instances LM-2 and tabular-as-linear.
 
 A :class:`LinearMixtureMDP` is given by its known features and unknown (to the agent) parameters:
 
@@ -67,7 +67,7 @@ class LinearMixtureMDP(ReadOnlyArrays):
     init:          fixed initial state s_1 (int) or a distribution over S (regret then averages over it).
     d:             the declared dimension, ``d >= max(d1, d2)`` (defaults to max(d1, d2)); the paper's
                    calibration uses it (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration; Lemma B.4).
-    reward_noise:  "bernoulli" (r_h ~ Bernoulli(r_h(s,a)), §6.1) or "deterministic".
+    reward_noise:  "bernoulli" (r_h ~ Bernoulli(r_h(s,a))) or "deterministic".
     name:          a label for reports.
     """
 

@@ -25,7 +25,7 @@ Penalty (one formula for every variant, so that the non-private reduction is the
 * rho = inf (or epsilon = inf) switches the noise off: exact counts, E = 0, same code path; with APVI's
   constants it IS APVI (tests/test_offline_apvi.py checks bit-equality).
 
-``delta`` is the spec's utility failure probability (in E_rho and iota); it is not the delta of
+``delta`` is the paper's utility failure probability (in E_rho and iota); it is not the delta of
 (eps, delta)-DP. The privatizers call it ``beta``.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@
   never pooled) and the observed reward sums per ``(h,s,a)`` (the linear regressions need them). Counted
   from a dataset with one ``np.bincount`` (:meth:`OfflineDataset.counts`) or drawn directly from their
   exact law (:func:`sample_counts`), which costs O(runs H S) multinomial draws instead of O(runs n H)
-  and so makes the large-n regime (n ~ 1e6-1e7, §4.0) cheap.
+  and so makes the large-n regime (n ~ 1e6-1e7) cheap.
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
@@ -384,7 +384,7 @@ def positive_budget(name: str, value, allow_inf: bool = True) -> float:
 
 
 def probability(name: str, value) -> float:
-    """A failure probability in (0, 1) (the spec's utility delta, not the delta of (eps, delta)-DP)."""
+    """A failure probability in (0, 1) (the paper's utility delta, not the delta of (eps, delta)-DP)."""
     try:
         x = float(value)
     except (TypeError, ValueError):

@@ -1,6 +1,6 @@
 """DP-VAPVI, VAPVI and PEVI on linear MDPs (Qiao & Wang 2022, Algorithm 2), batched over runs.
 
-The state and action sets are finite (every instance of §4.0/Appendix F is), so every sum over the K
+The state and action sets are finite (every instance of algorithms/offline/instances.py is), so every sum over the K
 trajectories of step h is a sum over (s, a[, s']) weighted by the counts n_h(s,a), n_h(s,a,s') and the
 observed reward sums: ``sum_tau f(s_h^tau, a_h^tau, s_{h+1}^tau) = sum_{s,a,s'} n_h(s,a,s') f(s,a,s')``.
 Exact, and the cost per step is O(runs S^2 A d + runs d^3) whatever K is.

@@ -1,6 +1,6 @@
 """The private Bernstein-type bonus of DP-UCBVI (Qiao & Wang 2023, eq. 31, docs/derivations.md#constants, Algorithm 1 line 7).
 
-The bonus line of the paper is garbled; the spec reconstructs it exactly from
+The bonus line of the paper is garbled; it is reconstructed exactly (docs/derivations.md#constants) from
 eqs. 32, 66, 70-71 and 81-83:
 
     b_h^k(s,a) = 2 sqrt(Var_{P~}(V~_{h+1}) iota / N~)           term 1 (Bernstein)

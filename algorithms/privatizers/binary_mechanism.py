@@ -26,7 +26,7 @@ matrix and every node's noise is a symmetric Gaussian matrix (i.i.d. entries on 
 diagonal, mirrored below; P2: neither ``W + W^T`` nor an independent lower triangle), so every release
 is exactly symmetric. ``BinaryMechanism(..., keep_noise=True)`` also keeps the noise of the live
 nodes so that checkers can read the total noise of the current release (``noise()``, the N_{h,p}^k of
-§2.7) without subtracting two large sums.
+Zhou 2022, Section 6.1) without subtracting two large sums.
 """
 from __future__ import annotations
 
@@ -80,8 +80,8 @@ class TreeCounter:
                  family, replacement: 2 H L; add/remove: H L.)
     noise:       "laplace" (pure DP) or "gaussian".
     symmetric:   the counters' last two axes form a square matrix and each node's noise is a symmetric
-                 Gaussian matrix (entries on/above the diagonal i.i.d., mirrored; private_linopt.md
-                 §2.7). The mechanism is then the Gaussian mechanism on the upper triangle (diagonal
+                 Gaussian matrix (entries on/above the diagonal i.i.d., mirrored; Zhou 2022,
+                 Section 6.1). The mechanism is then the Gaussian mechanism on the upper triangle (diagonal
                  included) of the node p-sums, so ``sensitivity`` is the l2 change of those entries;
                  the Frobenius norm used by the paper bounds it from above.
 

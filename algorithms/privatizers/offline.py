@@ -1,4 +1,4 @@
-"""Offline count privatizers of DP-APVI (Qiao & Wang 2022, Algorithm 1-2.5, Lemma C.1, Section 3).
+"""Offline count privatizers of DP-APVI (Qiao & Wang 2022, Algorithm 1, eqs. 2-5, Lemma C.1, Section 3).
 
 The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair counts) and
 ``n_h(s,a,s')`` (H S^2 A triple counts), batched over runs: (runs, H, S, A[, S]).
@@ -13,7 +13,7 @@ The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair
   both families has l1 sensitivity ``4H``, so it is ``LaplaceDpEvent(1)`` i.e. eps-DP; width
   ``E_eps = (8H/eps) log(2 H S^2 A / beta)``.
 
-``beta`` is the failure probability the spec writes ``delta`` (renamed here so it is not confused with
+``beta`` is the utility failure probability the paper writes ``delta`` (renamed here so it is not confused with
 the delta of (eps, delta)-DP). The clip ``{.}^+`` and everything after it are post-processing.
 """
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _positive_finite(name, v, what=""):
 def _check_beta(beta):
     b = _positive_finite("beta", beta)
     if not b < 1:
-        raise InputError(f"beta (the spec's failure probability delta) must lie in (0, 1), got {beta!r}")
+        raise InputError(f"beta (the paper's utility failure probability delta) must lie in (0, 1), got {beta!r}")
     return b
 
 

@@ -14,7 +14,7 @@ and for all leading axes at once with one sort per row (O(S log S), docs/derivat
 * canonical optimal point = the Euclidean projection of ``y`` onto the optimal set. On that set the
   projection has the closed form ``x = (y + theta)^+`` with ``theta = 0`` when ``sum y^+`` already lies
   in the band, else ``theta`` the root of ``sum (y + theta)^+ = `` the violated band end. (Derivation:
-  the box of the optimal set is ``[max(0, y - t*), y + t*]``; for ``|theta| <= t*`` the spec's
+  the box of the optimal set is ``[max(0, y - t*), y + t*]``; for ``|theta| <= t*`` the paper's
   ``clip(y + theta, l, u)`` equals ``(y + theta)^+`` entry by entry, and the root always has
   ``|theta| <= t*`` because ``sum (y + t*)^+ = hi(t*) >= n - band`` and ``sum (y - t*)^+ = lo(t*) <= n + band``.)
   The root of ``sum (y + theta)^+ = tau`` is the simplex-projection threshold (Held, Wolfe & Crowder

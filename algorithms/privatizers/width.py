@@ -4,7 +4,7 @@ E is public and data-independent: it is computed in ``start`` before any data ar
 affects privacy. It must make the good event of Lemma 5.4 / 5.8 -- ``|N^ - N| <= E/4`` for
 every counter and release -- hold with probability >= 1 - beta/3.
 
-Modes (the spec's names):
+Modes (docs/derivations.md#widths-e):
 * ``"rigorous"`` (default): Chernoff bounds (A)/(B) on a sum of n i.i.d. Laplace(b) variables and a union
   bound over the ``m = C (K - 1)`` noisy (counter, release) pairs, ``delta = beta / (3 m)``.
   Central: ``E = 4 tau(L, b_c, delta)``; Local: ``E = 4 tau(K - 1, b_l, delta)``.

@@ -652,7 +652,7 @@ def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) ->
     if algorithm == 2:
         stmt += "; C_cov <= C'_cov, N(s_1) <= H C_cov(Pi_F; M_{s_1}), E N(s_1) <= H C'_cov (Appendix D)"
     if ref is not None:
-        stmt += "; equals the spec's reference value"
+        stmt += "; equals the reference value (enumeration of the class)"
     c = invariant_check(id="assumption.coverability", violations=bad, total=1 + (3 if algorithm == 2 else 0)
                         + (ref is not None), claim={"statement": stmt,
                                                     "source": f"{SOURCE}, Definition 2.2, Definition 2.2 (Appendix D)"},

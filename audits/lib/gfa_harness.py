@@ -34,11 +34,11 @@ Public functions:
     appendix_c_checks(seed, quick) -> both checks (the audit's one-call entry point)
 
 What PASS and FAIL mean. The spec states G24 and G25 as facts about why a proof step fails; these checks are
-*demonstrations*: a check PASSES when the numerical demonstration of the spec's statement succeeds on the
+*demonstrations*: a check PASSES when the numerical demonstration of the paper's statement succeeds on the
 design matrices it is given, and FAILS when it does not -- e.g. for non-private matrices (``epsilon = inf``:
 the Privatizer's ridge reduction, noise off, Lambda^k = ridge I + data), which ARE monotone and satisfy the
 ratio bound, so both checks fail there (tested). A counterexample is certain once found (confidence 1); the
-Monte Carlo figures that the spec asks to report but that are not part of a verdict are labelled as such.
+Monte Carlo figures reported for context but that are not part of a verdict are labelled as such.
 """
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def sizes_for(env, K: int):
 
 
 def load_instance(value: str | None):
-    """The audited linear mixture MDP: "lm2" (default, §6.1), "tabular" (§6.2: a seeded random tabular MDP
+    """The audited linear mixture MDP: "lm2" (default), "tabular" ( a seeded random tabular MDP
     with |S| = |A| = 2, H = 3, as a linear mixture), or PATH.npz with arrays psi (S, A, S, d1),
     varphi (S, A, d2), theta_p (H, d1), theta_r (H, d2) and optionally d (declared dimension), init
     (start state), reward_noise ("bernoulli" / "deterministic"). Everything Assumption 1 states is validated
@@ -694,7 +694,7 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
                  claim={"statement": "tree node noise is drawn once and reused by every release (Cov(B(t), B(t')) = "
                                      "#shared nodes x sigma^2 per entry); matrix noise symmetric (upper triangle "
                                      "mirrored), releases exactly symmetric",
-                        "source": f"Chan, Shi & Song 2011; {SOURCE}, §6.1"},
+                        "source": f"Chan, Shi & Song 2011; {SOURCE}, Section 6.1"},
                  measured={"max_z": zs[worst], "max_z_per_counter": zs, "asymmetry": asym, "K": K,
                            "samples": int(runs), "confidence": 1.0, "epsilon_lower_bound": None},
                  details={"per_counter": rows, "agent": spec.describe(),

@@ -53,7 +53,7 @@ class APVISpec:
     """DP-APVI as the audit runs it.
 
     mechanism: "gaussian" (rho-zCDP, eq. 2) or "laplace" (eps-DP, docs/derivations.md#noise-calibration); budget: rho or eps;
-    delta: the spec's utility failure probability (in E and iota), NOT the delta of (eps, delta)-DP;
+    delta: the paper's utility failure probability (in E and iota), NOT the delta of (eps, delta)-DP;
     algorithm: the class (DPAPVI or a subclass, e.g. a planted defect); mode: which constants.
     """
 

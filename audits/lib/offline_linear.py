@@ -9,7 +9,7 @@ algorithm's), so a defect in the algorithm's statistics, noise or calibration sh
   composition of Lemma D.1); :func:`residuals` -- released minus noiseless, as vectors: a symmetric matrix noise
   ``N = (Z + Z^T)/sqrt(2)`` becomes (upper off-diagonal entries, diagonal / sqrt(2)), iid N(0, std^2) (Theorem 4.1 / Lemma D.1).
 * :func:`claimed_stds` -- the per-coordinate std the CLAIM needs: sensitivity / sqrt(2 rho0), rho0 = rho/(5H),
-  from the spec's sensitivity table (Lemma D.1) -- never from the algorithm's declaration.
+  from Lemma D.1's sensitivity table (docs/derivations.md#noise-calibration) -- never from the algorithm's declaration.
 * White box: :func:`noise_calibration_check` (measured residual variance vs the claim's std, chi-square),
   :func:`noise_independence_check` (fresh noise per step h, A8 / P11: Fisher-z of cross-step correlations),
   :func:`sensitivity_check` (hypothesis search over neighbouring datasets with ||phi|| <= B, plus the exact

@@ -2,7 +2,7 @@
 
 The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-VI audits build on these.
 
-* Neighbours (:func:`worst_case_pair`, :func:`background`): the spec's worst case (Lemma 5.6; Lemma 5.4; Theorem 3.4 / Lemma C.1): at
+* Neighbours (:func:`worst_case_pair`, :func:`background`): the worst case of Qiao & Wang 2023 Lemma 5.6, Qiao & Wang 2024 Lemma 5.4 and Qiao & Wang 2022 Lemma C.1: at
   every step the two trajectories visit different (s,a) and (s,a,s') and both earn reward 1, so every
   family moves by 2H in l1; all other users are fixed (scripted).
 * Black-box targets (dpcheck.AuditTarget): :func:`central_target` (the released stream N^ and R~ after
@@ -49,7 +49,7 @@ UCBVI_SOURCE = "Qiao & Wang 2023 (DP-UCBVI)"
 NASH_SOURCE = "Qiao & Wang 2024 (DP-Nash-VI)"
 
 
-# ============================================================ neighbouring users (the spec's worst case)
+# ============================================================ neighbouring users (the papers' worst cases)
 @dataclass(frozen=True)
 class Trajectory:
     """One user's episode: states (H+1,), actions (H,), rewards (H,) in [0, 1]."""
@@ -561,7 +561,7 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
     """Black-box audit target for a plug-in privatizer's released stream, searched.
 
     The adversary sees every release (N~, R~ and the self-reported N^) after each of K episodes;
-    neighbours replace one user by the spec's worst-case pair (Lemma 5.6; Lemma 5.4), all other users scripted.
+    neighbours replace one user by the worst-case pair (Qiao & Wang 2023 Lemma 5.6, Qiao & Wang 2024 Lemma 5.4), all other users scripted.
     Nothing about the noise is assumed. Searched: the stream length K and the replaced user's
     position (:data:`STREAM_CONFIGS`: a leak that grows with the number of releases, or that sits at
     the end of the stream, shows at long K / late positions), and the statistic -- 16 learned scores
@@ -796,7 +796,7 @@ def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: i
                      np.abs(out.noisy_transitions - triple).reshape(R, -1).max(1))
     checks = [probability_check(id="assumption.noise_bound", failures=int((err > E / 2).sum()), runs=R,
                                 beta=priv.beta, alpha=alpha, what="|n' - n| <= E/2 for all counts",
-                                claim={"statement": "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly (Lemma C.2 / §2.8c)",
+                                claim={"statement": "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly (Lemma C.2; docs/derivations.md#widths-e)",
                                        "source": priv.claim.source})]
     bad_sum = np.abs(out.visits - out.transitions.sum(-1)) > 1e-9 * np.maximum(1, out.visits)
     bad_sum |= np.any(out.transitions < 0, axis=-1)
