@@ -79,7 +79,7 @@ class DPNashVIAudit(Audit):
                  f"{Q}, Lemma 5.1 / Lemma 5.4", PRIVATIZERS),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "Central privatizer: the release errors have the binary tree's covariance (noise drawn once "
-                 "per node and reused)", f"{Q}, Lemma 5.1 (N1, tree mechanism)", PRIVATIZERS),
+                 "per node and reused)", f"{Q}, Lemma 5.1 (tree mechanism)", PRIVATIZERS),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
                  "the Central privatizer's whole released stream is eps-DP in one user (worst-case user 1, "
                  "Laplace log-likelihood-ratio statistic)", f"{Q}, Lemma 5.1", PRIVATIZERS),
@@ -121,7 +121,7 @@ class DPNashVIAudit(Audit):
                  "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) in every run (an invariant)",
                  f"{Q}, Theorem 4.2 proof, eq. 50", ASSUMPTIONS),
         ClaimRow("assumption.certificate", "assumption",
-                 "duality gap of (mu^out, nu^out) <= Delta_final on N16's good event (w.p. >= 1 - 2 beta/3)",
+                 "duality gap of (mu^out, nu^out) <= Delta_final on Lemma B.7's good event (w.p. >= 1 - 2 beta/3)",
                  f"{Q}, Theorem 4.2 proof with Lemma B.7 {THEORY}", ASSUMPTIONS),
         # -- the same, practical mode (informative, no guarantee)
         ClaimRow("assumption.optimism.practical", "assumption", "as assumption.optimism, practical constants",
@@ -192,7 +192,7 @@ class DPNashVIAudit(Audit):
             "practical_mode": {"C1": 0.1, "C2": 0.02, "width_mode": "nominal",
                                "note": "labelled practical constants (as in reports/reproductions/dp_ucbvi_fig1/README.md); orders only, "
                                        "no guarantee: a miss there is reported as inconclusive, not as a violation"},
-            "privacy_audit": {"constants": "C1 = 0, C2 = 1/(H S E iota) (privacy is independent of C1, C2: N3)",
+            "privacy_audit": {"constants": "C1 = 0, C2 = 1/(H S E iota) (privacy is independent of C1, C2: post-processing)",
                               "samples_per_side": self.samples,
                               "privatizer_level": "games setting: joint actions A*B, rewards=False, 2 stream families"},
             "assumption_game": "random T3 game S=3, A=B=2, H=3 (seeded from --seed)",

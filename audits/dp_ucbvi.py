@@ -36,15 +36,15 @@ class DPUCBVIAudit(Audit):
     summary = ("eps-JDP (central) / eps-LDP (local); Regret O~(sqrt(SAH^2T) + S^2AH^3/eps) (JDP), "
                "+ S^2 A sqrt(H^5 T)/eps (LDP)")
     claims = (
-        # -- privacy (C1: central / JDP, C2: local / LDP, C3: post-processing)
+        # -- privacy (Lemma 5.1: central / JDP, Lemma 5.6: local / LDP, post-processing)
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the privatizer's declared noise, accounted exactly (PLD) under replacement neighbours, is "
                  "eps-DP in one user's data",
-                 f"{QW}, Lemma 5.1 (central) / Lemma 5.6 (local); Lemma 5.1, C2", "ucbvi.whitebox_check"),
+                 f"{QW}, Lemma 5.1 (central) / Lemma 5.6 (local)", "ucbvi.whitebox_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one user changes each count family by at most its declared l1 sensitivity; "
                  "sum_f Delta_f / b <= eps",
-                 f"{QW}, Lemma 5.1 / 5.6; Lemma 5.1(b), C2", "privatizers.sensitivity_check"),
+                 f"{QW}, Lemma 5.1 / 5.6 (sensitivity)", "privatizers.sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "binary-tree node noise is drawn once and reused: Cov(B(t), B(t')) = #shared nodes x 2b^2",
                  f"Chan, Shi & Song 2011; {QW}, Lemma 5.1; Lemma 5.1(a)", "privatizers.tree_reuse_check"),
@@ -59,7 +59,7 @@ class DPUCBVIAudit(Audit):
                  f"{QW}, Lemma 5.6 / Theorem 5.7; Lemma 5.6", "privatizers.local_target"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the actions sent to users 2..K depend only on the released counts and their own states",
-                 f"{QW}, Lemma 5.1 (Billboard lemma, Hsu et al. 2014); Lemma 5.1(d), C3", "ucbvi.dataflow_check"),
+                 f"{QW}, Lemma 5.1 (Billboard lemma, Hsu et al. 2014); post-processing", "ucbvi.dataflow_check"),
         # -- Assumption 3.1 and the lemmas built on it
         ClaimRow("assumption.count_error", "assumption",
                  "w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all (h,s,a,s',k)",
@@ -77,10 +77,10 @@ class DPUCBVIAudit(Audit):
         ClaimRow("assumption.monotone", "assumption", "Q~_h^k <= Q~_h^{k-1} and Q~ <= H for every (k,h,s,a)",
                  f"{QW}, Algorithm 1 line 8, proof of Corollary C.10", "ucbvi.assumption_checks"),
         ClaimRow("assumption.count_error_order_eps", "assumption", "max |N^ - N| scales like 1/eps",
-                 f"{QW}, Lemma 5.1 / 5.6; Lemmas 5.1/5.6", "ucbvi.count_error_order_check"),
+                 f"{QW}, Lemma 5.1 / 5.6", "ucbvi.count_error_order_check"),
         ClaimRow("assumption.count_error_order_K", "assumption",
                  "max |N^ - N| is (H/eps) polylog(K) (central) / (H/eps) sqrt(K) (local)",
-                 f"{QW}, Lemma 5.1 / 5.6; Lemmas 5.1/5.6", "ucbvi.count_error_order_check"),
+                 f"{QW}, Lemma 5.1 / 5.6", "ucbvi.count_error_order_check"),
         ClaimRow("assumption.optimism", "assumption", "Q~_h^k(s,a) >= Q*_h(s,a) for all (k,h,s,a) w.p. >= 1 - beta",
                  f"{QW}, Lemma C.11 + Lemma C.9; Lemmas C.9/C.11", "ucbvi.optimism_check"),
         # -- regret (Theorem 4.1 explicitly; Theorems 5.2 / 5.7 as rates, practical mode)
@@ -202,7 +202,7 @@ class DPUCBVIAudit(Audit):
                                               **exe.parallel()))
         self.add(ucbvi.dataflow_check(practical, seed=exe.seed))
 
-    # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, C22
+    # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, Theorem 4.1
     def assumptions(self, spec: AgentSpec, theory: AgentSpec) -> None:
         from dpcheck.algorithms.envs.generators import random_mdp
         exe = self.exe
@@ -211,7 +211,7 @@ class DPUCBVIAudit(Audit):
         small = random_mdp(3, 2, 3, np.random.default_rng(seed), reward_noise="bernoulli")
         runs = exe.pick(300, 120)  # >= 109 runs: 0 failures certify beta/3 = 0.033
         K = exe.pick(256, 64)
-        batch = ucbvi.monitored_run(theory, small, K=K, runs=runs, seed=seed)   # feeds C4-C6, C18 and C17
+        batch = ucbvi.monitored_run(theory, small, K=K, runs=runs, seed=seed)   # feeds Lemma 5.4, the good event, monotonicity and optimism (Lemma C.11)
         for c in ucbvi.assumption_checks(theory, small, K=K, runs=runs, seed=seed, alpha=alpha, run=batch):
             self.add(c)
         if self.agent_notion in ("JDP", "LDP"):

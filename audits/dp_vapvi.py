@@ -16,7 +16,7 @@ The claim table below maps each check to the paper's statement and the function 
   (docs/derivations.md#neighbouring-relation); ``--set matrix_neighbour=paper`` audits the paper's add/remove value, which the
   sensitivity check then FAILs under replacement.
 * assumptions: the Lemma D.2 noise bounds and positive definiteness (probability checks at delta), the
-  feature normalisation and coverage kappa (Appendix F breaks both: reported as FAIL, A12), penalty
+  feature normalisation and coverage kappa (Appendix F breaks both: reported as FAIL), penalty
   validity (Lemma D.13) and pessimism (Lemma D.3) exact from the true model.
 * rates: sub-optimality and value error against K, the privacy cost against K and rho (Theorem 4.1, eq. 11).
 
@@ -79,7 +79,7 @@ class DPVAPVIAudit(Audit):
                  f"{QW}, Lemma E.15", "offline_linear.dp_event_checks"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one replaced trajectory moves each release by <= its l2 sensitivity (2H^2, 2H, 2H; matrices 1, "
-                 "times B, B^2 for ||phi|| <= B)", f"{QW}, Lemma D.1, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)",
+                 "times B, B^2 for ||phi|| <= B)", f"{QW}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)",
                  "offline_linear.sensitivity_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox",
                  "every release carries N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
@@ -94,7 +94,7 @@ class DPVAPVIAudit(Audit):
                  "w.h.p. the privatised Sigmatil_h and Lambdatil_h are positive definite for all h",
                  f"{QW}, Lemma D.2", "offline_linear.noise_bound_check"),
         ClaimRow("assumption.feature_norm", "assumption", "||phi(s,a)||_2 <= 1",
-                 f"{QW}, Algorithm 1 (linear MDP; A12)", "offline_linear.feature_norm_check"),
+                 f"{QW}, Algorithm 1 (linear MDP)", "offline_linear.feature_norm_check"),
         ClaimRow("assumption.coverage", "assumption", "kappa = min_h lambda_min(E_mu[phi phi^T]) > 0",
                  f"{QW}, Assumption 2.2", "offline_linear.coverage_check"),
         ClaimRow("assumption.penalty_validity", "assumption",

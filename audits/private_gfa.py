@@ -50,7 +50,7 @@ def _claims(alg: int) -> tuple:
                  f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, {thm}; Section 3.3", "gfa.composition_check"),
         ClaimRow("whitebox.score_dataset", "whitebox",
                  "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-                 f"{HZ}, Algorithm {alg} lines 4-6, Algorithms 1-2; Algorithm 1, P9", "gfa.score_dataset_check"),
+                 f"{HZ}, Algorithm {alg} lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
         ClaimRow("assumption.realizability", "assumption", "Q* in F",
                  f"{HZ}, Assumption 2.1 / {thm}", "gfa.assumption_checks"),
     ]
@@ -60,7 +60,7 @@ def _claims(alg: int) -> tuple:
     rows.append(ClaimRow("assumption.coverability", "assumption",
                          "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu"
                          + ("; C_cov <= C'_cov, N(s_1) <= H C_cov(M_{s_1}) (Appendix D)" if alg == 2 else ""),
-                         f"{HZ}, Definition 2.2, Definition 2.2; Appendix D", "gfa.assumption_checks"))
+                         f"{HZ}, Definition 2.2; Appendix D", "gfa.assumption_checks"))
     if alg == 2:
         rows.append(ClaimRow("assumption.deterministic", "assumption",
                              "deterministic transitions with outcome rewards",

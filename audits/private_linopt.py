@@ -2,7 +2,7 @@
 Approximation"; Zhou 2022): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
 
 One base class holds the claim table (the rows both algorithms share; the optimism row differs: Lemma 7.2 for
-Algorithm 1, C15 / eqs. 3, 7 for Algorithm 2) and ``run``; the two registered subclasses only name the algorithm.
+Algorithm 1, Lemma 7.2 / eqs. 3, 7 for Algorithm 2) and ``run``; the two registered subclasses only name the algorithm.
 The check functions live in audits/lib/linopt.py.
 
 What the audit runs (the paper has no experiments; docs/private_linopt.md describes the protocol):
@@ -53,10 +53,10 @@ def _claims(algorithm: str) -> tuple:
         ClaimRow("privacy.release.blackbox", "privacy",
                  "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are "
                  "(eps', delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
-                 f"{Z}, Thm 6.4 (billboard lemma); Theorem 6.4, Theorem 6.4", "linopt.release_blackbox_check"),
+                 f"{Z}, Thm 6.4 (billboard lemma); Theorem 6.4", "linopt.release_blackbox_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
-                 "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec Theorem 6.4, A7, A12",
+                 "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec Theorem 6.4",
                  "linopt.dp_event_check"),
         ClaimRow("whitebox.calibration", "whitebox",
                  "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
@@ -64,7 +64,7 @@ def _claims(algorithm: str) -> tuple:
                  "linopt.calibration_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "conditioned on the transcript, one user changes only her item of each stream: <= m nodes per "
-                 "counter, node-vector change <= declared sqrt(H m) Delta_c", f"{Z}, Lemma 6.1; Lemma 6.1(i), C9, A2, A7",
+                 "counter, node-vector change <= declared sqrt(H m) Delta_c", f"{Z}, Lemma 6.1; Lemma 6.1(i), Assumption 1",
                  "linopt.stream_sensitivity_check"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
@@ -86,7 +86,7 @@ def _claims(algorithm: str) -> tuple:
         # -- regret
         ClaimRow("regret.exponent", "regret",
                  f"Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-                 f"{Z}, {thm}; Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5, C23", "linopt.exponent_check"),
+                 f"{Z}, {thm}; Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5, Theorem 6.5", "linopt.exponent_check"),
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
                  f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),

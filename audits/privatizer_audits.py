@@ -21,7 +21,7 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
 * ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks (online)
   and the noise bound (offline, Lemma C.2).
 
-Paper calibration under replacement (docs/derivations.md#neighbouring-relation, Qiao & Wang 2024 B3): the paper calibrates to the
+Paper calibration under replacement (docs/derivations.md#neighbouring-relation, Qiao & Wang 2024): the paper calibrates to the
 add/remove sensitivity H per family, so under the replacement relation of its own definitions the
 mechanism is only 2 eps-DP. With ``--set calibration=paper`` the white-box checks report eps_realised =
 2 eps and FAIL, and the black-box bound typically exceeds eps and FAILS too: the documented finding, not
@@ -46,13 +46,13 @@ OFFLINE = "Qiao & Wang, Offline RL with Differential Privacy"
 ASSUMPTION_ROWS = (
     ClaimRow("assumption.count_error", "assumption",
              "w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all (h,s,a,s',k)",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 1 via Lemma 5.4 (Qiao & Wang 2023 C4, C6)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 1 via Lemma 5.4 (Qiao & Wang 2023 Lemma 5.4, the good event of Lemmas 5.1/5.6)", "check_assumption"),
     ClaimRow("assumption.sum_consistency", "assumption", "N~(s,a) = sum_s' N~(s,a,s')",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (Qiao & Wang 2023 C4)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (Qiao & Wang 2023 Lemma 5.4)", "check_assumption"),
     ClaimRow("assumption.no_underestimation", "assumption", "N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4",
              f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8 (Assumption 3.1 part 2)", "check_assumption"),
     ClaimRow("assumption.valid_transition", "assumption", "P~(.|s,a) is a full-support distribution",
-             f"{UCBVI} / {NASH}, Remark 3.2 (Qiao & Wang 2023 C5)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Remark 3.2 (Qiao & Wang 2023 full-support P~)", "check_assumption"),
 )
 DP_EVENT_ROW = ("whitebox.dp_event", "whitebox",
                 "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)")
@@ -175,8 +175,8 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "the released stream (N^, R~ after each episode) is eps-DP in one "
                  "user, so the actions are eps-JDP (Billboard lemma)",
-                 f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (Qiao & Wang 2023 C1)", "check_blackbox"),
-        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.1 (Qiao & Wang 2023 C1, docs/derivations.md#neighbouring-relation)", "check_dp_event"),
+                 f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (Qiao & Wang 2023 Lemma 5.1)", "check_blackbox"),
+        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.1 (Qiao & Wang 2023 Lemma 5.1, docs/derivations.md#neighbouring-relation)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "per-family l1 sensitivity of the node p-sums <= 2 H L under "
                  "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.1 (Qiao & Wang 2023 C1(b)); {NASH}",
                  "check_whitebox"),
@@ -209,13 +209,13 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
     privatizers = ("local",)
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "one user's message is eps-DP in her trajectory (eps-LDP)",
-                 f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (Qiao & Wang 2023 C2)", "check_blackbox"),
+                 f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (Qiao & Wang 2023 Lemma 5.6)", "check_blackbox"),
         ClaimRow("privacy.blackbox.stream", "privacy", "the released stream (sums of messages) is eps-DP "
                  "(post-processing of the messages); a user's class without message()",
-                 f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 C2)", "check_plugin_blackbox"),
-        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 C2, docs/derivations.md#neighbouring-relation)", "check_dp_event"),
+                 f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 Lemma 5.6)", "check_plugin_blackbox"),
+        ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 Lemma 5.6, docs/derivations.md#neighbouring-relation)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "per-family l1 sensitivity of one message <= 2 H under "
-                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 C2); {NASH} (Lemma 5.4)",
+                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 Lemma 5.6); {NASH} (Lemma 5.4)",
                  "check_whitebox"),
         *ASSUMPTION_ROWS,
     )

@@ -7,7 +7,7 @@ Setting (Appendix F, Section 6; every choice the paper leaves open is written in
   alpha_h and r_h drawn once from ``--instance-seed``; deterministic rewards (Section 2);
 * data: K episodes from mu per run, drawn from the exact law of their counts (``sample_counts``: the
   algorithms read the data only through n_h(s,a), n_h(s,a,s') and the reward sums, so this is the same
-  distribution as simulating the episodes); NO split (A22: the same K episodes serve as D and D');
+  distribution as simulating the episodes); NO split (the same K episodes serve as D and D');
   every method sees the SAME datasets (one batch of ``--runs`` datasets per K);
 * noise: the paper's calibration (Algorithm 2, footnote 8) at rho, feature bound B = 1, matrix neighbour 'paper'. The
   Appendix F features reach ||phi|| = sqrt(7) > 1, so these curves are NOT rho-zCDP for this instance
@@ -245,7 +245,7 @@ def markdown(meta, results, findings):
              f"* instance: Appendix F (S = 2, A = 100, d = 10, H = {meta['H']}), LSB-first action code, alpha_h and r_h "
              f"from instance seed {meta['instance_seed']}; v* = {meta['v_star']:.4f}; deterministic rewards;",
              f"* data: {meta['runs']} datasets of K episodes from mu per K (exact law of the counts), shared by every "
-             "method; no D / D' split (as in the paper's simulation, A22);",
+             "method; no D / D' split (as in the paper's simulation);",
              f"* penalties: additive term dropped (Dpen = 0) for VAPVI and DP-VAPVI; elliptical constant C = "
              f"{meta['C']:g} tuned for VAPVI over {list(C_GRID)} and shared with DP-VAPVI; PEVI c = {meta['pevi_c']:g} "
              f"(beta = c d H sqrt(log(2dHK/delta))) tuned over {list(PEVI_C_GRID)}; tuning on {meta['tune_runs']} "

@@ -42,7 +42,7 @@ def test_incremental_bellman_error_equals_the_literal_loss(gf):
     for run in range(2):
         lit = bellman_error_loss(gf.fclass, s[run], a[run], r[run])
         np.testing.assert_allclose(st_.loss("product")[run], lit, atol=1e-10)
-        np.testing.assert_allclose(st_.loss("literal")[run], lit, atol=1e-10)   # A5: identical on a product
+        np.testing.assert_allclose(st_.loss("literal")[run], lit, atol=1e-10)   #: identical on a product
     assert np.all(st_.loss() >= -1e-10)                                    # inf over F includes f itself
     # the chain losses sum to L^BE along every entry
     idx = gf.fclass.index
@@ -159,7 +159,7 @@ def test_run_record_and_exact_regret(gf):
 
 
 def test_update_uses_only_data_before_the_batch(gf):
-    """P3: the score at the update of batch i is computed on episodes 1..iB exactly."""
+    """the score at the update of batch i is computed on episodes 1..iB exactly."""
     agent = PrivateGeneralMDP(gf.fclass, epsilon=3.0, B=3)
     res = agent.run(gf.mdp, 9, np.random.default_rng(4), runs=2, record_scores=True)
     for i in range(res.M):
@@ -270,7 +270,7 @@ def test_bad_run_inputs(gf, small_d):
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), N=st.integers(1, 12), B=st.integers(1, 5))
 def test_a_users_own_class_runs_on_a_random_mdp(seed, N, B):
-    """A class passed as plain arrays (a non-product list: literal inf, A5) on a random MDP whose rewards are
+    """A class passed as plain arrays (a non-product list: literal inf) on a random MDP whose rewards are
     scaled so that sum_h r_h <= 1; regret is exact and non-negative."""
     from dpcheck.algorithms.envs import random_mdp
     rng = np.random.default_rng(seed)

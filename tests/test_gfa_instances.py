@@ -104,7 +104,7 @@ def test_appendix_d_coverability_facts(appd):
     assert pc.value == pytest.approx(9.34375) and pc.mean_reachable == pytest.approx(19.875)
     cov = coverability(appd.mdp, appd.fclass)
     assert cov.value == pytest.approx(9.34375)
-    # G14: N(s_1) <= H C_cov(Pi; M_{s_1}), E N <= H C'_cov, C_cov <= C'_cov
+    # Appendix D's coverability facts: N(s_1) <= H C_cov(Pi; M_{s_1}), E N <= H C'_cov, C_cov <= C'_cov
     assert np.all(pc.reachable.sum(axis=1) <= 4 * pc.per_start)
     assert cov.value <= pc.value + 1e-12
 

@@ -1,5 +1,5 @@
 """LinOpt-VI-Reg / LinOpt-PO-Reg (Zhou 2022, Algorithms 1-2, Section 3): the reduction check, regret, optimism,
-billboard structure, frozen rows, P6 floor, bad input. Seeds fixed; runs short."""
+billboard structure, frozen rows floor, bad input. Seeds fixed; runs short."""
 import math
 
 import numpy as np
@@ -44,7 +44,7 @@ def test_ucrl_vtr_regret_on_lm2_is_sublinear():
     R = res.cumulative_regret.mean(axis=0)
     assert R[2047] / R[1023] < 1.5                                  # linear regret would give 2
     assert res.regret[:, -200:].mean() < 0.05                       # near 0 within a few thousand episodes
-    # Lemma 3.1 / Lemma 7.2 / C15 / eqs. 3, 7 on the good event (figures recorded per episode)
+    # Lemma 3.1 / Lemma 7.2 / eqs. 3, 7 on the good event (figures recorded per episode)
     assert res.good_event.all()
     assert res.optimism_gap.min() >= -1e-9
     assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9
@@ -94,7 +94,7 @@ def test_policy_is_a_function_of_the_releases_only():
 
 
 def test_rows_are_frozen_with_the_episodes_own_value_function():
-    """A2 / P3 / P4: Lambda^{k+1} - Lambda^k = x x^T with x = phi_h^k(s_h, a_h) computed from V_{h+1}^k (ridge)."""
+    """P3 / P4: Lambda^{k+1} - Lambda^k = x x^T with x = phi_h^k(s_h, a_h) computed from V_{h+1}^k (ridge)."""
     env = lm2()
     log = []
     alg = UCRLVTR(1.0, tie_breaking="lowest")
@@ -148,7 +148,7 @@ def _signed_env():
 
 @pytest.mark.parametrize("K", [1, 2, 8])
 def test_short_horizons_run_and_never_insert_episode_K(K):
-    """P11 (K = 1) and P12 (K a power of two): the run completes; the trees hold K - 1 items."""
+    """P11 (K = 1) and (K a power of two): the run completes; the trees hold K - 1 items."""
     env = lm2()
     log = []
     res = PrivateLinOptVI(1.0).run(env, K, np.random.default_rng(0), runs=2,

@@ -1,4 +1,4 @@
-"""The binary mechanism on matrix-valued streams (Zhou 2022, Section 6.1; C3, C4, P1, P2)."""
+"""The binary mechanism on matrix-valued streams (Zhou 2022, Section 6.1; C3, C4)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -58,7 +58,7 @@ def test_releases_are_exactly_symmetric():
 
 
 def test_symmetric_noise_has_variance_sigma2_on_and_off_the_diagonal():
-    # P2: neither W + W^T (diagonal variance 4 sigma^2 / 2 sigma^2 off) nor independent halves
+    #: neither W + W^T (diagonal variance 4 sigma^2 / 2 sigma^2 off) nor independent halves
     rng = np.random.default_rng(4)
     W = symmetric_gaussian(rng, 2.0, (40_000, 3, 3))
     assert np.array_equal(W, np.swapaxes(W, -1, -2))

@@ -282,7 +282,7 @@ def test_pessimism_on_tab_full_in_the_large_data_regime():
     """Lemma C.10: Vtil_h <= V^{pi_hat}_h and Qbar_h <= Q^{pi_hat}_h (exact evaluation). The proof's events cost
     about 4 delta (Theorem 3.4); with delta = 0.01 at most 4% of runs may fail, so >= 45 of 50 runs must hold
     (were the true failure rate 4%, P[> 5 failures of 50] ~ 0.02; the union bounds are loose, so ~0 is
-    usual). n = 1e6 puts every pair far above 3 E_rho (no A18 gap pairs; asserted)."""
+    usual). n = 1e6 puts every pair far above 3 E_rho (no gap pairs; asserted)."""
     rng = np.random.default_rng(10)
     inst = tab_full(rng, S=2, A=2, H=3)
     counts = inst.sample_counts(10 ** 6, rng, runs=50)

@@ -50,7 +50,7 @@ class ReusedNoiseVAPVI(DPVAPVI):
 
 
 def test_fresh_noise_per_step_and_a_reused_draw_is_detected():
-    """Algorithm 2, footnote 8 / A8: g1_h recovered from the released statistics is uncorrelated across h (|corr| over 300
+    """Algorithm 2, footnote 8: g1_h recovered from the released statistics is uncorrelated across h (|corr| over 300
     runs stays below 0.25: the null sd of a sample correlation is 1/sqrt(300) = 0.058, and 0.25 is > 4 sd,
     so the max over 3 step pairs x 4 coordinates exceeds it with probability ~1e-4); the planted one-draw variant has corr = 1 and is caught."""
     inst, rng = _lin_tab(1)
@@ -90,7 +90,7 @@ def test_declared_and_empirical_noise_variances():
         assert np.array_equal(N, np.swapaxes(N, -1, -2))
         assert abs(N[..., off].var() / (1 / (4 * r0)) - 1) < 0.05
         assert abs(np.diagonal(N, axis1=-2, axis2=-1).var() / (1 / (2 * r0)) - 1) < 0.05
-    # A7 'replace' doubles the matrix variance; A12 feature_bound B scales vectors by B, matrices by B^2
+    # 'replace' doubles the matrix variance feature_bound B scales vectors by B, matrices by B^2
     rep = DPVAPVI(rho=rho, Dpen=1.0, matrix_neighbour="replace", feature_bound=2.0).noise_stds(H)
     assert rep["sigma_matrix"] == pytest.approx(std["sigma_matrix"] * math.sqrt(2) * 4)
     assert rep["w_vector"] == pytest.approx(std["w_vector"] * 2)
@@ -187,7 +187,7 @@ def test_oracle_penalty_gives_exact_pessimism():
 
 
 def test_appendix_f_figures_reach_the_result():
-    """A12: the noise calibrated for ||phi|| <= 1 is flagged on Appendix F; B = sqrt(7) clears the flag."""
+    """the noise calibrated for ||phi|| <= 1 is flagged on Appendix F; B = sqrt(7) clears the flag."""
     rng = np.random.default_rng(6)
     f = appendix_f(rng, H=4)
     data = f.collect(30, rng, runs=2)

@@ -368,7 +368,7 @@ def test_exponent_passes_that_say_nothing_are_marked():
 
 
 def test_output_policy_simulation_catches_a_per_step_mixture(gf, monkeypatch):
-    """A released policy that mixes per step (a fresh k at every step, P7) has another return than
+    """A released policy that mixes per step (a fresh k at every step) has another return than
     Unif(pi_1..pi_K) run per episode; the simulated part of the check sees it (GF-3, eps = 1: distinct pi_k)."""
     import dpcheck.algorithms.gfa as pkg
 

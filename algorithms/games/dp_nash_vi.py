@@ -47,7 +47,7 @@ PRACTICAL_CONSTANTS = {"C1": 0.1, "C2": 0.02}     # labelled practical mode (see
 
 
 def confidence_log(H: int, S: int, A: int, B: int, K: int, beta: float) -> float:
-    """iota = log(30 H S A B K / beta) (Algorithm 1, B13: K, not T)."""
+    """iota = log(30 H S A B K / beta) (Algorithm 1: K, not T)."""
     return math.log(30 * H * S * A * B * K / beta)
 
 
@@ -246,7 +246,7 @@ class DPNashVI:
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed to start: {type(e).__name__}: {e}") from e
         exact = E_raw == 0.0
-        # Spec B11: floor the width at 1 for private counts (keeps Lemma 5.8's hypothesis).
+        # floor the width at 1 for private counts (keeps Lemma 5.8's hypothesis; docs/derivations.md#widths-e).
         E = 0.0 if exact else max(E_raw, 1.0)
         iota = confidence_log(H, S, A, B, K, self.beta)
 
@@ -264,7 +264,7 @@ class DPNashVI:
             rec_Qu = np.empty((runs, K, H, S, A, B))
             rec_Vb = np.empty((runs, K, H + 1, S))
             rec_Vu = np.empty((runs, K, H + 1, S))
-        delta = np.full(runs, np.inf)                  # B8: Delta starts at +inf
+        delta = np.full(runs, np.inf)                  # Delta starts at +inf (docs/derivations.md#readings)
         k_out = np.zeros(runs, dtype=np.int64)
         pi_out = np.empty((runs, H, S, A, B))
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}

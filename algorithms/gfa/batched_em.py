@@ -1,8 +1,7 @@
 """Algorithms 1 and 2 of He & Zhou (He & Zhou 2026, Algorithms 1-2, Section 3.3; docs/derivations.md#noise-calibration) and their non-private baselines.
 
 Both algorithms share one loop (Algorithms 1-2): at episodes k = iB + 1 they score every class entry on D_[k] (the
-episodes strictly before the batch start, P3), draw f^(k) with the exponential mechanism (fresh randomness,
-P2), and play the greedy pi_{f^(k)} (lowest action on ties, P5) for the whole batch. They differ in the score:
+episodes strictly before the batch start), draw f^(k) with the exponential mechanism (fresh randomness), and play the greedy pi_{f^(k)} (lowest action on ties) for the whole batch. They differ in the score:
 
     Algorithm 1 (PrivateGeneralMDP):  S(f) = eta f_1(s_1) - L^BE_D(f)   (Bellman error with the inf term)
     Algorithm 2 (PrivateOutcomeRL):   S(f) = eta fbar_1  - L^BR_D(f)   (outcome Bellman residual)
@@ -14,7 +13,7 @@ eps0 from the exact advanced-composition solve over M = ceil(K/B) updates (:mod:
 MEX / outcome-based learner; B = ceil(sqrt K): Remark 3.7's batched variant, :func:`remark_3_7_batch_size`).
 
 Batched over independent runs (leading axis). ``run(env, K, rng, runs)`` spawns two child generators from
-``rng``: environment / selection. ``env`` is a TabularMDP (exact per-episode regret, P8) or a per-episode
+``rng``: environment / selection. ``env`` is a TabularMDP (exact per-episode regret) or a per-episode
 user sequence (``dpcheck.algorithms.envs.users``; regret when it carries ``.mdp``).
 
 Seams that planted-defect variants override: ``_temperature(privacy)`` (e.g. dropping the factor 2),
@@ -40,7 +39,7 @@ from dpcheck.algorithms.gfa import evaluation
 SAMPLERS = ("auto", "enumerate", "messages")
 # "auto" switches to backward messages for product classes larger than this many entries.
 _ENUMERATE_MAX = 1 << 16
-# Trajectory reward sums may exceed 1 by float rounding only (A3's normalisation check).
+# Trajectory reward sums may exceed 1 by float rounding only (the normalisation check of docs/derivations.md#noise-calibration).
 _NORMALISATION_TOL = 1e-9
 
 
@@ -126,7 +125,7 @@ class _BatchedExponentialMechanism:
 
     def dataset_scores(self, states, actions, rewards, init) -> np.ndarray:
         """S_D(f) (N,) of this learner (its eta, class and loss) on one dataset, through the same statistics
-        as :meth:`run` (for sensitivity audits on neighbouring datasets, G1/G2).
+        as :meth:`run` (for sensitivity audits on neighbouring datasets, docs/derivations.md#noise-calibration).
 
         states (n, H+1), actions (n, H), rewards (n, H) (Algorithm 2 uses only their sum, the outcome);
         init: s_1 (Algorithm 1) or rho (Algorithm 2).
@@ -239,7 +238,7 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
     tie_breaking    tie rule of the non-private argmax: "random" (seeded) | "lowest"
     s1              the fixed initial state; None = the point mass of the environment's init (needed only for
                     environments without a known init)
-    inf_mode        "auto" | "product" | "literal" (A5: min over the list for non-product classes)
+    inf_mode        "auto" | "product" | "literal" (min over the list for non-product classes)
     sampler         "auto" | "enumerate" | "messages" (backward messages, product classes only)
     """
 

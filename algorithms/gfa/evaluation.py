@@ -1,5 +1,5 @@
 """Exact figures on a known tabular MDP: returns of greedy policies, coverability, realizability and
-completeness of a class (He & Zhou 2026, Section 2.1-Definition 2.2, Assumption 2.1, Def 2.2, G14, P8).
+completeness of a class (He & Zhou 2026, Section 2.1, Definition 2.2, Assumption 2.1, Def 2.2, Appendix D's coverability facts).
 
 * :func:`policy_returns` -- J(pi) for a batch of deterministic policies (..., H, S), exactly. MDPs whose every
   P_h(.|s,a) is a point mass (Def 3.3; the Appendix D environment) take a path-following fast path
@@ -112,7 +112,7 @@ def optimal_return(mdp: TabularMDP, init=None) -> float:
 
 
 def max_return(mdp: TabularMDP, init=None) -> float:
-    """max over reachable trajectories (s_1 in supp init) of sum_h r_h(s_h, a_h) (A3's normalisation check)."""
+    """max over reachable trajectories (s_1 in supp init) of sum_h r_h(s_h, a_h) (the normalisation check of docs/derivations.md#noise-calibration)."""
     mdp = _mdp(mdp)
     W = np.zeros(mdp.S)
     for h in range(mdp.H - 1, -1, -1):
@@ -232,7 +232,7 @@ class Realizability:
     """Q* in F (Assumption 2.1's consequence; all Algorithm 2 needs).
 
     holds      some entry equals Q* within ``atol`` in sup norm
-    entries    the entries equal to Q* (duplicates included, A11)
+    entries    the entries equal to Q* (duplicates included)
     distance   min over entries of ||f - Q*||_inf
     """
 

@@ -7,7 +7,7 @@ in factored form:
     index       (N, H) int   entry f uses layers[h][index[f, h]] at step h
 
 so that the per-step sufficient statistics live on the small sets F_h, while the entries keep the
-user's order and duplicates, compared exactly (A11: the Appendix D class has 243 entries but only 207 distinct functions; the
+user's order and duplicates, compared exactly (the Appendix D class has 243 entries but only 207 distinct functions; the
 duplicates double their prior mass in the exponential mechanism and |F| = 243 enters the accounting).
 The convention f_{H+1} == 0 is implicit (a single zero function at step H+1).
 
@@ -16,10 +16,10 @@ The convention f_{H+1} == 0 is implicit (a single zero function at step H+1).
   exponential mechanism factorises along h.
 * :meth:`FunctionClass.from_values` -- an explicit list (N, H, S, A) (a user's class as arrays); it is
   flagged ``is_product`` exactly when its index tuples are the whole grid n_1 x ... x n_H, each once (then the
-  literal inf over the list equals the per-step decomposition, A5); the user's order is kept.
+  literal inf over the list equals the per-step decomposition); the user's order is kept.
 
 Validation (one-line :class:`InputError`): non-numeric, NaN, values outside [0, 1] (every sensitivity bound
-of Section 3.3, docs/derivations.md#noise-calibration assumes f in [0, 1], A3), wrong number of axes, an empty class or an empty step set.
+of Section 3.3, docs/derivations.md#noise-calibration assumes f in [0, 1]), wrong number of axes, an empty class or an empty step set.
 """
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ class FunctionClass:
 
     @classmethod
     def from_values(cls, values, name: str = "") -> "FunctionClass":
-        """A class given as an explicit list: ``values`` (N, H, S, A) in [0, 1] (duplicates allowed, A11)."""
+        """A class given as an explicit list: ``values`` (N, H, S, A) in [0, 1] (duplicates allowed)."""
         vals = _unit_array("function class values", values, 4)
         N, H = vals.shape[:2]
         layers, index = [], np.empty((N, H), dtype=np.int64)
@@ -130,7 +130,7 @@ class FunctionClass:
     # ------------------------------------------------------------------ sizes
     @property
     def N(self) -> int:
-        """|F|: the number of entries (duplicates counted, A11)."""
+        """|F|: the number of entries (duplicates counted)."""
         return int(self.index.shape[0])
 
     def __len__(self) -> int:

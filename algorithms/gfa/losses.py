@@ -3,15 +3,15 @@
 Two implementations of each loss, which the tests require to agree:
 
 * literal reference functions on one dataset of trajectories (what an audit evaluates on neighbouring
-  datasets D, D' to measure the score's sensitivity, G1/G2):
-  :func:`bellman_error_loss` (L^BE with the inf term taken literally over the list, A5),
+  datasets D, D' to measure the score's sensitivity, docs/derivations.md#noise-calibration):
+  :func:`bellman_error_loss` (L^BE with the inf term taken literally over the list),
   :func:`outcome_model` (R^(f)(tau)), :func:`outcome_loss` (L^BR), :func:`bellman_error_score`,
   :func:`outcome_score`;
 * incremental sufficient statistics batched over runs used by the algorithms:
   :class:`BellmanErrorStatistics` keeps E_h[g, g'] for the distinct step functions g in F_h, g' in F_{h+1}
   (F_{H+1} = {0}); :class:`OutcomeLossStatistics` keeps L[f].
 
-Losses are SUMS over trajectories, never means (P9: the sensitivity analysis of Section 3.3, docs/derivations.md#noise-calibration depends on it).
+Losses are SUMS over trajectories, never means (the sensitivity analysis of Section 3.3, docs/derivations.md#noise-calibration depends on it).
 Datasets: states (n, H+1), actions (n, H), rewards (n, H) (Algorithm 1) or outcomes (n,) (Algorithm 2);
 the statistics take the same with a leading run axis.
 """
@@ -48,7 +48,7 @@ def _dataset(fc: FunctionClass, states, actions, extra, what: str, runs_axis: bo
 
 # ------------------------------------------------------------------------------------------- literal
 def _pred_target(fc: FunctionClass, s, a, r):
-    """pred[f, n, h] = f_h(s_h, a_h); target[f, n, h] = r_h + max_a f_{h+1}(s_{h+1}, a) (0 at h = H, P6)."""
+    """pred[f, n, h] = f_h(s_h, a_h); target[f, n, h] = r_h + max_a f_{h+1}(s_{h+1}, a) (0 at h = H)."""
     V = fc.values                                       # (N, H, S, A)
     H = fc.H
     pred = np.stack([V[:, h, s[:, h], a[:, h]] for h in range(H)], axis=-1)
@@ -62,7 +62,7 @@ def bellman_error_loss(fc: FunctionClass, states, actions, rewards) -> np.ndarra
 
         sum_h E_{D,h}(f_h, f_{h+1}) - min_{f' in F} sum_h E_{D,h}(f'_h, f_{h+1})
 
-    with the min over the LIST of entries (A5; equal to the per-step decomposition for product classes).
+    with the min over the LIST of entries (equal to the per-step decomposition for product classes).
     """
     s, a, r = _dataset(fc, states, actions, rewards, "rewards", False)
     pred, target = _pred_target(fc, s, a, r)          # (N, n, H) each

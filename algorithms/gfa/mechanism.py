@@ -3,7 +3,7 @@
     Pr[f] = exp(beta S(f)) / sum_g exp(beta S(g))
 
 * :func:`selection_log_probabilities` -- the closed form, via log-sum-exp (stable at scores in the
-  thousands and beyond; P1). An audit compares empirical selection frequencies with it.
+  thousands and beyond). An audit compares empirical selection frequencies with it.
 * :func:`exponential_mechanism` -- one draw per run by the Gumbel-max trick,
   ``argmax_f (beta S(f) + G_f)`` with G_f i.i.d. standard Gumbel from the ``rng`` passed in; the
   draw is exactly distributed as the closed form and never exponentiates a score.
@@ -85,7 +85,7 @@ def argmax_with_ties(scores, rng: np.random.Generator | None, tie_breaking: str 
 
 def exponential_mechanism(scores, beta: float, rng: np.random.Generator,
                           tie_breaking: str = "random") -> np.ndarray:
-    """One independent draw per run (runs,) int from Pr[f] propto exp(beta S(f)) (Gumbel-max, P1).
+    """One independent draw per run (runs,) int from Pr[f] propto exp(beta S(f)) (Gumbel-max).
 
     Fresh randomness at every call. beta = inf -> :func:`argmax_with_ties`; beta = 0 -> uniform.
     """

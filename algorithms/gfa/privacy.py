@@ -4,7 +4,7 @@ Every update is one exponential mechanism over the class with temperature
 
     beta_EM = eps0 / (2 Delta_S)                    (the factor 2: the score's sensitivity, Section 2.2)
 
-so each update is (eps0, 0)-DP; the M = ceil(K/B) updates (A2: the k = 1 update sees no data, keeping
+so each update is (eps0, 0)-DP; the M = ceil(K/B) updates (the k = 1 update sees no data, keeping
 M is conservative) compose adaptively (Lemma E.2) to
 
     eps_total = eps0 sqrt(2 M ln(1/delta)) + M eps0 (e^{eps0} - 1)          (at this delta)
@@ -69,7 +69,7 @@ def advanced_composition(eps0: float, M: int, delta: float) -> float:
 
 
 def per_update_epsilon(epsilon: float, delta: float, M: int, rule: str = "exact") -> float:
-    """eps0 of one update so that M of them give (epsilon, delta)-DP (rules in the module docstring, A1)."""
+    """eps0 of one update so that M of them give (epsilon, delta)-DP (rules in the module docstring)."""
     if rule not in EPS0_RULES:
         raise InputError(f"eps0 rule must be one of {EPS0_RULES}, got {rule!r}")
     epsilon = _budget("epsilon", epsilon, allow_inf=True)
@@ -175,7 +175,7 @@ class GFAPrivacy:
 
     @property
     def within_budget(self) -> bool:
-        """composed_epsilon <= epsilon (False for the overshooting "appendix_e" rule, A1)."""
+        """composed_epsilon <= epsilon (False for the overshooting "appendix_e" rule)."""
         return not self.private or self.composed_epsilon <= self.epsilon * (1 + 1e-12)
 
     def dp_event(self):

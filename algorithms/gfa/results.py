@@ -55,7 +55,7 @@ class GFARun:
     K, B, M, runs    episodes, batch size, updates M = ceil(K/B), independent runs
     update_episodes  0-based first episode of every batch (M,) = (0, B, 2B, ...)
     selected         f^(k) drawn at each update (runs, M): the index of the class entry
-    scores           S(f) at each update (runs, M, N) if ``record_scores`` else None (for EM-utility checks, G7)
+    scores           S(f) at each update (runs, M, N) if ``record_scores`` else None (for EM-utility checks, the EM utility step of Theorem 3.1's proof)
     states           s_1..s_{H+1} of every episode (runs, K, H+1)  [record=True]
     actions          a_1..a_H of every episode (runs, K, H)        [record=True]: part of the JDP output
     rewards          r_1..r_H (Algorithm 1) (runs, K, H) or the outcome r(tau) (Algorithm 2) (runs, K)

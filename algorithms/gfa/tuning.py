@@ -1,8 +1,8 @@
-"""Parameter choices: the theory's eta and B (He & Zhou 2026, Appendix E, A4, A6, A7) and the Appendix D
+"""Parameter choices: the theory's eta and B (He & Zhou 2026, Appendix E) and the Appendix D
 "PoC-default" configuration of docs/private_gfa.md (methods of Appendix D).
 
 :func:`theory_parameters` evaluates Appendix E exactly as written (constants the paper leaves unspecified set to 1,
-A6; Algorithm 1 and 2 keep their own kappa and C, A7); ``eta_form`` picks A4's displayed O(.) expression
+Algorithm 1 and 2 keep their own kappa and C); ``eta_form`` picks Appendix E's displayed O(.) expression
 ("displayed", for paper runs) or the exact balancing value sqrt(2 K Delta_S L / (C eps0)) ("balancing", for
 bound checks). B is rounded up and clipped to [1, K]; eps0 comes from the realised M = ceil(K/B) (docs/derivations.md#noise-calibration).
 """
@@ -84,7 +84,7 @@ def poc_default(method: str, function_class, K: int = 300, *, delta: float = 1e-
 
     non_private_no_batch: B = 1, argmax; non_private_batched: B = ceil(sqrt K) (Remark 3.7);
     private_eps_8 / private_eps_5: B = ceil(K^{3/5} / eps^{2/5}), eps the total JDP budget (Appendix D), delta = 1e-5,
-    eps0 by the exact solve, Delta_S = 1 (exact for the binary Appendix D class, A3).
+    eps0 by the exact solve, Delta_S = 1 (exact for the binary Appendix D class).
     """
     from dpcheck.algorithms.gfa.batched_em import NonPrivateOutcomeRL, PrivateOutcomeRL, remark_3_7_batch_size
     K = _positive_int("K", K)

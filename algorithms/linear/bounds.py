@@ -1,7 +1,7 @@
-"""The explicit regret bounds of the proofs of Thms 4.1 and 5.1 (private_linopt.md Theorem 4.1, Theorem 5.1; A8).
+"""The explicit regret bounds of the proofs of Thms 4.1 and 5.1 (Zhou 2022).
 
 These are what the proofs actually show, with the per-component constants (the generic O(.) statements
-drop an H in front of the reward-side term, A8). They hold with probability >= 1 - 4 alpha under
+drop an H in front of the reward-side term). They hold with probability >= 1 - 4 alpha under
 Assumptions 1 and 2; a run whose exact pseudo-regret exceeds them is a counterexample only on that event.
 
     T1 = 2 beta_p sqrt(K H) sqrt(2 H d1 ln(1 + K H^2 / lambda_min_p))

@@ -9,13 +9,13 @@ Per episode k (0-based h in arrays; the paper's step h is index h - 1):
 1. read the release (Lambda_p, u_p, Lambda_r, u_r) of the regulariser -- nothing else of the data;
 2. theta_hat = Lambda^{-1} u (eqs. 1-2), with Lambda^{-1} from ``eigh``; a Lambda that is not positive
    definite (possible for the Privatizer outside the Assumption 2 event) has its eigenvalues floored at
-   lambda_min (P6, post-processing) and is flagged in the result;
+   lambda_min (post-processing) and is flagged in the result;
 3. backward in h: phi_h^k(s,a) = sum_s' psi(s,a,s') V_{h+1}^k(s'), bonuses
    Gamma_p = beta_p ||phi||_{Lambda_p^{-1}}, Gamma_r = beta_r ||varphi||_{Lambda_r^{-1}}, and
    Q_h^k = max{0, min{H - h + 1, varphi^T theta_hat_r + phi^T theta_hat_p + Gamma_p + Gamma_r}} (Algorithms 1-2);
    V_h^k = max_a Q_h^k (VI) or sum_a pi_h^k(a|s) Q_h^k(s,a) (PO);
-4. roll out pi^k (VI: greedy, ties uniformly at random or to the lowest index, P9; PO: sample);
-5. feed the rows x_p = phi_h^k(s_h, a_h) (frozen, A2), y_p = V_{h+1}^k(s_{h+1}), x_r = varphi(s_h, a_h), y_r = r_h;
+4. roll out pi^k (VI: greedy, ties uniformly at random or to the lowest index; PO: sample);
+5. feed the rows x_p = phi_h^k(s_h, a_h) (frozen), y_p = V_{h+1}^k(s_{h+1}), x_r = varphi(s_h, a_h), y_r = r_h;
 6. PO only: log pi_h^{k+1} = log pi_h^k + eta Q_h^k - logsumexp, eta = sqrt(2 ln|A| / (H^2 K)).
 
 Steps 1-4 depend on the data only through the releases (``plan``), which is what makes the billboard
@@ -46,7 +46,7 @@ TIE_BREAKING = ("random", "lowest")
 def floored_inverse(L: np.ndarray, floor: float, min_eig: bool = True):
     """(L^{-1}, floored (...,) bool, smallest eigenvalue (...,) or NaN) for symmetric L (..., d, d).
 
-    Where the smallest eigenvalue is <= 0 every eigenvalue below ``floor`` is raised to it (P6: the
+    Where the smallest eigenvalue is <= 0 every eigenvalue below ``floor`` is raised to it (the
     bonus sqrt(phi^T L^{-1} phi) stays real; privacy-neutral post-processing). The usual case (every
     matrix of the batch positive definite, certified by a Cholesky factorisation) inverts directly;
     only a batch with a non-PD matrix goes through ``eigh`` (a full eigendecomposition costs several
@@ -88,7 +88,7 @@ class LinOptResult:
     floored_p/_r      Lambda_h^k was not PD and was floored                           (runs, K, H) bool
     z_eig_min_p/_r, z_eig_max_p/_r   extreme eigenvalues of Z_h^k = Lambda_h^k - G_h^k (Assumption 2) (runs, K, H)
                       (these and the next two are None with record_figures=False)
-    noise_norm_p/_r   ||N_h^k|| = ||Z_h^k - shift I|| (C8: <= Sigma w.h.p.)                  (runs, K, H)
+    noise_norm_p/_r   ||N_h^k|| = ||Z_h^k - shift I|| (Lemmas B.4-B.5: <= Sigma w.h.p.)                  (runs, K, H)
     z_norm_p/_r       ||z_h^k||_{(Z_h^k)^{-1}} (inf where Z is not PD)                       (runs, K, H)
     shift_p, shift_r  the shift of the regulariser (2 Sigma (+ ridge) for the Privatizer, lam for ridge)
     optimism_gap      min_{h,s,a} (Q_h^k - Q_h^*)   (Lemma 7.2: >= 0 on the good event, Algorithm 1)  (runs, K)
@@ -384,7 +384,7 @@ class _LinOpt:
         return 0.0
 
     def _greedy(self, Q, rng):
-        """argmax_a Q (runs, H, S): lowest index, or uniform among exact ties (P9, Section 7 item 6)."""
+        """argmax_a Q (runs, H, S): lowest index, or uniform among exact ties."""
         if self.tie_breaking == "lowest":
             return Q.argmax(axis=-1)
         top = Q.max(axis=-1, keepdims=True)
@@ -456,7 +456,7 @@ class _Recorder:
         minus_iota = Q - target
         self.iota_min[:, k] = minus_iota.min(axis=(1, 2, 3))                             # eqs. 3, 7 lower
         self.iota_excess[:, k] = (minus_iota - 2.0 * plan["bonus"]).max(axis=(1, 2, 3))  # eqs. 3, 7 upper
-        self.lower[:, k] = (raw < 0).sum(axis=(1, 2, 3))                                 # C15
+        self.lower[:, k] = (raw < 0).sum(axis=(1, 2, 3))                                 # Lemma 7.2
         self.upper[:, k] = (raw >= caps).mean(axis=(1, 2, 3))
         if Zs is not None:
             Zp, zp, Zr, zr = Zs
@@ -507,13 +507,13 @@ def _z_figures(Z, z, shift):
 
 
 class LinOptVI(_LinOpt):
-    """LinOpt-VI-Reg (Algorithm 1, Algorithm 1) with any Regularizer."""
+    """LinOpt-VI-Reg (Algorithm 1) with any Regularizer."""
 
     name = "LinOpt-VI-Reg"
 
 
 class LinOptPO(_LinOpt):
-    """LinOpt-PO-Reg (Algorithm 2, Algorithm 2) with any Regularizer. ``eta`` defaults to the step size of the
+    """LinOpt-PO-Reg (Algorithm 2) with any Regularizer. ``eta`` defaults to the step size of the
     proof of Thm 5.1, sqrt(2 ln|A| / (H^2 K))."""
 
     name = "LinOpt-PO-Reg"

@@ -200,7 +200,7 @@ class LinearMixtureMDP(ReadOnlyArrays):
         return float(self.optimal_values()[1][0] @ self.tabular.init)
 
     def policy_values(self, policy: np.ndarray) -> np.ndarray:
-        """E_{s_1} V_1^pi(s_1) for a batch of stochastic policies (..., H, S, A) (exact, P10)."""
+        """E_{s_1} V_1^pi(s_1) for a batch of stochastic policies (..., H, S, A) (exact)."""
         _, V = evaluate(self.P, self.r, policy)
         return V[..., 0, :] @ self.tabular.init
 

@@ -19,12 +19,12 @@ with Sigma_r, where (Lemma B.4 / B.5 with per-entry variance m sigma^2 and failu
     Sigma_r     = sigma_{r,1} sqrt(m) (4 sqrt(d2) + sqrt(8 ln(8KH/alpha)))
     lambda_min = Sigma, lambda_max = 3 Sigma, nu = sigma_2 sqrt(m / Sigma) (sqrt(d_side) + sqrt(2 ln(4KH/alpha))).
 
-Ambiguities resolved here (docs/derivations.md#readings): A4 ``radius_dim`` ("d" default, "d1"); A7 ``sensitivity_mode`` ("paper" =
+Ambiguities resolved here (docs/derivations.md#readings): ``radius_dim`` ("d" default, "d1"; Lemma B.4); ``sensitivity_mode`` ("paper" =
 the norm of one item; "replacement" multiplies the matrix Delta by sqrt(2) and the vector Delta by 2, or by
-sqrt(2) with ``nonnegative_items=True``, valid when features and targets are entrywise >= 0); A12
+sqrt(2) with ``nonnegative_items=True``, valid when features and targets are entrywise >= 0; docs/derivations.md#neighbouring-relation);
 ``target`` ("paper": calibrate with eps and claim eps + eps^2/(16 H ln(4H/delta)); "exact": calibrate with the
-largest eps' whose paper total is <= eps); P11/P12 (m >= 1; episode K is never inserted, so every item is in
-at most m nodes of any tree, C1). ``ridge`` (>= 0, 0 in the paper) adds ridge I to both shifts and to
+largest eps' whose paper total is <= eps); m >= 1, and episode K is never inserted, so every item is in
+at most m nodes of any tree (Lemma 6.1). ``ridge`` (>= 0, 0 in the paper) adds ridge I to both shifts and to
 lambda_min/lambda_max; ``epsilon = inf`` switches the noise off, and with ``ridge = lam`` the Privatizer is
 then the ridge regulariser of Section 3, Z = lambda I (same statistics, same constants: the reduction check).
 
@@ -116,14 +116,14 @@ class Privatizer(Regularizer):
     # ------------------------------------------------------------------ calibration (one source of truth)
     def calibration_epsilon(self, sizes: LinearSizes) -> float:
         """The eps the sigmas are computed with: eps (target "paper"), or the largest eps' with
-        eps' + eps'^2 / (16 H ln(4H/delta)) <= eps (target "exact", A12)."""
+        eps' + eps'^2 / (16 H ln(4H/delta)) <= eps (target "exact")."""
         if self.target == "paper" or self.noise_off:
             return self.epsilon
         c = 1.0 / (16.0 * sizes.H * math.log(4.0 * sizes.H / self.delta))
         return 2.0 * self.epsilon / (1.0 + math.sqrt(1.0 + 4.0 * c * self.epsilon))   # root of c x^2 + x = eps
 
     def item_sensitivities(self, sizes: LinearSizes) -> dict:
-        """The l2 norm bound of ONE stream item (Assumption 1; C9): Delta_{p,1} = d1 H^2,
+        """The l2 norm bound of ONE stream item (Assumption 1): Delta_{p,1} = d1 H^2,
         Delta_{p,2} = sqrt(d1) H^2, Delta_{r,1} = Delta_{r,2} = 1."""
         H2 = float(sizes.H) ** 2
         return {"p1": sizes.d1 * H2, "p2": math.sqrt(sizes.d1) * H2, "r1": 1.0, "r2": 1.0}

@@ -9,7 +9,7 @@ the start of episode k, the regularised statistics the algorithm may read (``rel
 
 The algorithm never sees G and Z apart. ``constants(sizes)`` are the Assumption 2 constants (lambda_min,
 lambda_max, nu per side) from which :func:`confidence_radii` computes beta_p(alpha), beta_r(alpha) (Lemma 3.1,
-per-component constants, P7); ``regularization()`` returns (Z_p, z_p, Z_r, z_r) for checkers only.
+per-component constants); ``regularization()`` returns (Z_p, z_p, Z_r, z_r) for checkers only.
 
 Both regularisers keep the sums G, g in the project's binary tree (algorithms/privatizers/binary_mechanism.py):
 the ridge one with zero node noise, the privatizer with Gaussian node noise. The tree's release with zero
@@ -53,8 +53,8 @@ class LinearSizes:
 
     @property
     def m(self) -> int:
-        """Tree depth m = max(1, ceil(log2 K)) (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration, A3, P11): the levels of a tree over the K - 1
-        insertions that releases prefix(k - 1), k <= K, ever use (P12: episode K is never inserted)."""
+        """Tree depth m = max(1, ceil(log2 K)) (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration): the levels of a tree over the K - 1
+        insertions that releases prefix(k - 1), k <= K, ever use (episode K is never inserted)."""
         return tree_levels(self.insertions)
 
     @property

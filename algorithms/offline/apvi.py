@@ -143,7 +143,7 @@ def _reward_array(reward, H, S, A):
 
 
 class DPAPVI:
-    """DP-APVI (Algorithm 1, Algorithm 1). Exactly one of ``rho`` (Gaussian, rho-zCDP) and ``epsilon``
+    """DP-APVI (Algorithm 1). Exactly one of ``rho`` (Gaussian, rho-zCDP) and ``epsilon``
     (Laplace, eps-DP, docs/derivations.md#noise-calibration); ``inf`` switches the noise off.
 
     penalty: 'bernstein' (Algorithm 1) or 'hoeffding' (eq. 8); consistency: 'lp' (eqs. 3-4) or 'naive'
@@ -248,7 +248,7 @@ class DPAPVI:
         for h in range(H - 1, -1, -1):
             Qtil[:, h] = r[h] + np.einsum("rsat,rt->rsa", kernel[:, h], V[:, h + 1])
             Gamma[:, h], var[:, h] = self._penalty(kernel[:, h], private.visits[:, h], V[:, h + 1], E=E, iota=iota, H=H)
-            # P10: clip at H-h+1 (0-based: H-h) first, then at 0
+            # clip at H-h+1 (0-based: H-h) first, then at 0
             Qbar[:, h] = np.maximum(np.minimum(Qtil[:, h] - Gamma[:, h], H - h), 0.0)
             V[:, h] = Qbar[:, h].max(axis=-1)
         policy = np.argmax(Qbar, axis=-1)                         # lowest index on ties

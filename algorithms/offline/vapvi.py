@@ -188,11 +188,11 @@ def _solve(M, b):
 
 
 class DPVAPVI:
-    """DP-VAPVI (Algorithm 2, Algorithm 2). ``rho = inf`` switches every noise (and the E/2 shift) off.
+    """DP-VAPVI (Algorithm 2). ``rho = inf`` switches every noise (and the E/2 shift) off.
 
     Parameters: rho (zCDP budget), delta (utility failure probability), C (elliptical-penalty constant),
     lam (ridge lambda > 0), Dpen or (c_D, kappa) (Appendix F), c1 = c2 = 1 inside E (Algorithm 1), matrix_neighbour
-    'paper' | 'replace' (docs/derivations.md#neighbouring-relation), feature_bound B (Appendix F), split (A22: True = D, D' halves of 2K trajectories).
+    'paper' | 'replace' (docs/derivations.md#neighbouring-relation), feature_bound B (Appendix F), split (True = D, D' halves of 2K trajectories).
     """
 
     name = "DP-VAPVI"
@@ -259,7 +259,7 @@ class DPVAPVI:
                 "lambda_matrix": mat, "w_vector": 2.0 * H * B}
 
     def noise_stds(self, H: int) -> dict:
-        """Per-coordinate std of each release: sensitivity / sqrt(2 rho0) (P8: 2H^4/rho0, 2H^2/rho0 and
+        """Per-coordinate std of each release: sensitivity / sqrt(2 rho0) (2H^4/rho0, 2H^2/rho0 and
         1/(4 rho0) are the VARIANCES for B = 1, 'paper'); 0 with the noise off."""
         if self.noise_off:
             return {k: 0.0 for k in STATISTICS}
@@ -308,7 +308,7 @@ class DPVAPVI:
         g3 = rng.normal(0.0, std["w_vector"], size=(runs, H, d))
         Z1 = rng.normal(0.0, std["sigma_matrix"], size=(runs, H, d, d))
         Z2 = rng.normal(0.0, std["lambda_matrix"], size=(runs, H, d, d))
-        sym = lambda Z: (Z + np.swapaxes(Z, -1, -2)) / math.sqrt(2.0)      # P12: / sqrt(2), not / 2
+        sym = lambda Z: (Z + np.swapaxes(Z, -1, -2)) / math.sqrt(2.0)      # / sqrt(2), not / 2
         return VAPVINoise(g1, g2, g3, sym(Z1), sym(Z2))
 
     def _additive(self, H: int, d: int, K: int) -> tuple[float, float]:
@@ -360,7 +360,7 @@ class DPVAPVI:
             eig_s[:, h] = np.linalg.eigvalsh(Sig)[:, 0]
             beta = _solve(Sig, b_beta[..., None])[..., 0]
             theta = _solve(Sig, b_theta[..., None])[..., 0]
-            # lines 7-8 (P13: clip before squaring; sigtil^2 = max(1, .))
+            # lines 7-8 (clip before squaring; sigtil^2 = max(1, .))
             m2 = np.clip(np.einsum("sai,ri->rsa", phi, beta), 0.0, top * top)
             m1 = np.clip(np.einsum("sai,ri->rsa", phi, theta), 0.0, top)
             sig2[:, h] = np.maximum(1.0, m2 - m1 * m1)

@@ -10,7 +10,7 @@ loops over h only. The agent reads nothing but the privatizer's release
 (N~, R~ and the public width E) and the current user's state, so any
 privatizer implementing the CountPrivatizer interface (Central -> eps-JDP,
 Local -> eps-LDP, or a user's class) gives the privacy of that privatizer
-(Billboard lemma, Section 5.1; C1(d), C3).
+(Billboard lemma, Section 5.1; Lemma 5.1's data flow, post-processing).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ shape (runs, ...).
 Matrix-valued streams (Zhou 2022, Section 6.1: the Gram-matrix counters of Private-LinOpt-VI/-PO) use
 the same tree with ``TreeCounter(..., symmetric=True)``: the counters' last two axes are a square
 matrix and every node's noise is a symmetric Gaussian matrix (i.i.d. entries on and above the
-diagonal, mirrored below; P2: neither ``W + W^T`` nor an independent lower triangle), so every release
+diagonal, mirrored below: neither ``W + W^T`` nor an independent lower triangle), so every release
 is exactly symmetric. ``BinaryMechanism(..., keep_noise=True)`` also keeps the noise of the live
 nodes so that checkers can read the total noise of the current release (``noise()``, the N_{h,p}^k of
 Zhou 2022, Section 6.1) without subtracting two large sums.
@@ -142,7 +142,7 @@ class TreeCounter:
 
 
 def symmetric_gaussian(rng: np.random.Generator, sigma: float, shape) -> np.ndarray:
-    """Symmetric Gaussian matrices over the last two axes of ``shape`` (Zhou 2022, Section 6.1, P2).
+    """Symmetric Gaussian matrices over the last two axes of ``shape`` (Zhou 2022, Section 6.1).
 
     One N(0, sigma^2) draw per entry (p, q) with p <= q (row-major upper triangle, diagonal included,
     consumed in C order over the leading axes), copied to (q, p): every entry has variance sigma^2 and
@@ -220,7 +220,7 @@ class BinaryMechanism:
         self._advance(i, node + self._draw(i))
 
     def _draw(self, i):
-        """The noise of the node completing at level i: drawn once here, never again (P1 / docs/derivations.md#readings)."""
+        """The noise of the node completing at level i: drawn once here, never again (docs/derivations.md#readings)."""
         noise = self.counter.draw(self.rng, self.shape)
         self.last_noise = noise
         if self._noise is not None:

@@ -5,9 +5,9 @@ Every count is a continual counter over the K users: for each (h,s,a) the visit 
 privatised by the binary mechanism with per-node Laplace scale
 
     b_c = F H L / eps            (paper;  F = 3 families for DP-UCBVI, 2 for DP-Nash-VI)
-    b_c = 2 F H L / eps          (strict: replacement neighbours, docs/derivations.md#neighbouring-relation / B3)
+    b_c = 2 F H L / eps          (strict: replacement neighbours, docs/derivations.md#neighbouring-relation)
 
-with L = floor(log2 K) + 1 (eps' = eps / (F H L) per node, docs/derivations.md#noise-calibration/A4). ``N^_h^k = B(k-1)``; N~ comes from
+with L = floor(log2 K) + 1 (eps' = eps / (F H L) per node, docs/derivations.md#noise-calibration). ``N^_h^k = B(k-1)``; N~ comes from
 the Section 5.1.1 LP with the central E (docs/derivations.md#widths-e); R~ is the tree output itself (no post-processing, docs/derivations.md#readings).
 
 Privacy as data: in one family a user changes one unit per step h in each of the L nodes of the

@@ -6,7 +6,7 @@ The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair
 * :class:`OfflineGaussianPrivatizer` (rho-zCDP, eq. 2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
   ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (eq. 3, Lemma C.2);
   post-processing with band ``E_rho / 2`` and no shift (eqs. 3-4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
-  ``ntil(s,a) > E_rho`` else uniform (eq. 5). Privacy (Lemma C.1, Lemma C.1): replacing one trajectory changes
+  ``ntil(s,a) > E_rho`` else uniform (eq. 5). Privacy (Lemma C.1): replacing one trajectory changes
   H pair counts by -1 and H by +1, l2 sensitivity ``sqrt(2H)`` per family, so each family is
   ``GaussianDpEvent(sigma / sqrt(2H))`` = rho/2-zCDP and the two compose to rho-zCDP.
 * :class:`OfflineLaplacePrivatizer` (pure eps-DP, docs/derivations.md#noise-calibration): ``Lap(4H/eps)`` on every count; the union of

@@ -15,7 +15,7 @@ Modes (docs/derivations.md#widths-e):
   ``(H/eps) sqrt(K log(x))`` with ``x = H S A T / beta`` (DP-UCBVI, ``T = H K``) or ``x = H S A K / beta``
   for games (``A`` = the joint action count; Qiao & Wang 2024 writes ``K`` inside the log, docs/derivations.md#constants).
 
-Every mode is floored, ``E := max(E, 1)`` (docs/derivations.md#widths-e, Qiao & Wang 2024 B11); the
+Every mode is floored, ``E := max(E, 1)`` (docs/derivations.md#widths-e, Qiao & Wang 2024); the
 non-private baseline uses E = 0 and never calls this module.
 """
 from __future__ import annotations

@@ -9,16 +9,16 @@ Every function takes the learner under audit as an OBJECT (a :class:`dpcheck.alg
 
 * privacy: :func:`jdp_blackbox_check` (black box on the selected functions f^(k) and the actions sent to the
   other scripted users, Def 2.3), :func:`sensitivity_check` (hypothesis search of max_f |S_D(f) - S_D'(f)|
-  over neighbouring datasets against the declared 8H / (H+1)^2, G1/G2), :func:`selection_check` (empirical
+  over neighbouring datasets against the declared 8H / (H+1)^2, the score sensitivity, docs/derivations.md#noise-calibration), :func:`selection_check` (empirical
   selection frequencies of the mechanism against the closed form exp(beta S)/Z at the DECLARED temperature,
   chi-square), :func:`composition_check` (the M = ceil(K/B) updates at the temperature actually used,
-  accounted exactly with dp_accounting's PLD, G4/G5), :func:`score_dataset_check` (the scores the mechanism
-  samples from are S_{D_[k]} on exactly the episodes before the batch start, P3/P9);
+  accounted exactly with dp_accounting's PLD, Section 3.3), :func:`score_dataset_check` (the scores the mechanism
+  samples from are S_{D_[k]} on exactly the episodes before the batch start);
 * assumptions: :func:`assumption_checks` (realizability, completeness, coverability computed exactly with
-  its certificate, the G14 facts, determinism for Algorithm 2);
+  its certificate, Appendix D's coverability facts, determinism for Algorithm 2);
 * regret: :func:`regret_curves` + :func:`regret_checks` (increment exponents of the privacy term against
   K^(3/5) and of the non-private batched learner against sqrt(K), the eps scaling of the privacy cost,
-  the output policy's sub-optimality = Regret / K, G17-G22).
+  the output policy's sub-optimality = Regret / K, Theorems 3.1, 3.4).
 
 User classes come as arrays: :func:`load_function_class` reads ``--set function_class=PATH.npz``.
 """
@@ -48,7 +48,7 @@ NPZ_KEYS = ("values", "P", "r", "init")
 def load_function_class(path: str, algorithm: int):
     """A user's class (and optionally its MDP) from an .npz file -> (FunctionClass, TabularMDP | None).
 
-    ``values`` (N, H, S, A) in [0, 1]: the N entries f = (f_1..f_H) (duplicates allowed, A11). Optional
+    ``values`` (N, H, S, A) in [0, 1]: the N entries f = (f_1..f_H) (duplicates allowed). Optional
     ``P`` (H, S, A, S), ``r`` (H, S, A), ``init`` (S,) (a point mass for Algorithm 1): the known MDP the
     assumptions and regret are computed on; without them the class must fit the default instance. Every
     problem is an InputError with one line (the CLI's exit 2).
@@ -236,7 +236,7 @@ def jdp_blackbox_check(agent, mdp, *, K: int = 4, samples: int = 100_000, alpha:
                        workers: int = 1, backend: str = "local", scheduler=None, progress=None,
                        cache_dir=None) -> Check:
     """(eps, delta)-JDP of the selected functions and the actions to the other users, black box
-    (Def 2.3; G5 / G6). The learner runs K scripted users; its batch size is its own (B = 1 exposes the
+    (Def 2.3; Theorems 3.1 / 3.4). The learner runs K scripted users; its batch size is its own (B = 1 exposes the
     most updates: the audit passes a B = 1 copy)."""
     from dpcheck import AuditTarget
     from dpcheck.blackbox import audit
@@ -260,7 +260,7 @@ def jdp_blackbox_check(agent, mdp, *, K: int = 4, samples: int = 100_000, alpha:
 # ----------------------------------------------------------------------------- privacy: white box
 def _dataset_strategy(H: int, S: int, A: int, max_n: int):
     """Hypothesis strategy: (states (n, H+1), actions (n, H), rewards (n, H)) with sum_h r_h <= 1 (the reward
-    normalisation every sensitivity bound needs, A3): one reward in {0, 1/2, 1} at one step."""
+    normalisation every sensitivity bound needs): one reward in {0, 1/2, 1} at one step."""
     from hypothesis import strategies as st
 
     def traj():
@@ -593,7 +593,7 @@ def _outcome_rewards(res, r, k0):
 # ----------------------------------------------------------------------------- assumptions
 def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) -> list[Check]:
     """Realizability (Q* in F), completeness (Algorithm 1, Assumption 2.1), coverability computed exactly
-    (Definition 2.2) with its certificate, and for Algorithm 2 determinism (Def 3.3) and the G14 facts.
+    (Definition 2.2) with its certificate, and for Algorithm 2 determinism (Def 3.3) and Appendix D's coverability facts.
 
     ``reference``: known figures of a built-in instance (Appendix D) the computed ones must match."""
     from dpcheck.algorithms.gfa import (completeness, coverability, next_state_table, per_start_coverability,
@@ -655,7 +655,7 @@ def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) ->
         stmt += "; equals the reference value (enumeration of the class)"
     c = invariant_check(id="assumption.coverability", violations=bad, total=1 + (3 if algorithm == 2 else 0)
                         + (ref is not None), claim={"statement": stmt,
-                                                    "source": f"{SOURCE}, Definition 2.2, Definition 2.2 (Appendix D)"},
+                                                    "source": f"{SOURCE}, Definition 2.2 (Appendix D)"},
                         details=out_det, what=f"coverability C_cov = {cov.value:.6g}"
                         + (f", C'_cov = {out_det['C_cov_prime']:.6g}" if algorithm == 2 else ""))
     out.append(replace(c, measured={**c.measured, "C_cov": cov.value,
@@ -823,7 +823,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         # growing like a power of K increases at every step), but it leaves no exponent to fit
         out.append(qualify(Check(id="regret.exponent.private", kind="regret", verdict=PASS,
                                  claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
-                                        "source": f"{SOURCE}, {thm} (Theorem 3.1-G20)"},
+                                        "source": f"{SOURCE}, {thm} (Theorem 3.1)"},
                                  measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha, "seeds": runs},
                                  details={**base, "epsilon": eps_K},
                                  reason="the mean privacy cost does not increase everywhere on the K grid"),
@@ -835,7 +835,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         c = slope_check(fit, bound=0.7, id="regret.exponent.private",
                         statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): "
                                   "exponent of its increments <= 3/5 + 0.1",
-                        source=f"{SOURCE}, {thm} (Theorem 3.1-G20)", xname="K",
+                        source=f"{SOURCE}, {thm} (Theorem 3.1)", xname="K",
                         details={**base, "epsilon": eps_K}, ylabel="privacy cost increment")
         vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
                                    inst, sensitivity), "private")

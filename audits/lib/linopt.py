@@ -11,14 +11,14 @@ planted defect is audited by the same code) -- and returns a finished :class:`dp
   exactly by PLD against the claim, and the epsilon the calibration really achieves, Theorem 6.4),
   :func:`calibration_check` (proof of Theorem 6.4: the noise actually drawn against the sensitivities Assumption 1 implies for
   the instance), :func:`stream_sensitivity_check` (hypothesis search over neighbouring users on a replayed
-  transcript: how many tree nodes one user's data enters and by how much it moves them, C1 / C9 / A2 / A7;
+  transcript: how many tree nodes one user's data enters and by how much it moves them, Lemma 6.1, Assumption 1, docs/derivations.md#neighbouring-relation;
   and the billboard premise Theorem 6.4, ``privacy.dataflow``), :func:`tree_reuse_check` (the release noise of
-  every counter, matrix counters included, has the tree's covariance and exact symmetry, C3 / C4);
+  every counter, matrix counters included, has the tree's covariance and exact symmetry, footnote 3, fixed node noise);
 * assumptions: :func:`assumption_checks` (Assumption 2's lambda_min, lambda_max, nu over repetitions,
-  Lemma 3.1's containment, optimism Lemma 7.2 / C15 / eqs. 3, 7);
+  Lemma 3.1's containment, optimism Lemma 7.2 / eqs. 3, 7);
 * regret: :func:`regret_grid` (cached curves) + :func:`exponent_check` (increment exponent after the
-  over-exploration phase, Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / C22), :func:`scaling_checks` (privacy cost vs eps, C23),
-  :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), C21), :func:`explicit_bound_check` (Theorem 4.1; Theorem 5.1).
+  over-exploration phase, Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / Theorems 4.1, 5.1), :func:`scaling_checks` (privacy cost vs eps, Theorem 6.5),
+  :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), Theorem 6.5), :func:`explicit_bound_check` (Theorem 4.1; Theorem 5.1).
 
 Instances: :func:`load_instance` (LM-2, tabular-as-linear, or a user's .npz).
 """
@@ -208,7 +208,7 @@ class OtherUsersActions:
 
 def jdp_blackbox_check(spec: LinOptSpec, env, *, K: int = 4, samples: int = 200_000, alpha: float = 0.05,
                        seed: int = 0, **parallel) -> Check:
-    """C11 / C12: (eps, delta)-JDP of the actions sent to users 2..K (Def 2.2), black box, on two scripted
+    """Theorem 6.4, Definition 2.2: (eps, delta)-JDP of the actions sent to users 2..K (Def 2.2), black box, on two scripted
     user sequences that differ in user 1. Marked vacuous when the bonuses saturate the clip everywhere
     (the actions are then tie-breaking noise and carry no data: the white-box checks carry the evidence)."""
     from dpcheck import AuditTarget
@@ -302,7 +302,7 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     claim = {"statement": "every counter kind is (eps^2/(64 H ln(4H/delta)))-zCDP with the noise it draws and the "
                           "sensitivity Assumption 1 implies (Delta_p1 = d1 H^2, Delta_p2 = sqrt(d1) H^2, "
                           "Delta_r = 1); total rho = eps^2/(16 H ln(4H/delta))",
-             "source": f"{SOURCE}, proof of Thm 6.4; {SPEC} proof of Theorem 6.4, Theorem 6.4, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration"}
+             "source": f"{SOURCE}, proof of Thm 6.4"}
     measured = {"per_counter": rows, "rho_total": total, "rho_budget_total": 4 * budget, "m": sizes.m,
                 "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
     if bad:
@@ -328,7 +328,7 @@ class ReplayRegularizer(_regularizer_base()):
     """A Regularizer that runs ``inner`` on the real rows but shows the algorithm a recorded release stream
     (``releases``; None: the inner's own). The inner state's exact statistics are logged at every release.
 
-    Conditioned on a transcript, the Privatizer is a fixed set of Gaussian trees over the rows (A7: the
+    Conditioned on a transcript, the Privatizer is a fixed set of Gaussian trees over the rows (the
     estimates, bonuses and value functions are post-processing of earlier releases), so replaying one
     transcript on two neighbouring user sequences isolates what the data does to each stream."""
 
@@ -402,7 +402,7 @@ def implied_nodes(prefix: np.ndarray) -> np.ndarray:
 
 def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:
     """The coordinates the Gaussian mechanism acts on: the upper triangle (diagonal included) of a
-    symmetric matrix counter (Section 6.1, P2), the vector otherwise."""
+    symmetric matrix counter (Section 6.1), the vector otherwise."""
     if not matrix:
         return x
     i, j = np.triu_indices(x.shape[-1])
@@ -450,7 +450,7 @@ def random_transcript(env, K: int, seed: int = 0, runs: int = 1, scale: float = 
     """K releases (Lambda_p, u_p, Lambda_r, u_r) that make the value functions vary over [0, H] from episode to
     episode: Lambda = scale I (bonuses ~ beta / sqrt(scale), negligible) and u = scale theta with theta uniform on
     [-1, 2]^d, so theta_hat = theta and Q = clip(varphi^T theta_r + phi^T theta_p). The sensitivity claim holds
-    for every transcript (A7: V^k is a post-processing of earlier releases), and a varying V is the worst case
+    for every transcript (V^k is a post-processing of earlier releases), and a varying V is the worst case
     for a stream that is recomputed after insertion."""
     rng = np.random.default_rng(seed)
     H, d1, d2 = env.H, env.d1, env.d2
@@ -463,12 +463,12 @@ def random_transcript(env, K: int, seed: int = 0, runs: int = 1, scale: float = 
 
 
 def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: int = 150, seed: int = 0) -> Check:
-    """C1, C9, A7: search (hypothesis, guided to large changes) over neighbouring user sequences -- the
+    """Lemma 6.1, Assumption 1, docs/derivations.md#neighbouring-relation: search (hypothesis, guided to large changes) over neighbouring user sequences -- the
     replaced user's position and her whole trajectory (states, rewards) -- for how one user moves the
     Privatizer's streams, with one transcript replayed on both sides. The tree accounting needs, per counter:
     the user's data in at most m nodes (Lemma 6.1(i)), and the l2 change of the node vector of the H counters
     of kind c at most the declared tree sensitivity sqrt(H m) Delta_c (replacement). A stream that is
-    re-computed after insertion (A2: rows re-featurised with the current value function) moves nodes that do
+    re-computed after insertion (rows re-featurised with the current value function) moves nodes that do
     not contain the user: FAIL. Also reported: the billboard premise (actions sent to the other users
     unchanged under a replayed transcript, Theorem 6.4) -- one counterexample fails."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
@@ -541,7 +541,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
                   claim={"statement": "conditioned on the transcript, replacing one user changes only her item of "
                                       "each of the 4H streams: at most m nodes per counter, node-vector change <= "
                                       "sqrt(H m) Delta_c (replacement)",
-                         "source": f"{SOURCE}, Lemma 6.1, proof of Thm 6.4; {SPEC} C1, C9, A2, A7"},
+                         "source": f"{SOURCE}, Lemma 6.1, proof of Thm 6.4"},
                   measured={"per_counter": worst, "declared_sensitivity": declared, "m": sizes.m,
                             "gdp_mu_realised": mu, "examples": found["examples"], "confidence": 1.0,
                             "epsilon_lower_bound": None, "samples": found["examples"]},
@@ -555,7 +555,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
         total=int(found["examples"]),
         claim={"statement": "the actions sent to users depend only on the releases {Lambda^j, u^j} and their own "
                             "states (the billboard lemma's premise)",
-               "source": f"{SOURCE}, proof of Thm 6.4 (billboard lemma); {SPEC} Theorem 6.4"},
+               "source": f"{SOURCE}, proof of Thm 6.4 (billboard lemma)"},
         details={"agent": spec.describe(), "K": K,
                  "method": "the same replayed transcript on U and U' (one user replaced), same seeds: the actions "
                            "of every episode must coincide (the scripted users ignore the actions)"},
@@ -603,9 +603,9 @@ class ReleaseStatistic:
 
 def release_blackbox_check(spec: LinOptSpec, env, *, K: int = 8, samples: int = 200_000, alpha: float = 0.05,
                            seed: int = 0, **parallel) -> Check:
-    """C11, Theorem 6.4: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
+    """Theorem 6.4: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
     (eps', delta)-DP in one user, black box: user 1 replaced (:func:`jdp_users`), one random transcript
-    replayed on both sides (the claim holds for every transcript, A7), the optimal Gaussian statistic of the
+    replayed on both sides (the claim holds for every transcript), the optimal Gaussian statistic of the
     implied node vector. Unlike the action black box it sees the data at any eps, so a tree with too little
     noise fails it."""
     from dpcheck import AuditTarget
@@ -716,7 +716,7 @@ def _monitored_run(spec: LinOptSpec, env, K: int, runs: int, seed: int):
 
 def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, alpha: float, res=None,
                       suffix: str = "") -> list:
-    """Assumption 2 (Lemmas B.4-B.5) part by part, Lemma 3.1 and optimism (Lemma 7.2 for VI; C15 / eqs. 3, 7 for PO) over
+    """Assumption 2 (Lemmas B.4-B.5) part by part, Lemma 3.1 and optimism (Lemma 7.2 for VI; Lemma 7.2 / eqs. 3, 7 for PO) over
     ``runs`` independent repetitions, each a probability claim checked with exact binomial bounds. ``suffix``
     is appended to every check id (e.g. ".weak_privacy" for a batch at another eps)."""
     res = res if res is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
@@ -729,7 +729,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
     hi = ((res.z_eig_max_p > c.lambda_max_p * (1 + tol)) | (res.z_eig_max_r > c.lambda_max_r * (1 + tol))).any(axis=(1, 2))
     nu = ((res.z_norm_p > c.nu_p * (1 + tol) + tol) | (res.z_norm_r > c.nu_r * (1 + tol) + tol)).any(axis=(1, 2))
     floored = (res.floored_p | res.floored_r).any(axis=(1, 2))
-    src = f"{SOURCE}, Assumption 2 with the constants of the proof of Thm 6.5; {SPEC} C8, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration"
+    src = f"{SOURCE}, Assumption 2 with the constants of the proof of Thm 6.5"
     base = {"K": K, "runs": runs, "epsilon": spec.epsilon, "agent": spec.describe(), "constants": c.__dict__,
             "min_eig_Z_over_lambda_min": float(min((res.z_eig_min_p / c.lambda_min_p).min(),
                                                    (res.z_eig_min_r / c.lambda_min_r).min())),
@@ -755,7 +755,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         id="assumption.confidence_set" + suffix, failures=int((~good).sum()), runs=runs, beta=min(1.0, 3 * a), alpha=alpha,
         claim={"statement": "||theta_h - theta_hat_h^k||_{Lambda_h^k} <= beta(alpha) for p and r, all k, h, "
                             "w.p. >= 1 - 3 alpha",
-               "source": f"{SOURCE}, Lemma 3.1; {SPEC} C13"},
+               "source": f"{SOURCE}, Lemma 3.1"},
         details=dict(base, max_containment_ratio=cont, beta_p=res.beta_p, beta_r=res.beta_r),
         what="theta in the confidence ellipsoids"))
     sat = float(res.upper_clip_fraction.mean())
@@ -764,7 +764,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         viol = int((res.optimism_gap[g] < -1e-9).sum())
         total = int(res.optimism_gap[g].size)
         statement = "on the good event of Lemma 3.1: Q_h^k >= Q_h^* for all k, h, s, a"
-        src2 = f"{SOURCE}, Lemma 7.2; {SPEC} Lemma 7.2"
+        src2 = f"{SOURCE}, Lemma 7.2"
         what = "Q^k >= Q^* on the good event"
         extra = {"min_optimism_gap": float(res.optimism_gap.min())}
     else:
@@ -772,7 +772,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         viol, total = int(bad.sum()), int(bad.size)
         statement = ("on the good event of Lemma 3.1: 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip "
                      "never binds, for all k, h, s, a")
-        src2 = f"{SOURCE}, eq. 3 / eq. 7, Lemma 7.2; {SPEC} C15, eqs. 3, 7"
+        src2 = f"{SOURCE}, eq. 3 / eq. 7, Lemma 7.2"
         what = "optimism (0 <= -iota <= 2 bonus, no lower clip) on the good event"
         extra = {"min_minus_iota": float(res.iota_min.min()), "max_iota_excess": float(res.iota_excess.max()),
                  "lower_clips": int(res.lower_clips.sum())}
@@ -841,7 +841,7 @@ def learning_window(curves: np.ndarray, grid: np.ndarray, drop: float = 0.5):
 
 def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: int, label: str,
                    tolerance: float = 0.1) -> Check:
-    """Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / C22: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
+    """Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / Theorems 4.1, 5.1: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
     grid <= 0.5 + tolerance (dpcheck.regret), fitted on the increments after the over-exploration phase
     (:func:`learning_window`); a window where the increments shrink is an uninformative pass
     (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
@@ -849,7 +849,7 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
     the largest K is inconclusive."""
     from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
     grid = k_grid(K)
-    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private); {SPEC} Theorem 6.5, eq. 4, Theorem 6.5, eq. 5, C22"
+    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private)"
     window = learning_window(curves, grid)
     if window is None:
         R = curves[:, grid - 1].mean(axis=0)
@@ -904,7 +904,7 @@ def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *
 
 
 def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
-    """C23: the privacy cost R_private(K) - R_nonprivate(K) against eps in the weak-privacy range: slope in
+    """Theorem 6.5: the privacy cost R_private(K) - R_nonprivate(K) against eps in the weak-privacy range: slope in
     [-1.1, -0.2] consistent (worst case -0.5; steeper on a gapped instance), a CI wholly above 0 (cost growing
     with eps) fails. Only eps whose mean cost is clearly positive (> 3 standard errors) enter the fit."""
     from dpcheck.regret import fit_scaling, slope_check
@@ -928,7 +928,7 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
                "nonprivate_R": float(base.mean())}
     statement = ("the privacy cost of the regret scales like eps^(-1/2) (worst case); on a gapped instance between "
                  "eps^-1 and eps^-0.2; it never grows with eps")
-    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5; {SPEC} C21, C23"
+    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5"
     if keep.sum() < 3:
         return [Check(id="regret.privacy_scaling", kind="regret", verdict=INCONCLUSIVE,
                       claim={"statement": statement, "source": src},
@@ -943,7 +943,7 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
 
 
 def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
-    """C21 (deterministic): at fixed K, H, d, alpha, beta_p(alpha) ~ eps^(-1/2) once the noise terms dominate:
+    """Theorem 6.5 (deterministic): at fixed K, H, d, alpha, beta_p(alpha) ~ eps^(-1/2) once the noise terms dominate:
     fitted slope of ln beta_p on ln eps over eps in [0.01, 1] within -0.5 +- 0.02."""
     eps = np.logspace(-2, 0, 9)
     sizes = sizes_for(env, K)
@@ -957,7 +957,7 @@ def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
     return Check(id="regret.radius_scaling", kind="regret", verdict=PASS if ok else FAIL,
                  claim={"statement": "beta_p(alpha) (hence the privacy term) scales as eps^(-1/2): slope -0.5 +- 0.02 "
                                      "on eps in [0.01, 1]",
-                        "source": f"{SOURCE}, Thm 6.5 (derivation); {SPEC} C21"},
+                        "source": f"{SOURCE}, Thm 6.5 (derivation)"},
                  measured={"slope": slope, "confidence": 1.0},
                  details={"eps": eps.tolist(), "beta_p": betas, "K": K, "agent": spec.describe()},
                  reason=f"slope of ln beta_p vs ln eps = {slope:.4f} ({'within' if ok else 'outside'} -0.5 +- 0.02)")
@@ -982,7 +982,7 @@ def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -
                           beta=min(1.0, 4 * spec.alpha), alpha=alpha,
                           claim={"statement": "R(K) <= T1 + T2 + T3 (VI) / mirror + martingale + T1 + T2 (PO), "
                                               "w.p. >= 1 - 4 alpha",
-                                 "source": f"{SOURCE}, proofs of Thm 4.1 / 5.1 with the constants of Thm 6.5; {SPEC} Theorem 4.1, Theorem 5.1"},
+                                 "source": f"{SOURCE}, proofs of Thm 4.1 / 5.1 with the constants of Thm 6.5"},
                           details={"per_eps": rows, "K": grid["K"], "K_times_V_star": cap},
                           what="R(K) <= explicit bound")
     if trivial:

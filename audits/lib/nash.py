@@ -13,8 +13,8 @@ assembles, public so that tests, benchmarks and other game audits can call them 
   K), :func:`cost_K_comparison` (JDP vs LDP cost growth in K), with the plots the reports show.
 
 Practical-mode constants void the paper's guarantees: every check computed with them goes through
-:meth:`dpcheck.audit.Audit.soften` (a miss is inconclusive, never FAIL). Claim numbers N1-N30 are those
-of the DP-Nash-VI spec (Qiao & Wang 2024).
+:meth:`dpcheck.audit.Audit.soften` (a miss is inconclusive, never FAIL). Sources cite Qiao & Wang 2024 and
+docs/derivations.md.
 """
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             out.append(soften(c, practical))
         mon = box["mon"]
         if not exact and mon.noise_seen:
-            # N6 (as DP-UCBVI's C6 in audits/dp_ucbvi.py), from the same monitor: the hypothesis of Lemma 5.8
+            # Lemmas 5.1/5.4 (as for DP-UCBVI in audits/dp_ucbvi.py), from the same monitor: the hypothesis of Lemma 5.8
             # (post-processing), NOT "Assumption 3.1 holds" -- that is the four checks above, item by item
             c = probability_check(
                 id="assumption.good_event" + suffix, failures=int((~mon.good_event).sum()), runs=runs,
@@ -180,7 +180,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     out.append(invariant_check(
         id="assumption.cce" + suffix, violations=int((resid > 1e-8 * H).sum()), total=resid.size,
         what="stage policies satisfy both CCE constraint families (tol 1e-8 H)",
-        claim={"statement": "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)) (line 14, N18)", "source": src + ", Algorithm 1 line 14"},
+        claim={"statement": "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)) (line 14, the CCE property)", "source": src + ", Algorithm 1 line 14"},
         details={"config": config, "max_residual": float(resid.max()), "solver": res.cce_stats}))
 
     br = best_response_values(game, res.mu, res.nu)
@@ -209,22 +209,22 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     out.append(vacuous(soften(c, practical), vac_msg))
 
     gap_out = duality_gap(game, res.mu_out, res.nu_out)
-    # N27 has two parts of different kinds: the chain Delta_final <= mean_k certificate holds ALWAYS (an
+    # Theorem 4.2 has two parts of different kinds: the chain Delta_final <= mean_k certificate holds ALWAYS (an
     # invariant: one counterexample fails it; counted among the failures of a probability check at beta,
-    # a few broken runs would pass unnoticed), the gap bound only on N16's good event,
+    # a few broken runs would pass unnoticed), the gap bound only on Lemma B.7's good event,
     # which has probability >= 1 - 2 beta/3 (Lemma B.7), so that is the level it is checked at.
     chain = int((res.delta > res.certificate.mean(axis=1) + 1e-12).sum())
     out.append(invariant_check(
         id="assumption.certificate_chain" + suffix, violations=chain, total=runs,
         what="Delta_final <= mean_k (Vb_1^k - Vu_1^k)(s_1) in every run",
         claim={"statement": "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) always",
-               "source": src + ", Theorem 4.2 proof (N27, deterministic part)"},
+               "source": src + ", Theorem 4.2 proof (Theorem 4.2, deterministic part)"},
         details={"config": config}))
     exceed = gap_out > res.delta + tol
     c = probability_check(id="assumption.certificate" + suffix, failures=int(exceed.sum()), runs=runs,
                           beta=2 * BETA / 3, alpha=alpha, what="duality gap of (mu^out, nu^out) <= Delta_final" + tag,
                           claim={"statement": "V^{dagger,nu^out} - V^{mu^out,dagger} <= Delta_final on the good "
-                                              "event of N16 (w.p. >= 1 - 2 beta/3)",
+                                              "event of Lemma B.7 (w.p. >= 1 - 2 beta/3)",
                                  "source": src + ", Theorem 4.2 proof with Lemma B.7"},
                           details={"config": config, "chain_violations": chain,
                                    "gap_out_mean": float(gap_out.mean()), "delta_mean": float(res.delta.mean()),

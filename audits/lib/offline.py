@@ -133,7 +133,7 @@ def step_swap_pair(H: int, S: int, A: int):
     opposite, both with action 0. Every step's pair and triple counts move by 2 in l1 (sqrt(2) in l2: the
     declared sqrt(2H) per family is attained, Lemma C.1's sensitivity), and the changes alternate in sign along h, so
     their sum over steps cancels (all but one step for odd H): noise shared across steps h (instead of
-    fresh per h, P9 / A8) drops out of the likelihood ratio and the two datasets become perfectly (odd H:
+    fresh per h) drops out of the likelihood ratio and the two datasets become perfectly (odd H:
     far more) distinguishable than the claim allows."""
     xs = tuple(h % 2 for h in range(H + 1))
     ys = tuple(1 - v for v in xs)
@@ -287,7 +287,7 @@ def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:
 
 def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None,
                           deltas=(1e-3, 1e-5, 1e-8)) -> Check:
-    """whitebox.zcdp_conversion (Lemma E.15, Lemma E.15): rho-zCDP implies (rho + 2 sqrt(rho log(1/delta_dp)),
+    """whitebox.zcdp_conversion (Lemma E.15): rho-zCDP implies (rho + 2 sqrt(rho log(1/delta_dp)),
     delta_dp)-DP; the PLD epsilon of the declared event at each delta_dp must not exceed it. With
     ``approx = (eps, delta_dp)`` (rho chosen by --epsilon / --delta, docs/derivations.md#noise-calibration) the round trip must give eps
     back exactly and the PLD must certify (eps, delta_dp)."""
@@ -419,7 +419,7 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
 def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H: int = 3, S: int = 2, A: int = 2,
                              factors=(0.25, 1.0, 4.0), tolerance: float = 0.1) -> list[Check]:
     """whitebox.noise_scale (noise variance) and whitebox.noise_independence (fresh noise for every count and
-    every step h, eq. 2, P9).
+    every step h, eq. 2).
 
     At budgets ``budget x factors`` (a scale that is right only at budget 1 -- e.g. rho used where an
     epsilon belongs -- is caught off 1) the algorithm privatises constant counts far above 0 in ``runs``
@@ -514,10 +514,10 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
     """Lemmas C.2-C.3 and eqs. 3-5 over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
     dataset repeated), through the algorithm's ``_private_counts``:
 
-    * assumption.noise_bound (Lemma C.2, Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
+    * assumption.noise_bound (Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
     * assumption.consistency (eqs. 3-4, eq. 3-4, always): ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s') and
       |ntil(s,a) - n'(s,a)| <= E/2 (the LP's band; skipping the LP breaks it, Remark 3.1);
-    * assumption.count_accuracy (Lemma C.3, Lemma C.3, on the Lemma C.2 event): |ntil - n| <= E for pair and triple
+    * assumption.count_accuracy (Lemma C.3, on the Lemma C.2 event): |ntil - n| <= E for pair and triple
       counts and max_s' |ntil - n'| <= max_s' |n - n'|;
     * assumption.valid_transition (eq. 5, eq. 5): P~ rows are distributions, uniform exactly where
       ntil(s,a) <= E and ntil(s,a,.)/ntil(s,a) elsewhere.
@@ -577,10 +577,10 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
 # ============================================================ assumptions: pessimism (exact values)
 def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha: float, budget: float | None = None,
                      suffix: str = "", regime: str = "") -> list[Check]:
-    """assumption.penalty_validity (Lemma C.6, Lemma C.6) and assumption.pessimism (Lemma C.10) on ``runs`` datasets of
+    """assumption.penalty_validity (Lemma C.6) and assumption.pessimism (Lemma C.10) on ``runs`` datasets of
     ``n`` trajectories from ``instance``, values exact from the true model.
 
-    * validity: for every (h,s,a) with ntil_h(s,a) >= 3E (A18: the lemma's range),
+    * validity: for every (h,s,a) with ntil_h(s,a) >= 3E (the lemma's range),
       |(P~_h - P_h) Vtil_{h+1}(s,a)| <= Gamma_h(s,a); a run fails if any pair violates it; the claim is
       "w.p. >= 1 - 2 delta" (Lemma C.2's event and Lemma C.6's);
     * pessimism: Qbar_h <= Q^{pi_hat}_h and Vtil_h <= V^{pi_hat}_h everywhere; "w.p. >= 1 - 4 delta" (the
@@ -653,7 +653,7 @@ def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, 
     * otherwise it concerns the optimal policy of an MDP the data do not determine: INCONCLUSIVE, naming a cell
       never seen (or where mu = 0) and what would settle it (the behaviour policy, or P, r, init with it).
 
-    Once Assumption 2.1 holds, Theorem 3.4's sample-size condition n > max(H^2, E) iota / dbar_m (c1 = 1, A19) is
+    Once Assumption 2.1 holds, Theorem 3.4's sample-size condition n > max(H^2, E) iota / dbar_m (c1 = 1) is
     checked with dbar_m exact (model), or with a lower confidence bound (every cell seen: Clopper-Pearson per
     cell at level alpha / (H S A), n_h(s,a) ~ Bin(n, d^mu_h(s,a))): PASS if it holds, INCONCLUSIVE if not (the
     utility theorem then does not apply to these data; privacy does not need it)."""
@@ -927,7 +927,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
 
 def _positive_cost(check: Check, cost: np.ndarray, grid, xname: str, strict) -> Check:
     """A privacy cost whose mean is <= 0 somewhere has no slope to fit. Where ``strict`` (theory constants
-    and S E >= 1, the precondition of Lemma C.6, A17) DP-APVI's penalty must exceed APVI's -- its extra
+    and S E >= 1, the precondition of Lemma C.6) DP-APVI's penalty must exceed APVI's -- its extra
     term 16 S H E iota / ntil outweighs APVI's (7/3) H iota / n -- so a cost <= 0 there means the penalty
     pays nothing for privacy: FAIL. Elsewhere (practical constants, or a budget so large that S E < 1):
     INCONCLUSIVE, and said why."""
@@ -942,7 +942,7 @@ def _positive_cost(check: Check, cost: np.ndarray, grid, xname: str, strict) -> 
                               f"the DP penalty pays nothing for privacy (eq. 7)")
     return replace(check, verdict=INCONCLUSIVE,
                    reason=f"B_DP - B_APVI <= 0 at {xname} = {where}: no privacy cost to fit there (practical constants, "
-                          f"or S E < 1: A17); " + check.reason)
+                          f"or S E < 1:); " + check.reason)
 
 
 def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, seed: int, alpha: float,

@@ -11,7 +11,7 @@ algorithm's), so a defect in the algorithm's statistics, noise or calibration sh
 * :func:`claimed_stds` -- the per-coordinate std the CLAIM needs: sensitivity / sqrt(2 rho0), rho0 = rho/(5H),
   from Lemma D.1's sensitivity table (docs/derivations.md#noise-calibration) -- never from the algorithm's declaration.
 * White box: :func:`noise_calibration_check` (measured residual variance vs the claim's std, chi-square),
-  :func:`noise_independence_check` (fresh noise per step h, A8 / P11: Fisher-z of cross-step correlations),
+  :func:`noise_independence_check` (fresh noise per step h: Fisher-z of cross-step correlations),
   :func:`sensitivity_check` (hypothesis search over neighbouring datasets with ||phi|| <= B, plus the exact
   worst case over the audited feature vectors), :func:`dp_event_checks` (the declared 5H DpEvents composed
   and accounted with the PLD accountant against the zCDP claim, and its (eps, delta) conversion, Lemma E.15).
@@ -20,7 +20,7 @@ algorithm's), so a defect in the algorithm's statistics, noise or calibration sh
   (the output policy as a discrete label).
 * Assumptions: :func:`noise_bound_check` (Lemma D.2 / Lemma D.2), :func:`positive_definite_check` (Lemma D.2),
   :func:`utility_checks` (penalty validity Lemma D.13 and pessimism Lemma D.3, exact from the true model),
-  :func:`coverage_check` (kappa, Assumption 2.2), :func:`feature_norm_check` (||phi|| <= 1, Section 2; A12).
+  :func:`coverage_check` (kappa, Assumption 2.2), :func:`feature_norm_check` (||phi|| <= 1, Section 2).
 * Rates: :func:`rate_checks` (sub-optimality and value error vs K, the privacy cost vs K and vs rho).
 * User data: :func:`load_linear_data` (an .npz with states, actions, rewards and features).
 """
@@ -246,7 +246,7 @@ def residuals(result, D, Dp, phi, lam: float) -> dict:
 
 
 def claimed_sensitivities(H: int, B: float, matrix_neighbour: str) -> dict:
-    """l2 sensitivities of the five releases under ONE REPLACED trajectory (Lemma D.1 table, A7, A12)."""
+    """l2 sensitivities of the five releases under ONE REPLACED trajectory (Lemma D.1 table)."""
     mat = B * B * (1.0 if matrix_neighbour == "replace" else 1.0 / math.sqrt(2.0))
     return {"sigma_matrix": mat, "beta_vector": 2.0 * H * H * B, "theta_vector": 2.0 * H * B,
             "lambda_matrix": mat, "w_vector": 2.0 * H * B}
@@ -334,7 +334,7 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
 
 
 def noise_independence_check(algo, counts, phi, *, runs: int, rng, alpha: float) -> Check:
-    """whitebox.noise_independence: the noise of step h is independent of that of step h' (A8: a fresh draw
+    """whitebox.noise_independence: the noise of step h is independent of that of step h' (a fresh draw
     per h, required by the 5H-fold composition). Fisher z of every cross-step correlation (per statistic
     and coordinate) over ``runs`` repetitions, Bonferroni at level alpha: one draw reused across steps has
     correlation 1 and fails."""
@@ -344,7 +344,7 @@ def noise_independence_check(algo, counts, phi, *, runs: int, rng, alpha: float)
     R = residuals(res, replicate(counts, runs), replicate(counts, runs), phi, algo.lam)
     if H < 2:
         return invariant_check(id="whitebox.noise_independence", kind="whitebox", violations=0, total=0,
-                               claim={"statement": "fresh noise for every step h", "source": f"{SOURCE}, A8"},
+                               claim={"statement": "fresh noise for every step h", "source": f"{SOURCE}"},
                                what="cross-step independence", vacuous="H = 1: a single step")
     tests, worst = 0, (0.0, None)
     for k in STATS:
@@ -487,7 +487,7 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     return Check(id="whitebox.sensitivity", kind="whitebox", verdict=verdict,
                  claim={"statement": "one replaced trajectory moves each release by <= its declared l2 sensitivity "
                                      "(2H^2 B, 2H B, 2H B; matrices B^2 under replacement)",
-                        "source": f"{SOURCE}, Lemma D.1, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)", "rho": rho_claim},
+                        "source": f"{SOURCE}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)", "rho": rho_claim},
                  measured={"searched_ratio": ratios, "feature_ratio": feat_ratio, "declared": decl,
                            "rho_realised": rho_real, "epsilon_lower_bound": None, "confidence": 1.0,
                            "samples": examples},
@@ -724,7 +724,7 @@ def coverage_check(setup: Setup, lam: float) -> Check:
 
 
 def feature_norm_check(setup: Setup, feature_bound: float) -> Check:
-    """assumption.feature_norm (Section 2): ||phi(s,a)||_2 <= 1. Appendix F breaks it (sqrt(7), A12): FAIL with the
+    """assumption.feature_norm (Section 2): ||phi(s,a)||_2 <= 1. Appendix F breaks it (sqrt(7)): FAIL with the
     bound B the privacy calibration then uses (privacy still holds with B; the utility analysis does not)."""
     m = setup.max_norm
     ok = m <= 1 + 1e-12
@@ -751,7 +751,7 @@ def true_errors(inst, result):
 
 
 def sample_split(inst, K: int, runs: int, rng):
-    """(D, D') counts: two independent halves of K trajectories each (Section 2, A22 split=True)."""
+    """(D, D') counts: two independent halves of K trajectories each (Section 2 split=True)."""
     return inst.sample_counts(K, rng, runs=runs, rewards=True), inst.sample_counts(K, rng, runs=runs, rewards=True)
 
 

@@ -125,7 +125,7 @@ class OtherUsersActions:
 def jdp_blackbox_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float = 0.05, seed: int = 0,
                        workers: int = 1, backend: str = "local", scheduler=None, progress=None,
                        K: int = 4, H: int = 2, cache_dir=None) -> Check:
-    """C1: eps-JDP of the recommended actions, black box: the actions sent to users 2..K on two user
+    """Lemma 5.1: eps-JDP of the recommended actions, black box: the actions sent to users 2..K on two user
     sequences that differ in user 1 (:func:`jdp_users`; Qiao & Wang 2023, Definition 2.2)."""
     from dpcheck import AuditTarget
     from dpcheck.blackbox import audit
@@ -193,7 +193,7 @@ class Recorder:
 
 
 def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 12, H: int = 3) -> Check:
-    """C1(d), C3: the actions sent to user k depend only on the release and user k's own states.
+    """Lemma 5.1's data flow, post-processing: the actions sent to user k depend only on the release and user k's own states.
 
     Record the release stream of an exact-count privatizer (E = 0: the planner is then as
     data-sensitive as it can be) on users U; replay that same stream while the agent
@@ -230,7 +230,7 @@ def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 1
     return invariant_check(
         id="privacy.dataflow", kind="whitebox", violations=diff, total=int(a.actions[:, 1:].size),
         claim={"statement": "actions sent to users 2..K depend only on the released counts (and E) and their own states",
-               "source": f"{SOURCE}, Lemma 5.1 / Lemma 5.1(d), C3 (Billboard lemma, Hsu et al. 2014)"},
+               "source": f"{SOURCE}, Lemma 5.1 / Lemma 5.1(d), post-processing (Billboard lemma, Hsu et al. 2014)"},
         details={"agent": spec.describe(), "runs": runs, "K": K, "H": H,
                  "method": "record the release stream on U, replay it on U' (user 1 replaced), same seeds; "
                            "compare the actions sent to every other user"},
@@ -254,7 +254,7 @@ class LocalMessage:
 
 def ldp_message_check(spec: AgentSpec, *, samples: int = 200_000, alpha: float = 0.05, seed: int = 0,
                       workers: int = 1, backend: str = "local", scheduler=None, progress=None) -> Check:
-    """C2: eps-LDP of one user's message, black box, on the worst pair of C2.
+    """Lemma 5.6: eps-LDP of one user's message, black box, on the worst pair of Lemma 5.6.
 
     H = 1, S = 2, A = 2: trajectory X visits (0, 0) -> 0 with reward 1, X' visits (1, 1) -> 1
     with reward 1; they differ in 2 coordinates of each family (l1 distance 2H per family).
@@ -318,20 +318,20 @@ def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
 def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float,
                       run=None) -> list[Check]:
-    """Assumption 3.1 (C4, C5 via audits/lib/tabular.py; C6) and C18, from the releases the agent
+    """Assumption 3.1 (Lemma 5.4, full-support P~ via audits/lib/tabular.py; the good event of Lemmas 5.1/5.6) and monotonicity, from the releases the agent
     actually planned with during one batch of runs (``run``: a finished :func:`monitored_run`)."""
     res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m, E = res.monitors, res.width
     base = {"agent": spec.describe(), "env": repr(env), "K": K, "runs": runs, "E": E}
     checks = [replace(c, details={**c.details, **base}) for c in mon.checks(beta=spec.beta, alpha=alpha)]
-    # C6 from the same monitor that checks C4/C5 (one definition of the good event: |N^ - N| <= E/4 at every
+    # the good event of Lemmas 5.1/5.6 from the same monitor that checks Lemma 5.4/full-support P~ (one definition of the good event: |N^ - N| <= E/4 at every
     # release, Lemma 5.4's hypothesis). Releases without N^ leave it unobservable: every run counts as good.
     good = mon.good_event
     beta = spec.beta
     extra = {} if mon.noise_seen else {"good_event": "unobservable (the releases carry no N^)"}
     checks.append(probability_check(
         id="assumption.good_event", failures=int((~good).sum()), runs=runs, beta=beta / 3, alpha=alpha,
-        claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,s',k) w.p. >= 1 - beta/3 (C6; Lemma 5.4's hypothesis)",
+        claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,s',k) w.p. >= 1 - beta/3 (the good event of Lemmas 5.1/5.6; Lemma 5.4's hypothesis)",
                "beta": beta / 3, "source": f"{SOURCE}, Lemmas 5.1 / 5.6"},
         details={**base, **extra, "max_noisy_error_over_quarter_E": mon.noise_ratio.tolist(),
                  "max_reward_error_over_E": mon.reward_ratio.tolist()},
@@ -347,7 +347,7 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
 
 def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_grid=(0.5, 1.0, 2.0, 4.0),
                             runs: int = 20, seed: int = 0, alpha: float = 0.05) -> list[Check]:
-    """C7: order of max |N^ - N|: Central (H/eps) polylog(K) (slope -1 in eps, < 0.25 in K); Local
+    """the count-error order: order of max |N^ - N|: Central (H/eps) polylog(K) (slope -1 in eps, < 0.25 in K); Local
     (H/eps) sqrt(K) (slope -1 in eps, 0.5 in K). The noise does not depend on the data (docs/derivations.md#widths-e), so
     the privatizer alone is run on fixed trajectories (H = 1, S = 2, A = 1). Each check FAILs only if the
     two-sided (1 - alpha) percentile bootstrap interval over the runs lies wholly outside its range (level
@@ -403,8 +403,8 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
 
 
 def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float, run=None) -> Check:
-    """C17: Q~ >= Q* for all (k,h,s,a) w.p. >= 1 - beta, exact Q* from the true model. The details say per
-    run whether the good event |N^ - N| <= E/4 held (CountAssumptionMonitor, as in assumption_checks): C17 is
+    """optimism (Lemma C.11): Q~ >= Q* for all (k,h,s,a) w.p. >= 1 - beta, exact Q* from the true model. The details say per
+    run whether the good event |N^ - N| <= E/4 held (CountAssumptionMonitor, as in assumption_checks): optimism (Lemma C.11) is
     proved on it, so a violation outside it is expected at rate <= beta/3."""
     res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m = res.monitors
@@ -427,14 +427,14 @@ def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha:
 
 
 def explicit_bound(H, S, A, K_arr, E, iota):
-    """C22 / eq. 75: 1000 (sqrt(H^2 S A T_k iota^2) + H^2 S^2 A E iota^2 + H^3 S^2 A iota^2)."""
+    """Theorem 4.1 / eq. 75: 1000 (sqrt(H^2 S A T_k iota^2) + H^2 S^2 A E iota^2 + H^3 S^2 A iota^2)."""
     T = H * np.asarray(K_arr, dtype=float)
     return 1000 * (np.sqrt(H ** 2 * S * A * T * iota ** 2) + H ** 2 * S ** 2 * A * E * iota ** 2
                    + H ** 3 * S ** 2 * A * iota ** 2)
 
 
 def explicit_bound_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float) -> Check:
-    """C22: exact expected Regret(k) <= the explicit bound for all k, per run (w.p. >= 1 - beta)."""
+    """Theorem 4.1: exact expected Regret(k) <= the explicit bound for all k, per run (w.p. >= 1 - beta)."""
     res = cached_call("dp_ucbvi.explicit_bound_runs", _agent_run, spec, env, K, runs, seed, monitor=True)
     R = res.cumulative_regret
     k = np.arange(1, K + 1)
@@ -448,7 +448,7 @@ def explicit_bound_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, 
     check = probability_check(
         id="regret.explicit_bound", failures=fails, runs=runs, beta=spec.beta, alpha=alpha,
         claim={"statement": "Regret(k) <= 1000 (sqrt(H^2 S A T_k iota^2) + H^2 S^2 A E iota^2 + H^3 S^2 A iota^2) "
-                            "for all k, w.p. >= 1 - beta (C22, eq. 75)", "beta": spec.beta, "mode": spec.mode,
+                            "for all k, w.p. >= 1 - beta (Theorem 4.1, eq. 75)", "beta": spec.beta, "mode": spec.mode,
                "source": f"{SOURCE}, Theorem 4.1 / Lemma C.9"},
         details=det, what="explicit regret bound")
     check = replace(check, kind="regret")
