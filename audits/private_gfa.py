@@ -68,13 +68,13 @@ def _claims(alg: int) -> tuple:
     rows += [
         ClaimRow("regret.exponent.private", "regret",
                  "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
-                 f"{HZ}, {thm}; spec G{16 + alg}, G19, G20", "gfa.regret_checks"),
+                 f"{HZ}, {thm}", "gfa.regret_checks"),
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
                  f"{HZ}, Remark 3.7; Remark 3.7", "gfa.regret_checks"),
         ClaimRow("regret.privacy_cost.eps", "regret",
                  "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
-                 f"{HZ}, {thm}; Theorem 3.1, G20", "gfa.regret_checks"),
+                 f"{HZ}, {thm}", "gfa.regret_checks"),
         ClaimRow("regret.output_policy", "regret",
                  "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
                  f"{HZ}, {thm} (PAC conversion)", "gfa.output_policy_check"),
@@ -176,7 +176,7 @@ class _GFAAudit(Audit):
         self.regret()
 
     def appendix_c(self) -> None:
-        """G24 / G25: why the linear-design proof approach fails under privatisation (reported checks)."""
+        """G24 / G25 (audits/lib/gfa_harness.py, He & Zhou 2026 Appendix C): why the linear-design proof approach fails under privatisation (reported checks)."""
         from dpcheck.audits.lib.gfa_harness import appendix_c_checks
         self.progress(f"{self.name}: Appendix C harness (privatised design matrices)")
         for c in appendix_c_checks(self.int_seed("appendix_c"), self.exe.quick):

@@ -178,7 +178,7 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
                  f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (Qiao & Wang 2023 Lemma 5.1)", "check_blackbox"),
         ClaimRow(*DP_EVENT_ROW, f"{UCBVI}, Lemma 5.1 (Qiao & Wang 2023 Lemma 5.1, docs/derivations.md#neighbouring-relation)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "per-family l1 sensitivity of the node p-sums <= 2 H L under "
-                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.1 (Qiao & Wang 2023 C1(b)); {NASH}",
+                 "replacement; eps = sum_f Delta_f / b", f"{UCBVI}, Lemma 5.1 (sensitivity); {NASH}",
                  "check_whitebox"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox", "node noise drawn once and reused: "
                  "Cov(B(t), B(t')) = #shared nodes x 2 b^2", "Chan, Shi & Song 2011; Qiao & Wang 2023, Section 5.1, docs/derivations.md#readings",

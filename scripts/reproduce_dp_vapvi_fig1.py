@@ -3,7 +3,7 @@ DP-VAPVI at several zCDP budgets on the Appendix F linear MDP, H = 20, K from 5 
 (Qiao & Wang 2022, Section 6 / Appendix F, claims S-1..S-3).
 
 Setting (Appendix F, Section 6; every choice the paper leaves open is written into the report):
-* instance: ``dpcheck.algorithms.offline.appendix_f`` (S = 2, A = 100, d = 10, H = 20, LSB-first action code, A13),
+* instance: ``dpcheck.algorithms.offline.appendix_f`` (S = 2, A = 100, d = 10, H = 20, LSB-first action code: Appendix F leaves the bit order open),
   alpha_h and r_h drawn once from ``--instance-seed``; deterministic rewards (Section 2);
 * data: K episodes from mu per run, drawn from the exact law of their counts (``sample_counts``: the
   algorithms read the data only through n_h(s,a), n_h(s,a,s') and the reward sums, so this is the same

@@ -1,7 +1,7 @@
 """Reproduce Table 1 of He & Zhou (Appendix D): plateau episodes of Algorithm 2 on the easy and hard
 instances, four methods, in the PoC-default configuration of docs/private_gfa.md (He & Zhou 2026, Appendix D leaves K, delta, eta and B open).
 
-Setting (every knob is written into the report; the paper gives none of them, A10):
+Setting (every knob is written into the report; the paper gives none of them):
 * environment: the Appendix D deterministic MDP (H = 4, 64 uniform contexts, outcome reward) and its
   243-entry hypothesis class (``dpcheck.algorithms.gfa.appendix_d``), easy and hard instances;
 * methods (Appendix D) as ``dpcheck.algorithms.gfa.poc_default``: non-private no-batch (B = 1, argmax), non-private
@@ -165,7 +165,7 @@ def evaluate(grid: dict, paper: dict = PAPER) -> dict:
                     for m in METHODS} for kind in KINDS}
     inside = sum(c["inside_ci"] for v in cells.values() for c in v.values())
     out["E4"] = {"claim": "the exact plateau episodes of Table 1 (reference only: the paper's configuration is "
-                          "unknown, A10)", "status": "matches" if inside == 8 else f"{inside} of 8 cells match",
+                          "unknown)", "status": "matches" if inside == 8 else f"{inside} of 8 cells match",
                  "cells_inside_ci": inside, "cells": cells}
     return out
 

@@ -1,4 +1,4 @@
-"""Binary (tree) mechanism (Chan, Shi & Song 2011): the unit tests of Qiao & Wang 2023 C1(a) / Qiao & Wang 2024 N1."""
+"""Binary (tree) mechanism (Chan, Shi & Song 2011): the unit tests behind Qiao & Wang 2023 / 2024, Lemma 5.1."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

@@ -79,7 +79,7 @@ def test_every_stage_policy_is_a_cce_and_values_are_ordered():
 
 
 def test_ucb_lcb_bracket_best_responses_with_certain_counts():
-    # Lemma B.7/N17/N19 on the good event (the test double makes it certain) with the theory constants
+    # Lemmas B.7-B.8 and Theorem 4.1 on the good event (the test double makes it certain) with the theory constants
     # and with the practical constants at a small E (where the checks are not vacuous).
     game = t3(4)
     for algo in [DPNashVI(ExactCounts(E=1.0), mode="theory", record_values=True),

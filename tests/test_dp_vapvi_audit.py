@@ -81,7 +81,7 @@ def test_cli_appendix_f_reports_broken_assumptions(tmp_path):
 
 # ------------------------------------------------------------------ (c) planted defects
 class ReusedNoise(DPVAPVI):
-    """DEFECT: one noise draw per run, reused at every step h (A8 violated)."""
+    """DEFECT: one noise draw per run, reused at every step h (Algorithm 2, footnote 8 violated)."""
 
     def draw_noise(self, rng, runs, H, d):
         one = super().draw_noise(rng, runs, 1, d)
@@ -148,7 +148,7 @@ def test_rho_as_epsilon_is_caught_by_noise_calibration(lin_tab):
 def test_paper_matrix_sensitivity_fails_under_replacement(lin_tab):
     a = _algo(lin_tab, matrix_neighbour="paper")
     c = ol.sensitivity_check(a, lin_tab.features, 3, rho_claim=1.0, examples=20)
-    assert c.verdict == "fail" and "A7" in c.reason
+    assert c.verdict == "fail" and "neighbouring-relation" in c.reason
     c = ol.sensitivity_check(_algo(lin_tab), lin_tab.features, 3, rho_claim=1.0, examples=20)
     assert c.verdict == "pass"
 

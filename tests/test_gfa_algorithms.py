@@ -90,7 +90,7 @@ def test_incremental_outcome_loss_equals_the_literal_loss(small_d):
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 6))
 def test_score_sensitivity_alg2(seed, n):
-    """G2: replacing one trajectory moves S by <= (H+1)^2; by <= 1 on the binary Appendix D class."""
+    """Theorem 3.4's sensitivity: replacing one trajectory moves S by <= (H+1)^2; by <= 1 on the binary Appendix D class."""
     inst = appendix_d("easy", H=2)
     rng = np.random.default_rng(seed)
     tr = inst.mdp.rollout(rng.integers(2, size=(n + 1, 2, inst.mdp.S)), rng)
@@ -121,7 +121,7 @@ def test_dataset_scores_are_the_literal_scores(gf, small_d):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_score_sensitivity_alg1_on_binary_classes(seed):
-    """G1: |S_D(f) - S_D'(f)| <= 8H on random classes with values in {0, 1} (the extremes) and adversarial
+    """Theorem 3.1's sensitivity: |S_D(f) - S_D'(f)| <= 8H on random classes with values in {0, 1} (the extremes) and adversarial
     replacements (rewards 0 or 1 at one step)."""
     rng = np.random.default_rng(seed)
     H, S, A, n = 2, 2, 2, 4
@@ -153,7 +153,7 @@ def test_run_record_and_exact_regret(gf):
     np.testing.assert_allclose(res.output_policy.expected_return(J), J[res.episode_entries].mean(axis=1))
     np.testing.assert_allclose(res.output_policy.weights().sum(axis=1), 1.0)
     assert res.output_policy.sample(np.random.default_rng(1)).shape == (3, 3, 3)
-    # G22: J* - J(pi_hat) = Reg / K
+    # PAC conversion: J* - J(pi_hat) = Reg / K
     np.testing.assert_allclose(0.886 - res.output_policy.expected_return(J), res.cumulative_regret[:, -1] / 10)
     assert res.plateau_episode() >= 1 and res.per_run_plateaus().shape == (3,) and "K=10" in res.summary()
 

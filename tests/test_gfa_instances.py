@@ -156,7 +156,7 @@ def test_small_appendix_d_version():
 
 
 def test_g8_performance_difference_identity_on_gf3(gf):
-    """G8: f_1(s_1) - V_1^{pi_f}(s_1) = sum_h E_{pi_f}[(f_h - T_h f_{h+1})(s_h, a_h)] for all 192 entries."""
+    """Performance difference: f_1(s_1) - V_1^{pi_f}(s_1) = sum_h E_{pi_f}[(f_h - T_h f_{h+1})(s_h, a_h)] for all 192 entries."""
     from dpcheck.algorithms.gfa import bellman_backup, occupancies
     fc = gf.fclass
     V = fc.values                                                       # (N, H, S, A)
@@ -168,7 +168,7 @@ def test_g8_performance_difference_identity_on_gf3(gf):
 
 
 def test_g9_outcome_identity_on_appendix_d(appd):
-    """G9: fbar_1 - J(pi_f) = E_{s_1 ~ rho, pi_f}[R^(f)(tau) - r(tau)] (every 7th entry of the 243, and both
+    """Outcome version (Appendix D): fbar_1 - J(pi_f) = E_{s_1 ~ rho, pi_f}[R^(f)(tau) - r(tau)] (every 7th entry of the 243, and both
     optimal ones)."""
     from dpcheck.algorithms.gfa.evaluation import _paths
     fc, mdp = appd.fclass, appd.mdp

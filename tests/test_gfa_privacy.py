@@ -29,7 +29,7 @@ def test_poc_default_budgets_of_section_4_5():
 @settings(max_examples=60, deadline=None)
 @given(eps=st.floats(0.05, 20.0), delta=st.sampled_from([1e-3, 1e-5, 1e-8]), M=st.integers(1, 500))
 def test_composition_rules(eps, delta, M):
-    """G4: the exact solve is the largest eps0 within budget; Section 3.3's first term is eps/2 (and the total
+    """Advanced composition: the exact solve is the largest eps0 within budget; Section 3.3's first term is eps/2 (and the total
     <= eps when eps0 <= 1, eps <= 2 ln(1/delta)); Appendix E's first term alone is eps (overshoot)."""
     exact = per_update_epsilon(eps, delta, M, "exact")
     assert advanced_composition(exact, M, delta) <= eps * (1 + 1e-12)
@@ -100,7 +100,7 @@ def test_theory_parameters_of_section_4_5():
     assert bal.eta_p == pytest.approx(math.sqrt(2 * 300 * 25 * bal.L / (bal.C * bal.eps0)))
     t1 = theory_parameters(1, K=1000, H=3, N=192, C_cov=3.52, epsilon=1.0, delta=1e-5)
     assert t1.sensitivity == 24.0 and 1 <= t1.B <= 1000 and t1.M == -(-1000 // t1.B)
-    # G19: B grows like K^{3/5} and shrinks like eps^{-2/5} (up to the logs)
+    # Theorem 3.1's tuning: B grows like K^{3/5} and shrinks like eps^{-2/5} (up to the logs)
     Ks = [2 ** 10, 2 ** 15]
     Bs = [theory_parameters(1, K=k, H=3, N=192, C_cov=3.52, epsilon=1.0, delta=1e-5).B_real for k in Ks]
     slope = math.log(Bs[1] / Bs[0]) / math.log(Ks[1] / Ks[0])

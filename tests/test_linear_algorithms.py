@@ -94,7 +94,7 @@ def test_policy_is_a_function_of_the_releases_only():
 
 
 def test_rows_are_frozen_with_the_episodes_own_value_function():
-    """P3 / P4: Lambda^{k+1} - Lambda^k = x x^T with x = phi_h^k(s_h, a_h) computed from V_{h+1}^k (ridge)."""
+    """Lambda^{k+1} - Lambda^k = x x^T with x = phi_h^k(s_h, a_h) computed from V_{h+1}^k (ridge)."""
     env = lm2()
     log = []
     alg = UCRLVTR(1.0, tie_breaking="lowest")
@@ -148,7 +148,7 @@ def _signed_env():
 
 @pytest.mark.parametrize("K", [1, 2, 8])
 def test_short_horizons_run_and_never_insert_episode_K(K):
-    """P11 (K = 1) and (K a power of two): the run completes; the trees hold K - 1 items."""
+    """K = 1 and (K a power of two): the run completes; the trees hold K - 1 items."""
     env = lm2()
     log = []
     res = PrivateLinOptVI(1.0).run(env, K, np.random.default_rng(0), runs=2,
@@ -186,7 +186,7 @@ def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
 
 def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_policy():
     """With fixed users the algorithm is the only randomness (Section 2.2). Replacing user j changes no release
-    up to and including the one for episode j (P3: it uses prefix(j - 1)), hence not pi^j; it changes the next."""
+    up to and including the one for episode j (it uses prefix(j - 1)), hence not pi^j; it changes the next."""
     from dpcheck.algorithms.envs import users_from_model
     env = lm2()
     K, j = 12, 6                                           # 0-based: user j answers episode j + 1

@@ -1,4 +1,4 @@
-"""The binary mechanism on matrix-valued streams (Zhou 2022, Section 6.1; C3, C4)."""
+"""The binary mechanism on matrix-valued streams (Zhou 2022, Section 6.1, footnote 3)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -54,7 +54,7 @@ def test_releases_are_exactly_symmetric():
     for t in range(K):
         mech.step(x[t][:, :, None] * x[t][:, None, :])
         B = mech.release()
-        assert np.array_equal(B, np.swapaxes(B, -1, -2))           # C3, bitwise
+        assert np.array_equal(B, np.swapaxes(B, -1, -2))           # footnote 3, bitwise
 
 
 def test_symmetric_noise_has_variance_sigma2_on_and_off_the_diagonal():

@@ -297,7 +297,7 @@ def test_pessimism_on_tab_full_in_the_large_data_regime():
 
 def test_suboptimality_decreases_with_n():
     """Mean v* - v^{pi_hat} over 40 runs falls along n (Theorem 3.4: O(n^-1/2) + O(1/n)); exact evaluation.
-    With the paper's penalties the gap is a step function of n per run (P14: Qbar = 0 until Gamma drops
+    With the paper's penalties the gap is a step function of n per run (docs/derivations.md#constants: Qbar = 0 until Gamma drops
     below Qtil, then pi_hat = pi*); the grids straddle that step (DP-APVI at rho = 1 near n ~ 4e5 on this
     instance, APVI near n ~ 1e3), and the run average must fall monotonically across it."""
     rng = np.random.default_rng(11)

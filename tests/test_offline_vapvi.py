@@ -142,7 +142,7 @@ def test_noise_off_is_vapvi_and_the_regressions_are_the_ridge_solutions():
 
 
 def test_positive_definiteness_fallback_is_pessimistic_and_counted():
-    """P17: a non-PD Lambdatil_h is counted, and that step gets Gamma = inf (Qhat = 0), never a 0 penalty."""
+    """A non-PD Lambdatil_h is counted, and that step gets Gamma = inf (Qhat = 0), never a 0 penalty."""
 
     class NegativeMatrixNoise(DPVAPVI):
         def draw_noise(self, rng, runs, H, d):

@@ -29,7 +29,7 @@ def tabular():
 
 # ----------------------------------------------------------------------------- planted defects
 class _RedrawState(TreeStatistics):
-    """P1 violated: every release adds FRESH noise for the popcount(t) nodes of B(t) (same marginal variance)."""
+    """Node noise reuse violated: every release adds FRESH noise for the popcount(t) nodes of B(t) (same marginal variance)."""
 
     def release(self):
         out = []
@@ -49,7 +49,7 @@ class RedrawPerRelease(Privatizer):
 
 
 class _RefeaturisingState(TreeStatistics):
-    """A2 violated: at the end of every episode all past transition rows are re-featurised with the CURRENT
+    """Frozen rows (Section 3) violated: at the end of every episode all past transition rows are re-featurised with the CURRENT
     value function, x_j = phi_{V^k}(s_j, a_j) (the paper's literal phi_h^k(s_h^j, a_h^j)), and the p-trees are
     rebuilt over the recomputed stream (node noise reused through fixed per-tree seeds, sums recomputed).
     Written for tabular-as-linear instances, where (s, a) is the one-hot index of varphi and V_{h+1}^k is the

@@ -108,7 +108,7 @@ def test_offline_laplace_black_box():
 
 # ------------------------------------------------------------------ white box
 def test_sensitivity_search_finds_the_replacement_worst_case():
-    """C1(b): per family the true node vectors move by <= 2 H L, attained by the worst-case pair."""
+    """Lemma 5.1's sensitivity: per family the true node vectors move by <= 2 H L, attained by the worst-case pair."""
     p = CentralPrivatizer(1.0)
     res = ap.sensitivity_search(p, kind="central", H=2, S=3, A=2, K=6, examples=40)
     L = 3

@@ -164,7 +164,7 @@ def test_post_process_shifts_and_identity():
 
 
 def test_post_process_of_zero_counts_is_uniform_and_infeasible_falls_back():
-    """docs/derivations.md#readings/A8: zero noisy counts -> N~ = E/2, uniform P~; n + E/4 < 0 -> x = 0, same output."""
+    """docs/derivations.md#readings: zero noisy counts -> N~ = E/2, uniform P~; n + E/4 < 0 -> x = 0, same output."""
     E, S = 4.0, 3
     pp = post_process(np.zeros((2, S)), np.array([0.0, -10.0]), E)
     np.testing.assert_allclose(pp.visits, [E / 2, E / 2])

@@ -15,7 +15,7 @@ matrix streams):
 Releases: Lambda_{h,p}^k = prefix_{p1}(k-1) + 2 Sigma_{p,1} I, u_{h,p}^k = prefix_{p2}(k-1), and the same for r
 with Sigma_r, where (Lemma B.4 / B.5 with per-entry variance m sigma^2 and failure alpha/(4KH))
 
-    Sigma_{p,1} = sigma_{p,1} sqrt(m) (4 sqrt(D) + sqrt(8 ln(8KH/alpha))),  D = d (paper) or d1 (A4 flag)
+    Sigma_{p,1} = sigma_{p,1} sqrt(m) (4 sqrt(D) + sqrt(8 ln(8KH/alpha))),  D = d (paper) or d1 (Lemma B.4 suffices with d1)
     Sigma_r     = sigma_{r,1} sqrt(m) (4 sqrt(d2) + sqrt(8 ln(8KH/alpha)))
     lambda_min = Sigma, lambda_max = 3 Sigma, nu = sigma_2 sqrt(m / Sigma) (sqrt(d_side) + sqrt(2 ln(4KH/alpha))).
 

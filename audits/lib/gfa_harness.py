@@ -1,4 +1,4 @@
-"""The Appendix C harness of He & Zhou (He & Zhou 2026.D G24, G25; Appendix C): why the rare-switching
+"""The Appendix C harness of He & Zhou (He & Zhou 2026, Appendix C; the two facts are named G24 and G25 below): why the rare-switching
 analysis of prior private linear-MDP work does not go through once the design matrices are privatised.
 
 A model-free private LSVI-type learner keeps, per step h, a privatised design matrix
@@ -6,7 +6,7 @@ A model-free private LSVI-type learner keeps, per step h, a privatised design ma
     Lambda~_h^k = sum_{tau<k} phi_h^tau (phi_h^tau)^T + N_h^k + 2 Sigma I
 
 (binary-tree Gaussian noise N_h^k, a fresh combination of tree nodes at every k, and the shift 2 Sigma of the
-companion spec's Privatizer, Zhou 2022, Section 6.1, so that on the event ||N|| <= Sigma every eigenvalue
+Privatizer of Zhou 2022, Section 6.1, so that on the event ||N|| <= Sigma every eigenvalue
 of the noise part lies in [Sigma, 3 Sigma] = [lambda_min, lambda_max] of its Assumption 2), and recomputes the
 policy at k only if det(Lambda~_h^k) > 2 det(Lambda~_h^{k~}) for some h (k~ = the last switch). Non-privately
 (N = 0, shift = ridge lambda) both facts the analysis needs are true; privately they are not:
@@ -33,7 +33,7 @@ Public functions:
     quadratic_ratio_check(...)     -> Check ``assumption.quadratic_ratio``
     appendix_c_checks(seed, quick) -> both checks (the audit's one-call entry point)
 
-What PASS and FAIL mean. The spec states G24 and G25 as facts about why a proof step fails; these checks are
+What PASS and FAIL mean. Appendix C states G24 and G25 as facts about why a proof step fails; these checks are
 *demonstrations*: a check PASSES when the numerical demonstration of the paper's statement succeeds on the
 design matrices it is given, and FAILS when it does not -- e.g. for non-private matrices (``epsilon = inf``:
 the Privatizer's ridge reduction, noise off, Lambda^k = ridge I + data), which ARE monotone and satisfy the

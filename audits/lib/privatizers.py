@@ -25,7 +25,7 @@ The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-V
   compared with the Claim; the add/remove profile is reported too), :func:`pld_epsilon`, :func:`pld_delta`.
 * :func:`sensitivity_check` (``whitebox.sensitivity``): a hypothesis search over neighbouring
   trajectories (plus the worst case built directly) never exceeds the declared per-family sensitivity;
-  the realised ``eps = sum_f Delta_f / b`` is compared with the claim (C1(b), Lemma 5.6, N1, N2);
+  the realised ``eps = sum_f Delta_f / b`` is compared with the claim (Qiao & Wang 2023 Lemmas 5.1 / 5.6, Qiao & Wang 2024 Lemmas 5.1 / 5.4);
   :func:`offline_sensitivity_check` by brute force for the offline privatizers (sensitivity).
 * :func:`tree_reuse_check` (``whitebox.tree_noise_reuse``): the covariance of the released noise equals
   the tree's, ``Cov(B(t), B(t')) = (#shared nodes) 2 b^2``; fresh noise per release breaks it (docs/derivations.md#readings).
@@ -1052,7 +1052,7 @@ def sensitivity_search(template, *, kind: str, H=2, S=3, A=2, K=6, rewards=True,
 
 def sensitivity_check(template, *, kind: str, claim, H=2, S=3, A=2, K=6, rewards=True, examples=300) -> Check:
     """whitebox.sensitivity: searched distances <= declared sensitivity per family, and the realised
-    eps = sum_f Delta_f / b against the claim (C1(b), Lemma 5.6, N1, N2)."""
+    eps = sum_f Delta_f / b against the claim (Qiao & Wang 2023 Lemmas 5.1 / 5.6, Qiao & Wang 2024 Lemmas 5.1 / 5.4)."""
     from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
     L = tree_levels(K)
     d = declaration(template, H, S, A, K, rewards)

@@ -18,7 +18,7 @@ Checks (ids fixed; each carries its claim's source):
 * ``assumption.sum_consistency`` (invariant, part 2): N~(s,a) = sum_s' N~(s,a,s') (relative 1e-9).
 * ``assumption.no_underestimation`` (invariant on the good event, part 2 / ``good_event_lemma``):
   N~(s,a) >= N(s,a) whenever |N^ - N| <= E/4 held in that run (deterministic there).
-* ``assumption.valid_transition`` (invariant, Remark 3.2 / full-support P~ / N5): P~(.|s,a) has entries > 0
+* ``assumption.valid_transition`` (invariant, Remark 3.2 / full-support P~): P~(.|s,a) has entries > 0
   summing to 1 -- always, including outside the good event thanks to the fallback.
 """
 from __future__ import annotations

@@ -238,7 +238,7 @@ def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 1
 
 
 class LocalMessage:
-    """mechanism(trajectory, rng, size): one user's LDP message (the full noisy vector, A14)."""
+    """mechanism(trajectory, rng, size): one user's LDP message (the full noisy vector, docs/derivations.md#noise-calibration)."""
 
     def __init__(self, spec: AgentSpec, H, S, A):
         self.spec, self.H, self.S, self.A = spec, H, S, A
@@ -487,7 +487,7 @@ def practical_noise(spec: AgentSpec, H: int, K: int, eps: float) -> AgentSpec:
 
 def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: float, eps_grid,
                   progress=None) -> list[Check]:
-    """C23/C24 in practical mode: exponent of the increments, privacy cost in K and in eps.
+    """Theorems 5.2 / 5.7 in practical mode: exponent of the increments, privacy cost in K and in eps.
 
     ``eps_grid``: the (nominal, practical-calibration) eps of the sweep; the exponent and the
     cost in K use eps_grid[1]. Runs the sweep (every curve from the same seed: common random
