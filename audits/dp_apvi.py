@@ -23,7 +23,7 @@ claim that misses in practical mode is reported INCONCLUSIVE (Audit.soften), not
 ``--set data=PATH.npz`` adds checks on a user's dataset (OfflineDataset.load: states, actions, S, A): the
 released-counts black box with one of its trajectories replaced, Lemmas C.2-C.3 and eqs. 3-5 on its counts, and its empirical
 coverage against Theorem 3.4's sample-size condition. Utility checks need the true model and run on the
-spec's instances.
+built-in instances (algorithms/offline/instances.py).
 """
 from __future__ import annotations
 

@@ -31,19 +31,18 @@ HZ = "He & Zhou (arXiv 2605.07049)"
 def _claims(alg: int) -> tuple:
     thm = gfa.THEOREM[alg]
     ds = "8H" if alg == 1 else "(H+1)^2"
-    g = "G1" if alg == 1 else "G2"
     rows = [
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP "
                  "(black box, scripted users differing in user 1)",
-                 f"{HZ}, {thm}, Definition 2.3; spec G{4 + alg}", "gfa.jdp_blackbox_check"),
+                 f"{HZ}, {thm}, Definition 2.3", "gfa.jdp_blackbox_check"),
         ClaimRow("privacy.em_selection", "privacy",
                  "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
                  "(chi-square against the closed form)",
                  f"{HZ}, Algorithm {alg} line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  f"|S_D(f) - S_D'(f)| <= Delta_S = {ds} for neighbouring datasets (hypothesis search)",
-                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, {thm}; spec {g}", "gfa.sensitivity_check"),
+                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, {thm}", "gfa.sensitivity_check"),
         ClaimRow("whitebox.composition", "whitebox",
                  "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP "
                  "(exact PLD accountant)",

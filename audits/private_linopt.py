@@ -56,7 +56,7 @@ def _claims(algorithm: str) -> tuple:
                  f"{Z}, Thm 6.4 (billboard lemma); Theorem 6.4", "linopt.release_blackbox_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
-                 "the eps the calibration achieves is reported", f"{Z}, Thm 6.4; spec Theorem 6.4",
+                 "the eps the calibration achieves is reported", f"{Z}, Thm 6.4",
                  "linopt.dp_event_check"),
         ClaimRow("whitebox.calibration", "whitebox",
                  "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
@@ -68,7 +68,7 @@ def _claims(algorithm: str) -> tuple:
                  "linopt.stream_sensitivity_check"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
-                 f"{Z}, proof of Thm 6.4; spec Theorem 6.4", "linopt.stream_sensitivity_check"),
+                 f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
                  f"Chan, Shi & Song 2011; {Z}, Section 6.1, footnote 3", "linopt.tree_reuse_check"),

@@ -46,7 +46,7 @@ LABELS = {"non_private_no_batch": "non-private no-batch", "non_private_batched":
 KINDS = ("easy", "hard")
 PAPER = {"easy": {"non_private_no_batch": 13, "non_private_batched": 24, "private_eps_8": 37, "private_eps_5": 127},
          "hard": {"non_private_no_batch": 31, "non_private_batched": 34, "private_eps_8": 87, "private_eps_5": 218}}
-# The spec's own trial of the PoC-default (docs/private_gfa.md; labelled there as NOT from the paper): a second reference.
+# An earlier trial of the PoC-default (docs/private_gfa.md; labelled there as NOT from the paper): a second reference.
 SPEC_TRIAL = {"easy": {"non_private_no_batch": 15, "non_private_batched": 51, "private_eps_8": 167, "private_eps_5": 204},
               "hard": {"non_private_no_batch": 30, "non_private_batched": 64, "private_eps_8": 263, "private_eps_5": 282}}
 FRACTION = 0.95

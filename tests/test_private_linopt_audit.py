@@ -212,7 +212,7 @@ def test_implied_nodes_of_an_item_inserted_once():
 def test_dp_event_reports_the_epsilon_the_calibration_achieves():
     c = lib.dp_event_check(lib.LinOptSpec(epsilon=1.0, delta=0.1), lm2(), 2 ** 10)
     assert c.verdict == "pass"
-    # spec Theorem 6.4: the paper's calibration is very conservative -- (0, 0.1) already at mu ~ 0.1-0.2
+    # Theorem 6.4: the paper's calibration is very conservative -- (0, 0.1) already at mu ~ 0.1-0.2
     assert c.measured["epsilon_achieved"] < 0.05 * c.measured["epsilon_claimed"]
     assert 0 < c.measured["epsilon_at_delta_1e6"] < 1.0
     assert c.measured["gdp_mu_add_remove"] == pytest.approx(1.0 / math.sqrt(8 * 3 * math.log(4 * 3 / 0.1)), rel=1e-9)

@@ -214,7 +214,7 @@ def test_bad_input():
 
 # ------------------------------------------------------------------ review (issue #3): offline Algorithm 1 exactly
 def offline_closed_form(y, m, E):
-    """The offline spec's own closed form (Algorithm 1 cases 1-3), written independently of project_counts."""
+    """The closed form of Qiao & Wang 2022, eq. 3 (three cases), written independently of project_counts."""
     S = len(y)
     T, lo, hi = y.sum(), m - E / 2, m + E / 2
     if lo <= T <= hi:

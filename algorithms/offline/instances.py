@@ -1,4 +1,4 @@
-"""Test instances of the offline spec (Qiao & Wang 2022, Appendix F) and their coverage figures.
+"""Test instances for DP-APVI and DP-VAPVI (Qiao & Wang 2022, Appendix F) and their coverage figures.
 
 * :func:`tab_full`    TAB-FULL: P_h(.|s,a) ~ Dirichlet(1), r ~ U[0,1], d1 uniform, mu uniform (every pair covered).
 * :func:`tab_partial` TAB-PARTIAL: as TAB-FULL, but mu gives probability 0 to the worst action of every

@@ -173,7 +173,7 @@ def greedy_policy(Q, rng: np.random.Generator | None, tie_breaking: str = "rando
     """pi_h(s) = argmax_a Q~_h(s,a); Q (runs,H,S,A) -> (runs,H,S) int.
 
     "random": uniform among the exact maximisers, from the run's tie-breaking stream (the
-    spec's recommended default, Algorithm 1); "lowest": the lowest maximising index. Ties are
+    default; Algorithm 1 says "arbitrary"); "lowest": the lowest maximising index. Ties are
     exact equalities: they arise from the clip at H and the min with Q~^{k-1}, which
     produce bit-identical values.
     """

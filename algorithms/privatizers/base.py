@@ -46,7 +46,7 @@ INTERFACE = ("start", "observe", "release", "width", "claim", "dp_event", "true_
 
 @dataclass(frozen=True)
 class PrivateCounts:
-    """What the planner may read after episode k (the N~, R~ of the specs), batched over runs.
+    """What the planner may read after episode k (the N~, R~ of Qiao & Wang 2023 / 2024), batched over runs.
 
     visits:            N~_h(s,a)        (runs, H, S, A)
     transitions:       N~_h(s,a,s')     (runs, H, S, A, S);  visits = transitions.sum(-1)

@@ -104,7 +104,7 @@ class DesignSequence:
 
 
 def privatizer(epsilon: float = 1.0, delta: float = 0.1, ridge: float = 1.0):
-    """The companion spec's Privatizer (Zhou 2022, Section 6.1); ``epsilon = inf`` is its noise-free ridge
+    """The Privatizer of Zhou 2022, Section 6.1; ``epsilon = inf`` is its noise-free ridge
     reduction (Appendix B), the non-private design Lambda^k = ridge I + sum phi phi^T."""
     from dpcheck.algorithms.linear.privatizer import Privatizer
     if math.isinf(epsilon):

@@ -383,7 +383,7 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
                        details={**det, "K": int(K_grid[1])}, kind="assumption", ylabel=ylabel)]
     if notion == "JDP":
         # over a short K range a polylog has a sizeable log-log slope (0.3 on [128, 2048]); the
-        # spec's typical size b_c sqrt(L) sqrt(2 log m), b_c ~ L, predicts the K-dependence
+        # typical size b_c sqrt(L) sqrt(2 log m), b_c ~ L, predicts the K-dependence
         # exactly, so check that the error normalised by L^1.5 sqrt(log m) is flat in K
         from dpcheck.algorithms.privatizers import tree_levels
         C = H * S * A * (S + 2)
