@@ -333,7 +333,7 @@ def sensitivity_check(agent, init, *, examples: int = 200, seed: int = 0) -> Che
         agent.sensitivity_kind, "given")
     claim = {"statement": f"|S_D(f) - S_D'(f)| <= Delta_S = {formula} = {declared:g} for neighbouring D, D' "
                           "(one trajectory replaced) and every f",
-             "source": f"{SOURCE}, Section 3.3, docs/derivations.md#noise-calibration / {THEOREM[agent.algorithm]} (spec G{agent.algorithm})"}
+             "source": f"{SOURCE}, Section 3.3, docs/derivations.md#noise-calibration / {THEOREM[agent.algorithm]}"}
     measured = {"max_change": worst, "declared_sensitivity": declared, "ratio": worst / declared,
                 "per_class": [{"class": r["class"], "max_change": r["max_change"]} for r in res],
                 "examples": 2 * examples, "confidence": 1.0, "samples": 2 * examples}
