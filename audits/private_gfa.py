@@ -46,7 +46,7 @@ def _claims(alg: int) -> tuple:
         ClaimRow("whitebox.composition", "whitebox",
                  "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP "
                  "(exact PLD accountant)",
-                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, {thm}; Section 3.3", "gfa.composition_check"),
+                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, {thm}", "gfa.composition_check"),
         ClaimRow("whitebox.score_dataset", "whitebox",
                  "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
                  f"{HZ}, Algorithm {alg} lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
@@ -70,7 +70,7 @@ def _claims(alg: int) -> tuple:
                  f"{HZ}, {thm}", "gfa.regret_checks"),
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-                 f"{HZ}, Remark 3.7; Remark 3.7", "gfa.regret_checks"),
+                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
         ClaimRow("regret.privacy_cost.eps", "regret",
                  "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
                  f"{HZ}, {thm}", "gfa.regret_checks"),
@@ -84,11 +84,11 @@ def _claims(alg: int) -> tuple:
                      "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data "
                      "is added (non-private ones are), so at a switch the product over h of det ratios need not exceed "
                      "2 and the O(ln K) switch count is not justified",
-                     f"{HZ}, Appendix C; Appendix C, Appendix C", "gfa_harness.design_monotonicity_check"),
+                     f"{HZ}, Appendix C", "gfa_harness.design_monotonicity_check"),
             ClaimRow("assumption.quadratic_ratio", "assumption",
                      "phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches fails for privatised "
                      "matrices; the ratio reaches 2*3^(d-1) without a switch (exponential in d)",
-                     f"{HZ}, Appendix C; Appendix C, Appendix C", "gfa_harness.quadratic_ratio_check"),
+                     f"{HZ}, Appendix C", "gfa_harness.quadratic_ratio_check"),
         ]
     return tuple(rows)
 

@@ -40,7 +40,7 @@ def _claims(algorithm: str) -> tuple:
     if algorithm == "vi":
         optimism = ClaimRow("assumption.optimism*", "assumption",
                             "on the good event of Lemma 3.1, Q_h^k >= Q_h^* for all k, h, s, a",
-                            f"{Z}, Lemma 7.2; Lemma 7.2", "linopt.assumption_checks")
+                            f"{Z}, Lemma 7.2", "linopt.assumption_checks")
     else:
         optimism = ClaimRow("assumption.optimism*", "assumption",
                             "on the good event, 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip never binds",
@@ -81,7 +81,7 @@ def _claims(algorithm: str) -> tuple:
                  f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
         ClaimRow("assumption.confidence_set*", "assumption",
                  "theta_{h,p}, theta_{h,r} lie in their confidence ellipsoids for all k, h w.p. >= 1 - 3 alpha",
-                 f"{Z}, Lemma 3.1; Lemma 3.1", "linopt.assumption_checks"),
+                 f"{Z}, Lemma 3.1", "linopt.assumption_checks"),
         optimism,
         # -- regret
         ClaimRow("regret.exponent", "regret",

@@ -309,7 +309,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
     name = "offline_gaussian_privatizer"
     algorithm = "DP-APVI Gaussian count privatizer"
     notion = "zCDP"
-    summary = "rho-zCDP (offline DP-APVI, Lemma C.1)"
+    summary = "rho-zCDP (Qiao & Wang 2022, Lemma C.1)"
     uses = ("delta", *OFFLINE_USES)
     options = (SetOption("rho", float, bounds=(0, None),
                          help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),)

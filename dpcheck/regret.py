@@ -113,7 +113,7 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
     a_pass = pass_alpha(alpha)
 
     K, R = _validate(K_grid, cumulative_regret, "fit_increment_exponent")
-    D = np.diff(R, axis=1)                        # (seeds, Section 5): R(K_{j+1}) - R(K_j)
+    D = np.diff(R, axis=1)                        # (seeds, G-1): R(K_{j+1}) - R(K_j)
     left = K[:-1]
     lo, hi = (window if window is not None else (left[0], left[-1]))
     sel = (left >= lo) & (left <= hi)

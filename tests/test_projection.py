@@ -1,4 +1,4 @@
-"""The exact post-processing LP (Qiao & Wang 2023, Section 5.1.1/docs/derivations.md#readings, Qiao & Wang 2024, Section 5.3, offline Algorithm 1) against HiGHS.
+"""The exact post-processing LP (Qiao & Wang 2023, Section 5.1.1; Qiao & Wang 2024, Section 5.3; Qiao & Wang 2022, eq. 3; docs/derivations.md#readings) against HiGHS.
 
 Tests compare OBJECTIVE values and feasibility with scipy's HiGHS, never raw x (the argmin is not unique;
 docs/derivations.md#readings), plus the canonical point's own properties: it is optimal, feasible, and the Euclidean projection.
@@ -173,7 +173,7 @@ def test_post_process_of_zero_counts_is_uniform_and_infeasible_falls_back():
 
 
 def test_offline_variant_has_no_shift_and_matches_closed_form():
-    """offline Algorithm 1: band E/2, cases T in band -> x = y; T < lo -> y + (lo - T)/S; T > hi -> water-filling."""
+    """Qiao & Wang 2022, eq. 3: band E/2, cases T in band -> x = y; T < lo -> y + (lo - T)/S; T > hi -> water-filling."""
     y = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [10.0, 1.0, 0.0]])
     m = np.array([6.0, 10.0, 2.0])
     E = 2.0
@@ -212,7 +212,7 @@ def test_bad_input():
         post_process(np.zeros((1, 2)), np.zeros(1), float("inf"))
 
 
-# ------------------------------------------------------------------ review (issue #3): offline Algorithm 1 exactly
+# ------------------------------------------------------------------ review (issue #3): Qiao & Wang 2022, eq. 3 exactly
 def offline_closed_form(y, m, E):
     """The closed form of Qiao & Wang 2022, eq. 3 (three cases), written independently of project_counts."""
     S = len(y)

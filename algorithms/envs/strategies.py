@@ -58,7 +58,7 @@ def trajectories(mdp, n=st.integers(1, 4), *, feasible=True, policy=None) -> Sea
     :class:`dpcheck.algorithms.envs.Trajectories` with states (n, H+1), actions (n, H), rewards (n, H).
 
     feasible=True: simulated with ``policy`` (default: uniformly random actions) from a drawn
-    seed, so every trajectory has positive probability under the MDP (offline datasets, Section 2.1 of
+    seed, so every trajectory has positive probability under the MDP (offline datasets, Section 2 of
     Qiao & Wang 2022). feasible=False: arbitrary states, actions and rewards in range --
     the "ANY two trajectories" of the LDP definition and the arbitrary user of JDP.
     """

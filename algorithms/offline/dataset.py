@@ -110,7 +110,7 @@ class TabularCounts:
 
 @dataclass(frozen=True)
 class OfflineDataset:
-    """``n`` trajectories of length ``H`` per run, from one behaviour policy (offline Section 2).
+    """``n`` trajectories of length ``H`` per run, from one behaviour policy (Qiao & Wang 2022, Section 2).
 
     states   (runs, n, H+1) int64 in 0..S-1: s_1..s_{H+1} of every trajectory
     actions  (runs, n, H)   int64 in 0..A-1

@@ -1,9 +1,9 @@
 """DP-UCBVI (Qiao & Wang, AISTATS 2023, Algorithm 1) and the non-private UCBVI baseline.
 
-Spec: Qiao & Wang 2023. eq. 1 private estimates -> :func:`private_estimates`;
-eq. 31, docs/derivations.md#constants bonus -> :mod:`dpcheck.algorithms.online.bonus`; Algorithm 1 value iteration with the
+Map (Qiao & Wang 2023): eq. 1 private estimates -> :func:`private_estimates`;
+eq. 31 bonus (docs/derivations.md#constants) -> :mod:`dpcheck.algorithms.online.bonus`; Algorithm 1 value iteration with the
 clip at H, the monotone min with Q~^{k-1} and tie-breaking -> :func:`backward_induction`
-and :func:`greedy_policy`; docs/derivations.md#readings the non-private baseline -> :class:`UCBVI`.
+and :func:`greedy_policy`; the non-private baseline (docs/derivations.md#readings) -> :class:`UCBVI`.
 
 Everything is batched over independent runs (leading axis); the backward induction
 loops over h only. The agent reads nothing but the privatizer's release

@@ -1,6 +1,7 @@
 """Binary (tree) mechanism for continual counting (Chan, Shi & Song 2011, Algorithm 2).
 
-Spec: Qiao & Wang 2023, Section 5.1 ("Binary Mechanism, fully specified"), Qiao & Wang 2024, Section 5.1.
+Papers: Chan, Shi & Song 2011, Algorithm 2, as used by Qiao & Wang 2023 and 2024, Section 5.1
+(docs/derivations.md#noise-calibration).
 
 * ``L = floor(log2 K) + 1`` levels; node ``(j, m)`` covers positions ``(m-1) 2^j + 1 .. m 2^j`` and holds
   the p-sum of the items there. Every position is in one node per level, so in at most L nodes.

@@ -133,7 +133,7 @@ class _OfflinePrivatizer:
 
 
 class OfflineGaussianPrivatizer(_OfflinePrivatizer):
-    """DP-APVI's Gaussian count privatizer: rho-zCDP (offline eq. 2-2.5, Lemma C.1)."""
+    """DP-APVI's Gaussian count privatizer: rho-zCDP (Qiao & Wang 2022, eq. 2, Lemma C.1)."""
 
     name = "offline_gaussian"
 
@@ -180,7 +180,7 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
 
 
 class OfflineLaplacePrivatizer(_OfflinePrivatizer):
-    """Pure-DP variant: Lap(4H/eps) on every count (offline docs/derivations.md#noise-calibration)."""
+    """Pure-DP variant: Lap(4H/eps) on every count (docs/derivations.md#noise-calibration)."""
 
     name = "offline_laplace"
 

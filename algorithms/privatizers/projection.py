@@ -1,4 +1,4 @@
-"""Exact post-processing of noisy counts (Qiao & Wang 2023, Section 5.1.1 / docs/derivations.md#readings, Qiao & Wang 2024, Section 5.3, offline Algorithm 1).
+"""Exact post-processing of noisy counts (Qiao & Wang 2023, Section 5.1.1; Qiao & Wang 2024, Section 5.3; Qiao & Wang 2022, eq. 3; docs/derivations.md#readings).
 
 For every (h, s, a) -- or any leading index -- the noisy transition counts ``y = N^(s,a,.)`` (length S,
 possibly negative or fractional) and the noisy visit count ``n = N^(s,a)`` are replaced by the
@@ -284,7 +284,7 @@ def _post_process(noisy_transitions, noisy_visits, width: float, with_value: boo
 
 
 def post_process_offline(noisy_transitions, noisy_visits, width: float) -> PostProcessed:
-    """n' -> ntil of DP-APVI (offline Algorithm 1): the LP with band E_rho/2 and NO shift.
+    """n' -> ntil of DP-APVI (Qiao & Wang 2022, eq. 3): the LP with band E_rho/2 and NO shift.
 
     The offline inputs are already clipped at 0 (eq. 1), so the LP is always feasible; the
     visit count is defined as the sum of the projected transition counts.
