@@ -211,7 +211,7 @@ class LinearMixtureMDP(ReadOnlyArrays):
 
 
 def lm2(q=(0.8, 0.25, 0.7), reward=(0.1, 0.9), *, reward_noise: str = "bernoulli", d: int | None = None) -> LinearMixtureMDP:
-    """LM-2 (d1 = d2 = 2, H = len(q) = 3, s_1 = 0).
+    """LM-2, a two-state steerable chain (d1 = d2 = 2, H = len(q) = 3, s_1 = 0).
 
     psi(s,a,s') = (1{s' = a}, 1{s' = 1 - a}), theta_{h,p} = (q_h, 1 - q_h): P_h(s' = a | s, a) = q_h.
     varphi(s,a) = e_s, theta_{h,r} = reward for every h; rewards Bernoulli. V_1^*(0) = 1.54 with the defaults.
