@@ -110,7 +110,7 @@ class DPNashVIAudit(Audit):
                  f"{Q}, Lemmas 5.1 / 5.4 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.cce", "assumption",
                  "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)): both constraint families hold (tolerance 1e-8 H)",
-                 f"{Q}, Algorithm 1 line 14, Algorithm 1 line 14", ASSUMPTIONS),
+                 f"{Q}, Algorithm 1 line 14; docs/derivations.md#readings", ASSUMPTIONS),
         ClaimRow("assumption.optimism", "assumption",
                  "Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger} (and the V's) at every (k,h,s,a,b) "
                  "w.p. >= 1 - 2 beta/3", f"{Q}, Lemma B.7 {THEORY}", ASSUMPTIONS),

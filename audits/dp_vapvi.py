@@ -83,7 +83,7 @@ class DPVAPVIAudit(Audit):
                  "offline_linear.sensitivity_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox",
                  "every release carries N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
-                 f"{QW}, Algorithm 2, footnote 8, Lemma D.1 (eq. 2)", "offline_linear.noise_calibration_check"),
+                 f"{QW}, Algorithm 2, footnote 8, Lemma D.1", "offline_linear.noise_calibration_check"),
         ClaimRow("whitebox.noise_independence", "whitebox", "a fresh, independent noise draw for every step h",
                  f"{QW}, Algorithm 2 footnote 8", "offline_linear.noise_independence_check"),
         # -- assumptions
@@ -94,7 +94,7 @@ class DPVAPVIAudit(Audit):
                  "w.h.p. the privatised Sigmatil_h and Lambdatil_h are positive definite for all h",
                  f"{QW}, Lemma D.2", "offline_linear.noise_bound_check"),
         ClaimRow("assumption.feature_norm", "assumption", "||phi(s,a)||_2 <= 1",
-                 f"{QW}, Algorithm 1 (linear MDP)", "offline_linear.feature_norm_check"),
+                 f"{QW}, Section 2 (linear MDP; Appendix F breaks it)", "offline_linear.feature_norm_check"),
         ClaimRow("assumption.coverage", "assumption", "kappa = min_h lambda_min(E_mu[phi phi^T]) > 0",
                  f"{QW}, Assumption 2.2", "offline_linear.coverage_check"),
         ClaimRow("assumption.penalty_validity", "assumption",

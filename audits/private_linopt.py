@@ -44,23 +44,23 @@ def _claims(algorithm: str) -> tuple:
     else:
         optimism = ClaimRow("assumption.optimism*", "assumption",
                             "on the good event, 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip never binds",
-                            f"{Z}, eq. 3 / eq. 7; Lemma 7.2, eqs. 3, 7", "linopt.assumption_checks")
+                            f"{Z}, eq. 3 / eq. 7, Lemma 7.2", "linopt.assumption_checks")
     return (
         # -- privacy
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
-                 "scripted users)", f"{Z}, Thm 6.4, Def 2.2; Theorem 6.4, Definition 2.2", "linopt.jdp_blackbox_check"),
+                 "scripted users)", f"{Z}, Thm 6.4, Def 2.2", "linopt.jdp_blackbox_check"),
         ClaimRow("privacy.release.blackbox", "privacy",
                  "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are "
                  "(eps', delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
-                 f"{Z}, Thm 6.4 (billboard lemma); Theorem 6.4", "linopt.release_blackbox_check"),
+                 f"{Z}, Thm 6.4 (billboard lemma)", "linopt.release_blackbox_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
                  "the eps the calibration achieves is reported", f"{Z}, Thm 6.4",
                  "linopt.dp_event_check"),
         ClaimRow("whitebox.calibration", "whitebox",
                  "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
-                 "Assumption 1 implies (d1 H^2, sqrt(d1) H^2, 1, 1)", f"{Z}, proof of Thm 6.4, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration; proof of Theorem 6.4",
+                 "Assumption 1 implies (d1 H^2, sqrt(d1) H^2, 1, 1)", f"{Z}, proof of Thm 6.4; docs/derivations.md#noise-calibration",
                  "linopt.calibration_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "conditioned on the transcript, one user changes only her item of each stream: <= m nodes per "
@@ -86,7 +86,7 @@ def _claims(algorithm: str) -> tuple:
         # -- regret
         ClaimRow("regret.exponent", "regret",
                  f"Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-                 f"{Z}, {thm}; Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5, Theorem 6.5", "linopt.exponent_check"),
+                 f"{Z}, {thm}; Theorem 6.5, eqs. 4-5", "linopt.exponent_check"),
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
                  f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
@@ -94,7 +94,7 @@ def _claims(algorithm: str) -> tuple:
                  "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 "
                  "on a gapped instance); it never grows with eps", f"{Z}, {thm}; Theorem 6.5", "linopt.scaling_checks"),
         ClaimRow("regret.radius_scaling", "regret", "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
-                 f"{Z}, Thm 6.5 derivation; Theorem 6.5", "linopt.radius_scaling_check"),
+                 f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
         ClaimRow("regret.explicit_bound", "regret", f"R(K) <= the explicit bound of {bound} in every run, "
                  "w.p. >= 1 - 4 alpha", f"{Z}, {bound}; Theorem 4.1 / Theorem 5.1", "linopt.explicit_bound_check"),
     )

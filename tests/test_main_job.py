@@ -26,5 +26,5 @@ def test_main_job_passes_on_defaults_and_writes_reports(tmp_path):
             assert {"epsilon_lower_bound", "samples"} <= set(c["measured"]), c["id"]
     html = (tmp_path / "dp_nash_vi.html").read_text()
     assert html.count("data:image/png;base64,") >= 5
-    assert (tmp_path / "Qiao & Wang 2024").exists() and (tmp_path / "dp_nash_vi.junit.xml").exists()
+    assert (tmp_path / "dp_nash_vi.md").exists() and (tmp_path / "dp_nash_vi.junit.xml").exists()
     assert "overall: PASS" in out.stdout
