@@ -22,7 +22,7 @@ SECTION = "\u00a7"
 FORBIDDEN = {
     "section sign": re.compile(SECTION),
     "specs/ path": re.compile(r"\bspecs/"),
-    "spec file": re.compile(r"(?<![\w/])(?:dp_ucbvi|dp_nash_vi|offline_dp_apvi_vapvi)\.md\b"
+    "spec file": re.compile(r"(?<![\w/'\"])(?:dp_ucbvi|dp_nash_vi|offline_dp_apvi_vapvi)\.md\b"
                             r"|(?<![\w/])(?<!docs/)(?:private_gfa|private_linopt)\.md\b"),
     "the spec (prose)": re.compile(r"\b(?:a|our|companion|offline|DP-[\w-]+) specs?\b|\bspec's\b|\bspec (?:[A-Z][\w.]* ?\d|[A-Z]?\{)"
                                   r"|\bthe specs\b|\bthe spec\b(?! is empty)"),
@@ -62,6 +62,7 @@ def test_the_pattern_catches_spec_labels(line):
 @pytest.mark.parametrize("line", [
     "docs/private_gfa.md", "(Lemma 5.1)", "C1 = 2, C2 = 10", "spec.name", "def f(spec):", "(N1, N2) noise",
     "K-1 items", "S-1 holds", "GF-3", "LM-2", "Theorem 6.5, eq. 4", "constants (C1, C2)", "claims E1-E4", "the claims S-1..S-3", "plot specs", "(seeds, G-1)",
+    '(tmp_path / "dp_nash_vi.md")', "reports/dp_ucbvi.md",
     "the spec is empty", "privatizer specs",
 ])
 def test_the_pattern_spares_legitimate_text(line):
