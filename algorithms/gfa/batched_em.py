@@ -6,7 +6,7 @@ episodes strictly before the batch start), draw f^(k) with the exponential mecha
     Algorithm 1 (PrivateGeneralMDP):  S(f) = eta f_1(s_1) - L^BE_D(f)   (Bellman error with the inf term)
     Algorithm 2 (PrivateOutcomeRL):   S(f) = eta fbar_1  - L^BR_D(f)   (outcome Bellman residual)
 
-and in the sensitivity: 8H and (H+1)^2 (Section 3.3, docs/derivations.md#noise-calibration; docs/derivations.md#noise-calibration). The temperature is beta_EM = eps0 / (2 Delta_S) with
+and in the sensitivity: 8H and (H+1)^2 (Section 3.3, docs/derivations.md#noise-calibration). The temperature is beta_EM = eps0 / (2 Delta_S) with
 eps0 from the exact advanced-composition solve over M = ceil(K/B) updates (:mod:`dpcheck.algorithms.gfa.privacy`).
 ``epsilon = inf`` is the non-private argmax (Remark 3.7), with the tie rule ``tie_breaking``:
 :class:`NonPrivateGeneralMDP` / :class:`NonPrivateOutcomeRL` are exactly that (B = 1: the unbatched

@@ -99,7 +99,7 @@ def per_update_epsilon(epsilon: float, delta: float, M: int, rule: str = "exact"
 
 
 def sensitivity(algorithm: int, H: int, kind: str = "paper") -> float:
-    """Delta_S of the score (Section 3.3, docs/derivations.md#noise-calibration; docs/derivations.md#noise-calibration).
+    """Delta_S of the score (Section 3.3, docs/derivations.md#noise-calibration).
 
     algorithm 1: "paper" -> 8 H (4H per loss term; the only value).
     algorithm 2: "paper" -> (H+1)^2; "telescoping" -> H^2; "binary" -> 1 (R^(f), r in {0, 1}).

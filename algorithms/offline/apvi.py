@@ -20,7 +20,7 @@ Penalty (one formula for every variant, so that the non-private reduction is the
 
 * DP-APVI (paper): C1 = sqrt(2), C2 = 16, floor = 0 (the literal term 16 S H E iota / ntil).
   ``second_order_floor = 1`` is an optional floor (docs/derivations.md#widths-e) (``max(S E, 1)``, for rho near non-private).
-* APVI (APVI, eq. 7, docs/derivations.md#readings; docs/derivations.md#readings): E = 0 (exact counts, P^ with the 1/S fallback where n = 0), C1 = sqrt(2),
+* APVI (APVI, eq. 7, docs/derivations.md#readings): E = 0 (exact counts, P^ with the 1/S fallback where n = 0), C1 = sqrt(2),
   C2 = 7/3, floor = 1: ``sqrt(2 Var_{P^}(Vtil) iota / n) + (7/3) H iota / n`` -- eq. 22's empirical Bernstein.
 * rho = inf (or epsilon = inf) switches the noise off: exact counts, E = 0, same code path; with APVI's
   constants it IS APVI (tests/test_offline_apvi.py checks bit-equality).

@@ -24,7 +24,7 @@ post-processing LP (``release``), and the ``PrivateCounts`` record. A class that
 methods ``start/observe/release`` directly is accepted too, as long as it has every member listed in
 :data:`INTERFACE`.
 
-Calibrations (docs/derivations.md#neighbouring-relation, docs/derivations.md#neighbouring-relation): ``"paper"`` uses the paper's sensitivity
+Calibrations (docs/derivations.md#neighbouring-relation): ``"paper"`` uses the paper's sensitivity
 ``H`` per family (add/remove one user), so under the replacement relation of the papers' definitions
 it certifies only ``2 eps``; ``"strict"`` (our default, so that the default claim holds) doubles the
 noise scales and certifies ``eps`` under replacement.

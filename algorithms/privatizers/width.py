@@ -1,4 +1,4 @@
-"""The confidence width E_{eps,beta} of the count privatizers (docs/derivations.md#widths-e, docs/derivations.md#widths-e).
+"""The confidence width E_{eps,beta} of the count privatizers (docs/derivations.md#widths-e).
 
 E is public and data-independent: it is computed in ``start`` before any data arrives, so it never
 affects privacy. It must make the good event of Lemma 5.4 / 5.8 -- ``|N^ - N| <= E/4`` for

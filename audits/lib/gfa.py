@@ -9,7 +9,7 @@ Every function takes the learner under audit as an OBJECT (a :class:`dpcheck.alg
 
 * privacy: :func:`jdp_blackbox_check` (black box on the selected functions f^(k) and the actions sent to the
   other scripted users, Def 2.3), :func:`sensitivity_check` (hypothesis search of max_f |S_D(f) - S_D'(f)|
-  over neighbouring datasets against the declared 8H / (H+1)^2, the score sensitivity, docs/derivations.md#noise-calibration), :func:`selection_check` (empirical
+  over neighbouring datasets against the declared 8H / (H+1)^2, docs/derivations.md#noise-calibration), :func:`selection_check` (empirical
   selection frequencies of the mechanism against the closed form exp(beta S)/Z at the DECLARED temperature,
   chi-square), :func:`composition_check` (the M = ceil(K/B) updates at the temperature actually used,
   accounted exactly with dp_accounting's PLD, Section 3.3), :func:`score_dataset_check` (the scores the mechanism
