@@ -1,33 +1,33 @@
 """Audit of DP-APVI (Qiao & Wang, "Offline Reinforcement Learning with Differential Privacy", Algorithm 1;
-specs/offline_dp_apvi_vapvi.md §2): ``dpcheck audit dp_apvi``.
+Qiao & Wang 2022, Algorithm 1): ``dpcheck audit dp_apvi``.
 
 The claim table below maps every check to the paper's statement and the function that checks it
 (``offline.*`` in audits/lib/offline.py, ``privatizers.*`` in audits/lib/privatizers.py).
 
-Privacy unit: ONE trajectory (§1.2); neighbours replace it. What the adversary sees: the released noisy
+Privacy unit: ONE trajectory (Section 2); neighbours replace it. What the adversary sees: the released noisy
 counts n' (everything after them is post-processing) and, end to end, the output policy.
 
 Budget: the Gaussian mechanism (default) is rho-zCDP with ``--set rho=R`` (default 1), or with rho chosen
-by ``--epsilon E [--delta D]`` through rho = (sqrt(log(1/D) + E) - sqrt(log(1/D)))^2 (§2.8(d); D defaults
+by ``--epsilon E [--delta D]`` through rho = (sqrt(log(1/D) + E) - sqrt(log(1/D)))^2 (docs/derivations.md#noise-calibration; D defaults
 to 1e-5), which the zCDP -> DP conversion (G-2) then checks. ``--privatizer laplace`` audits the pure
-eps-DP variant (§2.8(c)) at ``--epsilon`` (default 1). ``--privatizer file.py:Class`` puts a user's
+eps-DP variant (docs/derivations.md#noise-calibration) at ``--epsilon`` (default 1). ``--privatizer file.py:Class`` puts a user's
 :class:`dpcheck.algorithms.privatizers.OfflineCountPrivatizer` inside DP-APVI (docs/privatizers.md, "Offline
 tabular"): built with ``--epsilon`` / ``--set rho`` / ``--delta`` as given and ``beta``, its own claim, width E and
 DpEvent are the algorithm's; the black box then assumes nothing about its noise (learned statistics), the
-noise scale is held against its declared ``noise_variance``, the privacy-cost slope against its own E. ``--set beta`` is the spec's UTILITY failure
-probability delta (in E and iota), never the delta of (eps, delta)-DP (P18).
+noise scale is held against its declared ``noise_variance``, the privacy-cost slope against its own E. ``--set beta`` is the paper's UTILITY failure
+probability delta (in E and iota), never the delta of (eps, delta)-DP.
 
 Modes: "theory" = Algorithm 1's constants (C1 = sqrt(2), C2 = 16); with them the penalties exceed H for
-n below ~1e5 even on the smallest instance (P14), so pessimism / validity hold only vacuously there (the
-report says so). The theory claims (validity, pessimism, the T-14 bound and its rates) run in theory mode
+n below ~1e5 even on the smallest instance (docs/derivations.md#constants), so pessimism / validity hold only vacuously there (the
+report says so). The theory claims (validity, pessimism, the eq. 31 bound and its rates) run in theory mode
 at n where they are informative; the output-policy black box and the realised-gap rate run in practical
 mode (scaled constants, no guarantee). ``--set mode=theory|practical`` forces one mode everywhere; a theory
 claim that misses in practical mode is reported INCONCLUSIVE (Audit.soften), not FAIL.
 
 ``--set data=PATH.npz`` adds checks on a user's dataset (OfflineDataset.load: states, actions, S, A): the
-released-counts black box with one of its trajectories replaced, T-2..T-5 on its counts, and its empirical
+released-counts black box with one of its trajectories replaced, Lemmas C.2-C.3 and eqs. 3-5 on its counts, and its empirical
 coverage against Theorem 3.4's sample-size condition. Utility checks need the true model and run on the
-spec's instances (§4.0).
+built-in instances (algorithms/offline/instances.py).
 """
 from __future__ import annotations
 
@@ -81,92 +81,92 @@ class DPAPVIAudit(Audit):
     defaults = Defaults(epsilon=1.0, samples=(10**6, 2 * 10**5),
                         samples_for=(("privacy.blackbox.data", (2 * 10**5, 5 * 10**4)),))
     claims = (
-        # -- privacy (T-1, T-19, G-2)
+        # -- privacy (Theorem 3.4 / Lemma C.1; docs/derivations.md#noise-calibration; Lemma E.15)
         ClaimRow("privacy.blackbox.counts", "privacy",
                  "the released noisy counts n' are rho-zCDP (eps-DP) in one trajectory (black box, scripted datasets "
-                 "differing in one step-swapping trajectory)", f"{QW}, Theorem 3.4 / Lemma C.1, §2.8(c) (T-1, T-19)",
+                 "differing in one step-swapping trajectory)", f"{QW}, Theorem 3.4 / Lemma C.1, docs/derivations.md#noise-calibration",
                  "offline.counts_target"),
         ClaimRow("privacy.blackbox.data", "privacy",
                  "the same on YOUR dataset (--set data) with one of its trajectories replaced",
-                 f"{QW}, Theorem 3.4 / Lemma C.1 (T-1)", "offline.counts_target"),
+                 f"{QW}, Theorem 3.4 / Lemma C.1", "offline.counts_target"),
         ClaimRow("privacy.blackbox.policy", "privacy",
                  "the output policy pi_hat is rho-zCDP (eps-DP) in one trajectory (post-processing; black box)",
-                 f"{QW}, Theorem 3.4 (T-1 (iv))", "offline.policy_target"),
+                 f"{QW}, Theorem 3.4 (post-processing)", "offline.policy_target"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the output depends on the data only through the released noisy counts n' (everything after them "
                  "is post-processing): same release, different data -> identical output",
-                 f"{QW}, §2.6 / §2.7 (T-1 (iv))", "offline.dataflow_check"),
+                 f"{QW}, Algorithm 1 / Lemma C.1 (post-processing)", "offline.dataflow_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the algorithm's declared DpEvent (two Gaussian families of sensitivity sqrt(2H), or one Laplace of "
                  "l1 sensitivity 4H), accounted exactly (PLD), stays within the claim",
-                 f"{QW}, Lemma C.1 / §2.7, §2.8(c) (T-1 (ii))", "offline.dp_event_check"),
+                 f"{QW}, Lemma C.1 / Lemma C.1, docs/derivations.md#noise-calibration (composition)", "offline.dp_event_check"),
         ClaimRow("whitebox.zcdp_conversion", "whitebox",
                  "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP; the rho chosen from (eps, delta_dp) "
-                 "converts back exactly", f"{QW}, Lemma E.15, §2.8(d) (G-2)", "offline.zcdp_conversion_check"),
+                 "converts back exactly", f"{QW}, Lemma E.15, docs/derivations.md#noise-calibration", "offline.zcdp_conversion_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one replaced trajectory moves each count family by <= sqrt(2H) in l2 (both by <= 4H in l1), "
-                 "brute force over all trajectories of an H = S = A = 2 model", f"{QW}, §2.7 (T-1 (i))",
+                 "brute force over all trajectories of an H = S = A = 2 model", f"{QW}, Lemma C.1 (sensitivity)",
                  "privatizers.offline_sensitivity_check"),
         ClaimRow("whitebox.sensitivity.search", "whitebox",
                  "the same, searched with hypothesis over neighbouring DATASETS through the algorithm's counting",
-                 f"{QW}, §2.7 / §2.8(c) (T-1 (i), T-19)", "offline.sensitivity_search_check"),
+                 f"{QW}, Lemma C.1 / docs/derivations.md#noise-calibration (sensitivity; Laplace variant)", "offline.sensitivity_search_check"),
         ClaimRow("whitebox.noise_scale", "whitebox",
-                 "the injected noise has the variance the claimed budget implies: 2H/rho (Gaussian; a VARIANCE, P8) "
-                 "or 2 (4H/eps)^2 (Laplace, P19), at three budgets", f"{QW}, §2.2, §2.8(c) (T-1 (iii))",
+                 "the injected noise has the variance the claimed budget implies: 2H/rho (Gaussian; a VARIANCE) "
+                 "or 2 (4H/eps)^2 (Laplace), at three budgets", f"{QW}, eq. 2, docs/derivations.md#noise-calibration (noise variance)",
                  "offline.noise_calibration_checks"),
         ClaimRow("whitebox.noise_independence", "whitebox",
-                 "fresh independent noise for every count and every step h", f"{QW}, §2.2, Lemma C.1 (P9)",
+                 "fresh independent noise for every count and every step h", f"{QW}, eq. 2, Lemma C.1",
                  "offline.noise_calibration_checks"),
-        # -- assumptions (T-2..T-5, T-11, T-13, coverage)
+        # -- assumptions (Lemmas C.2-C.3 and eqs. 3-5, Lemma C.6, Lemma C.10, coverage)
         ClaimRow("assumption.noise_bound*", "assumption", "w.p. >= 1 - delta, |n' - n| <= E/2 for every count",
-                 f"{QW}, Lemma C.2 / §2.8(c) (T-2)", "offline.count_checks"),
+                 f"{QW}, Lemma C.2 / docs/derivations.md#noise-calibration", "offline.count_checks"),
         ClaimRow("assumption.consistency*", "assumption",
                  "always: ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s'), |ntil(s,a) - n'(s,a)| <= E/2",
-                 f"{QW}, eq. 3-4, Remark 3.2 (T-3)", "offline.count_checks"),
-        ClaimRow("assumption.count_accuracy*", "assumption", "on the T-2 event, |ntil - n| <= E for every count",
-                 f"{QW}, Lemma C.3 (T-4)", "offline.count_checks"),
+                 f"{QW}, eq. 3-4, Remark 3.2", "offline.count_checks"),
+        ClaimRow("assumption.count_accuracy*", "assumption", "on the Lemma C.2 event, |ntil - n| <= E for every count",
+                 f"{QW}, Lemma C.3", "offline.count_checks"),
         ClaimRow("assumption.valid_transition*", "assumption",
-                 "P~ is a distribution, uniform exactly where ntil(s,a) <= E", f"{QW}, eq. 5, Remark 3.3 (T-5)",
+                 "P~ is a distribution, uniform exactly where ntil(s,a) <= E", f"{QW}, eq. 5, Remark 3.3",
                  "offline.count_checks"),
         ClaimRow("assumption.penalty_validity*", "assumption",
                  "w.p. >= 1 - 2 delta, |(P~ - P) Vtil_{h+1}| <= Gamma where ntil >= 3E (.noise_dominated: at a budget "
-                 "where the DP noise exceeds the sampling error)", f"{QW}, Lemma C.6 (T-11)", "offline.pessimism_checks"),
+                 "where the DP noise exceeds the sampling error)", f"{QW}, Lemma C.6", "offline.pessimism_checks"),
         ClaimRow("assumption.pessimism*", "assumption",
                  "w.p. >= 1 - 4 delta, Vtil_h <= V^{pi_hat}_h and Qbar_h <= Q^{pi_hat}_h (exact values from the true "
-                 "model; .noise_dominated as above)", f"{QW}, Lemma C.10, eq. 34 (T-13, A1)", "offline.pessimism_checks"),
+                 "model; .noise_dominated as above)", f"{QW}, Lemma C.10, eq. 34 (Theorem 3.4)", "offline.pessimism_checks"),
         ClaimRow("assumption.coverage*", "assumption",
                  "Assumption 2.1 and the coverage dbar_m (instance, exact); .data: your data's empirical dbar_m vs "
-                 "n > max(H^2, E) iota / dbar_m", f"{QW}, Assumption 2.1, Theorem 3.4 (§1.3)", "offline.coverage_check"),
-        # -- rates (T-14, T-16, T-17, T-19)
+                 "n > max(H^2, E) iota / dbar_m", f"{QW}, Assumption 2.1, Theorem 3.4", "offline.coverage_check"),
+        # -- rates (eq. 31, Lemma C.10; Theorem 3.4; eq. 7; docs/derivations.md#noise-calibration)
         ClaimRow("regret.bound.n", "regret",
                  "the data-dependent bound 2 sum d^{pi*} Gamma falls at least like n^{-1/2} (main term), theory constants",
-                 f"{QW}, Theorem 3.4, eq. 31 (T-14, T-16)", "offline.rate_checks"),
+                 f"{QW}, Theorem 3.4, eq. 31 (eq. 31, Lemma C.10)", "offline.rate_checks"),
         ClaimRow("regret.privacy_cost.n", "regret",
                  "the privacy cost B_DP - B_APVI is the lower-order O~(S H^2 E/(n dbar_m)) term: slope -1 in n",
-                 f"{QW}, Theorem 3.4 vs eq. 7 (T-17)", "offline.rate_checks"),
+                 f"{QW}, Theorem 3.4 vs eq. 7", "offline.rate_checks"),
         ClaimRow("regret.privacy_cost.budget", "regret",
                  "the privacy cost scales like E: rho^{-1/2} (Gaussian) / eps^{-1} (Laplace)",
-                 f"{QW}, Theorem 3.4, §2.8(c) (T-17, T-19, G-1)", "offline.rate_checks"),
+                 f"{QW}, Theorem 3.4, docs/derivations.md#noise-calibration (eq. 7; Section 5)", "offline.rate_checks"),
         ClaimRow("regret.suboptimality_bound", "regret",
                  "w.p. >= 1 - 4 delta, v* - v^{pi_hat} <= 2 sum_h sum d^{pi*}_h Gamma_h (exact)",
-                 f"{QW}, eq. 31 + Lemma C.10 (T-14)", "offline.rate_checks"),
+                 f"{QW}, eq. 31 + Lemma C.10", "offline.rate_checks"),
         ClaimRow("regret.suboptimality.budget", "regret",
                  "the realised sub-optimality does not grow with the budget (its privacy part falls like E: "
-                 "rho^{-1/2} / eps^{-1}; practical constants)", f"{QW}, Theorem 3.4, §2.8(c) (T-16, T-17, T-19)",
+                 "rho^{-1/2} / eps^{-1}; practical constants)", f"{QW}, Theorem 3.4, docs/derivations.md#noise-calibration (eq. 7)",
                  "offline.suboptimality_budget_check"),
         ClaimRow("regret.suboptimality.n", "regret",
                  "the realised sub-optimality falls at least like n^{-1/2} (practical constants)",
-                 f"{QW}, Theorem 3.4 (T-16)", "offline.suboptimality_rate_check"),
+                 f"{QW}, Theorem 3.4", "offline.suboptimality_rate_check"),
     )
     options = (
         SetOption("rho", float, bounds=(0, None),
                   help="the zCDP budget of the Gaussian variant (default 1; or chosen by --epsilon with --delta)"),
         SetOption("beta", float, bounds=(0, 1), default=0.1,
-                  help="the spec's utility failure probability delta (in E and iota; not the DP delta)"),
+                  help="the paper's utility failure probability delta (in E and iota; not the DP delta)"),
         SetOption("mode", str, choices=("theory", "practical"),
                   help="run every check in this mode (default: each check in its own mode, see docs/dp_apvi.md)"),
         SetOption("penalty", str, choices=("bernstein", "hoeffding"), default="bernstein",
-                  help="Algorithm 1's Bernstein penalty or the Hoeffding variant (§2.8(b))"),
+                  help="Algorithm 1's Bernstein penalty or the Hoeffding variant (eq. 8)"),
         SetOption("data", str, help="PATH.npz: your dataset (states (n, H+1), actions (n, H), S, A; optional "
                                     "behaviour (H, S, A), with it P, r, init: the true MDP) for the data checks"),
     )
@@ -235,7 +235,7 @@ class DPAPVIAudit(Audit):
         return data
 
     def instances(self):
-        """TAB-FULL S = A = 2, H = 3 (§4.0: pessimism, the T-14 bound and its rates), TAB-PARTIAL S = 4,
+        """TAB-FULL S = A = 2, H = 3 (pessimism, the eq. 31 bound and its rates), TAB-PARTIAL S = 4,
         A = 3, H = 3 (the count checks: uncovered pairs exercise the uniform fallback; S = 4 makes a skipped
         consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised gap: more actions, so the gap
         falls over a window of n instead of vanishing at once)."""
@@ -321,7 +321,7 @@ class DPAPVIAudit(Audit):
         self.progress("dp_apvi: penalty validity and pessimism (exact values from the true model)")
         mode = forced or "theory"
         s = spec if spec.mode == mode else _mode(spec, mode)
-        # operating point: the audit's budget at n where the paper's penalties fall below H (P14)
+        # operating point: the audit's budget at n where the paper's penalties fall below H (docs/derivations.md#constants)
         for c in offline.pessimism_checks(s, full, n=10**6, runs=exe.pick(1000, 300), rng=self.rng("pessimism"),
                                           alpha=exe.alpha, regime="operating point: the audit's budget, n = 1e6"):
             self.add(self.soften(c, mode == "practical"))

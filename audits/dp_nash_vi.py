@@ -1,5 +1,5 @@
 """Audit "dp_nash_vi": DP-Nash-VI (Qiao & Wang 2024, arXiv 2404.07559) end to end -- privacy, the
-assumptions its analysis rests on, and its regret rates (claims N1-N30 of the DP-Nash-VI spec).
+assumptions its analysis rests on, and its regret rates (Qiao & Wang 2024, Lemmas 5.1-5.8, B.1-B.8, Theorems 4.1-5.5).
 
 `dpcheck audit dp_nash_vi [--privatizer central|local|path.py:Class] [--epsilon E] [--quick]`
 
@@ -9,7 +9,7 @@ The claim table below says what each check tests and where the paper says it. Th
   algorithm's observable outputs (black box: catches a raw count used anywhere). Games setting throughout:
   joint actions j = a*B + b, rewards=False (the reward is known), so 2 stream families. The JDP audit runs
   the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota): privacy does not depend on C1, C2
-  (N3), and with these a raw count in the bonus changes the deployed actions.
+ , and with these a raw count in the bonus changes the deployed actions.
 * assumptions in theory mode (C1 = 2, C2 = 10, the privatizer's rigorous width) on a seeded T3 game. There
   the bonus exceeds H at feasible K, so the optimism checks hold trivially and say so ("vacuous"); they are
   repeated in the labelled practical mode (ids suffixed .practical), informative but without guarantee.
@@ -75,94 +75,94 @@ class DPNashVIAudit(Audit):
         # -- privacy: the privatizer (games setting: A*B joint actions, 2 families), then the algorithm
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the privatizer's declared DpEvent, accounted with dp_accounting (PLD) under replacement, is "
-                 "within the claimed eps (add/remove reported)", f"{Q}, Lemma 5.1 (N1) / Lemma 5.4 (N2)", PRIVATIZERS),
+                 "within the claimed eps (add/remove reported)", f"{Q}, Lemma 5.1 / Lemma 5.4", PRIVATIZERS),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "no neighbouring pair exceeds the declared per-family l1 sensitivity; realised eps = "
                  "sum_f Delta_f / b <= eps (hypothesis search, built-in privatizers)",
-                 f"{Q}, Lemma 5.1 (N1) / Lemma 5.4 (N2)", PRIVATIZERS),
+                 f"{Q}, Lemma 5.1 / Lemma 5.4", PRIVATIZERS),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "Central privatizer: the release errors have the binary tree's covariance (noise drawn once "
-                 "per node and reused)", f"{Q}, Lemma 5.1 (N1, tree mechanism)", PRIVATIZERS),
+                 "per node and reused)", f"{Q}, Lemma 5.1 (tree mechanism)", PRIVATIZERS),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
                  "the Central privatizer's whole released stream is eps-DP in one user (worst-case user 1, "
-                 "Laplace log-likelihood-ratio statistic)", f"{Q}, Lemma 5.1 (N1)", PRIVATIZERS),
+                 "Laplace log-likelihood-ratio statistic)", f"{Q}, Lemma 5.1", PRIVATIZERS),
         ClaimRow("privacy.ldp.blackbox", "privacy",
                  "the Local privatizer's message of one pair is eps-LDP (worst-case neighbouring trajectories)",
-                 f"{Q}, Lemma 5.4 (N2)", PRIVATIZERS),
+                 f"{Q}, Lemma 5.4", PRIVATIZERS),
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "Central privatizer + DP-Nash-VI is eps-JDP: the action pairs sent to the other user pairs "
                  "(scripted users, neighbours differ in the first pair) are eps-indistinguishable, whatever "
-                 "C1, C2", f"{Q}, Lemma 5.1 + Billboard lemma (N1, N3)", "privacy_jdp"),
+                 "C1, C2", f"{Q}, Lemma 5.1 + Billboard lemma", "privacy_jdp"),
         ClaimRow("privacy.jdp.power", "privacy",
                  "the JDP audit finds eps_lb > eps on the non-private Nash-VI (raw counts): the audit has power "
                  "(not under --quick)", "dpcheck self-test of privacy.jdp.blackbox", "privacy_jdp"),
         # -- assumptions, theory mode
         ClaimRow("assumption.count_error", "assumption",
                  "w.p. >= 1 - beta/3, |N~ - N| <= E for every release the algorithm planned with",
-                 f"{Q}, Assumption 3.1 part 1 (N5-N8) {THEORY}", ASSUMPTIONS),
+                 f"{Q}, Assumption 3.1 part 1  {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.sum_consistency", "assumption", "N~(s,a,b) = sum_s' N~(s,a,b,s')",
                  f"{Q}, Assumption 3.1 part 2 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.no_underestimation", "assumption",
                  "N~(s,a,b) >= N(s,a,b) on the good event |N^ - N| <= E/4 (private counts only)",
-                 f"{Q}, Lemma 5.8 (N4) {THEORY}", ASSUMPTIONS),
+                 f"{Q}, Lemma 5.8 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.valid_transition", "assumption",
                  "P~(.|s,a,b) = N~(s,a,b,.)/N~(s,a,b) is a full-support distribution (private counts only)",
-                 f"{Q}, Lemma 5.8 (N5) {THEORY}", ASSUMPTIONS),
+                 f"{Q}, Lemma 5.8 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.good_event", "assumption",
                  "|N^ - N| <= E/4 for all (h,s,a,b,s',k) w.p. >= 1 - beta/3 (Lemma 5.8's hypothesis)",
-                 f"{Q}, Lemmas 5.1 / 5.4 (N6) {THEORY}", ASSUMPTIONS),
+                 f"{Q}, Lemmas 5.1 / 5.4 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.cce", "assumption",
                  "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)): both constraint families hold (tolerance 1e-8 H)",
-                 f"{Q}, §2.5, Algorithm 1 line 14 (N18)", ASSUMPTIONS),
+                 f"{Q}, Algorithm 1 line 14; docs/derivations.md#readings", ASSUMPTIONS),
         ClaimRow("assumption.optimism", "assumption",
                  "Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger} (and the V's) at every (k,h,s,a,b) "
-                 "w.p. >= 1 - 2 beta/3", f"{Q}, Lemma B.7 (N16) {THEORY}", ASSUMPTIONS),
+                 "w.p. >= 1 - 2 beta/3", f"{Q}, Lemma B.7 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.optimism_correlated", "assumption",
                  "Vu_h^k <= V_h^{pi^k} <= Vb_h^k for the correlated policy w.p. >= 1 - 2 beta/3",
-                 f"{Q}, used in Lemma B.8 (N17) {THEORY}", ASSUMPTIONS),
+                 f"{Q}, used in Lemma B.8 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.certificate_chain", "assumption",
                  "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) in every run (an invariant)",
-                 f"{Q}, Theorem 4.2 proof, eq. 50 (N27)", ASSUMPTIONS),
+                 f"{Q}, Theorem 4.2 proof, eq. 50", ASSUMPTIONS),
         ClaimRow("assumption.certificate", "assumption",
-                 "duality gap of (mu^out, nu^out) <= Delta_final on N16's good event (w.p. >= 1 - 2 beta/3)",
-                 f"{Q}, Theorem 4.2 proof (N27) with Lemma B.7 (N16) {THEORY}", ASSUMPTIONS),
+                 "duality gap of (mu^out, nu^out) <= Delta_final on Lemma B.7's good event (w.p. >= 1 - 2 beta/3)",
+                 f"{Q}, Theorem 4.2 proof with Lemma B.7 {THEORY}", ASSUMPTIONS),
         # -- the same, practical mode (informative, no guarantee)
         ClaimRow("assumption.optimism.practical", "assumption", "as assumption.optimism, practical constants",
-                 f"{Q}, Lemma B.7 (N16) {PRACTICAL}", ASSUMPTIONS),
+                 f"{Q}, Lemma B.7 {PRACTICAL}", ASSUMPTIONS),
         ClaimRow("assumption.optimism_correlated.practical", "assumption",
-                 "as assumption.optimism_correlated, practical constants", f"{Q} (N17) {PRACTICAL}", ASSUMPTIONS),
+                 "as assumption.optimism_correlated, practical constants", f"{Q} (Lemma B.8) {PRACTICAL}", ASSUMPTIONS),
         ClaimRow("assumption.certificate_chain.practical", "assumption",
-                 "as assumption.certificate_chain, practical constants", f"{Q}, Theorem 4.2 proof (N27)",
+                 "as assumption.certificate_chain, practical constants", f"{Q}, Theorem 4.2 proof",
                  ASSUMPTIONS),
         ClaimRow("assumption.certificate.practical", "assumption", "as assumption.certificate, practical constants",
-                 f"{Q}, Theorem 4.2 proof (N27) {PRACTICAL}", ASSUMPTIONS),
+                 f"{Q}, Theorem 4.2 proof {PRACTICAL}", ASSUMPTIONS),
         # -- regret (practical mode)
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "non-private limit E = 0: Regret(K) = O~(sqrt(H^2 S A B T)): exponent of the increments "
                  "R(2K) - R(K), K from 125 to K/2, <= 0.5 + 0.1 (a CI below 0.25 is flagged uninformative); can FAIL",
-                 f"{Q}, Theorem 4.1 with E = 0 (N22)", "lib.nash.nonprivate_exponent_check"),
+                 f"{Q}, Theorem 4.1 with E = 0", "regret"),
         ClaimRow("regret.exponent.jdp", "regret",
                  "Regret(K) <= O~(sqrt(H^2 SABT) + H^3 S^2 AB/eps): exponent of the increments <= 0.6 at the "
-                 "largest eps of the sweep, after the privacy term's burn-in", f"{Q}, Theorem 5.2 (N20) {PRACTICAL}",
+                 "largest eps of the sweep, after the privacy term's burn-in", f"{Q}, Theorem 5.2 {PRACTICAL}",
                  REGRET_CHECKS),
         ClaimRow("regret.exponent.ldp", "regret",
                  "Regret(K) <= O~(sqrt(H^2 SABT) + S^2 AB sqrt(H^5 T)/eps): exponent of the increments <= 0.6 "
-                 "at the largest eps", f"{Q}, Theorem 5.5 (N21) {PRACTICAL}", REGRET_CHECKS),
+                 "at the largest eps", f"{Q}, Theorem 5.5 {PRACTICAL}", REGRET_CHECKS),
         ClaimRow("regret.privacy_cost.jdp_eps", "regret",
                  "the JDP privacy cost R_priv(K) - R_nonpriv(K) ~ 1/eps: slope in eps -1 +- 0.35 (paired runs; "
                  "a user's privatizer: the slope of its declared width E(eps) +- 0.35)",
-                 f"{Q}, Theorem 5.2 (N20) {PRACTICAL}", REGRET_CHECKS),
+                 f"{Q}, Theorem 5.2 {PRACTICAL}", REGRET_CHECKS),
         ClaimRow("regret.privacy_cost.ldp_eps", "regret",
                  "the LDP privacy cost ~ 1/eps: slope in eps -1 +- 0.35 (paired runs; a user's privatizer: the "
                  "slope of its declared width)",
-                 f"{Q}, Theorem 5.5 (N21) {PRACTICAL}", REGRET_CHECKS),
+                 f"{Q}, Theorem 5.5 {PRACTICAL}", REGRET_CHECKS),
         ClaimRow("regret.privacy_cost.jdp_K", "regret",
                  "the JDP privacy cost at the end of a run of horizon K grows no faster than the theorem's "
                  "privacy term H^2 S^2 AB E(K) iota(K)^2 (polylog): slope <= predicted + 0.15",
-                 f"{Q}, Theorem 5.2, eq. 48 (N20) {PRACTICAL}", REGRET_CHECKS),
+                 f"{Q}, Theorem 5.2, eq. 48 {PRACTICAL}", REGRET_CHECKS),
         ClaimRow("regret.privacy_cost.ldp_K", "regret",
                  "the LDP privacy cost grows no faster than H^2 S^2 AB E(K) iota(K)^2 (sqrt(K) polylog): "
-                 "slope <= predicted + 0.15", f"{Q}, Theorem 5.5, eq. 48 (N21) {PRACTICAL}", REGRET_CHECKS),
+                 "slope <= predicted + 0.15", f"{Q}, Theorem 5.5, eq. 48 {PRACTICAL}", REGRET_CHECKS),
         ClaimRow("regret.privacy_cost.jdp_vs_ldp_K", "regret",
                  "JDP cost flat in K (polylog) vs LDP cost ~ sqrt(K): slope(LDP) - slope(JDP) = predicted "
                  "+- 0.2 (joint bootstrap over shared seeds)", f"{Q}, Theorems 5.2 vs 5.5 {PRACTICAL}",
@@ -193,7 +193,7 @@ class DPNashVIAudit(Audit):
             "calibration": self.calibration, "beta": BETA, "quick": bool(self.exe.quick),
             "theory_mode": {"C1": 2.0, "C2": 10.0, "width_mode": "rigorous"},
             "practical_mode": {"C1": 0.1, "C2": 0.02, "width_mode": "nominal",
-                               "note": "labelled practical constants (DP-UCBVI spec §6.3 caveat); orders only, "
+                               "note": "labelled practical constants (as in reports/reproductions/dp_ucbvi_fig1/README.md); orders only, "
                                        "no guarantee: a miss there is reported as inconclusive, not as a violation"},
             "privacy_audit": {"constants": "C1 = 0, C2 = 1/(H S E iota) (privacy is independent of C1, C2: N3)",
                               "samples_per_side": self.privacy_samples,
@@ -209,7 +209,7 @@ class DPNashVIAudit(Audit):
         })
 
         t0 = time.perf_counter()
-        lemma = "Lemma 5.1 (N1)" if self.priv_notion == "JDP" else "Lemma 5.4 (N2)"
+        lemma = "Lemma 5.1" if self.priv_notion == "JDP" else "Lemma 5.4"
         claim = own if own is not None else Claim(epsilon=eps, notion=self.priv_notion, source=f"{SOURCE}, {lemma}")
         self.progress(f"privacy: privatizer-level audits ({self.spec}, games setting: A*B joint actions, 2 families)")
         for c in nash.privatizer_checks(make, claim, self.priv_notion, quick=bool(self.exe.quick), samples=self.privacy_samples,
@@ -235,9 +235,9 @@ class DPNashVIAudit(Audit):
 
         samples, eps = self.privacy_samples, self.eps
         self.progress(f"privacy: JDP black-box audit of the actions sent to other users ({samples} runs per side)")
-        check, _ = self.blackbox(nash.jdp_target(make, eps, claim_source=SOURCE + ", Lemma 5.1 + Billboard lemma (N1)",
+        check, _ = self.blackbox(nash.jdp_target(make, eps, claim_source=SOURCE + ", Lemma 5.1 + Billboard lemma",
                                                  delta=claim.delta),
-                                 id="privacy.jdp.blackbox", samples=samples, claim_source=SOURCE + ", Lemma 5.1 (N1)")
+                                 id="privacy.jdp.blackbox", samples=samples, claim_source=SOURCE + ", Lemma 5.1")
         self.add(check)
         if self.exe.quick:
             return
@@ -282,7 +282,7 @@ class DPNashVIAudit(Audit):
         pick = self.exe.pick
         seeds, Kr, K_cost = pick(*REGRET["seeds"]), pick(*REGRET["K"]), pick(*REGRET["K_cost"])
         grids = {"central": pick(*REGRET["eps_jdp"]), "local": pick(*REGRET["eps_ldp"])}
-        notions = [("JDP", "central", "Theorem 5.2 (N20)"), ("LDP", "local", "Theorem 5.5 (N21)")]
+        notions = [("JDP", "central", "Theorem 5.2"), ("LDP", "local", "Theorem 5.5")]
         builtin = spec in ("central", "local")
         if not builtin and spec != "none":
             # a user's privatizer: its own notion, at the eps where it declares the widths E the built-in
@@ -294,7 +294,7 @@ class DPNashVIAudit(Audit):
                                            if cand else {"scaled": "--epsilon x (1, 2, 4, 8)"})
             cand = cand or tuple(self.eps * f for f in (1.0, 2.0, 4.0, 8.0))
             grids = {spec: tuple(e for e in cand if nash.accepts(spec, e, calibration))}
-            notions = [(self.priv_notion, spec, "Theorem 4.1 under Assumption 3.1 (N19)")]
+            notions = [(self.priv_notion, spec, "Theorem 4.1 under Assumption 3.1")]
         if spec == "none":
             # the non-private baseline alone: no privacy cost to measure (it would be a run minus itself)
             notions = []

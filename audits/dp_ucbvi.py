@@ -1,13 +1,12 @@
-"""Audit of DP-UCBVI (Qiao & Wang, AISTATS 2023; specs/dp_ucbvi.md): ``dpcheck audit dp_ucbvi``.
+"""Audit of DP-UCBVI (Qiao & Wang, AISTATS 2023; Qiao & Wang 2023): ``dpcheck audit dp_ucbvi``.
 
 The claim table below maps every check to the paper's statement and the function that checks it:
 ``ucbvi.*`` in audits/lib/ucbvi.py, ``privatizers.*`` the privatizer checks in audits/lib/privatizers.py.
 
 Modes (reported in the config and in every check's details): "theory" uses the paper's constants;
-with them the bonus exceeds H for every feasible K (spec §6.3), so optimism and the explicit bound
+with them the bonus exceeds H for every feasible K (reports/reproductions/dp_ucbvi_fig1/README.md), so optimism and the explicit bound
 hold only vacuously (the report says so) and rates are meaningless. Rate checks therefore run in
-"practical" mode (BonusConstants.practical, the privatizer's "nominal" width), as the spec
-prescribes; privacy does not depend on the mode (C3), so the privacy checks use the mode in which
+"practical" mode (BonusConstants.practical, the privatizer's "nominal" width, docs/derivations.md#widths-e); privacy does not depend on the mode, so the privacy checks use the mode in which
 the actions carry the most information about the data (practical). ``--set mode=...`` forces one
 mode everywhere.
 
@@ -38,74 +37,74 @@ class DPUCBVIAudit(Audit):
                "+ S^2 A sqrt(H^5 T)/eps (LDP)")
     defaults = Defaults(epsilon=1.0, samples=(200_000, 20_000))
     claims = (
-        # -- privacy (C1: central / JDP, C2: local / LDP, C3: post-processing)
+        # -- privacy (Lemma 5.1: central / JDP, Lemma 5.6: local / LDP, post-processing)
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the privatizer's declared noise, accounted exactly (PLD) under replacement neighbours, is "
                  "eps-DP in one user's data",
-                 f"{QW}, Lemma 5.1 (central) / Lemma 5.6 (local); spec C1, C2", "ucbvi.whitebox_check"),
+                 f"{QW}, Lemma 5.1 (central) / Lemma 5.6 (local)", "ucbvi.whitebox_check"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one user changes each count family by at most its declared l1 sensitivity; "
                  "sum_f Delta_f / b <= eps",
-                 f"{QW}, Lemma 5.1 / 5.6; spec C1(b), C2", "privatizers.sensitivity_check"),
+                 f"{QW}, Lemma 5.1 / 5.6 (sensitivity)", "privatizers.sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "binary-tree node noise is drawn once and reused: Cov(B(t), B(t')) = #shared nodes x 2b^2",
-                 f"Chan, Shi & Song 2011; {QW}, Lemma 5.1; spec C1(a)", "privatizers.tree_reuse_check"),
+                 f"Chan, Shi & Song 2011; {QW}, Lemma 5.1; Lemma 5.1(a)", "privatizers.tree_reuse_check"),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
                  "the released count stream is eps-DP in one user's data (black box)",
-                 f"{QW}, Lemma 5.1; spec C1", "privatizers.central_target"),
+                 f"{QW}, Lemma 5.1", "privatizers.central_target"),
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "the actions sent to all other users are eps-JDP (black box, scripted users)",
-                 f"{QW}, Theorem 5.2, Definition 2.2; spec C1", "ucbvi.jdp_blackbox_check"),
+                 f"{QW}, Theorem 5.2, Definition 2.2; Lemma 5.1", "ucbvi.jdp_blackbox_check"),
         ClaimRow("privacy.ldp.blackbox", "privacy",
                  "one user's message to the server is eps-LDP (black box)",
-                 f"{QW}, Lemma 5.6 / Theorem 5.7; spec C2", "privatizers.local_target"),
+                 f"{QW}, Lemma 5.6 / Theorem 5.7", "privatizers.local_target"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the actions sent to users 2..K depend only on the released counts and their own states",
-                 f"{QW}, Lemma 5.1 (Billboard lemma, Hsu et al. 2014); spec C1(d), C3", "ucbvi.dataflow_check"),
+                 f"{QW}, Lemma 5.1 (Billboard lemma, Hsu et al. 2014); post-processing", "ucbvi.dataflow_check"),
         # -- Assumption 3.1 and the lemmas built on it
         ClaimRow("assumption.count_error", "assumption",
                  "w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all (h,s,a,s',k)",
-                 f"{QW}, Assumption 3.1 part 1, Lemmas 5.1 / 5.6; spec C4", "ucbvi.assumption_checks"),
+                 f"{QW}, Assumption 3.1 part 1, Lemmas 5.1 / 5.6; Lemma 5.4", "ucbvi.assumption_checks"),
         ClaimRow("assumption.sum_consistency", "assumption", "N~(s,a) = sum_s' N~(s,a,s')",
-                 f"{QW}, Assumption 3.1 part 2; spec C4", "ucbvi.assumption_checks"),
+                 f"{QW}, Assumption 3.1 part 2; Lemma 5.4", "ucbvi.assumption_checks"),
         ClaimRow("assumption.no_underestimation", "assumption",
                  "N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4",
-                 f"{QW}, Assumption 3.1 part 2, Lemma 5.4; spec C4", "ucbvi.assumption_checks"),
+                 f"{QW}, Assumption 3.1 part 2, Lemma 5.4", "ucbvi.assumption_checks"),
         ClaimRow("assumption.valid_transition", "assumption",
                  "P~(.|s,a) = N~(s,a,.)/N~(s,a) is a full-support distribution",
-                 f"{QW}, Remark 3.2; spec C5", "ucbvi.assumption_checks"),
+                 f"{QW}, Remark 3.2", "ucbvi.assumption_checks"),
         ClaimRow("assumption.good_event", "assumption", "|N^ - N| <= E/4 for all (h,s,a,s',k) w.p. >= 1 - beta/3",
-                 f"{QW}, Lemmas 5.1 / 5.6 (Lemma 5.4's hypothesis); spec C6", "ucbvi.assumption_checks"),
+                 f"{QW}, Lemmas 5.1 / 5.6 (Lemma 5.4's hypothesis)", "ucbvi.assumption_checks"),
         ClaimRow("assumption.monotone", "assumption", "Q~_h^k <= Q~_h^{k-1} and Q~ <= H for every (k,h,s,a)",
-                 f"{QW}, Algorithm 1 line 8, proof of Corollary C.10; spec C18", "ucbvi.assumption_checks"),
+                 f"{QW}, Algorithm 1 line 8, proof of Corollary C.10", "ucbvi.assumption_checks"),
         ClaimRow("assumption.count_error_order_eps", "assumption", "max |N^ - N| scales like 1/eps",
-                 f"{QW}, Lemma 5.1 / 5.6; spec C7", "ucbvi.count_error_order_check"),
+                 f"{QW}, Lemma 5.1 / 5.6", "ucbvi.count_error_order_check"),
         ClaimRow("assumption.count_error_order_K", "assumption",
                  "max |N^ - N| is (H/eps) polylog(K) (central) / (H/eps) sqrt(K) (local)",
-                 f"{QW}, Lemma 5.1 / 5.6; spec C7", "ucbvi.count_error_order_check"),
+                 f"{QW}, Lemma 5.1 / 5.6", "ucbvi.count_error_order_check"),
         ClaimRow("assumption.optimism", "assumption", "Q~_h^k(s,a) >= Q*_h(s,a) for all (k,h,s,a) w.p. >= 1 - beta",
-                 f"{QW}, Lemma C.11 + Lemma C.9; spec C17", "ucbvi.optimism_check"),
+                 f"{QW}, Lemma C.11 + Lemma C.9; Lemmas C.9/C.11", "ucbvi.optimism_check"),
         # -- regret (Theorem 4.1 explicitly; Theorems 5.2 / 5.7 as rates, practical mode)
         ClaimRow("regret.explicit_bound", "regret",
                  "Regret(k) <= 1000 (sqrt(H^2 S A T_k iota^2) + H^2 S^2 A E iota^2 + H^3 S^2 A iota^2) for all k, "
                  "w.p. >= 1 - beta",
-                 f"{QW}, Theorem 4.1 / Lemma C.9, eq. 75; spec C22", "ucbvi.explicit_bound_check"),
+                 f"{QW}, Theorem 4.1 / Lemma C.9, eq. 75", "ucbvi.explicit_bound_check"),
         ClaimRow("regret.exponent.jdp", "regret", "Regret(K) = O~(sqrt(K)): exponent of the increments <= 0.5 + 0.1",
-                 f"{QW}, Theorem 5.2; spec C23, §6.3", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.2; reports/reproductions/dp_ucbvi_fig1/README.md", "ucbvi.rate_checks"),
         ClaimRow("regret.exponent.ldp", "regret", "Regret(K) = O~(sqrt(K)): exponent of the increments <= 0.5 + 0.1",
-                 f"{QW}, Theorem 5.7; spec C24, §6.3", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.7; reports/reproductions/dp_ucbvi_fig1/README.md", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.jdp_K", "regret",
                  "the privacy cost Regret_DP - Regret_UCBVI is an additive S^2 A H^3/eps term, flat in K",
-                 f"{QW}, Theorem 5.2; spec C23", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.2", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.ldp_K", "regret",
                  "the privacy cost Regret_DP - Regret_UCBVI grows like S^2 A sqrt(H^5 T)/eps",
-                 f"{QW}, Theorem 5.7; spec C24", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.7", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.jdp_eps", "regret", "the privacy cost at fixed K scales like 1/eps "
                  "(a plug-in privatizer: like its width E(eps))",
-                 f"{QW}, Theorem 5.2 through Assumption 3.1; spec C23", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.2 through Assumption 3.1", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.ldp_eps", "regret", "the privacy cost at fixed K scales like 1/eps "
                  "(a plug-in privatizer: like its width E(eps))",
-                 f"{QW}, Theorem 5.7 through Assumption 3.1; spec C24", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.7 through Assumption 3.1", "ucbvi.rate_checks"),
     )
     options = (
         SetOption("calibration", str, choices=("paper", "strict"), default="strict",
@@ -156,9 +155,9 @@ class DPUCBVIAudit(Audit):
             "constants": {"theory": BonusConstants.theory().to_dict(),
                           "practical": BonusConstants.practical().to_dict()},
             "width_mode": {"theory": theory.width_mode, "practical": practical.width_mode},
-            "note": "theory = the paper's constants (vacuous at feasible K, spec §6.3); practical = scaled constants "
+            "note": "theory = the paper's constants (vacuous at feasible K, reports/reproductions/dp_ucbvi_fig1/README.md); practical = scaled constants "
                     "(privacy checks: the privatizer's nominal width; regret rates: Lap(1/eps) per node / coordinate "
-                    "with the rigorous width, eps_eff reported per check); privacy does not depend on the mode (C3)",
+                    "with the rigorous width, eps_eff reported per check); privacy does not depend on the mode",
         })
 
     # -- privacy: the privatizer (white box + tight black box), then the agent ----------------
@@ -189,7 +188,7 @@ class DPUCBVIAudit(Audit):
             if notion == "JDP":
                 self.add(ucbvi.jdp_blackbox_check(practical, exe, samples=samples))
         elif notion == "LDP":
-            # what the adversary sees under LDP is exactly one user's message (spec §1.5, A14)
+            # what the adversary sees under LDP is exactly one user's message (Section 2.2; docs/derivations.md#noise-calibration)
             tgt = pa.local_target(pa.ClaimedTemplate(p, ucbvi.claim_for(spec), True))
             self.add(self.blackbox(tgt, id="privacy.ldp.blackbox", samples=samples)[0])
         else:
@@ -199,7 +198,7 @@ class DPUCBVIAudit(Audit):
             self.add(ucbvi.jdp_blackbox_check(practical, exe, samples=samples))
         self.add(ucbvi.dataflow_check(practical, seed=exe.seed))
 
-    # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, C22
+    # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, Theorem 4.1
     def assumptions(self, spec: AgentSpec, theory: AgentSpec) -> None:
         from dpcheck.algorithms.envs.generators import random_mdp
         exe = self.exe
@@ -208,7 +207,7 @@ class DPUCBVIAudit(Audit):
         small = random_mdp(3, 2, 3, np.random.default_rng(seed), reward_noise="bernoulli")
         runs = exe.pick(300, 120)  # >= 109 runs: 0 failures certify beta/3 = 0.033
         K = exe.pick(256, 64)
-        batch = ucbvi.monitored_run(theory, small, K=K, runs=runs, seed=seed)   # feeds C4-C6, C18 and C17
+        batch = ucbvi.monitored_run(theory, small, K=K, runs=runs, seed=seed)   # feeds Lemma 5.4, the good event, monotonicity and optimism (Lemma C.11)
         for c in ucbvi.assumption_checks(theory, small, K=K, runs=runs, seed=seed, alpha=alpha, run=batch):
             self.add(c)
         if self.agent_notion in ("JDP", "LDP"):

@@ -1,5 +1,5 @@
 """Audit of DP-VAPVI (Qiao & Wang, "Offline Reinforcement Learning with Differential Privacy", Algorithm 2;
-specs/offline_dp_apvi_vapvi.md §3): ``dpcheck audit dp_vapvi``.
+Qiao & Wang 2022, Algorithm 2): ``dpcheck audit dp_vapvi``.
 
 `dpcheck audit dp_vapvi [--set rho=R | --epsilon E --delta D] [--set instance=lin_tab|appendix_f |
 --set data=PATH.npz] [--set mode=theory|practical] [--quick]`
@@ -10,15 +10,15 @@ The claim table below maps each check to the paper's statement and the function 
 * privacy (offline DP, one trajectory REPLACED): black box on the released transcript of all 5H
   statistics (its Neyman-Pearson statistic) and on the output policy; white box: the 5H declared Gaussian
   DpEvents composed and accounted exactly with the PLD accountant against the rho-zCDP claim, its
-  (eps, delta) conversion (G-2), the declared sensitivities searched with hypothesis (||phi|| <= B), and
+  (eps, delta) conversion (Lemma E.15), the declared sensitivities searched with hypothesis (||phi|| <= B), and
   the noise actually released (calibration Delta^2/(2 rho0) from the claim, independence across steps h).
   Privacy does not depend on the mode. The matrix releases use the replacement sensitivity by default
-  (Ambiguity A7); ``--set matrix_neighbour=paper`` audits the paper's add/remove value, which the
+  (docs/derivations.md#neighbouring-relation); ``--set matrix_neighbour=paper`` audits the paper's add/remove value, which the
   sensitivity check then FAILs under replacement.
 * assumptions: the Lemma D.2 noise bounds and positive definiteness (probability checks at delta), the
-  feature normalisation and coverage kappa (Appendix F breaks both: reported as FAIL, A12), penalty
-  validity (L-11) and pessimism (L-12) exact from the true model.
-* rates: sub-optimality and value error against K, the privacy cost against K and rho (L-14 to L-16).
+  feature normalisation and coverage kappa (Appendix F breaks both: reported as FAIL), penalty
+  validity (Lemma D.13) and pessimism (Lemma D.3) exact from the true model.
+* rates: sub-optimality and value error against K, the privacy cost against K and rho (Theorem 4.1, eq. 11).
 
 ``--privatizer file.py:Class`` puts a user's :class:`dpcheck.algorithms.offline.RegressionPrivatizer` in place of
 the paper's Gaussian noise (docs/privatizers.md, "Offline linear"), built with ``rho=`` the budget: its own widths
@@ -79,53 +79,53 @@ class DPVAPVIAudit(Audit):
     # (e.g. Appendix F: one run costs ~25x LIN-TAB's) run the black box on BIG_FEATURES_SAMPLES
     defaults = Defaults(samples=(100_000, 20_000))
     claims = (
-        # -- privacy (L-1, G-2)
+        # -- privacy (Theorem 4.1 / Lemma D.1; Lemma E.15)
         ClaimRow("privacy.blackbox.statistics", "privacy",
                  "the released statistics (all 5H, adaptively composed) are rho-zCDP when one trajectory is replaced",
-                 f"{QW}, Theorem 4.1 / Lemma D.1 (L-1)", "offline_linear.statistics_target"),
+                 f"{QW}, Theorem 4.1 / Lemma D.1", "offline_linear.statistics_target"),
         ClaimRow("privacy.blackbox.policy", "privacy", "the output policy pi_hat is rho-zCDP (post-processing)",
-                 f"{QW}, Theorem 4.1 (L-1)", "offline_linear.policy_target"),
+                 f"{QW}, Theorem 4.1 (Theorem 4.1 / Lemma D.1)", "offline_linear.policy_target"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the 5H declared Gaussian releases, each rho0 = rho/(5H), compose to rho-zCDP (PLD, exact)",
-                 f"{QW}, Lemma D.1, Lemma E.16/E.17 (L-1)", "offline_linear.dp_event_checks"),
+                 f"{QW}, Lemma D.1, Lemma E.16/E.17 (Theorem 4.1 / Lemma D.1)", "offline_linear.dp_event_checks"),
         ClaimRow("whitebox.dp_conversion", "whitebox",
                  "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP",
-                 f"{QW}, Lemma E.15 (G-2)", "offline_linear.dp_event_checks"),
+                 f"{QW}, Lemma E.15", "offline_linear.dp_event_checks"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one replaced trajectory moves each release by <= its l2 sensitivity (2H^2, 2H, 2H; matrices 1, "
-                 "times B, B^2 for ||phi|| <= B)", f"{QW}, Lemma D.1, §3.4 (L-1, A7, A12)",
+                 "times B, B^2 for ||phi|| <= B)", f"{QW}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)",
                  "offline_linear.sensitivity_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox",
                  "every release carries N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
-                 f"{QW}, §3.2, Lemma D.1 (P8, P11)", "offline_linear.noise_calibration_check"),
+                 f"{QW}, Algorithm 2, footnote 8, Lemma D.1", "offline_linear.noise_calibration_check"),
         ClaimRow("whitebox.noise_independence", "whitebox", "a fresh, independent noise draw for every step h",
-                 f"{QW}, Algorithm 2 footnote 8 (A8)", "offline_linear.noise_independence_check"),
+                 f"{QW}, Algorithm 2 footnote 8", "offline_linear.noise_independence_check"),
         # -- assumptions
         ClaimRow("assumption.noise_bound", "assumption",
                  "w.p. >= 1 - delta: ||g1_h|| <= H L, ||g2_h||, ||g3_h|| <= L, ||K_i - (E/2) I|| <= E/2 for all h",
-                 f"{QW}, Lemma D.2 (L-2)", "offline_linear.noise_bound_check"),
+                 f"{QW}, Lemma D.2", "offline_linear.noise_bound_check"),
         ClaimRow("assumption.positive_definite", "assumption",
                  "w.h.p. the privatised Sigmatil_h and Lambdatil_h are positive definite for all h",
-                 f"{QW}, Lemma D.2 (P17)", "offline_linear.noise_bound_check"),
+                 f"{QW}, Lemma D.2", "offline_linear.noise_bound_check"),
         ClaimRow("assumption.feature_norm", "assumption", "||phi(s,a)||_2 <= 1",
-                 f"{QW}, §2 (linear MDP; A12)", "offline_linear.feature_norm_check"),
+                 f"{QW}, Section 2 (linear MDP; Appendix F breaks it)", "offline_linear.feature_norm_check"),
         ClaimRow("assumption.coverage", "assumption", "kappa = min_h lambda_min(E_mu[phi phi^T]) > 0",
                  f"{QW}, Assumption 2.2", "offline_linear.coverage_check"),
         ClaimRow("assumption.penalty_validity", "assumption",
                  "|T_h Vtil_{h+1} - phi^T wtil_h| <= Gamma_h for all (h,s,a) w.p. >= 1 - delta",
-                 f"{QW}, Lemma D.13 / Remark D.14 (L-11)", "offline_linear.utility_checks"),
+                 f"{QW}, Lemma D.13 / Remark D.14", "offline_linear.utility_checks"),
         ClaimRow("assumption.pessimism", "assumption",
                  "Vtil_h <= V^{pi_hat}_h for all (h,s) w.p. >= 1 - delta",
-                 f"{QW}, Lemma D.3 (L-12)", "offline_linear.utility_checks"),
+                 f"{QW}, Lemma D.3", "offline_linear.utility_checks"),
         # -- rates
         ClaimRow("regret.subopt.K", "regret", "sub-optimality decays at least like K^{-1/2} (main term)",
-                 f"{QW}, Theorem 4.1 eq. 10 (L-14)", "offline_linear.rate_checks"),
+                 f"{QW}, Theorem 4.1 eq. 10", "offline_linear.rate_checks"),
         ClaimRow("regret.value_error.K", "regret", "sup_h ||V*_h - Vtil_h|| = O~(H^2 sqrt(d)/sqrt(kappa K))",
-                 f"{QW}, Lemma D.16 (L-15)", "offline_linear.rate_checks"),
+                 f"{QW}, Lemma D.16 (Lemmas D.16-D.18)", "offline_linear.rate_checks"),
         ClaimRow("regret.privacy_cost.K", "regret", "the privacy cost is a lower-order 1/K term",
-                 f"{QW}, Theorem 4.1, eq. 11 comparison (L-16)", "offline_linear.rate_checks"),
+                 f"{QW}, Theorem 4.1, eq. 11 comparison", "offline_linear.rate_checks"),
         ClaimRow("regret.privacy_cost.rho", "regret", "the privacy cost scales like 1/sqrt(rho)",
-                 f"{QW}, Theorem 4.1 (L-16)", "offline_linear.rate_checks"),
+                 f"{QW}, Theorem 4.1 (eq. 11)", "offline_linear.rate_checks"),
     )
     options = (
         SetOption("rho", float, bounds=(0, None),
@@ -137,7 +137,7 @@ class DPVAPVIAudit(Audit):
         SetOption("mode", str, choices=("theory", "practical"),
                   help="constants of the utility checks (default practical; theory is vacuous at feasible K)"),
         SetOption("matrix_neighbour", str, choices=("replace", "paper"), default="replace",
-                  help="matrix sensitivity: replace = 1 (one trajectory replaced), paper = 1/sqrt(2) (A7)"),
+                  help="matrix sensitivity: replace = 1 (one trajectory replaced), paper = 1/sqrt(2) (docs/derivations.md#neighbouring-relation)"),
         SetOption("feature_bound", float, bounds=(0, None),
                   help="B in the noise calibration (default max(1, max ||phi||): privacy holds for any features)"),
         SetOption("delta", float, bounds=(0, 1), default=0.1, help="the utility failure probability delta"),
@@ -197,7 +197,7 @@ class DPVAPVIAudit(Audit):
             "mode": {"privacy": "mode-free", "utility": mode, "rates": mode},
             "constants": {"theory": ol.THEORY, "practical": ol.PRACTICAL},
             "theory_Dpen": th.penalty_constant(H, d),
-            "note": "theory Dpen/K exceeds H for every feasible K (P14): theory-mode utility checks are vacuous",
+            "note": "theory Dpen/K exceeds H for every feasible K (docs/derivations.md#constants): theory-mode utility checks are vacuous",
         })
         self.privacy()
         self.assumptions()
@@ -255,7 +255,7 @@ class DPVAPVIAudit(Audit):
         if setup.instance is None:
             return
         algo = self.make(rho)
-        K = 500 if H <= 5 else 200       # small K: the privacy part of the error is large (L-11 needs Dpen/K)
+        K = 500 if H <= 5 else 200       # small K: the privacy part of the error is large (Lemma D.13 needs Dpen/K)
         runs = exe.pick(300, 120)
         for c in ol.utility_checks(algo, setup.instance, K=K, runs=runs, rng=self.rng("utility"),
                                    alpha=exe.alpha, mode=self.mode):

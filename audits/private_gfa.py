@@ -1,19 +1,19 @@
 """Audits of private RL with general function approximation (He & Zhou, arXiv 2605.07049;
-specs/private_gfa.md): ``dpcheck audit private_gfa`` (Algorithm 1: general stochastic MDPs, Bellman-error
-loss, Delta_S = 8H, on GF-3 of §6.1) and ``dpcheck audit private_gfa_outcome`` (Algorithm 2: deterministic
-MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of §4.1).
+He & Zhou 2026): ``dpcheck audit private_gfa`` (Algorithm 1: general stochastic MDPs, Bellman-error
+loss, Delta_S = 8H, on GF-3, a small stochastic tabular MDP with a finite Bellman-complete class,) and ``dpcheck audit private_gfa_outcome`` (Algorithm 2: deterministic
+MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of Appendix D).
 
 The module opens with the two claim tables; both audits share one ``run`` (:class:`_GFAAudit`); the checks
 are the functions of audits/lib/gfa.py named in the tables. The audited configuration: ``--epsilon`` (default 1), ``--delta``
-(default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: §2.5's theory B at that
+(default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: Appendix E's theory B at that
 K), a user's class ``--set function_class=PATH.npz`` (arrays, see :func:`dpcheck.audits.lib.gfa.load_function_class`).
 
 Privacy is checked on the configuration as declared (white box: the exact PLD accountant of the M updates
 at the temperature really used, the searched score sensitivity, the data each score is computed on; the
 sampler's frequencies against the closed form; black box: the selected functions and the actions sent to
-other scripted users). The regret checks sweep K and eps with the §2.5 tuning (``--set tuning=theory``,
-default) or the §4.5 PoC shape (``poc``); privacy does not depend on eta or B, so the sweeps run at large
-eps where the exponential mechanism concentrates within the horizon (spec G20), and a pass in a window
+other scripted users). The regret checks sweep K and eps with the Appendix E tuning (``--set tuning=theory``,
+default) or the docs/private_gfa.md PoC shape (``poc``); privacy does not depend on eta or B, so the sweeps run at large
+eps where the exponential mechanism concentrates within the horizon, and a pass in a window
 where the regret has saturated is marked uninformative.
 """
 from __future__ import annotations
@@ -34,20 +34,20 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
-             f"{HZ}, Theorem 3.1 (Algorithm 1), Definition 2.3; spec G5", "gfa.jdp_blackbox_check"),
+                 f"{HZ}, {thm}, Definition 2.3", "gfa.jdp_blackbox_check"),
     ClaimRow("privacy.em_selection", "privacy",
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
-             f"{HZ}, Algorithm 1 line 6, §1.5; spec G3", "gfa.selection_check"),
+                 f"{HZ}, Algorithm {alg} line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = 8H for neighbouring datasets (hypothesis search)",
-             f"{HZ}, §2.4, Theorem 3.1 (Algorithm 1); spec G1", "gfa.sensitivity_check"),
+             f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Theorem 3.1 (Algorithm 1)", "gfa.sensitivity_check"),
     ClaimRow("whitebox.composition", "whitebox",
              "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
-             f"{HZ}, §2.4, Lemma E.2, Theorem 3.1 (Algorithm 1); spec G4", "gfa.composition_check"),
+                 f"{HZ}, Assumption 2.1 / {thm}", "gfa.assumption_checks"),
     ClaimRow("whitebox.score_dataset", "whitebox",
              "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-             f"{HZ}, Algorithm 1 lines 4-6, §2.1; spec P3, P9", "gfa.score_dataset_check"),
+                 f"{HZ}, Algorithm {alg} lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
     ClaimRow("assumption.realizability", "assumption",
              "Q* in F",
              f"{HZ}, Assumption 2.1 / Theorem 3.1 (Algorithm 1)", "gfa.assumption_checks"),
@@ -56,71 +56,71 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
              f"{HZ}, Assumption 2.1 (Theorem 3.1)", "gfa.assumption_checks"),
     ClaimRow("assumption.coverability", "assumption",
              "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu",
-             f"{HZ}, Definition 2.2, §1.3; spec G14", "gfa.assumption_checks"),
+             f"{HZ}, Definition 2.2; Appendix D", "gfa.assumption_checks"),
     ClaimRow("regret.exponent.private", "regret",
              "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
-             f"{HZ}, Theorem 3.1 (Algorithm 1); spec G17, G19, G20", "gfa.regret_checks"),
+                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-             f"{HZ}, Remark 3.7; spec G21", "gfa.regret_checks"),
+                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.privacy_cost.eps", "regret",
              "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
-             f"{HZ}, Theorem 3.1 (Algorithm 1); spec G19, G20", "gfa.regret_checks"),
+                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.output_policy", "regret",
              "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-             f"{HZ}, Theorem 3.1 (Algorithm 1) (PAC conversion); spec G22", "gfa.output_policy_check"),
+                 f"{HZ}, {thm} (PAC conversion)", "gfa.output_policy_check"),
     # Appendix C concerns the linear design matrices of the proof approach Algorithm 1 replaces
     ClaimRow("assumption.design_monotonicity", "assumption",
              "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data is "
              "added (non-private ones are), so at a switch the product over h of det ratios need not exceed 2 and "
              "the O(ln K) switch count is not justified",
-             f"{HZ}, Appendix C; spec G24, §6.3", "gfa_harness.design_monotonicity_check"),
+                     f"{HZ}, Appendix C", "gfa_harness.design_monotonicity_check"),
     ClaimRow("assumption.quadratic_ratio", "assumption",
              "phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches fails for privatised "
              "matrices; the ratio reaches 2*3^(d-1) without a switch (exponential in d)",
-             f"{HZ}, Appendix C; spec G25, §6.3", "gfa_harness.quadratic_ratio_check"),
+                     f"{HZ}, Appendix C", "gfa_harness.quadratic_ratio_check"),
 )
 
 ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
-             f"{HZ}, Theorem 3.4 (Algorithm 2), Definition 2.3; spec G6", "gfa.jdp_blackbox_check"),
+                 f"{HZ}, {thm}, Definition 2.3", "gfa.jdp_blackbox_check"),
     ClaimRow("privacy.em_selection", "privacy",
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
-             f"{HZ}, Algorithm 2 line 6, §1.5; spec G3", "gfa.selection_check"),
+                 f"{HZ}, Algorithm {alg} line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = (H+1)^2 for neighbouring datasets (hypothesis search)",
-             f"{HZ}, §2.4, Theorem 3.4 (Algorithm 2); spec G2", "gfa.sensitivity_check"),
+                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, {thm}", "gfa.sensitivity_check"),
     ClaimRow("whitebox.composition", "whitebox",
              "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
-             f"{HZ}, §2.4, Lemma E.2, Theorem 3.4 (Algorithm 2); spec G4", "gfa.composition_check"),
+             f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, Theorem 3.4 (Algorithm 2)", "gfa.composition_check"),
     ClaimRow("whitebox.score_dataset", "whitebox",
              "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-             f"{HZ}, Algorithm 2 lines 4-6, §2.1; spec P3, P9", "gfa.score_dataset_check"),
+                 f"{HZ}, Algorithm {alg} lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
     ClaimRow("assumption.realizability", "assumption",
              "Q* in F",
              f"{HZ}, Assumption 2.1 / Theorem 3.4 (Algorithm 2)", "gfa.assumption_checks"),
     ClaimRow("assumption.coverability", "assumption",
              "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu; C_cov <= "
-             "C'_cov, N(s_1) <= H C_cov(M_{s_1}) (G14)",
-             f"{HZ}, Definition 2.2, §1.3; spec G14", "gfa.assumption_checks"),
+             "C'_cov, N(s_1) <= H C_cov(M_{s_1})",
+             f"{HZ}, Definition 2.2; Appendix D", "gfa.assumption_checks"),
     ClaimRow("assumption.deterministic", "assumption",
              "deterministic transitions with outcome rewards",
              f"{HZ}, Definition 3.3 (Theorem 3.4)", "gfa.assumption_checks"),
     ClaimRow("regret.exponent.private", "regret",
              "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
-             f"{HZ}, Theorem 3.4 (Algorithm 2); spec G18, G19, G20", "gfa.regret_checks"),
+                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-             f"{HZ}, Remark 3.7; spec G21", "gfa.regret_checks"),
+                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.privacy_cost.eps", "regret",
              "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
-             f"{HZ}, Theorem 3.4 (Algorithm 2); spec G19, G20", "gfa.regret_checks"),
+                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.output_policy", "regret",
              "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-             f"{HZ}, Theorem 3.4 (Algorithm 2) (PAC conversion); spec G22", "gfa.output_policy_check"),
+                 f"{HZ}, {thm} (PAC conversion)", "gfa.output_policy_check"),
 )
 
 
@@ -128,12 +128,12 @@ _COMMON_OPTIONS = (
     SetOption("function_class", str,
               help="PATH.npz: the class as arrays -- 'values' (N, H, S, A) in [0, 1]; optional 'P' (H, S, A, S), "
                    "'r' (H, S, A), 'init' (S,) for the MDP (default: the built-in instance)"),
-    SetOption("batch", int, help="batch size B >= 1 of the audited configuration (default: the §2.5 theory B at K)"),
+    SetOption("batch", int, help="batch size B >= 1 of the audited configuration (default: the Appendix E theory B at K)"),
     SetOption("K", int, default=1024, bounds=(0, None), help="episodes of the audited configuration"),
     SetOption("eps0_rule", str, choices=("exact", "section_3_3", "appendix_e"), default="exact",
-              help="per-update budget (spec A1)"),
+              help="per-update budget (docs/derivations.md#noise-calibration)"),
     SetOption("tuning", str, choices=("theory", "poc"), default="theory",
-              help="eta and B of the regret sweeps: §2.5 (theory) or the §4.5 PoC shape "
+              help="eta and B of the regret sweeps: Appendix E (theory) or the docs/private_gfa.md PoC shape "
                    "(B = ceil(K^0.6/eps^0.4), eta = 1)"),
 )
 
@@ -206,7 +206,7 @@ class _GFAAudit(Audit):
         self.regret()
 
     def appendix_c(self) -> None:
-        """G24 / G25: why the linear-design proof approach fails under privatisation (reported checks)."""
+        """G24 / G25 (audits/lib/gfa_harness.py, He & Zhou 2026 Appendix C): why the linear-design proof approach fails under privatisation (reported checks)."""
         from dpcheck.audits.lib.gfa_harness import appendix_c_checks
         self.progress(f"{self.name}: Appendix C harness (privatised design matrices)")
         for c in appendix_c_checks(self.int_seed("appendix_c"), self.exe.quick):
@@ -284,8 +284,8 @@ class PrivateGFAOutcomeAudit(_GFAAudit):
     claims = ALGORITHM_2_CLAIMS
     options = _COMMON_OPTIONS + (
         SetOption("sensitivity", str, choices=("paper", "telescoping", "binary"), default="paper",
-                  help="Delta_S: (H+1)^2 (paper), H^2 (telescoping), 1 (binary-outcome classes; spec A3)"),)
-    # Appendix D: the mechanism concentrates abruptly (spec §4.5); eps_K = 8 puts the transition inside the
+                  help="Delta_S: (H+1)^2 (paper), H^2 (telescoping), 1 (binary-outcome classes; docs/derivations.md#noise-calibration)"),)
+    # Appendix D: the mechanism concentrates abruptly (docs/private_gfa.md); eps_K = 8 puts the transition inside the
     # window; the runs vary a lot between seeds, so more of them than for GF-3
     sizes = {"default": {"K_grid": tuple(2 ** k for k in range(10, 15)), "eps_K": 8.0,
                          "eps_grid": (4.0, 16.0, 64.0, 256.0, 1024.0), "K_eps": 2048, "runs": 24, "runs_np": 24},

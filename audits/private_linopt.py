@@ -1,20 +1,20 @@
 """Audits of Private-LinOpt-VI and Private-LinOpt-PO (Zhou, "Differentially Private RL with Linear Function
-Approximation"; specs/private_linopt.md): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
+Approximation"; Zhou 2022): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
 
 The module opens with the two claim tables (the rows both algorithms share are written once; the optimism
 row differs: C14 for Algorithm 1, C15 / C16 for Algorithm 2; the regret rows name each one's theorem). One
 base class holds ``run``; the two registered subclasses name the algorithm and its table.
 The check functions live in audits/lib/linopt.py.
 
-What the audit runs (the paper has no experiments; §4 of the spec proposes the protocol):
+What the audit runs (the paper has no experiments; docs/private_linopt.md describes the protocol):
 
 * privacy at the command line's eps (default 1): the JDP black box on scripted users (vacuous when every Q is
-  clipped, which is the case at eps = 1 on LM-2: §2.8 scale warning), the declared Gaussian trees accounted
+  clipped, which is the case at eps = 1 on LM-2: proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning), the declared Gaussian trees accounted
   exactly by PLD against the claim (reporting the eps the calibration really achieves), the calibration
   recomputed from Assumption 1, the hypothesis search over neighbouring users on a replayed transcript (tree
   accounting and billboard premise), and the tree's noise reuse on every counter, matrix ones included;
 * Assumption 2, Lemma 3.1 and optimism over repetitions at the same eps;
-* regret in the weak-privacy range the spec advises (C23: eps in {10^2, ..., 10^4}), where the bonus no longer
+* regret in the weak-privacy range (Theorem 6.5: eps in {10^2, ..., 10^4}), where the bonus no longer
   saturates at simulable K: the increment exponent (private at the largest eps, and the non-private
   reduction), the privacy-cost scaling in eps, the deterministic eps^(-1/2) scaling of beta_p, and the
   explicit per-run bound at every eps of the grid.
@@ -42,89 +42,89 @@ PRIVACY_ROWS = (
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
              "scripted users)",
-             f"{Z}, Thm 6.4, Def 2.2; spec C11, C12", "linopt.jdp_blackbox_check"),
+             f"{Z}, Thm 6.4, Def 2.2", "linopt.jdp_blackbox_check"),
     ClaimRow("privacy.release.blackbox", "privacy",
              "the Privatizer's released statistics {Lambda^k, u^k} (the billboard every planner reads) are (eps', "
              "delta)-DP in one user (black box, optimal Gaussian statistic, transcript replayed)",
-             f"{Z}, Thm 6.4 (billboard lemma); spec C11, C11d", "linopt.release_blackbox_check"),
+                 f"{Z}, Thm 6.4 (billboard lemma)", "linopt.release_blackbox_check"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the 4H Gaussian binary counters, accounted exactly (PLD, replacement), meet the claimed (eps, delta); "
              "the eps the calibration achieves is reported",
-             f"{Z}, Thm 6.4; spec C11b, A7, A12", "linopt.dp_event_check"),
+                 f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
     ClaimRow("whitebox.calibration", "whitebox",
              "each counter kind is eps^2/(64 H ln(4H/delta))-zCDP with the noise it draws and the sensitivity "
              "Assumption 1 implies (d1 H^2, sqrt(d1) H^2, 1, 1)",
-             f"{Z}, proof of Thm 6.4, §2.8; spec C10", "linopt.calibration_check"),
+                 f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "conditioned on the transcript, one user changes only her item of each stream: <= m nodes per counter, "
              "node-vector change <= declared sqrt(H m) Delta_c",
-             f"{Z}, Lemma 6.1; spec C1, C9, A2, A7", "linopt.stream_sensitivity_check"),
+                 f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
     ClaimRow("privacy.dataflow", "whitebox",
              "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
-             f"{Z}, proof of Thm 6.4; spec C11c", "linopt.stream_sensitivity_check"),
+                 f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
     ClaimRow("whitebox.tree_noise_reuse", "whitebox",
              "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
-             f"Chan, Shi & Song 2011; {Z}, §6.1; spec C3, C4, P1, P2", "linopt.tree_reuse_check"),
+                 f"Chan, Shi & Song 2011; {Z}, Section 6.1, footnote 3", "linopt.tree_reuse_check"),
 )
 ASSUMPTION_ROWS = (           # Assumption 2 and Lemma 3.1
     ClaimRow("assumption.lambda_min*", "assumption",
              "||(Z_h^k)^{-1}|| <= 1/lambda_min for all k, h w.p. >= 1 - alpha",
-             f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+                 f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
     ClaimRow("assumption.lambda_max*", "assumption",
              "||Z_h^k|| <= lambda_max for all k, h w.p. >= 1 - alpha",
-             f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+                 f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
     ClaimRow("assumption.nu*", "assumption",
              "||z_h^k||_{(Z_h^k)^{-1}} <= nu for all k, h w.p. >= 1 - alpha",
-             f"{Z}, Assumption 2, proof of Thm 6.5; spec C8", "linopt.assumption_checks"),
+                 f"{Z}, Assumption 2, proof of Thm 6.5; Lemmas B.4-B.5", "linopt.assumption_checks"),
     ClaimRow("assumption.confidence_set*", "assumption",
              "theta_{h,p}, theta_{h,r} lie in their confidence ellipsoids for all k, h w.p. >= 1 - 3 alpha",
-             f"{Z}, Lemma 3.1; spec C13", "linopt.assumption_checks"),
+                 f"{Z}, Lemma 3.1", "linopt.assumption_checks"),
 )
 VI_CLAIMS = (                 # private_linopt_vi: Algorithm 1, Thm 4.1, Thm 6.5 eq. 4
     *PRIVACY_ROWS,
     *ASSUMPTION_ROWS,
     ClaimRow("assumption.optimism*", "assumption",
              "on the good event of Lemma 3.1, Q_h^k >= Q_h^* for all k, h, s, a",
-             f"{Z}, Lemma 7.2; spec C14", "linopt.assumption_checks"),
+                 f"{Z}, Lemma 3.1", "linopt.assumption_checks"),
     ClaimRow("regret.exponent", "regret",
              "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-             f"{Z}, Thm 6.5 eq. 4; spec C19 / C20, C23", "linopt.exponent_check"),
+                 f"{Z}, {thm}; Theorem 6.5, eqs. 4-5", "linopt.exponent_check"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
-             f"{Z}, Remark 6.7; spec C22", "linopt.exponent_check"),
+                 f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
     ClaimRow("regret.privacy_scaling", "regret",
              "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 on a "
              "gapped instance); it never grows with eps",
-             f"{Z}, Thm 6.5 eq. 4; spec C23", "linopt.scaling_checks"),
+                 f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
     ClaimRow("regret.radius_scaling", "regret",
              "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
-             f"{Z}, Thm 6.5 derivation; spec C21", "linopt.radius_scaling_check"),
+                 f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
     ClaimRow("regret.explicit_bound", "regret",
              "R(K) <= the explicit bound of Thm 4.1 (T1 + T2 + T3) in every run, w.p. >= 1 - 4 alpha",
-             f"{Z}, Thm 4.1 (T1 + T2 + T3); spec C17 / C18", "linopt.explicit_bound_check"),
+             f"{Z}, Thm 4.1 (T1 + T2 + T3)", "linopt.explicit_bound_check"),
 )
 PO_CLAIMS = (                 # private_linopt_po: Algorithm 2, Thm 5.1, Thm 6.5 eq. 5
     *PRIVACY_ROWS,
     *ASSUMPTION_ROWS,
     ClaimRow("assumption.optimism*", "assumption",
              "on the good event, 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip never binds",
-             f"{Z}, eq. 3 / eq. 7; spec C15, C16", "linopt.assumption_checks"),
+                 f"{Z}, Lemma 3.1", "linopt.assumption_checks"),
     ClaimRow("regret.exponent", "regret",
              "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-             f"{Z}, Thm 6.5 eq. 5; spec C19 / C20, C23", "linopt.exponent_check"),
+                 f"{Z}, {thm}; Theorem 6.5, eqs. 4-5", "linopt.exponent_check"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
-             f"{Z}, Remark 6.7; spec C22", "linopt.exponent_check"),
+                 f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
     ClaimRow("regret.privacy_scaling", "regret",
              "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 on a "
              "gapped instance); it never grows with eps",
-             f"{Z}, Thm 6.5 eq. 5; spec C23", "linopt.scaling_checks"),
+                 f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
     ClaimRow("regret.radius_scaling", "regret",
              "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
-             f"{Z}, Thm 6.5 derivation; spec C21", "linopt.radius_scaling_check"),
+                 f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
     ClaimRow("regret.explicit_bound", "regret",
              "R(K) <= the explicit bound of Thm 5.1 (mirror + martingale + T1 + T2) in every run, w.p. >= 1 - 4 alpha",
-             f"{Z}, Thm 5.1 (mirror + martingale + T1 + T2); spec C17 / C18", "linopt.explicit_bound_check"),
+                 f"{Z}, Thm 6.4 (billboard lemma)", "linopt.release_blackbox_check"),
 )
 
 
@@ -134,16 +134,16 @@ class _PrivateLinOptAudit(Audit):
     algorithm_key = "vi"
     notion = "JDP"
     options = (
-        SetOption("instance", str, help="lm2 (default, §6.1), tabular (§6.2, |S| = |A| = 2, H = 3) or PATH.npz "
+        SetOption("instance", str, help="lm2 (default), tabular (|S| = |A| = 2, H = 3) or PATH.npz "
                                         "(psi, varphi, theta_p, theta_r; optional d, init, reward_noise)"),
         SetOption("delta", float, bounds=(0, 1), default=0.1, help="the JDP delta"),
         SetOption("utility_alpha", float, bounds=(0, 1), default=0.05,
                   help="failure probability alpha of Assumption 2 / Lemma 3.1 / the regret bound"),
-        SetOption("radius_dim", str, choices=("d", "d1"), default="d", help="Sigma_{p,1} with sqrt(d) or sqrt(d1) (A4)"),
+        SetOption("radius_dim", str, choices=("d", "d1"), default="d", help="Sigma_{p,1} with sqrt(d) or sqrt(d1) (Lemma B.4)"),
         SetOption("sensitivity_mode", str, choices=("paper", "replacement"), default="paper",
-                  help="noise for the paper's one-item sensitivity or for replacement neighbours (A7)"),
+                  help="noise for the paper's one-item sensitivity or for replacement neighbours (docs/derivations.md#neighbouring-relation)"),
         SetOption("target", str, choices=("paper", "exact"), default="paper",
-                  help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (A12)"),
+                  help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (Theorem 6.4)"),
     )
     uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
     defaults = Defaults(epsilon=1.0, samples=(200_000, 20_000))     # both audits (their claim tables: _claims)
@@ -165,7 +165,7 @@ class _PrivateLinOptAudit(Audit):
         self.config.update({"algorithm": spec.label, "instance": repr(env), "spec": spec.describe(),
                             "weak_privacy_eps": list(WEAK_EPS), "K_regret": K_regret,
                             "note": "privacy and assumption checks at the command line's eps; regret rates in the "
-                                    "weak-privacy range (spec C23, §2.8 scale warning)"})
+                                    "weak-privacy range (Theorem 6.5, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning)"})
         self.privacy(spec, env, K_regret)
         self.assumptions(spec, env)
         self.regret(spec, env, K_regret)

@@ -1,15 +1,15 @@
 """The audits of the count privatizers: what one replaced user can change, measured.
 
-``central_privatizer`` (eps-JDP, dp_ucbvi.md §3.1, claim C1), ``local_privatizer`` (eps-LDP, §3.3, C2),
-``offline_gaussian_privatizer`` (rho-zCDP, offline §2.2 / §2.7, T-1) and ``offline_laplace_privatizer``
-(eps-DP, offline §2.8(c)), ``offline_count_privatizer`` (any DP-APVI count privatizer, a plug-in included) and
+``central_privatizer`` (eps-JDP, Qiao & Wang 2023, Section 5.1, Lemma 5.1), ``local_privatizer`` (eps-LDP, Section 5.2, Lemma 5.6),
+``offline_gaussian_privatizer`` (rho-zCDP, Qiao & Wang 2022 eq. 2 / Lemma C.1) and ``offline_laplace_privatizer``
+(eps-DP, docs/derivations.md#noise-calibration), ``offline_count_privatizer`` (any DP-APVI count privatizer, a plug-in included) and
 ``offline_regression_privatizer`` (any privatizer of DP-VAPVI's released statistics). The module opens with the claim tables; the checks themselves are the reusable
 functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
 declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dpcheck.audits.lib.tabular`
 (Assumption 3.1).
 
 * ``privacy.blackbox`` -- black-box epsilon lower bound (dpcheck.blackbox.audit) on what the adversary
-  sees when one user is replaced by the spec's worst case (C2 / N2 / T-1): Central, the whole released
+  sees when one user is replaced by the worst case (Qiao & Wang 2023 Lemma 5.6, Qiao & Wang 2024 Lemma 5.4, Qiao & Wang 2022 Lemma C.1): Central, the whole released
   stream; Local, one user's message; offline, the released noisy counts n'. The statistic is the
   Neyman-Pearson log-likelihood ratio of the declared noise; instances are small (H = 1, S = 2) so that a
   tight bound is reachable from 10^6 samples (:func:`dpcheck.audits.lib.privatizers.central_target`).
@@ -20,9 +20,9 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
 * ``whitebox.dp_event`` -- the privacy profile computed exactly (dp_accounting PLD) from the privatizer's
   declared DpEvent (``declare()``: from its parameters and the sizes, nothing run), against its Claim.
 * ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks (online)
-  and the noise bound (offline, T-2).
+  and the noise bound (offline, Lemma C.2).
 
-Paper calibration under replacement (dp_ucbvi.md §7.1 A5, dp_nash_vi.md B3): the paper calibrates to the
+Paper calibration under replacement (docs/derivations.md#neighbouring-relation, Qiao & Wang 2024): the paper calibrates to the
 add/remove sensitivity H per family, so under the replacement relation of its own definitions the
 mechanism is only 2 eps-DP. With ``--set calibration=paper`` the white-box checks report eps_realised =
 2 eps and FAIL, and the black-box bound typically exceeds eps and FAILS too: the documented finding, not
@@ -48,56 +48,56 @@ OFFLINE = "Qiao & Wang, Offline RL with Differential Privacy"
 ASSUMPTION_ROWS = (            # Assumption 3.1 of both online papers, over repetitions
     ClaimRow("assumption.count_error", "assumption",
              "w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all (h,s,a,s',k)",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 1 via Lemma 5.4 (dp_ucbvi.md C4, C6)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (Qiao & Wang 2023 Lemma 5.4)", "check_assumption"),
     ClaimRow("assumption.sum_consistency", "assumption",
              "N~(s,a) = sum_s' N~(s,a,s')",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (dp_ucbvi.md C4)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (Qiao & Wang 2023 Lemma 5.4)", "check_assumption"),
     ClaimRow("assumption.no_underestimation", "assumption",
              "N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4",
              f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8 (Assumption 3.1 part 2)", "check_assumption"),
     ClaimRow("assumption.valid_transition", "assumption",
              "P~(.|s,a) is a full-support distribution",
-             f"{UCBVI} / {NASH}, Remark 3.2 (dp_ucbvi.md C5)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Remark 3.2 (Qiao & Wang 2023 full-support P~)", "check_assumption"),
 )
 CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, eps-JDP
     ClaimRow("privacy.blackbox", "privacy",
              "the released stream (N^, R~ after each episode) is eps-DP in one user, so the actions are eps-JDP "
              "(Billboard lemma)",
-             f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (dp_ucbvi.md C1)", "check_blackbox"),
+                 f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (Qiao & Wang 2023 Lemma 5.1)", "check_blackbox"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
-             f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1, §7.1 A5)", "check_dp_event"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "per-family l1 sensitivity of the node p-sums <= 2 H L under replacement; eps = sum_f Delta_f / b",
-             f"{UCBVI}, Lemma 5.1 (dp_ucbvi.md C1(b)); {NASH} (N1)", "check_whitebox"),
+             f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8 (Assumption 3.1 part 2)", "check_assumption"),
     ClaimRow("whitebox.tree_noise_reuse", "whitebox",
              "node noise drawn once and reused: Cov(B(t), B(t')) = #shared nodes x 2 b^2",
-             "Chan, Shi & Song 2011; dp_ucbvi.md §3.1, §7.3", "check_whitebox"),
+             "Chan, Shi & Song 2011; docs/derivations.md#noise-calibration", "check_whitebox"),
     *ASSUMPTION_ROWS,
 )
 LOCAL_CLAIMS = (               # local_privatizer: the Laplace randomiser, eps-LDP
     ClaimRow("privacy.blackbox", "privacy",
              "one user's message is eps-DP in her trajectory (eps-LDP)",
-             f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (dp_ucbvi.md C2)", "check_blackbox"),
+                 f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (Qiao & Wang 2023 Lemma 5.6)", "check_blackbox"),
     ClaimRow("privacy.blackbox.stream", "privacy",
              "the released stream (sums of messages) is eps-DP (post-processing of the messages); a user's class "
              "without message()",
-             f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2)", "check_plugin_blackbox"),
+                 f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 Lemma 5.6)", "check_plugin_blackbox"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
-             f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2, §7.1 A5)", "check_dp_event"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "per-family l1 sensitivity of one message <= 2 H under replacement; eps = sum_f Delta_f / b",
-             f"{UCBVI}, Lemma 5.6 (dp_ucbvi.md C2); {NASH} (N2)", "check_whitebox"),
+                 f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 Lemma 5.6)", "check_plugin_blackbox"),
     *ASSUMPTION_ROWS,
 )
-OFFLINE_ROWS = (               # the offline noise bound and the released counts (T-2)
+OFFLINE_ROWS = (               # the offline noise bound and the released counts
     ClaimRow("assumption.noise_bound", "assumption",
              "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly",
-             f"{OFFLINE}, Lemma C.2 / §2.8(c) (T-2)", "check_noise"),
+             f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
     ClaimRow("assumption.sum_consistency", "assumption",
              "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0",
-             f"{OFFLINE}, eq. 3-4 (§2.4)", "check_noise"),
+             f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
     ClaimRow("assumption.valid_transition", "assumption",
              "P~ is a distribution",
              f"{OFFLINE}, eq. 5, Remark 3.3", "check_noise"),
@@ -105,25 +105,25 @@ OFFLINE_ROWS = (               # the offline noise bound and the released counts
 OFFLINE_GAUSSIAN_CLAIMS = (    # offline_gaussian_privatizer: rho-zCDP
     ClaimRow("privacy.blackbox", "privacy",
              "n' = {n + N(0, 2H/rho)}^+ is rho-zCDP in one trajectory",
-             f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (T-1)", "check_blackbox"),
+                 f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (Theorem 3.4 / Lemma C.1)", "check_blackbox"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent stays within the rho-zCDP profile",
-             f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "one replaced trajectory moves each family by <= sqrt(2H) in l2",
-             f"{OFFLINE}, §2.7 (T-1 (i))", "check_sensitivity"),
+                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
     *OFFLINE_ROWS,
 )
 OFFLINE_LAPLACE_CLAIMS = (     # offline_laplace_privatizer: eps-DP
     ClaimRow("privacy.blackbox", "privacy",
              "n' = {n + Lap(4H/eps)}^+ is eps-DP in one trajectory",
-             f"{OFFLINE}, §2.8(c)", "check_blackbox"),
+             f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed eps",
-             f"{OFFLINE}, §2.8(c)", "check_dp_event"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "one replaced trajectory moves both families by <= 4H in l1",
-             f"{OFFLINE}, §2.8(c)", "check_sensitivity"),
+                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
     *OFFLINE_ROWS,
 )
 
@@ -290,7 +290,7 @@ OFFLINE_USES = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cach
 
 class OfflinePrivatizerAudit(PrivatizerAudit):
     """What the two offline privatizer audits share: black box on the released counts n', the PLD of
-    the declared DpEvent, the brute-force sensitivity and the uniform noise bound (T-1, T-2)."""
+    the declared DpEvent, the brute-force sensitivity and the uniform noise bound (Theorem 3.4 / Lemma C.1; Lemma C.2)."""
 
     gaussian: ClassVar[bool]
     uses = OFFLINE_USES
@@ -342,7 +342,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
     name = "offline_gaussian_privatizer"
     algorithm = "DP-APVI Gaussian count privatizer"
     notion = "zCDP"
-    summary = "rho-zCDP (offline DP-APVI, Lemma C.1)"
+    summary = "rho-zCDP (Qiao & Wang 2022, Lemma C.1)"
     uses = ("delta", *OFFLINE_USES)
     options = (SetOption("rho", float, bounds=(0, None),
                          help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),)
@@ -365,7 +365,7 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
     name = "offline_laplace_privatizer"
     algorithm = "DP-APVI Laplace count privatizer"
     notion = "DP"
-    summary = "epsilon-DP (offline §2.8(c))"
+    summary = "epsilon-DP (Qiao & Wang 2022, Laplace variant)"
     defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)
     claims = OFFLINE_LAPLACE_CLAIMS
     gaussian = False
@@ -400,20 +400,20 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
     uses = ("delta", "privatizer", *OFFLINE_USES)
     options = (SetOption("rho", float, bounds=(0, None), help="a zCDP budget (the Gaussian built-in: default 1)"),
                SetOption("beta", float, bounds=(0, 1), default=0.1,
-                         help="the width's failure probability (the spec's utility delta, not the DP delta)"))
+                         help="the width's failure probability (the paper's utility delta, not the DP delta)"))
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "the released noisy counts n' meet the privatizer's claim in one "
-                 "trajectory (black box; a plug-in's noise law is not assumed)", f"{OFFLINE}, Lemma C.1, §2.8(c) (T-1)",
+                 "trajectory (black box; a plug-in's noise law is not assumed)", f"{OFFLINE}, Lemma C.1, docs/derivations.md#noise-calibration",
                  "check_blackbox"),
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
-                 f"{OFFLINE}, Lemma C.1 (§2.7)", "check_dp_event"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves the counts by no more than the "
                  "sensitivity the noise is calibrated for (sqrt(2H) l2 per family / 4H l1 both)",
-                 f"{OFFLINE}, §2.7 (T-1 (i))", "check_sensitivity"),
+                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
         ClaimRow("whitebox.noise_scale", "whitebox", "the noise has the variance declared (built-ins: the claim's)",
-                 f"{OFFLINE}, §2.2, §2.8(c) (T-1 (iii))", "check_noise_scale"),
+                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
         ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h",
-                 f"{OFFLINE}, §2.2, Lemma C.1", "check_noise_scale"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
         *OFFLINE_ROWS,
     )
 
@@ -477,7 +477,7 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
 class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
     """A :class:`dpcheck.algorithms.offline.RegressionPrivatizer` (DP-VAPVI's released statistics) alone:
     ``--privatizer gaussian | file.py:Class`` (default: the paper's), built with ``rho=`` (``--set rho``, default
-    1). At H = 3, d = 2 and §3.4's sensitivities (one replaced trajectory, ||phi|| <= 1): a black box on the 5H
+    1). At H = 3, d = 2 and the sensitivities of docs/derivations.md#neighbouring-relation (one replaced trajectory, ||phi|| <= 1): a black box on the 5H
     releases shifted by their full sensitivities (no noise law assumed), the declared DpEvent, the declared
     stds, fresh noise per step, Lemma D.2's event with its own (E, L). The sensitivities themselves are
     DP-VAPVI's (``dp_vapvi``'s whitebox.sensitivity)."""
@@ -492,16 +492,16 @@ class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
                SetOption("beta", float, bounds=(0, 1), default=0.1, help="the failure probability delta of Lemma D.2"))
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "the 5H releases, each shifted by its l2 sensitivity, meet the claim "
-                 "(black box; no noise law assumed)", f"{OFFLINE}, Theorem 4.1 / Lemma D.1 (L-1)",
+                 "(black box; no noise law assumed)", f"{OFFLINE}, Theorem 4.1 / Lemma D.1",
                  "offline_linear.regression_release_target"),
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
                  f"{OFFLINE}, Lemma D.1, Lemma E.16/E.17", "privatizers.dp_event_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox", "each release's noise has the declared std",
-                 f"{OFFLINE}, §3.2", "offline_linear.regression_noise_checks"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
         ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h", f"{OFFLINE}, A8",
                  "offline_linear.regression_noise_checks"),
         ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta the noise stays within the declared (E, L)",
-                 f"{OFFLINE}, Lemma D.2 (L-2)", "offline_linear.regression_noise_checks"),
+                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
     )
 
     def run(self) -> None:

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_linopt.py [--episodes 256] [--runs 4] [--repeats 3] [--figures] [--threads 1]
 
-Instances: LM-2 (private_linopt.md §6.1; d1 = d2 = 2) and tabular-as-linear (§6.2) with |S| = |A| = 4, H = 3
+Instances: LM-2 (Zhou 2022; d1 = d2 = 2) and tabular-as-linear with |S| = |A| = 4, H = 3
 (d1 = S^2 A = 64, d2 = S A = 16). Each algorithm runs ``--episodes`` episodes of ``--runs`` independent runs
 (batched); the figure is run-episodes per second, best of ``--repeats`` (the CPU is shared: the minimum time
 is the least disturbed). The goal of issue 12: the private algorithm at most 2x its non-private

@@ -13,7 +13,7 @@ Tabular, S = 8, A = 4, H = 10 (TAB-FULL shape): 10^6 transitions = 10^5 trajecto
 * ``index+bincount``  -- building that index from the (n, H+1) / (n, H) arrays and counting it, whole-array
                          numpy (what a user would write to count the data);
 * ``counts()``        -- OfflineDataset.counts(rewards=False), compiled kernel (numba) and numpy reference path;
-* ``DP-APVI``         -- DPAPVI(rho=1).run(dataset): counts (engine 'auto') + Gaussian noise + §2.4 LP + P~ +
+* ``DP-APVI``         -- DPAPVI(rho=1).run(dataset): counts (engine 'auto') + Gaussian noise + eqs. 3-4 LP + P~ +
                          backward pass; ``DP-APVI (counts)`` the same from precomputed TabularCounts.
 
 Linear, Appendix F (S = 2, A = 100, d = 10), H = 20: 10^6 transitions = 5 x 10^4 trajectories, one run.

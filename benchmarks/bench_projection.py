@@ -1,4 +1,4 @@
-"""Benchmark: the exact vectorised post-processing LP (dp_ucbvi.md §7.2) against scipy's HiGHS per instance.
+"""Benchmark: the exact vectorised post-processing LP (docs/derivations.md#readings) against scipy's HiGHS per instance.
 
     python benchmarks/bench_projection.py [--n 1000] [--S 6]
 

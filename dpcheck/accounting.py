@@ -39,7 +39,7 @@ def epsilon_from_rho(rho: float, delta: float) -> float:
 def rho_from_epsilon(epsilon: float, delta: float) -> float:
     """The rho whose :func:`epsilon_from_rho` at ``delta`` is exactly ``epsilon``: with L = log(1/delta),
     rho + 2 sqrt(rho L) = eps is a quadratic in sqrt(rho), so rho = (sqrt(L + eps) - sqrt(L))^2
-    (Qiao & Wang, Offline RL with DP, §2.8(d) / Lemma E.15)."""
+    (Qiao & Wang, Offline RL with DP, docs/derivations.md#noise-calibration / Lemma E.15)."""
     L = math.log(1.0 / delta)
     return (math.sqrt(L + epsilon) - math.sqrt(L)) ** 2
 

@@ -18,7 +18,7 @@ anti-conservative: the bootstrap distribution of a mean of n values has variance
 estimated, and with n = 4 there are only 35 distinct resamples. "t": the
 studentised interval estimate +- t_{n-1, 1-alpha/2} * sd_boot * sqrt(n/(n-1))
 (the bootstrap standard error with the small-sample correction, Student's
-quantile for an estimated scale; Efron & Tibshirani 1993, §12.4 / §5.6). It is
+quantile for an estimated scale; Efron & Tibshirani 1993, Sections 12.4 and 5.6). It is
 wider by ~1.65x at n = 4, ~1.15x at n = 16, and tends to the percentile
 interval as n grows. The rate checks of the audits use "t"; the two-sided
 (1 - alpha) interval puts alpha/2 in each tail, so a check that FAILs only when

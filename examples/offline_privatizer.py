@@ -7,7 +7,7 @@ Use it with
 Counts are integers, so integer noise keeps the release an integer count (no floating-point attack
 surface, Mironov 2012): the two-sided geometric mechanism of Ghosh, Roughgarden & Sundararajan (2009),
 P(Z = z) proportional to exp(-a |z|), a = eps / Delta_1. Replacing one trajectory moves H pair counts and
-H triple counts by -1 and as many by +1 (Qiao & Wang, offline §2.7): l1 sensitivity Delta_1 = 4H over both
+H triple counts by -1 and as many by +1 (Qiao & Wang, docs/derivations.md#neighbouring-relation): l1 sensitivity Delta_1 = 4H over both
 families, and the geometric mechanism with a = eps / (4H) is eps-DP (the likelihood ratio of two integer
 shifts at l1 distance <= 4H is at most exp(a 4H)).
 
@@ -73,7 +73,7 @@ class GeometricCountPrivatizer(OfflineCountPrivatizer):
     @property
     def claim(self) -> Claim:
         return Claim(epsilon=self.epsilon, notion="DP",
-                     source="Ghosh, Roughgarden & Sundararajan 2009 (geometric mechanism); Qiao & Wang, offline §2.7")
+                     source="Ghosh, Roughgarden & Sundararajan 2009 (geometric mechanism); Qiao & Wang, docs/derivations.md#neighbouring-relation")
 
 
 class GeometricCountPrivatizerOneFamily(GeometricCountPrivatizer):

@@ -4,7 +4,7 @@ Use it with
     dpcheck audit offline_regression_privatizer --privatizer examples/regression_privatizer.py:SplitBudgetGaussian
     dpcheck audit dp_vapvi --privatizer examples/regression_privatizer.py:SplitBudgetGaussian --set rho=1
 
-The paper (Qiao & Wang, Offline RL with DP, §3.2) gives each of the 5H releases the same budget rho / (5H).
+The paper (Qiao & Wang, Offline RL with DP; docs/derivations.md#noise-calibration) gives each of the 5H releases the same budget rho / (5H).
 But the width E of the two Gram matrices enters the penalty constant through H^4 E sqrt(d) / kappa^1.5, the
 dominant term of Dpen, while the vectors enter through H^2 L / kappa: spending more of rho on the matrices
 buys a smaller penalty for the same privacy. Here statistic k gets rho_k = w_k rho / H at every step

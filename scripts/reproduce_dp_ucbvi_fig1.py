@@ -1,19 +1,19 @@
-"""Reproduce Figure 1 of Qiao & Wang (AISTATS 2023), DP-UCBVI, in practical mode (specs/dp_ucbvi.md §6).
+"""Reproduce Figure 1 of Qiao & Wang (AISTATS 2023), DP-UCBVI, in practical mode (Qiao & Wang 2023, Section 7).
 
 RiverSwim (S = 6, A = 2, H = 20, s_1 = 0), K = 50,000 episodes, 5 independent runs per algorithm:
 non-private UCBVI, DP-UCBVI + Central Privatizer (JDP) and DP-UCBVI + Local Privatizer (LDP) at
-eps in {0.5, 1, 5, 10} (the figure's legend is not recoverable; §6.2's recommended grid).
+eps in {0.5, 1, 5, 10} (the figure's legend is not recoverable; Section 7's recommended grid).
 
-Practical mode (§6.3; every knob is written into the report):
+Practical mode (reports/reproductions/dp_ucbvi_fig1/README.md; every knob is written into the report):
 * bonus: ``BonusConstants.practical()`` (iota = 1, Bernstein + Hoeffding at one sigma, privacy term
   E / N~, correction term off);
 * noise: Chowdhury & Zhou's calibration, Lap(1/eps) per tree node (central) or per message
   coordinate (local) -- the privatizers run at eps_eff = eps * 3 H L (central) / eps * 3 H (local),
   calibration "paper". At the paper's own scale (3 H L / eps per node, ~1000x more noise) no
-  private curve leaves the linear regime within 50,000 episodes (§6.3), so this is the only way
+  private curve leaves the linear regime within 50,000 episodes (reports/reproductions/dp_ucbvi_fig1/README.md), so this is the only way
   to see the figure's shape. The curves are therefore eps_eff-JDP / LDP, NOT eps: labelled so.
-* width E: the rigorous §3.4 width for that noise (so Assumption 3.1 holds and the monotone min
-  cannot lock in noise, §7.3);
+* width E: the rigorous docs/derivations.md#widths-e width for that noise (so Assumption 3.1 holds and the monotone min
+  cannot lock in noise, docs/derivations.md#readings);
 * tie-breaking: seeded uniform; regret: exact expected regret per episode (policy evaluation);
 * band: mean +- 1 standard deviation over the runs (as in Chowdhury & Zhou's plotting script);
 * the curves of one worker share one batch of runs (dpcheck.algorithms.online.stacking.StackedPrivatizer):
@@ -96,7 +96,7 @@ def slope(x, y):
 
 
 def evaluate(results, K):
-    """The qualitative findings E1-E5 of §6.2, each with the numbers it rests on."""
+    """The qualitative findings E1-E5 of Section 7, each with the numbers it rests on."""
     by = {r["label"]: r for r in results}
     final = {k: float(np.mean(np.asarray(v["cumulative"])[:, -1])) for k, v in by.items()}
     late = {k: float(np.mean(v["late_per_episode"])) for k, v in by.items()}
@@ -174,14 +174,14 @@ def plot(results, path):
 def markdown(meta, results, findings):
     lines = ["# Reproduction: Qiao & Wang (AISTATS 2023), Figure 1 — DP-UCBVI on RiverSwim", "",
              f"Regenerate: `{meta['command']}` ({meta['seconds']:.0f} s on {meta['workers']} worker(s)).", "",
-             "**Practical mode** (specs/dp_ucbvi.md §6.3): the paper's constants make the bonus exceed H for "
+             "**Practical mode** (reports/reproductions/dp_ucbvi_fig1/README.md): the paper's constants make the bonus exceed H for "
              "every (h,s,a) over 50,000 episodes, so regret would be linear. Knobs, all ours:", "",
              "* bonus: `BonusConstants.practical()` — iota = 1, term 1 coefficient 1, term 2 sqrt(1/N~), "
              "privacy term E/N~ (no 20 H S iota), correction term off;",
              "* noise: Chowdhury & Zhou's calibration, **Lap(1/eps) per tree node (JDP) / per message coordinate "
              "(LDP)**; i.e. the Central / Local Privatizer at eps_eff = eps·3HL (= eps·960 here) / eps·3H "
              "(= eps·60), calibration \"paper\". The curves are eps_eff-private, **not** eps-private;",
-             "* width E: rigorous §3.4 width of that noise (Assumption 3.1 holds; no lock-in by the monotone min);",
+             "* width E: rigorous docs/derivations.md#widths-e width of that noise (Assumption 3.1 holds; no lock-in by the monotone min);",
              "* tie-breaking: seeded uniform; regret: exact expected regret per episode (policy evaluation on "
              "the true model), cumulated;",
              "* band: mean ± 1 standard deviation over the runs.", "",
@@ -196,7 +196,7 @@ def markdown(meta, results, findings):
                      f"{r['epsilon_effective'] if r['epsilon_effective'] is not None else '-'} | {r['width_E']:.4g} | "
                      f"{Y.mean():.1f} ± {Y.std():.1f} | {np.mean(r['late_per_episode']):.4f} | "
                      f"{r.get('episodes_per_second_group', r.get('episodes_per_second', float('nan'))):.0f} |")
-    lines += ["", "## Findings (§6.2 E1–E5)", ""]
+    lines += ["", "## Findings E1–E5 (Section 7 of the paper)", ""]
     for key, f in findings.items():
         bad = f.get("violated_by")
         why = f" Violated by: {', '.join(bad)}." if bad else ""

@@ -1,28 +1,28 @@
 """Reproduce Figure 1 of Section 6 of "Offline RL with Differential Privacy" (Qiao & Wang): PEVI, VAPVI and
 DP-VAPVI at several zCDP budgets on the Appendix F linear MDP, H = 20, K from 5 to 1000, in practical mode
-(specs/offline_dp_apvi_vapvi.md §5, claims S-1..S-3).
+(Qiao & Wang 2022, Section 6 / Appendix F, claims S-1..S-3).
 
-Setting (§5.1, §5.2; every choice the paper leaves open is written into the report):
-* instance: ``dpcheck.algorithms.offline.appendix_f`` (S = 2, A = 100, d = 10, H = 20, LSB-first action code, A13),
-  alpha_h and r_h drawn once from ``--instance-seed``; deterministic rewards (A15);
+Setting (Appendix F, Section 6; every choice the paper leaves open is written into the report):
+* instance: ``dpcheck.algorithms.offline.appendix_f`` (S = 2, A = 100, d = 10, H = 20, LSB-first action code: Appendix F leaves the bit order open),
+  alpha_h and r_h drawn once from ``--instance-seed``; deterministic rewards (Section 2);
 * data: K episodes from mu per run, drawn from the exact law of their counts (``sample_counts``: the
   algorithms read the data only through n_h(s,a), n_h(s,a,s') and the reward sums, so this is the same
-  distribution as simulating the episodes); NO split (A22: the same K episodes serve as D and D');
+  distribution as simulating the episodes); NO split (the same K episodes serve as D and D');
   every method sees the SAME datasets (one batch of ``--runs`` datasets per K);
-* noise: the paper's calibration (§3.2) at rho, feature bound B = 1, matrix neighbour 'paper'. The
+* noise: the paper's calibration (Algorithm 2, footnote 8) at rho, feature bound B = 1, matrix neighbour 'paper'. The
   Appendix F features reach ||phi|| = sqrt(7) > 1, so these curves are NOT rho-zCDP for this instance
-  (A12); one extra curve, "privacy-correct", runs rho = 1 with B = sqrt(7) and the replacement
+  (Appendix F); one extra curve, "privacy-correct", runs rho = 1 with B = sqrt(7) and the replacement
   matrix sensitivity (a real 1-zCDP guarantee); two diagnostic rows at the panel-(a) budget zero the noise of
   one of the two regressions (variance step: g1, g2, K1; Q regression: g3, K2; the E/2 shifts stay) to show
   which release costs DP-VAPVI its gap;
-* practical constants (§5.2: kappa = 0 makes the theoretical Dpen infinite, and even VAPVI's own
+* practical constants (Section 6: kappa = 0 makes the theoretical Dpen infinite, and even VAPVI's own
   2 H^3 sqrt(d)/K exceeds H for every K <= 1000): the additive penalty is dropped (Dpen = 0) for VAPVI and
   DP-VAPVI, the elliptical constant C is tuned for VAPVI and shared with DP-VAPVI, PEVI's c
   (beta = c d H sqrt(log(2dHK/delta))) is tuned separately; both tuned on datasets drawn from a seed
   stream disjoint from the evaluation stream (criterion: mean sub-optimality over the K grid). The row
   "VAPVI (theory additive)" keeps 2 H^3 sqrt(d)/K to show what the literal constant does;
-* metric: exact sub-optimality v* - v^{pi_hat} on the true model (P22); greedy ties go to the lowest
-  action (P15); 95% Student-t confidence interval of the mean over runs.
+* metric: exact sub-optimality v* - v^{pi_hat} on the true model; greedy ties go to the lowest
+  action; 95% Student-t confidence interval of the mean over runs.
 
 The verdict criteria for S-1..S-3 are fixed in :func:`evaluate` (before any run), with the numbers
 they rest on in results.json.
@@ -43,12 +43,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-K_GRID = (5, 10, 20, 50, 100, 200, 500, 1000)          # §5.2's suggested grid
-RHO_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)   # §5.2's {0.1, 1, 10} plus larger budgets
-RECOMMENDED_RHOS = (0.1, 1.0, 10.0)                   # the budgets §5.2 recommends for Figure 1(b)
+K_GRID = (5, 10, 20, 50, 100, 200, 500, 1000)          # Section 6's suggested grid
+RHO_GRID = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)   # Section 6's {0.1, 1, 10} plus larger budgets
+RECOMMENDED_RHOS = (0.1, 1.0, 10.0)                   # the budgets Section 6 recommends for Figure 1(b)
 C_GRID = (0.01, 0.03, 0.1, 0.3, 1.0)                  # VAPVI / DP-VAPVI elliptical constant
 PEVI_C_GRID = (0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
-DELTA, LAM = 0.1, 1.0                                 # §5.2 recommendations
+DELTA, LAM = 0.1, 1.0                                 # Section 6 recommendations
 SLIGHT = 0.05                                         # S-1: "slightly worse" = excess gap <= 5% of v*
 
 
@@ -121,7 +121,7 @@ def gaps_for(algs, inst, K_grid, runs, data_seed):
 def tune(inst, K_grid, runs, seed, dp_rho):
     """C for VAPVI (shared with DP-VAPVI) and c for PEVI: the grid value with the smallest mean
     sub-optimality over the K grid, on datasets from the tuning stream (disjoint from evaluation).
-    DP-VAPVI at ``dp_rho`` is scored over the same C grid too -- NOT used for the choice (§5.2: one C for
+    DP-VAPVI at ``dp_rho`` is scored over the same C grid too -- NOT used for the choice (Section 6: one C for
     VAPVI and DP-VAPVI), only reported, to show how much a DP-specific C could change its curve."""
     from dpcheck.algorithms.offline import DPVAPVI, PEVI
     algs = [(f"C={c:g}", DPVAPVI(rho=math.inf, delta=DELTA, C=c, lam=LAM, Dpen=0.0, split=False)) for c in C_GRID]
@@ -136,13 +136,13 @@ def tune(inst, K_grid, runs, seed, dp_rho):
 
 
 def evaluate(curves, K_grid, v_star, rhos):
-    """S-1..S-3 (§4.9) with the numbers each verdict rests on. ``curves``: label -> gaps (runs, nK).
+    """S-1..S-3 (Section 6) with the numbers each verdict rests on. ``curves``: label -> gaps (runs, nK).
 
     S-1 at budget rho: with the excess Delta(K) = gap_DP - gap_VAPVI (paired: same datasets),
         (a) worse: at no K is DP-VAPVI significantly better (95% CI of Delta entirely below 0),
         (b) converges: Delta(K_max) <= 0.5 max_K Delta(K) (the excess at least halves from its peak),
         (c) slightly: Delta(K_max) <= 5% of v*.
-        S-1 holds when (a)-(c) hold at every budget of §5.2's recommended grid {0.1, 1, 10}.
+        S-1 holds when (a)-(c) hold at every budget of Section 6's recommended grid {0.1, 1, 10}.
     S-2: with g(rho) = per-run gap averaged over the K grid, no consecutive pair of budgets has the larger
         one significantly worse (CI of g(rho_i+1) - g(rho_i) entirely above 0), and the largest budget is
         significantly better than the smallest.
@@ -241,18 +241,18 @@ def markdown(meta, results, findings):
              f"Regenerate (from the repository root): `{meta['command']}`", "",
              f"Cost of this run: {meta['cpu_seconds']:.1f} CPU s, {meta['wall_seconds']:.1f} s wall "
              "(one process; the machine was shared, so wall time is contended).", "",
-             "**Practical mode** (specs/offline_dp_apvi_vapvi.md §5.2). Knobs, all ours, chosen before the run:", "",
+             "**Practical mode** (Qiao & Wang 2022, Section 6). Knobs, all ours, chosen before the run:", "",
              f"* instance: Appendix F (S = 2, A = 100, d = 10, H = {meta['H']}), LSB-first action code, alpha_h and r_h "
              f"from instance seed {meta['instance_seed']}; v* = {meta['v_star']:.4f}; deterministic rewards;",
              f"* data: {meta['runs']} datasets of K episodes from mu per K (exact law of the counts), shared by every "
-             "method; no D / D' split (as in the paper's simulation, A22);",
+             "method; no D / D' split (as in the paper's simulation);",
              f"* penalties: additive term dropped (Dpen = 0) for VAPVI and DP-VAPVI; elliptical constant C = "
              f"{meta['C']:g} tuned for VAPVI over {list(C_GRID)} and shared with DP-VAPVI; PEVI c = {meta['pevi_c']:g} "
              f"(beta = c d H sqrt(log(2dHK/delta))) tuned over {list(PEVI_C_GRID)}; tuning on {meta['tune_runs']} "
              "datasets per K from a seed stream disjoint from the evaluation stream (criterion: mean gap over the K grid);",
              f"* lambda = {LAM:g}, delta = {DELTA:g}, c1 = c2 = 1 in E; greedy ties go to the lowest action;",
              "* noise: the paper's calibration at rho with B = 1 and matrix neighbour 'paper'. The features reach "
-             "||phi|| = sqrt(7), so these curves are **not** rho-zCDP on this instance (A12); the row "
+             "||phi|| = sqrt(7), so these curves are **not** rho-zCDP on this instance (Appendix F); the row "
              "\"privacy-correct\" runs rho = 1 with B = sqrt(7) and the replacement matrix sensitivity; the two \"ablation\" rows "
              "(diagnostics, not private) zero the noise of one regression step, keeping the E/2 shifts;",
              "* metric: exact v* - v^{pi_hat} on the true model; mean and 95% Student-t CI over the runs.", "",
@@ -301,7 +301,7 @@ def reading(findings, results, meta):
     out.append(f"* With the literal additive penalty 2 H^3 sqrt(d)/K (= {add:.1f} at K = {meta['K_grid'][-1]}, "
                f"{'>' if add > meta['H'] else '<='} H = {meta['H']}) VAPVI's gap ranges {min(th):.3f}–{max(th):.3f} over the K grid "
                f"(practical VAPVI: {min(v):.3f}–{max(v):.3f}); a penalty above H makes Qhat = 0 everywhere and the "
-               "lowest-index tie-break picks action 0 (§5.2, P14/P15).")
+               "lowest-index tie-break picks action 0 (Section 6; docs/derivations.md#constants).")
     for r in meta["rho_grid"]:
         m = by[f"DP-VAPVI rho={r:g}"]["mean"]
         s2 = by[f"DP-VAPVI rho={r:g}"]["diagnostics"]["mean_sigma2"]

@@ -1,22 +1,22 @@
 """Reproduce Table 1 of He & Zhou (Appendix D): plateau episodes of Algorithm 2 on the easy and hard
-instances, four methods, in the spec's PoC-default configuration (specs/private_gfa.md §4.3-§4.5, A10).
+instances, four methods, in the PoC-default configuration of docs/private_gfa.md (He & Zhou 2026, Appendix D leaves K, delta, eta and B open).
 
-Setting (every knob is written into the report; the paper gives none of them, A10):
+Setting (every knob is written into the report; the paper gives none of them):
 * environment: the Appendix D deterministic MDP (H = 4, 64 uniform contexts, outcome reward) and its
   243-entry hypothesis class (``dpcheck.algorithms.gfa.appendix_d``), easy and hard instances;
-* methods (§4.3) as ``dpcheck.algorithms.gfa.poc_default``: non-private no-batch (B = 1, argmax), non-private
+* methods (Appendix D) as ``dpcheck.algorithms.gfa.poc_default``: non-private no-batch (B = 1, argmax), non-private
   batched (B = ceil(sqrt K) = 18), private eps = 8 / eps = 5 (B = ceil(K^{3/5} / eps^{2/5}) = 14 / 17,
   eps the total JDP budget, delta = 1e-5, eps0 by the exact advanced-composition solve, Delta_S = 1,
   beta_EM = eps0 / 2); eta = 1; argmax ties broken uniformly at random (seeded); greedy ties -> action 0;
 * K = 300 episodes, 30 independent seeded runs per (instance, method) -- the run axis of one batched call
   of ``PrivateOutcomeRL.run`` (child streams of SeedSequence([seed, instance, method]));
-* regret per episode = J* - J(pi_k), exact over the 64 contexts (P8);
-* metric (§4.4): plateau episode = first k with Reg(k) >= 0.95 Reg(K), on the run-averaged cumulative
-  regret curve (the spec's primary figure), and per run (mean and median over runs);
+* regret per episode = J* - J(pi_k), exact over the 64 contexts;
+* metric (Appendix D, Table 1): plateau episode = first k with Reg(k) >= 0.95 Reg(K), on the run-averaged cumulative
+  regret curve (the primary figure), and per run (mean and median over runs);
 * 95% confidence intervals: percentile bootstrap over runs (``--boot`` resamples, seeded); for the
   claims E1-E3 the bootstrap distribution of each difference of plateaus (independent resamples per cell).
 
-Claims (§4.4): E1 ordering no-batch < batched < eps=8 < eps=5 within each instance; E2 hard > easy for every
+Claims (Appendix D, Table 1): E1 ordering no-batch < batched < eps=8 < eps=5 within each instance; E2 hard > easy for every
 method; E3 the batching gap (batched - no-batch) is smaller than the privacy gap (eps=8 - batched);
 E4 the exact values of Table 1 (reference only). A claim "holds" when the point estimates satisfy it and is
 "resolved" when, in addition, every difference it rests on has a 95% bootstrap interval on the claimed side
@@ -25,7 +25,7 @@ of 0. E4: per cell, whether the paper's number lies inside our 95% interval.
 Usage:  python scripts/reproduce_private_gfa_table1.py [--K 300] [--runs 30] [--seed 0] [--eta 1] [--boot 2000]
         [--H 4] [--no-robustness] [--out reports/reproductions/private_gfa_table1]
 Writes report.md and results.json into --out. The robustness rows (eta = 0.5; K = 500) rerun the grid with
-one knob changed (§4.5 reports the ordering stable under both).
+one knob changed (docs/private_gfa.md reports the ordering stable under both).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ LABELS = {"non_private_no_batch": "non-private no-batch", "non_private_batched":
 KINDS = ("easy", "hard")
 PAPER = {"easy": {"non_private_no_batch": 13, "non_private_batched": 24, "private_eps_8": 37, "private_eps_5": 127},
          "hard": {"non_private_no_batch": 31, "non_private_batched": 34, "private_eps_8": 87, "private_eps_5": 218}}
-# The spec's own trial of the PoC-default (§4.5; labelled there as NOT from the paper): a second reference.
+# An earlier trial of the PoC-default (docs/private_gfa.md; labelled there as NOT from the paper): a second reference.
 SPEC_TRIAL = {"easy": {"non_private_no_batch": 15, "non_private_batched": 51, "private_eps_8": 167, "private_eps_5": 204},
               "hard": {"non_private_no_batch": 30, "non_private_batched": 64, "private_eps_8": 263, "private_eps_5": 282}}
 FRACTION = 0.95
@@ -57,7 +57,7 @@ CENSORED = 0.5
 
 
 def plateau(cum: np.ndarray, fraction: float = FRACTION) -> np.ndarray:
-    """§4.4 on cumulative-regret curves (..., K): the first (1-based) episode k with
+    """Appendix D, Table 1 on cumulative-regret curves (..., K): the first (1-based) episode k with
     Reg(k) >= fraction * Reg(K); 1 where Reg(K) = 0 (same rule as ``GFARun.plateau_episode``)."""
     cum = np.asarray(cum, dtype=np.float64)
     hit = cum >= fraction * cum[..., -1:]
@@ -142,7 +142,7 @@ def _status(diffs) -> str:
 
 
 def evaluate(grid: dict, paper: dict = PAPER) -> dict:
-    """E1-E4 of §4.4 with the numbers they rest on (criteria fixed here, before any run)."""
+    """E1-E4 of Appendix D, Table 1 with the numbers they rest on (criteria fixed here, before any run)."""
     out = {}
     e1 = {kind: [dict(_difference(grid, kind, b, kind, a), pair=[a, b]) for a, b in zip(METHODS, METHODS[1:])]
           for kind in KINDS}
@@ -165,7 +165,7 @@ def evaluate(grid: dict, paper: dict = PAPER) -> dict:
                     for m in METHODS} for kind in KINDS}
     inside = sum(c["inside_ci"] for v in cells.values() for c in v.values())
     out["E4"] = {"claim": "the exact plateau episodes of Table 1 (reference only: the paper's configuration is "
-                          "unknown, A10)", "status": "matches" if inside == 8 else f"{inside} of 8 cells match",
+                          "unknown)", "status": "matches" if inside == 8 else f"{inside} of 8 cells match",
                  "cells_inside_ci": inside, "cells": cells}
     return out
 
@@ -188,8 +188,8 @@ def markdown(meta: dict, grid: dict, findings: dict, robustness: list) -> str:
          f"Regenerate: `{meta['command']}`", "",
          f"Cost of this run: {meta['cpu_seconds']:.1f} s CPU ({meta['wall_seconds']:.1f} s wall on a contended "
          "2-core machine), robustness rows included.", "",
-         "Configuration: the spec's **PoC-default** (specs/private_gfa.md §4.5), because the paper leaves K, "
-         "delta, eta, Delta_S, the non-private batch size, seeds and tie rules unstated (A10):", "",
+         "Configuration: the **PoC-default** (docs/private_gfa.md), because the paper leaves K, "
+         "delta, eta, Delta_S, the non-private batch size, seeds and tie rules unstated (Appendix D):", "",
          f"* Appendix D environment, H = {meta['H']}, 64 uniform contexts, outcome reward; the {meta['class_size']}-"
          "entry hypothesis class; easy (g0, rules (0,1,0,1)) and hard (g2, rules (2,1,2,1)) instances;",
          f"* K = {meta['K']}, {meta['runs']} independent seeded runs per cell (SeedSequence([{meta['seed']}, "
@@ -200,7 +200,7 @@ def markdown(meta: dict, grid: dict, findings: dict, robustness: list) -> str:
          "sensitivity=binary` finds a change of H^2 = 16 for an arbitrary user (Definition 2.3), so these private "
          "runs reproduce the paper's experiment, not an (eps, delta)-JDP guarantee;",
          "* regret per episode J* - J(pi_k), exact over the 64 contexts; plateau = first k with "
-         "Reg(k) >= 0.95 Reg(K) (§4.4);",
+         "Reg(k) >= 0.95 Reg(K) (Appendix D, Table 1);",
          f"* intervals: 95% percentile bootstrap over runs ({meta['boot']} resamples, seeded).", "",
          "## Table 1: plateau episode of the run-averaged cumulative regret [95% CI] vs the paper", "",
          "| method | B | M | beta_EM | easy: ours | easy: paper | hard: ours | hard: paper |",
@@ -224,7 +224,7 @@ def markdown(meta: dict, grid: dict, findings: dict, robustness: list) -> str:
                  f"{e['per_run_median']:.1f} | {e['final_regret_mean']:.2f} ± {e['final_regret_sd']:.2f} | "
                  f"{h['per_run_mean']:.1f} {_fmt_ci(h['per_run_mean_ci'])} | {h['per_run_median']:.1f} | "
                  f"{h['final_regret_mean']:.2f} ± {h['final_regret_sd']:.2f} |")
-    L += ["", "## Claims E1–E4 (§4.4)", "",
+    L += ["", "## Claims E1–E4 (Appendix D, Table 1)", "",
           "A claim *holds* when the point estimates satisfy it and is *resolved* when every difference it rests "
           "on also has its 95% bootstrap interval on the claimed side of 0.", ""]
     f1, f2, f3, f4 = (findings[k] for k in ("E1", "E2", "E3", "E4"))
@@ -246,7 +246,7 @@ def markdown(meta: dict, grid: dict, findings: dict, robustness: list) -> str:
     L += ["", "### Where this agrees with the paper and where it does not", ""]
     L += agreement_notes(grid, findings)
     if robustness:
-        L += ["", "## Robustness (one knob changed, same seeds; §4.5 reports the ordering stable)", "",
+        L += ["", "## Robustness (one knob changed, same seeds; docs/private_gfa.md reports the ordering stable)", "",
               "| variant | instance | " + " | ".join(LABELS[m] for m in METHODS) + " | E1 | E2 | E3 |",
               "|---|---|" + "---:|" * len(METHODS) + "---|---|---|"]
         for r in robustness:
@@ -280,18 +280,18 @@ def agreement_notes(grid: dict, findings: dict) -> list[str]:
                                           if close else "no cell matches the paper's value; ")
                + (f"our plateau comes later than the paper's for {', '.join(slow)}" if slow else "")
                + (f"; earlier for {', '.join(fast)}" if fast else "") + ". The paper's configuration (K, eta, "
-               "Delta_S, batch sizes, whether eps is the total budget) is unknown (A10), so E4 is reference only.")
+               "Delta_S, batch sizes, whether eps is the total budget) is unknown (Appendix D), so E4 is reference only.")
     if all(grid[kind][m].get("H", 4) == 4 for kind in KINDS for m in METHODS):
         hits = [f"{kind} {LABELS[m]}" for kind in KINDS for m in METHODS
                 if grid[kind][m]["plateau_ci"][0] <= SPEC_TRIAL[kind][m] <= grid[kind][m]["plateau_ci"][1]]
         trial = ", ".join(f"{kind} " + " / ".join(str(SPEC_TRIAL[kind][m]) for m in METHODS) for kind in KINDS)
-        out.append(f"* Against the spec's own earlier trial of this configuration (§4.5, not from the paper: {trial}): "
+        out.append(f"* Against an earlier trial of this configuration (docs/private_gfa.md, not from the paper: {trial}): "
                    f"inside our 95% interval in {len(hits)} of 8 cells"
                    + (f" (outside: {', '.join(f'{k} {LABELS[m]}' for k in KINDS for m in METHODS if f'{k} {LABELS[m]}' not in hits)})"
                       if len(hits) < 8 else "") + ".")
     th = theory_batch_sizes(grid)
     if th:
-        out.append("* With the theory's own constants instead (§2.5 / §4.5 theory-faithful: alpha = 0.05, "
+        out.append("* With the theory's own constants instead (Appendix E / docs/private_gfa.md theory-faithful: alpha = 0.05, "
                    "Delta_S = (H+1)^2, c_kappa = 1, C'_cov exact) the private batch sizes would be "
                    + ", ".join(f"B = {b} (eps = {e:g}, beta_EM = {beta:.4f})" for e, b, beta in th)
                    + ": the first data-driven policy change would come at episode B + 1"
@@ -302,7 +302,7 @@ def agreement_notes(grid: dict, findings: dict) -> list[str]:
 
 
 def theory_batch_sizes(grid: dict) -> list:
-    """(eps, B, beta_EM) of §2.5 for the private methods at this run's K (Algorithm 2, C'_cov computed
+    """(eps, B, beta_EM) of Appendix E for the private methods at this run's K (Algorithm 2, C'_cov computed
     exactly on the instance); [] if not applicable."""
     from dpcheck.algorithms.gfa import appendix_d, per_start_coverability, theory_parameters
     cell = grid["easy"]["private_eps_8"]
@@ -325,7 +325,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eta", type=float, default=1.0)
     ap.add_argument("--boot", type=int, default=2000)
-    ap.add_argument("--H", type=int, default=4, help="4 = the paper's environment; 2 = §6.2's unit-test version")
+    ap.add_argument("--H", type=int, default=4, help="4 = the paper's environment; 2 = Appendix D's unit-test version")
     ap.add_argument("--no-robustness", action="store_true", help="skip the eta = 0.5 and K = 500 reruns")
     ap.add_argument("--out", default="reports/reproductions/private_gfa_table1")
     a = ap.parse_args(argv)
@@ -346,7 +346,7 @@ def main(argv=None):
                                                    " " + " ".join(argv if argv is not None else sys.argv[1:]))
     meta = {"command": cmd, "K": a.K, "runs": a.runs, "seed": a.seed, "eta": a.eta, "boot": a.boot, "H": a.H,
             "class_size": appendix_d("easy", H=a.H).fclass.N, "fraction": FRACTION, "level": LEVEL,
-            "configuration": "PoC-default (specs/private_gfa.md §4.5)",
+            "configuration": "PoC-default (docs/private_gfa.md)",
             "wall_seconds": time.perf_counter() - t_wall, "cpu_seconds": time.process_time() - t_cpu,
             "paper": PAPER}
     os.makedirs(a.out, exist_ok=True)

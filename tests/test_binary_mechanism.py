@@ -1,4 +1,4 @@
-"""Binary (tree) mechanism (Chan, Shi & Song 2011): the unit tests of dp_ucbvi.md C1(a) / dp_nash_vi.md N1."""
+"""Binary (tree) mechanism (Chan, Shi & Song 2011): the unit tests behind Qiao & Wang 2023 / 2024, Lemma 5.1."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -49,7 +49,7 @@ def test_noise_off_gives_exact_prefix_sums_batched():
 
 
 def replay_releases(mech_cls, K, b, shape, seed, items):
-    """Releases of ``mech_cls`` and the releases the spec predicts from the same noise draws.
+    """Releases of ``mech_cls`` and the releases Chan, Shi & Song 2011 (Algorithm 2) predict from the same noise draws.
 
     The correct mechanism draws one node per step, node (j, m) at step m 2^j, from rng in that order;
     replaying the same seed gives each node's noise, and B(t) must be the sum over release_nodes(t).
@@ -79,7 +79,7 @@ def test_node_noise_is_drawn_once_and_reused():
 
 
 class FreshNoiseMechanism(BinaryMechanism):
-    """Planted defect (the Chowdhury & Zhou code, dp_ucbvi.md §6.3 / §7.3): fresh noise at every release."""
+    """Planted defect (the Chowdhury & Zhou code, reports/reproductions/dp_ucbvi_fig1/README.md / docs/derivations.md#readings): fresh noise at every release."""
 
     def release(self):
         t = self.t

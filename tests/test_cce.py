@@ -1,4 +1,4 @@
-"""CCE subroutine of DP-Nash-VI (specs/dp_nash_vi.md §2.5, claim N18)."""
+"""CCE subroutine of DP-Nash-VI (Qiao & Wang 2024, Algorithm 1 line 14)."""
 import itertools
 
 import numpy as np
@@ -44,7 +44,7 @@ def test_solution_is_a_cce_checked_by_brute_force(game):
     assert pi.shape == Qb.shape
     assert np.all(pi >= 0) and abs(pi.sum() - 1) < 1e-12
     assert brute_force_violation(pi, Qb, Qu) <= 1e-8 * 5.0
-    # the consequences used in the proofs (spec §2.5): value vs deviations against the marginals
+    # the consequences used in the proofs (Algorithm 1 line 14): value vs deviations against the marginals
     mu, nu = marginals(pi)
     assert (pi * Qb).sum() >= (Qb @ nu).max() - 1e-8 * 5
     assert (pi * Qu).sum() <= (mu @ Qu).min() + 1e-8 * 5

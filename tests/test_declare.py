@@ -1,6 +1,6 @@
 """Privacy declared without running: ``declare(H, S, A, K, rewards)`` gives the claim, the DpEvent and the
 width E from a privatizer's parameters and the sizes, and they are exactly what a started privatizer
-reports (STYLE.md §1: the declaration and the noise come from the same parameters)."""
+reports (the declaration and the noise come from the same parameters)."""
 from __future__ import annotations
 
 import importlib.util

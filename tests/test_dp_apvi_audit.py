@@ -20,7 +20,7 @@ from dpcheck.cli import main
 
 # ---------------------------------------------------------------- planted defects (issue #11 item 4)
 class ReusedNoisePrivatizer(OfflineGaussianPrivatizer):
-    """Defect: one noise draw per (s, a[, s']) reused at every step h (P9 / A8: fresh per h required)."""
+    """Defect: one noise draw per (s, a[, s']) reused at every step h (fresh per h required)."""
 
     def _noise(self, rng, shape, H):
         z = rng.normal(0.0, self.sigma(H), size=(shape[0], 1) + tuple(shape[2:]))
@@ -34,7 +34,7 @@ class ReusedNoiseAPVI(DPAPVI):
 
 
 class NoLPAPVI(DPAPVI):
-    """Defect: the consistency LP (§2.4) skipped: ntil(s,a,s') = n'(s,a,s'), ntil(s,a) = their sum."""
+    """Defect: the consistency LP (eqs. 3-4) skipped: ntil(s,a,s') = n'(s,a,s'), ntil(s,a) = their sum."""
 
     def __init__(self, rho=None, **kw):
         kw["consistency"] = "naive"

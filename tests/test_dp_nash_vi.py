@@ -1,4 +1,4 @@
-"""DP-Nash-VI core (specs/dp_nash_vi.md §2; claims N16-N19, N27)."""
+"""DP-Nash-VI core (Qiao & Wang 2024, Algorithm 1; Lemmas B.7-B.8, Theorems 4.1-4.2)."""
 import numpy as np
 import pytest
 
@@ -19,7 +19,7 @@ class ExactCounts:
     """Test double for the CountPrivatizer interface: true counts, optionally shifted by a width E.
 
     With E > 0 it releases N~(s,a,s') = N + E/(2S), N~(s,a) = N + E/2: what the post-processing of
-    noise-free counts gives (spec §3.2), so Assumption 3.1 holds with certainty.
+    noise-free counts gives (Section 5.3), so Assumption 3.1 holds with certainty.
     """
 
     def __init__(self, E=0.0):
@@ -68,7 +68,7 @@ def test_nonprivate_runs_and_records_shapes():
 
 
 def test_every_stage_policy_is_a_cce_and_values_are_ordered():
-    # N18: both constraint families, 0 <= Vu <= Vb <= H, Vb = <pi, Qb>
+    # the CCE property: both constraint families, 0 <= Vu <= Vb <= H, Vb = <pi, Qb>
     game = t3(2)
     res = DPNashVI(ExactCounts(), mode="practical", record_values=True).run(game, 60, np.random.default_rng(3), runs=2)
     H = game.H
@@ -79,7 +79,7 @@ def test_every_stage_policy_is_a_cce_and_values_are_ordered():
 
 
 def test_ucb_lcb_bracket_best_responses_with_certain_counts():
-    # N16/N17/N19 on the good event (the test double makes it certain) with the theory constants
+    # Lemmas B.7-B.8 and Theorem 4.1 on the good event (the test double makes it certain) with the theory constants
     # and with the practical constants at a small E (where the checks are not vacuous).
     game = t3(4)
     for algo in [DPNashVI(ExactCounts(E=1.0), mode="theory", record_values=True),
@@ -112,7 +112,7 @@ def test_output_policy_is_the_earliest_minimiser_and_certificate_bounds_its_gap(
         assert res.delta[i] == res.certificate[i].min()
         assert k == np.flatnonzero(res.certificate[i] == res.certificate[i].min())[0]
         assert np.allclose(res.mu_out[i], res.mu[i, k]) and np.allclose(res.nu_out[i], res.nu[i, k])
-    # N27: Delta_final <= mean certificate; the true gap of the output <= Delta (good event is certain)
+    # Theorem 4.2: Delta_final <= mean certificate; the true gap of the output <= Delta (good event is certain)
     assert np.all(res.delta <= res.certificate.mean(axis=1) + 1e-12)
     assert np.all(duality_gap(game, res.mu_out, res.nu_out) <= res.delta + 1e-9)
 

@@ -74,7 +74,7 @@ def test_ldp_audit_bounds_and_catches_the_paper_calibration():
     # privacy loss, so the bound is close to eps but not above it.
     ok = audit(ldp_target(lambda: LocalPrivatizer(epsilon=1.0, calibration="strict"), 1.0), samples=100_000, seed=3)
     assert ok.verdict != "fail" and 0.3 < ok.epsilon_lower_bound <= 1.0
-    # paper calibration: sensitivity H per family certifies 2 eps under replacement (spec B3)
+    # paper calibration: sensitivity H per family certifies 2 eps under replacement (docs/derivations.md#neighbouring-relation)
     bad = audit(ldp_target(lambda: LocalPrivatizer(epsilon=1.0, calibration="paper"), 1.0), samples=100_000, seed=3)
     assert bad.verdict == "fail" and bad.epsilon_lower_bound > 1.0
 
@@ -284,7 +284,7 @@ def test_notion_comes_from_the_declared_claim():
 
 
 def test_certificate_chain_is_an_invariant_one_broken_run_fails_it():
-    """Delta_final <= mean_k certificate holds always (N27): one run that breaks it must fail the audit.
+    """Delta_final <= mean_k certificate holds always (Theorem 4.2): one run that breaks it must fail the audit.
     (It used to be counted as one failure of a probability check at beta, which 1 run in 40 passed.)"""
     from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
 

@@ -1,4 +1,4 @@
-"""DP-UCBVI core (specs/dp_ucbvi.md §2): bonus, backward induction, tie-breaking, run().
+"""DP-UCBVI core (Qiao & Wang 2023, Algorithm 1): bonus, backward induction, tie-breaking, run().
 
 The reference implementations here are deliberately naive (loops over h, s, a) so that a
 vectorisation mistake in the batched code shows up as a mismatch.
@@ -21,7 +21,7 @@ from dpcheck.errors import InputError, MechanismError
 
 # ----------------------------------------------------------------------------- test doubles
 class ExactCounts:
-    """Exact counts shifted like the post-processing of noise-free counts (§3.2): with E > 0,
+    """Exact counts shifted like the post-processing of noise-free counts (Section 5.1.1): with E > 0,
     N~(s,a,s') = N + E/(2S), N~(s,a) = N + E/2, so Assumption 3.1 holds with certainty."""
 
     def __init__(self, E=0.0):
@@ -52,7 +52,7 @@ class ExactCounts:
 
 
 def naive_ucbvi_actions(mdp, K, seed, constants, beta=0.1):
-    """UCBVI (§2.5) written out per (h, s, a) with lowest-index ties, one run."""
+    """UCBVI (docs/derivations.md#readings) written out per (h, s, a) with lowest-index ties, one run."""
     H, S, A = mdp.H, mdp.S, mdp.A
     io = constants.iota_value(H, S, A, K, beta)
     N = np.zeros((H, S, A)); Nn = np.zeros((H, S, A, S)); R = np.zeros((H, S, A))
@@ -92,7 +92,7 @@ def naive_ucbvi_actions(mdp, K, seed, constants, beta=0.1):
 
 # ----------------------------------------------------------------------------- bonus
 def test_iota_matches_spec_reference_value():
-    # spec §3.4 reference: S=6, A=2, H=20, K=50,000, beta=0.1 -> iota ~= 25.0
+    # docs/derivations.md#widths-e reference: S=6, A=2, H=20, K=50,000, beta=0.1 -> iota ~= 25.0
     assert iota(20, 6, 2, 50_000, 0.1) == pytest.approx(math.log(30 * 20 * 6 * 2 * 20 * 50_000 / 0.1))
     assert iota(20, 6, 2, 50_000, 0.1) == pytest.approx(25.0, abs=0.1)
 
@@ -118,7 +118,7 @@ def test_bonus_terms_by_hand():
 
 
 def test_g_is_sum_of_squares_of_f():
-    # spec §2.3: g(n) = a^2 + b^2 + c^2 for f = a + b + c (eq. 83)
+    # eq. 31, docs/derivations.md#constants: g(n) = a^2 + b^2 + c^2 for f = a + b + c (eq. 83)
     H, S, A, E, io, n = 4, 3, 2, 7.0, 3.0, 50.0
     a = 1000 * math.sqrt(S * A * H ** 3 * io ** 2 / n)
     b = 1000 * S ** 2 * A * H ** 2 * E * io ** 2 / n
@@ -247,7 +247,7 @@ def test_monotone_min_and_clip_hold_in_runs():
 
 
 def test_theory_mode_is_vacuous_on_riverswim():
-    # §6.3: with the paper's constants the bonus exceeds H, Q~ = H everywhere, optimism is trivial
+    # reports/reproductions/dp_ucbvi_fig1/README.md: with the paper's constants the bonus exceeds H, Q~ = H everywhere, optimism is trivial
     env = riverswim(20)
     res = DPUCBVI(ExactCounts(1.0), mode="theory").run(env, 50, 0, runs=2)
     assert np.all(res.monitors["vacuous_fraction_last"] == 1.0)

@@ -20,7 +20,7 @@ def test_jdp_users_are_neighbours_in_user_one_only():
 
 
 def test_whitebox_strict_passes_paper_fails_under_replacement():
-    # spec A5: the paper's sensitivity H certifies only 2 eps under replacement neighbours
+    # docs/derivations.md#neighbouring-relation: the paper's sensitivity H certifies only 2 eps under replacement neighbours
     assert whitebox_check(AgentSpec(privatizer="central", calibration="strict")).verdict == "pass"
     paper = whitebox_check(AgentSpec(privatizer="central", calibration="paper"))
     assert paper.verdict == "fail"
@@ -177,7 +177,7 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
 
 def test_one_privatizer_object_per_agent_configuration(monkeypatch):
     """The spec loads (and validates) its privatizer once; reads use that template, every run a copy of it;
-    the template is neither pickled to workers nor part of the spec's fingerprint."""
+    the template is neither pickled to workers nor part of the AgentSpec's fingerprint."""
     import pickle
     from dpcheck.algorithms.privatizers.base import CountPrivatizer
     from dpcheck.audits.lib.ucbvi import claim_for

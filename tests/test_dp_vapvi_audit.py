@@ -1,6 +1,6 @@
 """dpcheck audit dp_vapvi (audits/dp_vapvi.py, audits/lib/offline_linear.py): claim table, the --quick run
 through the CLI, the planted defects of issue 11 caught by the check that should catch each, bad input
-(exit 2, one line), and the checks' known answers (specs/offline_dp_apvi_vapvi.md §3, L-1, L-2, L-11, G-2)."""
+(exit 2, one line), and the checks' known answers (Qiao & Wang 2022, Algorithm 2, Theorem 4.1, Lemma D.2, Lemma D.13, Lemma E.15)."""
 import json
 import math
 
@@ -82,7 +82,7 @@ def test_cli_appendix_f_reports_broken_assumptions(tmp_path):
 
 # ------------------------------------------------------------------ (c) planted defects
 class ReusedNoise(DPVAPVI):
-    """DEFECT: one noise draw per run, reused at every step h (A8 violated)."""
+    """DEFECT: one noise draw per run, reused at every step h (Algorithm 2, footnote 8 violated)."""
 
     def draw_noise(self, rng, runs, H, d):
         one = super().draw_noise(rng, runs, 1, d)
@@ -149,7 +149,7 @@ def test_rho_as_epsilon_is_caught_by_noise_calibration(lin_tab):
 def test_paper_matrix_sensitivity_fails_under_replacement(lin_tab):
     a = _algo(lin_tab, matrix_neighbour="paper")
     c = ol.sensitivity_check(a, lin_tab.features, 3, rho_claim=1.0, examples=20)
-    assert c.verdict == "fail" and "A7" in c.reason
+    assert c.verdict == "fail" and "neighbouring-relation" in c.reason
     c = ol.sensitivity_check(_algo(lin_tab), lin_tab.features, 3, rho_claim=1.0, examples=20)
     assert c.verdict == "pass"
 

@@ -89,7 +89,7 @@ def test_nash_properties(seed, S, A, B, H):
     # Nash strategies are distributions
     np.testing.assert_allclose(sol.mu.sum(-1), 1.0, atol=1e-9)
     np.testing.assert_allclose(sol.nu.sum(-1), 1.0, atol=1e-9)
-    # best responses to the Nash pair give V* (dp_nash_vi.md §1.1), gap 0
+    # best responses to the Nash pair give V* (Qiao & Wang 2024, Section 2.1), gap 0
     br = best_response_values(g, sol.mu, sol.nu)
     np.testing.assert_allclose(br.V_dagger_nu, sol.V, atol=1e-7)
     np.testing.assert_allclose(br.V_mu_dagger, sol.V, atol=1e-7)

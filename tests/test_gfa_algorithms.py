@@ -1,4 +1,4 @@
-"""Algorithms 1 and 2 (private_gfa.md §2.1-§2.3, §2.7): the loop, the losses, the batching schedule, the
+"""Algorithms 1 and 2 (He & Zhou 2026, Algorithms 1-2): the loop, the losses, the batching schedule, the
 epsilon = inf reduction, exact regret, the results record and input validation."""
 import math
 
@@ -42,9 +42,9 @@ def test_incremental_bellman_error_equals_the_literal_loss(gf):
     for run in range(2):
         lit = bellman_error_loss(gf.fclass, s[run], a[run], r[run])
         np.testing.assert_allclose(st_.loss("product")[run], lit, atol=1e-10)
-        np.testing.assert_allclose(st_.loss("literal")[run], lit, atol=1e-10)   # A5: identical on a product
+        np.testing.assert_allclose(st_.loss("literal")[run], lit, atol=1e-10)   #: identical on a product
     assert np.all(st_.loss() >= -1e-10)                                    # inf over F includes f itself
-    # the chain losses sum to L^BE along every entry (§2.7)
+    # the chain losses sum to L^BE along every entry
     idx = gf.fclass.index
     chain = st_.chain_losses()
     total = sum(chain[h][:, idx[:, h], idx[:, h + 1] if h < 2 else 0] for h in range(3))
@@ -90,7 +90,7 @@ def test_incremental_outcome_loss_equals_the_literal_loss(small_d):
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 6))
 def test_score_sensitivity_alg2(seed, n):
-    """G2: replacing one trajectory moves S by <= (H+1)^2; by <= 1 on the binary Appendix D class."""
+    """Theorem 3.4's sensitivity: replacing one trajectory moves S by <= (H+1)^2; by <= 1 on the binary Appendix D class."""
     inst = appendix_d("easy", H=2)
     rng = np.random.default_rng(seed)
     tr = inst.mdp.rollout(rng.integers(2, size=(n + 1, 2, inst.mdp.S)), rng)
@@ -121,7 +121,7 @@ def test_dataset_scores_are_the_literal_scores(gf, small_d):
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000))
 def test_score_sensitivity_alg1_on_binary_classes(seed):
-    """G1: |S_D(f) - S_D'(f)| <= 8H on random classes with values in {0, 1} (the extremes) and adversarial
+    """Theorem 3.1's sensitivity: |S_D(f) - S_D'(f)| <= 8H on random classes with values in {0, 1} (the extremes) and adversarial
     replacements (rewards 0 or 1 at one step)."""
     rng = np.random.default_rng(seed)
     H, S, A, n = 2, 2, 2, 4
@@ -143,7 +143,7 @@ def test_run_record_and_exact_regret(gf):
     assert res.selected.shape == (3, 3) and res.actions.shape == (3, 10, 3) and res.states.shape == (3, 10, 4)
     np.testing.assert_array_equal(res.update_episodes, [0, 4, 8])
     np.testing.assert_array_equal(res.episode_entries, np.repeat(res.selected, 4, axis=1)[:, :10])
-    # actions are the greedy policies of the selected entries (P5)
+    # actions are the greedy policies of the selected entries (Lemma E.4)
     pol = gf.fclass.greedy_policies(res.episode_entries)                     # (runs, K, H, S)
     r_, k_, h_ = np.indices(res.actions.shape)
     np.testing.assert_array_equal(res.actions, pol[r_, k_, h_, res.states[..., :3]])
@@ -153,13 +153,13 @@ def test_run_record_and_exact_regret(gf):
     np.testing.assert_allclose(res.output_policy.expected_return(J), J[res.episode_entries].mean(axis=1))
     np.testing.assert_allclose(res.output_policy.weights().sum(axis=1), 1.0)
     assert res.output_policy.sample(np.random.default_rng(1)).shape == (3, 3, 3)
-    # G22: J* - J(pi_hat) = Reg / K
+    # PAC conversion: J* - J(pi_hat) = Reg / K
     np.testing.assert_allclose(0.886 - res.output_policy.expected_return(J), res.cumulative_regret[:, -1] / 10)
     assert res.plateau_episode() >= 1 and res.per_run_plateaus().shape == (3,) and "K=10" in res.summary()
 
 
 def test_update_uses_only_data_before_the_batch(gf):
-    """P3: the score at the update of batch i is computed on episodes 1..iB exactly."""
+    """the score at the update of batch i is computed on episodes 1..iB exactly."""
     agent = PrivateGeneralMDP(gf.fclass, epsilon=3.0, B=3)
     res = agent.run(gf.mdp, 9, np.random.default_rng(4), runs=2, record_scores=True)
     for i in range(res.M):
@@ -270,7 +270,7 @@ def test_bad_run_inputs(gf, small_d):
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), N=st.integers(1, 12), B=st.integers(1, 5))
 def test_a_users_own_class_runs_on_a_random_mdp(seed, N, B):
-    """A class passed as plain arrays (a non-product list: literal inf, A5) on a random MDP whose rewards are
+    """A class passed as plain arrays (a non-product list: literal inf) on a random MDP whose rewards are
     scaled so that sum_h r_h <= 1; regret is exact and non-negative."""
     from dpcheck.algorithms.envs import random_mdp
     rng = np.random.default_rng(seed)

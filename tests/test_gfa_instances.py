@@ -1,4 +1,4 @@
-"""Reference facts of private_gfa.md §4.2 (Appendix D class) and §6.1 (GF-3) as oracles, and the exact
+"""Reference facts of He & Zhou 2026, Appendix D (its class) and GF-3 as oracles, and the exact
 coverability / realizability / completeness functions that a later assumption check reports."""
 import itertools
 
@@ -64,7 +64,7 @@ def test_gf3_coverability_and_class_returns(gf):
     assert int(np.sum(np.isclose(J, 0.886, atol=1e-12))) == 12
     assert J.mean() == pytest.approx(0.511, abs=5e-4)
     assert J.min() == pytest.approx(0.14)
-    # optimistic entries at s_1 that must be rejected through the Bellman error (§6.1)
+    # optimistic entries at s_1 that must be rejected through the Bellman error
     assert gf.fclass.layer_max[0][4, 0] == 1.0 and gf.fclass.layer_max[0][6, 0] == 0.95
 
 
@@ -104,7 +104,7 @@ def test_appendix_d_coverability_facts(appd):
     assert pc.value == pytest.approx(9.34375) and pc.mean_reachable == pytest.approx(19.875)
     cov = coverability(appd.mdp, appd.fclass)
     assert cov.value == pytest.approx(9.34375)
-    # G14: N(s_1) <= H C_cov(Pi; M_{s_1}), E N <= H C'_cov, C_cov <= C'_cov
+    # Appendix D's coverability facts: N(s_1) <= H C_cov(Pi; M_{s_1}), E N <= H C'_cov, C_cov <= C'_cov
     assert np.all(pc.reachable.sum(axis=1) <= 4 * pc.per_start)
     assert cov.value <= pc.value + 1e-12
 
@@ -127,7 +127,7 @@ def test_appendix_d_returns_and_realizability(appd):
 
 
 def test_outcome_model_is_the_predicted_outcome():
-    """R^(f)(tau) = 1{g(x) = 1 and (a_1..a_4) = a*(x)} for every hypothesis, context and action sequence (§4.1)."""
+    """R^(f)(tau) = 1{g(x) = 1 and (a_1..a_4) = a*(x)} for every hypothesis, context and action sequence (Appendix D)."""
     inst = appendix_d("easy")
     x = _contexts()
     seqs = np.array(list(itertools.product((0, 1), repeat=4)))
@@ -156,7 +156,7 @@ def test_small_appendix_d_version():
 
 
 def test_g8_performance_difference_identity_on_gf3(gf):
-    """G8: f_1(s_1) - V_1^{pi_f}(s_1) = sum_h E_{pi_f}[(f_h - T_h f_{h+1})(s_h, a_h)] for all 192 entries."""
+    """Performance difference: f_1(s_1) - V_1^{pi_f}(s_1) = sum_h E_{pi_f}[(f_h - T_h f_{h+1})(s_h, a_h)] for all 192 entries."""
     from dpcheck.algorithms.gfa import bellman_backup, occupancies
     fc = gf.fclass
     V = fc.values                                                       # (N, H, S, A)
@@ -168,7 +168,7 @@ def test_g8_performance_difference_identity_on_gf3(gf):
 
 
 def test_g9_outcome_identity_on_appendix_d(appd):
-    """G9: fbar_1 - J(pi_f) = E_{s_1 ~ rho, pi_f}[R^(f)(tau) - r(tau)] (every 7th entry of the 243, and both
+    """Outcome version (Appendix D): fbar_1 - J(pi_f) = E_{s_1 ~ rho, pi_f}[R^(f)(tau) - r(tau)] (every 7th entry of the 243, and both
     optimal ones)."""
     from dpcheck.algorithms.gfa.evaluation import _paths
     fc, mdp = appd.fclass, appd.mdp

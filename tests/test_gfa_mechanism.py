@@ -1,5 +1,5 @@
-"""Exponential mechanism of private_gfa.md §1.5/§2.4 (P1, P2): closed form vs empirical frequencies,
-log-sum-exp stability, beta = inf argmax, the factor 2 of the temperature, §2.7's backward messages, and G3."""
+"""Exponential mechanism of He & Zhou 2026, Section 2.2/Section 3.3, docs/derivations.md#noise-calibration: closed form vs empirical frequencies,
+log-sum-exp stability, beta = inf argmax, the factor 2 of the temperature's backward messages, and the EM's pure DP."""
 import math
 
 import numpy as np
@@ -99,7 +99,7 @@ def test_temperature_has_the_factor_two_and_a_planted_variant_is_detectable():
     assert _chi2_p(bad_counts, declared) < 1e-9           # ... the selection frequencies can
 
 
-# ------------------------------------------------------------------------------------ §2.7 messages
+# ------------------------------------------------------------------------------------ backward messages
 def _random_chain(rng, runs, sizes):
     u = rng.normal(size=(runs, sizes[0])) * 3
     losses = [rng.exponential(2.0, size=(runs, sizes[h], sizes[h + 1] if h + 1 < len(sizes) else 1))
@@ -161,9 +161,9 @@ def test_messages_sampler_equals_enumeration_in_a_run():
     assert _chi2_p(np.bincount(draws, minlength=inst.fclass.N), p) > 1e-3
 
 
-# ----------------------------------------------------------------------------------------------- G3
+# ----------------------------------------------------------------------------------------------- EM pure DP
 def test_em_is_eps0_pure_dp_on_neighbouring_datasets():
-    """G3: |ln Pr_D(f) - ln Pr_D'(f)| <= eps0 for random neighbouring GF-3 datasets (exact log-softmax)."""
+    """EM pure DP: |ln Pr_D(f) - ln Pr_D'(f)| <= eps0 for random neighbouring GF-3 datasets (exact log-softmax)."""
     inst = gf3()
     agent = PrivateGeneralMDP(inst.fclass, epsilon=1.0, B=5)
     K = 50
@@ -180,7 +180,7 @@ def test_em_is_eps0_pure_dp_on_neighbouring_datasets():
         r2[0] = np.eye(4)[rng.integers(4)][:3]
         S1 = bellman_error_score(inst.fclass, s, a, r, eta=2.0, s1=0)
         S2 = bellman_error_score(inst.fclass, s2, a2, r2, eta=2.0, s1=0)
-        assert np.max(np.abs(S1 - S2)) <= 8 * 3 + 1e-9         # G1
+        assert np.max(np.abs(S1 - S2)) <= 8 * 3 + 1e-9         # Delta_S = 8H
         lp1 = selection_log_probabilities(S1[None], decl.beta_em)
         lp2 = selection_log_probabilities(S2[None], decl.beta_em)
         worst = max(worst, float(np.max(np.abs(lp1 - lp2))))

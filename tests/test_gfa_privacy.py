@@ -1,4 +1,4 @@
-"""Privacy calibration of private_gfa.md §2.4 (A1, A2, A3, G4) and the §2.5 / §4.5 parameter figures."""
+"""Privacy calibration of He & Zhou 2026, Section 3.3, docs/derivations.md#noise-calibration (docs/derivations.md#readings) and the Appendix E / docs/private_gfa.md parameter figures."""
 import math
 
 import pytest
@@ -14,7 +14,7 @@ from dpcheck.algorithms.gfa import (
 
 
 def test_poc_default_budgets_of_section_4_5():
-    """§4.5: eps0 = 0.2722 (eps = 8, M = 22), 0.2045 (eps = 5, M = 18); beta_EM = eps0 / 2 with Delta_S = 1."""
+    """docs/private_gfa.md: eps0 = 0.2722 (eps = 8, M = 22), 0.2045 (eps = 5, M = 18); beta_EM = eps0 / 2 with Delta_S = 1."""
     fc = appendix_d("easy").fclass
     for method, B, M, eps0 in [("private_eps_8", 14, 22, 0.2722), ("private_eps_5", 17, 18, 0.2045)]:
         agent = poc_default(method, fc, K=300)
@@ -29,7 +29,7 @@ def test_poc_default_budgets_of_section_4_5():
 @settings(max_examples=60, deadline=None)
 @given(eps=st.floats(0.05, 20.0), delta=st.sampled_from([1e-3, 1e-5, 1e-8]), M=st.integers(1, 500))
 def test_composition_rules(eps, delta, M):
-    """G4: the exact solve is the largest eps0 within budget; Section 3.3's first term is eps/2 (and the total
+    """Advanced composition: the exact solve is the largest eps0 within budget; Section 3.3's first term is eps/2 (and the total
     <= eps when eps0 <= 1, eps <= 2 ln(1/delta)); Appendix E's first term alone is eps (overshoot)."""
     exact = per_update_epsilon(eps, delta, M, "exact")
     assert advanced_composition(exact, M, delta) <= eps * (1 + 1e-12)
@@ -69,7 +69,7 @@ def test_dp_event_accounts_within_the_declared_epsilon():
     dp_accounting = pytest.importorskip("dp_accounting")
     from dp_accounting.pld import pld_privacy_accountant
     p = PrivateOutcomeRL(appendix_d("easy", H=2).fclass, epsilon=3.0, delta=1e-5, B=5).privacy(60)
-    replace_one = dp_accounting.NeighboringRelation.REPLACE_ONE      # §1.5: one user replaced
+    replace_one = dp_accounting.NeighboringRelation.REPLACE_ONE      # Section 2.2: one user replaced
     acc = pld_privacy_accountant.PLDAccountant(replace_one)
     acc.compose(p.dp_event())
     eps = acc.get_epsilon(p.delta)
@@ -89,7 +89,7 @@ def test_sensitivities_of_a3():
 
 
 def test_theory_parameters_of_section_4_5():
-    """§4.5 theory-faithful figures: B ~ 58 (eps = 8) and ~ 70 (eps = 5), eta_np ~ 132 (K = 300)."""
+    """docs/private_gfa.md theory-faithful figures: B ~ 58 (eps = 8) and ~ 70 (eps = 5), eta_np ~ 132 (K = 300)."""
     kw = dict(K=300, H=4, N=243, C_cov=9.34375, delta=1e-5, alpha=0.05)
     t8 = theory_parameters(2, epsilon=8.0, **kw)
     t5 = theory_parameters(2, epsilon=5.0, **kw)
@@ -100,7 +100,7 @@ def test_theory_parameters_of_section_4_5():
     assert bal.eta_p == pytest.approx(math.sqrt(2 * 300 * 25 * bal.L / (bal.C * bal.eps0)))
     t1 = theory_parameters(1, K=1000, H=3, N=192, C_cov=3.52, epsilon=1.0, delta=1e-5)
     assert t1.sensitivity == 24.0 and 1 <= t1.B <= 1000 and t1.M == -(-1000 // t1.B)
-    # G19: B grows like K^{3/5} and shrinks like eps^{-2/5} (up to the logs)
+    # Theorem 3.1's tuning: B grows like K^{3/5} and shrinks like eps^{-2/5} (up to the logs)
     Ks = [2 ** 10, 2 ** 15]
     Bs = [theory_parameters(1, K=k, H=3, N=192, C_cov=3.52, epsilon=1.0, delta=1e-5).B_real for k in Ks]
     slope = math.log(Bs[1] / Bs[0]) / math.log(Ks[1] / Ks[0])

@@ -1,4 +1,4 @@
-"""scripts/reproduce_private_gfa_table1.py (Appendix D, Table 1; specs/private_gfa.md §4.4-§4.5): the plateau metric on
+"""scripts/reproduce_private_gfa_table1.py (He & Zhou 2026, Appendix D, Table 1; docs/private_gfa.md): the plateau metric on
 curves with known answers, the E1-E4 evaluation on the paper's own numbers, and a tiny end-to-end run."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_plateau_known_answers(table1):
 
 
 def test_plateau_matches_gfarun(table1):
-    """The script's metric is GFARun.plateau_episode / per_run_plateaus (§4.4) on the same run."""
+    """The script's metric is GFARun.plateau_episode / per_run_plateaus (Appendix D, Table 1) on the same run."""
     from dpcheck.algorithms.gfa import appendix_d, poc_default
     inst = appendix_d("easy", H=2)
     res = poc_default("non_private_no_batch", inst.fclass, 30).run(inst.mdp, 30, np.random.default_rng(3), runs=5,

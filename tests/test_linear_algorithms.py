@@ -1,5 +1,5 @@
-"""LinOpt-VI-Reg / LinOpt-PO-Reg (private_linopt.md §2.4-2.6): the reduction check, regret, optimism,
-billboard structure, frozen rows, P6 floor, bad input. Seeds fixed; runs short."""
+"""LinOpt-VI-Reg / LinOpt-PO-Reg (Zhou 2022, Algorithms 1-2, Section 3): the reduction check, regret, optimism,
+billboard structure, frozen rows floor, bad input. Seeds fixed; runs short."""
 import math
 
 import numpy as np
@@ -44,7 +44,7 @@ def test_ucrl_vtr_regret_on_lm2_is_sublinear():
     R = res.cumulative_regret.mean(axis=0)
     assert R[2047] / R[1023] < 1.5                                  # linear regret would give 2
     assert res.regret[:, -200:].mean() < 0.05                       # near 0 within a few thousand episodes
-    # Lemma 3.1 / Lemma 7.2 / C15 / C16 on the good event (figures recorded per episode)
+    # Lemma 3.1 / Lemma 7.2 / eqs. 3, 7 on the good event (figures recorded per episode)
     assert res.good_event.all()
     assert res.optimism_gap.min() >= -1e-9
     assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9
@@ -58,7 +58,7 @@ def test_oppo_and_private_po_run_with_the_theory_step_size():
     assert res.config["eta"] == pytest.approx(math.sqrt(2 * math.log(2) / (9 * 64)))
     np.testing.assert_allclose(res.policies.sum(-1), 1.0)
     assert res.policies[:, 0].std() == 0                            # pi^1 uniform
-    assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9   # C16 for Algorithm 2 too
+    assert res.iota_min.min() >= -1e-9 and res.iota_excess.max() <= 1e-9   # eqs. 3, 7 for Algorithm 2 too
     assert LinOptPO(RidgeRegularizer(), eta=0.3).run(env, 5, np.random.default_rng(0)).config["eta"] == 0.3
 
 
@@ -80,7 +80,7 @@ def test_private_run_records_assumption_2_figures_and_the_claim():
 
 
 def test_policy_is_a_function_of_the_releases_only():
-    """C11c (billboard): re-plan from the logged releases alone and get the played policies back."""
+    """Theorem 6.4 (billboard): re-plan from the logged releases alone and get the played policies back."""
     env = _tab2()
     log = []
     alg = PrivateLinOptVI(2.0e3, tie_breaking="lowest")
@@ -94,12 +94,12 @@ def test_policy_is_a_function_of_the_releases_only():
 
 
 def test_rows_are_frozen_with_the_episodes_own_value_function():
-    """A2 / P3 / P4: Lambda^{k+1} - Lambda^k = x x^T with x = phi_h^k(s_h, a_h) computed from V_{h+1}^k (ridge)."""
+    """Lambda^{k+1} - Lambda^k = x x^T with x = phi_h^k(s_h, a_h) computed from V_{h+1}^k (ridge)."""
     env = lm2()
     log = []
     alg = UCRLVTR(1.0, tie_breaking="lowest")
     alg.run(env, 6, np.random.default_rng(2), runs=1, release_hook=lambda k, rel: log.append(rel))
-    assert np.array_equal(log[0][0], np.broadcast_to(np.eye(2), (1, 3, 2, 2)))   # Lambda^1 = Z^1 (A1)
+    assert np.array_equal(log[0][0], np.broadcast_to(np.eye(2), (1, 3, 2, 2)))   # Lambda^1 = Z^1 (docs/derivations.md#readings)
     sizes = alg.sizes(env, 6)
     for k in range(5):
         phi = alg.plan(env, log[k], alg.radii(sizes), (1.0, 1.0))["phi"][0]     # (H, S, A, d1)
@@ -148,7 +148,7 @@ def _signed_env():
 
 @pytest.mark.parametrize("K", [1, 2, 8])
 def test_short_horizons_run_and_never_insert_episode_K(K):
-    """P11 (K = 1) and P12 (K a power of two): the run completes; the trees hold K - 1 items."""
+    """K = 1 and (K a power of two): the run completes; the trees hold K - 1 items."""
     env = lm2()
     log = []
     res = PrivateLinOptVI(1.0).run(env, K, np.random.default_rng(0), runs=2,
@@ -161,8 +161,8 @@ def test_short_horizons_run_and_never_insert_episode_K(K):
 @given(S=st.integers(1, 3), A=st.integers(1, 3), H=st.integers(1, 3), seed=st.integers(0, 2 ** 16),
        po=st.booleans(), eps=st.sampled_from([math.inf, 1e3, 1.0]), tabular=st.booleans())
 def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
-    """Q_h^k in [0, H - h + 1] (A11), exact regret in [0, H], policies are distributions, and on the good
-    event optimism (C14, VI) and C16 hold; tabular-as-linear and low-dimensional random linear mixtures."""
+    """Q_h^k in [0, H - h + 1] (Algorithms 1-2), exact regret in [0, H], policies are distributions, and on the good
+    event optimism (Lemma 7.2, VI) and eqs. 3, 7 hold; tabular-as-linear and low-dimensional random linear mixtures."""
     rng = np.random.default_rng(seed)
     env = (tabular_as_linear(random_mdp(S, A, H, rng, reward_noise="bernoulli")) if tabular
            else random_linear_mixture(S, A, H, 2, 3, rng))
@@ -185,8 +185,8 @@ def test_invariants_on_random_instances(S, A, H, seed, po, eps, tabular):
 
 
 def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_policy():
-    """With fixed users the algorithm is the only randomness (§1.3). Replacing user j changes no release
-    up to and including the one for episode j (P3: it uses prefix(j - 1)), hence not pi^j; it changes the next."""
+    """With fixed users the algorithm is the only randomness (Section 2.2). Replacing user j changes no release
+    up to and including the one for episode j (it uses prefix(j - 1)), hence not pi^j; it changes the next."""
     from dpcheck.algorithms.envs import users_from_model
     env = lm2()
     K, j = 12, 6                                           # 0-based: user j answers episode j + 1
@@ -208,7 +208,7 @@ def test_scripted_users_replace_the_simulation_and_user_k_cannot_change_her_own_
 
 
 def test_explicit_regret_bounds_hold_and_have_the_documented_form():
-    """C17 / C18: exact pseudo-regret <= the explicit bound (it is large; the ratio is what audits report)."""
+    """Theorem 4.1 / Theorem 5.1: exact pseudo-regret <= the explicit bound (it is large; the ratio is what audits report)."""
     from dpcheck.algorithms.linear import LinearSizes, regret_bound_vi
     env = lm2()
     for alg in (UCRLVTR(), OPPO(), PrivateLinOptVI(1.0), PrivateLinOptPO(1.0)):
@@ -228,7 +228,7 @@ def test_explicit_regret_bounds_hold_and_have_the_documented_form():
 
 
 class _RedrawingPrivatizer(Privatizer):
-    """Planted defect (P1) at the algorithm level: every release redraws the noise of all its nodes."""
+    """Planted defect at the algorithm level: every release redraws the noise of all its nodes."""
 
     def start(self, runs, sizes, rng, alpha):
         from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, release_nodes

@@ -1,4 +1,4 @@
-"""Linear mixture MDPs (private_linopt.md §1.2, §6): known answers of LM-2, the tabular reduction, bad input."""
+"""Linear mixture MDPs (Zhou 2022, Assumption 1): known answers of LM-2, the tabular reduction, bad input."""
 import itertools
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The Privatizer of §2.7-2.8: calibration (worked numbers), flags A4 / A7 / A12, privacy as data, PD shift."""
+"""The Privatizer of Section 6.1-2.8: calibration (worked numbers), flags, privacy as data, PD shift."""
 import math
 
 import numpy as np
@@ -10,7 +10,7 @@ from dpcheck.algorithms.linear import (
 )
 from dpcheck.errors import InputError
 
-WORKED = LinearSizes(K=10 ** 4, H=3, d1=2, d2=2)          # §2.8 scale warning: eps = 1, delta = 0.1, alpha = 0.05
+WORKED = LinearSizes(K=10 ** 4, H=3, d1=2, d2=2)          # proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning: eps = 1, delta = 0.1, alpha = 0.05
 
 
 def test_worked_numbers_of_the_scale_warning():
@@ -48,7 +48,7 @@ def test_sigma_formula_and_assumption_2_constants():
 def test_radius_dim_flag_switches_sqrt_d_for_sqrt_d1_in_Sigma_p1_only():
     sizes = LinearSizes(K=64, H=3, d1=2, d2=2, d=9)                 # d = 9 > d1 = 2
     a, b = Privatizer(1.0, 0.1, radius_dim="d"), Privatizer(1.0, 0.1, radius_dim="d1")
-    assert a.noise_stds(sizes) == b.noise_stds(sizes)              # the node noise is unchanged (A4)
+    assert a.noise_stds(sizes) == b.noise_stds(sizes)              # the node noise is unchanged (Lemma B.4)
     Ra, Rb = a.noise_radii(sizes, 0.05), b.noise_radii(sizes, 0.05)
     tail = math.sqrt(8 * math.log(8 * 64 * 3 / 0.05))
     assert Ra["Sigma_p1"] / Rb["Sigma_p1"] == pytest.approx((4 * 3 + tail) / (4 * math.sqrt(2) + tail))
@@ -74,13 +74,13 @@ def test_privacy_declaration_matches_the_paper_accounting(eps, delta, H, K, d1, 
     sizes = LinearSizes(K=K, H=H, d1=d1, d2=d2)
     p = Privatizer(eps, delta)
     L = math.log(4 * H / delta)
-    # C11b: total GDP mu of the 4H counters (matching neighbour relation) = eps / sqrt(8 H ln(4H/delta))
+    # Theorem 6.4: total GDP mu of the 4H counters (matching neighbour relation) = eps / sqrt(8 H ln(4H/delta))
     assert p.gdp_mu(sizes, "add_remove") == pytest.approx(eps / math.sqrt(8 * H * L), rel=1e-9)
-    assert p.zcdp_rho(sizes) == pytest.approx(eps ** 2 / (16 * H * L), rel=1e-9)      # C11a
+    assert p.zcdp_rho(sizes) == pytest.approx(eps ** 2 / (16 * H * L), rel=1e-9)      # Theorem 6.4
     claim = p.claim(sizes)
     assert claim.notion == "JDP" and claim.delta == delta and claim.neighbouring == "replacement"
-    assert claim.epsilon == pytest.approx(eps + eps ** 2 / (16 * H * L))                # C11
-    # replacement neighbours under the 'paper' calibration: mu grows by the A7 factors (sqrt 2 and 2)
+    assert claim.epsilon == pytest.approx(eps + eps ** 2 / (16 * H * L))                # Theorem 6.4
+    # replacement neighbours under the 'paper' calibration: mu grows by the factors (sqrt 2 and 2)
     mu_r = p.gdp_mu(sizes, "replacement")
     assert mu_r > p.gdp_mu(sizes, "add_remove")
     assert Privatizer(eps, delta, sensitivity_mode="replacement").gdp_mu(sizes, "replacement") == pytest.approx(
@@ -90,7 +90,7 @@ def test_privacy_declaration_matches_the_paper_accounting(eps, delta, H, K, d1, 
     stds, sens = p.noise_stds(sizes), p.sensitivities(sizes, "add_remove")
     for event, c in zip(ev.events, COUNTERS):
         assert event.noise_multiplier == pytest.approx(stds[c] / (math.sqrt(H * sizes.m) * sens[c]))
-    # A12 target "exact": the paper total equals eps
+    # target "exact": the paper total equals eps
     q = Privatizer(eps, delta, target="exact")
     assert q.claim(sizes).epsilon == pytest.approx(eps, rel=1e-9)
 
@@ -104,7 +104,7 @@ def test_dp_accounting_agrees_with_the_closed_form_delta():
     acc.compose(p.dp_event(sizes, "add_remove"))
     mu = p.gdp_mu(sizes, "add_remove")
     exact = norm.cdf(-1 / mu + mu / 2) - math.e * norm.cdf(-1 / mu - mu / 2)
-    assert exact < 1e-20 and acc.get_delta(1.0) < 0.1                # C11b worked value: delta(1) ~ 0
+    assert exact < 1e-20 and acc.get_delta(1.0) < 0.1                # Theorem 6.4 worked value: delta(1) ~ 0
 
 
 def test_noise_off_privatizer_is_the_ridge_regulariser():
@@ -137,7 +137,7 @@ def test_bad_privatizer_parameters(kw, match):
 
 
 def test_pd_shift_makes_Z_positive_definite_with_the_stated_probability():
-    """C8 on a small instance: noise only (zero items), all k <= K, h <= H, 300 runs. Assumption 2 must
+    """Lemmas B.4-B.5 on a small instance: noise only (zero items), all k <= K, h <= H, 300 runs. Assumption 2 must
     hold in >= 1 - alpha of the runs (expected: all); without the shift Z = N is indefinite about half
     the time (the shift is what does the work), and the entry std of N_k is sqrt(popcount(k-1)) sigma."""
     sizes = LinearSizes(K=16, H=2, d1=3, d2=2)
@@ -172,7 +172,7 @@ def test_pd_shift_makes_Z_positive_definite_with_the_stated_probability():
 @settings(max_examples=60, deadline=None)
 @given(K=st.integers(1, 5000))
 def test_tree_depth_is_ceil_log2_K_and_every_tree_has_m_levels(K):
-    """C1 / P11 / P12: the trees hold episodes 1..K-1 (episode K is never released), so they have
+    """C1: the trees hold episodes 1..K-1 (episode K is never released), so they have
     m = max(1, ceil(log2 K)) levels and every item lies in at most m nodes (the declared sqrt(H m))."""
     sizes = LinearSizes(K=K, H=2, d1=2, d2=1)
     assert sizes.m == max(1, math.ceil(math.log2(K)))

@@ -1,4 +1,4 @@
-"""The binary mechanism on matrix-valued streams (private_linopt.md §2.7; C3, C4, P1, P2)."""
+"""The binary mechanism on matrix-valued streams (Zhou 2022, Section 6.1, footnote 3)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -54,11 +54,11 @@ def test_releases_are_exactly_symmetric():
     for t in range(K):
         mech.step(x[t][:, :, None] * x[t][:, None, :])
         B = mech.release()
-        assert np.array_equal(B, np.swapaxes(B, -1, -2))           # C3, bitwise
+        assert np.array_equal(B, np.swapaxes(B, -1, -2))           # footnote 3, bitwise
 
 
 def test_symmetric_noise_has_variance_sigma2_on_and_off_the_diagonal():
-    # P2: neither W + W^T (diagonal variance 4 sigma^2 / 2 sigma^2 off) nor independent halves
+    #: neither W + W^T (diagonal variance 4 sigma^2 / 2 sigma^2 off) nor independent halves
     rng = np.random.default_rng(4)
     W = symmetric_gaussian(rng, 2.0, (40_000, 3, 3))
     assert np.array_equal(W, np.swapaxes(W, -1, -2))
@@ -68,7 +68,7 @@ def test_symmetric_noise_has_variance_sigma2_on_and_off_the_diagonal():
 
 
 class RedrawnNoiseMechanism(BinaryMechanism):
-    """Planted defect (P1): every release redraws the noise of each of its nodes."""
+    """Planted defect: every release redraws the noise of each of its nodes."""
 
     def release(self):
         out = self.exact()
@@ -79,7 +79,7 @@ class RedrawnNoiseMechanism(BinaryMechanism):
 
 def _reuse_residuals(cls, K=16, sigma=1.0, seed=5):
     """B(k) - B(k-1) - item_k - (noise of the leaf completed at k) for k = 2^i + 1, i >= 1: the level-i node of
-    B(2^i) is reused by B(2^i + 1), so for the correct tree the residual is 0 (C4)."""
+    B(2^i) is reused by B(2^i + 1), so for the correct tree the residual is 0 (Section 6.1)."""
     rng = np.random.default_rng(seed)
     items = _integer_psd_items(rng, K, (), 3)
     mech = cls(TreeCounter(K, sigma, noise="gaussian", symmetric=True), (3, 3), np.random.default_rng(seed + 1))

@@ -1,4 +1,4 @@
-"""DP-APVI / APVI, the offline dataset type and the tabular instances (specs/offline_dp_apvi_vapvi.md §2, §4.0)."""
+"""DP-APVI / APVI, the offline dataset type and the tabular instances (Qiao & Wang 2022, Algorithm 1)."""
 import math
 
 import numpy as np
@@ -137,16 +137,16 @@ def test_instances_and_their_figures():
     full = tab_full(rng, S=3, A=2, H=3)
     cov = full.coverage()
     assert cov.covered.all() and cov.assumption_2_1 and cov.dbar_m > 0
-    assert lin_tab(full).feature_figures().kappa == pytest.approx(cov.dbar_m)          # §4.0 LIN-TAB
+    assert lin_tab(full).feature_figures().kappa == pytest.approx(cov.dbar_m)          # LIN-TAB
     part = tab_partial(rng, S=3, A=3, H=3)
     pc = part.coverage()
     assert pc.assumption_2_1 and not pc.covered.all()
     f = appendix_f(rng)
     ff = f.feature_figures()
     assert ff.max_norm ** 2 == pytest.approx(7.0) and not ff.norm_ok                   # ||phi|| <= 1 fails
-    assert ff.kappa == 0.0 and ff.dead_coordinates == (7,) and ff.next_eigenvalue > 0   # kappa = 0 (A12)
+    assert ff.kappa == 0.0 and ff.dead_coordinates == (7,) and ff.next_eigenvalue > 0   # kappa = 0 (Appendix F)
     assert f.mdp.S == 2 and f.mdp.A == 100 and f.d == 10 and f.mdp.H == 20
-    # P_h(0|s,a) depends on (s,a) only through delta(s,a) (§5.1)
+    # P_h(0|s,a) depends on (s,a) only through delta(s,a) (Appendix F)
     alpha = f.params["alpha"]
     assert np.allclose(f.mdp.P[:, 0, 0, 0], alpha[:, 0]) and np.allclose(f.mdp.P[:, 0, 1, 0], alpha[:, 1])
     assert np.allclose(f.mdp.P[:, 1, 0, 0], alpha[:, 1]) and np.allclose(f.mdp.P[:, 1, 5, 0], alpha[:, 0])
@@ -156,7 +156,7 @@ def test_instances_and_their_figures():
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2 ** 31), st.sampled_from([0.01, 1.0, 100.0]), st.integers(1, 4), st.booleans())
 def test_private_counts_are_consistent_and_the_kernel_is_valid(seed, budget, S, laplace):
-    """§2.4-2.5 (T-3, T-5): ntil >= 0, ntil(s,a) = sum ntil(s,a,.), |ntil(s,a) - n'(s,a)| <= E/2, rows of
+    """eqs. 3-4-2.5 (eq. 5, Remark 3.3): ntil >= 0, ntil(s,a) = sum ntil(s,a,.), |ntil(s,a) - n'(s,a)| <= E/2, rows of
     P~ are distributions, uniform exactly where ntil <= E -- on small, sparse data where noise dominates."""
     rng = np.random.default_rng(seed)
     inst = tab_full(rng, S=S, A=2, H=2)
@@ -218,7 +218,7 @@ def test_apvi_penalty_is_the_a5_formula():
 @settings(max_examples=100, deadline=None)
 @given(st.integers(0, 2 ** 31), st.floats(0.0, 50.0), st.floats(1.0, 10.0))
 def test_hoeffding_penalty_dominates_bernstein(seed, E, iota):
-    """§2.8(b): H sqrt(iota/(n-E)) >= sqrt(Var iota/(n-E)) because Var(V) <= H^2 for 0 <= V <= H."""
+    """eq. 8: H sqrt(iota/(n-E)) >= sqrt(Var iota/(n-E)) because Var(V) <= H^2 for 0 <= V <= H."""
     rng = np.random.default_rng(seed)
     H, S, A = 4, 3, 2
     P = rng.dirichlet(np.ones(S), size=(2, S, A))
@@ -230,7 +230,7 @@ def test_hoeffding_penalty_dominates_bernstein(seed, E, iota):
 
 
 def test_naive_consistency_ablation_has_inconsistent_sums():
-    """§2.8(e): without §2.4, ntil(s,a) = sum_s' n'(s,a,s') drifts from n'(s,a) beyond E/2 (Remark 3.1)."""
+    """Remark 3.1: without eqs. 3-4, ntil(s,a) = sum_s' n'(s,a,s') drifts from n'(s,a) beyond E/2."""
     rng = np.random.default_rng(7)
     inst = tab_full(rng, S=8, A=2, H=2)
     counts = inst.sample_counts(10, rng, runs=20)
@@ -243,7 +243,7 @@ def test_naive_consistency_ablation_has_inconsistent_sums():
 
 # ------------------------------------------------------------------------------------------ calibration
 def test_gaussian_noise_scale_comes_from_rho_not_epsilon():
-    """sigma^2 = 2H/rho (§2.2): declared (privatizer and dp_event) and empirical variance agree, and they
+    """sigma^2 = 2H/rho (eq. 2): declared (privatizer and dp_event) and empirical variance agree, and they
     are not the (eps, delta_dp) Gaussian calibration sigma = sqrt(2H) sqrt(2 log(1.25/delta_dp))/eps."""
     import dp_accounting
     rng = np.random.default_rng(9)
@@ -264,7 +264,7 @@ def test_gaussian_noise_scale_comes_from_rho_not_epsilon():
     assert abs(var / declared - 1) < 5 * math.sqrt(2 / m)
     eps_calibrated = 2 * H * 2 * math.log(1.25 / 1e-5) / 1.0 ** 2
     assert abs(var / eps_calibrated - 1) > 0.5
-    # Laplace: Lap(4H/eps) has variance 2 (4H/eps)^2 (§2.8(c))
+    # Laplace: Lap(4H/eps) has variance 2 (4H/eps)^2 (docs/derivations.md#noise-calibration)
     lap = DPAPVI(epsilon=2.0).run(counts, inst.mdp, rng)
     lnoise = (lap.counts.noisy_transitions - counts.transitions).ravel()
     assert abs(lnoise.var() / (2 * (4 * H / 2.0) ** 2) - 1) < 0.15
@@ -274,15 +274,15 @@ def test_approx_dp_conversion():
     alg = DPAPVI.from_approx_dp(1.0, 1e-5)
     L = math.log(1e5)
     assert alg.rho == pytest.approx((math.sqrt(L + 1) - math.sqrt(L)) ** 2)
-    assert alg.rho + 2 * math.sqrt(alg.rho * L) == pytest.approx(1.0)                  # G-2 round trip
+    assert alg.rho + 2 * math.sqrt(alg.rho * L) == pytest.approx(1.0)                  # Lemma E.15 round trip
 
 
 # ------------------------------------------------------------------------------------------ utility
 def test_pessimism_on_tab_full_in_the_large_data_regime():
-    """T-13: Vtil_h <= V^{pi_hat}_h and Qbar_h <= Q^{pi_hat}_h (exact evaluation). The proof's events cost
-    about 4 delta (A1); with delta = 0.01 at most 4% of runs may fail, so >= 45 of 50 runs must hold
+    """Lemma C.10: Vtil_h <= V^{pi_hat}_h and Qbar_h <= Q^{pi_hat}_h (exact evaluation). The proof's events cost
+    about 4 delta (Theorem 3.4); with delta = 0.01 at most 4% of runs may fail, so >= 45 of 50 runs must hold
     (were the true failure rate 4%, P[> 5 failures of 50] ~ 0.02; the union bounds are loose, so ~0 is
-    usual). n = 1e6 puts every pair far above 3 E_rho (no A18 gap pairs; asserted)."""
+    usual). n = 1e6 puts every pair far above 3 E_rho (no gap pairs; asserted)."""
     rng = np.random.default_rng(10)
     inst = tab_full(rng, S=2, A=2, H=3)
     counts = inst.sample_counts(10 ** 6, rng, runs=50)
@@ -296,8 +296,8 @@ def test_pessimism_on_tab_full_in_the_large_data_regime():
 
 
 def test_suboptimality_decreases_with_n():
-    """Mean v* - v^{pi_hat} over 40 runs falls along n (T-16: O(n^-1/2) + O(1/n)); exact evaluation.
-    With the paper's penalties the gap is a step function of n per run (P14: Qbar = 0 until Gamma drops
+    """Mean v* - v^{pi_hat} over 40 runs falls along n (Theorem 3.4: O(n^-1/2) + O(1/n)); exact evaluation.
+    With the paper's penalties the gap is a step function of n per run (docs/derivations.md#constants: Qbar = 0 until Gamma drops
     below Qtil, then pi_hat = pi*); the grids straddle that step (DP-APVI at rho = 1 near n ~ 4e5 on this
     instance, APVI near n ~ 1e3), and the run average must fall monotonically across it."""
     rng = np.random.default_rng(11)

@@ -1,4 +1,4 @@
-"""DP-VAPVI / VAPVI / PEVI (specs/offline_dp_apvi_vapvi.md §3, claims L-1, L-2, L-12)."""
+"""DP-VAPVI / VAPVI / PEVI (Qiao & Wang 2022, Algorithm 2, claims Theorem 4.1, Lemma D.2, Lemma D.3)."""
 import math
 
 import numpy as np
@@ -41,7 +41,7 @@ def _max_cross_step_correlation(noise):
 
 
 class ReusedNoiseVAPVI(DPVAPVI):
-    """Planted defect (Ambiguity A8's wrong reading): one draw at initialisation, reused for every h."""
+    """Planted defect (the wrong reading of Algorithm 2 against footnote 8): one draw at initialisation, reused for every h."""
 
     def draw_noise(self, rng, runs, H, d):
         z = super().draw_noise(rng, runs, H, d)
@@ -50,7 +50,7 @@ class ReusedNoiseVAPVI(DPVAPVI):
 
 
 def test_fresh_noise_per_step_and_a_reused_draw_is_detected():
-    """§3.2 / A8: g1_h recovered from the released statistics is uncorrelated across h (|corr| over 300
+    """Algorithm 2, footnote 8: g1_h recovered from the released statistics is uncorrelated across h (|corr| over 300
     runs stays below 0.25: the null sd of a sample correlation is 1/sqrt(300) = 0.058, and 0.25 is > 4 sd,
     so the max over 3 step pairs x 4 coordinates exceeds it with probability ~1e-4); the planted one-draw variant has corr = 1 and is caught."""
     inst, rng = _lin_tab(1)
@@ -64,7 +64,7 @@ def test_fresh_noise_per_step_and_a_reused_draw_is_detected():
 
 
 def test_declared_and_empirical_noise_variances():
-    """L-1 / P8 / P11: stds 2H^4/rho0, 2H^2/rho0, 1/(4 rho0) (variances) with rho0 = rho/(5H); the
+    """Lemma D.1: stds 2H^4/rho0, 2H^2/rho0, 1/(4 rho0) (variances) with rho0 = rho/(5H); the
     symmetrised matrix noise has off-diagonal variance 1/(4 rho0), diagonal 1/(2 rho0); the 5H declared
     releases compose to rho; each DpEvent's noise multiplier is std / sensitivity."""
     import dp_accounting
@@ -90,7 +90,7 @@ def test_declared_and_empirical_noise_variances():
         assert np.array_equal(N, np.swapaxes(N, -1, -2))
         assert abs(N[..., off].var() / (1 / (4 * r0)) - 1) < 0.05
         assert abs(np.diagonal(N, axis1=-2, axis2=-1).var() / (1 / (2 * r0)) - 1) < 0.05
-    # A7 'replace' doubles the matrix variance; A12 feature_bound B scales vectors by B, matrices by B^2
+    # 'replace' doubles the matrix variance feature_bound B scales vectors by B, matrices by B^2
     rep = DPVAPVI(rho=rho, Dpen=1.0, matrix_neighbour="replace", feature_bound=2.0).noise_stds(H)
     assert rep["sigma_matrix"] == pytest.approx(std["sigma_matrix"] * math.sqrt(2) * 4)
     assert rep["w_vector"] == pytest.approx(std["w_vector"] * 2)
@@ -109,8 +109,8 @@ def test_widths_match_lemma_d2_formulas():
 
 
 def test_noise_off_is_vapvi_and_the_regressions_are_the_ridge_solutions():
-    """§3.5(a): rho = inf with Dpen = 2 H^3 sqrt(d) is VAPVI bit for bit; the count-based sums equal the
-    per-trajectory ridge regressions of §3.3 (interpretation paragraph) computed from the raw data."""
+    """docs/derivations.md#readings: rho = inf with Dpen = 2 H^3 sqrt(d) is VAPVI bit for bit; the count-based sums equal the
+    per-trajectory ridge regressions of Algorithm 2 (interpretation paragraph) computed from the raw data."""
     inst, rng = _lin_tab(3)
     data = inst.collect(60, rng, runs=2)
     H, d = 3, inst.d
@@ -142,7 +142,7 @@ def test_noise_off_is_vapvi_and_the_regressions_are_the_ridge_solutions():
 
 
 def test_positive_definiteness_fallback_is_pessimistic_and_counted():
-    """P17: a non-PD Lambdatil_h is counted, and that step gets Gamma = inf (Qhat = 0), never a 0 penalty."""
+    """A non-PD Lambdatil_h is counted, and that step gets Gamma = inf (Qhat = 0), never a 0 penalty."""
 
     class NegativeMatrixNoise(DPVAPVI):
         def draw_noise(self, rng, runs, H, d):
@@ -160,7 +160,7 @@ def test_positive_definiteness_fallback_is_pessimistic_and_counted():
 
 
 def test_oracle_penalty_gives_exact_pessimism():
-    """L-12 (Lemma D.3): with the oracle penalty Gamma_h = |T_h Vtil_{h+1} - phi^T wtil_h| + 1e-12 (true
+    """Lemma D.3 (Lemma D.3): with the oracle penalty Gamma_h = |T_h Vtil_{h+1} - phi^T wtil_h| + 1e-12 (true
     model, computed during the backward pass) Qhat_h <= Q^{pi_hat}_h and Vtil_h <= V^{pi_hat}_h hold on
     EVERY run, noise or not; and on the algorithm's own penalty, every run where it is valid is pessimistic."""
     inst, rng = _lin_tab(5)
@@ -187,7 +187,7 @@ def test_oracle_penalty_gives_exact_pessimism():
 
 
 def test_appendix_f_figures_reach_the_result():
-    """A12: the noise calibrated for ||phi|| <= 1 is flagged on Appendix F; B = sqrt(7) clears the flag."""
+    """the noise calibrated for ||phi|| <= 1 is flagged on Appendix F; B = sqrt(7) clears the flag."""
     rng = np.random.default_rng(6)
     f = appendix_f(rng, H=4)
     data = f.collect(30, rng, runs=2)
@@ -250,7 +250,7 @@ def test_dataset_coverage_figures():
 
 
 def test_xi_two_state_matches_a_brute_force_supremum():
-    """xi (§1.4) by the closed form against a grid over V in [0, H]^2 on Appendix F (S = 2)."""
+    """xi (Section 2) by the closed form against a grid over V in [0, H]^2 on Appendix F (S = 2)."""
     from dpcheck.algorithms.offline import xi_two_state
     f = appendix_f(np.random.default_rng(10), H=5)
     H = 5

@@ -36,7 +36,7 @@ def all_deterministic_policies(H, S, A):
 seeds = st.integers(0, 2**32 - 1)
 
 
-# --------------------------------------------------------------- RiverSwim (dp_ucbvi.md §6.1)
+# --------------------------------------------------------------- RiverSwim (Qiao & Wang 2023, Section 7)
 def test_riverswim_reference_values():
     m = riverswim(H=20)
     Q, V = optimal_values(m)

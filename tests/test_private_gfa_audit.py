@@ -331,7 +331,7 @@ def test_quick_end_to_end(tmp_path, name):
 
 def test_binary_sensitivity_fails_for_arbitrary_users_and_h_squared_is_tight(ad2):
     """Known answers on the H = 2 Appendix D class: an arbitrary user (states not following the dynamics,
-    outcome in [0, 1]) moves the score by H^2 = 4, so the PoC default's Delta_S = 1 (spec A3, §4.5: valid only
+    outcome in [0, 1]) moves the score by H^2 = 4, so the PoC default's Delta_S = 1 (docs/derivations.md#noise-calibration, docs/private_gfa.md: valid only
     for trajectories of the deterministic MDP with binary outcomes) fails, while the telescoping H^2 is met
     with equality and the paper's (H+1)^2 holds."""
     got = {}
@@ -369,7 +369,7 @@ def test_exponent_passes_that_say_nothing_are_marked():
 
 
 def test_output_policy_simulation_catches_a_per_step_mixture(gf, monkeypatch):
-    """A released policy that mixes per step (a fresh k at every step, P7) has another return than
+    """A released policy that mixes per step (a fresh k at every step) has another return than
     Unif(pi_1..pi_K) run per episode; the simulated part of the check sees it (GF-3, eps = 1: distinct pi_k)."""
     import dpcheck.algorithms.gfa as pkg
 
@@ -544,7 +544,7 @@ def test_one_sided_claims_use_one_sided_bounds():
 def test_outcome_quick_rate_checks_do_not_pass_a_learner_that_never_learns(monkeypatch, defect):
     """The same sizes with a learner that selects uniformly (the private one, or the non-private batched one
     of Remark 3.7): its K-exponent is not passed (the bound is vacuous at these K, so a FAIL is softened to
-    INCONCLUSIVE; spec G20)."""
+    INCONCLUSIVE)."""
     import dpcheck.algorithms.gfa
     if defect == "nonprivate":
         monkeypatch.setattr(dpcheck.algorithms.gfa, "NonPrivateOutcomeRL", UniformSelectionNonPrivate)

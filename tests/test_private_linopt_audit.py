@@ -30,7 +30,7 @@ def tabular():
 
 # ----------------------------------------------------------------------------- planted defects
 class _RedrawState(TreeStatistics):
-    """P1 violated: every release adds FRESH noise for the popcount(t) nodes of B(t) (same marginal variance)."""
+    """Node noise reuse violated: every release adds FRESH noise for the popcount(t) nodes of B(t) (same marginal variance)."""
 
     def release(self):
         out = []
@@ -50,7 +50,7 @@ class RedrawPerRelease(Privatizer):
 
 
 class _RefeaturisingState(TreeStatistics):
-    """A2 violated: at the end of every episode all past transition rows are re-featurised with the CURRENT
+    """Frozen rows (Section 3) violated: at the end of every episode all past transition rows are re-featurised with the CURRENT
     value function, x_j = phi_{V^k}(s_j, a_j) (the paper's literal phi_h^k(s_h^j, a_h^j)), and the p-trees are
     rebuilt over the recomputed stream (node noise reused through fixed per-tree seeds, sums recomputed).
     Written for tabular-as-linear instances, where (s, a) is the one-hot index of varphi and V_{h+1}^k is the
@@ -214,7 +214,7 @@ def test_implied_nodes_of_an_item_inserted_once():
 def test_dp_event_reports_the_epsilon_the_calibration_achieves():
     c = lib.dp_event_check(lib.LinOptSpec(epsilon=1.0, delta=0.1), lm2(), 2 ** 10)
     assert c.verdict == "pass"
-    # spec C11b: the paper's calibration is very conservative -- (0, 0.1) already at mu ~ 0.1-0.2
+    # Theorem 6.4: the paper's calibration is very conservative -- (0, 0.1) already at mu ~ 0.1-0.2
     assert c.measured["epsilon_achieved"] < 0.05 * c.measured["epsilon_claimed"]
     assert 0 < c.measured["epsilon_at_delta_1e6"] < 1.0
     assert c.measured["gdp_mu_add_remove"] == pytest.approx(1.0 / math.sqrt(8 * 3 * math.log(4 * 3 / 0.1)), rel=1e-9)
@@ -408,6 +408,6 @@ def test_quick_audit_end_to_end(tmp_path, name):
     # issue 17 item 4: decisive on the reference (PO's exponent at eps = 10^4 used to be inconclusive at K = 8192)
     assert all(c["verdict"] != "inconclusive" for c in ids.values()), \
         [(c["id"], c["reason"]) for c in ids.values() if c["verdict"] == "inconclusive"]
-    # eps = 1 on LM-2 is the noise-dominated regime (spec §2.8): the black box and optimism say so
+    # eps = 1 on LM-2 is the noise-dominated regime (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration): the black box and optimism say so
     assert ids["privacy.jdp.blackbox"]["details"].get("qualifier") == "vacuous"
     assert ids["whitebox.dp_event"]["measured"]["epsilon_achieved"] <= ids["whitebox.dp_event"]["measured"]["epsilon_claimed"]

@@ -36,7 +36,7 @@ class FreshNoiseTree(BinaryMechanism):
 
 
 class FreshNoiseCentral(CentralPrivatizer):
-    """Defect: noise redrawn at every release (the Chowdhury & Zhou shortcut, §7.3)."""
+    """Defect: noise redrawn at every release (the Chowdhury & Zhou shortcut, docs/derivations.md#readings)."""
 
     def _start_noise(self, rng):
         nv, nt, nr = self._sizes()
@@ -78,7 +78,7 @@ def test_central_strict_passes_and_is_reasonably_tight():
 
 
 def test_central_paper_calibration_is_only_2eps_under_replacement():
-    """§7.1 A5: the paper's scale certifies 2 eps under replacement; the black-box bound exceeds eps."""
+    """docs/derivations.md#neighbouring-relation: the paper's scale certifies 2 eps under replacement; the black-box bound exceeds eps."""
     r = audit(ap.central_target(CentralPrivatizer(1.0, calibration="paper")), samples=SAMPLES, seed=1)
     assert r.verdict == FAIL and 1.0 < r.epsilon_lower_bound <= 2.0
 
@@ -108,7 +108,7 @@ def test_offline_laplace_black_box():
 
 # ------------------------------------------------------------------ white box
 def test_sensitivity_search_finds_the_replacement_worst_case():
-    """C1(b): per family the true node vectors move by <= 2 H L, attained by the worst-case pair."""
+    """Lemma 5.1's sensitivity: per family the true node vectors move by <= 2 H L, attained by the worst-case pair."""
     p = CentralPrivatizer(1.0)
     res = ap.sensitivity_search(p, kind="central", H=2, S=3, A=2, K=6, examples=40)
     L = 3

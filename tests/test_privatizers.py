@@ -1,4 +1,4 @@
-"""Count privatizers: calibrations, widths, releases, the interface and the loader (dp_ucbvi.md §3, §7.1 A5)."""
+"""Count privatizers: calibrations, widths, releases, the interface and the loader (Qiao & Wang 2023, Section 5, docs/derivations.md#neighbouring-relation)."""
 import math
 import textwrap
 
@@ -38,7 +38,7 @@ def test_constructor_stores_and_start_computes():
 @pytest.mark.parametrize("cal,rewards,factor", [("paper", True, 3), ("strict", True, 6),
                                                 ("paper", False, 2), ("strict", False, 4)])
 def test_noise_scales_follow_the_spec(cal, rewards, factor):
-    """b_c = F H L / eps (paper), 2 F H L / eps (strict); b_l = F H / eps, 2 F H / eps (§3.1, §3.3, B3)."""
+    """b_c = F H L / eps (paper), 2 F H L / eps (strict); b_l = F H / eps, 2 F H / eps (Section 5.1; Section 5.2; docs/derivations.md#neighbouring-relation)."""
     H, K, eps = 5, 100, 0.7
     L = 7
     c = CentralPrivatizer(eps, calibration=cal).start(1, H, 2, 2, K, np.random.default_rng(0), rewards=rewards)
@@ -67,9 +67,9 @@ def test_claims():
     assert NoPrivatizer().claim is None
 
 
-# ------------------------------------------------------------------ widths (§3.4)
+# ------------------------------------------------------------------ widths (docs/derivations.md#widths-e)
 def test_width_reference_values_riverswim():
-    """§3.4: S=6, A=2, H=20, K=50,000, beta=0.1, paper scales: E_central ~ 207,952/eps, E_local ~ 719,580/eps."""
+    """docs/derivations.md#widths-e: S=6, A=2, H=20, K=50,000, beta=0.1, paper scales: E_central ~ 207,952/eps, E_local ~ 719,580/eps."""
     assert rigorous_width("central", H=20, S=6, A=2, K=50_000, scale=960, beta=0.1) == pytest.approx(207_952, rel=1e-5)
     assert rigorous_width("local", H=20, S=6, A=2, K=50_000, scale=60, beta=0.1) == pytest.approx(719_580, rel=1e-5)
     p = CentralPrivatizer(1.0, calibration="paper").start(1, 20, 6, 2, 50_000, np.random.default_rng(0))
@@ -78,7 +78,7 @@ def test_width_reference_values_riverswim():
 
 def test_width_floor_and_modes():
     p = CentralPrivatizer(1e9).start(1, 2, 2, 2, 10, np.random.default_rng(0))
-    assert p.width == 1.0                                   # E := max(E, 1) (A13)
+    assert p.width == 1.0                                   # E := max(E, 1) (docs/derivations.md#widths-e)
     assert confidence_width("central", "rigorous", H=2, S=2, A=2, K=1, scale=5.0, epsilon=1, beta=0.1) == 1.0
     x = 20 * 6 * 2 * 20 * 1000 / 0.1
     assert nominal_width("central", H=20, S=6, A=2, K=1000, epsilon=2.0, beta=0.1) == pytest.approx(10 * math.log(x) ** 2)
@@ -131,7 +131,7 @@ def test_noprivatizer_gives_exact_counts():
 
 
 def test_first_release_is_post_processed_zero_counts():
-    """§7.1 A7: before any data N~(s,a,s') = E/(2S), N~(s,a) = E/2, uniform P~, R~ = 0."""
+    """docs/derivations.md#readings: before any data N~(s,a,s') = E/(2S), N~(s,a) = E/2, uniform P~, R~ = 0."""
     for cls in (CentralPrivatizer, LocalPrivatizer):
         p = cls(1.0).start(2, 3, 4, 2, 16, np.random.default_rng(0))
         out = p.release()
@@ -163,7 +163,7 @@ def test_local_message_noises_every_coordinate_and_sums():
     m1 = p.message(s, a, r, np.random.default_rng(7))
     m2 = p.message(s, a, r, np.random.default_rng(7))
     np.testing.assert_array_equal(m1.flat(), m2.flat())                    # noise only from the rng passed
-    assert m1.flat().shape == (runs, H * S * A * (S + 2))                  # all coordinates are sent (A14)
+    assert m1.flat().shape == (runs, H * S * A * (S + 2))                  # all coordinates are sent (docs/derivations.md#noise-calibration)
     assert np.all(m1.visits != np.round(m1.visits))                        # zeros are noised too
     b = p.noise_scale()
     for _ in range(3):
@@ -263,7 +263,7 @@ def test_offline_gaussian_formulas_and_post_processing():
     rng = np.random.default_rng(5)
     priv = OfflineGaussianPrivatizer(rho=0.5, beta=0.1)
     H, S, A = 3, 4, 2
-    assert priv.sigma(H) ** 2 == pytest.approx(2 * H / 0.5)                      # a variance (§2.2)
+    assert priv.sigma(H) ** 2 == pytest.approx(2 * H / 0.5)                      # a variance (eq. 1)
     assert priv.width(H, S, A) == pytest.approx(4 * math.sqrt(H * math.log(4 * H * S * S * A / 0.1) / 0.5))
     st_ = rng.integers(0, S, (2000, 30, H + 1))
     ac = rng.integers(0, A, (2000, 30, H))
@@ -276,7 +276,7 @@ def test_offline_gaussian_formulas_and_post_processing():
     P = out.kernel
     assert np.allclose(P.sum(-1), 1) and np.all(P >= 0)
     assert np.all(P[out.visits <= out.width] == 1 / S)
-    # far from the clip at 0 the injected noise has the declared variance 2H/rho (T-1 (iii))
+    # far from the clip at 0 the injected noise has the declared variance 2H/rho (noise variance)
     big = priv.privatize(np.full((500, H, S, A), 1e3), np.full((500, H, S, A, S), 1e3), rng)
     assert np.var(big.noisy_transitions - 1e3) == pytest.approx(priv.sigma(H) ** 2, rel=0.03)
 
@@ -349,7 +349,7 @@ def test_release_of_a_privatizer_without_sizes_is_a_mechanism_error(tmp_path):
 
 # ------------------------------------------------------------------ review (issue #3): widths, Nash values
 def test_nash_rigorous_widths_equal_the_spec_closed_forms():
-    """dp_nash_vi.md §3.4: C = H S A B (S+1), m = C (K-1), paper b_c = 2 H L/eps, b_l = 2 H/eps:
+    """docs/derivations.md#widths-e: C = H S A B (S+1), m = C (K-1), paper b_c = 2 H L/eps, b_l = 2 H/eps:
     E_central = (16 H L/eps)(log(6m/beta) + L log(4/3)); E_local = 4 b_l sqrt(8 (K-1) log(6m/beta))."""
     H, S, AB, K, beta, eps = 10, 4, 9, 20_000, 0.1, 0.5
     m = H * S * AB * (S + 1) * (K - 1)
@@ -380,7 +380,7 @@ def test_local_width_uses_bound_A_when_K_is_small():
 @pytest.mark.parametrize("mechanism,K", [("central", 64), ("local", 64), ("local", 6)])
 def test_rigorous_width_achieves_assumption_3_1_by_monte_carlo(mechanism, K):
     """The good event |N^ - N| <= E/4 for every counter and release k = 2..K, simulated from the noise
-    alone (data-independent, §3.4) in R = 400 repetitions: 0 failures, and the exact (Clopper-Pearson)
+    alone (data-independent, docs/derivations.md#widths-e) in R = 400 repetitions: 0 failures, and the exact (Clopper-Pearson)
     upper bound on the failure rate at confidence 0.99 is <= beta/3."""
     from scipy.stats import beta as beta_dist
     H, S, A, beta, R = 2, 3, 2, 0.1, 400

@@ -1,7 +1,7 @@
-"""The exact post-processing LP (dp_ucbvi.md §3.2/§7.2, dp_nash_vi.md §3.2, offline §2.4) against HiGHS.
+"""The exact post-processing LP (Qiao & Wang 2023, Section 5.1.1; Qiao & Wang 2024, Section 5.3; Qiao & Wang 2022, eq. 3; docs/derivations.md#readings) against HiGHS.
 
 Tests compare OBJECTIVE values and feasibility with scipy's HiGHS, never raw x (the argmin is not unique;
-§7.2), plus the canonical point's own properties: it is optimal, feasible, and the Euclidean projection.
+docs/derivations.md#readings), plus the canonical point's own properties: it is optimal, feasible, and the Euclidean projection.
 """
 import numpy as np
 import pytest
@@ -164,7 +164,7 @@ def test_post_process_shifts_and_identity():
 
 
 def test_post_process_of_zero_counts_is_uniform_and_infeasible_falls_back():
-    """§7.1 A7/A8: zero noisy counts -> N~ = E/2, uniform P~; n + E/4 < 0 -> x = 0, same output."""
+    """docs/derivations.md#readings: zero noisy counts -> N~ = E/2, uniform P~; n + E/4 < 0 -> x = 0, same output."""
     E, S = 4.0, 3
     pp = post_process(np.zeros((2, S)), np.array([0.0, -10.0]), E)
     np.testing.assert_allclose(pp.visits, [E / 2, E / 2])
@@ -173,7 +173,7 @@ def test_post_process_of_zero_counts_is_uniform_and_infeasible_falls_back():
 
 
 def test_offline_variant_has_no_shift_and_matches_closed_form():
-    """offline §2.4: band E/2, cases T in band -> x = y; T < lo -> y + (lo - T)/S; T > hi -> water-filling."""
+    """Qiao & Wang 2022, eq. 3: band E/2, cases T in band -> x = y; T < lo -> y + (lo - T)/S; T > hi -> water-filling."""
     y = np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0], [10.0, 1.0, 0.0]])
     m = np.array([6.0, 10.0, 2.0])
     E = 2.0
@@ -212,9 +212,9 @@ def test_bad_input():
         post_process(np.zeros((1, 2)), np.zeros(1), float("inf"))
 
 
-# ------------------------------------------------------------------ review (issue #3): offline §2.4 exactly
+# ------------------------------------------------------------------ review (issue #3): Qiao & Wang 2022, eq. 3 exactly
 def offline_closed_form(y, m, E):
-    """The offline spec's own closed form (§2.4 cases 1-3), written independently of project_counts."""
+    """The closed form of Qiao & Wang 2022, eq. 3 (three cases), written independently of project_counts."""
     S = len(y)
     T, lo, hi = y.sum(), m - E / 2, m + E / 2
     if lo <= T <= hi:
@@ -237,11 +237,11 @@ nonneg = st.one_of(st.floats(0, 1e3, allow_nan=False), st.sampled_from([0.0, 1.0
 @given(st.integers(1, 7).flatmap(lambda S: st.lists(nonneg, min_size=S, max_size=S)), nonneg,
        st.one_of(st.floats(0, 200, allow_nan=False), st.just(0.0)))
 def test_offline_projection_equals_the_offline_spec_closed_form(y, m, E):
-    """post_process_offline (band E/2, no shift) returns exactly the spec's minimiser on clipped inputs."""
+    """post_process_offline (band E/2, no shift) returns exactly the closed-form minimiser (Qiao & Wang 2022, eq. 3) on clipped inputs."""
     y = np.asarray(y, float)
     pp = post_process_offline(y[None], np.array([m]), E)
     want = offline_closed_form(y, m, E)
     scale = max(1.0, y.max(initial=0), m, E)
     np.testing.assert_allclose(pp.transitions[0], want, atol=1e-9 * scale)
-    assert not pp.infeasible[0]                               # m >= 0: always feasible (§2.4)
+    assert not pp.infeasible[0]                               # m >= 0: always feasible (Algorithm 1)
     assert abs(pp.visits[0] - m) <= E / 2 + 1e-9 * scale       # |ntil(s,a) - n'(s,a)| <= E/2

@@ -1,4 +1,4 @@
-"""scripts/reproduce_dp_vapvi_fig1.py (offline_dp_apvi_vapvi.md §5, S-1..S-3): structure of the written report on a
+"""scripts/reproduce_dp_vapvi_fig1.py (Qiao & Wang 2022, Section 6 / Appendix F, S-1..S-3): structure of the written report on a
 tiny configuration, and properties with known answers (DP-VAPVI at a huge rho is VAPVI up to negligible noise;
 VAPVI's gap falls with K; the S-1..S-3 criteria on synthetic curves)."""
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tabular RL substrate: environments, instance generators and exact planners.
 
     TabularMDP, MarkovGame                 -- validated, immutable, batched simulation
-    riverswim, random_mdp, random_game,    -- instances (dp_ucbvi.md §6.1, dp_nash_vi.md §6)
+    riverswim, random_mdp, random_game,    -- instances (Qiao & Wang 2023, Section 7, Qiao & Wang 2024, Section 6)
     matching_pennies, rock_paper_scissors, matrix_game
     planning: optimal_values, policy_values, greedy, ...
     game_planning: nash_values, best_response_values, duality_gap, ...

@@ -1,8 +1,8 @@
-"""Exact planners for two-player zero-sum Markov games (dp_nash_vi.md §1.1 - §1.2).
+"""Exact planners for two-player zero-sum Markov games (Qiao & Wang 2024, Section 2.1).
 
 Backward induction on the true game, batched over leading policy axes. Nash values solve the
 matrix game Q*_h(s, ., .) at every (h, s) with an LP (scipy HiGHS): H*S small LPs, offline, once
-per instance, which is what the spec allows; a pure saddle point (checked exactly first) or a
+per instance, which is what the definition allows; a pure saddle point (checked exactly first) or a
 single-action player needs no LP.
 """
 from __future__ import annotations
@@ -74,7 +74,7 @@ def product_policy_values(game: MarkovGame, mu, nu) -> tuple[np.ndarray, np.ndar
 
 
 class BestResponseValues(NamedTuple):
-    """Values against a best-responding opponent (dp_nash_vi.md §1.1).
+    """Values against a best-responding opponent (Qiao & Wang 2024, Section 2.1).
 
     V_dagger_nu (nu_batch..., H+1, S)        V^{dagger,nu} = sup_mu V^{mu,nu}
     Q_dagger_nu (nu_batch..., H, S, A, B)    Q^{dagger,nu}
@@ -129,7 +129,7 @@ def best_response_values(game: MarkovGame, mu, nu) -> BestResponseValues:
 
 
 def duality_gap(game: MarkovGame, mu, nu) -> np.ndarray:
-    """E_{s_1 ~ d_1}[V^{dagger,nu}_1(s_1) - V^{mu,dagger}_1(s_1)] >= 0, batched (dp_nash_vi.md §1.2).
+    """E_{s_1 ~ d_1}[V^{dagger,nu}_1(s_1) - V^{mu,dagger}_1(s_1)] >= 0, batched (Qiao & Wang 2024, Section 2.1).
 
     The paper has a fixed s_1; with an initial distribution we take the expectation (equal to the
     paper's quantity when d_1 is a point mass). Batch axes of mu and nu broadcast.
@@ -139,7 +139,7 @@ def duality_gap(game: MarkovGame, mu, nu) -> np.ndarray:
 
 
 class NashSolution(NamedTuple):
-    """Q* (H, S, A, B), V* (H+1, S), mu* (H, S, A), nu* (H, S, B) of dp_nash_vi.md §1.1."""
+    """Q* (H, S, A, B), V* (H+1, S), mu* (H, S, A), nu* (H, S, B) of Qiao & Wang 2024, Section 2.1."""
     Q: np.ndarray
     V: np.ndarray
     mu: np.ndarray

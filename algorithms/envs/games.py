@@ -1,4 +1,4 @@
-"""Two-player zero-sum episodic Markov game (dp_nash_vi.md §1.1).
+"""Two-player zero-sum episodic Markov game (Qiao & Wang 2024, Section 2.1).
 
 The max-player picks a in 0..A-1, the min-player b in 0..B-1, simultaneously; the max-player
 gains r_h(s, a, b) in [0, 1], which is deterministic and known (the paper's footnote), and
@@ -94,7 +94,7 @@ class MarkovGame(TabularModel):
 
     @classmethod
     def from_mdp(cls, mdp: TabularMDP) -> "MarkovGame":
-        """The B = 1 embedding of an MDP (dp_nash_vi.md §6 T2; Remark 2.4): rewards are the means."""
+        """The B = 1 embedding of an MDP (Remark 2.4): rewards are the means."""
         return cls(mdp.P[:, :, :, None, :], mdp.r[:, :, :, None], mdp.init, name=mdp.name)
 
     # --------------------------------------------------------- simulation

@@ -1,6 +1,6 @@
-"""Seeded instance generators: random MDPs and games (dp_nash_vi.md §6 T3) and matrix games (T1).
+"""Seeded instance generators: random MDPs and games and matrix games.
 
-Choices that are ours (the specs fix only T3's distributions): the initial state is the fixed
+Choices that are ours (the papers fix none of them): the initial state is the fixed
 s_1 = 0 unless ``init="uniform"`` or ``init="random"`` (a Dirichlet(1) draw) is asked for; the
 draw order is transitions, then rewards, then init, so adding an init option never changes the
 kernel a seed produces.

@@ -1,4 +1,4 @@
-"""Exact planners for tabular MDPs (dp_ucbvi.md §1.1 Bellman equations; offline spec §1.1).
+"""Exact planners for tabular MDPs (Qiao & Wang 2023, Section 2.1 Bellman equations; Qiao & Wang 2022, Section 2).
 
 Everything is backward induction on the true model, batched: a policy with leading axes (...)
 is evaluated for every index of (...) at once, because regret needs one exact evaluation per
@@ -95,13 +95,13 @@ def optimal_return(mdp: TabularMDP) -> float:
 
 
 def suboptimality(mdp: TabularMDP, policy) -> np.ndarray:
-    """v* - v^pi (>= 0) for a policy batch (...): the per-episode expected regret of dp_ucbvi.md §1.2
-    (averaged over s_1 ~ d_1) and the offline sub-optimality of offline_dp_apvi_vapvi.md §1.1."""
+    """v* - v^pi (>= 0) for a policy batch (...): the per-episode expected regret of Qiao & Wang 2023, Section 2.1
+    (averaged over s_1 ~ d_1) and the offline sub-optimality of Qiao & Wang 2022, Section 2."""
     return optimal_return(mdp) - expected_return(mdp, policy)
 
 
 def occupancy(mdp: TabularMDP, policy) -> np.ndarray:
-    """d^pi_h(s, a) = Pr[s_h = s | s_1 ~ d_1, pi] pi_h(a|s), shape (..., H, S, A) (offline spec §1.1)."""
+    """d^pi_h(s, a) = Pr[s_h = s | s_1 ~ d_1, pi] pi_h(a|s), shape (..., H, S, A) (Qiao & Wang 2022, Section 2)."""
     _check_mdp(mdp)
     pol, deterministic = as_policy(policy, mdp.H, mdp.S, mdp.A)
     if deterministic:

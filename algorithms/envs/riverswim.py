@@ -1,4 +1,4 @@
-"""RiverSwim (dp_ucbvi.md §6.1), the DP-UCBVI experiment's environment.
+"""RiverSwim (Qiao & Wang 2023, Section 7), the DP-UCBVI experiment's environment.
 
 Imported, not stated in the paper: the definition is Chowdhury & Zhou's public code
 (``environment.make_riverSwim``), itself from Osband, Russo & Van Roy (2013, p. 6).

@@ -58,8 +58,8 @@ def trajectories(mdp, n=st.integers(1, 4), *, feasible=True, policy=None) -> Sea
     :class:`dpcheck.algorithms.envs.Trajectories` with states (n, H+1), actions (n, H), rewards (n, H).
 
     feasible=True: simulated with ``policy`` (default: uniformly random actions) from a drawn
-    seed, so every trajectory has positive probability under the MDP (offline datasets, §1.2 of
-    offline_dp_apvi_vapvi.md). feasible=False: arbitrary states, actions and rewards in range --
+    seed, so every trajectory has positive probability under the MDP (offline datasets, Section 2 of
+    Qiao & Wang 2022). feasible=False: arbitrary states, actions and rewards in range --
     the "ANY two trajectories" of the LDP definition and the arbitrary user of JDP.
     """
     @st.composite

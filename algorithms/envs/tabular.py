@@ -1,4 +1,4 @@
-"""Finite-horizon tabular MDP (dp_ucbvi.md §1.1, offline_dp_apvi_vapvi.md §1.1).
+"""Finite-horizon tabular MDP (Qiao & Wang 2023, Section 2.1, Qiao & Wang 2022, Section 2).
 
 Indexing: the papers count steps h = 1..H; arrays here are 0-based, so the paper's step h is
 index h - 1, and ``V[H]`` (index H) is the terminal ``V_{H+1} = 0``.
@@ -43,7 +43,7 @@ class TabularMDP(TabularModel):
     P (H, S, A, S):  P[h, s, a, s'] = P_h(s' | s, a); every row a distribution.
     r (H, S, A):     mean reward r_h(s, a) in [0, 1].
     init (S,):       initial distribution d_1 (an int is shorthand for a fixed s_1).
-    reward_noise:    the reward *distribution* on [0, 1] whose mean is r (dp_ucbvi.md §1.1 has
+    reward_noise:    the reward *distribution* on [0, 1] whose mean is r (Qiao & Wang 2023, Section 2.1 has
                      random rewards):
                      "deterministic" -- the reward is exactly r_h(s, a);
                      "bernoulli"     -- the reward is Bernoulli(r_h(s, a)) in {0, 1}, the

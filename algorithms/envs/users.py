@@ -1,4 +1,4 @@
-"""Scripted users: the JDP "user tree" of dp_ucbvi.md §1.4 and dp_nash_vi.md §1.4.
+"""Scripted users: the JDP "user tree" of Qiao & Wang 2023, Section 2.2 and Qiao & Wang 2024, Section 2.2.
 
 Following Vietri et al. (2020), a user is a depth-H response tree: for every sequence of actions
 (a_1, ..., a_h) the agent might send her, the tree fixes the reward r_h she reports and the next
@@ -12,7 +12,7 @@ randomness**. That is what a JDP audit needs:
                               algorithm on U (runs axis = samples), i.e. M_{-k}(U) of Def. 2.2
 
 and the black-box auditor compares the distributions of M_{-k}(U) and M_{-k}(U') with fresh
-algorithm randomness only. For games (dp_nash_vi.md §1.4) a user *pair* answers joint actions
+algorithm randomness only. For games (Qiao & Wang 2024, Section 2.2) a user *pair* answers joint actions
 j = a * B + b: build the users on ``game.joint_mdp()`` and
 hand them to DPNashVI wrapped in :class:`UserPairs` (the per-episode game protocol).
 
@@ -444,7 +444,7 @@ def neighbouring_users(users: ScriptedUsers, k: int, replacement: ScriptedUsers,
 # ----------------------------------------------------------------------------- games
 class UserPairs:
     """K scripted user *pairs* of a two-player game, in the per-episode game protocol of DPNashVI.run
-    (dp_nash_vi.md §1.4): ``H, S, A, B, r, init``, ``per_episode = True``, ``reset(rng, runs, episode=k)``,
+    (Qiao & Wang 2024, Section 2.2): ``H, S, A, B, r, init``, ``per_episode = True``, ``reset(rng, runs, episode=k)``,
     ``step(h, states, a, b, rng, episode=k) -> (next_states, rewards)``.
 
     ``users`` is any :class:`ScriptedUsers` on joint actions ``j = a * B + b`` (so ``users.A == A * B``);

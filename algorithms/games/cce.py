@@ -1,4 +1,4 @@
-"""Coarse correlated equilibria of the DP-Nash-VI stage games (specs/dp_nash_vi.md §2.5, line 14).
+"""Coarse correlated equilibria of the DP-Nash-VI stage games (Qiao & Wang 2024, Algorithm 1 line 14, line 14).
 
 Input: two ``A x B`` matrices per stage game, ``Qb`` (the max-player's optimistic payoff) and ``Qu``
 (the min-player's pessimistic cost). Output: ``pi in Delta(A x B)`` with
@@ -16,16 +16,16 @@ How it is solved (all stage games of a step, and all runs, at once; no per-(h,s)
    This covers the degenerate ``Qb = H, Qu = 0`` stage games of early episodes and the ``B = 1`` case
    (where it is exactly the greedy action ``argmax_a Qb``, lowest index on ties).
 2. The rest: the feasibility LP is the minimiser's side of the zero-sum game ``min_pi max_y y' M pi``
-   (value ``<= 0`` because a CCE exists, spec §2.5). With ``G = M / s + 2`` (entries in ``[1, 3]``,
+   (value ``<= 0`` because a CCE exists, Algorithm 1 line 14). With ``G = M / s + 2`` (entries in ``[1, 3]``,
    ``s = max |M|``) the substitution ``x = pi / v`` turns it into ``max 1'x s.t. G x <= 1, x >= 0``,
    whose slack basis is feasible: no phase 1. We solve these tiny LPs with a tableau simplex written
    in numpy over all instances at once, Bland's rule (no cycling on these degenerate problems).
 3. Every solution is clipped at 0, renormalised and VERIFIED: ``max(M pi) <= tol`` with
-   ``tol = 1e-8 H`` (spec §2.5). Instances that fail (or whose simplex hit the iteration cap) are
-   re-solved with ``scipy.optimize.linprog(method="highs")``, objective 0, as the spec's canonical
+   ``tol = 1e-8 H`` (Algorithm 1 line 14). Instances that fail (or whose simplex hit the iteration cap) are
+   re-solved with ``scipy.optimize.linprog(method="highs")``, objective 0, as the canonical
    solver; if even that fails verification we raise, rather than hand the algorithm a non-CCE.
 
-The CCE is not unique (spec B7); the choice above is deterministic, so runs are reproducible, and
+The CCE is not unique (docs/derivations.md#readings); the choice above is deterministic, so runs are reproducible, and
 any CCE satisfies the analysis.
 """
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = ["CCESolution", "constraint_matrix", "cce_residual", "pure_cce", "solv
 
 
 def constraint_matrix(Qb: np.ndarray, Qu: np.ndarray) -> np.ndarray:
-    """The CCE constraints ``M pi <= 0`` (spec §2.5): ``M`` of shape (..., A + B, A * B).
+    """The CCE constraints ``M pi <= 0`` (Algorithm 1 line 14): ``M`` of shape (..., A + B, A * B).
 
     Row ``a'``:  ``Qb(a',b) - Qb(a,b)`` at column ``(a,b)`` (the max-player deviating to ``a'``).
     Row ``A + b'``: ``Qu(a,b) - Qu(a,b')`` (the min-player deviating to ``b'``).
@@ -182,7 +182,7 @@ def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int) ->
 
 
 def highs_cce(Mi: np.ndarray) -> np.ndarray:
-    """One CCE by ``scipy.optimize.linprog(c=0, method="highs")`` (spec §2.5's canonical solver)."""
+    """One CCE by ``scipy.optimize.linprog(c=0, method="highs")`` (Algorithm 1 line 14's canonical solver)."""
     from scipy.optimize import linprog
 
     m, d = Mi.shape
@@ -208,7 +208,7 @@ class CCESolution:
 
     pi:        (..., A, B) joint distributions pi(a, b).
     residual:  (...) max CCE constraint violation ``max(M pi)`` (<= tol for every instance).
-    tol:       the verification tolerance (1e-8 H, spec §2.5).
+    tol:       the verification tolerance (1e-8 H, Algorithm 1 line 14).
     n_pure, n_simplex, n_highs, n_hint: how many instances each stage of :func:`solve_cce` settled.
     """
 
@@ -236,7 +236,7 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
     H: the value scale for the tolerance ``1e-8 H`` (default: max(1, max |Q|)).
     hint: optional candidate distributions (..., A, B), e.g. last episode's CCE of the same (h, s):
     accepted (after the pure-profile stage) wherever they pass the verification, which saves the
-    simplex on stage games that barely changed. Any CCE satisfies the analysis (spec B7); the choice
+    simplex on stage games that barely changed. Any CCE satisfies the analysis (docs/derivations.md#readings); the choice
     stays deterministic given the history.
     hint_basis: optional (..., A + B) simplex bases (``CCESolution.basis`` of an earlier call): warm starts.
     """

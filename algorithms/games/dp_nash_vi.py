@@ -1,8 +1,8 @@
-"""DP-Nash-VI: private self-play in two-player zero-sum Markov games (specs/dp_nash_vi.md §2).
+"""DP-Nash-VI: private self-play in two-player zero-sum Markov games (Qiao & Wang 2024, Algorithm 1).
 
 Qiao & Wang (2024), Algorithm 1. Per episode k, on the private counts N~ released by a
 CountPrivatizer (games are handed to privatizers as joint actions j = a * B + b, rewards=False
-because the reward is known, spec §1.1):
+because the reward is known, Section 2.1):
 
     P~_h(.|s,a,b) = N~_h(s,a,b,.) / N~_h(s,a,b)                                     [eq. 1]
     gamma = (C1/H) P~ (Vb - Vu)_{h+1}                                               (line 8)
@@ -13,22 +13,22 @@ because the reward is known, spec §1.1):
 then (a_h, b_h) ~ pi_h(.,.|s_h) JOINTLY, the privatizer ingests the trajectory, and the output
 policy is the episode with the smallest certificate (Vb_1 - Vu_1)(s_1) (lines 20-24).
 
-Choices the spec leaves to us (documented here, reported in every output via ``config``):
+Choices the paper leaves to us (docs/derivations.md#constants, #readings) (documented here, reported in every output via ``config``):
 
-* ``mode="theory"``: C1 = 2, C2 = 10 (spec §2.4), E = max(E, 1) (B11). With these constants the
-  bonus exceeds H for every feasible K (spec §5 last note), so Qb = H, Qu = 0 and the D/P checks are
-  vacuous; they still test the code paths. ``mode="practical"``: C1 = 0.1, C2 = 0.02 (DP-UCBVI's §6.3
+* ``mode="theory"``: C1 = 2, C2 = 10 (docs/derivations.md#constants), E = max(E, 1) (docs/derivations.md#widths-e). With these constants the
+  bonus exceeds H for every feasible K (docs/derivations.md#widths-e), so Qb = H, Qu = 0 and the D/P checks are
+  vacuous; they still test the code paths. ``mode="practical"``: C1 = 0.1, C2 = 0.02 (DP-UCBVI's reproduction, reports/reproductions/dp_ucbvi_fig1/README.md
   caveat: the paper's constants make the regret linear; the practical constants are labelled, only the
   orders are expected to match). The width E comes from the privatizer in either mode; its
-  width_mode (rigorous / calibrated / nominal) is reported. Privacy never depends on C1, C2 or E (N3).
+  width_mode (rigorous / calibrated / nominal) is reported. Privacy never depends on C1, C2 or E.
 * Non-private Nash-VI (NoPrivatizer, E = 0): true counts; where N_h(s,a,b) = 0 the convention
-  Qb = H, Qu = 0 (spec §6 budgets) replaces the undefined P^.
-* Delta starts at +inf (B8), so pi^out = pi^1 at least; the earliest minimiser wins (strict <).
+  Qb = H, Qu = 0 (Section 6 budgets) replaces the undefined P^.
+* Delta starts at +inf (docs/derivations.md#readings), so pi^out = pi^1 at least; the earliest minimiser wins (strict <).
 * s_1: the games may have an initial distribution; the certificate uses E_{s~init}[(Vb_1 - Vu_1)(s)],
   which is (Vb_1 - Vu_1)(s_1) for the paper's fixed s_1.
 * RNG streams: ``run(game, K, rng)`` spawns three independent children of ``rng``: environment,
   privacy noise (given to the privatizer) and policy sampling, so changing one never shifts another.
-* Steps are 0-based in code (h = 0..H-1), 1-based in the spec.
+* Steps are 0-based in code (h = 0..H-1), 1-based in the paper.
 """
 from __future__ import annotations
 
@@ -42,12 +42,12 @@ from dpcheck.errors import DPCheckError, InputError, MechanismError
 
 __all__ = ["DPNashVI", "NashVIResult", "THEORY_CONSTANTS", "PRACTICAL_CONSTANTS", "confidence_log"]
 
-THEORY_CONSTANTS = {"C1": 2.0, "C2": 10.0}       # spec §2.4 (derived minimal values)
+THEORY_CONSTANTS = {"C1": 2.0, "C2": 10.0}       # docs/derivations.md#constants (derived minimal values)
 PRACTICAL_CONSTANTS = {"C1": 0.1, "C2": 0.02}     # labelled practical mode (see module docstring)
 
 
 def confidence_log(H: int, S: int, A: int, B: int, K: int, beta: float) -> float:
-    """iota = log(30 H S A B K / beta) (spec §2.1, B13: K, not T)."""
+    """iota = log(30 H S A B K / beta) (Algorithm 1: K, not T)."""
     return math.log(30 * H * S * A * B * K / beta)
 
 
@@ -55,7 +55,7 @@ def confidence_log(H: int, S: int, A: int, B: int, K: int, beta: float) -> float
 class NashVIResult:
     """What one batch of DP-Nash-VI runs did. Leading axis = runs, then episodes k = 0..K-1.
 
-    mu_out (runs, H, S, A), nu_out (runs, H, S, B): marginals of pi^out (spec §2.6).
+    mu_out (runs, H, S, A), nu_out (runs, H, S, B): marginals of pi^out (Algorithm 1 lines 20-24).
     delta (runs,): the final certificate Delta = min_k (Vb_1^k - Vu_1^k)(s_1).
     k_out (runs,): the (0-based) episode of pi^out.
     certificate (runs, K): (Vb_1^k - Vu_1^k)(s_1) per episode.
@@ -139,7 +139,7 @@ class DPNashVI:
             prod = np.matmul(P_tilde.reshape(runs, S_ * A * B, S2), np.stack([G, Vm, Vm * Vm], axis=-1))
             PG, PV, PV2 = (prod[..., i].reshape(runs, S_, A, B) for i in range(3))
         var = PV2 - PV * PV
-        np.maximum(var, 0.0, out=var)                    # Var clipped at 0 before sqrt (spec §7.2)
+        np.maximum(var, 0.0, out=var)                    # Var clipped at 0 before sqrt (docs/derivations.md#readings)
         inv_n = 1.0 / N_bonus                            # N_bonus > 0: plan() puts 1 where N = 0 (convention)
         gamma = (self.C1 / H) * PG
         Gamma = self.C2 * (np.sqrt(var * (iota * inv_n)) + (H * S * E * iota + H * H * S * iota) * inv_n)
@@ -246,7 +246,7 @@ class DPNashVI:
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed to start: {type(e).__name__}: {e}") from e
         exact = E_raw == 0.0
-        # Spec B11: floor the width at 1 for private counts (keeps Lemma 5.8's hypothesis).
+        # floor the width at 1 for private counts (keeps Lemma 5.8's hypothesis; docs/derivations.md#widths-e).
         E = 0.0 if exact else max(E_raw, 1.0)
         iota = confidence_log(H, S, A, B, K, self.beta)
 
@@ -264,7 +264,7 @@ class DPNashVI:
             rec_Qu = np.empty((runs, K, H, S, A, B))
             rec_Vb = np.empty((runs, K, H + 1, S))
             rec_Vu = np.empty((runs, K, H + 1, S))
-        delta = np.full(runs, np.inf)                  # B8: Delta starts at +inf
+        delta = np.full(runs, np.inf)                  # Delta starts at +inf (docs/derivations.md#readings)
         k_out = np.zeros(runs, dtype=np.int64)
         pi_out = np.empty((runs, H, S, A, B))
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
@@ -310,7 +310,7 @@ class DPNashVI:
             gap1 = (Vb[:, 0] - Vu[:, 0]) @ init
             certificate[:, k] = gap1
             vacuous[:, k] = np.all(Qb >= H, axis=(1, 2, 3, 4)) & np.all(Qu <= 0, axis=(1, 2, 3, 4))
-            better = gap1 < delta                       # strict <: the earliest minimiser (spec §2.6)
+            better = gap1 < delta                       # strict <: the earliest minimiser (Algorithm 1 lines 20-24)
             delta = np.where(better, gap1, delta)
             k_out = np.where(better, k, k_out)
             pi_out[better] = pi[better]
@@ -345,7 +345,7 @@ class DPNashVI:
                   "calibration": getattr(priv, "calibration", None),
                   "width_mode": getattr(priv, "width_mode", None),
                   "cce_solver": "pure profiles, last episode's CCE if still one, numpy simplex, HiGHS fallback",
-                  "delta_init": "inf (spec B8)"}
+                  "delta_init": "inf (docs/derivations.md#readings)"}
         result = NashVIResult(
             mu_out=pi_out.sum(axis=-1), nu_out=pi_out.sum(axis=-2), delta=delta, k_out=k_out,
             certificate=certificate, mu=mu, nu=nu, states=states, actions_max=act_a, actions_min=act_b,

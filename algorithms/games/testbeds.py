@@ -1,4 +1,4 @@
-"""Test beds for the DP-Nash-VI rate checks (dp_nash_vi.md §6; our proposals, not the paper's).
+"""Test beds for the DP-Nash-VI rate checks (Qiao & Wang 2024, Section 6; our proposals, not the paper's).
 
 Why a hand-made game. The duality-gap regret sum_k Gap(mu^k, nu^k) grows like sqrt(K) only while
 the gap of the episode policies shrinks like 1/sqrt(k). That needs (i) stage games whose equilibria

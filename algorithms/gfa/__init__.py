@@ -1,4 +1,4 @@
-"""Private RL with general function approximation (specs/private_gfa.md): the algorithm layer.
+"""Private RL with general function approximation (He & Zhou 2026): the algorithm layer.
 
     function_class: FunctionClass (finite class as data: .product(layers), .from_values(values (N,H,S,A)))
     batched_em:     PrivateGeneralMDP (= Algorithm1: Bellman error + inf term, 8H), PrivateOutcomeRL
@@ -7,14 +7,14 @@
     privacy:        GFAPrivacy (declaration: eps0, beta_EM, M = ceil(K/B), composed epsilon, Claim, dp_event),
                     per_update_epsilon, advanced_composition, number_of_updates, sensitivity
     mechanism:      exponential_mechanism (Gumbel-max), selection_log_probabilities (log-softmax),
-                    argmax_with_ties, chain_sample / chain_log_partition (§2.7 backward messages)
+                    argmax_with_ties, chain_sample / chain_log_partition (backward messages)
     losses:         bellman_error_loss / _score, outcome_model, outcome_loss / _score (literal reference),
-                    BellmanErrorStatistics, OutcomeLossStatistics (incremental, §2.7)
+                    BellmanErrorStatistics, OutcomeLossStatistics (incremental)
     evaluation:     policy_returns, optimal_return, max_return, occupancies, coverability,
                     per_start_coverability, realizability, completeness, bellman_backup
-    instances:      gf3 (§6.1), appendix_d(kind, H) (§4.1, §6.2), GFAInstance, hypothesis, hypothesis_entry
+    instances:      gf3, appendix_d(kind, H) (Appendix D), GFAInstance, hypothesis, hypothesis_entry
     results:        GFARun (per-run record), MixturePolicy (pi_hat = Unif(pi_1..pi_K))
-    tuning:         theory_parameters (§2.5), poc_default (§4.5)
+    tuning:         theory_parameters (Appendix E), poc_default (docs/private_gfa.md)
 
 Steps are 0-based in arrays: the paper's step h is index h - 1; episodes likewise.
 """

@@ -1,20 +1,19 @@
-"""Algorithms 1 and 2 of He & Zhou (private_gfa.md §2.1-§2.4, §2.7) and their non-private baselines.
+"""Algorithms 1 and 2 of He & Zhou (He & Zhou 2026, Algorithms 1-2, Section 3.3; docs/derivations.md#noise-calibration) and their non-private baselines.
 
-Both algorithms share one loop (§2.1): at episodes k = iB + 1 they score every class entry on D_[k] (the
-episodes strictly before the batch start, P3), draw f^(k) with the exponential mechanism (fresh randomness,
-P2), and play the greedy pi_{f^(k)} (lowest action on ties, P5) for the whole batch. They differ in the score:
+Both algorithms share one loop (Algorithms 1-2): at episodes k = iB + 1 they score every class entry on D_[k] (the
+episodes strictly before the batch start), draw f^(k) with the exponential mechanism (fresh randomness), and play the greedy pi_{f^(k)} (lowest action on ties) for the whole batch. They differ in the score:
 
     Algorithm 1 (PrivateGeneralMDP):  S(f) = eta f_1(s_1) - L^BE_D(f)   (Bellman error with the inf term)
     Algorithm 2 (PrivateOutcomeRL):   S(f) = eta fbar_1  - L^BR_D(f)   (outcome Bellman residual)
 
-and in the sensitivity: 8H and (H+1)^2 (§2.4, A3). The temperature is beta_EM = eps0 / (2 Delta_S) with
+and in the sensitivity: 8H and (H+1)^2 (Section 3.3, docs/derivations.md#noise-calibration). The temperature is beta_EM = eps0 / (2 Delta_S) with
 eps0 from the exact advanced-composition solve over M = ceil(K/B) updates (:mod:`dpcheck.algorithms.gfa.privacy`).
 ``epsilon = inf`` is the non-private argmax (Remark 3.7), with the tie rule ``tie_breaking``:
 :class:`NonPrivateGeneralMDP` / :class:`NonPrivateOutcomeRL` are exactly that (B = 1: the unbatched
 MEX / outcome-based learner; B = ceil(sqrt K): Remark 3.7's batched variant, :func:`remark_3_7_batch_size`).
 
 Batched over independent runs (leading axis). ``run(env, K, rng, runs)`` spawns two child generators from
-``rng``: environment / selection. ``env`` is a TabularMDP (exact per-episode regret, P8) or a per-episode
+``rng``: environment / selection. ``env`` is a TabularMDP (exact per-episode regret) or a per-episode
 user sequence (``dpcheck.algorithms.envs.users``; regret when it carries ``.mdp``).
 
 Seams that planted-defect variants override: ``_temperature(privacy)`` (e.g. dropping the factor 2),
@@ -38,9 +37,9 @@ from dpcheck.algorithms.gfa.results import GFARun, MixturePolicy
 from dpcheck.algorithms.gfa import evaluation
 
 SAMPLERS = ("auto", "enumerate", "messages")
-# "auto" switches to backward messages (§2.7) for product classes larger than this many entries.
+# "auto" switches to backward messages for product classes larger than this many entries.
 _ENUMERATE_MAX = 1 << 16
-# Trajectory reward sums may exceed 1 by float rounding only (A3's normalisation check).
+# Trajectory reward sums may exceed 1 by float rounding only (the normalisation check of docs/derivations.md#noise-calibration).
 _NORMALISATION_TOL = 1e-9
 
 
@@ -92,7 +91,7 @@ class _BatchedExponentialMechanism:
         return f"{type(self).__name__}(" + ", ".join(f"{k}={self.config[k]!r}" for k in keys) + ")"
 
     def privacy(self, K: int) -> GFAPrivacy:
-        """The privacy declaration for K episodes, from the parameters alone (§2.4)."""
+        """The privacy declaration for K episodes, from the parameters alone (Section 3.3, docs/derivations.md#noise-calibration)."""
         return GFAPrivacy.declare(self.algorithm, epsilon=self.epsilon, delta=self.delta, K=K, B=self.B,
                                   sensitivity=self.sensitivity, eps0_rule=self.eps0_rule)
 
@@ -126,7 +125,7 @@ class _BatchedExponentialMechanism:
 
     def dataset_scores(self, states, actions, rewards, init) -> np.ndarray:
         """S_D(f) (N,) of this learner (its eta, class and loss) on one dataset, through the same statistics
-        as :meth:`run` (for sensitivity audits on neighbouring datasets, G1/G2).
+        as :meth:`run` (for sensitivity audits on neighbouring datasets, docs/derivations.md#noise-calibration).
 
         states (n, H+1), actions (n, H), rewards (n, H) (Algorithm 2 uses only their sum, the outcome);
         init: s_1 (Algorithm 1) or rho (Algorithm 2).
@@ -156,7 +155,7 @@ class _BatchedExponentialMechanism:
     # ------------------------------------------------------------------ the loop
     def run(self, env, K: int, rng: np.random.Generator, runs: int = 1, *, record: bool = True,
             record_scores: bool = False) -> GFARun:
-        """Run K episodes in ``runs`` independent copies (§2.1-§2.3)."""
+        """Run K episodes in ``runs`` independent copies (Algorithms 1-2)."""
         t0 = time.perf_counter()
         check_rng(rng)
         runs = check_runs(runs)
@@ -168,7 +167,7 @@ class _BatchedExponentialMechanism:
         init = self._public_init(env, mdp)
         if mdp is not None and evaluation.max_return(mdp) > 1 + _NORMALISATION_TOL:
             raise InputError("the MDP violates the reward normalisation sum_h r_h <= 1 on some trajectory; the "
-                             "sensitivity bounds of §2.4 (and so the privacy guarantee) need it")
+                             "sensitivity bounds of Section 3.3, docs/derivations.md#noise-calibration (and so the privacy guarantee) need it")
         privacy = self.privacy(K)
         beta = self._temperature(privacy)
         env_rng, em_rng = rng.spawn(2)
@@ -196,7 +195,7 @@ class _BatchedExponentialMechanism:
             sums = tr_r.sum(axis=-1)
             if np.any(sums > 1 + _NORMALISATION_TOL) or np.any(tr_r < 0):
                 raise InputError("an episode's rewards leave [0, 1] in total (sum_h r_h <= 1, r_h >= 0 are needed "
-                                 "by the sensitivity bounds of §2.4)")
+                                 "by the sensitivity bounds of Section 3.3, docs/derivations.md#noise-calibration)")
             states[:, k0:k1], actions[:, k0:k1], rewards[:, k0:k1] = tr_s, tr_a, tr_r
             self._add(stats, tr_s, tr_a, tr_r)                     # data of this batch used from the next update on
             if J_sel is not None:
@@ -228,19 +227,19 @@ class _BatchedExponentialMechanism:
 
 
 class PrivateGeneralMDP(_BatchedExponentialMechanism):
-    """Algorithm 1 (§2.2): general stochastic MDPs, Bellman-error loss with the inf term, fixed public s_1.
+    """Algorithm 1: general stochastic MDPs, Bellman-error loss with the inf term, fixed public s_1.
 
     function_class  FunctionClass (Bellman completeness assumed, Assumption 2.1)
     epsilon, delta  (eps, delta)-JDP budget; epsilon = inf -> non-private argmax
     B               batch size (updates at k = iB + 1)
     eta             optimism weight
-    eps0_rule       "exact" | "section_3_3" | "appendix_e" (A1)
+    eps0_rule       "exact" | "section_3_3" | "appendix_e" (docs/derivations.md#noise-calibration)
     sensitivity     "paper" (8H) or a number (a user's tighter derivation)
     tie_breaking    tie rule of the non-private argmax: "random" (seeded) | "lowest"
     s1              the fixed initial state; None = the point mass of the environment's init (needed only for
                     environments without a known init)
-    inf_mode        "auto" | "product" | "literal" (A5: min over the list for non-product classes)
-    sampler         "auto" | "enumerate" | "messages" (§2.7 backward messages, product classes only)
+    inf_mode        "auto" | "product" | "literal" (min over the list for non-product classes)
+    sampler         "auto" | "enumerate" | "messages" (backward messages, product classes only)
     """
 
     algorithm = 1
@@ -254,11 +253,11 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
         if inf_mode not in ("auto", "product", "literal"):
             raise InputError(f"inf_mode must be 'auto', 'product' or 'literal', got {inf_mode!r}")
         if inf_mode == "product" and not function_class.is_product:
-            raise InputError("inf_mode='product' needs a product class (A5); use 'literal' or 'auto'")
+            raise InputError("inf_mode='product' needs a product class (Algorithm 1); use 'literal' or 'auto'")
         if sampler not in SAMPLERS:
             raise InputError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         if sampler == "messages" and not function_class.is_product:
-            raise InputError("sampler='messages' needs a product class (the score is a chain sum only then, §2.7)")
+            raise InputError("sampler='messages' needs a product class (the score is a chain sum only then)")
         if sampler == "auto":
             sampler = "messages" if function_class.is_product and function_class.N > _ENUMERATE_MAX else "enumerate"
         if sampler == "messages" and math.isinf(self.epsilon) and tie_breaking != "lowest":
@@ -277,14 +276,14 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
         init = getattr(env, "init", None) if mdp is None else mdp.init
         if init is not None:
             if np.count_nonzero(init) != 1:
-                raise InputError("Algorithm 1 needs a fixed public initial state s_1 (§1.1); this environment's "
+                raise InputError("Algorithm 1 needs a fixed public initial state s_1 (Section 2.1); this environment's "
                                  "initial distribution is not a point mass")
             s = int(np.flatnonzero(init)[0])
             if self.s1 is not None and self.s1 != s:
                 raise InputError(f"s1 = {self.s1} but the environment always starts in state {s}")
             return s
         if self.s1 is None:
-            raise InputError("Algorithm 1 needs the fixed public initial state s_1 (§1.1): pass s1=")
+            raise InputError("Algorithm 1 needs the fixed public initial state s_1 (Section 2.1): pass s1=")
         if not 0 <= self.s1 < env.S:
             raise InputError(f"s1 = {self.s1} is out of range for S = {env.S}")
         return self.s1
@@ -314,10 +313,10 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
 
 
 class PrivateOutcomeRL(_BatchedExponentialMechanism):
-    """Algorithm 2 (§2.3): deterministic MDPs with outcome rewards, outcome Bellman-residual loss, known rho.
+    """Algorithm 2: deterministic MDPs with outcome rewards, outcome Bellman-residual loss, known rho.
 
     Parameters as :class:`PrivateGeneralMDP`, except ``sensitivity``: "paper" ((H+1)^2), "telescoping" (H^2),
-    "binary" (1: classes whose R^(f) and the outcome are in {0, 1}, e.g. Appendix D) or a number (A3).
+    "binary" (1: classes whose R^(f) and the outcome are in {0, 1}, e.g. Appendix D) or a number (docs/derivations.md#noise-calibration).
     The learner sees only the states, actions and the outcome r(tau) = sum_h r_h of each episode. It runs on any
     MDP; Theorem 3.4 needs deterministic transitions (Def 3.3: ``evaluation.next_state_table(mdp) is not None``)
     and realizability (``evaluation.realizability``), which an assumption check reports.
@@ -329,7 +328,7 @@ class PrivateOutcomeRL(_BatchedExponentialMechanism):
     def _public_init(self, env, mdp):
         init = getattr(env, "init", None) if mdp is None else mdp.init
         if init is None:
-            raise InputError("Algorithm 2 needs the known initial distribution rho (§1.1): the environment has no init")
+            raise InputError("Algorithm 2 needs the known initial distribution rho (Section 2.1): the environment has no init")
         return np.asarray(init, dtype=np.float64)
 
     def _statistics(self, runs):

@@ -1,15 +1,15 @@
 """Exact figures on a known tabular MDP: returns of greedy policies, coverability, realizability and
-completeness of a class (private_gfa.md §1.1-§1.3, Assumption 2.1, Def 2.2, G14, P8).
+completeness of a class (He & Zhou 2026, Section 2.1, Definition 2.2, Assumption 2.1, Def 2.2, Appendix D's coverability facts).
 
 * :func:`policy_returns` -- J(pi) for a batch of deterministic policies (..., H, S), exactly. MDPs whose every
   P_h(.|s,a) is a point mass (Def 3.3; the Appendix D environment) take a path-following fast path
   (O(|supp rho| H) per policy instead of O(H S^2 A)); the general path is backward induction
   (``dpcheck.algorithms.envs.planning``).
 * :func:`max_return` -- the largest trajectory reward sum sum_h r_h over reachable paths: the
-  normalisation sum_h r_h <= 1 that every sensitivity bound needs (A3).
-* :func:`coverability` -- C_cov(Pi; M) = max_h sum_(s,a) max_pi d_h^pi(s,a) (the exact formula of §1.3, optimal
+  normalisation sum_h r_h <= 1 that every sensitivity bound needs (docs/derivations.md#noise-calibration).
+* :func:`coverability` -- C_cov(Pi; M) = max_h sum_(s,a) max_pi d_h^pi(s,a) (the exact formula of Definition 2.2, optimal
   mu_h proportional to the pointwise max); :func:`per_start_coverability` -- C'_cov = E_{s_1 ~ rho}
-  C_cov(Pi; M_{s_1}) and, for deterministic MDPs, the reachable-pair counts N_h(s_1) of §1.3.
+  C_cov(Pi; M_{s_1}) and, for deterministic MDPs, the reachable-pair counts N_h(s_1) of Definition 2.2.
 * :func:`realizability`, :func:`completeness` -- Q* in F; T_h F_{h+1} subseteq F_h (the step-h functions of F).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dpcheck.algorithms.envs.tabular import TabularMDP
 from dpcheck.algorithms.gfa.function_class import FunctionClass
 
 # Functions are "equal" (realizability / completeness) within this sup-norm tolerance: the class entries of
-# §6.1 are printed to 2-3 decimals but built by exact Bellman backups, so 1e-9 separates float noise from
+# GF-3 (algorithms/gfa/instances.py) are printed to 2-3 decimals but built by exact Bellman backups, so 1e-9 separates float noise from
 # genuine mismatches.
 FUNCTION_ATOL = 1e-9
 
@@ -112,7 +112,7 @@ def optimal_return(mdp: TabularMDP, init=None) -> float:
 
 
 def max_return(mdp: TabularMDP, init=None) -> float:
-    """max over reachable trajectories (s_1 in supp init) of sum_h r_h(s_h, a_h) (A3's normalisation check)."""
+    """max over reachable trajectories (s_1 in supp init) of sum_h r_h(s_h, a_h) (the normalisation check of docs/derivations.md#noise-calibration)."""
     mdp = _mdp(mdp)
     W = np.zeros(mdp.S)
     for h in range(mdp.H - 1, -1, -1):
@@ -137,7 +137,7 @@ def occupancies(mdp: TabularMDP, policies, init=None) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Coverability:
-    """C_cov(Pi; M) = max_h sum_(s,a) max_pi d_h^pi(s,a) (§1.3).
+    """C_cov(Pi; M) = max_h sum_(s,a) max_pi d_h^pi(s,a) (Definition 2.2).
 
     value      C_cov
     per_step   sum_(s,a) max_pi d_h^pi(s,a) for every h (H,)
@@ -182,7 +182,7 @@ def coverability(mdp: TabularMDP, policies, init=None) -> Coverability:
 
 @dataclass(frozen=True)
 class PerStartCoverability:
-    """C'_cov = E_{s_1 ~ rho} C_cov(Pi; M_{s_1}) (§1.3, Algorithm 2).
+    """C'_cov = E_{s_1 ~ rho} C_cov(Pi; M_{s_1}) (Definition 2.2, Algorithm 2).
 
     value        C'_cov
     starts       the support of rho (n0,)
@@ -197,7 +197,7 @@ class PerStartCoverability:
 
     @property
     def mean_reachable(self) -> float | None:
-        """E_{s_1} N(s_1) with N(s_1) = sum_h N_h(s_1) (19.875 on the Appendix D class, §4.2)."""
+        """E_{s_1} N(s_1) with N(s_1) = sum_h N_h(s_1) (19.875 on the Appendix D class, Appendix D)."""
         return None if self.reachable is None else float(self.reachable.sum(axis=1).mean())
 
 
@@ -209,7 +209,7 @@ def per_start_coverability(mdp: TabularMDP, policies, init=None) -> PerStartCove
     nxt = next_state_table(mdp)
     reach = None
     if nxt is not None:
-        # deterministic MDP, deterministic policies: C_cov(Pi; M_{s_1}) = max_h N_h(s_1) (§1.3)
+        # deterministic MDP, deterministic policies: C_cov(Pi; M_{s_1}) = max_h N_h(s_1) (Definition 2.2)
         states, actions = _paths(nxt, pol.reshape((-1,) + pol.shape[-2:]), starts)   # (P, n0, H)
         code = states * mdp.A + actions
         reach = np.array([[np.unique(code[:, i, h]).size for h in range(mdp.H)] for i in range(starts.size)])
@@ -232,7 +232,7 @@ class Realizability:
     """Q* in F (Assumption 2.1's consequence; all Algorithm 2 needs).
 
     holds      some entry equals Q* within ``atol`` in sup norm
-    entries    the entries equal to Q* (duplicates included, A11)
+    entries    the entries equal to Q* (duplicates included)
     distance   min over entries of ||f - Q*||_inf
     """
 

@@ -1,4 +1,4 @@
-"""Finite function classes F = F_1 x ... x F_H as data (private_gfa.md §1.2, §2.7, Ambiguity A5, A11).
+"""Finite function classes F = F_1 x ... x F_H as data (He & Zhou 2026, Section 2.1).
 
 A :class:`FunctionClass` is a list of N entries f = (f_1, ..., f_H), each f_h : S x A -> [0, 1], stored
 in factored form:
@@ -6,20 +6,20 @@ in factored form:
     layers[h]   (n_h, S, A)  the DISTINCT step-h functions that occur in the class (0-based h)
     index       (N, H) int   entry f uses layers[h][index[f, h]] at step h
 
-so that the per-step sufficient statistics of §2.7 live on the small sets F_h, while the entries keep the
-user's order and duplicates, compared exactly (A11: the Appendix D class has 243 entries but only 207 distinct functions; the
+so that the per-step sufficient statistics live on the small sets F_h, while the entries keep the
+user's order and duplicates, compared exactly (the Appendix D class has 243 entries but only 207 distinct functions; the
 duplicates double their prior mass in the exponential mechanism and |F| = 243 enters the accounting).
 The convention f_{H+1} == 0 is implicit (a single zero function at step H+1).
 
 * :meth:`FunctionClass.product` -- a full product F_1 x ... x F_H; entries in C order over (i_1, ..., i_H)
   (i_1 most significant), ``is_product = True``: the inf term of L^BE decomposes per step and the
-  exponential mechanism factorises along h (§2.7).
+  exponential mechanism factorises along h.
 * :meth:`FunctionClass.from_values` -- an explicit list (N, H, S, A) (a user's class as arrays); it is
   flagged ``is_product`` exactly when its index tuples are the whole grid n_1 x ... x n_H, each once (then the
-  literal inf over the list equals the per-step decomposition, A5); the user's order is kept.
+  literal inf over the list equals the per-step decomposition); the user's order is kept.
 
 Validation (one-line :class:`InputError`): non-numeric, NaN, values outside [0, 1] (every sensitivity bound
-of §2.4 assumes f in [0, 1], A3), wrong number of axes, an empty class or an empty step set.
+of Section 3.3, docs/derivations.md#noise-calibration assumes f in [0, 1]), wrong number of axes, an empty class or an empty step set.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def _unit_array(name: str, value, ndim: int) -> np.ndarray:
     bad = (arr < 0) | (arr > 1)
     if np.any(bad):
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise InputError(f"{name} must lie in [0, 1] (the sensitivity bounds of §2.4 need it); "
+        raise InputError(f"{name} must lie in [0, 1] (the sensitivity bounds of Section 3.3, docs/derivations.md#noise-calibration need it); "
                          f"entry {idx} is {arr[idx]!r}")
     return arr
 
@@ -90,7 +90,7 @@ class FunctionClass:
         if self.is_product and not (idx.shape[0] == math.prod(sizes) and
                                     np.unique(np.ravel_multi_index(idx.T, sizes)).size == idx.shape[0]):
             raise InputError("is_product=True but the entries are not the full grid F_1 x ... x F_H (each "
-                             "combination once); the per-step inf decomposition would be wrong (A5)")
+                             "combination once); the per-step inf decomposition would be wrong (Algorithm 1)")
         idx.setflags(write=False)
         object.__setattr__(self, "layers", layers)
         object.__setattr__(self, "index", idx)
@@ -112,7 +112,7 @@ class FunctionClass:
 
     @classmethod
     def from_values(cls, values, name: str = "") -> "FunctionClass":
-        """A class given as an explicit list: ``values`` (N, H, S, A) in [0, 1] (duplicates allowed, A11)."""
+        """A class given as an explicit list: ``values`` (N, H, S, A) in [0, 1] (duplicates allowed)."""
         vals = _unit_array("function class values", values, 4)
         N, H = vals.shape[:2]
         layers, index = [], np.empty((N, H), dtype=np.int64)
@@ -130,7 +130,7 @@ class FunctionClass:
     # ------------------------------------------------------------------ sizes
     @property
     def N(self) -> int:
-        """|F|: the number of entries (duplicates counted, A11)."""
+        """|F|: the number of entries (duplicates counted)."""
         return int(self.index.shape[0])
 
     def __len__(self) -> int:
@@ -173,12 +173,12 @@ class FunctionClass:
         return np.stack([self.layers[h][self.index[f, h]] for h in range(self.H)])
 
     def distinct_entries(self) -> int:
-        """Number of distinct Q-functions among the N entries (207 for the Appendix D class, §4.2)."""
+        """Number of distinct Q-functions among the N entries (207 for the Appendix D class, Appendix D)."""
         return int(np.unique(self.index, axis=0).shape[0])
 
     @functools.cached_property
     def layer_greedy(self) -> tuple:
-        """Greedy actions of every distinct step function: tuple of (n_h, S) int, ties -> lowest action (P5)."""
+        """Greedy actions of every distinct step function: tuple of (n_h, S) int, ties -> lowest action (Lemma E.4)."""
         return tuple(np.argmax(g, axis=-1) for g in self.layers)
 
     @functools.cached_property
@@ -197,15 +197,15 @@ class FunctionClass:
         return order
 
     def greedy_policies(self, entries=None) -> np.ndarray:
-        """pi_f for the given entries (..., H, S) int (all N if None); lowest action index on ties (P5)."""
+        """pi_f for the given entries (..., H, S) int (all N if None); lowest action index on ties (Lemma E.4)."""
         e = np.arange(self.N) if entries is None else np.asarray(entries, dtype=np.int64)
         return np.stack([self.layer_greedy[h][self.index[e, h]] for h in range(self.H)], axis=-2)
 
     def initial_values(self, init) -> np.ndarray:
         """The optimism term for every entry (N,): E_{s_1 ~ init} max_a f_1(s_1, a).
 
-        With a point mass this is f_1(s_1) of Algorithm 1 (§2.2 line 5); with the known rho it is fbar_1 of
-        Algorithm 2 (§2.3). ``init`` is an (S,) distribution or an int state.
+        With a point mass this is f_1(s_1) of Algorithm 1 (Algorithm 1 line 5); with the known rho it is fbar_1 of
+        Algorithm 2. ``init`` is an (S,) distribution or an int state.
         """
         if isinstance(init, (int, np.integer)) and not isinstance(init, bool):
             v = self.layer_max[0][:, int(init)]

@@ -1,4 +1,4 @@
-"""Test instances of private_gfa.md §6: GF-3 (§6.1, Algorithm 1) and the Appendix D environment (§4.1, §6.2,
+"""Test instances of He & Zhou 2026: GF-3 (Algorithm 1) and the Appendix D environment (Appendix D,
 Algorithm 2) with their function classes.
 
 * :func:`gf3` -- S = {0,1,2}, A = {0,1}, H = 3, fixed s_1 = 0, reward only at the last step; the class
@@ -6,9 +6,9 @@ Algorithm 2) with their function classes.
   construction and Q* is entry 0 (F_h[0] = T_h F_{h+1}[0]).
 * :func:`appendix_d` -- contexts x in {0,1}^6 (uniform rho, known), states s_h = (x, a_1..a_{h-1}), outcome
   reward 1 iff the actions match the hidden hypothesis' target and x passes its gate; the class of 3 gates x
-  3^H stage-rule assignments (243 entries for H = 4, 27 for the H = 2 unit-test version, §6.2).
+  3^H stage-rule assignments (243 entries for H = 4, 27 for the H = 2 unit-test version, Appendix D).
 
-State encoding of the Appendix D environment (the spec leaves it free): context index
+State encoding of the Appendix D environment (the paper leaves it free): context index
 x = sum_j x_j 2^(j-1) (x_1 is bit 0); prefix code p_1 = 0, p_{h+1} = 2 p_h + a_h (a_1 most significant);
 state index x * 2^(H-1) + p_h, plus one absorbing sink state (index 64 * 2^(H-1)) with zero reward. State
 indices mean different prefixes at different steps (the MDP is non-stationary); codes p >= 2^(h-1) are
@@ -70,7 +70,7 @@ def _gf3_mdp() -> TabularMDP:
 
 
 def gf3() -> GFAInstance:
-    """GF-3 of §6.1 with its Bellman-complete 192-entry class (Q* = entry 0)."""
+    """GF-3, a small stochastic tabular MDP with a finite Bellman-complete class, with its Bellman-complete 192-entry class (Q* = entry 0)."""
     mdp = _gf3_mdp()
     S = mdp.S
 
@@ -148,7 +148,7 @@ def hypothesis_entry(gate: int, rules, H: int = 4) -> int:
 
 
 def _q_function(gate: int, rules, H: int, x: np.ndarray) -> np.ndarray:
-    """f_h(s_h, a) = 1 iff g(x) = 1, prefix = a*_{1..h-1}(x) and a = a*_h(x) (§4.1) -> (H, S, 2)."""
+    """f_h(s_h, a) = 1 iff g(x) = 1, prefix = a*_{1..h-1}(x) and a = a*_h(x) (Appendix D) -> (H, S, 2)."""
     width = 2 ** (H - 1)
     S = 64 * width + 1                                       # + the sink
     f = np.zeros((H, S, 2))
@@ -162,9 +162,9 @@ def _q_function(gate: int, rules, H: int, x: np.ndarray) -> np.ndarray:
 
 
 def appendix_d(kind: str = "easy", H: int = 4) -> GFAInstance:
-    """The Appendix D environment (§4.1): ``kind`` "easy" (g0, rules (0,1,0,1)) or "hard" (g2, (2,1,2,1)).
+    """The Appendix D environment: ``kind`` "easy" (g0, rules (0,1,0,1)) or "hard" (g2, (2,1,2,1)).
 
-    ``H = 2`` is §6.2's unit-test version (27 hypotheses; the instance's rules are the first two stages).
+    ``H = 2`` is Appendix D's unit-test version (27 hypotheses; the instance's rules are the first two stages).
     """
     if kind not in ("easy", "hard"):
         raise InputError(f"kind must be 'easy' or 'hard', got {kind!r}")

@@ -1,17 +1,17 @@
-"""Losses and scores of Algorithms 1 and 2 (private_gfa.md §2.2, §2.3, §2.7, A5, P6, P9).
+"""Losses and scores of Algorithms 1 and 2 (He & Zhou 2026, Algorithm 1, Algorithm 2).
 
 Two implementations of each loss, which the tests require to agree:
 
 * literal reference functions on one dataset of trajectories (what an audit evaluates on neighbouring
-  datasets D, D' to measure the score's sensitivity, G1/G2):
-  :func:`bellman_error_loss` (L^BE with the inf term taken literally over the list, A5),
+  datasets D, D' to measure the score's sensitivity, docs/derivations.md#noise-calibration):
+  :func:`bellman_error_loss` (L^BE with the inf term taken literally over the list),
   :func:`outcome_model` (R^(f)(tau)), :func:`outcome_loss` (L^BR), :func:`bellman_error_score`,
   :func:`outcome_score`;
-* incremental sufficient statistics batched over runs (§2.7) used by the algorithms:
+* incremental sufficient statistics batched over runs used by the algorithms:
   :class:`BellmanErrorStatistics` keeps E_h[g, g'] for the distinct step functions g in F_h, g' in F_{h+1}
   (F_{H+1} = {0}); :class:`OutcomeLossStatistics` keeps L[f].
 
-Losses are SUMS over trajectories, never means (P9: the sensitivity analysis of §2.4 depends on it).
+Losses are SUMS over trajectories, never means (the sensitivity analysis of Section 3.3, docs/derivations.md#noise-calibration depends on it).
 Datasets: states (n, H+1), actions (n, H), rewards (n, H) (Algorithm 1) or outcomes (n,) (Algorithm 2);
 the statistics take the same with a leading run axis.
 """
@@ -48,7 +48,7 @@ def _dataset(fc: FunctionClass, states, actions, extra, what: str, runs_axis: bo
 
 # ------------------------------------------------------------------------------------------- literal
 def _pred_target(fc: FunctionClass, s, a, r):
-    """pred[f, n, h] = f_h(s_h, a_h); target[f, n, h] = r_h + max_a f_{h+1}(s_{h+1}, a) (0 at h = H, P6)."""
+    """pred[f, n, h] = f_h(s_h, a_h); target[f, n, h] = r_h + max_a f_{h+1}(s_{h+1}, a) (0 at h = H)."""
     V = fc.values                                       # (N, H, S, A)
     H = fc.H
     pred = np.stack([V[:, h, s[:, h], a[:, h]] for h in range(H)], axis=-1)
@@ -58,11 +58,11 @@ def _pred_target(fc: FunctionClass, s, a, r):
 
 
 def bellman_error_loss(fc: FunctionClass, states, actions, rewards) -> np.ndarray:
-    """L^BE_D(f) for every entry (N,), literally (§2.2):
+    """L^BE_D(f) for every entry (N,), literally (Algorithm 1):
 
         sum_h E_{D,h}(f_h, f_{h+1}) - min_{f' in F} sum_h E_{D,h}(f'_h, f_{h+1})
 
-    with the min over the LIST of entries (A5; equal to the per-step decomposition for product classes).
+    with the min over the LIST of entries (equal to the per-step decomposition for product classes).
     """
     s, a, r = _dataset(fc, states, actions, rewards, "rewards", False)
     pred, target = _pred_target(fc, s, a, r)          # (N, n, H) each
@@ -78,14 +78,14 @@ def bellman_error_score(fc: FunctionClass, states, actions, rewards, *, eta: flo
 
 
 def outcome_model(fc: FunctionClass, states, actions) -> np.ndarray:
-    """R^(f)(tau) = sum_h [f_h(s_h, a_h) - max_a f_{h+1}(s_{h+1}, a)] (N, n) (§1.4; f_{H+1} = 0)."""
+    """R^(f)(tau) = sum_h [f_h(s_h, a_h) - max_a f_{h+1}(s_{h+1}, a)] (N, n) (Definition 3.3; f_{H+1} = 0)."""
     s, a, _ = _dataset(fc, states, actions, np.zeros(np.shape(actions)[:-1]), "outcomes", False)
     pred, target = _pred_target(fc, s, a, np.zeros(a.shape))
     return (pred - target).sum(axis=-1)
 
 
 def outcome_loss(fc: FunctionClass, states, actions, outcomes) -> np.ndarray:
-    """L^BR_D(f) = sum_tau (R^(f)(tau) - r(tau))^2 (N,) (§2.3)."""
+    """L^BR_D(f) = sum_tau (R^(f)(tau) - r(tau))^2 (N,) (Algorithm 2)."""
     s, a, r = _dataset(fc, states, actions, outcomes, "outcomes", False)
     return ((outcome_model(fc, s, a) - r[None, :]) ** 2).sum(axis=1)
 
@@ -97,7 +97,7 @@ def outcome_score(fc: FunctionClass, states, actions, outcomes, *, eta: float, r
 
 # --------------------------------------------------------------------------------------- incremental
 class BellmanErrorStatistics:
-    """E_h[g, g'] = sum_{tau in D} (g(s_h, a_h) - r_h - max_a g'(s_{h+1}, a))^2 for every run (§2.7).
+    """E_h[g, g'] = sum_{tau in D} (g(s_h, a_h) - r_h - max_a g'(s_{h+1}, a))^2 for every run.
 
     tables[h] (runs, n_h, n_{h+1}) over the distinct step functions (n_{H+1} = 1: f_{H+1} = 0).
     """
@@ -136,7 +136,7 @@ class BellmanErrorStatistics:
         """inf_{f' in F} sum_h E_h(f'_h, f_{h+1}) for every entry f (runs, N).
 
         "product": sum_h min_{g in F_h} E_h(g, f_{h+1}) (valid for product classes); "literal": min over the
-        list of entries (A5); "auto": product when ``fc.is_product``.
+        list of entries (Algorithm 1); "auto": product when ``fc.is_product``.
         """
         fc = self.fc
         if mode == "auto":
@@ -162,12 +162,12 @@ class BellmanErrorStatistics:
 
     def chain_losses(self) -> list:
         """l_h(g, g') = E_h(g, g') - min_{g''} E_h(g'', g') (runs, n_h, n_{h+1}): L^BE is their chain sum
-        for a product class (§2.7)."""
+        for a product class."""
         return [t - t.min(axis=1, keepdims=True) for t in self.tables]
 
 
 class OutcomeLossStatistics:
-    """L[f] = sum_{tau in D} (R^(f)(tau) - r(tau))^2 for every run and entry (runs, N) (§2.7)."""
+    """L[f] = sum_{tau in D} (R^(f)(tau) - r(tau))^2 for every run and entry (runs, N)."""
 
     def __init__(self, fc: FunctionClass, runs: int):
         self.fc = fc

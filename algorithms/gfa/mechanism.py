@@ -1,16 +1,16 @@
-"""The exponential mechanism over a finite class, in log space (private_gfa.md §1.5, §2.7, P1, P2, P5).
+"""The exponential mechanism over a finite class, in log space (He & Zhou 2026, Section 2.2).
 
     Pr[f] = exp(beta S(f)) / sum_g exp(beta S(g))
 
 * :func:`selection_log_probabilities` -- the closed form, via log-sum-exp (stable at scores in the
-  thousands and beyond; P1). An audit compares empirical selection frequencies with it.
+  thousands and beyond). An audit compares empirical selection frequencies with it.
 * :func:`exponential_mechanism` -- one draw per run by the Gumbel-max trick,
   ``argmax_f (beta S(f) + G_f)`` with G_f i.i.d. standard Gumbel from the ``rng`` passed in; the
   draw is exactly distributed as the closed form and never exponentiates a score.
-* beta = inf is the non-private argmax of Remark 3.7 / §4.3, with a documented tie rule: "random"
-  (uniform among the exact maximisers, seeded; the PoC-default of §4.5) or "lowest" (lowest entry).
+* beta = inf is the non-private argmax of Remark 3.7 / Appendix D, with a documented tie rule: "random"
+  (uniform among the exact maximisers, seeded; the PoC-default of docs/private_gfa.md) or "lowest" (lowest entry).
   The uniform tie rule is also the beta -> inf limit of the closed form.
-* :func:`chain_log_partition` / :func:`chain_sample` -- §2.7's backward messages for product classes whose
+* :func:`chain_log_partition` / :func:`chain_sample` -- backward messages for product classes whose
   score is a chain sum ``u(i_1) - sum_h l_h(i_h, i_{h+1})``: exact sampling in O(sum_h n_h n_{h+1}) instead of
   enumerating prod_h n_h entries.
 
@@ -45,7 +45,7 @@ def _beta(beta) -> float:
 
 
 def _shifted(s: np.ndarray, b: float) -> np.ndarray:
-    """beta (S - max S) per run: <= 0, never overflows (P1); the shift leaves the distribution unchanged and
+    """beta (S - max S) per run: <= 0, never overflows; the shift leaves the distribution unchanged and
     keeps log-probabilities exact when the scores themselves are huge (z - logsumexp(z) would round away
     log 2 next to 1e300). beta = 0 is the uniform distribution."""
     if b == 0:
@@ -85,9 +85,9 @@ def argmax_with_ties(scores, rng: np.random.Generator | None, tie_breaking: str 
 
 def exponential_mechanism(scores, beta: float, rng: np.random.Generator,
                           tie_breaking: str = "random") -> np.ndarray:
-    """One independent draw per run (runs,) int from Pr[f] propto exp(beta S(f)) (Gumbel-max, P1).
+    """One independent draw per run (runs,) int from Pr[f] propto exp(beta S(f)) (Gumbel-max).
 
-    Fresh randomness at every call (P2). beta = inf -> :func:`argmax_with_ties`; beta = 0 -> uniform.
+    Fresh randomness at every call. beta = inf -> :func:`argmax_with_ties`; beta = 0 -> uniform.
     """
     s = _scores(scores)
     b = _beta(beta)
@@ -97,7 +97,7 @@ def exponential_mechanism(scores, beta: float, rng: np.random.Generator,
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Chain-structured scores of product classes (§2.7): S(i_1..i_H) = u(i_1) - sum_{h=1}^{H} l_h(i_h, i_{h+1}),
+# Chain-structured scores of product classes: S(i_1..i_H) = u(i_1) - sum_{h=1}^{H} l_h(i_h, i_{h+1}),
 # i_{H+1} = 0 (the single zero function f_{H+1}); u (runs, n_1), l_h (runs, n_h, n_{h+1}).
 
 def _chain_messages(u, losses, beta):

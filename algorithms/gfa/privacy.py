@@ -1,8 +1,8 @@
-"""Privacy calibration of Algorithms 1 and 2 as data (private_gfa.md §1.5, §2.4, Ambiguities A1-A3, G4).
+"""Privacy calibration of Algorithms 1 and 2 as data (He & Zhou 2026, Section 2.2, Section 3.3, docs/derivations.md#noise-calibration).
 
 Every update is one exponential mechanism over the class with temperature
 
-    beta_EM = eps0 / (2 Delta_S)                    (the factor 2: the score's sensitivity, §1.5)
+    beta_EM = eps0 / (2 Delta_S)                    (the factor 2: the score's sensitivity, Section 2.2)
 
 so each update is (eps0, 0)-DP; the M = ceil(K/B) updates (A2: the k = 1 update sees no data, keeping
 M is conservative) compose adaptively (Lemma E.2; :func:`dpcheck.accounting.advanced_composition`) to
@@ -13,13 +13,13 @@ and the billboard lemma (Lemma E.3) lifts the (eps, delta)-DP of {f^(k)} to (eps
 and the output policy. :class:`GFAPrivacy` declares all of it from the parameters alone (no run needed):
 Delta_S, eps0, beta_EM, M, the composed epsilon, the :class:`dpcheck.Claim`, and a dp_accounting event.
 
-Per-update budget rules (A1):
+Per-update budget rules (docs/derivations.md#noise-calibration):
     "exact"        largest eps0 with eps0 sqrt(2 M ln(1/delta)) + M eps0 (e^{eps0} - 1) <= eps (bisection; default)
     "section_3_3"  eps0 = eps / (2 sqrt(2 M ln(1/delta)))
     "appendix_e"   eps0 = eps / sqrt(2 M ln(1/delta))  -- drops the second term, so it OVERSHOOTS eps
                    (``composed_epsilon > epsilon``; a white-box check must catch it)
 
-Sensitivities (A3): Algorithm 1 ``8 H``; Algorithm 2 ``(H+1)^2`` (paper), ``H^2`` (telescoping) or ``1``
+Sensitivities (docs/derivations.md#noise-calibration): Algorithm 1 ``8 H``; Algorithm 2 ``(H+1)^2`` (paper), ``H^2`` (telescoping) or ``1``
 (binary-outcome classes such as Appendix D) on request.
 """
 from __future__ import annotations
@@ -59,12 +59,12 @@ def _budget(name: str, value, *, allow_inf: bool) -> float:
 
 
 def number_of_updates(K: int, B: int) -> int:
-    """M = ceil(K / B): updates at episodes k = iB + 1 (§2.1, A2)."""
+    """M = ceil(K / B): updates at episodes k = iB + 1 (Algorithms 1-2; docs/derivations.md#readings)."""
     return -(-_positive_int("K", K) // _positive_int("batch size B", B))
 
 
 def per_update_epsilon(epsilon: float, delta: float, M: int, rule: str = "exact") -> float:
-    """eps0 of one update so that M of them give (epsilon, delta)-DP (rules in the module docstring, A1)."""
+    """eps0 of one update so that M of them give (epsilon, delta)-DP (rules in the module docstring)."""
     if rule not in EPS0_RULES:
         raise InputError(f"eps0 rule must be one of {EPS0_RULES}, got {rule!r}")
     epsilon = _budget("epsilon", epsilon, allow_inf=True)
@@ -82,7 +82,7 @@ def per_update_epsilon(epsilon: float, delta: float, M: int, rule: str = "exact"
 
 
 def sensitivity(algorithm: int, H: int, kind: str = "paper") -> float:
-    """Delta_S of the score (§2.4, A3).
+    """Delta_S of the score (Section 3.3, docs/derivations.md#noise-calibration).
 
     algorithm 1: "paper" -> 8 H (4H per loss term; the only value).
     algorithm 2: "paper" -> (H+1)^2; "telescoping" -> H^2; "binary" -> 1 (R^(f), r in {0, 1}).
@@ -102,13 +102,13 @@ def sensitivity(algorithm: int, H: int, kind: str = "paper") -> float:
 
 @dataclass(frozen=True)
 class GFAPrivacy:
-    """What one run of Algorithm 1/2 promises, declared from its parameters (§2.4).
+    """What one run of Algorithm 1/2 promises, declared from its parameters (Section 3.3, docs/derivations.md#noise-calibration).
 
     algorithm        1 or 2
     epsilon, delta   the (eps, delta)-JDP budget (epsilon = inf: non-private, argmax selection)
     K, B, M          episodes, batch size, number of exponential-mechanism updates M = ceil(K/B)
     sensitivity      Delta_S of the score
-    eps0_rule        how eps0 was derived (A1)
+    eps0_rule        how eps0 was derived (docs/derivations.md#noise-calibration)
     eps0             per-update pure-DP epsilon of one exponential mechanism
     beta_em          temperature eps0 / (2 Delta_S)
     composed_epsilon eps0 sqrt(2 M ln(1/delta)) + M eps0 (e^{eps0} - 1): what the M updates really give
@@ -158,7 +158,7 @@ class GFAPrivacy:
 
     @property
     def within_budget(self) -> bool:
-        """composed_epsilon <= epsilon (False for the overshooting "appendix_e" rule, A1)."""
+        """composed_epsilon <= epsilon (False for the overshooting "appendix_e" rule)."""
         return not self.private or self.composed_epsilon <= self.epsilon * (1 + 1e-12)
 
     def dp_event(self):
@@ -167,7 +167,7 @@ class GFAPrivacy:
         dp_accounting has no "generic pure eps0-DP" event; binary randomized response with noise parameter
         p = 2 / (1 + e^{eps0}) (keep w.p. e^{eps0}/(1 + e^{eps0})) has exactly the privacy profile of
         (eps0, 0)-DP and dominates every eps0-DP mechanism (Kairouz, Oh & Viswanath 2015), so a PLD accountant
-        on this event (``NeighboringRelation.REPLACE_ONE``: one user replaced, §1.5) gives a valid -- and at
+        on this event (``NeighboringRelation.REPLACE_ONE``: one user replaced, Section 2.2) gives a valid -- and at
         most the advanced-composition -- epsilon for the M updates.
         """
         import dp_accounting

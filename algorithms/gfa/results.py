@@ -1,4 +1,4 @@
-"""Results of a run of Algorithm 1 / 2 (private_gfa.md §2.1-§2.3, §4.4, P7, P8): immutable records.
+"""Results of a run of Algorithm 1 / 2 (He & Zhou 2026, Algorithms 1-2, Appendix D, Table 1): immutable records.
 
 Arrays have the run axis first; episodes are 0-based in arrays (paper's k = index k-1).
 """
@@ -15,7 +15,7 @@ from dpcheck.algorithms.gfa.privacy import GFAPrivacy
 
 @dataclass(frozen=True, eq=False)
 class MixturePolicy:
-    """pi_hat = Unif(pi_1, ..., pi_K) (§2.2 line 12), one per run: a TRAJECTORY-level mixture (P7) --
+    """pi_hat = Unif(pi_1, ..., pi_K) (Algorithm 1 line 12), one per run: a TRAJECTORY-level mixture (Algorithms 1-2) --
     draw k uniformly from [K] once, then run the greedy pi_{f^(k)} for the whole episode.
 
     fclass            the class the greedy policies come from
@@ -33,7 +33,7 @@ class MixturePolicy:
         return w
 
     def sample(self, rng: np.random.Generator) -> np.ndarray:
-        """One deterministic policy per run (runs, H, S) for one whole episode (P7)."""
+        """One deterministic policy per run (runs, H, S) for one whole episode (Algorithms 1-2)."""
         runs, K = self.episode_entries.shape
         k = rng.integers(K, size=runs)
         return self.fclass.greedy_policies(self.episode_entries[np.arange(runs), k])
@@ -55,11 +55,11 @@ class GFARun:
     K, B, M, runs    episodes, batch size, updates M = ceil(K/B), independent runs
     update_episodes  0-based first episode of every batch (M,) = (0, B, 2B, ...)
     selected         f^(k) drawn at each update (runs, M): the index of the class entry
-    scores           S(f) at each update (runs, M, N) if ``record_scores`` else None (for EM-utility checks, G7)
+    scores           S(f) at each update (runs, M, N) if ``record_scores`` else None (for EM-utility checks, the EM utility step of Theorem 3.1's proof)
     states           s_1..s_{H+1} of every episode (runs, K, H+1)  [record=True]
     actions          a_1..a_H of every episode (runs, K, H)        [record=True]: part of the JDP output
     rewards          r_1..r_H (Algorithm 1) (runs, K, H) or the outcome r(tau) (Algorithm 2) (runs, K)
-    regret           exact per-episode regret J* - J(pi_k) (runs, K) (P8), None without a known model
+    regret           exact per-episode regret J* - J(pi_k) (runs, K), None without a known model
     optimal_return   J*
     selected_returns exact J(pi_{f^(k)}) at each update (runs, M), None without a known model
     output_policy    MixturePolicy pi_hat = Unif(pi_1..pi_K)
@@ -87,7 +87,7 @@ class GFARun:
 
     @property
     def episode_entries(self) -> np.ndarray:
-        """f^(k) of every episode (runs, K): the update's draw, reused within the batch (§2.1)."""
+        """f^(k) of every episode (runs, K): the update's draw, reused within the batch (Algorithms 1-2)."""
         return self.output_policy.episode_entries
 
     @property
@@ -95,7 +95,7 @@ class GFARun:
         return None if self.regret is None else np.cumsum(self.regret, axis=1)
 
     def plateau_episode(self, fraction: float = 0.95) -> int | None:
-        """§4.4's metric on the run-averaged cumulative regret: the first (1-based) episode k with
+        """Appendix D, Table 1's metric on the run-averaged cumulative regret: the first (1-based) episode k with
         Reg(k) >= fraction * Reg(K); None without regret, 1 if Reg(K) = 0."""
         if self.regret is None:
             return None
@@ -105,7 +105,7 @@ class GFARun:
         return int(np.argmax(cum >= fraction * cum[-1])) + 1
 
     def per_run_plateaus(self, fraction: float = 0.95) -> np.ndarray | None:
-        """The §4.4 plateau episode of every run (runs,) (the spec also reports their median)."""
+        """The Appendix D, Table 1 plateau episode of every run (runs,) (the median is reported too)."""
         if self.regret is None:
             return None
         cum = self.cumulative_regret

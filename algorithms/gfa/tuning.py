@@ -1,10 +1,10 @@
-"""Parameter choices: the theory's eta and B (private_gfa.md §2.5, A4, A6, A7) and the Appendix D
-"PoC-default" configuration of §4.5 (methods of §4.3).
+"""Parameter choices: the theory's eta and B (He & Zhou 2026, Appendix E) and the Appendix D
+"PoC-default" configuration of docs/private_gfa.md (methods of Appendix D).
 
-:func:`theory_parameters` evaluates §2.5 exactly as written (constants the paper leaves unspecified set to 1,
-A6; Algorithm 1 and 2 keep their own kappa and C, A7); ``eta_form`` picks A4's displayed O(.) expression
+:func:`theory_parameters` evaluates Appendix E exactly as written (constants the paper leaves unspecified set to 1,
+Algorithm 1 and 2 keep their own kappa and C); ``eta_form`` picks Appendix E's displayed O(.) expression
 ("displayed", for paper runs) or the exact balancing value sqrt(2 K Delta_S L / (C eps0)) ("balancing", for
-bound checks). B is rounded up and clipped to [1, K]; eps0 comes from the realised M = ceil(K/B) (P10).
+bound checks). B is rounded up and clipped to [1, K]; eps0 comes from the realised M = ceil(K/B) (docs/derivations.md#noise-calibration).
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ PAPER_METHODS = ("non_private_no_batch", "non_private_batched", "private_eps_8",
 
 @dataclass(frozen=True)
 class TheoryParameters:
-    """§2.5's figures for one (algorithm, K, eps, ...): kappa, C, L = ln(|F| K / alpha), Delta_S, eta_np,
+    """Appendix E's figures for one (algorithm, K, eps, ...): kappa, C, L = ln(|F| K / alpha), Delta_S, eta_np,
     eta_p (in the chosen ``eta_form``), eta = max(eta_np, eta_p), B (integer in [1, K]), M, eps0, beta_EM."""
 
     algorithm: int
@@ -45,7 +45,7 @@ class TheoryParameters:
 def theory_parameters(algorithm: int, *, K: int, H: int, N: int, C_cov: float, epsilon: float, delta: float,
                       alpha: float = 0.05, eta_form: str = "displayed", c_kappa: float = 1.0,
                       sensitivity_kind: str = "paper", eps0_rule: str = "exact") -> TheoryParameters:
-    """§2.5 for Algorithm 1 (``C_cov``) or Algorithm 2 (``C_cov`` = C'_cov)."""
+    """Appendix E for Algorithm 1 (``C_cov``) or Algorithm 2 (``C_cov`` = C'_cov)."""
     K, H, N = _positive_int("K", K), _positive_int("H", H), _positive_int("|F|", N)
     eps = _budget("epsilon", epsilon, allow_inf=False)
     C_cov = _budget("C_cov", C_cov, allow_inf=False)
@@ -80,11 +80,11 @@ def theory_parameters(algorithm: int, *, K: int, H: int, N: int, C_cov: float, e
 
 def poc_default(method: str, function_class, K: int = 300, *, delta: float = 1e-5, eta: float = 1.0,
                 tie_breaking: str = "random"):
-    """An Algorithm 2 learner configured as §4.5's PoC-default for one of §4.3's methods.
+    """An Algorithm 2 learner configured as docs/private_gfa.md's PoC-default for one of Appendix D's methods.
 
     non_private_no_batch: B = 1, argmax; non_private_batched: B = ceil(sqrt K) (Remark 3.7);
-    private_eps_8 / private_eps_5: B = ceil(K^{3/5} / eps^{2/5}), eps the total JDP budget (A10), delta = 1e-5,
-    eps0 by the exact solve, Delta_S = 1 (exact for the binary Appendix D class, A3).
+    private_eps_8 / private_eps_5: B = ceil(K^{3/5} / eps^{2/5}), eps the total JDP budget (Appendix D), delta = 1e-5,
+    eps0 by the exact solve, Delta_S = 1 (exact for the binary Appendix D class).
     """
     from dpcheck.algorithms.gfa.batched_em import NonPrivateOutcomeRL, PrivateOutcomeRL, remark_3_7_batch_size
     K = _positive_int("K", K)

@@ -1,13 +1,13 @@
-"""Linear mixture MDPs under joint DP (specs/private_linopt.md): the algorithm layer.
+"""Linear mixture MDPs under joint DP (Zhou 2022): the algorithm layer.
 
     mixture:       LinearMixtureMDP (Assumption 1, validated; exact planners through the tabular model
-                   underneath), lm2 (LM-2, §6.1), tabular_as_linear (§6.2), random_linear_mixture,
+                   underneath), lm2 (LM-2), tabular_as_linear, random_linear_mixture,
                    max_integrated_feature_norm
-    regularizers:  Regularizer (the §2.1 interface), RidgeRegularizer (§2.6), LinearSizes, Assumption2,
-                   confidence_radii (§2.3), TreeStatistics (the running G, g sums in binary trees)
-    privatizer:    Privatizer (§2.7-2.8: four Gaussian binary counters per step, shifts, calibration,
+    regularizers:  Regularizer (the Section 3, eqs. 1-2 interface), RidgeRegularizer (Section 3, Z = lambda I), LinearSizes, Assumption2,
+                   confidence_radii (Lemma 3.1), TreeStatistics (the running G, g sums in binary trees)
+    privatizer:    Privatizer (Section 6.1-2.8: four Gaussian binary counters per step, shifts, calibration,
                    Claim and DpEvents from the same parameters)
-    bounds:        regret_bound_vi, regret_bound_po, bonus_terms (the explicit bounds of C17 / C18)
+    bounds:        regret_bound_vi, regret_bound_po, bonus_terms (the explicit bounds of Theorem 4.1 / Theorem 5.1)
     linopt:        LinOptVI / LinOptPO (Algorithms 1-2 with any Regularizer), UCRLVTR, OPPO,
                    PrivateLinOptVI, PrivateLinOptPO, LinOptResult, floored_inverse
 

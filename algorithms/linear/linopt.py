@@ -1,26 +1,26 @@
-"""LinOpt-VI-Reg and LinOpt-PO-Reg (private_linopt.md §2.4-2.6; Zhou, Algorithms 1 and 2), batched over runs.
+"""LinOpt-VI-Reg and LinOpt-PO-Reg (Zhou 2022, Algorithms 1 and 2, Section 3), batched over runs.
 
     LinOptVI(regularizer)   Algorithm 1: optimistic value iteration (UCRL-VTR with changing regularisers)
     LinOptPO(regularizer)   Algorithm 2: optimistic policy optimisation (bandit-feedback OPPO)
-    UCRLVTR(lam), OPPO(lam)                       the non-private instantiations Z = lam I, z = 0 (§2.6)
-    PrivateLinOptVI(eps, delta), PrivateLinOptPO  with the Privatizer of §2.7 (Defs 6.2, 6.3)
+    UCRLVTR(lam), OPPO(lam)                       the non-private instantiations Z = lam I, z = 0 (Section 3, Z = lambda I)
+    PrivateLinOptVI(eps, delta), PrivateLinOptPO  with the Privatizer of Section 6.1 (Defs 6.2, 6.3)
 
 Per episode k (0-based h in arrays; the paper's step h is index h - 1):
 1. read the release (Lambda_p, u_p, Lambda_r, u_r) of the regulariser -- nothing else of the data;
 2. theta_hat = Lambda^{-1} u (eqs. 1-2), with Lambda^{-1} from ``eigh``; a Lambda that is not positive
    definite (possible for the Privatizer outside the Assumption 2 event) has its eigenvalues floored at
-   lambda_min (P6, post-processing) and is flagged in the result;
-3. backward in h: phi_h^k(s,a) = sum_s' psi(s,a,s') V_{h+1}^k(s') (P4, P5), bonuses
+   lambda_min (post-processing) and is flagged in the result;
+3. backward in h: phi_h^k(s,a) = sum_s' psi(s,a,s') V_{h+1}^k(s'), bonuses
    Gamma_p = beta_p ||phi||_{Lambda_p^{-1}}, Gamma_r = beta_r ||varphi||_{Lambda_r^{-1}}, and
-   Q_h^k = max{0, min{H - h + 1, varphi^T theta_hat_r + phi^T theta_hat_p + Gamma_p + Gamma_r}} (A11);
+   Q_h^k = max{0, min{H - h + 1, varphi^T theta_hat_r + phi^T theta_hat_p + Gamma_p + Gamma_r}} (Algorithms 1-2);
    V_h^k = max_a Q_h^k (VI) or sum_a pi_h^k(a|s) Q_h^k(s,a) (PO);
-4. roll out pi^k (VI: greedy, ties uniformly at random or to the lowest index, P9; PO: sample);
-5. feed the rows x_p = phi_h^k(s_h, a_h) (frozen, A2), y_p = V_{h+1}^k(s_{h+1}), x_r = varphi(s_h, a_h), y_r = r_h;
-6. PO only: log pi_h^{k+1} = log pi_h^k + eta Q_h^k - logsumexp (P8), eta = sqrt(2 ln|A| / (H^2 K)).
+4. roll out pi^k (VI: greedy, ties uniformly at random or to the lowest index; PO: sample);
+5. feed the rows x_p = phi_h^k(s_h, a_h) (frozen), y_p = V_{h+1}^k(s_{h+1}), x_r = varphi(s_h, a_h), y_r = r_h;
+6. PO only: log pi_h^{k+1} = log pi_h^k + eta Q_h^k - logsumexp, eta = sqrt(2 ln|A| / (H^2 K)).
 
 Steps 1-4 depend on the data only through the releases (``plan``), which is what makes the billboard
-lemma apply (C11c). The result records, per run and episode, the exact pseudo-regret (P10) and the figures
-a later audit needs (Lemma 3.1 containment, optimism C14-C16, Assumption 2 eigenvalue figures C8).
+lemma apply (Theorem 6.4). The result records, per run and episode, the exact pseudo-regret and the figures
+a later audit needs (Lemma 3.1 containment, optimism Lemma 7.2 and eqs. 3, 7, Assumption 2 eigenvalue figures, Lemmas B.4-B.5).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ TIE_BREAKING = ("random", "lowest")
 def floored_inverse(L: np.ndarray, floor: float, min_eig: bool = True):
     """(L^{-1}, floored (...,) bool, smallest eigenvalue (...,) or NaN) for symmetric L (..., d, d).
 
-    Where the smallest eigenvalue is <= 0 every eigenvalue below ``floor`` is raised to it (P6: the
+    Where the smallest eigenvalue is <= 0 every eigenvalue below ``floor`` is raised to it (the
     bonus sqrt(phi^T L^{-1} phi) stays real; privacy-neutral post-processing). The usual case (every
     matrix of the batch positive definite, certified by a Cholesky factorisation) inverts directly;
     only a batch with a non-PD matrix goes through ``eigh`` (a full eigendecomposition costs several
@@ -71,7 +71,7 @@ def floored_inverse(L: np.ndarray, floor: float, min_eig: bool = True):
 class LinOptResult:
     """One call of ``run``: ``runs`` independent runs of K episodes (runs first; 0-based h).
 
-    regret            V_1^*(s_1) - V_1^{pi^k}(s_1), exact (P10)                         (runs, K)
+    regret            V_1^*(s_1) - V_1^{pi^k}(s_1), exact                         (runs, K)
     values            V_1^{pi^k}(s_1), exact                                              (runs, K)
     optimal_value     V_1^*(s_1)
     theta_hat_p/_r    the estimates theta_hat_{h,p}^k, theta_hat_{h,r}^k  (runs, K, H, d1 / d2), or None
@@ -81,25 +81,25 @@ class LinOptResult:
                       the mechanism's output M(U_K) of Def 2.2 (a JDP audit reads those of users != k)
     containment_p/_r  ||theta_h - theta_hat_h^k||_{Lambda_h^k} / beta (Lemma 3.1 holds iff <= 1; Lambda as
                       used, i.e. floored where flagged)                                    (runs, K, H)
-    beta_p, beta_r    the confidence radii beta_p(alpha), beta_r(alpha) (§2.3)
+    beta_p, beta_r    the confidence radii beta_p(alpha), beta_r(alpha) (Lemma 3.1)
     constants         the Assumption 2 constants the radii were computed from
     lambda_min_eig_p/_r   smallest eigenvalue of the released Lambda_h^k (before any floor) (runs, K, H);
                       NaN where not recorded (record_figures=False and Lambda PD)
-    floored_p/_r      Lambda_h^k was not PD and was floored (P6)                           (runs, K, H) bool
+    floored_p/_r      Lambda_h^k was not PD and was floored                           (runs, K, H) bool
     z_eig_min_p/_r, z_eig_max_p/_r   extreme eigenvalues of Z_h^k = Lambda_h^k - G_h^k (Assumption 2) (runs, K, H)
                       (these and the next two are None with record_figures=False)
-    noise_norm_p/_r   ||N_h^k|| = ||Z_h^k - shift I|| (C8: <= Sigma w.h.p.)                  (runs, K, H)
+    noise_norm_p/_r   ||N_h^k|| = ||Z_h^k - shift I|| (Lemmas B.4-B.5: <= Sigma w.h.p.)                  (runs, K, H)
     z_norm_p/_r       ||z_h^k||_{(Z_h^k)^{-1}} (inf where Z is not PD)                       (runs, K, H)
     shift_p, shift_r  the shift of the regulariser (2 Sigma (+ ridge) for the Privatizer, lam for ridge)
-    optimism_gap      min_{h,s,a} (Q_h^k - Q_h^*)   (C14: >= 0 on the good event, Algorithm 1)  (runs, K)
-    iota_min          min_{h,s,a} -iota_h^k, iota = r_h + P_h V_{h+1}^k - Q_h^k  (C16: >= 0)  (runs, K)
-    iota_excess       max_{h,s,a} (-iota_h^k - 2 (Gamma_p + Gamma_r))          (C16: <= 0)  (runs, K)
-    lower_clips       number of (h,s,a) where the max{0, .} clip binds (C15)             (runs, K) int
+    optimism_gap      min_{h,s,a} (Q_h^k - Q_h^*)   (Lemma 7.2: >= 0 on the good event, Algorithm 1)  (runs, K)
+    iota_min          min_{h,s,a} -iota_h^k, iota = r_h + P_h V_{h+1}^k - Q_h^k  (eqs. 3, 7: >= 0)  (runs, K)
+    iota_excess       max_{h,s,a} (-iota_h^k - 2 (Gamma_p + Gamma_r))          (eqs. 3, 7: <= 0)  (runs, K)
+    lower_clips       number of (h,s,a) where the max{0, .} clip binds (Lemma 7.2)             (runs, K) int
     upper_clip_fraction   fraction of (h,s,a) clipped at H - h + 1 (noise-dominated regime) (runs, K)
     ties              number of (h,s) with more than one greedy action (VI; 0 for PO)     (runs, K) int
     Lambda_p, u_p, Lambda_r, u_r   the last release (episode K)
     config, claim, dp_event, privacy   the algorithm's configuration (with ``regret_bound``, the explicit bound
-                      of C17 / C18 on R(K)); the Privatizer's Claim, DpEvent and
+                      of Theorem 4.1 / Theorem 5.1 on R(K)); the Privatizer's Claim, DpEvent and
                       calibrated figures (None for non-private regularisers)
     seconds           wall time of the K episodes (all runs)
     """
@@ -230,7 +230,7 @@ class _LinOpt:
         return LinearSizes(K, env.H, env.d1, env.d2, env.d)
 
     def regret_bound(self, sizes: LinearSizes, A: int) -> float:
-        """The explicit bound of the proof of Thm 4.1 (VI) / Thm 5.1 (PO) on R(K) (C17, C18)."""
+        """The explicit bound of the proof of Thm 4.1 (VI) / Thm 5.1 (PO) on R(K) (Theorem 4.1; Theorem 5.1)."""
         c = self.regularizer.constants(sizes, self.alpha)
         beta_p, beta_r = confidence_radii(c, sizes, self.alpha)
         if self.policy_optimisation:
@@ -238,7 +238,7 @@ class _LinOpt:
         return regret_bound_vi(sizes, c, beta_p, beta_r, self.alpha)
 
     def radii(self, sizes: LinearSizes) -> tuple[float, float]:
-        """(beta_p(alpha), beta_r(alpha)) from the regulariser's Assumption 2 constants (§2.3)."""
+        """(beta_p(alpha), beta_r(alpha)) from the regulariser's Assumption 2 constants (Lemma 3.1)."""
         return confidence_radii(self.regularizer.constants(sizes, self.alpha), sizes, self.alpha)
 
     def plan(self, env: LinearMixtureMDP, release, betas, floors, policy=None, min_eig: bool = True) -> dict:
@@ -274,7 +274,7 @@ class _LinOpt:
             b = gamma_p.reshape(runs, S, A) + gamma_r[:, h]
             bonus[:, h] = b
             raw[:, h] = reward_hat[:, h] + p_hat.reshape(runs, S, A) + b
-            Q[:, h] = np.minimum(np.maximum(raw[:, h], 0.0), H - h)     # line 10, clip at H - h + 1 (A11)
+            Q[:, h] = np.minimum(np.maximum(raw[:, h], 0.0), H - h)     # line 10, clip at H - h + 1 (Algorithms 1-2)
             if policy is None:
                 V[:, h] = Q[:, h].max(axis=-1)                          # Algorithm 1 line 11
             else:
@@ -291,7 +291,7 @@ class _LinOpt:
 
         users: optional scripted users (dpcheck.algorithms.envs.users: ``per_episode``, ``rollout(policy, rng,
         episode=k)``, same H, S, A as ``env``, at least K users) who answer in place of ``env``'s
-        simulation -- the fixed user sequences of a JDP audit (§1.3); ``env`` still supplies the known
+        simulation -- the fixed user sequences of a JDP audit (Section 2.2); ``env`` still supplies the known
         features and the model for the exact regret."""
         if not isinstance(env, LinearMixtureMDP):
             raise InputError(f"expected a LinearMixtureMDP, got {type(env).__name__}")
@@ -308,7 +308,7 @@ class _LinOpt:
         rng = check_rng(rng)
         reg = self.regularizer
         if isinstance(reg, Privatizer) and reg.nonnegative_items and not env.nonnegative:
-            raise InputError("nonnegative_items=True needs entrywise non-negative psi and varphi (Ambiguity A7)")
+            raise InputError("nonnegative_items=True needs entrywise non-negative psi and varphi (docs/derivations.md#neighbouring-relation)")
         sizes = self.sizes(env, K)
         constants = reg.constants(sizes, self.alpha)
         betas = confidence_radii(constants, sizes, self.alpha)
@@ -350,11 +350,11 @@ class _LinOpt:
                 traj = users.rollout(played, env_rng, runs=runs, episode=k)
             s, a = traj.states, traj.actions
             rec.states[:, k], rec.actions[:, k] = s, a
-            x_p = plan["phi"][ridx, hidx, s[:, :H], a]                   # frozen rows (A2)
+            x_p = plan["phi"][ridx, hidx, s[:, :H], a]                   # frozen rows (Section 3)
             y_p = V[ridx, hidx + 1, s[:, 1:]]
             x_r = env.varphi[s[:, :H], a]
             state.observe(x_p, y_p, x_r, traj.rewards)
-            if log_pi is not None:                                       # line 15 in log space (P8)
+            if log_pi is not None:                                       # line 15 in log space
                 log_pi = log_pi + eta * Q
                 log_pi -= _logsumexp(log_pi)[..., None]
             # ---- checker side: exact regret and figures (never read by the algorithm)
@@ -384,7 +384,7 @@ class _LinOpt:
         return 0.0
 
     def _greedy(self, Q, rng):
-        """argmax_a Q (runs, H, S): lowest index, or uniform among exact ties (P9, §4 item 6)."""
+        """argmax_a Q (runs, H, S): lowest index, or uniform among exact ties."""
         if self.tie_breaking == "lowest":
             return Q.argmax(axis=-1)
         top = Q.max(axis=-1, keepdims=True)
@@ -451,12 +451,12 @@ class _Recorder:
         self.low_p[:, k], self.low_r[:, k] = plan["low_p"], plan["low_r"]
         self.floored_p[:, k], self.floored_r[:, k] = plan["floored_p"], plan["floored_r"]
         Q, V, raw = plan["Q"], plan["V"], plan["raw"]
-        self.optimism[:, k] = (Q - Q_star).min(axis=(1, 2, 3))                           # C14
+        self.optimism[:, k] = (Q - Q_star).min(axis=(1, 2, 3))                           # Lemma 7.2
         target = r + np.einsum("hsat,nht->nhsa", P, V[:, 1:])                            # r_h + P_h V_{h+1}^k
         minus_iota = Q - target
-        self.iota_min[:, k] = minus_iota.min(axis=(1, 2, 3))                             # C16 lower
-        self.iota_excess[:, k] = (minus_iota - 2.0 * plan["bonus"]).max(axis=(1, 2, 3))  # C16 upper
-        self.lower[:, k] = (raw < 0).sum(axis=(1, 2, 3))                                 # C15
+        self.iota_min[:, k] = minus_iota.min(axis=(1, 2, 3))                             # eqs. 3, 7 lower
+        self.iota_excess[:, k] = (minus_iota - 2.0 * plan["bonus"]).max(axis=(1, 2, 3))  # eqs. 3, 7 upper
+        self.lower[:, k] = (raw < 0).sum(axis=(1, 2, 3))                                 # Lemma 7.2
         self.upper[:, k] = (raw >= caps).mean(axis=(1, 2, 3))
         if Zs is not None:
             Zp, zp, Zr, zr = Zs
@@ -507,13 +507,13 @@ def _z_figures(Z, z, shift):
 
 
 class LinOptVI(_LinOpt):
-    """LinOpt-VI-Reg (Algorithm 1, §2.4) with any Regularizer."""
+    """LinOpt-VI-Reg (Algorithm 1) with any Regularizer."""
 
     name = "LinOpt-VI-Reg"
 
 
 class LinOptPO(_LinOpt):
-    """LinOpt-PO-Reg (Algorithm 2, §2.5) with any Regularizer. ``eta`` defaults to the step size of the
+    """LinOpt-PO-Reg (Algorithm 2) with any Regularizer. ``eta`` defaults to the step size of the
     proof of Thm 5.1, sqrt(2 ln|A| / (H^2 K))."""
 
     name = "LinOpt-PO-Reg"
@@ -537,7 +537,7 @@ class LinOptPO(_LinOpt):
 
 
 class UCRLVTR(LinOptVI):
-    """UCRL-VTR: Algorithm 1 with Z = lam I, z = 0 (§2.6)."""
+    """UCRL-VTR: Algorithm 1 with Z = lam I, z = 0 (Section 3, Z = lambda I)."""
 
     name = "UCRL-VTR"
 
@@ -546,7 +546,7 @@ class UCRLVTR(LinOptVI):
 
 
 class OPPO(LinOptPO):
-    """Bandit-feedback OPPO: Algorithm 2 with Z = lam I, z = 0 (§2.6)."""
+    """Bandit-feedback OPPO: Algorithm 2 with Z = lam I, z = 0 (Section 3, Z = lambda I)."""
 
     name = "OPPO"
 
@@ -562,7 +562,7 @@ def _split(kw):
 
 
 class PrivateLinOptVI(LinOptVI):
-    """Private-LinOpt-VI (Def 6.2): Algorithm 1 with the Privatizer of §2.7. Privatizer keywords
+    """Private-LinOpt-VI (Def 6.2): Algorithm 1 with the Privatizer of Section 6.1. Privatizer keywords
     (delta, radius_dim, sensitivity_mode, nonnegative_items, target, ridge) are passed through."""
 
     name = "Private-LinOpt-VI"
@@ -572,7 +572,7 @@ class PrivateLinOptVI(LinOptVI):
 
 
 class PrivateLinOptPO(LinOptPO):
-    """Private-LinOpt-PO (Def 6.3): Algorithm 2 with the Privatizer of §2.7."""
+    """Private-LinOpt-PO (Def 6.3): Algorithm 2 with the Privatizer of Section 6.1."""
 
     name = "Private-LinOpt-PO"
 

@@ -1,4 +1,4 @@
-"""Linear mixture MDPs with finite S and A (private_linopt.md §1.2, Assumption 1) and the test instances of §6.
+"""Linear mixture MDPs with finite S and A (Zhou 2022, Assumption 1) and the test instances LM-2 and tabular-as-linear.
 
 A :class:`LinearMixtureMDP` is given by its known features and unknown (to the agent) parameters:
 
@@ -13,7 +13,7 @@ exact planners for regret are those of :mod:`dpcheck.algorithms.envs` (``Tabular
 defect: the feature dimensions agree with the parameters and with the declared ``d >= max(d1, d2)``,
 ``||theta_{h,p}|| <= sqrt(d1)``, ``||theta_{h,r}|| <= sqrt(d2)``, ``||varphi(s,a)|| <= 1``,
 ``||phi_V(s,a)|| <= sqrt(d1) H`` for every ``V : S -> [0, H]``, every ``P_h(.|s,a)`` a distribution and every
-``r_h(s,a)`` in [0, 1]. These bounds are what the privatizer's sensitivities (§2.8) are computed from,
+``r_h(s,a)`` in [0, 1]. These bounds are what the privatizer's sensitivities (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration) are computed from,
 so an instance that breaks them would void the declared privacy.
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
@@ -66,8 +66,8 @@ class LinearMixtureMDP(ReadOnlyArrays):
     psi (S, A, S, d1), varphi (S, A, d2), theta_p (H, d1), theta_r (H, d2): see the module docstring.
     init:          fixed initial state s_1 (int) or a distribution over S (regret then averages over it).
     d:             the declared dimension, ``d >= max(d1, d2)`` (defaults to max(d1, d2)); the paper's
-                   calibration uses it (§2.8, Ambiguity A4).
-    reward_noise:  "bernoulli" (r_h ~ Bernoulli(r_h(s,a)), §6.1) or "deterministic".
+                   calibration uses it (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration; Lemma B.4).
+    reward_noise:  "bernoulli" (r_h ~ Bernoulli(r_h(s,a))) or "deterministic".
     name:          a label for reports.
     """
 
@@ -183,12 +183,12 @@ class LinearMixtureMDP(ReadOnlyArrays):
 
     @property
     def nonnegative(self) -> bool:
-        """psi and varphi entrywise >= 0: then every stream item of §2.7 is entrywise >= 0 (V, r >= 0),
-        which tightens the replacement sensitivity of the vector counters (Ambiguity A7)."""
+        """psi and varphi entrywise >= 0: then every stream item of Section 6.1 is entrywise >= 0 (V, r >= 0),
+        which tightens the replacement sensitivity of the vector counters (docs/derivations.md#neighbouring-relation)."""
         return bool(np.all(self.psi >= 0) and np.all(self.varphi >= 0))
 
     def integrated_features(self, V: np.ndarray) -> np.ndarray:
-        """phi_V(s,a) = sum_s' psi(s,a,s') V(s') for V (..., S) -> (..., S, A, d1) (§1.2)."""
+        """phi_V(s,a) = sum_s' psi(s,a,s') V(s') for V (..., S) -> (..., S, A, d1) (Assumption 1)."""
         return np.einsum("satd,...t->...sad", self.psi, V)
 
     def optimal_values(self) -> tuple[np.ndarray, np.ndarray]:
@@ -200,7 +200,7 @@ class LinearMixtureMDP(ReadOnlyArrays):
         return float(self.optimal_values()[1][0] @ self.tabular.init)
 
     def policy_values(self, policy: np.ndarray) -> np.ndarray:
-        """E_{s_1} V_1^pi(s_1) for a batch of stochastic policies (..., H, S, A) (exact, P10)."""
+        """E_{s_1} V_1^pi(s_1) for a batch of stochastic policies (..., H, S, A) (exact)."""
         _, V = evaluate(self.P, self.r, policy)
         return V[..., 0, :] @ self.tabular.init
 
@@ -211,7 +211,7 @@ class LinearMixtureMDP(ReadOnlyArrays):
 
 
 def lm2(q=(0.8, 0.25, 0.7), reward=(0.1, 0.9), *, reward_noise: str = "bernoulli", d: int | None = None) -> LinearMixtureMDP:
-    """LM-2, the two-state steerable chain of §6.1 (d1 = d2 = 2, H = len(q) = 3, s_1 = 0).
+    """LM-2, a two-state steerable chain (d1 = d2 = 2, H = len(q) = 3, s_1 = 0).
 
     psi(s,a,s') = (1{s' = a}, 1{s' = 1 - a}), theta_{h,p} = (q_h, 1 - q_h): P_h(s' = a | s, a) = q_h.
     varphi(s,a) = e_s, theta_{h,r} = reward for every h; rewards Bernoulli. V_1^*(0) = 1.54 with the defaults.
@@ -229,7 +229,7 @@ def lm2(q=(0.8, 0.25, 0.7), reward=(0.1, 0.9), *, reward_noise: str = "bernoulli
 
 
 def tabular_as_linear(mdp: TabularMDP, *, d: int | None = None, reward_noise: str | None = None) -> LinearMixtureMDP:
-    """A tabular MDP as a linear mixture MDP (§6.2): psi(s,a,s') = e_{(s,a,s')} in R^{S^2 A},
+    """A tabular MDP as a linear mixture MDP: psi(s,a,s') = e_{(s,a,s')} in R^{S^2 A},
     theta_{h,p} = (P_h(s'|s,a)), varphi(s,a) = e_{(s,a)} in R^{S A}, theta_{h,r} = (r_h(s,a))."""
     if not isinstance(mdp, TabularMDP):
         raise InputError(f"expected a TabularMDP, got {type(mdp).__name__}")

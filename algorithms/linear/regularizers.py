@@ -1,4 +1,4 @@
-"""Changing regularisers (private_linopt.md §2.1-2.3, §2.6): the interface LinOpt-VI-Reg / LinOpt-PO-Reg read.
+"""Changing regularisers (Zhou 2022, Section 3, eqs. 1-2-2.3, Section 3, Z = lambda I): the interface LinOpt-VI-Reg / LinOpt-PO-Reg read.
 
 A :class:`Regularizer` is a frozen configuration. ``start(runs, sizes, rng)`` returns its running state,
 a :class:`TreeStatistics`, which ingests the rows of every finished episode (``observe``) and releases, at
@@ -8,13 +8,13 @@ the start of episode k, the regularised statistics the algorithm may read (``rel
     Lambda_{h,r}^k = G_{h,r}^k + Z_{h,r}^k   (runs, H, d2, d2)     u_{h,r}^k = g_{h,r}^k + z_{h,r}^k   (runs, H, d2)
 
 The algorithm never sees G and Z apart. ``constants(sizes)`` are the Assumption 2 constants (lambda_min,
-lambda_max, nu per side) from which :func:`confidence_radii` computes beta_p(alpha), beta_r(alpha) (§2.3,
-per-component constants, P7); ``regularization()`` returns (Z_p, z_p, Z_r, z_r) for checkers only.
+lambda_max, nu per side) from which :func:`confidence_radii` computes beta_p(alpha), beta_r(alpha) (Lemma 3.1,
+per-component constants); ``regularization()`` returns (Z_p, z_p, Z_r, z_r) for checkers only.
 
 Both regularisers keep the sums G, g in the project's binary tree (algorithms/privatizers/binary_mechanism.py):
 the ridge one with zero node noise, the privatizer with Gaussian node noise. The tree's release with zero
 noise is the exact prefix sum (added in a fixed dyadic order), so the private algorithm with its noise off
-and the ridge instantiation are the same computation bit for bit (§2.6 reduction check).
+and the ridge instantiation are the same computation bit for bit (Section 3, Z = lambda I reduction check).
 """
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ import numpy as np
 from dpcheck.errors import InputError
 from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
 
-COUNTERS = ("p1", "p2", "r1", "r2")   # B_{h,p,1}, B_{h,p,2}, B_{h,r,1}, B_{h,r,2} of §2.7
+COUNTERS = ("p1", "p2", "r1", "r2")   # B_{h,p,1}, B_{h,p,2}, B_{h,r,1}, B_{h,r,2} of Section 6.1
 
 
 @dataclass(frozen=True)
 class LinearSizes:
     """The public sizes a regulariser is configured for: K episodes, horizon H, feature dimensions d1
-    (transition) and d2 (reward), and the declared d >= max(d1, d2) (§1.2)."""
+    (transition) and d2 (reward), and the declared d >= max(d1, d2) (Assumption 1)."""
 
     K: int
     H: int
@@ -53,8 +53,8 @@ class LinearSizes:
 
     @property
     def m(self) -> int:
-        """Tree depth m = max(1, ceil(log2 K)) (§2.8, A3, P11): the levels of a tree over the K - 1
-        insertions that releases prefix(k - 1), k <= K, ever use (P12: episode K is never inserted)."""
+        """Tree depth m = max(1, ceil(log2 K)) (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration): the levels of a tree over the K - 1
+        insertions that releases prefix(k - 1), k <= K, ever use (episode K is never inserted)."""
         return tree_levels(self.insertions)
 
     @property
@@ -65,7 +65,7 @@ class LinearSizes:
 
 @dataclass(frozen=True)
 class Assumption2:
-    """The constants of Assumption 2 (§2.2), per side: with probability >= 1 - alpha, for all k, h,
+    """The constants of Assumption 2, per side: with probability >= 1 - alpha, for all k, h,
     ||Z_{h,p}^k|| <= lambda_max_p, ||(Z_{h,p}^k)^{-1}|| <= 1/lambda_min_p, ||z_{h,p}^k||_{(Z^k)^{-1}} <= nu_p,
     and the same for r."""
 
@@ -89,12 +89,12 @@ class Assumption2:
         return max(self.nu_p, self.nu_r)
 
     def kappa(self, K: int, H: int) -> float:
-        """kappa_{lambda_min} = ln(1 + K H^2 / lambda_min) (§2.2)."""
+        """kappa_{lambda_min} = ln(1 + K H^2 / lambda_min) (Assumption 2)."""
         return math.log1p(K * H * H / self.lambda_min)
 
 
 def confidence_radii(c: Assumption2, sizes: LinearSizes, alpha: float) -> tuple[float, float]:
-    """(beta_p(alpha), beta_r(alpha)) of Lemma 3.1 (§2.3), with the per-component constants (P7):
+    """(beta_p(alpha), beta_r(alpha)) of Lemma 3.1, with the per-component constants:
 
     beta_p = (H/2) sqrt(2 ln(H/alpha) + d1 ln(1 + K H^2 / lambda_min_p)) + sqrt(d1 lambda_max_p) + nu_p
     beta_r = (1/2) sqrt(2 ln(H/alpha) + d2 ln(1 + K / (d2 lambda_min_r))) + sqrt(d2 lambda_max_r) + nu_r
@@ -108,7 +108,7 @@ def confidence_radii(c: Assumption2, sizes: LinearSizes, alpha: float) -> tuple[
 
 
 class Regularizer:
-    """Interface of §2.1 (see the module docstring). Subclasses are frozen dataclasses providing
+    """Interface of Section 3, eqs. 1-2 (see the module docstring). Subclasses are frozen dataclasses providing
 
     * ``name``;
     * ``constants(sizes, alpha) -> Assumption2`` (from the parameters and sizes, never from data);
@@ -133,7 +133,7 @@ class Regularizer:
         raise NotImplementedError
 
     def floors(self, sizes: LinearSizes, alpha: float) -> tuple[float, float]:
-        """Eigenvalue floors applied to a released Lambda that is not positive definite (P6): the
+        """Eigenvalue floors applied to a released Lambda that is not positive definite: the
         Assumption 2 lower bounds lambda_min_p, lambda_min_r."""
         c = self.constants(sizes, alpha)
         return c.lambda_min_p, c.lambda_min_r
@@ -144,7 +144,7 @@ class Regularizer:
 
 @dataclass(frozen=True)
 class RidgeRegularizer(Regularizer):
-    """Z_{h,p}^k = lam_p I, Z_{h,r}^k = lam_r I, z = 0 (§2.6): UCRL-VTR / OPPO. Assumption 2 holds with
+    """Z_{h,p}^k = lam_p I, Z_{h,r}^k = lam_r I, z = 0 (Section 3, Z = lambda I): UCRL-VTR / OPPO. Assumption 2 holds with
     probability 1 with lambda_min = lambda_max = lam and nu = 0. ``lam_r`` defaults to ``lam``."""
 
     lam: float = 1.0
@@ -177,14 +177,14 @@ class RidgeRegularizer(Regularizer):
 
 
 class TreeStatistics:
-    """Running state of a regulariser: four batches of binary-tree counters (§2.7), one per counter kind,
+    """Running state of a regulariser: four batches of binary-tree counters (Section 6.1), one per counter kind,
     each batched over (runs, H):
 
         p1: phi phi^T (runs, H, d1, d1), symmetric matrix noise    p2: phi V (runs, H, d1)
         r1: varphi varphi^T (runs, H, d2, d2), symmetric            r2: varphi r (runs, H, d2)
 
-    ``observe`` inserts episode t's items at its end (P3); ``release`` returns the regularised statistics
-    for episode t + 1, i.e. prefix(t) + shift I. Episode K is never inserted (P12): the trees hold K - 1 items.
+    ``observe`` inserts episode t's items at its end; ``release`` returns the regularised statistics
+    for episode t + 1, i.e. prefix(t) + shift I. Episode K is never inserted: the trees hold K - 1 items.
     """
 
     def __init__(self, regularizer: Regularizer, runs: int, sizes: LinearSizes, rng: np.random.Generator,
@@ -206,11 +206,11 @@ class TreeStatistics:
         self.episodes = 0
 
     def observe(self, x_p, y_p, x_r, y_r) -> None:
-        """Rows of the episode just finished (§2.4 line 14): x_p (runs, H, d1), y_p (runs, H),
+        """Rows of the episode just finished (Algorithm 1 line 14): x_p (runs, H, d1), y_p (runs, H),
         x_r (runs, H, d2), y_r (runs, H). The items are x x^T and x y."""
         self.episodes += 1
         if self.episodes > self.sizes.insertions:
-            return                                   # episode K: its data is never released (P12)
+            return                                   # episode K: its data is never released
         self.trees["p1"].step(x_p[..., :, None] * x_p[..., None, :])
         self.trees["p2"].step(x_p * y_p[..., None])
         self.trees["r1"].step(x_r[..., :, None] * x_r[..., None, :])

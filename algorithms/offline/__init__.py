@@ -1,12 +1,12 @@
-"""Offline RL with differential privacy (specs/offline_dp_apvi_vapvi.md): the algorithm layer.
+"""Offline RL with differential privacy (Qiao & Wang 2022): the algorithm layer.
 
     dataset:   OfflineDataset (validated trajectories, runs first), TabularCounts, sample_counts
     apvi:      DPAPVI (Algorithm 1; Gaussian rho-zCDP or Laplace eps-DP, or any OfflineCountPrivatizer, the
-               interface re-exported here; Bernstein or Hoeffding penalty), APVI (non-private, Ambiguity A5), penalty, PenaltyConstants, APVIResult
+               APVI (non-private, docs/derivations.md#readings), penalty, PenaltyConstants, APVIResult
     vapvi:     DPVAPVI (Algorithm 2, 5H fresh Gaussian releases declared as PrivateStatistic / DpEvents; the
                released statistics' privatizer is a RegressionPrivatizer, GaussianRegressionPrivatizer the paper's),
                VAPVI, PEVI, LinearResult, VAPVINoise
-    instances: tab_full, tab_partial, lin_tab, appendix_f (TAB-FULL, TAB-PARTIAL, LIN-TAB, §5.1),
+    instances: tab_full, tab_partial, lin_tab, appendix_f (TAB-FULL, TAB-PARTIAL, LIN-TAB, Appendix F),
                OfflineInstance (.coverage(), .feature_figures()), feature_figures, empirical_kappa,
                xi_two_state
 

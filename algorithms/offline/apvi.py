@@ -1,32 +1,32 @@
-"""DP-APVI (Algorithm 1) and its variants (offline_dp_apvi_vapvi.md §2), batched over runs.
+"""DP-APVI and its variants (Qiao & Wang 2022, Algorithm 1), batched over runs.
 
 Pipeline (one run = one dataset; the leading axis of every array is the run):
 
-1. counts n_h(s,a), n_h(s,a,s') (§2.1) from an :class:`OfflineDataset` (one bincount) or a
+1. counts n_h(s,a), n_h(s,a,s') (Algorithm 1) from an :class:`OfflineDataset` (one bincount) or a
    :class:`TabularCounts`;
 2. private counts through the existing privatizers (``algorithms/privatizers/offline.py``):
-   Gaussian ``sigma^2 = 2H/rho`` (rho-zCDP, §2.2, §2.7) or Laplace ``Lap(4H/eps)`` (eps-DP, §2.8(c)),
-   clip at 0, the consistency LP of §2.4 (``post_process_offline``), and the kernel P~ with the uniform
-   fallback where ``ntil(s,a) <= E`` (§2.5);
-3. pessimistic backward induction (§2.6 step 2): Qtil = r + P~ Vtil_{h+1}; Gamma; Qbar = {min(Qtil - Gamma,
-   H-h+1)}^+; greedy policy (lowest index on ties, P15); Vtil_h = max_a Qbar.
+   Gaussian ``sigma^2 = 2H/rho`` (rho-zCDP, eq. 2, Lemma C.1) or Laplace ``Lap(4H/eps)`` (eps-DP, docs/derivations.md#noise-calibration),
+   clip at 0, the consistency LP of eqs. 3-4 (``post_process_offline``), and the kernel P~ with the uniform
+   fallback where ``ntil(s,a) <= E`` (eq. 5);
+3. pessimistic backward induction (Algorithm 1 step 2): Qtil = r + P~ Vtil_{h+1}; Gamma; Qbar = {min(Qtil - Gamma,
+   H-h+1)}^+; greedy policy (lowest index on ties); Vtil_h = max_a Qbar.
 
 Penalty (one formula for every variant, so that the non-private reduction is the same code):
 
     Gamma_h(s,a) = first + C2 * H * iota * max(S * E, floor) / ntil_h(s,a)     if ntil_h(s,a) > E
                  = C * H                                                       otherwise
-    first = C1 * sqrt( Var_{P~_h(.|s,a)}(Vtil_{h+1}) * iota / (ntil_h(s,a) - E) )     (Bernstein, §2.6)
-          = C1 * H * sqrt( iota / (ntil_h(s,a) - E) )                                 (Hoeffding, §2.8(b))
+    first = C1 * sqrt( Var_{P~_h(.|s,a)}(Vtil_{h+1}) * iota / (ntil_h(s,a) - E) )     (Bernstein, Algorithm 1)
+          = C1 * H * sqrt( iota / (ntil_h(s,a) - E) )                                 (Hoeffding, eq. 8)
 
 * DP-APVI (paper): C1 = sqrt(2), C2 = 16, floor = 0 (the literal term 16 S H E iota / ntil).
-  ``second_order_floor = 1`` is Ambiguity A17's optional fix (``max(S E, 1)``, for rho near non-private).
-* APVI (§2.8(a), Ambiguity A5): E = 0 (exact counts, P^ with the 1/S fallback where n = 0), C1 = sqrt(2),
+  ``second_order_floor = 1`` is an optional floor (docs/derivations.md#widths-e) (``max(S E, 1)``, for rho near non-private).
+* APVI (APVI, eq. 7, docs/derivations.md#readings): E = 0 (exact counts, P^ with the 1/S fallback where n = 0), C1 = sqrt(2),
   C2 = 7/3, floor = 1: ``sqrt(2 Var_{P^}(Vtil) iota / n) + (7/3) H iota / n`` -- eq. 22's empirical Bernstein.
 * rho = inf (or epsilon = inf) switches the noise off: exact counts, E = 0, same code path; with APVI's
   constants it IS APVI (tests/test_offline_apvi.py checks bit-equality).
 
-``delta`` is the spec's utility failure probability (in E_rho and iota); it is not the delta of
-(eps, delta)-DP (P18). The privatizers call it ``beta``.
+``delta`` is the paper's utility failure probability (in E_rho and iota); it is not the delta of
+(eps, delta)-DP. The privatizers call it ``beta``.
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ CONSISTENCY = ("lp", "naive")
 
 @dataclass(frozen=True)
 class PenaltyConstants:
-    """Constants of Gamma (module docstring). ``kind``: 'bernstein' (Algorithm 1) or 'hoeffding' (§2.8(b)).
-    Code names C1/C2/C are Algorithm 1's (Ambiguity A2: not the Lemma D.11 thresholds)."""
+    """Constants of Gamma (module docstring). ``kind``: 'bernstein' (Algorithm 1) or 'hoeffding' (eq. 8).
+    Code names C1/C2/C are Algorithm 1's (not the Lemma D.11 thresholds)."""
 
     kind: str = "bernstein"
     C1: float = math.sqrt(2.0)
@@ -143,13 +143,13 @@ def _reward_array(reward, H, S, A):
 
 
 class DPAPVI:
-    """DP-APVI (Algorithm 1, §2.6). Exactly one of ``rho`` (Gaussian, rho-zCDP), ``epsilon``
-    (Laplace, eps-DP, §2.8(c)) and ``privatizer`` (any :class:`OfflineCountPrivatizer`, e.g. a user's plug-in
+    """DP-APVI (Algorithm 1). Exactly one of ``rho`` (Gaussian, rho-zCDP) and ``epsilon``
+    (Laplace, eps-DP, docs/derivations.md#noise-calibration) and ``privatizer`` (any :class:`OfflineCountPrivatizer`, e.g. a user's plug-in
     from ``load_offline_privatizer``: its claim, width E and DpEvent are the algorithm's); ``inf`` switches the
     noise off.
 
-    penalty: 'bernstein' (Algorithm 1) or 'hoeffding' (§2.8(b)); consistency: 'lp' (§2.4) or 'naive'
-    (§2.8(e) ablation: ntil(s,a,s') = n'(s,a,s'), ntil(s,a) = sum_s' n'(s,a,s')).
+    penalty: 'bernstein' (Algorithm 1) or 'hoeffding' (eq. 8); consistency: 'lp' (eqs. 3-4) or 'naive'
+    (Remark 3.1 ablation: ntil(s,a,s') = n'(s,a,s'), ntil(s,a) = sum_s' n'(s,a,s')).
     """
 
     name = "DP-APVI"
@@ -183,7 +183,7 @@ class DPAPVI:
 
     @classmethod
     def from_approx_dp(cls, epsilon: float, delta_dp: float, **kw) -> "DPAPVI":
-        """(eps, delta_dp)-DP via zCDP (§2.8(d)): rho = (sqrt(log(1/delta_dp) + eps) - sqrt(log(1/delta_dp)))^2."""
+        """(eps, delta_dp)-DP via zCDP (docs/derivations.md#noise-calibration): rho = (sqrt(log(1/delta_dp) + eps) - sqrt(log(1/delta_dp)))^2."""
         rho = OfflineGaussianPrivatizer.from_approx_dp(epsilon, delta_dp).rho
         return cls(rho=rho, **kw)
 
@@ -199,7 +199,7 @@ class DPAPVI:
         return f"{type(self).__name__}(" + ", ".join(f"{k}={v!r}" for k, v in self.config.items() if k != "name") + ")"
 
     def width(self, H: int, S: int, A: int) -> float:
-        """E_rho (§2.3), E_eps (§2.8(c)), or 0 with the noise off."""
+        """E_rho (eq. 3, Lemma C.2), E_eps (docs/derivations.md#noise-calibration), or 0 with the noise off."""
         return 0.0 if self.privatizer is None else self.privatizer.width(H, S, A)
 
     def dp_event(self, H: int):
@@ -212,8 +212,8 @@ class DPAPVI:
     # ------------------------------------------------------------------ the release (public; a seam planted-defect tests override)
     def private_counts(self, counts: TabularCounts, rng) -> OfflineCounts:
         """What DP-APVI releases and reads, from the dataset's counts n: the privatizer's OfflineCounts (noisy n'
-        -- the only data-dependent release -- then the clip, the §2.4 LP and the width E), or the exact counts
-        with E = 0 when the noise is off; ``consistency="naive"`` replaces the LP (§2.8(e)). ``run`` reads the
+        -- the only data-dependent release -- then the clip, the consistency LP (docs/derivations.md#readings) and the width E), or the exact counts
+        with E = 0 when the noise is off; ``consistency="naive"`` replaces the LP (docs/derivations.md#readings). ``run`` reads the
         data through this method only; the audits call it to see exactly what the algorithm releases."""
         if self.privatizer is None:
             pp = post_process_offline(counts.transitions, counts.visits, 0.0)
@@ -235,7 +235,7 @@ class DPAPVI:
         """Run on every dataset of the batch.
 
         data:   OfflineDataset (counted here) or TabularCounts (e.g. ``dataset.sample_counts``)
-        reward: known mean reward r (H, S, A) in [0, 1], or the TabularMDP carrying it (§1.1)
+        reward: known mean reward r (H, S, A) in [0, 1], or the TabularMDP carrying it (Section 2)
         rng:    the noise source (no draws with the noise off)
         """
         check_rng(rng)
@@ -249,7 +249,7 @@ class DPAPVI:
         r = _reward_array(reward, H, S, A)
         private = self.private_counts(counts, rng)
         E = float(private.width)
-        kernel = private.kernel                                   # (runs, H, S, A, S), §2.5
+        kernel = private.kernel                                   # (runs, H, S, A, S), eq. 5
         iota = math.log(H * S * A / self.delta)
 
         V = np.zeros((runs, H + 1, S))
@@ -260,17 +260,17 @@ class DPAPVI:
         for h in range(H - 1, -1, -1):
             Qtil[:, h] = r[h] + np.einsum("rsat,rt->rsa", kernel[:, h], V[:, h + 1])
             Gamma[:, h], var[:, h] = self._penalty(kernel[:, h], private.visits[:, h], V[:, h + 1], E=E, iota=iota, H=H)
-            # P10: clip at H-h+1 (0-based: H-h) first, then at 0
+            # clip at H-h+1 (0-based: H-h) first, then at 0
             Qbar[:, h] = np.maximum(np.minimum(Qtil[:, h] - Gamma[:, h], H - h), 0.0)
             V[:, h] = Qbar[:, h].max(axis=-1)
-        policy = np.argmax(Qbar, axis=-1)                         # lowest index on ties (P15)
+        policy = np.argmax(Qbar, axis=-1)                         # lowest index on ties
         return APVIResult(policy=policy, values=V, q_values=Qbar, q_tilde=Qtil, penalties=Gamma, variances=var,
                           kernel=kernel, counts=private, width=E, iota=iota, n=counts.n, config=self.config,
                           dp_event=self.dp_event(H))
 
 
 class APVI(DPAPVI):
-    """Non-private APVI (§2.8(a)) with Ambiguity A5's penalty:
+    """Non-private APVI (eq. 7, docs/derivations.md#readings) with the penalty:
     ``sqrt(2 Var_{P^}(Vtil) iota / n) + (7/3) H iota / n`` where n > 0, else C H. Same code as DP-APVI with
     the noise off (exact counts, E = 0) and C2 = 7/3, second_order_floor = 1."""
 

@@ -1,16 +1,16 @@
-"""Offline data of DP-APVI / DP-VAPVI (offline_dp_apvi_vapvi.md §1.2).
+"""Offline data of DP-APVI / DP-VAPVI (Qiao & Wang 2022, Section 2).
 
 * :class:`OfflineDataset` -- ``n`` independent trajectories of length ``H`` from one behaviour policy
   ``mu``, batched over independent runs: ``states (runs, n, H+1)``, ``actions (runs, n, H)``,
   ``rewards (runs, n, H)``. The privacy unit is ONE trajectory (row ``[:, tau]``). Build it from your own
   arrays with :meth:`OfflineDataset.from_arrays` (validated, one-line :class:`InputError` per defect) or
-  simulate it with :meth:`OfflineDataset.collect`. DP-VAPVI's split (§1.2: ``D`` for the Q regression,
+  simulate it with :meth:`OfflineDataset.collect`. DP-VAPVI's split (Section 2: ``D`` for the Q regression,
   ``D'`` for the variance, two halves of 2K trajectories) is :meth:`OfflineDataset.split`.
-* :class:`TabularCounts` -- the sufficient statistics ``n_h(s,a)``, ``n_h(s,a,s')`` (§2.1, per step h,
+* :class:`TabularCounts` -- the sufficient statistics ``n_h(s,a)``, ``n_h(s,a,s')`` (Algorithm 1, per step h,
   never pooled) and the observed reward sums per ``(h,s,a)`` (the linear regressions need them). Counted
   from a dataset with one ``np.bincount`` (:meth:`OfflineDataset.counts`) or drawn directly from their
   exact law (:func:`sample_counts`), which costs O(runs H S) multinomial draws instead of O(runs n H)
-  and so makes the large-n regime (n ~ 1e6-1e7, §4.0) cheap.
+  and so makes the large-n regime (n ~ 1e6-1e7) cheap.
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
@@ -70,12 +70,12 @@ def _index_array(name, value, upper):
 
 @dataclass(frozen=True)
 class TabularCounts:
-    """Sufficient statistics of a batch of offline datasets (§2.1), per step, batched over runs.
+    """Sufficient statistics of a batch of offline datasets (Algorithm 1), per step, batched over runs.
 
     visits       n_h(s,a)           (runs, H, S, A)     = transitions.sum(-1)
     transitions  n_h(s,a,s')        (runs, H, S, A, S)
     reward_sums  sum of observed r_h^tau over the tau with (s_h^tau, a_h^tau) = (s,a)  (runs, H, S, A);
-                 None when the rewards were not observed (the tabular algorithm knows r, §1.1)
+                 None when the rewards were not observed (the tabular algorithm knows r, Section 2)
     n            trajectories per run
     """
 
@@ -101,7 +101,7 @@ class TabularCounts:
         return np.where(self.visits[..., None] > 0, P, 1.0 / S)
 
     def empirical_coverage(self) -> np.ndarray:
-        """Empirical dbar_m per run (§1.3 with d^mu replaced by n_h(s,a)/n): the smallest positive
+        """Empirical dbar_m per run (Assumption 2.1 with d^mu replaced by n_h(s,a)/n): the smallest positive
         visit frequency over (h,s,a) -> (runs,); 0 for a run without any visit."""
         freq = self.visits / self.n
         pos = np.where(freq > 0, freq, np.inf).reshape(self.runs, -1).min(axis=1)
@@ -110,11 +110,11 @@ class TabularCounts:
 
 @dataclass(frozen=True)
 class OfflineDataset:
-    """``n`` trajectories of length ``H`` per run, from one behaviour policy (offline spec §1.2).
+    """``n`` trajectories of length ``H`` per run, from one behaviour policy (Qiao & Wang 2022, Section 2).
 
     states   (runs, n, H+1) int64 in 0..S-1: s_1..s_{H+1} of every trajectory
     actions  (runs, n, H)   int64 in 0..A-1
-    rewards  (runs, n, H)   float in [0, 1], or None (tabular: r is known and not read from data, §1.1)
+    rewards  (runs, n, H)   float in [0, 1], or None (tabular: r is known and not read from data, Section 2)
     S, A     sizes of the state and action sets
 
     Construct through :meth:`from_arrays` (validates; int64 inputs are used without a copy, so do not
@@ -209,7 +209,7 @@ class OfflineDataset:
                             tr.rewards.reshape(shape + (mdp.H,)), mdp.S, mdp.A)
 
     def split(self) -> tuple["OfflineDataset", "OfflineDataset"]:
-        """(D, D') = (first K, last K) trajectories of 2K (§1.2, DP-VAPVI; Ambiguity A22).
+        """(D, D') = (first K, last K) trajectories of 2K (Section 2, DP-VAPVI; Algorithm 2 needs independent D, D').
         D feeds the Q regression, D' the variance estimate. An odd n is an InputError."""
         if self.n % 2:
             raise InputError(f"split needs an even number of trajectories (2K), got n = {self.n}")
@@ -224,7 +224,7 @@ class OfflineDataset:
 
         engine: 'auto' (the compiled one-pass kernel of ``_count_kernel`` when numba imports, else numpy),
         'numpy' (blocked np.bincount, the reference) or 'compiled'. Both give identical counts.
-        rewards=False skips the reward sums (the tabular algorithm knows r, §1.1).
+        rewards=False skips the reward sums (the tabular algorithm knows r, Section 2).
 
         Flat index of a transition: (((run H + h) S + s) A + a) S + s' -- so the triple counts come out in
         (runs, H, S, A, S) order and the pair counts are their sum over s' (no second pass over data).
@@ -384,7 +384,7 @@ def positive_budget(name: str, value, allow_inf: bool = True) -> float:
 
 
 def probability(name: str, value) -> float:
-    """A failure probability in (0, 1) (the spec's utility delta, not the delta of (eps, delta)-DP)."""
+    """A failure probability in (0, 1) (the paper's utility delta, not the delta of (eps, delta)-DP)."""
     try:
         x = float(value)
     except (TypeError, ValueError):

@@ -1,4 +1,4 @@
-"""Test instances of the offline spec (offline_dp_apvi_vapvi.md §4.0, §5.1) and their coverage figures.
+"""Test instances for DP-APVI and DP-VAPVI (Qiao & Wang 2022, Appendix F) and their coverage figures.
 
 * :func:`tab_full`    TAB-FULL: P_h(.|s,a) ~ Dirichlet(1), r ~ U[0,1], d1 uniform, mu uniform (every pair covered).
 * :func:`tab_partial` TAB-PARTIAL: as TAB-FULL, but mu gives probability 0 to the worst action of every
@@ -6,11 +6,11 @@
                       are uncovered, which exercises the C*H branch and the uniform fallback).
 * :func:`lin_tab`     LIN-TAB: one-hot features phi(s,a) = e_(s,a), d = S A, on any tabular instance; satisfies
                       ||phi|| = 1 and kappa = min d^mu_h(s,a) > 0 for full-support mu.
-* :func:`appendix_f`  the linear MDP of Section 6 / Appendix F (§5.1): S = 2, A = 100, d = 10, H = 20.
+* :func:`appendix_f`  the linear MDP of Section 6 / Appendix F: S = 2, A = 100, d = 10, H = 20.
                       It BREAKS the theory's assumptions -- max ||phi||_2 = sqrt(7) > 1 and kappa = 0 (the
                       2^7 bit of the action code is 0 for every a <= 99) -- and :meth:`OfflineInstance.feature_figures`
-                      reports both figures instead of hiding them (Ambiguity A12); :func:`xi_two_state`
-                      gives its xi (§1.4) exactly, to compare with sqrt(d).
+                      reports both figures instead of hiding them (Appendix F); :func:`xi_two_state`
+                      gives its xi (Section 2) exactly, to compare with sqrt(d).
 
 Every instance is an :class:`OfflineInstance`: the true MDP (for exact evaluation with
 ``dpcheck.algorithms.envs.planning``), the behaviour policy mu, and for linear instances the feature map.
@@ -31,7 +31,7 @@ from dpcheck.algorithms.offline.dataset import OfflineDataset, TabularCounts, ch
 
 @dataclass(frozen=True)
 class Coverage:
-    """Coverage figures of a behaviour policy (§1.3), exact from the true model.
+    """Coverage figures of a behaviour policy (Assumption 2.1), exact from the true model.
 
     d_mu            d^mu_h(s,a)                                   (H, S, A)
     covered         C_h = {d^mu_h(s,a) > 0}                       (H, S, A) bool
@@ -49,7 +49,7 @@ class Coverage:
 
 @dataclass(frozen=True)
 class FeatureFigures:
-    """Where a linear instance meets or breaks the linear-MDP assumptions (§1.3, §1.4, Ambiguity A12).
+    """Where a linear instance meets or breaks the linear-MDP assumptions (Assumption 2.1; Section 2; Appendix F).
 
     max_norm          max_(s,a) ||phi(s,a)||_2 (the analysis and the noise calibration assume <= 1)
     norm_ok           max_norm <= 1 (+1e-12)
@@ -97,7 +97,7 @@ class OfflineInstance:
         return None if self.features is None else self.features.shape[2]
 
     def collect(self, n: int, rng: np.random.Generator, runs: int = 1) -> OfflineDataset:
-        """n trajectories per run from mu (§1.2)."""
+        """n trajectories per run from mu (Section 2)."""
         return OfflineDataset.collect(self.mdp, self.behaviour, n, rng, runs)
 
     def sample_counts(self, n: int, rng: np.random.Generator, runs: int = 1, rewards: bool = False) -> TabularCounts:
@@ -119,7 +119,7 @@ class OfflineInstance:
 
 
 def feature_figures(features, d_mu) -> FeatureFigures:
-    """Assumption figures of features (S, A, d) under occupancies d_mu (H, S, A) (§1.3-1.4)."""
+    """Assumption figures of features (S, A, d) under occupancies d_mu (H, S, A) (Assumption 2.1-1.4)."""
     phi = np.asarray(features, float)
     d = phi.shape[-1]
     sigma = np.einsum("hsa,sai,saj->hij", d_mu, phi, phi)
@@ -136,7 +136,7 @@ def feature_figures(features, d_mu) -> FeatureFigures:
 
 
 def xi_two_state(mdp: TabularMDP) -> float:
-    """xi of §1.4 exactly, for a two-state MDP with deterministic rewards (Ambiguity A12: sqrt(d) > xi may fail
+    """xi of Section 2 exactly, for a two-state MDP with deterministic rewards (sqrt(d) > xi may fail
     on Appendix F when some alpha is near 0 or 1).
 
     With r deterministic, r + V(s') - (T_h V)(s,a) = V(s') - P V; write p = P_h(0|s,a), D = V(0) - V(1) in
@@ -147,7 +147,7 @@ def xi_two_state(mdp: TabularMDP) -> float:
     if not isinstance(mdp, TabularMDP) or mdp.S != 2:
         raise InputError("xi_two_state needs a TabularMDP with S = 2")
     if mdp.reward_noise != "deterministic":
-        raise InputError("xi_two_state assumes deterministic rewards (A15)")
+        raise InputError("xi_two_state assumes deterministic rewards (Section 2)")
     p = mdp.P[..., 0].ravel()
     H = mdp.H
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -172,13 +172,13 @@ def empirical_kappa(counts: TabularCounts, features) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------ tabular
 def tab_full(rng: np.random.Generator, S: int = 2, A: int = 2, H: int = 3) -> OfflineInstance:
-    """TAB-FULL (§4.0): Dirichlet(1) kernels, U[0,1] rewards, d1 uniform, mu uniform."""
+    """TAB-FULL: Dirichlet(1) kernels, U[0,1] rewards, d1 uniform, mu uniform."""
     mdp = random_mdp(S, A, H, rng, init="uniform")
     return OfflineInstance(mdp, np.full((H, S, A), 1.0 / A), name=f"TAB-FULL-S{S}A{A}H{H}")
 
 
 def tab_partial(rng: np.random.Generator, S: int = 2, A: int = 3, H: int = 3) -> OfflineInstance:
-    """TAB-PARTIAL (§4.0): TAB-FULL's model; mu is uniform on all actions except, at every (h, s), the
+    """TAB-PARTIAL: TAB-FULL's model; mu is uniform on all actions except, at every (h, s), the
     lowest-index action with the smallest Q*_h(s, .), which gets probability 0 when it is strictly
     sub-optimal. The greedy optimal policy is then always supported (Assumption 2.1 holds; checked)."""
     if not (isinstance(A, (int, np.integer)) and A >= 2):
@@ -198,7 +198,7 @@ def tab_partial(rng: np.random.Generator, S: int = 2, A: int = 3, H: int = 3) ->
 
 
 def lin_tab(instance: OfflineInstance) -> OfflineInstance:
-    """LIN-TAB (§4.0): the tabular instance seen as a linear MDP with one-hot features e_(s,a), d = S A
+    """LIN-TAB: the tabular instance seen as a linear MDP with one-hot features e_(s,a), d = S A
     (nu_h(s')_(s,a) = P_h(s'|s,a), theta_h = r_h)."""
     mdp = instance.mdp
     phi = np.eye(mdp.S * mdp.A).reshape(mdp.S, mdp.A, mdp.S * mdp.A)
@@ -207,7 +207,7 @@ def lin_tab(instance: OfflineInstance) -> OfflineInstance:
 
 # ------------------------------------------------------------------------------------------ Appendix F
 def action_code(A: int = 100, bits: int = 8, bit_order: str = "lsb") -> np.ndarray:
-    """abin(a) in {0,1}^bits for a = 0..A-1 (§5.1; Ambiguity A13: LSB-first by default) -> (A, bits)."""
+    """abin(a) in {0,1}^bits for a = 0..A-1 (Appendix F; the paper leaves the bit order open; LSB-first by default) -> (A, bits)."""
     if bit_order not in ("lsb", "msb"):
         raise InputError(f"bit_order must be 'lsb' or 'msb', got {bit_order!r}")
     if A > 2 ** bits:
@@ -218,7 +218,7 @@ def action_code(A: int = 100, bits: int = 8, bit_order: str = "lsb") -> np.ndarr
 
 def appendix_f(rng: np.random.Generator, H: int = 20, p: float = 0.6, bit_order: str = "lsb",
                reward_noise: str = "deterministic") -> OfflineInstance:
-    """The Section 6 / Appendix F linear MDP (§5.1), states {0,1}, actions {0..99}, d = 10.
+    """The Section 6 / Appendix F linear MDP, states {0,1}, actions {0..99}, d = 10.
 
     delta(s,a) = 1 iff [s = 0] == [a = 0]; phi(s,a) = (abin(a), delta, 1 - delta);
     P_h(0|s,a) = alpha_{h,1} if delta = 1 else alpha_{h,2} (alpha ~ U[0,1] iid, once per instance);
@@ -245,7 +245,7 @@ def appendix_f(rng: np.random.Generator, H: int = 20, p: float = 0.6, bit_order:
     p0 = np.einsum("sai,hi->hsa", phi, nu0)                                     # P_h(0|s,a)
     P = np.stack([p0, 1.0 - p0], axis=-1)
     r = np.einsum("sai,hi->hsa", phi, theta)
-    # r lies in [0, 1] analytically (§5.1); clip float rounding only
+    # r lies in [0, 1] analytically (Appendix F); clip float rounding only
     r = np.clip(r, 0.0, 1.0)
     mdp = TabularMDP(P, r, np.full(S, 0.5), reward_noise, name=f"appendix-F-H{H}")
     mu = np.full((H, S, A), (1.0 - p) / (A - 1))

@@ -1,11 +1,11 @@
-"""DP-VAPVI (Algorithm 2), VAPVI and PEVI on linear MDPs (offline_dp_apvi_vapvi.md §3), batched over runs.
+"""DP-VAPVI, VAPVI and PEVI on linear MDPs (Qiao & Wang 2022, Algorithm 2), batched over runs.
 
-The state and action sets are finite (every instance of §4.0/§5.1 is), so every sum over the K
+The state and action sets are finite (every instance of algorithms/offline/instances.py is), so every sum over the K
 trajectories of step h is a sum over (s, a[, s']) weighted by the counts n_h(s,a), n_h(s,a,s') and the
 observed reward sums: ``sum_tau f(s_h^tau, a_h^tau, s_{h+1}^tau) = sum_{s,a,s'} n_h(s,a,s') f(s,a,s')``.
 Exact, and the cost per step is O(runs S^2 A d + runs d^3) whatever K is.
 
-Privacy (§3.2, §3.4; Ambiguity A8: FRESH noise for every h). At every step h five statistics are
+Privacy (Algorithm 2, footnote 8, Lemma D.1; FRESH noise for every h). At every step h five statistics are
 released, each with Gaussian noise of per-coordinate std ``sensitivity / sqrt(2 rho0)``, rho0 = rho/(5H):
 
     #  name            data  statistic                                   l2 sensitivity
@@ -15,24 +15,24 @@ released, each with Gaussian noise of per-coordinate std ``sensitivity / sqrt(2 
     4  lambda_matrix   D     sum phi phi^T / sigtil^2 (+ lambda I), K2_h  as #1
     5  w_vector        D     sum phi (r + Vtil_{h+1}(s'))/sigtil^2 + g3_h 2 H B
 
-B = ``feature_bound`` (1 in the paper; Ambiguity A12: the Appendix F features reach sqrt(7), so a
+B = ``feature_bound`` (1 in the paper; the Appendix F features reach sqrt(7), so a
 privacy-correct run there passes B = sqrt(7)). A matrix release ``M + (Z + Z^T)/sqrt(2)`` is the Gaussian
 mechanism on the vector (upper off-diagonal entries, diagonal / sqrt(2)), whose l2 sensitivity is
-``||Delta M||_F / sqrt(2)`` (claim L-1), hence the matrix sensitivities above (Ambiguity A7's flag
+``||Delta M||_F / sqrt(2)`` (Theorem 4.1 / Lemma D.1), hence the matrix sensitivities above (docs/derivations.md#neighbouring-relation; the flag
 ``matrix_neighbour``). Each release is declared as a :class:`PrivateStatistic` whose ``dp_event()`` is built
 from the SAME sensitivity and std the sampler uses; their composition is rho-zCDP (5H rho0 = rho).
 
-Widths (Lemma D.2, §3.1) are derived from the same stds: ``L = std(g2) sqrt(2 d log(10 H d/delta))``
+Widths (Lemma D.2, Section 4, Lemma D.2) are derived from the same stds: ``L = std(g2) sqrt(2 d log(10 H d/delta))``
 (= 2H sqrt(d log(10Hd/delta)/rho0) for B = 1) and ``E = sqrt(8 d) std(Z) (2 + (log(5 c1 H/delta)/(c2 d))^(2/3))``
 (= sqrt(2d/rho0)(...) for B = 1, 'paper').
 
-Positive definiteness (P17): Sigmatil_h and Lambdatil_h are solved with ``np.linalg.solve`` and their
+Positive definiteness (Lemma D.2): Sigmatil_h and Lambdatil_h are solved with ``np.linalg.solve`` and their
 smallest eigenvalue is recorded; a non-PD matrix (outside the Lemma D.2 event) is counted in
 ``not_pd_sigma`` / ``not_pd_lambda``. Where Lambdatil_h is not PD the elliptical penalty is undefined; we
 set Gamma_h = +inf for that run and step (Qhat_h = 0: the most pessimistic choice), never a 0 penalty.
 Sigmatil_h needs no fallback: its output is clipped to [1, H^2] by lines 7-8.
 
-Dpen (P16): give ``Dpen`` directly, or ``c_D`` with ``kappa > 0`` for the surrogate
+Dpen (Appendix F): give ``Dpen`` directly, or ``c_D`` with ``kappa > 0`` for the surrogate
 ``c_D (H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d))``; nothing is divided by an unknown kappa.
 """
 from __future__ import annotations
@@ -55,7 +55,7 @@ STATISTICS = ("sigma_matrix", "beta_vector", "theta_vector", "lambda_matrix", "w
 
 @dataclass(frozen=True)
 class PrivateStatistic:
-    """One Gaussian release of DP-VAPVI (§3.4). ``step`` is 0-based; ``sensitivity`` is the l2
+    """One Gaussian release of DP-VAPVI (Lemma D.1). ``step`` is 0-based; ``sensitivity`` is the l2
     sensitivity of the released vector (matrices: of (upper off-diagonal, diagonal/sqrt(2)));
     ``noise_std`` is the per-coordinate std the sampler uses for that vector."""
 
@@ -77,7 +77,7 @@ class PrivateStatistic:
 
 @dataclass(frozen=True)
 class VAPVINoise:
-    """The 5H noise objects (§3.2), fresh for every (run, h): g1, g2, g3 (runs, H, d) and the symmetric
+    """The 5H noise objects (Algorithm 2, footnote 8), fresh for every (run, h): g1, g2, g3 (runs, H, d) and the symmetric
     matrix noises N1 = (Z1 + Z1^T)/sqrt(2), N2 (runs, H, d, d) (K_i = (E/2) I + N_i)."""
 
     g1: np.ndarray
@@ -99,7 +99,7 @@ def gaussian_widths(stds: dict, H: int, d: int, delta: float, c1: float = 1.0, c
 
 
 def gaussian_noise(rng: np.random.Generator, runs: int, H: int, d: int, stds: dict) -> VAPVINoise:
-    """Fresh independent Gaussian noise for every (run, h) (A8). Draw order: g1, g2, g3, Z1, Z2; the matrix
+    """Fresh independent Gaussian noise for every (run, h). Draw order: g1, g2, g3, Z1, Z2; the matrix
     noises are (Z + Z^T)/sqrt(2) (P12: / sqrt(2), not / 2)."""
     g1 = rng.normal(0.0, stds["beta_vector"], size=(runs, H, d))
     g2 = rng.normal(0.0, stds["theta_vector"], size=(runs, H, d))
@@ -111,7 +111,7 @@ def gaussian_noise(rng: np.random.Generator, runs: int, H: int, d: int, stds: di
 
 
 class RegressionPrivatizer:
-    """The privatizer of DP-VAPVI's released regression statistics (Qiao & Wang, Offline RL with DP, §3.2-3.4;
+    """The privatizer of DP-VAPVI's released regression statistics (Qiao & Wang, Offline RL with DP, docs/derivations.md#noise-calibration;
     docs/privatizers.md, "Offline linear"). At every step h DP-VAPVI releases Sigmatil_h = Sigma_h + (E/2) I + N1_h,
     beta_h + g1_h, theta_h + g2_h (on D'), Lambdatil_h = Lambda_h + (E/2) I + N2_h and w_h + g3_h (on D); the
     algorithm computes the statistics and their l2 sensitivities (``sensitivities``: name -> Delta, matrices
@@ -159,7 +159,7 @@ REGRESSION_INTERFACE = ("draw", "widths", "dp_event", "claim")
 
 
 class GaussianRegressionPrivatizer(RegressionPrivatizer):
-    """The paper's privatizer (§3.2, Lemma D.1): N(0, Delta^2 / (2 rho0)) per coordinate, rho0 = rho / (5H);
+    """The paper's privatizer (Lemma D.1): N(0, Delta^2 / (2 rho0)) per coordinate, rho0 = rho / (5H);
     the 5H Gaussian releases compose to rho-zCDP (Lemma E.16/E.17)."""
 
     name = "gaussian"
@@ -244,7 +244,7 @@ class LinearResult:
     @property
     def feature_bound_violated(self) -> bool:
         """True when max ||phi|| exceeds the bound the noise assumes: the declared sensitivities are then
-        wrong for these features (Ambiguity A12) and the privacy claim does not hold."""
+        wrong for these features (Appendix F) and the privacy claim does not hold."""
         return self.max_feature_norm > self.feature_bound * (1 + 1e-12)
 
     def summary(self) -> str:
@@ -256,7 +256,7 @@ class LinearResult:
 
 
 def _as_counts(data, split: bool):
-    """(D counts, D' counts) with reward sums; DP-VAPVI's split (§1.2, A22)."""
+    """(D counts, D' counts) with reward sums; DP-VAPVI's split (Section 2; Algorithm 2)."""
     if isinstance(data, tuple):
         if len(data) != 2:
             raise InputError("data as a tuple must be (D, D')")
@@ -292,11 +292,11 @@ def _solve(M, b):
 
 
 class DPVAPVI:
-    """DP-VAPVI (Algorithm 2, §3.3). ``rho = inf`` switches every noise (and the E/2 shift) off.
+    """DP-VAPVI (Algorithm 2). ``rho = inf`` switches every noise (and the E/2 shift) off.
 
     Parameters: rho (zCDP budget), delta (utility failure probability), C (elliptical-penalty constant),
-    lam (ridge lambda > 0), Dpen or (c_D, kappa) (P16), c1 = c2 = 1 inside E (A2), matrix_neighbour
-    'paper' | 'replace' (A7), feature_bound B (A12), split (A22: True = D, D' halves of 2K trajectories).
+    lam (ridge lambda > 0), Dpen or (c_D, kappa) (Appendix F), c1 = c2 = 1 inside E (Algorithm 1), matrix_neighbour
+    'paper' | 'replace' (docs/derivations.md#neighbouring-relation), feature_bound B (Appendix F), split (True = D, D' halves of 2K trajectories).
     """
 
     name = "DP-VAPVI"
@@ -345,7 +345,7 @@ class DPVAPVI:
         if self.Dpen is not None and self.c_D is not None:
             raise InputError("give either Dpen or c_D (with kappa), not both")
         if self.Dpen is None and (self.c_D is None or self.kappa is None):
-            raise InputError("DP-VAPVI needs the penalty constant: Dpen=..., or c_D=... with kappa=... > 0 (P16)")
+            raise InputError("DP-VAPVI needs the penalty constant: Dpen=..., or c_D=... with kappa=... > 0 (Appendix F)")
 
     @property
     def config(self) -> dict:
@@ -365,7 +365,7 @@ class DPVAPVI:
         return self.privatizer is None
 
     def rho0(self, H: int) -> float:
-        """Budget per release: rho / (5H) (P11)."""
+        """Budget per release: rho / (5H) (Lemma D.1)."""
         return self.rho / (5.0 * H)
 
     def sensitivities(self, H: int) -> dict:
@@ -376,7 +376,7 @@ class DPVAPVI:
                 "lambda_matrix": mat, "w_vector": 2.0 * H * B}
 
     def noise_stds(self, H: int) -> dict:
-        """Per-coordinate std of each release: sensitivity / sqrt(2 rho0) (P8: 2H^4/rho0, 2H^2/rho0 and
+        """Per-coordinate std of each release: sensitivity / sqrt(2 rho0) (2H^4/rho0, 2H^2/rho0 and
         1/(4 rho0) are the VARIANCES for B = 1, 'paper'); 0 with the noise off."""
         if self.noise_off:
             return {k: 0.0 for k in STATISTICS}
@@ -394,7 +394,7 @@ class DPVAPVI:
         return gaussian_widths(self.noise_stds(H), H, d, self.delta, self.c1, self.c2)
 
     def penalty_constant(self, H: int, d: int) -> float:
-        """Dpen (P16): the given value, or c_D (H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d))."""
+        """Dpen (Appendix F): the given value, or c_D (H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d))."""
         if self.Dpen is not None:
             return self.Dpen
         E, L = self.widths(H, d)
@@ -423,7 +423,7 @@ class DPVAPVI:
 
     # ------------------------------------------------------------------ seams (planted-defect tests override)
     def draw_noise(self, rng: np.random.Generator, runs: int, H: int, d: int) -> VAPVINoise:
-        """Fresh independent noise for every (run, h) (A8): the plug-in's ``draw``, or the paper's Gaussian
+        """Fresh independent noise for every (run, h): the plug-in's ``draw``, or the paper's Gaussian
         noise at :meth:`noise_stds` (:func:`gaussian_noise`; draw order g1, g2, g3, Z1, Z2)."""
         if self.plugin is not None:
             return self.plugin.draw(rng, runs, H, d, self.sensitivities(H))
@@ -478,7 +478,7 @@ class DPVAPVI:
             eig_s[:, h] = np.linalg.eigvalsh(Sig)[:, 0]
             beta = _solve(Sig, b_beta[..., None])[..., 0]
             theta = _solve(Sig, b_theta[..., None])[..., 0]
-            # lines 7-8 (P13: clip before squaring; sigtil^2 = max(1, .))
+            # lines 7-8 (clip before squaring; sigtil^2 = max(1, .))
             m2 = np.clip(np.einsum("sai,ri->rsa", phi, beta), 0.0, top * top)
             m1 = np.clip(np.einsum("sai,ri->rsa", phi, theta), 0.0, top)
             sig2[:, h] = np.maximum(1.0, m2 - m1 * m1)
@@ -494,7 +494,7 @@ class DPVAPVI:
             eig_l[:, h] = np.linalg.eigvalsh(Lam)[:, 0]
             W[:, h] = _solve(Lam, b_w[..., None])[..., 0]
             bell[:, h] = np.einsum("sai,ri->rsa", phi, W[:, h])
-            # line 11 with Lambdatil (P12), and the non-PD fallback of the module docstring
+            # line 11 with Lambdatil (Lemma D.2), and the non-PD fallback of the module docstring
             Gam[:, h] = self._penalty(h, Lam, phi, additive, eig_l[:, h], bell[:, h], Vn)
             # lines 12-14
             Qhat[:, h] = np.maximum(np.minimum(bell[:, h] - Gam[:, h], top), 0.0)
@@ -521,7 +521,7 @@ class DPVAPVI:
 
 
 class VAPVI(DPVAPVI):
-    """Non-private VAPVI (§3.5(a)): DP-VAPVI with every noise and the E/2 shift removed, and the additive
+    """Non-private VAPVI (docs/derivations.md#readings): DP-VAPVI with every noise and the E/2 shift removed, and the additive
     penalty 2 H^3 sqrt(d) / K (inferred from eq. 11 and the H^3 sqrt(d) term of Dpen)."""
 
     name = "VAPVI"
@@ -538,7 +538,7 @@ class VAPVI(DPVAPVI):
 
 
 class PEVI:
-    """PEVI (Jin et al. 2021; §3.5(b), external to the paper): one dataset, unweighted ridge regression,
+    """PEVI (Jin et al. 2021; docs/derivations.md#readings, external to the paper): one dataset, unweighted ridge regression,
     Gamma = beta ||phi||_{Lambda^{-1}} with beta = c d H sqrt(log(2 d H K / delta)) unless ``beta`` is given."""
 
     name = "PEVI"

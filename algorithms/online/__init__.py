@@ -1,6 +1,6 @@
 """Online private RL algorithms.
 
-DP-UCBVI and the non-private UCBVI baseline (specs/dp_ucbvi.md): :mod:`dpcheck.algorithms.online.ucbvi`,
+DP-UCBVI and the non-private UCBVI baseline (Qiao & Wang 2023): :mod:`dpcheck.algorithms.online.ucbvi`,
 the private Bernstein bonus: :mod:`dpcheck.algorithms.online.bonus`.
 """
 from dpcheck.algorithms.online.bonus import BonusConstants, bernstein_bonus, correction_g, iota

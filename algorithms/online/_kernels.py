@@ -1,7 +1,7 @@
 """numba kernels of the compiled (DP-)UCBVI engine (algorithms/online/compiled.py).
 
-One call runs ``n`` episodes of every run: release (tree / local sums / exact counts), the §3.2 LP,
-eq. 1 estimates, the practical-structure bonus, §2.4 value iteration, greedy policy, rollout on a tabular
+One call runs ``n`` episodes of every run: release (tree / local sums / exact counts), the Section 5.1.1 LP,
+eq. 1 estimates, the practical-structure bonus, Algorithm 1 value iteration, greedy policy, rollout on a tabular
 MDP, and the privatizer's ingest. Every random number comes in pre-drawn (noise, tie-breaking and
 environment uniforms, in the numpy engine's stream order), so the kernels are deterministic functions of
 their inputs. Each step repeats the numpy engine's arithmetic in the same order (same comparisons, same
@@ -87,7 +87,7 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
                 band = Er / 4.0
                 shift = Er / (2.0 * S)
                 for row in range(HSA):
-                    # the §3.2 LP of this row (projection._project_columns, with_value=False),
+                    # the Section 5.1.1 LP of this row (projection._project_columns, with_value=False),
                     # written out here: a call costs more than the row (array refcounts)
                     off = HSA + row * S
                     n_row = B[row]

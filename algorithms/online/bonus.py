@@ -1,6 +1,6 @@
-"""The private Bernstein-type bonus of DP-UCBVI (specs/dp_ucbvi.md §2.3, Algorithm 1 line 7).
+"""The private Bernstein-type bonus of DP-UCBVI (Qiao & Wang 2023, eq. 31, docs/derivations.md#constants, Algorithm 1 line 7).
 
-The bonus line of the paper is garbled; the spec reconstructs it exactly from
+The bonus line of the paper is garbled; it is reconstructed exactly (docs/derivations.md#constants) from
 eqs. 32, 66, 70-71 and 81-83:
 
     b_h^k(s,a) = 2 sqrt(Var_{P~}(V~_{h+1}) iota / N~)           term 1 (Bernstein)
@@ -12,7 +12,7 @@ eqs. 32, 66, 70-71 and 81-83:
 
 The constants live in :class:`BonusConstants` so that the two modes the audit
 reports are data, not code paths: ``theory`` (the paper's constants, the only
-mode in which Theorem 4.1 applies) and ``practical`` (scaled constants, §6.3:
+mode in which Theorem 4.1 applies) and ``practical`` (scaled constants, reports/reproductions/dp_ucbvi_fig1/README.md:
 with the paper's constants the bonus exceeds H for every (h,s,a) over any
 feasible K, so Q~ = H everywhere and regret is linear).
 """
@@ -33,7 +33,7 @@ def iota(H: int, S: int, A: int, K: int, beta: float) -> float:
 
 @dataclass(frozen=True)
 class BonusConstants:
-    """Coefficients of the four bonus terms and of g (spec §2.3).
+    """Coefficients of the four bonus terms and of g (eq. 31, docs/derivations.md#constants).
 
     mode:        "theory" or "practical" (reported in every output).
     iota:        None = the paper's log(30 HSAT/beta); a number overrides it (practical mode).
@@ -42,7 +42,7 @@ class BonusConstants:
     c_privacy:   coefficient of E iota / N~ in term 3 (paper: 20 H S, passed as a number
                  after multiplying; ``privacy_scales_with_HS`` keeps the H S factor).
     c_correction: coefficient of term 4 (paper: 4); 0 switches term 4 off.
-    g_constant:  the 1000^2 of g (eq. 83; eq. 32's 10000^2 is a misprint, spec A1).
+    g_constant:  the 1000^2 of g (eq. 83; eq. 32's 10000^2 is a misprint, docs/derivations.md#constants).
     scale:       a global multiplier on the whole bonus (1 in theory mode).
     """
 
@@ -68,12 +68,12 @@ class BonusConstants:
 
     @classmethod
     def theory(cls) -> "BonusConstants":
-        """The paper's constants (spec §2.3)."""
+        """The paper's constants (eq. 31, docs/derivations.md#constants)."""
         return cls()
 
     @classmethod
     def practical(cls) -> "BonusConstants":
-        """Scaled constants for experiments (spec §6.3; our choice, documented here).
+        """Scaled constants for experiments (reports/reproductions/dp_ucbvi_fig1/README.md; our choice, documented here).
 
         * iota = 1: the log(30 HSAT/beta) union-bound factor (~25 on RiverSwim) is a
           proof artefact; every empirical UCBVI implementation drops it.
@@ -105,7 +105,7 @@ class BonusConstants:
 
 
 def correction_g(n, *, H: int, S: int, A: int, E: float, iota: float, g_constant: float = 1000.0 ** 2):
-    """g(n) of spec §2.3 (= a^2 + b^2 + c^2 of the induction hypothesis f, eq. 83).
+    """g(n) of eq. 31, docs/derivations.md#constants (= a^2 + b^2 + c^2 of the induction hypothesis f, eq. 83).
 
     n: private state counts N~_{h+1}(s') (any shape). n = 0 gives +inf (no data).
     E: a scalar or an array broadcastable against n (per-run widths of a stacked batch).
@@ -122,7 +122,7 @@ def correction_g(n, *, H: int, S: int, A: int, E: float, iota: float, g_constant
 def bernstein_bonus(transition_private, visits_private, value_next, state_counts_next, *,
                     H: int, E: float, iota: float, constants: BonusConstants, last_step: bool,
                     include_variance: bool = True):
-    """b_h^k(s,a) for one step h, batched over runs (spec §2.3).
+    """b_h^k(s,a) for one step h, batched over runs (eq. 31, docs/derivations.md#constants).
 
     Shapes: transition_private P~_h (runs, S, A, S); visits_private N~_h(s,a) (runs, S, A);
     E a scalar or (runs,);
@@ -130,7 +130,7 @@ def bernstein_bonus(transition_private, visits_private, value_next, state_counts
     (runs, S) or None when ``last_step`` (W_H = 0). Returns (runs, S, A).
 
     Where N~_h(s,a) = 0 (only possible with E = 0, i.e. the non-private baseline) the
-    bonus is +inf, so Q~ = H there (spec §2.5, the UCBVI convention "unvisited -> H").
+    bonus is +inf, so Q~ = H there (docs/derivations.md#readings, the UCBVI convention "unvisited -> H").
     """
     S = transition_private.shape[-1]
     n = visits_private
@@ -145,7 +145,7 @@ def bernstein_bonus(transition_private, visits_private, value_next, state_counts
         if include_variance:
             mean = np.einsum("rsat,rt->rsa", transition_private, value_next)
             second = np.einsum("rsat,rt->rsa", transition_private, value_next * value_next)
-            # population variance; rounding can make it slightly negative (spec §7.3)
+            # population variance; rounding can make it slightly negative (docs/derivations.md#readings)
             variance = np.maximum(second - mean * mean, 0.0)
             bonus = bonus + c.c_variance * np.sqrt(variance * iota * inv_n)
         privacy = c.c_privacy * (H * S if c.privacy_scales_with_HS else 1.0) * E_sa * iota * inv_n

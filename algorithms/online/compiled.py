@@ -41,7 +41,7 @@ _CHUNK_ELEMENTS = 1 << 21          # ~16 MB of pre-drawn noise per chunk
 @dataclass(frozen=True)
 class EpisodeLoop:
     """What DPUCBVI.run hands the compiled engine besides the privatizer, the environment and the
-    random streams: sizes, the width and iota of §3.4 / §2.4, the bonus constants, tie-breaking."""
+    random streams: sizes, the width and iota of docs/derivations.md#widths-e / Algorithm 1, the bonus constants, tie-breaking."""
 
     algorithm: str             # for progress messages
     K: int

@@ -49,7 +49,7 @@ class StackedPrivatizer:
     def release(self):
         from dpcheck.algorithms.privatizers.base import CountPrivatizer, PrivateCounts
         from dpcheck.algorithms.privatizers.projection import _project, _sum_last
-        # parts that use the base class's release (noise process, then the §3.2 LP) are
+        # parts that use the base class's release (noise process, then the Section 5.1.1 LP) are
         # post-processed in ONE vectorised LP call over all their runs, with each run's own band
         # E/4 and shifts E/(2S), E/2 -- row by row exactly what CountPrivatizer.release computes;
         # any other part (NoPrivatizer, a user's class) releases through its own method.

@@ -1,16 +1,16 @@
 """DP-UCBVI (Qiao & Wang, AISTATS 2023, Algorithm 1) and the non-private UCBVI baseline.
 
-Spec: specs/dp_ucbvi.md. §2.2 private estimates -> :func:`private_estimates`;
-§2.3 bonus -> :mod:`dpcheck.algorithms.online.bonus`; §2.4 value iteration with the
+Map (Qiao & Wang 2023): eq. 1 private estimates -> :func:`private_estimates`;
+eq. 31 bonus (docs/derivations.md#constants) -> :mod:`dpcheck.algorithms.online.bonus`; Algorithm 1 value iteration with the
 clip at H, the monotone min with Q~^{k-1} and tie-breaking -> :func:`backward_induction`
-and :func:`greedy_policy`; §2.5 the non-private baseline -> :class:`UCBVI`.
+and :func:`greedy_policy`; the non-private baseline (docs/derivations.md#readings) -> :class:`UCBVI`.
 
 Everything is batched over independent runs (leading axis); the backward induction
 loops over h only. The agent reads nothing but the privatizer's release
 (N~, R~ and the public width E) and the current user's state, so any
 privatizer implementing the CountPrivatizer interface (Central -> eps-JDP,
 Local -> eps-LDP, or a user's class) gives the privacy of that privatizer
-(Billboard lemma, spec §3.1; C1(d), C3).
+(Billboard lemma, Section 5.1; Lemma 5.1's data flow, post-processing).
 """
 from __future__ import annotations
 
@@ -96,14 +96,14 @@ def private_estimates(transitions_private, visits_private, rewards_private):
 
 def backward_induction(transition_private, reward_private, visits_private, Q_previous, *,
                        E: float, iota: float, constants: BonusConstants):
-    """One episode of §2.4's value iteration, batched over runs; loops over h only.
+    """One episode of Algorithm 1's value iteration, batched over runs; loops over h only.
 
     Shapes: P~ (runs,H,S,A,S), r~ (runs,H,S,A), N~ (runs,H,S,A), Q~^{k-1} (runs,H,S,A); E a scalar
     or (runs,) (one width per run when the batch stacks several privatizers).
     Returns Q~^k (runs,H,S,A) and V~^k (runs,H+1,S) (V~_{H+1} = 0).
 
     Q~_h = min{Q~_h^{k-1}, H, r~ + P~ V~_{h+1} + b_h}: clipped at H for every h (not
-    H - h + 1), and the min with the previous episode makes Q~ non-increasing in k (C18).
+    H - h + 1), and the min with the previous episode makes Q~ non-increasing in k.
     """
     runs, H, S, A, _ = transition_private.shape
     Hf = float(H)
@@ -173,7 +173,7 @@ def greedy_policy(Q, rng: np.random.Generator | None, tie_breaking: str = "rando
     """pi_h(s) = argmax_a Q~_h(s,a); Q (runs,H,S,A) -> (runs,H,S) int.
 
     "random": uniform among the exact maximisers, from the run's tie-breaking stream (the
-    spec's recommended default, §2.4); "lowest": the lowest maximising index. Ties are
+    default; Algorithm 1 says "arbitrary"); "lowest": the lowest maximising index. Ties are
     exact equalities: they arise from the clip at H and the min with Q~^{k-1}, which
     produce bit-identical values.
     """
@@ -265,7 +265,7 @@ class DPUCBVI:
                   eps-LDP, NoPrivatizer -> exact counts, E = 0, i.e. UCBVI) or a name
                   accepted by ``dpcheck.algorithms.privatizers.load_privatizer``.
     beta:         failure probability of the utility statements (iota, E).
-    mode:         "theory" (paper constants) or "practical" (BonusConstants.practical, §6.3).
+    mode:         "theory" (paper constants) or "practical" (BonusConstants.practical, reports/reproductions/dp_ucbvi_fig1/README.md).
     constants:    explicit BonusConstants (overrides ``mode``'s defaults; its mode is reported).
     tie_breaking: "random" (seeded, default) or "lowest".
     """
@@ -315,7 +315,7 @@ class DPUCBVI:
                    (dpcheck.algorithms.envs: TabularMDP or ScriptedUsers).
         rng:       Generator / SeedSequence / int; split into three independent streams
                    (environment, privatizer noise, tie-breaking) so that noise can be
-                   switched off without changing the environment's randomness (spec §7.3).
+                   switched off without changing the environment's randomness (docs/derivations.md#readings).
         record:    keep actions and states (runs, K, H[+1]) (int8/int16).
         reference: Q* (H,S,A) for the optimism monitor; default: computed from env's model.
         monitor:   compute Assumption 3.1 / optimism / vacuity diagnostics (uses the true
@@ -423,7 +423,7 @@ class DPUCBVI:
 
 
 class UCBVI(DPUCBVI):
-    """Non-private UCBVI (spec §2.5, A11): DP-UCBVI's code on exact counts (N~ = N, R~ = R, E = 0).
+    """Non-private UCBVI (docs/derivations.md#readings): DP-UCBVI's code on exact counts (N~ = N, R~ = R, E = 0).
 
     Unvisited (h,s,a) have bonus +inf, so Q~ = H there (Azar et al.'s convention). With the
     theory constants this is UCBVI with the paper's Bernstein bonus and iota.
@@ -491,7 +491,7 @@ def _validate_release(counts, runs, H, S, A, who):
 
 
 class _RegretEvaluator:
-    """Exact expected regret per episode, E_{s~d1}[V*_1(s) - V^{pi_k}_1(s)] (spec §1.2, C22).
+    """Exact expected regret per episode, E_{s~d1}[V*_1(s) - V^{pi_k}_1(s)] (Section 2.1; Theorem 4.1).
 
     Policies are buffered and evaluated in chunks with the batched exact planner, so the
     cost is one backward induction per chunk instead of per episode.
@@ -527,7 +527,7 @@ class _RegretEvaluator:
 
 
 class _Monitor:
-    """Diagnostics of Q~ for the checks: optimism (C17), monotonicity (C18), the clip at H, vacuity.
+    """Diagnostics of Q~ for the checks: optimism (Lemmas C.9/C.11), monotonicity, the clip at H, vacuity.
 
     The released counts are not judged here: audits/lib/tabular.CountAssumptionMonitor does that from
     the releases it gets through ``release_hook`` (one definition, used by every audit).

@@ -1,4 +1,4 @@
-"""Count privatizers for tabular DP-RL (dp_ucbvi.md §3, dp_nash_vi.md §3, offline §2).
+"""Count privatizers for tabular DP-RL (Qiao & Wang 2023, Section 5, Qiao & Wang 2024, Section 5, Qiao & Wang 2022, eq. 2).
 
 CountPrivatizer (interface), CentralPrivatizer (JDP, tree mechanism), LocalPrivatizer (LDP),
 NoPrivatizer (exact counts), the offline DP-APVI privatizers, the exact post-processing projection,

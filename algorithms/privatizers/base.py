@@ -1,4 +1,4 @@
-"""The count-privatizer interface of DP-UCBVI and DP-Nash-VI (dp_ucbvi.md §3, dp_nash_vi.md §3).
+"""The count-privatizer interface of DP-UCBVI and DP-Nash-VI (Qiao & Wang 2023, Section 5, Qiao & Wang 2024, Section 5).
 
 A privatizer turns the trajectories of K users (one episode each, ``runs`` independent Monte-Carlo
 runs side by side) into private counts that the planner may read: ``N~_h^k(s,a)``, ``N~_h^k(s,a,s')``
@@ -24,7 +24,7 @@ post-processing LP (``release``), and the ``PrivateCounts`` record. A class that
 methods ``start/observe/release`` directly is accepted too, as long as it has every member listed in
 :data:`INTERFACE`.
 
-Calibrations (dp_ucbvi.md §7.1 A5, dp_nash_vi.md §7.1 B3): ``"paper"`` uses the paper's sensitivity
+Calibrations (docs/derivations.md#neighbouring-relation): ``"paper"`` uses the paper's sensitivity
 ``H`` per family (add/remove one user), so under the replacement relation of the papers' definitions
 it certifies only ``2 eps``; ``"strict"`` (our default, so that the default claim holds) doubles the
 noise scales and certifies ``eps`` under replacement.
@@ -45,7 +45,7 @@ INTERFACE = ("start", "observe", "release", "width", "claim", "dp_event", "true_
 
 @dataclass(frozen=True)
 class PrivateCounts:
-    """What the planner may read after episode k (the N~, R~ of the specs), batched over runs.
+    """What the planner may read after episode k (the N~, R~ of Qiao & Wang 2023 / 2024), batched over runs.
 
     visits:            N~_h(s,a)        (runs, H, S, A)
     transitions:       N~_h(s,a,s')     (runs, H, S, A, S);  visits = transitions.sum(-1)
@@ -113,7 +113,7 @@ class CompiledNoise:
       noise (the local randomiser); the state travels as ``noisy_visits / noisy_transitions /
       noisy_rewards`` of ``export_state()``;
 
-    and the planner reads :meth:`CountPrivatizer.release` of it (the §3.2 LP at the width E).
+    and the planner reads :meth:`CountPrivatizer.release` of it (the consistency LP (docs/derivations.md#readings) at the width E).
 
     draw: ``draw(out)`` fills ``out`` (n, runs, C) (possibly a strided view) with ``w`` of the next n
           episodes, from the privatizer's own noise stream, consuming it exactly as n calls of
@@ -327,7 +327,7 @@ class CountPrivatizer:
 
     @property
     def width(self) -> float:
-        """E: public, data-independent confidence width (§3.4), floored at 1 for private ones."""
+        """E: public, data-independent confidence width (docs/derivations.md#widths-e), floored at 1 for private ones."""
         self._require_started()
         return self._width
 
@@ -351,7 +351,7 @@ class CountPrivatizer:
             self._ingest(*_dense_increments(runs, H, self.S, self.A, sa, s2, rw))
 
     def release(self) -> PrivateCounts:
-        """Private counts for the next episode: N^ from the noise process, then the §3.2 LP."""
+        """Private counts for the next episode: N^ from the noise process, then the Section 5.1.1 LP."""
         from dpcheck.algorithms.privatizers.projection import _post_process
         self._require_started()
         nv, nt, rw = self._noisy_counts()

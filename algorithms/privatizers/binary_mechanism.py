@@ -1,11 +1,12 @@
 """Binary (tree) mechanism for continual counting (Chan, Shi & Song 2011, Algorithm 2).
 
-Spec: dp_ucbvi.md §3.1 ("Binary Mechanism, fully specified"), dp_nash_vi.md §3.1.
+Papers: Chan, Shi & Song 2011, Algorithm 2, as used by Qiao & Wang 2023 and 2024, Section 5.1
+(docs/derivations.md#noise-calibration).
 
 * ``L = floor(log2 K) + 1`` levels; node ``(j, m)`` covers positions ``(m-1) 2^j + 1 .. m 2^j`` and holds
   the p-sum of the items there. Every position is in one node per level, so in at most L nodes.
 * A node's noise is drawn ONCE, when the node completes (after item ``m 2^j``), and reused by every
-  later release (§7.3: fresh noise per release multiplies the privacy cost by the number of releases).
+  later release (docs/derivations.md#readings: fresh noise per release multiplies the privacy cost by the number of releases).
 * The release after ``t`` items is ``B(t)`` = sum of the ``popcount(t)`` noisy nodes of the dyadic
   decomposition of ``{1..t}``; ``B(0) = 0``.
 
@@ -20,13 +21,13 @@ release and are never formed. The releases are kept by recurrence rather than re
 O(i + 1) array operations (amortised 2) over all counters, which are batched in an arbitrary array
 shape (runs, ...).
 
-Matrix-valued streams (private_linopt.md §2.7: the Gram-matrix counters of Private-LinOpt-VI/-PO) use
+Matrix-valued streams (Zhou 2022, Section 6.1: the Gram-matrix counters of Private-LinOpt-VI/-PO) use
 the same tree with ``TreeCounter(..., symmetric=True)``: the counters' last two axes are a square
 matrix and every node's noise is a symmetric Gaussian matrix (i.i.d. entries on and above the
-diagonal, mirrored below; P2: neither ``W + W^T`` nor an independent lower triangle), so every release
-is exactly symmetric (C3). ``BinaryMechanism(..., keep_noise=True)`` also keeps the noise of the live
+diagonal, mirrored below: neither ``W + W^T`` nor an independent lower triangle), so every release
+is exactly symmetric. ``BinaryMechanism(..., keep_noise=True)`` also keeps the noise of the live
 nodes so that checkers can read the total noise of the current release (``noise()``, the N_{h,p}^k of
-§2.7) without subtracting two large sums.
+Zhou 2022, Section 6.1) without subtracting two large sums.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ NOISES = ("laplace", "gaussian")
 
 
 def tree_levels(K: int) -> int:
-    """L = floor(log2 K) + 1: the number of dyadic levels for positions 1..K (§7.1 A3; never ln)."""
+    """L = floor(log2 K) + 1: the number of dyadic levels for positions 1..K (docs/derivations.md#noise-calibration; never ln)."""
     K = int(K)
     if K < 1:
         raise InputError(f"the stream length K must be >= 1, got {K}")
@@ -49,7 +50,7 @@ def tree_levels(K: int) -> int:
 
 
 def release_nodes(t: int) -> list[tuple[int, int]]:
-    """The nodes (j, m) whose noisy p-sums make up B(t), most significant bit first (§3.1)."""
+    """The nodes (j, m) whose noisy p-sums make up B(t), most significant bit first (Section 5.1)."""
     nodes, start = [], 0
     for j in range(int(t).bit_length() - 1, -1, -1):
         if (t >> j) & 1:
@@ -80,8 +81,8 @@ class TreeCounter:
                  family, replacement: 2 H L; add/remove: H L.)
     noise:       "laplace" (pure DP) or "gaussian".
     symmetric:   the counters' last two axes form a square matrix and each node's noise is a symmetric
-                 Gaussian matrix (entries on/above the diagonal i.i.d., mirrored; private_linopt.md
-                 §2.7). The mechanism is then the Gaussian mechanism on the upper triangle (diagonal
+                 Gaussian matrix (entries on/above the diagonal i.i.d., mirrored; Zhou 2022,
+                 Section 6.1). The mechanism is then the Gaussian mechanism on the upper triangle (diagonal
                  included) of the node p-sums, so ``sensitivity`` is the l2 change of those entries;
                  the Frobenius norm used by the paper bounds it from above.
 
@@ -152,7 +153,7 @@ class TreeCounter:
 
 
 def symmetric_gaussian(rng: np.random.Generator, sigma: float, shape) -> np.ndarray:
-    """Symmetric Gaussian matrices over the last two axes of ``shape`` (private_linopt.md §2.7, P2).
+    """Symmetric Gaussian matrices over the last two axes of ``shape`` (Zhou 2022, Section 6.1).
 
     One N(0, sigma^2) draw per entry (p, q) with p <= q (row-major upper triangle, diagonal included,
     consumed in C order over the leading axes), copied to (q, p): every entry has variance sigma^2 and
@@ -230,7 +231,7 @@ class BinaryMechanism:
         self._advance(i, node + self._draw(i))
 
     def _draw(self, i):
-        """The noise of the node completing at level i: drawn once here, never again (P1 / §7.3)."""
+        """The noise of the node completing at level i: drawn once here, never again (docs/derivations.md#readings)."""
         noise = self.counter.draw(self.rng, self.shape)
         self.last_noise = noise
         if self._noise is not None:
@@ -285,7 +286,7 @@ class BinaryMechanism:
 
     def _sum_set_bits(self, per_level: np.ndarray) -> np.ndarray:
         # the latest completed node of level j is node (j, t >> j) exactly when bit j of t is set,
-        # so the set bits of t index the dyadic decomposition of {1..t} (§3.1)
+        # so the set bits of t index the dyadic decomposition of {1..t} (Section 5.1)
         bits = [j for j in range(self.t.bit_length()) if (self.t >> j) & 1]
         if not bits:
             return np.zeros(self.shape)

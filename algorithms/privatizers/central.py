@@ -1,14 +1,14 @@
-"""Central Privatizer for JDP (dp_ucbvi.md §3.1, dp_nash_vi.md §3.1).
+"""Central Privatizer for JDP (Qiao & Wang 2023, Section 5.1, Qiao & Wang 2024, Section 5.1).
 
 Every count is a continual counter over the K users: for each (h,s,a) the visit stream, for each
 (h,s,a,s') the transition stream and (DP-UCBVI only) for each (h,s,a) the reward stream. Each stream is
 privatised by the binary mechanism with per-node Laplace scale
 
     b_c = F H L / eps            (paper;  F = 3 families for DP-UCBVI, 2 for DP-Nash-VI)
-    b_c = 2 F H L / eps          (strict: replacement neighbours, §7.1 A5 / B3)
+    b_c = 2 F H L / eps          (strict: replacement neighbours, docs/derivations.md#neighbouring-relation)
 
-with L = floor(log2 K) + 1 (eps' = eps / (F H L) per node, §7.1 A3/A4). ``N^_h^k = B(k-1)``; N~ comes from
-the §3.2 LP with the central E (§3.4); R~ is the tree output itself (no post-processing, §7.1 A15).
+with L = floor(log2 K) + 1 (eps' = eps / (F H L) per node, docs/derivations.md#noise-calibration). ``N^_h^k = B(k-1)``; N~ comes from
+the Section 5.1.1 LP with the central E (docs/derivations.md#widths-e); R~ is the tree output itself (no post-processing, docs/derivations.md#readings).
 
 Privacy as data: in one family a user changes one unit per step h in each of the L nodes of the
 counters she touches (add/remove: l1 change H L; replacement: 2 H L), so the family's noisy node vector

@@ -1,9 +1,9 @@
-"""Local Privatizer for LDP (dp_ucbvi.md §3.3, dp_nash_vi.md §3.3).
+"""Local Privatizer for LDP (Qiao & Wang 2023, Section 5.2, Qiao & Wang 2024, Section 5.2).
 
 Each user perturbs her own per-trajectory statistics -- the one-hot visit vector sigma_h(s,a), the one-hot
 transition vector sigma_h(s,a,s') and (DP-UCBVI) the reward vector rho_h(s,a) -- with fresh i.i.d.
-Laplace noise on EVERY coordinate, zeros included (§7.1 A14), and sends only that message. The agent
-sums the messages (N^ = sum of sigma~, R~ = sum of rho~) and applies the §3.2 LP with the local E.
+Laplace noise on EVERY coordinate, zeros included (docs/derivations.md#noise-calibration), and sends only that message. The agent
+sums the messages (N^ = sum of sigma~, R~ = sum of rho~) and applies the Section 5.1.1 LP with the local E.
 
 Scale b_l = F H / eps (paper; F = 3 families for DP-UCBVI, 2 for DP-Nash-VI) or 2 F H / eps (strict,
 replacement). Privacy as data: one family of one message is the Laplace mechanism with l1 sensitivity H

@@ -1,4 +1,4 @@
-"""NoPrivatizer: exact counts for the non-private baselines (dp_ucbvi.md §2.5, UCBVI; Nash-VI).
+"""NoPrivatizer: exact counts for the non-private baselines (docs/derivations.md#readings, UCBVI; Nash-VI).
 
 N~ = N, R~ = R, E = 0, no post-processing (the LP with E = 0 would keep N anyway). It makes no privacy
 claim: ``claim`` is None and ``dp_event()`` is ``NonPrivateDpEvent``. The baseline's convention for

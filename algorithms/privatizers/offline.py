@@ -1,21 +1,21 @@
-"""Offline count privatizers of DP-APVI (offline_dp_apvi_vapvi.md §2.1-2.5, §2.7, §2.8).
+"""Offline count privatizers of DP-APVI (Qiao & Wang 2022, Algorithm 1, eqs. 2-5, Lemma C.1, Section 3).
 
 The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair counts) and
 ``n_h(s,a,s')`` (H S^2 A triple counts), batched over runs: (runs, H, S, A[, S]).
 
 * :class:`OfflineCountPrivatizer`: the interface (a user's privatizer subclasses it; docs/privatizers.md);
   the two built-ins below implement it.
-* :class:`OfflineGaussianPrivatizer` (rho-zCDP, §2.2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
-  ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (§2.3);
-  post-processing with band ``E_rho / 2`` and no shift (§2.4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
-  ``ntil(s,a) > E_rho`` else uniform (§2.5). Privacy (§2.7, Lemma C.1): replacing one trajectory changes
+* :class:`OfflineGaussianPrivatizer` (rho-zCDP, eq. 2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
+  ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (eq. 3, Lemma C.2);
+  post-processing with band ``E_rho / 2`` and no shift (eqs. 3-4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
+  ``ntil(s,a) > E_rho`` else uniform (eq. 5). Privacy (Lemma C.1): replacing one trajectory changes
   H pair counts by -1 and H by +1, l2 sensitivity ``sqrt(2H)`` per family, so each family is
   ``GaussianDpEvent(sigma / sqrt(2H))`` = rho/2-zCDP and the two compose to rho-zCDP.
-* :class:`OfflineLaplacePrivatizer` (pure eps-DP, §2.8(c)): ``Lap(4H/eps)`` on every count; the union of
+* :class:`OfflineLaplacePrivatizer` (pure eps-DP, docs/derivations.md#noise-calibration): ``Lap(4H/eps)`` on every count; the union of
   both families has l1 sensitivity ``4H``, so it is ``LaplaceDpEvent(1)`` i.e. eps-DP; width
   ``E_eps = (8H/eps) log(2 H S^2 A / beta)``.
 
-``beta`` is the failure probability the spec writes ``delta`` (renamed here so it is not confused with
+``beta`` is the utility failure probability the paper writes ``delta`` (renamed here so it is not confused with
 the delta of (eps, delta)-DP). The clip ``{.}^+`` and everything after it are post-processing.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ class OfflineCounts:
 
     visits:            ntil_h(s,a) = sum_s' ntil_h(s,a,s')   (runs, H, S, A)
     transitions:       ntil_h(s,a,s')                         (runs, H, S, A, S)
-    noisy_visits:      n'_h(s,a)  (clipped noisy counts, before §2.4)
+    noisy_visits:      n'_h(s,a)  (clipped noisy counts, before eqs. 3-4)
     noisy_transitions: n'_h(s,a,s')
     width:             E_rho (or E_eps)
     """
@@ -105,7 +105,7 @@ def _positive_finite(name, v, what=""):
 def _check_beta(beta):
     b = _positive_finite("beta", beta)
     if not b < 1:
-        raise InputError(f"beta (the spec's failure probability delta) must lie in (0, 1), got {beta!r}")
+        raise InputError(f"beta (the paper's utility failure probability delta) must lie in (0, 1), got {beta!r}")
     return b
 
 
@@ -113,9 +113,9 @@ OFFLINE_INTERFACE = ("privatize", "width", "dp_event", "claim", "declare")
 
 
 class OfflineCountPrivatizer:
-    """The count-privatizer interface of DP-APVI (Qiao & Wang, Offline RL with DP, §2.2-2.5; docs/privatizers.md,
+    """The count-privatizer interface of DP-APVI (Qiao & Wang, Offline RL with DP, docs/derivations.md#noise-calibration; docs/privatizers.md,
     "Offline tabular: DP-APVI"). ONE release, from a whole dataset, of noisy pair counts n'_h(s,a) and triple
-    counts n'_h(s,a,s'); everything after it (clip at 0, the §2.4 consistency LP, the kernel P~ of eq. 5, the
+    counts n'_h(s,a,s'); everything after it (clip at 0, the consistency LP (docs/derivations.md#readings), the kernel P~ of eq. 5, the
     planner) is post-processing and done here, with the width E the privatizer declares.
 
     A researcher subclasses it and provides
@@ -177,7 +177,7 @@ class OfflineCountPrivatizer:
         return None
 
     def privatize(self, pair, triple, rng: np.random.Generator) -> OfflineCounts:
-        """n' from :meth:`noisy_counts`, clip at 0 (§2.2), then the §2.4 projection with band E/2."""
+        """Noise on every pair and triple count, clip at 0 (eq. 2), then the eqs. 3-4 projection."""
         pair, triple = _check_counts(pair, triple)
         if not isinstance(rng, np.random.Generator):
             raise InputError("rng must be a numpy.random.Generator")
@@ -208,7 +208,7 @@ class _OfflinePrivatizer(OfflineCountPrivatizer):
 
 
 class OfflineGaussianPrivatizer(_OfflinePrivatizer):
-    """DP-APVI's Gaussian count privatizer: rho-zCDP (offline §2.2-2.5, Lemma C.1)."""
+    """DP-APVI's Gaussian count privatizer: rho-zCDP (Qiao & Wang 2022, eq. 2, Lemma C.1)."""
 
     name = "offline_gaussian"
 
@@ -218,7 +218,7 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
 
     @classmethod
     def from_approx_dp(cls, epsilon: float, delta_dp: float, beta: float = 0.1):
-        """(eps, delta_dp)-DP through zCDP (§2.8(d)): the rho whose Lemma E.15 conversion is exactly
+        """(eps, delta_dp)-DP through zCDP (docs/derivations.md#noise-calibration): the rho whose Lemma E.15 conversion is exactly
         (eps, delta_dp)-DP (:func:`dpcheck.accounting.rho_from_epsilon`)."""
         epsilon = _positive_finite("epsilon", epsilon)
         delta_dp = _positive_finite("delta_dp", delta_dp)
@@ -232,7 +232,7 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
         return gaussian_sigma_squared(2.0 * H, self.rho / 2)
 
     def width(self, H: int, S: int, A: int) -> float:
-        """E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho) (§2.3)."""
+        """E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho) (eq. 3, Lemma C.2)."""
         return 4.0 * math.sqrt(H * math.log(4.0 * H * S * S * A / self.beta) / self.rho)
 
     def _noise(self, rng, shape, H):
@@ -259,7 +259,7 @@ class OfflineGaussianPrivatizer(_OfflinePrivatizer):
 
 
 class OfflineLaplacePrivatizer(_OfflinePrivatizer):
-    """Pure-DP variant: Lap(4H/eps) on every count (offline §2.8(c))."""
+    """Pure-DP variant: Lap(4H/eps) on every count (docs/derivations.md#noise-calibration)."""
 
     name = "offline_laplace"
 
@@ -272,7 +272,7 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
         return 4.0 * H / self.epsilon
 
     def width(self, H: int, S: int, A: int) -> float:
-        """E_eps = (8H/eps) log(2 H S^2 A / beta) (§2.8(c))."""
+        """E_eps = (8H/eps) log(2 H S^2 A / beta) (docs/derivations.md#noise-calibration)."""
         return 8.0 * H / self.epsilon * math.log(2.0 * H * S * S * A / self.beta)
 
     def _noise(self, rng, shape, H):
@@ -294,4 +294,4 @@ class OfflineLaplacePrivatizer(_OfflinePrivatizer):
 
     @property
     def claim(self) -> Claim:
-        return Claim(epsilon=self.epsilon, notion="DP", source=f"{SOURCE}, §2.8(c) pure-DP variant (Laplace)")
+        return Claim(epsilon=self.epsilon, notion="DP", source=f"{SOURCE}, docs/derivations.md#noise-calibration pure-DP variant (Laplace)")

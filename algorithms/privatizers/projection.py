@@ -1,4 +1,4 @@
-"""Exact post-processing of noisy counts (dp_ucbvi.md §3.2 / §7.2, dp_nash_vi.md §3.2, offline §2.4).
+"""Exact post-processing of noisy counts (Qiao & Wang 2023, Section 5.1.1; Qiao & Wang 2024, Section 5.3; Qiao & Wang 2022, eq. 3; docs/derivations.md#readings).
 
 For every (h, s, a) -- or any leading index -- the noisy transition counts ``y = N^(s,a,.)`` (length S,
 possibly negative or fractional) and the noisy visit count ``n = N^(s,a)`` are replaced by the
@@ -7,19 +7,19 @@ solution of the linear programme (eq. 4 of DP-UCBVI, eq. 8 of DP-Nash-VI, eq. 3 
     minimise_x  max_s' |x_s' - y_s'|   subject to   |sum_s' x_s' - n| <= band,   x >= 0,
 
 with ``band = E/4`` in the online papers and ``band = E_rho/2`` in DP-APVI. The LP is solved exactly
-and for all leading axes at once with one sort per row (O(S log S), §7.2):
+and for all leading axes at once with one sort per row (O(S log S), docs/derivations.md#readings):
 
 * optimal value ``t* = max(t0, t_hi, t_lo)`` with ``t0 = max(0, max(-y))``,
   ``t_hi = (n - band - sum y) / S`` and ``t_lo`` the root of ``sum (y - t)^+ = n + band``;
 * canonical optimal point = the Euclidean projection of ``y`` onto the optimal set. On that set the
   projection has the closed form ``x = (y + theta)^+`` with ``theta = 0`` when ``sum y^+`` already lies
   in the band, else ``theta`` the root of ``sum (y + theta)^+ = `` the violated band end. (Derivation:
-  the box of the optimal set is ``[max(0, y - t*), y + t*]``; for ``|theta| <= t*`` the spec's
+  the box of the optimal set is ``[max(0, y - t*), y + t*]``; for ``|theta| <= t*`` the paper's
   ``clip(y + theta, l, u)`` equals ``(y + theta)^+`` entry by entry, and the root always has
   ``|theta| <= t*`` because ``sum (y + t*)^+ = hi(t*) >= n - band`` and ``sum (y - t*)^+ = lo(t*) <= n + band``.)
   The root of ``sum (y + theta)^+ = tau`` is the simplex-projection threshold (Held, Wolfe & Crowder
   1974; Duchi et al. 2008), found from the same sort.
-* infeasible rows (``n + band < 0``, only outside the good event) fall back to ``x = 0`` (§7.1 A8).
+* infeasible rows (``n + band < 0``, only outside the good event) fall back to ``x = 0`` (docs/derivations.md#readings).
 
 Shapes: ``y (..., S)``, ``n (...)``; ``band`` a scalar or broadcastable to ``n``.
 """
@@ -106,7 +106,7 @@ _NETWORKS = {S: _sorting_network(S) for S in range(2, _COLUMN_MAX_S + 1)}
 
 
 def sorting_network(S: int) -> list[tuple[int, int]]:
-    """The comparators the column solve of the §3.2 LP sorts S values with (empty when S is 1 or
+    """The comparators the column solve of the Section 5.1.1 LP sorts S values with (empty when S is 1 or
     larger than the column path handles, where insertion sort is used instead)."""
     return list(_NETWORKS.get(S, []))
 
@@ -213,7 +213,7 @@ def _project(y, n, band, with_value: bool) -> ProjectionResult:
     csum = np.cumsum(ys, axis=1)
     total = csum[:, -1]
 
-    # --- optimal value t* (§7.2 steps 2-5) ---------------------------------------------------
+    # --- optimal value t* (docs/derivations.md#readings steps 2-5) ---------------------------------------------------
     t0 = np.maximum(0.0, -ys[:, -1])
     t_hi = (lo_end - total) / S
     yp = np.maximum(ys, 0.0)                        # (y - t)^+ for t >= 0 only sees positives
@@ -226,7 +226,7 @@ def _project(y, n, band, with_value: bool) -> ProjectionResult:
                     np.take_along_axis(t_cand, first[:, None], axis=1)[:, 0])
     value = np.maximum(np.maximum(t0, t_hi), t_lo)
 
-    # --- canonical point: Euclidean projection onto the optimal set (§7.2 step 6) -----------
+    # --- canonical point: Euclidean projection onto the optimal set (docs/derivations.md#readings step 6) -----------
     g0 = np.maximum(Y[:, 0], 0.0)                    # sum y^+ left to right in the original order,
     for j in range(1, S):                            # as the column path and the compiled engine
         g0 = g0 + np.maximum(Y[:, j], 0.0)
@@ -247,7 +247,7 @@ def _project(y, n, band, with_value: bool) -> ProjectionResult:
 
 @dataclass(frozen=True)
 class PostProcessed:
-    """Output of the online post-processing step (dp_ucbvi.md §3.2 eqs. 4-5).
+    """Output of the online post-processing step (Qiao & Wang 2023, Section 5.1.1 eqs. 4-5).
 
     transitions: N~(s,a,s') = N-bar(s,a,s') + E/(2S)          (..., S)
     visits:      N~(s,a)    = N-bar(s,a)    + E/2 = sum_s' N~  (...)
@@ -284,9 +284,9 @@ def _post_process(noisy_transitions, noisy_visits, width: float, with_value: boo
 
 
 def post_process_offline(noisy_transitions, noisy_visits, width: float) -> PostProcessed:
-    """n' -> ntil of DP-APVI (offline §2.4): the LP with band E_rho/2 and NO shift.
+    """n' -> ntil of DP-APVI (Qiao & Wang 2022, eq. 3): the LP with band E_rho/2 and NO shift.
 
-    The offline inputs are already clipped at 0 (§2.2), so the LP is always feasible; the
+    The offline inputs are already clipped at 0 (eq. 1), so the LP is always feasible; the
     visit count is defined as the sum of the projected transition counts.
     """
     E = float(width)

@@ -1,10 +1,10 @@
-"""The confidence width E_{eps,beta} of the count privatizers (dp_ucbvi.md §3.4, dp_nash_vi.md §3.4).
+"""The confidence width E_{eps,beta} of the count privatizers (docs/derivations.md#widths-e).
 
 E is public and data-independent: it is computed in ``start`` before any data arrives, so it never
-affects privacy (claim C3). It must make the good event of Lemma 5.4 / 5.8 -- ``|N^ - N| <= E/4`` for
+affects privacy. It must make the good event of Lemma 5.4 / 5.8 -- ``|N^ - N| <= E/4`` for
 every counter and release -- hold with probability >= 1 - beta/3.
 
-Modes (the spec's names):
+Modes (docs/derivations.md#widths-e):
 * ``"rigorous"`` (default): Chernoff bounds (A)/(B) on a sum of n i.i.d. Laplace(b) variables and a union
   bound over the ``m = C (K - 1)`` noisy (counter, release) pairs, ``delta = beta / (3 m)``.
   Central: ``E = 4 tau(L, b_c, delta)``; Local: ``E = 4 tau(K - 1, b_l, delta)``.
@@ -13,9 +13,9 @@ Modes (the spec's names):
   repetitions by default; the quantile is the empirical one (``numpy.quantile``, method "higher").
 * ``"nominal"``: the paper's order expressions with constant 1: central ``(H/eps) log(x)^2``, local
   ``(H/eps) sqrt(K log(x))`` with ``x = H S A T / beta`` (DP-UCBVI, ``T = H K``) or ``x = H S A K / beta``
-  for games (``A`` = the joint action count; dp_nash_vi.md writes ``K`` inside the log, §7.1 B13).
+  for games (``A`` = the joint action count; Qiao & Wang 2024 writes ``K`` inside the log, docs/derivations.md#constants).
 
-Every mode is floored, ``E := max(E, 1)`` (dp_ucbvi.md §7.1 A13, dp_nash_vi.md B11); the
+Every mode is floored, ``E := max(E, 1)`` (docs/derivations.md#widths-e, Qiao & Wang 2024); the
 non-private baseline uses E = 0 and never calls this module.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ WIDTH_MODES = ("rigorous", "calibrated", "nominal")
 
 
 def laplace_sum_threshold(n: int, b: float, delta: float) -> float:
-    """tau(n, b, delta): P(|sum of n i.i.d. Lap(b)| >= tau) <= delta (dp_ucbvi.md §3.4).
+    """tau(n, b, delta): P(|sum of n i.i.d. Lap(b)| >= tau) <= delta (docs/derivations.md#widths-e).
 
     (A) lambda = 1/(2b): tau = 2b (log(2/delta) + n log(4/3)), any n >= 1;
     (B) lambda = tau/(4 n b^2): tau = b sqrt(8 n log(2/delta)), valid when n >= log(2/delta).
@@ -55,7 +55,7 @@ def counter_count(H: int, S: int, A: int, rewards: bool = True) -> int:
 
 def rigorous_width(mechanism: str, *, H: int, S: int, A: int, K: int, scale: float, beta: float,
                    rewards: bool = True) -> float:
-    """The §3.4 rigorous E (before the floor) for the central tree or the local sums."""
+    """The docs/derivations.md#widths-e rigorous E (before the floor) for the central tree or the local sums."""
     from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
     m = counter_count(H, S, A, rewards) * (K - 1)
     if m == 0:

@@ -1,5 +1,5 @@
 """The checks of private RL with general function approximation (He & Zhou, arXiv 2605.07049;
-specs/private_gfa.md), one function per claim, for Algorithm 1 (``private_gfa``) and Algorithm 2
+He & Zhou 2026), one function per claim, for Algorithm 1 (``private_gfa``) and Algorithm 2
 (``private_gfa_outcome``).
 
 ``audits/private_gfa.py`` is the registered audit (its claim table says which function checks which claim).
@@ -9,16 +9,16 @@ Every function takes the learner under audit as an OBJECT (a :class:`dpcheck.alg
 
 * privacy: :func:`jdp_blackbox_check` (black box on the selected functions f^(k) and the actions sent to the
   other scripted users, Def 2.3), :func:`sensitivity_check` (hypothesis search of max_f |S_D(f) - S_D'(f)|
-  over neighbouring datasets against the declared 8H / (H+1)^2, G1/G2), :func:`selection_check` (empirical
+  over neighbouring datasets against the declared 8H / (H+1)^2, docs/derivations.md#noise-calibration), :func:`selection_check` (empirical
   selection frequencies of the mechanism against the closed form exp(beta S)/Z at the DECLARED temperature,
   chi-square), :func:`composition_check` (the M = ceil(K/B) updates at the temperature actually used,
-  accounted exactly with dp_accounting's PLD, G4/G5), :func:`score_dataset_check` (the scores the mechanism
-  samples from are S_{D_[k]} on exactly the episodes before the batch start, P3/P9);
+  accounted exactly with dp_accounting's PLD, Section 3.3), :func:`score_dataset_check` (the scores the mechanism
+  samples from are S_{D_[k]} on exactly the episodes before the batch start);
 * assumptions: :func:`assumption_checks` (realizability, completeness, coverability computed exactly with
-  its certificate, the G14 facts, determinism for Algorithm 2);
+  its certificate, Appendix D's coverability facts, determinism for Algorithm 2);
 * regret: :func:`regret_curves` + :func:`regret_checks` (increment exponents of the privacy term against
   K^(3/5) and of the non-private batched learner against sqrt(K), the eps scaling of the privacy cost,
-  the output policy's sub-optimality = Regret / K, G17-G22).
+  the output policy's sub-optimality = Regret / K, Theorems 3.1, 3.4).
 
 User classes come as arrays: :func:`load_function_class` reads ``--set function_class=PATH.npz``.
 """
@@ -49,7 +49,7 @@ NPZ_KEYS = ("values", "P", "r", "init")
 def load_function_class(path: str, algorithm: int):
     """A user's class (and optionally its MDP) from an .npz file -> (FunctionClass, TabularMDP | None).
 
-    ``values`` (N, H, S, A) in [0, 1]: the N entries f = (f_1..f_H) (duplicates allowed, A11). Optional
+    ``values`` (N, H, S, A) in [0, 1]: the N entries f = (f_1..f_H) (duplicates allowed). Optional
     ``P`` (H, S, A, S), ``r`` (H, S, A), ``init`` (S,) (a point mass for Algorithm 1): the known MDP the
     assumptions and regret are computed on; without them the class must fit the default instance. Every
     problem is an InputError with one line (the CLI's exit 2).
@@ -92,7 +92,7 @@ def load_function_class(path: str, algorithm: int):
             raise InputError(f"--set function_class={path}: {e}") from None
         if algorithm == 1 and np.count_nonzero(mdp.init) != 1:
             raise InputError(f"--set function_class={path}: Algorithm 1 needs a fixed initial state (init must be a "
-                             "point mass, §1.1)")
+                             "point mass, Section 2.1)")
     return fc, mdp
 
 
@@ -130,7 +130,7 @@ def check_class_size(path: str, inst, z: dict, K: int) -> None:
 
 
 def default_instance(algorithm: int):
-    """GF-3 (§6.1) for Algorithm 1; the Appendix D "easy" environment (§4.1) for Algorithm 2."""
+    """GF-3 for Algorithm 1; the Appendix D "easy" environment for Algorithm 2."""
     from dpcheck.algorithms.gfa import appendix_d, gf3
     return gf3() if algorithm == 1 else appendix_d("easy")
 
@@ -178,7 +178,7 @@ def describe(agent) -> dict:
 
 # ----------------------------------------------------------------------------- privacy: black box
 class UsersWithInit:
-    """Scripted users plus the public initial distribution rho Algorithm 2 needs (§1.1: rho is known).
+    """Scripted users plus the public initial distribution rho Algorithm 2 needs (Section 2.1: rho is known).
 
     Delegates the per-episode protocol (``rollout(policy, rng, episode=k)``) to ``users``."""
 
@@ -258,7 +258,7 @@ def jdp_blackbox_check(agent, mdp, exe: ExecutionOptions = ExecutionOptions(), *
 # ----------------------------------------------------------------------------- privacy: white box
 def _dataset_strategy(H: int, S: int, A: int, max_n: int):
     """Hypothesis strategy: (states (n, H+1), actions (n, H), rewards (n, H)) with sum_h r_h <= 1 (the reward
-    normalisation every sensitivity bound needs, A3): one reward in {0, 1/2, 1} at one step."""
+    normalisation every sensitivity bound needs): one reward in {0, 1/2, 1} at one step."""
     from hypothesis import strategies as st
 
     def traj():
@@ -280,7 +280,7 @@ def _arrays(trajs, H):
 
 
 def extreme_class(H: int, N: int = 24, S: int = 2, A: int = 2, seed: int = 0):
-    """A random class with values in {0, 1} (the extremes, spec G1), N entries on S x A."""
+    """A random class with values in {0, 1} (the extremes, Theorem 3.1), N entries on S x A."""
     from dpcheck.algorithms.gfa import FunctionClass
     rng = np.random.default_rng(seed)
     vals = rng.integers(0, 2, size=(N, H, S, A)).astype(float)
@@ -316,7 +316,7 @@ def sensitivity_search(agent, init, *, examples: int = 200, max_n: int = 3, seed
 
 
 def sensitivity_check(agent, init, *, examples: int = 200, seed: int = 0) -> Check:
-    """whitebox.sensitivity (G1 / G2): the searched max_f |S_D(f) - S_D'(f)| on the audited class and on a
+    """whitebox.sensitivity (Theorem 3.1; Theorem 3.4): the searched max_f |S_D(f) - S_D'(f)| on the audited class and on a
     random {0, 1} class with the same H must not exceed the declared Delta_S (8H / (H+1)^2); one
     counterexample fails. The realised maximum and its ratio to the declared value are reported."""
     declared = float(agent.sensitivity)
@@ -331,7 +331,7 @@ def sensitivity_check(agent, init, *, examples: int = 200, seed: int = 0) -> Che
         agent.sensitivity_kind, "given")
     claim = {"statement": f"|S_D(f) - S_D'(f)| <= Delta_S = {formula} = {declared:g} for neighbouring D, D' "
                           "(one trajectory replaced) and every f",
-             "source": f"{SOURCE}, §2.4 / {THEOREM[agent.algorithm]} (spec G{agent.algorithm})"}
+             "source": f"{SOURCE}, Section 3.3, docs/derivations.md#noise-calibration / {THEOREM[agent.algorithm]}"}
     measured = {"max_change": worst, "declared_sensitivity": declared, "ratio": worst / declared,
                 "per_class": [{"class": r["class"], "max_change": r["max_change"]} for r in res],
                 "examples": 2 * examples, "confidence": 1.0, "samples": 2 * examples}
@@ -361,7 +361,7 @@ def _chisq_power(p0, p1, n, df, alpha):
 def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05, seed: int = 0,
                     spread: float = 4.0, chunk: int = 8192) -> Check:
     """privacy.em_selection: the mechanism's empirical selection frequencies against the closed form
-    Pr[f] = exp(beta S(f)) / sum_g exp(beta S(g)) at the DECLARED beta_EM = eps0 / (2 Delta_S) (§1.5).
+    Pr[f] = exp(beta S(f)) / sum_g exp(beta S(g)) at the DECLARED beta_EM = eps0 / (2 Delta_S) (Section 2.2).
 
     Scores are designed so that beta S spans [0, ``spread``] over the class (the declared law is far from
     uniform and from the argmax); ``draws`` selections go through the learner's own ``select`` (the
@@ -375,7 +375,7 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
     p = agent.privacy(K)
     claim = {"statement": "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), "
                           "beta_EM = eps0 / (2 Delta_S)",
-             "source": f"{SOURCE}, Algorithm {agent.algorithm} line 6, §1.5 (McSherry & Talwar 2007)"}
+             "source": f"{SOURCE}, Algorithm {agent.algorithm} line 6, Section 2.2 (McSherry & Talwar 2007)"}
     if not p.private:
         return Check(id="privacy.em_selection", kind="privacy", verdict=INCONCLUSIVE, claim=claim,
                      measured={"confidence": 1 - alpha}, reason="non-private learner (argmax): no exponential "
@@ -456,7 +456,7 @@ def observed_updates(agent, mdp, K: int, seed: int = 0) -> tuple[int, float]:
 
 
 def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
-    """whitebox.composition (G4, G5/G6): for every K of ``K_grid``, the M = ceil(K/B) updates at the
+    """whitebox.composition (Section 3.3; Theorem 3.1; Theorem 3.4): for every K of ``K_grid``, the M = ceil(K/B) updates at the
     temperature the learner REALLY uses (eps0_used = 2 Delta_S beta_used: the pure-DP level of an
     exponential mechanism with that temperature on a score of sensitivity Delta_S), composed and accounted
     exactly -- dp_accounting PLD of M self-composed binary randomized responses at eps0_used, which have
@@ -492,7 +492,7 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
     ok = worst["epsilon_pld"] <= claim.epsilon * (1 + slack) + slack
     st = {"statement": f"M = ceil(K/B) exponential mechanisms, each eps0-DP with eps0 = 2 Delta_S beta_EM, "
                        f"compose to ({claim.epsilon:g}, {claim.delta:g})-DP (exact PLD accountant)",
-          "source": f"{SOURCE}, §2.4, Lemma E.2, {THEOREM[agent.algorithm]} (spec G4, G5/G6)"}
+          "source": f"{SOURCE}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, {THEOREM[agent.algorithm]} (Theorem 3.1; Theorem 3.4)"}
     measured = {"epsilon_pld": worst["epsilon_pld"], "at_delta": claim.delta, "claimed_epsilon": claim.epsilon,
                 "worst": worst, "epsilon_lower_bound": worst["epsilon_pld"], "confidence": 1.0, "samples": 0}
     if ok:
@@ -518,7 +518,7 @@ def _literal_scores(agent, states, actions, rewards, init):
 
 
 def score_dataset_check(agent, mdp, *, K: int = 24, runs: int = 4, seed: int = 0) -> Check:
-    """whitebox.score_dataset (P3, P9, §2.1): the scores the mechanism samples from at the update of episode
+    """whitebox.score_dataset (Algorithm 1; docs/derivations.md#noise-calibration; Algorithms 1-2): the scores the mechanism samples from at the update of episode
     k = iB + 1 equal S_{D_[k]}(f) recomputed literally (the reference loss functions, sums over
     trajectories) on exactly the episodes 1..iB the run recorded. The scores are captured where they
     enter the sampler (the learner's ``_select``), so a learner that scores stale, partial or future data
@@ -536,7 +536,7 @@ def score_dataset_check(agent, mdp, *, K: int = 24, runs: int = 4, seed: int = 0
     res = a.run(mdp, K, np.random.default_rng(seed), runs=runs, record=True)
     claim = {"statement": "the score at the update of episode iB + 1 is S_{D_[k]} on the episodes 1..iB "
                           "(sums over trajectories)",
-             "source": f"{SOURCE}, Algorithm {agent.algorithm} lines 4-6, §2.1 (spec P3, P9)"}
+             "source": f"{SOURCE}, Algorithm {agent.algorithm} lines 4-6, Algorithms 1-2 (docs/derivations.md#noise-calibration)"}
     if len(seen) != res.M:
         return Check(id="whitebox.score_dataset", kind="whitebox", verdict=INCONCLUSIVE, claim=claim,
                      measured={"updates": res.M, "scores_seen": len(seen), "confidence": 1.0},
@@ -576,9 +576,9 @@ def _outcome_rewards(res, r, k0):
 # ----------------------------------------------------------------------------- assumptions
 def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) -> list[Check]:
     """Realizability (Q* in F), completeness (Algorithm 1, Assumption 2.1), coverability computed exactly
-    (§1.3) with its certificate, and for Algorithm 2 determinism (Def 3.3) and the G14 facts.
+    (Definition 2.2) with its certificate, and for Algorithm 2 determinism (Def 3.3) and Appendix D's coverability facts.
 
-    ``reference``: known figures of a built-in instance (spec §4.2 / §6.1) the computed ones must match."""
+    ``reference``: known figures of a built-in instance (Appendix D) the computed ones must match."""
     from dpcheck.algorithms.gfa import (completeness, coverability, next_state_table, per_start_coverability,
                                 realizability)
     mdp, fc = inst.mdp, inst.fclass
@@ -633,12 +633,12 @@ def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) ->
     stmt = ("C_cov = max_h sum_(s,a) max_{pi in Pi_F} d_h^pi(s,a), computed exactly; the optimal mu_h attains it "
             "(certificate)")
     if algorithm == 2:
-        stmt += "; C_cov <= C'_cov, N(s_1) <= H C_cov(Pi_F; M_{s_1}), E N(s_1) <= H C'_cov (G14)"
+        stmt += "; C_cov <= C'_cov, N(s_1) <= H C_cov(Pi_F; M_{s_1}), E N(s_1) <= H C'_cov (Appendix D)"
     if ref is not None:
-        stmt += "; equals the spec's reference value"
+        stmt += "; equals the reference value (enumeration of the class)"
     c = invariant_check(id="assumption.coverability", violations=bad, total=1 + (3 if algorithm == 2 else 0)
                         + (ref is not None), claim={"statement": stmt,
-                                                    "source": f"{SOURCE}, Definition 2.2, §1.3 (spec G14)"},
+                                                    "source": f"{SOURCE}, Definition 2.2 (Appendix D)"},
                         details=out_det, what=f"coverability C_cov = {cov.value:.6g}"
                         + (f", C'_cov = {out_det['C_cov_prime']:.6g}" if algorithm == 2 else ""))
     out.append(replace(c, measured={**c.measured, "C_cov": cov.value,
@@ -654,7 +654,7 @@ def assumption_checks(algorithm: int, inst, *, reference: dict | None = None) ->
 
 
 REFERENCE = {
-    # spec §6.1 (GF-3) and §4.2 (Appendix D class, tie rule "action 0")
+    # GF-3 (algorithms/gfa/instances.py) and Appendix D (Appendix D class, tie rule "action 0")
     "GF-3": {"C_cov": 3.52},
     "appendix-D-easy": {"C_cov": 9.34375, "C_cov_prime": 9.34375},
     "appendix-D-hard": {"C_cov": 9.34375, "C_cov_prime": 9.34375},
@@ -664,8 +664,8 @@ REFERENCE = {
 # ----------------------------------------------------------------------------- regret
 def tuned(algorithm: int, inst, K: int, epsilon: float, *, delta: float, tuning: str, C_cov: float,
           sensitivity="paper"):
-    """(B, eta) of the private learner at (K, eps): "theory" = §2.5 (displayed eta, c_kappa = 1); "poc" = the
-    §4.5 PoC-default shape B = ceil(K^{3/5} / eps^{2/5}), eta = 1."""
+    """(B, eta) of the private learner at (K, eps): "theory" = Appendix E (displayed eta, c_kappa = 1); "poc" = the
+    docs/private_gfa.md PoC-default shape B = ceil(K^{3/5} / eps^{2/5}), eta = 1."""
     from dpcheck.algorithms.gfa import theory_parameters
     if tuning == "theory":
         kind = sensitivity if isinstance(sensitivity, str) else "paper"
@@ -724,7 +724,7 @@ def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np:
 
 def appendix_bound(algorithm: int, *, K: int, H: int, N: int, C_cov: float, epsilon: float, delta: float,
                    sensitivity: float, alpha: float = 0.05) -> tuple[float, float]:
-    """The appendix forms of Theorem 3.1 / 3.4 (spec G17 / G18) as (non-private term, privacy term).
+    """The appendix forms of Theorem 3.1 / 3.4 (Theorem 3.4) as (non-private term, privacy term).
 
     Algorithm 1: 2 sqrt(3 K H kappa C) and K^(3/5) C^(3/5) Delta_S^(2/5) L^(2/5) ln(1/delta)^(1/5) / eps^(2/5),
     kappa = ln(|F|/alpha) + ln(H/alpha), C = H C_cov ln(1 + C_cov K / kappa), L = ln(|F| K / alpha).
@@ -759,7 +759,7 @@ def _bound_vacuity(algorithm, inst, K_grid, eps, delta, C_cov, sensitivity, term
 
 def _soft_fail(check: Check, vacuous: bool, info: dict) -> Check:
     """A FAIL of an exponent check in a window where the theorem's bound exceeds K J* becomes INCONCLUSIVE:
-    the growth is pre-asymptotic and contradicts no stated bound (spec G20)."""
+    the growth is pre-asymptotic and contradicts no stated bound."""
     det = {**check.details, "bound_vacuity": {**info, "vacuous": vacuous}}
     why = (f"not a violation (the theorem's bound {info['bound_appendix_form']:.3g} exceeds K J* = "
            f"{info['trivial_bound_K_Jstar']:.3g} at K = {info['K']}, so the growth is pre-asymptotic)")
@@ -801,9 +801,9 @@ def _one_sided_confidence(check: Check, alpha: float) -> Check:
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
                   agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None) -> list[Check]:
-    """The rate checks (G17-G21): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
+    """The rate checks (Theorems 3.1, 3.4; Remark 3.7): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
-    -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails, spec G20). A pass whose interval lies wholly
+    -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails). A pass whose interval lies wholly
     below 0.25 (regret saturating in the window) is marked uninformative. ``runs_K``: runs of the private K
     sweep at eps_K (default ``runs``; the eps sweep keeps ``runs``)."""
     from dpcheck.regret import fit_increment_exponent, fit_scaling, slope_check
@@ -832,7 +832,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         # growing like a power of K increases at every step), but it leaves no exponent to fit
         out.append(qualify(Check(id="regret.exponent.private", kind="regret", verdict=PASS,
                                  claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
-                                        "source": f"{SOURCE}, {thm} (spec G17-G20)"},
+                                        "source": f"{SOURCE}, {thm} (Theorem 3.1)"},
                                  measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha,
                                            "seeds": runs_K or runs},
                                  details={**base, "epsilon": eps_K},
@@ -845,7 +845,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         c = slope_check(fit, bound=0.7, id="regret.exponent.private",
                         statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): "
                                   "exponent of its increments <= 3/5 + 0.1",
-                        source=f"{SOURCE}, {thm} (spec G17-G20)", xname="K",
+                        source=f"{SOURCE}, {thm} (Theorem 3.1)", xname="K",
                         details={**base, "epsilon": eps_K, "sides": ONE_SIDED}, ylabel="privacy cost increment")
         c = _one_sided_confidence(c, alpha)
         vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
@@ -857,7 +857,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     if np.any(incr <= 0):
         out.append(_settled_regime(Check(id="regret.exponent.nonprivate", kind="regret", verdict=INCONCLUSIVE,
                          claim={"statement": "non-private batched regret grows at most like sqrt(K)",
-                                "source": f"{SOURCE}, Remark 3.7, {thm} (spec G21)"},
+                                "source": f"{SOURCE}, Remark 3.7, {thm}"},
                          measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha, "seeds": runs_np},
                          details=base, reason="the mean non-private regret does not increase over the K grid: "
                                               "no exponent can be fitted"), settled, Rn, 0.6))
@@ -866,7 +866,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         c = slope_check(fit, bound=0.6, id="regret.exponent.nonprivate",
                         statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); "
                                   "exponent of the increments <= 1/2 + 0.1",
-                        source=f"{SOURCE}, Remark 3.7, {thm} (spec G21)", xname="K",
+                        source=f"{SOURCE}, Remark 3.7, {thm}", xname="K",
                         details={**base, "sides": ONE_SIDED}, ylabel="regret increment")
         c = _one_sided_confidence(c, alpha)
         vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
@@ -881,8 +881,8 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     ym = Y.mean(0)
     c = slope_check(fs, bound=0.0, lower=-1.1, fail_above=0.0, fail_below=None, id="regret.privacy_cost.eps",
                     statement="privacy cost at fixed K scales like eps^(-2/5) (upper bound; slopes in [-1.1, 0] are "
-                              "consistent on small instances, spec G20): FAIL iff the cost grows with eps",
-                    source=f"{SOURCE}, {thm} (spec G19, G20)", xname="eps",
+                              "consistent on small instances): FAIL iff the cost grows with eps",
+                    source=f"{SOURCE}, {thm} (Theorem 3.1)", xname="eps",
                     details={**base, "K": K_eps, "eps_grid": eg, "mean_cost": ym.tolist()},
                     ylabel="Regret_private - Regret_nonprivate")
     if np.any(ym <= 0) and c.verdict == PASS:
@@ -975,7 +975,7 @@ def _regime(check: Check, fit, what: str, floor: float = 0.25, max_width: float 
 
 def output_policy_check(agent, inst, *, K: int, runs: int, seed: int, n_mc: int = 20_000,
                         alpha: float = 0.05) -> Check:
-    """regret.output_policy (G22, P7): J(pi*) - J(pi_hat) = Regret / K for pi_hat = Unif(pi_1..pi_K).
+    """regret.output_policy (Algorithms 1-2): J(pi*) - J(pi_hat) = Regret / K for pi_hat = Unif(pi_1..pi_K).
 
     (a) exactly: J(pi_hat) from the mixture's weights over the class entries and their exact returns, against
     the run's Regret / K (one mismatch beyond 1e-9 fails); (b) by simulation of the output policy as released
@@ -1009,7 +1009,7 @@ def output_policy_check(agent, inst, *, K: int, runs: int, seed: int, n_mc: int 
     c = invariant_check(id="regret.output_policy", kind="regret", violations=bad + mc_bad, total=runs + 1,
                         claim={"statement": "J(pi*) - J(pi_hat) = Regret / K for pi_hat = Unif(pi_1..pi_K) "
                                             "(trajectory-level mixture)",
-                               "source": f"{SOURCE}, {THEOREM[agent.algorithm]} (PAC conversion; spec G22, P7)"},
+                               "source": f"{SOURCE}, {THEOREM[agent.algorithm]} (PAC conversion)"},
                         details={"agent": describe(agent), "K": K, "runs": runs, "J_star": J_star,
                                  "suboptimality": gap.tolist(), "regret_over_K": per_ep.tolist(),
                                  "simulation": {"episodes": n_mc, "mean_return": mc, "J_hat": float(J_hat[0]),

@@ -1,4 +1,4 @@
-"""The Appendix C harness of He & Zhou (specs/private_gfa.md §3.D G24, G25; §6.3): why the rare-switching
+"""The Appendix C harness of He & Zhou (He & Zhou 2026, Appendix C; the two facts are named G24 and G25 below): why the rare-switching
 analysis of prior private linear-MDP work does not go through once the design matrices are privatised.
 
 A model-free private LSVI-type learner keeps, per step h, a privatised design matrix
@@ -6,7 +6,7 @@ A model-free private LSVI-type learner keeps, per step h, a privatised design ma
     Lambda~_h^k = sum_{tau<k} phi_h^tau (phi_h^tau)^T + N_h^k + 2 Sigma I
 
 (binary-tree Gaussian noise N_h^k, a fresh combination of tree nodes at every k, and the shift 2 Sigma of the
-companion spec's Privatizer, private_linopt.md §2.7-§2.8, so that on the event ||N|| <= Sigma every eigenvalue
+Privatizer of Zhou 2022, Section 6.1, so that on the event ||N|| <= Sigma every eigenvalue
 of the noise part lies in [Sigma, 3 Sigma] = [lambda_min, lambda_max] of its Assumption 2), and recomputes the
 policy at k only if det(Lambda~_h^k) > 2 det(Lambda~_h^{k~}) for some h (k~ = the last switch). Non-privately
 (N = 0, shift = ridge lambda) both facts the analysis needs are true; privately they are not:
@@ -33,12 +33,12 @@ Public functions:
     quadratic_ratio_check(...)     -> Check ``assumption.quadratic_ratio``
     appendix_c_checks(seed, quick) -> both checks (the audit's one-call entry point)
 
-What PASS and FAIL mean. The spec states G24 and G25 as facts about why a proof step fails; these checks are
-*demonstrations*: a check PASSES when the numerical demonstration of the spec's statement succeeds on the
+What PASS and FAIL mean. Appendix C states G24 and G25 as facts about why a proof step fails; these checks are
+*demonstrations*: a check PASSES when the numerical demonstration of the paper's statement succeeds on the
 design matrices it is given, and FAILS when it does not -- e.g. for non-private matrices (``epsilon = inf``:
 the Privatizer's ridge reduction, noise off, Lambda^k = ridge I + data), which ARE monotone and satisfy the
 ratio bound, so both checks fail there (tested). A counterexample is certain once found (confidence 1); the
-Monte Carlo figures that the spec asks to report but that are not part of a verdict are labelled as such.
+Monte Carlo figures reported for context but that are not part of a verdict are labelled as such.
 """
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ class DesignSequence:
 
 
 def privatizer(epsilon: float = 1.0, delta: float = 0.1, ridge: float = 1.0):
-    """The companion spec's Privatizer (private_linopt.md §2.7); ``epsilon = inf`` is its noise-free ridge
-    reduction (§2.6), the non-private design Lambda^k = ridge I + sum phi phi^T."""
+    """The Privatizer of Zhou 2022, Section 6.1; ``epsilon = inf`` is its noise-free ridge
+    reduction (Appendix B), the non-private design Lambda^k = ridge I + sum phi phi^T."""
     from dpcheck.algorithms.linear.privatizer import Privatizer
     if math.isinf(epsilon):
         return Privatizer(epsilon=math.inf, ridge=ridge)
@@ -115,7 +115,7 @@ def privatizer(epsilon: float = 1.0, delta: float = 0.1, ridge: float = 1.0):
 def design_sequence(d: int, *, H: int = 2, K: int = 4096, epsilon: float = 1.0, delta: float = 0.1,
                     alpha: float = 0.05, ridge: float = 1.0, seed: int = 0) -> DesignSequence:
     """Lambda~_h^k, k = 1..K, h = 1..H, of the Privatizer's Gram-matrix counter (``p1``) fed with i.i.d.
-    uniform unit-norm features phi_h^k in R^d (§6.3). The tree, its node noise (symmetric Gaussian, drawn
+    uniform unit-norm features phi_h^k in R^d (Appendix C). The tree, its node noise (symmetric Gaussian, drawn
     once per node) and the shift are the Privatizer's own (``trees(sizes)["p1"]``, ``shifts``,
     ``constants``), with d1 = d2 = d; episode k's release uses the items of episodes 1..k-1."""
     from dpcheck.algorithms.linear.regularizers import LinearSizes
@@ -208,7 +208,7 @@ def switch_product_construction(d: int, low: float, high: float) -> dict:
 
 def design_monotonicity_check(*, dims=DIMS, epsilons=EPSILONS, H: int = 2, K: int = 4096, delta: float = 0.1,
                               alpha: float = 0.05, seed: int = 0) -> Check:
-    """``assumption.design_monotonicity`` (G24): privatised design matrices stay positive definite but are not
+    """``assumption.design_monotonicity`` (Appendix C): privatised design matrices stay positive definite but are not
     monotone in the Loewner order as data is added, and the switch-counting product can stay below 2.
 
     PASS iff, for every calibration in ``epsilons`` and every d in ``dims``, the Monte Carlo finds a step k with
@@ -257,9 +257,9 @@ def design_monotonicity_check(*, dims=DIMS, epsilons=EPSILONS, H: int = 2, K: in
     claim = {"statement": "privatised design matrices Lambda~_h^k are PD but not monotone in the Loewner order as "
                           "data is added (non-private ones are); so at a switch the product over h of det ratios "
                           "need not exceed 2 and the O(ln K) switch count is not justified",
-             "source": SOURCE + " (G24; spec §6.3)"}
+             "source": SOURCE + " (Appendix C)"}
     details = {"monte_carlo": runs, "constructions": constructions,
-               "method": "Privatizer (private_linopt.md §2.7-§2.8) Gram counter, random unit features; "
+               "method": "Privatizer (Zhou 2022, Section 6.1) Gram counter, random unit features; "
                          "the construction uses the Privatizer's Assumption-2 noise range [lambda_min, lambda_max]",
                "pass_means": "the numerical demonstration of G24 succeeded (it fails on monotone, e.g. non-private, "
                              "design matrices)"}
@@ -314,7 +314,7 @@ def ratio_construction(d: int, low: float, high: float) -> dict:
 
 def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, epsilons=EPSILONS, H: int = 2,
                           K: int = 4096, delta: float = 0.1, alpha: float = 0.05, seed: int = 0) -> Check:
-    """``assumption.quadratic_ratio`` (G25): between switches the ratio phi^T (Lambda~^{k~})^{-1} phi /
+    """``assumption.quadratic_ratio`` (Appendix C): between switches the ratio phi^T (Lambda~^{k~})^{-1} phi /
     phi^T (Lambda~^k)^{-1} phi can exceed 2 for privatised matrices, by a factor exponential in d.
 
     PASS iff, on the Privatizer's noise range [lambda_min, lambda_max] of every calibration, the worked
@@ -375,7 +375,7 @@ def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, eps
     claim = {"statement": "the step phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches "
                           "(valid non-privately by the determinant lemma) fails for privatised matrices; the ratio "
                           "can reach 2 * 3^(d-1) without a switch (blows up exponentially in d)",
-             "source": SOURCE + " (G25; spec §6.3)"}
+             "source": SOURCE + " (Appendix C)"}
     details = {"constructions": constructions, "monte_carlo": runs,
                "method": "G25 (i) construction on the Privatizer's Assumption-2 noise range, d = 1..10, measured "
                          "with numpy; G25 (ii) Monte Carlo of the Privatizer's releases (reported only)",
@@ -387,7 +387,7 @@ def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, eps
 
 # ----------------------------------------------------------------------------- entry point
 def appendix_c_checks(seed: int, quick: bool) -> list[Check]:
-    """Both Appendix C checks (G24, G25) with the spec's §6.3 set-up: d in {2, 4, 8}, H = 2, K = 2^12 (quick:
+    """Both Appendix C checks with Appendix C set-up: d in {2, 4, 8}, H = 2, K = 2^12 (quick:
     K = 2^10), the Privatizer at epsilon in {1, 1000} (delta = 0.1, alpha = 0.05), features and noise seeded
     from ``seed``."""
     K = 1 << (10 if quick else 12)

@@ -1,5 +1,5 @@
 """The checks of Private-LinOpt-VI / -PO (Zhou, "Differentially Private RL with Linear Function Approximation";
-specs/private_linopt.md, claims C1-C25), one function per claim; audits/private_linopt.py assembles them.
+Zhou 2022, Lemmas 3.1, 6.1, 7.2 and Theorems 4.1-6.5), one function per claim; audits/private_linopt.py assembles them.
 
 Every function takes a :class:`LinOptSpec` -- a picklable description of the agent (which algorithm, the
 Privatizer's parameters, and optionally a subclass of the algorithm or of the Privatizer, so a variant or a
@@ -7,18 +7,18 @@ planted defect is audited by the same code) -- and returns a finished :class:`dp
 
 * privacy: :func:`jdp_blackbox_check` (the actions sent to the other scripted users, black box, Def 2.2),
   :func:`release_blackbox_check` (the Privatizer's released statistics, black box with the optimal Gaussian
-  statistic on a replayed transcript, C11d), :func:`dp_event_check` (the declared Gaussian trees accounted
-  exactly by PLD against the claim, and the epsilon the calibration really achieves, C11b),
-  :func:`calibration_check` (C10: the noise actually drawn against the sensitivities Assumption 1 implies for
+  statistic on a replayed transcript, Theorem 6.4), :func:`dp_event_check` (the declared Gaussian trees accounted
+  exactly by PLD against the claim, and the epsilon the calibration really achieves, Theorem 6.4),
+  :func:`calibration_check` (proof of Theorem 6.4: the noise actually drawn against the sensitivities Assumption 1 implies for
   the instance), :func:`stream_sensitivity_check` (hypothesis search over neighbouring users on a replayed
-  transcript: how many tree nodes one user's data enters and by how much it moves them, C1 / C9 / A2 / A7;
-  and the billboard premise C11c, ``privacy.dataflow``), :func:`tree_reuse_check` (the release noise of
-  every counter, matrix counters included, has the tree's covariance and exact symmetry, C3 / C4);
+  transcript: how many tree nodes one user's data enters and by how much it moves them, Lemma 6.1, Assumption 1, docs/derivations.md#neighbouring-relation;
+  and the billboard premise Theorem 6.4, ``privacy.dataflow``), :func:`tree_reuse_check` (the release noise of
+  every counter, matrix counters included, has the tree's covariance and exact symmetry, footnote 3, fixed node noise);
 * assumptions: :func:`assumption_checks` (Assumption 2's lambda_min, lambda_max, nu over repetitions,
-  Lemma 3.1's containment, optimism C14 / C15 / C16);
+  Lemma 3.1's containment, optimism Lemma 7.2 / eqs. 3, 7);
 * regret: :func:`regret_grid` (cached curves) + :func:`exponent_check` (increment exponent after the
-  over-exploration phase, C19 / C20 / C22), :func:`scaling_checks` (privacy cost vs eps, C23),
-  :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), C21), :func:`explicit_bound_check` (C17 / C18).
+  over-exploration phase, Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / Theorems 4.1, 5.1), :func:`scaling_checks` (privacy cost vs eps, Theorem 6.5),
+  :func:`radius_scaling_check` (beta_p ~ eps^(-1/2), Theorem 6.5), :func:`explicit_bound_check` (Theorem 4.1; Theorem 5.1).
 
 Instances: :func:`load_instance` (LM-2, tabular-as-linear, or a user's .npz).
 """
@@ -35,7 +35,7 @@ from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, pro
 from dpcheck.errors import InputError
 
 SOURCE = "Zhou, Differentially Private Reinforcement Learning with Linear Function Approximation"
-SPEC = "specs/private_linopt.md"
+SPEC = "Zhou 2022"
 REL_TOL = 1e-9
 INSTANCE_KEYS = ("psi", "varphi", "theta_p", "theta_r")
 
@@ -48,7 +48,7 @@ class LinOptSpec:
     algorithm:        "vi" (Algorithm 1, Private-LinOpt-VI) or "po" (Algorithm 2, Private-LinOpt-PO).
     epsilon, delta:   the JDP budget the Privatizer is calibrated to (Thm 6.4).
     alpha:            the failure probability of the utility statements (Assumption 2, Lemma 3.1).
-    radius_dim, sensitivity_mode, target: the Privatizer's flags (A4, A7, A12).
+    radius_dim, sensitivity_mode, target: the Privatizer's flags (Lemma B.4; docs/derivations.md#neighbouring-relation; Theorem 6.4).
     algo_class:       a subclass of LinOptVI / LinOptPO (variants, planted defects); None: the paper's.
     privatizer_class: a subclass of Privatizer (variants, planted defects); None: the paper's.
     """
@@ -82,7 +82,7 @@ class LinOptSpec:
         return cls(reg, alpha=self.alpha, tie_breaking=self.tie_breaking, **kw)
 
     def nonprivate(self, **kw):
-        """The non-private instantiation Z = I, z = 0 (§2.6: UCRL-VTR / bandit OPPO)."""
+        """The non-private instantiation Z = I, z = 0 (Section 3, Z = lambda I: UCRL-VTR / bandit OPPO)."""
         from dpcheck.algorithms.linear import RidgeRegularizer
         return self.make(regularizer=RidgeRegularizer(1.0), **kw)
 
@@ -103,7 +103,7 @@ def sizes_for(env, K: int):
 
 
 def load_instance(value: str | None):
-    """The audited linear mixture MDP: "lm2" (default, §6.1), "tabular" (§6.2: a seeded random tabular MDP
+    """The audited linear mixture MDP: "lm2" (default), "tabular" ( a seeded random tabular MDP
     with |S| = |A| = 2, H = 3, as a linear mixture), or PATH.npz with arrays psi (S, A, S, d1),
     varphi (S, A, d2), theta_p (H, d1), theta_r (H, d2) and optionally d (declared dimension), init
     (start state), reward_noise ("bernoulli" / "deterministic"). Everything Assumption 1 states is validated
@@ -229,7 +229,7 @@ def jdp_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = ExecutionO
     det.update(agent=spec.describe(), users={"K": K, "H": env.H, "S": env.S, "A": env.A,
                                              "pair": "user 1: state 0, reward 0 vs state S-1, reward 1 at every step"},
                adversary="actions sent to users 2..K (one sample = one whole run); the final policy is not "
-                         "part of the output in this paper (C12)",
+                         "part of the output in this paper (Definition 2.2)",
                saturated_fraction=sat)
     check = replace(check, details=det)
     if sat > 0.99:
@@ -241,9 +241,9 @@ def jdp_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = ExecutionO
 
 # ----------------------------------------------------------------------------- white box: accounting
 def required_sensitivities(sizes, neighbouring: str, nonnegative: bool = False) -> dict:
-    """The per-item l2 sensitivities Assumption 1 implies (C9, §2.8), computed here independently of the
+    """The per-item l2 sensitivities Assumption 1 implies (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration), computed here independently of the
     Privatizer: Delta_{p,1} = d1 H^2, Delta_{p,2} = sqrt(d1) H^2, Delta_{r,1} = Delta_{r,2} = 1; under
-    replacement x sqrt(2) (matrices) and x 2 (vectors; sqrt(2) with entrywise non-negative items) (A7)."""
+    replacement x sqrt(2) (matrices) and x 2 (vectors; sqrt(2) with entrywise non-negative items) (docs/derivations.md#neighbouring-relation)."""
     H2 = float(sizes.H) ** 2
     base = {"p1": sizes.d1 * H2, "p2": math.sqrt(sizes.d1) * H2, "r1": 1.0, "r2": 1.0}
     if neighbouring == "add_remove":
@@ -254,7 +254,7 @@ def required_sensitivities(sizes, neighbouring: str, nonnegative: bool = False) 
 
 
 def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
-    """C11b: the four Gaussian trees the Privatizer declares (``dp_event``), accounted exactly by PLD
+    """Theorem 6.4: the four Gaussian trees the Privatizer declares (``dp_event``), accounted exactly by PLD
     under replacement neighbours, against its claim (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP. The
     measured epsilon is what the calibration really achieves (the paper's accounting has large slack)."""
     from dpcheck.audits.lib import privatizers as pa
@@ -278,11 +278,11 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
 
 
 def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
-    """C10: each counter kind c (H counters, every item in <= m nodes) releases with the noise its tree is
+    """proof of Theorem 6.4: each counter kind c (H counters, every item in <= m nodes) releases with the noise its tree is
     actually drawn with (``trees(sizes)[c].node_scale``) a rho_c = H m Delta_c^2 / (2 sigma_c^2)-zCDP
     transcript, where Delta_c is recomputed here from Assumption 1 for the instance's d1 (not read from the
     Privatizer); the paper's accounting needs rho_c <= eps_c^2 / (64 H ln(4H/delta)) (eps_c the calibration
-    epsilon) for the 4H counters to compose to eps^2/(16 H ln(4H/delta)) (C10, C11a). A Privatizer that
+    epsilon) for the 4H counters to compose to eps^2/(16 H ln(4H/delta)) (proof of Theorem 6.4). A Privatizer that
     calibrates with the wrong dimension (sqrt(d) or d of a smaller space where d1 is needed) draws too little
     noise for the items Assumption 1 allows: FAIL."""
     sizes = sizes_for(env, K)
@@ -304,7 +304,7 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     claim = {"statement": "every counter kind is (eps^2/(64 H ln(4H/delta)))-zCDP with the noise it draws and the "
                           "sensitivity Assumption 1 implies (Delta_p1 = d1 H^2, Delta_p2 = sqrt(d1) H^2, "
                           "Delta_r = 1); total rho = eps^2/(16 H ln(4H/delta))",
-             "source": f"{SOURCE}, proof of Thm 6.4; {SPEC} C10, C11a, §2.8"}
+             "source": f"{SOURCE}, proof of Thm 6.4"}
     measured = {"per_counter": rows, "rho_total": total, "rho_budget_total": 4 * budget, "m": sizes.m,
                 "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
     if bad:
@@ -330,7 +330,7 @@ class ReplayRegularizer(_regularizer_base()):
     """A Regularizer that runs ``inner`` on the real rows but shows the algorithm a recorded release stream
     (``releases``; None: the inner's own). The inner state's exact statistics are logged at every release.
 
-    Conditioned on a transcript, the Privatizer is a fixed set of Gaussian trees over the rows (A7: the
+    Conditioned on a transcript, the Privatizer is a fixed set of Gaussian trees over the rows (the
     estimates, bonuses and value functions are post-processing of earlier releases), so replaying one
     transcript on two neighbouring user sequences isolates what the data does to each stream."""
 
@@ -404,7 +404,7 @@ def implied_nodes(prefix: np.ndarray) -> np.ndarray:
 
 def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:
     """The coordinates the Gaussian mechanism acts on: the upper triangle (diagonal included) of a
-    symmetric matrix counter (§2.7, P2), the vector otherwise."""
+    symmetric matrix counter (Section 6.1), the vector otherwise."""
     if not matrix:
         return x
     i, j = np.triu_indices(x.shape[-1])
@@ -414,7 +414,7 @@ def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:
 def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript=None) -> dict:
     """Replay one transcript on U and on U' (same seeds): per counter kind, the node changes implied by the
     difference of the exact prefix sums, and whether the actions sent to the users other than the replaced
-    one changed (the billboard premise, C11c).
+    one changed (the billboard premise, Theorem 6.4).
 
     transcript: releases to replay (None: those of the non-private ridge instantiation run on U; the search
     of :func:`stream_sensitivity_check` passes :func:`random_transcript`)."""
@@ -452,7 +452,7 @@ def random_transcript(env, K: int, seed: int = 0, runs: int = 1, scale: float = 
     """K releases (Lambda_p, u_p, Lambda_r, u_r) that make the value functions vary over [0, H] from episode to
     episode: Lambda = scale I (bonuses ~ beta / sqrt(scale), negligible) and u = scale theta with theta uniform on
     [-1, 2]^d, so theta_hat = theta and Q = clip(varphi^T theta_r + phi^T theta_p). The sensitivity claim holds
-    for every transcript (A7: V^k is a post-processing of earlier releases), and a varying V is the worst case
+    for every transcript (V^k is a post-processing of earlier releases), and a varying V is the worst case
     for a stream that is recomputed after insertion."""
     rng = np.random.default_rng(seed)
     H, d1, d2 = env.H, env.d1, env.d2
@@ -465,14 +465,14 @@ def random_transcript(env, K: int, seed: int = 0, runs: int = 1, scale: float = 
 
 
 def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: int = 150, seed: int = 0) -> Check:
-    """C1, C9, A7: search (hypothesis, guided to large changes) over neighbouring user sequences -- the
+    """Lemma 6.1, Assumption 1, docs/derivations.md#neighbouring-relation: search (hypothesis, guided to large changes) over neighbouring user sequences -- the
     replaced user's position and her whole trajectory (states, rewards) -- for how one user moves the
     Privatizer's streams, with one transcript replayed on both sides. The tree accounting needs, per counter:
     the user's data in at most m nodes (Lemma 6.1(i)), and the l2 change of the node vector of the H counters
     of kind c at most the declared tree sensitivity sqrt(H m) Delta_c (replacement). A stream that is
-    re-computed after insertion (A2: rows re-featurised with the current value function) moves nodes that do
+    re-computed after insertion (rows re-featurised with the current value function) moves nodes that do
     not contain the user: FAIL. Also reported: the billboard premise (actions sent to the other users
-    unchanged under a replayed transcript, C11c) -- one counterexample fails."""
+    unchanged under a replayed transcript, Theorem 6.4) -- one counterexample fails."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
     from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
     from dpcheck.algorithms.linear import COUNTERS
@@ -543,7 +543,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
                   claim={"statement": "conditioned on the transcript, replacing one user changes only her item of "
                                       "each of the 4H streams: at most m nodes per counter, node-vector change <= "
                                       "sqrt(H m) Delta_c (replacement)",
-                         "source": f"{SOURCE}, Lemma 6.1, proof of Thm 6.4; {SPEC} C1, C9, A2, A7"},
+                         "source": f"{SOURCE}, Lemma 6.1, proof of Thm 6.4"},
                   measured={"per_counter": worst, "declared_sensitivity": declared, "m": sizes.m,
                             "gdp_mu_realised": mu, "examples": found["examples"], "confidence": 1.0,
                             "epsilon_lower_bound": None, "samples": found["examples"]},
@@ -557,7 +557,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
         total=int(found["examples"]),
         claim={"statement": "the actions sent to users depend only on the releases {Lambda^j, u^j} and their own "
                             "states (the billboard lemma's premise)",
-               "source": f"{SOURCE}, proof of Thm 6.4 (billboard lemma); {SPEC} C11c"},
+               "source": f"{SOURCE}, proof of Thm 6.4 (billboard lemma)"},
         details={"agent": spec.describe(), "K": K,
                  "method": "the same replayed transcript on U and U' (one user replaced), same seeds: the actions "
                            "of every episode must coincide (the scripted users ignore the actions)"},
@@ -607,7 +607,7 @@ def release_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = Execut
                            samples: int = 200_000) -> Check:
     """C11, C11d: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
     (eps', delta)-DP in one user, black box: user 1 replaced (:func:`jdp_users`), one random transcript
-    replayed on both sides (the claim holds for every transcript, A7), the optimal Gaussian statistic of the
+    replayed on both sides (the claim holds for every transcript), the optimal Gaussian statistic of the
     implied node vector. Unlike the action black box it sees the data at any eps, so a tree with too little
     noise fails it."""
     from dpcheck import AuditTarget
@@ -646,7 +646,7 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
                   H: int = 1) -> dict:
     """The Privatizer's releases with all items zero (so a release is its noise plus the shift): per counter
     kind the stacked noise of releases 1..K-1, (K-1, runs * H * coords), and the largest asymmetry of the
-    matrix releases (C3)."""
+    matrix releases (footnote 3)."""
     from dpcheck.algorithms.linear import COUNTERS, LinearSizes
     sizes = LinearSizes(K, H, d1, d2)
     priv = spec.privatizer()
@@ -669,7 +669,7 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
 
 
 def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0) -> Check:
-    """C3, C4 (P1, P2): every counter's release noise, matrix counters included (each upper-triangle entry is
+    """Footnote 3 and the fixed node noise: every counter's release noise, matrix counters included (each upper-triangle entry is
     one sample of the tree process), has the tree's covariance Cov(B(t), B(t')) = #shared nodes x sigma^2
     (noise drawn once per node and reused; fresh noise per release makes it diagonal), and every matrix
     release is exactly symmetric. Threshold: max |z| < 6 over all (t, t') (audits/lib/privatizers)."""
@@ -696,7 +696,7 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
                  claim={"statement": "tree node noise is drawn once and reused by every release (Cov(B(t), B(t')) = "
                                      "#shared nodes x sigma^2 per entry); matrix noise symmetric (upper triangle "
                                      "mirrored), releases exactly symmetric",
-                        "source": f"Chan, Shi & Song 2011; {SOURCE}, §6.1; {SPEC} C3, C4, P1, P2"},
+                        "source": f"Chan, Shi & Song 2011; {SOURCE}, Section 6.1"},
                  measured={"max_z": zs[worst], "max_z_per_counter": zs, "asymmetry": asym, "K": K,
                            "samples": int(runs), "confidence": 1.0, "epsilon_lower_bound": None},
                  details={"per_counter": rows, "agent": spec.describe(),
@@ -718,7 +718,7 @@ def _monitored_run(spec: LinOptSpec, env, K: int, runs: int, seed: int):
 
 def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, alpha: float, res=None,
                       suffix: str = "") -> list:
-    """Assumption 2 (C8) part by part, Lemma 3.1 (C13) and optimism (C14 for VI; C15 / C16 for PO) over
+    """Assumption 2 (Lemmas B.4-B.5) part by part, Lemma 3.1 and optimism (Lemma 7.2 for VI; Lemma 7.2 / eqs. 3, 7 for PO) over
     ``runs`` independent repetitions, each a probability claim checked with exact binomial bounds. ``suffix``
     is appended to every check id (e.g. ".weak_privacy" for a batch at another eps)."""
     res = res if res is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
@@ -731,7 +731,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
     hi = ((res.z_eig_max_p > c.lambda_max_p * (1 + tol)) | (res.z_eig_max_r > c.lambda_max_r * (1 + tol))).any(axis=(1, 2))
     nu = ((res.z_norm_p > c.nu_p * (1 + tol) + tol) | (res.z_norm_r > c.nu_r * (1 + tol) + tol)).any(axis=(1, 2))
     floored = (res.floored_p | res.floored_r).any(axis=(1, 2))
-    src = f"{SOURCE}, Assumption 2 with the constants of the proof of Thm 6.5; {SPEC} C8, §2.8"
+    src = f"{SOURCE}, Assumption 2 with the constants of the proof of Thm 6.5"
     base = {"K": K, "runs": runs, "epsilon": spec.epsilon, "agent": spec.describe(), "constants": c.__dict__,
             "min_eig_Z_over_lambda_min": float(min((res.z_eig_min_p / c.lambda_min_p).min(),
                                                    (res.z_eig_min_r / c.lambda_min_r).min())),
@@ -757,7 +757,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         id="assumption.confidence_set" + suffix, failures=int((~good).sum()), runs=runs, beta=min(1.0, 3 * a), alpha=alpha,
         claim={"statement": "||theta_h - theta_hat_h^k||_{Lambda_h^k} <= beta(alpha) for p and r, all k, h, "
                             "w.p. >= 1 - 3 alpha",
-               "source": f"{SOURCE}, Lemma 3.1; {SPEC} C13"},
+               "source": f"{SOURCE}, Lemma 3.1"},
         details=dict(base, max_containment_ratio=cont, beta_p=res.beta_p, beta_r=res.beta_r),
         what="theta in the confidence ellipsoids"))
     sat = float(res.upper_clip_fraction.mean())
@@ -766,7 +766,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         viol = int((res.optimism_gap[g] < -1e-9).sum())
         total = int(res.optimism_gap[g].size)
         statement = "on the good event of Lemma 3.1: Q_h^k >= Q_h^* for all k, h, s, a"
-        src2 = f"{SOURCE}, Lemma 7.2; {SPEC} C14"
+        src2 = f"{SOURCE}, Lemma 7.2"
         what = "Q^k >= Q^* on the good event"
         extra = {"min_optimism_gap": float(res.optimism_gap.min())}
     else:
@@ -774,7 +774,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
         viol, total = int(bad.sum()), int(bad.size)
         statement = ("on the good event of Lemma 3.1: 0 <= -iota_h^k <= 2 (Gamma_p + Gamma_r) and the lower clip "
                      "never binds, for all k, h, s, a")
-        src2 = f"{SOURCE}, eq. 3 / eq. 7, Lemma 7.2; {SPEC} C15, C16"
+        src2 = f"{SOURCE}, eq. 3 / eq. 7, Lemma 7.2"
         what = "optimism (0 <= -iota <= 2 bonus, no lower clip) on the good event"
         extra = {"min_minus_iota": float(res.iota_min.min()), "max_iota_excess": float(res.iota_excess.max()),
                  "lower_clips": int(res.lower_clips.sum())}
@@ -785,7 +785,7 @@ def assumption_checks(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, al
     if total == 0 and chk.verdict == PASS:
         chk = replace(chk, verdict=INCONCLUSIVE, reason="the good event held in no run: optimism not exercised")
     elif sat > 0.99:
-        chk = vacuous(chk, f"{sat:.1%} of the Q values are clipped at H-h+1 (noise-dominated regime, §2.8 "
+        chk = vacuous(chk, f"{sat:.1%} of the Q values are clipped at H-h+1 (noise-dominated regime, docs/derivations.md#audit-modes "
                                       "scale warning): optimism holds by construction")
     out.append(chk)
     return out
@@ -805,7 +805,7 @@ def _curve(spec: LinOptSpec, env, epsilon, K: int, runs: int, seed: int) -> dict
 def regret_grid(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, eps_grid) -> dict:
     """Cumulative exact pseudo-regret curves (runs, K) of the private algorithm at every eps of ``eps_grid``
     and of the non-private instantiation, common random numbers (the same seed for every configuration),
-    with each configuration's explicit bound on R(K) (C17 / C18). Each configuration goes through
+    with each configuration's explicit bound on R(K) (Theorem 4.1; Theorem 5.1). Each configuration goes through
     dpcheck.parallel.cached_call (``--cache DIR`` stores it; a rerun resumes)."""
     from dpcheck.parallel import cached_call
     out = {"eps": list(eps_grid), "private": {}, "bound": {}, "saturated": {}, "K": K}
@@ -826,7 +826,7 @@ def learning_window(curves: np.ndarray, grid: np.ndarray, drop: float = 0.5):
     """(K_lo, K_hi) of the increments after the over-exploration phase, or None.
 
     On a gapped instance the regret is linear while the bonus saturates the clip (a phase of length
-    ~ beta_p^2 ~ 1/eps, spec C23) and bounded afterwards; a sqrt(T) exponent is only measurable after that
+    ~ beta_p^2 ~ 1/eps, Theorem 6.5) and bounded afterwards; a sqrt(T) exponent is only measurable after that
     phase. The window starts at the first increment whose per-episode rate is below ``drop`` times the rate of
     the first increment (the linear phase) and runs to the end of the grid; None if it holds fewer than two
     increments (the run is still exploring at this K)."""
@@ -843,7 +843,7 @@ def learning_window(curves: np.ndarray, grid: np.ndarray, drop: float = 0.5):
 
 def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: int, label: str,
                    tolerance: float = 0.1) -> Check:
-    """C19 / C20 / C22: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
+    """Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / Theorems 4.1, 5.1: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
     grid <= 0.5 + tolerance (dpcheck.regret), fitted on the increments after the over-exploration phase
     (:func:`learning_window`); a window where the increments shrink is an uninformative pass
     (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
@@ -851,7 +851,7 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
     the largest K is inconclusive."""
     from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
     grid = k_grid(K)
-    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private); {SPEC} C19, C20, C22"
+    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5 (Remark 6.7 non-private)"
     window = learning_window(curves, grid)
     if window is None:
         R = curves[:, grid - 1].mean(axis=0)
@@ -906,7 +906,7 @@ def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *
 
 
 def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
-    """C23: the privacy cost R_private(K) - R_nonprivate(K) against eps in the weak-privacy range: slope in
+    """Theorem 6.5: the privacy cost R_private(K) - R_nonprivate(K) against eps in the weak-privacy range: slope in
     [-1.1, -0.2] consistent (worst case -0.5; steeper on a gapped instance), a CI wholly above 0 (cost growing
     with eps) fails. Only eps whose mean cost is clearly positive (> 3 standard errors) enter the fit."""
     from dpcheck.regret import fit_scaling, slope_check
@@ -930,7 +930,7 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
                "nonprivate_R": float(base.mean())}
     statement = ("the privacy cost of the regret scales like eps^(-1/2) (worst case); on a gapped instance between "
                  "eps^-1 and eps^-0.2; it never grows with eps")
-    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5; {SPEC} C21, C23"
+    src = f"{SOURCE}, Thm 6.5 eq. 4 / 5"
     if keep.sum() < 3:
         return [Check(id="regret.privacy_scaling", kind="regret", verdict=INCONCLUSIVE,
                       claim={"statement": statement, "source": src},
@@ -945,7 +945,7 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
 
 
 def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
-    """C21 (deterministic): at fixed K, H, d, alpha, beta_p(alpha) ~ eps^(-1/2) once the noise terms dominate:
+    """Theorem 6.5 (deterministic): at fixed K, H, d, alpha, beta_p(alpha) ~ eps^(-1/2) once the noise terms dominate:
     fitted slope of ln beta_p on ln eps over eps in [0.01, 1] within -0.5 +- 0.02."""
     eps = np.logspace(-2, 0, 9)
     sizes = sizes_for(env, K)
@@ -959,14 +959,14 @@ def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
     return Check(id="regret.radius_scaling", kind="regret", verdict=PASS if ok else FAIL,
                  claim={"statement": "beta_p(alpha) (hence the privacy term) scales as eps^(-1/2): slope -0.5 +- 0.02 "
                                      "on eps in [0.01, 1]",
-                        "source": f"{SOURCE}, Thm 6.5 (derivation); {SPEC} C21"},
+                        "source": f"{SOURCE}, Thm 6.5 (derivation)"},
                  measured={"slope": slope, "confidence": 1.0},
                  details={"eps": eps.tolist(), "beta_p": betas, "K": K, "agent": spec.describe()},
                  reason=f"slope of ln beta_p vs ln eps = {slope:.4f} ({'within' if ok else 'outside'} -0.5 +- 0.02)")
 
 
 def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -> Check:
-    """C17 / C18: the exact pseudo-regret R(K) of every run is at most the explicit bound of the proof
+    """Theorem 4.1 / Theorem 5.1: the exact pseudo-regret R(K) of every run is at most the explicit bound of the proof
     (T1 + T2 + T3, or mirror + martingale + T1 + T2 for PO), with probability >= 1 - 4 alpha; the check
     counts violating runs with the exact binomial test. Where the bound exceeds K V_1^* (every episode's regret
     is at most V_1^*), it holds trivially: vacuous."""
@@ -984,7 +984,7 @@ def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -
                           beta=min(1.0, 4 * spec.alpha), alpha=alpha,
                           claim={"statement": "R(K) <= T1 + T2 + T3 (VI) / mirror + martingale + T1 + T2 (PO), "
                                               "w.p. >= 1 - 4 alpha",
-                                 "source": f"{SOURCE}, proofs of Thm 4.1 / 5.1 with the constants of Thm 6.5; {SPEC} C17, C18"},
+                                 "source": f"{SOURCE}, proofs of Thm 4.1 / 5.1 with the constants of Thm 6.5"},
                           details={"per_eps": rows, "K": grid["K"], "K_times_V_star": cap},
                           what="R(K) <= explicit bound")
     if trivial:

@@ -6,8 +6,8 @@ assembles, public so that tests, benchmarks and other game audits can call them 
   (one pair's message), :func:`privatizer_checks` (the privatizer audits of audits/lib/privatizers.py in the
   games setting: joint actions A*B, rewards=False, so 2 stream families).
 * Assumptions: :func:`assumption_checks` -- Assumption 3.1 and the good event of Lemma 5.8 (from
-  audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm planned with), CCE (N18),
-  UCB/LCB (N16, N17) and the certificate (N27), in theory or practical mode.
+  audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm planned with), CCE,
+  UCB/LCB (Lemma B.7; Lemma B.8) and the certificate (Theorem 4.2), in theory or practical mode.
 * Regret: :func:`regret_curves` (exact duality-gap regret), :func:`regret_job` (one run of the regret
   grid, common random numbers), :func:`nonprivate_exponent_check` (the one check that can FAIL),
   :func:`regret_checks` (increment exponent, privacy cost against eps and K), :func:`cost_K_comparison`
@@ -16,8 +16,8 @@ assembles, public so that tests, benchmarks and other game audits can call them 
   its own width law (:func:`cost_eps_slope`).
 
 Practical-mode constants void the paper's guarantees: every check computed with them goes through
-:meth:`dpcheck.audit.Audit.soften` (a miss is inconclusive, never FAIL). Claim numbers N1-N30 are those
-of the DP-Nash-VI spec (specs/dp_nash_vi.md).
+:meth:`dpcheck.audit.Audit.soften` (a miss is inconclusive, never FAIL). Sources cite Qiao & Wang 2024 and
+docs/derivations.md.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def jdp_scenario(H: int = 2, S: int = 2, A: int = 2, B: int = 2, seed: int = 0, 
 def audit_constants(H, S, E, iota):
     """The JDP audit's constants C1 = 0, C2 = 1 / (H S max(E,1) iota): the privacy term of the bonus is 1/N
     for a raw count and ~2/E for a private one, so a raw count in the bonus changes the deployed actions;
-    privacy itself does not depend on C1, C2 (N3)."""
+    privacy itself does not depend on C1, C2."""
     return 0.0, 1.0 / (H * S * max(E, 1.0) * iota)
 
 
@@ -112,7 +112,7 @@ def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: in
 def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: str = "theory",
                       suffix: str = "", C1=None, C2=None, algo_cls=None, alpha: float = 0.05) -> list[Check]:
     """Assumption 3.1 (via audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm
-    planned with), CCE (N18), UCB/LCB (N16, N17) and the certificate (N27) on ``game``.
+    planned with), CCE, UCB/LCB (Lemma B.7; Lemma B.8) and the certificate (Theorem 4.2) on ``game``.
 
     Exact counts (E = 0, the non-private baseline) have N = 0 rows where P^ is undefined and the
     algorithm uses its convention (Qb = H, Qu = 0); there the monitor's ``valid_transition`` and
@@ -134,7 +134,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             return
         if "mon" not in box:
             box["mon"] = tabular.CountAssumptionMonitor(runs, float(counts.width), has_rewards=False,
-                                                source=SOURCE + ", Assumption 3.1; Lemmas 5.1 / 5.4 / 5.8 (N5-N8)",
+                                                source=SOURCE + ", Assumption 3.1; Lemmas 5.1 / 5.4 / 5.8 ",
                                                 good_event_lemma="Lemma 5.8")
         box["mon"].update(counts, p.true_counts())
 
@@ -163,19 +163,19 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
             out.append(soften(c, practical))
         mon = box["mon"]
         if not exact and mon.noise_seen:
-            # N6 (as DP-UCBVI's C6 in audits/dp_ucbvi.py), from the same monitor: the hypothesis of Lemma 5.8
+            # Lemmas 5.1/5.4 (as for DP-UCBVI in audits/dp_ucbvi.py), from the same monitor: the hypothesis of Lemma 5.8
             # (post-processing), NOT "Assumption 3.1 holds" -- that is the four checks above, item by item
             c = probability_check(
                 id="assumption.good_event" + suffix, failures=int((~mon.good_event).sum()), runs=runs,
                 beta=BETA / 3, alpha=alpha, what="the good event |N^ - N| <= E/4",
                 claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,b,s',k) w.p. >= 1 - beta/3 "
                                     "(Lemma 5.8's hypothesis)",
-                       "source": SOURCE + ", Lemmas 5.1 / 5.4 (N6)"},
+                       "source": SOURCE + ", Lemmas 5.1 / 5.4"},
                 details={"config": config, "max_noise_ratio_per_run (|N^-N|/(E/4))": mon.noise_ratio})
             out.append(soften(c, practical))
     else:                                   # say so rather than leave Assumption 3.1 out of the report silently
         out.append(Check(id="assumption.count_error" + suffix, kind="assumption", verdict=INCONCLUSIVE,
-                         claim={"statement": "Assumption 3.1", "source": SOURCE + ", Assumption 3.1 (N5-N8)"},
+                         claim={"statement": "Assumption 3.1", "source": SOURCE + ", Assumption 3.1 "},
                          measured={"confidence": None}, details={"config": config},
                          reason="the privatizer exposes no true_counts(): Assumption 3.1 cannot be checked"))
 
@@ -183,7 +183,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     out.append(invariant_check(
         id="assumption.cce" + suffix, violations=int((resid > 1e-8 * H).sum()), total=resid.size,
         what="stage policies satisfy both CCE constraint families (tol 1e-8 H)",
-        claim={"statement": "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)) (line 14, N18)", "source": src + ", §2.5"},
+        claim={"statement": "pi_h^k(.|s) = CCE(Qb_h^k(s), Qu_h^k(s)) (line 14, the CCE property)", "source": src + ", Algorithm 1 line 14"},
         details={"config": config, "max_residual": float(resid.max()), "solver": res.cce_stats}))
 
     br = best_response_values(game, res.mu, res.nu)
@@ -198,7 +198,7 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     c = probability_check(id="assumption.optimism" + suffix, failures=int(viol_runs.sum()), runs=runs,
                           beta=2 * BETA / 3, alpha=alpha, what="Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger}" + tag,
                           claim={"statement": "UCB/LCB at every (k,h,s,a,b) w.p. >= 1 - 2 beta/3",
-                                 "source": src + ", Lemma B.7 (N16)"},
+                                 "source": src + ", Lemma B.7"},
                           details={"config": config, "ucb_violations": int(up.sum()), "lcb_violations": int(lo.sum()),
                                    "episodes": int(up.size)})
     out.append(vacuous(soften(c, practical), vac_msg))
@@ -207,28 +207,28 @@ def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: st
     bad = ((V_pi[..., :H, :] > res.Vb[..., :H, :] + tol) | (V_pi[..., :H, :] < res.Vu[..., :H, :] - tol)).any(axis=(1, 2, 3))
     c = probability_check(id="assumption.optimism_correlated" + suffix, failures=int(bad.sum()), runs=runs,
                           beta=2 * BETA / 3, alpha=alpha, what="Vu <= V^{pi^k} <= Vb" + tag,
-                          claim={"statement": "Vu_h^k <= V_h^{pi^k} <= Vb_h^k (used in Lemma B.8; spec B10)",
-                                 "source": src + " (N17)"}, details={"config": config})
+                          claim={"statement": "Vu_h^k <= V_h^{pi^k} <= Vb_h^k (used in Lemma B.8; docs/derivations.md#readings)",
+                                 "source": src + " (Lemma B.8)"}, details={"config": config})
     out.append(vacuous(soften(c, practical), vac_msg))
 
     gap_out = duality_gap(game, res.mu_out, res.nu_out)
-    # N27 has two parts of different kinds: the chain Delta_final <= mean_k certificate holds ALWAYS (an
+    # Theorem 4.2 has two parts of different kinds: the chain Delta_final <= mean_k certificate holds ALWAYS (an
     # invariant: one counterexample fails it; counted among the failures of a probability check at beta,
-    # a few broken runs would pass unnoticed), the gap bound only on N16's good event,
+    # a few broken runs would pass unnoticed), the gap bound only on Lemma B.7's good event,
     # which has probability >= 1 - 2 beta/3 (Lemma B.7), so that is the level it is checked at.
     chain = int((res.delta > res.certificate.mean(axis=1) + 1e-12).sum())
     out.append(invariant_check(
         id="assumption.certificate_chain" + suffix, violations=chain, total=runs,
         what="Delta_final <= mean_k (Vb_1^k - Vu_1^k)(s_1) in every run",
         claim={"statement": "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) always",
-               "source": src + ", Theorem 4.2 proof (N27, deterministic part)"},
+               "source": src + ", Theorem 4.2 proof (Theorem 4.2, deterministic part)"},
         details={"config": config}))
     exceed = gap_out > res.delta + tol
     c = probability_check(id="assumption.certificate" + suffix, failures=int(exceed.sum()), runs=runs,
                           beta=2 * BETA / 3, alpha=alpha, what="duality gap of (mu^out, nu^out) <= Delta_final" + tag,
                           claim={"statement": "V^{dagger,nu^out} - V^{mu^out,dagger} <= Delta_final on the good "
-                                              "event of N16 (w.p. >= 1 - 2 beta/3)",
-                                 "source": src + ", Theorem 4.2 proof (N27) with Lemma B.7 (N16)"},
+                                              "event of Lemma B.7 (w.p. >= 1 - 2 beta/3)",
+                                 "source": src + ", Theorem 4.2 proof with Lemma B.7"},
                           details={"config": config, "chain_violations": chain,
                                    "gap_out_mean": float(gap_out.mean()), "delta_mean": float(res.delta.mean()),
                                    "plots": [{"title": "certificate vs true duality gap of the episode policy",
@@ -314,7 +314,7 @@ def nonprivate_exponent_check(base: dict, K: int, *, alpha: float, seed: int, ga
         details["plots"] = [increments_plot(fit, 0.5), regret_plot({"non-private": base["R"]}, base["grid"]),
                             local_slopes_plot({"non-private": base["R"]}, base["grid"])]
     c = regret_exponent_check(fit, claimed=0.5, tolerance=REGRET_TOLERANCE, id="regret.exponent.nonprivate",
-                              source=SOURCE + ", Theorem 4.1 with E = 0 (N22) [practical constants]",
+                              source=SOURCE + ", Theorem 4.1 with E = 0 [practical constants]",
                               what="duality-gap regret", details=details)
     return regime(c, fit)
 

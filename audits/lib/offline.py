@@ -1,7 +1,7 @@
-"""Reusable checks of DP-APVI (offline_dp_apvi_vapvi.md §2, claims T-1..T-17, G-2): the tabular offline audit.
+"""Reusable checks of DP-APVI (Qiao & Wang 2022, Algorithm 1, Theorem 3.4, Lemmas C.1-C.10, Lemma E.15): the tabular offline audit.
 
 Everything here runs the ALGORITHM's own code paths -- ``DPAPVI.private_counts`` (privatizer, clip,
-§2.4 consistency), ``DPAPVI.run`` (P~, penalty, backward induction) and ``OfflineDataset.counts`` -- so a
+eqs. 3-4 consistency), ``DPAPVI.run`` (P~, penalty, backward induction) and ``OfflineDataset.counts`` -- so a
 defect planted in a subclass of :class:`dpcheck.algorithms.offline.DPAPVI` is seen by the check that should see
 it. The count privatizer's own checks (brute-force sensitivity, PLD of the declared DpEvent) are reused
 from :mod:`dpcheck.audits.lib.privatizers`.
@@ -13,14 +13,14 @@ from :mod:`dpcheck.audits.lib.privatizers`.
   differ in ONE trajectory; the replaced trajectory visits different cells at every step and in a
   step-dependent way, so noise shared across steps h cancels from the likelihood ratio and is exposed),
   :func:`policy_target` (black box on the output policy), :func:`dp_event_check`,
-  :func:`zcdp_conversion_check` (G-2), :func:`sensitivity_checks` (brute force + hypothesis search over
-  neighbouring datasets through the algorithm's counting), :func:`noise_calibration_checks` (T-1 (iii):
+  :func:`zcdp_conversion_check` (Lemma E.15), :func:`sensitivity_checks` (brute force + hypothesis search over
+  neighbouring datasets through the algorithm's counting), :func:`noise_calibration_checks` (noise variance:
   the injected noise has the variance the CLAIM implies, at three budgets; fresh noise per step h).
-* Assumptions: :func:`count_checks` (T-2 noise bound, T-3 consistency, T-4 accuracy, T-5 valid P~),
-  :func:`pessimism_checks` (T-11 penalty validity, T-13 pessimism, exact values from the true model),
+* Assumptions: :func:`count_checks` (Lemma C.2 noise bound, eqs. 3-4 consistency, Lemma C.3 accuracy, eq. 5 valid P~),
+  :func:`pessimism_checks` (Lemma C.6 penalty validity, Lemma C.10 pessimism, exact values from the true model),
   :func:`coverage_check` (d_m, Assumption 2.1, Theorem 3.4's sample-size condition).
-* Rates: :func:`rate_checks` (data-dependent bound and privacy cost vs n and vs the budget, T-14/T-17;
-  the bound T-14 per run), :func:`suboptimality_rate_check` (realised gap vs n).
+* Rates: :func:`rate_checks` (data-dependent bound and privacy cost vs n and vs the budget, eq. 31/eq. 7;
+  the bound eq. 31 per run), :func:`suboptimality_rate_check` (realised gap vs n).
 
 Steps are 0-based in arrays (the paper's h is index h - 1).
 """
@@ -43,7 +43,7 @@ SOURCE = "Qiao & Wang, Offline RL with Differential Privacy"
 MECHANISMS = ("gaussian", "laplace")
 MODES = ("theory", "practical")
 # Algorithm 1's constants (theory) and scaled ones (practical: no guarantee; the paper's penalties exceed H
-# for every n below ~1e5 on the smallest instance, P14). The practical C2 keeps the privacy term's form.
+# for every n below ~1e5 on the smallest instance). The practical C2 keeps the privacy term's form.
 THEORY = {"C1": math.sqrt(2.0), "C2": 16.0, "C": 2.0}
 PRACTICAL = {"C1": 0.1, "C2": 0.01, "C": 2.0}
 TOL = 1e-9
@@ -94,8 +94,8 @@ class OfflinePlugin:
 class APVISpec:
     """DP-APVI as the audit runs it.
 
-    mechanism: "gaussian" (rho-zCDP, §2.2) or "laplace" (eps-DP, §2.8(c)); budget: rho or eps;
-    delta: the spec's utility failure probability (in E and iota), NOT the delta of (eps, delta)-DP;
+    mechanism: "gaussian" (rho-zCDP, eq. 2) or "laplace" (eps-DP, docs/derivations.md#noise-calibration); budget: rho or eps;
+    delta: the paper's utility failure probability (in E and iota), NOT the delta of (eps, delta)-DP;
     algorithm: the class (DPAPVI or a subclass, e.g. a planted defect); mode: which constants.
     """
 
@@ -144,11 +144,11 @@ class APVISpec:
         if self.plugin is not None:
             return self.privatizer(b).claim
         if self.gaussian:
-            return Claim(rho=b, notion="zCDP", source=f"{SOURCE}, Theorem 3.4 / Lemma C.1 (T-1)")
-        return Claim(epsilon=b, notion="DP", source=f"{SOURCE}, §2.8(c) pure-DP variant (T-19)")
+            return Claim(rho=b, notion="zCDP", source=f"{SOURCE}, Theorem 3.4 / Lemma C.1")
+        return Claim(epsilon=b, notion="DP", source=f"{SOURCE}, docs/derivations.md#noise-calibration pure-DP variant")
 
     def declared_variance(self, H: int, budget: float | None = None) -> float | None:
-        """The per-count noise variance the CLAIM implies: 2H/rho (§2.2) or 2 (4H/eps)^2 (§2.8(c)); a plug-in's
+        """The per-count noise variance the CLAIM implies: 2H/rho (eq. 2) or 2 (4H/eps)^2 (docs/derivations.md#noise-calibration); a plug-in's
         own ``noise_variance(H)`` (None when it declares none: its noise law is its own)."""
         b = self.budget if budget is None else float(budget)
         if self.plugin is not None:
@@ -205,9 +205,9 @@ def _flat(visits, transitions):
 def step_swap_pair(H: int, S: int, A: int):
     """The replaced trajectory (x in D, y in D'): x visits state 0 at odd steps and 1 at even ones, y the
     opposite, both with action 0. Every step's pair and triple counts move by 2 in l1 (sqrt(2) in l2: the
-    declared sqrt(2H) per family is attained, T-1 (i)), and the changes alternate in sign along h, so
+    declared sqrt(2H) per family is attained, Lemma C.1's sensitivity), and the changes alternate in sign along h, so
     their sum over steps cancels (all but one step for odd H): noise shared across steps h (instead of
-    fresh per h, P9 / A8) drops out of the likelihood ratio and the two datasets become perfectly (odd H:
+    fresh per h) drops out of the likelihood ratio and the two datasets become perfectly (odd H:
     far more) distinguishable than the claim allows."""
     xs = tuple(h % 2 for h in range(H + 1))
     ys = tuple(1 - v for v in xs)
@@ -379,9 +379,9 @@ def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:
 
 def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None,
                           deltas=(1e-3, 1e-5, 1e-8)) -> Check:
-    """whitebox.zcdp_conversion (G-2, Lemma E.15): rho-zCDP implies (rho + 2 sqrt(rho log(1/delta_dp)),
+    """whitebox.zcdp_conversion (Lemma E.15): rho-zCDP implies (rho + 2 sqrt(rho log(1/delta_dp)),
     delta_dp)-DP; the PLD epsilon of the declared event at each delta_dp must not exceed it. With
-    ``approx = (eps, delta_dp)`` (rho chosen by --epsilon / --delta, §2.8(d)) the round trip must give eps
+    ``approx = (eps, delta_dp)`` (rho chosen by --epsilon / --delta, docs/derivations.md#noise-calibration) the round trip must give eps
     back exactly and the PLD must certify (eps, delta_dp)."""
     algo = spec.make()
     if algo.privatizer is None:
@@ -410,7 +410,7 @@ def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None
             reason += f"; rho = {rho:.6g} converts back to ({eps:g}, {d:g})-DP exactly"
     return Check(id="whitebox.zcdp_conversion", kind="whitebox", verdict=FAIL if bad else PASS,
                  claim=_claim_dict(spec, "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP",
-                                   f"{SOURCE}, Lemma E.15, §2.8(d) (G-2)"),
+                                   f"{SOURCE}, Lemma E.15, docs/derivations.md#noise-calibration"),
                  measured=measured, details={"event": repr(ev)}, reason=reason)
 
 
@@ -479,7 +479,7 @@ def sensitivity_search_check(spec: APVISpec, *, examples: int = 200, seed: int =
     return Check(id="whitebox.sensitivity.search", kind="whitebox", verdict=PASS if ok else FAIL,
                  claim=_claim_dict(spec, "replacing one trajectory changes each count family by <= sqrt(2H) in l2 "
                                          "(Gaussian) / both families by <= 4H in l1 (Laplace)",
-                                   f"{SOURCE}, §2.7 / §2.8(c) (T-1 (i), T-19)"),
+                                   f"{SOURCE}, Lemma C.1 / docs/derivations.md#noise-calibration (sensitivity; Laplace variant)"),
                  measured={"max_ratio_to_declared": worst["ratio"], "worst_case": worst["case"],
                            "step_swap_ratio": attained, "examples": examples,
                            "epsilon_lower_bound": None, "confidence": 1.0, "samples": examples},
@@ -510,8 +510,8 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
 
 def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H: int = 3, S: int = 2, A: int = 2,
                              factors=(0.25, 1.0, 4.0), tolerance: float = 0.1) -> list[Check]:
-    """whitebox.noise_scale (T-1 (iii)) and whitebox.noise_independence (fresh noise for every count and
-    every step h, §2.2, P9).
+    """whitebox.noise_scale (noise variance) and whitebox.noise_independence (fresh noise for every count and
+    every step h, eq. 2).
 
     At budgets ``budget x factors`` (a scale that is right only at budget 1 -- e.g. rho used where an
     epsilon belongs -- is caught off 1) the algorithm privatises constant counts far above 0 in ``runs``
@@ -582,7 +582,7 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
         id="whitebox.noise_independence", kind="whitebox",
         verdict=FAIL if corr_bad else INCONCLUSIVE if corr_unsure else PASS,
         claim=_claim_dict(spec, "independent noise for every count and every step h (never one draw reused "
-                                "across h)", f"{SOURCE}, §2.2, Lemma C.1 (P9)"),
+                                "across h)", f"{SOURCE}, eq. 2, Lemma C.1"),
         measured={"rows": corr_rows, "max_abs_correlation": abs(top["correlation"]) if top else 0.0,
                   "confidence": 1 - alpha, "epsilon_lower_bound": None, "samples": runs},
         details={"test": f"interval mean product +- z_(1 - alpha/(2 x {npairs})) se vs +-{tolerance:g}"},
@@ -600,7 +600,7 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
             "variance 2H/rho (Gaussian) / 2 (4H/eps)^2 (Laplace), the variance the claimed budget implies")
     scale = Check(
         id="whitebox.noise_scale", kind="whitebox", verdict=FAIL if bad else INCONCLUSIVE if unsure else PASS,
-        claim=_claim_dict(spec, "the injected noise has " + what, f"{SOURCE}, §2.2 / §2.8(c) (T-1 (iii), P8, P19)"),
+        claim=_claim_dict(spec, "the injected noise has " + what, f"{SOURCE}, eq. 2 / docs/derivations.md#noise-calibration"),
         measured={"rows": rows, "worst_variance_ratio": worst["variance_ratio"], "confidence": 1 - alpha,
                   "epsilon_lower_bound": None, "samples": runs},
         details={"budgets": [spec.budget * f for f in factors], "H": H, "S": S, "A": A,
@@ -618,15 +618,15 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
 
 # ============================================================ assumptions: counts and P~
 def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", suffix: str = "") -> list[Check]:
-    """T-2..T-5 over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
+    """Lemmas C.2-C.3 and eqs. 3-5 over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
     dataset repeated), through the algorithm's ``private_counts``:
 
-    * assumption.noise_bound (T-2, Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
-    * assumption.consistency (T-3, eq. 3-4, always): ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s') and
+    * assumption.noise_bound (Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
+    * assumption.consistency (eqs. 3-4, eq. 3-4, always): ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s') and
       |ntil(s,a) - n'(s,a)| <= E/2 (the LP's band; skipping the LP breaks it, Remark 3.1);
-    * assumption.count_accuracy (T-4, Lemma C.3, on the T-2 event): |ntil - n| <= E for pair and triple
+    * assumption.count_accuracy (Lemma C.3, on the Lemma C.2 event): |ntil - n| <= E for pair and triple
       counts and max_s' |ntil - n'| <= max_s' |n - n'|;
-    * assumption.valid_transition (T-5, eq. 5): P~ rows are distributions, uniform exactly where
+    * assumption.valid_transition (eq. 5, eq. 5): P~ rows are distributions, uniform exactly where
       ntil(s,a) <= E and ntil(s,a,.)/ntil(s,a) elsewhere.
     """
     algo = spec.make()
@@ -642,7 +642,7 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
     out = [probability_check(id="assumption.noise_bound" + suffix, failures=int((~event).sum()), runs=R, beta=spec.delta,
                              alpha=alpha, what="|n' - n| <= E/2 for all counts", details=dict(det),
                              claim=_claim_dict(spec, "w.p. >= 1 - delta, |n' - n| <= E/2 for every pair and triple count",
-                                               f"{src}, Lemma C.2 / §2.8(c) (T-2)"))]
+                                               f"{src}, Lemma C.2 / docs/derivations.md#noise-calibration"))]
     sums = pc.transitions.sum(-1)
     cons = ((np.abs(pc.visits - sums) > TOL * np.maximum(1, pc.visits))
             | np.any(pc.transitions < -TOL, axis=-1)
@@ -653,18 +653,18 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
                                details=dict(det, max_band_deviation=band, half_width=E / 2),
                                claim=_claim_dict(spec, "the post-processed counts are consistent: ntil >= 0, "
                                                        "ntil(s,a) = sum_s' ntil(s,a,s'), |ntil(s,a) - n'(s,a)| <= E/2",
-                                                 f"{src}, eq. 3-4 / Remark 3.2 (T-3)")))
+                                                 f"{src}, eq. 3-4 / Remark 3.2")))
     acc = ((np.abs(pc.visits - n_p) > E + TOL)
            | np.any(np.abs(pc.transitions - n_t) > E + TOL, axis=-1)
            | (np.abs(pc.transitions - pc.noisy_transitions).max(-1)
               > np.abs(n_t - pc.noisy_transitions).max(-1) + TOL * np.maximum(1, n_p)))
     acc_ev = acc[event]
     out.append(invariant_check(id="assumption.count_accuracy" + suffix, violations=int(acc_ev.sum()), total=int(acc_ev.size),
-                               what="on the T-2 event: |ntil - n| <= E and the LP moves n' no more than n does",
+                               what="on the Lemma C.2 event: |ntil - n| <= E and the LP moves n' no more than n does",
                                details=dict(det, runs_on_event=int(event.sum())),
-                               vacuous=None if event.any() else "the T-2 event held in no run",
-                               claim=_claim_dict(spec, "on the event of T-2, |ntil - n| <= E for pair and triple counts",
-                                                 f"{src}, Lemma C.3 (T-4)")))
+                               vacuous=None if event.any() else "the Lemma C.2 event held in no run",
+                               claim=_claim_dict(spec, "on the Lemma C.2 event, |ntil - n| <= E for pair and triple counts",
+                                                 f"{src}, Lemma C.3")))
     P = pc.kernel
     fallback = pc.visits <= E
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -677,23 +677,23 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
                                what="P~ rows are distributions, uniform exactly where ntil(s,a) <= E",
                                details=dict(det, fallback_fraction=float(fallback.mean())),
                                claim=_claim_dict(spec, "P~_h(.|s,a) is a distribution: ntil(s,a,.)/ntil(s,a) if "
-                                                       "ntil(s,a) > E, else uniform 1/S", f"{src}, eq. 5 / Remark 3.3 (T-5)")))
+                                                       "ntil(s,a) > E, else uniform 1/S", f"{src}, eq. 5 / Remark 3.3")))
     return out
 
 
 # ============================================================ assumptions: pessimism (exact values)
 def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha: float, budget: float | None = None,
                      suffix: str = "", regime: str = "") -> list[Check]:
-    """assumption.penalty_validity (T-11, Lemma C.6) and assumption.pessimism (T-13) on ``runs`` datasets of
+    """assumption.penalty_validity (Lemma C.6) and assumption.pessimism (Lemma C.10) on ``runs`` datasets of
     ``n`` trajectories from ``instance``, values exact from the true model.
 
-    * validity: for every (h,s,a) with ntil_h(s,a) >= 3E (A18: the lemma's range),
+    * validity: for every (h,s,a) with ntil_h(s,a) >= 3E (the lemma's range),
       |(P~_h - P_h) Vtil_{h+1}(s,a)| <= Gamma_h(s,a); a run fails if any pair violates it; the claim is
       "w.p. >= 1 - 2 delta" (Lemma C.2's event and Lemma C.6's);
     * pessimism: Qbar_h <= Q^{pi_hat}_h and Vtil_h <= V^{pi_hat}_h everywhere; "w.p. >= 1 - 4 delta" (the
-      proof spends four events of size delta, Ambiguity A1).
+      proof spends four events of size delta, Theorem 3.4's proof).
     Both are marked VACUOUS when they hold trivially: validity when every checked Gamma_h is at least the
-    largest possible error H - h, pessimism when Qbar = 0 everywhere (penalties >= H, P14).
+    largest possible error H - h, pessimism when Qbar = 0 everywhere (penalties >= H).
     """
     from dpcheck.algorithms.envs.planning import policy_values
     algo = spec.make(budget=budget)
@@ -724,7 +724,7 @@ def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha:
                            details=dict(det, max_excess=float(np.max(np.where(elig, dev - res.penalties, -np.inf))),
                                         nontrivial_runs=int((~trivial_v).sum())),
                            claim=_claim_dict(spec, "w.p. >= 1 - 2 delta, |(P~_h - P_h) Vtil_{h+1}| <= Gamma_h wherever "
-                                                   "ntil_h(s,a) >= 3 E", f"{src}, Lemma C.6 (T-11; A18)"))
+                                                   "ntil_h(s,a) >= 3 E", f"{src}, Lemma C.6 (Algorithm 1)"))
     ok = (np.all(res.q_values <= Qpi + TOL, axis=(1, 2, 3)) & np.all(res.values[:, :H] <= Vpi[:, :H] + TOL, axis=(1, 2)))
     trivial_p = np.all(res.q_values == 0, axis=(1, 2, 3))
     beta_p = min(1.0, 4 * spec.delta)
@@ -734,14 +734,14 @@ def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha:
                                         max_excess=float(np.max(res.values[:, :H] - Vpi[:, :H]))),
                            claim=_claim_dict(spec, "w.p. >= 1 - 4 delta, the learned value never exceeds the true value "
                                                    "of the learned policy: Vtil_h <= V^{pi_hat}_h, Qbar_h <= Q^{pi_hat}_h",
-                                             f"{src}, Lemma C.10 + eq. 34 (T-13; A1)"))
+                                             f"{src}, Lemma C.10 + eq. 34 (Theorem 3.4)"))
     vac_p = "Qbar = 0 everywhere in every run (the penalties exceed H): holds trivially" if trivial_p.all() else None
     return [vacuous(cv, vac_v), vacuous(cp, vac_p)]
 
 
 def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, id: str = "assumption.coverage",
                    behaviour=None, model=None, alpha: float = 0.05) -> Check:
-    """assumption.coverage: Assumption 2.1 (d^{pi*}_h(s,a) > 0 => d^mu_h(s,a) > 0) and the coverage dbar_m (§1.3).
+    """assumption.coverage: Assumption 2.1 (d^{pi*}_h(s,a) > 0 => d^mu_h(s,a) > 0) and the coverage dbar_m.
 
     Instance (true model): d^mu, dbar_m, Assumption 2.1 exactly -- PASS or FAIL.
 
@@ -754,12 +754,12 @@ def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, 
     * otherwise it concerns the optimal policy of an MDP the data do not determine: INCONCLUSIVE, naming a cell
       never seen (or where mu = 0) and what would settle it (the behaviour policy, or P, r, init with it).
 
-    Once Assumption 2.1 holds, Theorem 3.4's sample-size condition n > max(H^2, E) iota / dbar_m (c1 = 1, A19) is
+    Once Assumption 2.1 holds, Theorem 3.4's sample-size condition n > max(H^2, E) iota / dbar_m (c1 = 1) is
     checked with dbar_m exact (model), or with a lower confidence bound (every cell seen: Clopper-Pearson per
     cell at level alpha / (H S A), n_h(s,a) ~ Bin(n, d^mu_h(s,a))): PASS if it holds, INCONCLUSIVE if not (the
     utility theorem then does not apply to these data; privacy does not need it)."""
     claim_21 = {"statement": "d^{pi*}_h(s,a) > 0 => d^mu_h(s,a) > 0 (Assumption 2.1); dbar_m reported",
-                "source": f"{SOURCE}, Assumption 2.1, Theorem 3.4 (§1.3)"}
+                "source": f"{SOURCE}, Assumption 2.1, Theorem 3.4"}
     if instance is not None:
         cov = instance.coverage()
         measured = {"dbar_m": cov.dbar_m, "covered_fraction": float(cov.covered.mean()),
@@ -779,7 +779,7 @@ def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, 
     seen = visits > 0
     cells = float(seen.mean())
     claim = {"statement": "Assumption 2.1 (d^{pi*} > 0 => d^mu > 0) and Theorem 3.4's n > c1 max(H^2, E) iota / "
-                          "dbar_m (c1 = 1)", "source": f"{SOURCE}, Assumption 2.1, Theorem 3.4 (§1.3, A19)"}
+                          "dbar_m (c1 = 1)", "source": f"{SOURCE}, Assumption 2.1, Theorem 3.4"}
     meas = {"dbar_m_empirical": dm, "n": n, "visited_fraction": cells, "E": E}
     det = {"supplied": [k for k, v in (("behaviour", behaviour), ("model", model)) if v is not None] or ["data only"]}
 
@@ -836,7 +836,7 @@ def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, 
 
 # ============================================================ user data: what it may carry, what it may cost
 # Measured on the reference machine (audits/lib/offline.py, docs/dp_apvi.md "Size limits"): privatising one
-# count entry (noise, clip, the §2.4 LP) costs ~350 ns in the black box and ~550 ns in the count checks, and the
+# count entry (noise, clip, the eqs. 3-4 LP) costs ~350 ns in the black box and ~550 ns in the count checks, and the
 # count checks hold ~100 bytes per entry and repetition; an entry is one of the H S A (S + 1) pair and triple
 # counts. Counting a step of a trajectory costs < 50 ns; the trajectories are held ~6 times (the neighbours).
 NS_BLACKBOX, NS_COUNT_CHECKS, BYTES_PER_ENTRY, NS_STEP = 400e-9, 600e-9, 100, 50e-9
@@ -908,7 +908,7 @@ def user_model(arrays: dict, data, path: str):
 
 # ============================================================ rates
 def data_bound(res, d_opt) -> np.ndarray:
-    """2 sum_h sum_{s,a} d^{pi*}_h(s,a) Gamma_h(s,a) per run (T-14's right side) -> (runs,)."""
+    """2 sum_h sum_{s,a} d^{pi*}_h(s,a) Gamma_h(s,a) per run (eq. 31's right side) -> (runs,)."""
     return 2 * np.einsum("hsa,rhsa->r", d_opt, res.penalties)
 
 
@@ -918,7 +918,7 @@ def bounds_on_grid(spec: APVISpec, instance, *, n_grid, budgets, runs: int, seed
     from dpcheck.algorithms.offline import APVI
     from dpcheck.algorithms.envs.planning import suboptimality
     cov = instance.coverage()
-    # the non-private baseline with the same mode's constants (theory: Ambiguity A5's empirical Bernstein)
+    # the non-private baseline with the same mode's constants (theory: the empirical Bernstein)
     base = (APVI(delta=spec.delta, penalty=spec.penalty) if spec.mode == "theory" else
             APVI(delta=spec.delta, penalty=spec.penalty, C1=PRACTICAL["C1"], C2=PRACTICAL["C2"]))
     out = {"n": {"B_dp": [], "B_apvi": [], "gap": [], "saturated": []}, "budget": {"B_dp": [], "B_apvi": []}}
@@ -956,14 +956,14 @@ def _width(spec: APVISpec, budget: float, mdp) -> float:
 def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, seed: int, alpha: float,
                 tolerance: float = 0.15) -> list[Check]:
     """Rates in theory mode (the paper's constants), from the data-dependent bound B = 2 sum d^{pi*} Gamma
-    (T-14) of DP-APVI and of APVI on the same data (T-17):
+    (eq. 31, Lemma C.10) of DP-APVI and of APVI on the same data (eq. 7):
 
     * regret.bound.n: B_DP falls at least like n^{-1/2} (Theorem 3.4's main term; the privacy term falls
       like 1/n): slope <= -0.5 + 0.1; points where B_DP >= H (the bound says nothing) are reported as vacuous;
     * regret.privacy_cost.n: B_DP - B_APVI ~ n^{-1} (the extra S H^2 E / (n dbar_m) term): slope -1 +- tol;
     * regret.privacy_cost.budget: B_DP - B_APVI ~ rho^{-1/2} (Gaussian, E_rho) / eps^{-1} (Laplace, E_eps):
       slope -0.5 / -1 +- tol;
-    * regret.suboptimality_bound: v* - v^{pi_hat} <= B_DP in every run and grid point (T-14), w.p. >= 1 - 4 delta.
+    * regret.suboptimality_bound: v* - v^{pi_hat} <= B_DP in every run and grid point (eq. 31, Lemma C.10), w.p. >= 1 - 4 delta.
     Intervals: studentised bootstrap over runs (dpcheck.regret.fit_scaling, interval="t")."""
     from dpcheck.regret import fit_scaling, slope_check
     budgets = [spec.budget * f for f in budget_factors]
@@ -977,7 +977,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
     c1 = slope_check(fit, bound=-0.5 + 0.1, id="regret.bound.n", xname="n",
                      statement="sub-optimality bound O~(n^{-1/2}) + O~(1/n) (Theorem 3.4): the data-dependent bound "
                                "2 sum d^{pi*} Gamma falls at least like n^{-1/2}",
-                     source=f"{src}, Theorem 3.4, eq. 31 (T-14, T-16)", ylabel="2 sum d^{pi*} Gamma (DP-APVI)",
+                     source=f"{src}, Theorem 3.4, eq. 31 (eq. 31, Lemma C.10)", ylabel="2 sum d^{pi*} Gamma (DP-APVI)",
                      details=dict(common, n_grid=list(map(int, n_grid)), bound_mean=list(Bn.mean(0)),
                                   vacuous_points=vac_pts, H=H,
                                   penalty_exceeds_H_fraction=list(g["n"]["saturated"].mean(0))))
@@ -994,7 +994,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
     c2 = slope_check(fit2, bound=-1 + tolerance, lower=-1 - tolerance, id="regret.privacy_cost.n", xname="n",
                      statement="the cost of privacy in the bound is the lower-order term O~(S H^2 E / (n dbar_m)): "
                                "B_DP - B_APVI ~ n^{-1}",
-                     source=f"{src}, Theorem 3.4 vs eq. 7 (T-17)", ylabel="B_DP - B_APVI",
+                     source=f"{src}, Theorem 3.4 vs eq. 7", ylabel="B_DP - B_APVI",
                      details=dict(common, n_grid=list(map(int, n_grid)), cost_mean=list(dn.mean(0)),
                                   negative_fraction=float((dn <= 0).mean())))
     mdp = instance.mdp
@@ -1010,7 +1010,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
     c3 = slope_check(fit3, bound=expected + tolerance, lower=expected - tolerance, id="regret.privacy_cost.budget",
                      xname=spec.budget_name,
                      statement=f"the cost of privacy scales like E: {like}; expected slope {expected:.3g}",
-                     source=f"{src}, Theorem 3.4 / §2.8(c) (T-17, T-19, G-1)", ylabel="B_DP - B_APVI",
+                     source=f"{src}, Theorem 3.4 vs eq. 7", ylabel="B_DP - B_APVI",
                      details=dict(common, n=g["n_mid"], budgets=budgets, cost_mean=list(db.mean(0))))
     c3 = _positive_cost(c3, db, budgets, spec.budget_name,
                         [theory and mdp.S * _width(spec, b, mdp) >= 1 for b in budgets])
@@ -1021,7 +1021,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
                            details=dict(common, n_grid=list(map(int, n_grid)), gap_mean=list(gap.mean(0)),
                                         bound_mean=list(Bn.mean(0))),
                            claim=_claim_dict(spec, "w.p. >= 1 - 4 delta, v* - v^{pi_hat} <= 2 sum_h sum d^{pi*}_h Gamma_h",
-                                             f"{src}, eq. 31 + Lemma C.10 (T-14; A1)"))
+                                             f"{src}, eq. 31 + Lemma C.10 (Theorem 3.4)"))
     if len(vac_pts) == len(n_grid):
         c4 = vacuous(c4, f"the bound exceeds H = {H} at every n")
     return [c1, c2, c3, c4]
@@ -1029,7 +1029,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
 
 def _positive_cost(check: Check, cost: np.ndarray, grid, xname: str, strict) -> Check:
     """A privacy cost whose mean is <= 0 somewhere has no slope to fit. Where ``strict`` (theory constants
-    and S E >= 1, the precondition of Lemma C.6, A17) DP-APVI's penalty must exceed APVI's -- its extra
+    and S E >= 1, the precondition of Lemma C.6) DP-APVI's penalty must exceed APVI's -- its extra
     term 16 S H E iota / ntil outweighs APVI's (7/3) H iota / n -- so a cost <= 0 there means the penalty
     pays nothing for privacy: FAIL. Elsewhere (practical constants, or a budget so large that S E < 1):
     INCONCLUSIVE, and said why."""
@@ -1041,10 +1041,10 @@ def _positive_cost(check: Check, cost: np.ndarray, grid, xname: str, strict) -> 
     if any(st for _, st in bad):
         return replace(check, verdict=FAIL,
                        reason=f"B_DP - B_APVI <= 0 at {xname} = {where} although S E >= 1 with the paper's constants: "
-                              f"the DP penalty pays nothing for privacy (T-17)")
+                              f"the DP penalty pays nothing for privacy (eq. 7)")
     return replace(check, verdict=INCONCLUSIVE,
                    reason=f"B_DP - B_APVI <= 0 at {xname} = {where}: no privacy cost to fit there (practical constants, "
-                          f"or S E < 1: A17); " + check.reason)
+                          f"or S E < 1:); " + check.reason)
 
 
 def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, seed: int, alpha: float,
@@ -1053,7 +1053,7 @@ def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, see
     (Theorem 3.4's main term): slope of the mean gap <= -0.5 + tolerance. Practical constants by default.
 
     Grid points that cannot inform the fit are left out and named: those where Qbar = 0 everywhere in
-    every run (the penalties exceed H -- with the paper's constants for every n below ~1e5, P14 -- so the
+    every run (the penalties exceed H -- with the paper's constants for every n below ~1e5 -- so the
     policy is the tie-break and the theorem's sample-size condition is not met: VACUOUS points), and those
     where the mean gap is 0 (pi_hat = pi* in every run: nothing left to measure). With fewer than 3 points
     left the check is INCONCLUSIVE, never a pass."""
@@ -1076,7 +1076,7 @@ def suboptimality_rate_check(spec: APVISpec, instance, *, n_grid, runs: int, see
            "vacuous_points": [int(n) for n, b in zip(n_grid, blind) if b],
            "solved_points": [int(n) for n, g, b in zip(n_grid, G.mean(0), blind) if g <= 1e-12 and not b]}
     stmt = "sub-optimality O~(n^{-1/2}) (Theorem 3.4's main term): the realised gap falls at least like n^{-1/2}"
-    src = f"{SOURCE}, Theorem 3.4 (T-16)"
+    src = f"{SOURCE}, Theorem 3.4"
     if pos.sum() < 3:
         why = []
         if det["vacuous_points"]:
@@ -1122,7 +1122,7 @@ def suboptimality_budget_check(spec: APVISpec, instance, *, n: int, budget_facto
            "gap_mean": list(G.mean(0)), "vacuous_budgets": [b for b, v in zip(budgets, blind) if v]}
     stmt = (f"the privacy part of the sub-optimality, O~(S H^2 E / (n dbar_m)), falls as the budget grows: the "
             f"realised gap does not grow with {spec.budget_name}")
-    src = f"{SOURCE}, Theorem 3.4 / §2.8(c) (T-16, T-17, T-19)"
+    src = f"{SOURCE}, Theorem 3.4 / docs/derivations.md#noise-calibration (eq. 7)"
     if pos.sum() < 3:
         return Check(id="regret.suboptimality.budget", kind="regret", verdict=INCONCLUSIVE,
                      claim={"statement": stmt, "source": src}, measured={"informative_points": int(pos.sum())},
@@ -1148,14 +1148,14 @@ class _FixedRelease:
 
 
 def dataflow_check(spec: APVISpec, instance, *, n: int, runs: int, seed: int) -> Check:
-    """privacy.dataflow (T-1 (iv)): everything after the release n' is post-processing. The algorithm's
+    """privacy.dataflow (post-processing): everything after the release n' is post-processing. The algorithm's
     privatizer is made to hand out ONE fixed release (computed by the real privatizer from dataset A);
     the algorithm is then run on A and on an independent dataset B of the same size. Policy, values, Q
     and penalties must be identical: any difference means the code after the release reads the raw data
     (e.g. a fallback or penalty from raw counts), which the privacy argument does not cover. With the
     noise off there is no release: the algorithm reads the raw data (FAIL)."""
     algo = spec.make()
-    src = f"{SOURCE}, §2.6 / §2.7 (T-1 (iv): the output is a post-processing of n')"
+    src = f"{SOURCE}, Algorithm 1 / Lemma C.1 (post-processing: the output is a post-processing of n')"
     claim = _claim_dict(spec, "the output depends on the data only through the released noisy counts n'", src)
     if algo.privatizer is None:
         return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim,

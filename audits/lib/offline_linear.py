@@ -1,26 +1,26 @@
 """Checks of DP-VAPVI (Qiao & Wang, "Offline Reinforcement Learning with Differential Privacy", Algorithm 2;
-specs/offline_dp_apvi_vapvi.md §3, claims L-1 ... L-16, G-2) used by ``dpcheck audit dp_vapvi``.
+Qiao & Wang 2022, Algorithm 2, Theorem 4.1, Lemmas D.1-D.18, Lemma E.15) used by ``dpcheck audit dp_vapvi``.
 
 Everything here recomputes the paper's statistics from the raw counts with its OWN code (not the
 algorithm's), so a defect in the algorithm's statistics, noise or calibration shows up as a difference:
 
-* :func:`true_statistics` -- the five noiseless statistics of step h (§3.3 lines 4-6, 9-10) given the run's own
+* :func:`true_statistics` -- the five noiseless statistics of step h (Algorithm 2 lines 4-6, 9-10) given the run's own
   Vtil_{h+1} and sigtil_h (post-processing of earlier releases, so conditioning on them is the adaptive
-  composition of §3.4); :func:`residuals` -- released minus noiseless, as vectors: a symmetric matrix noise
-  ``N = (Z + Z^T)/sqrt(2)`` becomes (upper off-diagonal entries, diagonal / sqrt(2)), iid N(0, std^2) (L-1).
+  composition of Lemma D.1); :func:`residuals` -- released minus noiseless, as vectors: a symmetric matrix noise
+  ``N = (Z + Z^T)/sqrt(2)`` becomes (upper off-diagonal entries, diagonal / sqrt(2)), iid N(0, std^2) (Theorem 4.1 / Lemma D.1).
 * :func:`claimed_stds` -- the per-coordinate std the CLAIM needs: sensitivity / sqrt(2 rho0), rho0 = rho/(5H),
-  from the spec's sensitivity table (§3.4) -- never from the algorithm's declaration.
+  from Lemma D.1's sensitivity table (docs/derivations.md#noise-calibration) -- never from the algorithm's declaration.
 * White box: :func:`noise_calibration_check` (measured residual variance vs the claim's std, chi-square),
-  :func:`noise_independence_check` (fresh noise per step h, A8 / P11: Fisher-z of cross-step correlations),
+  :func:`noise_independence_check` (fresh noise per step h: Fisher-z of cross-step correlations),
   :func:`sensitivity_check` (hypothesis search over neighbouring datasets with ||phi|| <= B, plus the exact
   worst case over the audited feature vectors), :func:`dp_event_checks` (the declared 5H DpEvents composed
-  and accounted with the PLD accountant against the zCDP claim, and its (eps, delta) conversion, G-2).
+  and accounted with the PLD accountant against the zCDP claim, and its (eps, delta) conversion, Lemma E.15).
 * Black box: :func:`statistics_target` (the Neyman-Pearson log-likelihood ratio of the whole released
   transcript, 5H statistics, for a pair of datasets differing in ONE trajectory) and :func:`policy_target`
   (the output policy as a discrete label).
-* Assumptions: :func:`noise_bound_check` (Lemma D.2 / L-2), :func:`positive_definite_check` (Lemma D.2, P17),
-  :func:`utility_checks` (penalty validity L-11 and pessimism L-12, exact from the true model),
-  :func:`coverage_check` (kappa, Assumption 2.2), :func:`feature_norm_check` (||phi|| <= 1, §1.4; A12).
+* Assumptions: :func:`noise_bound_check` (Lemma D.2 / Lemma D.2), :func:`positive_definite_check` (Lemma D.2),
+  :func:`utility_checks` (penalty validity Lemma D.13 and pessimism Lemma D.3, exact from the true model),
+  :func:`coverage_check` (kappa, Assumption 2.2), :func:`feature_norm_check` (||phi|| <= 1, Section 2).
 * Rates: :func:`rate_checks` (sub-optimality and value error vs K, the privacy cost vs K and vs rho).
 * User data: :func:`load_linear_data` (an .npz with states, actions, rewards and features).
 """
@@ -40,7 +40,7 @@ from dpcheck.errors import InputError
 SOURCE = "Qiao & Wang, Offline RL with Differential Privacy (DP-VAPVI, Algorithm 2)"
 STATS = ("sigma_matrix", "beta_vector", "theta_vector", "lambda_matrix", "w_vector")
 
-# practical-mode constants (spec §5.2: C, Dpen are tuned hyper-parameters there; reported in the config)
+# practical-mode constants (Section 6: C, Dpen are tuned hyper-parameters there; reported in the config)
 PRACTICAL = {"C": 2.0, "c_D": 1e-3}
 THEORY = {"C": 1.0, "c_D": 1.0}
 
@@ -208,14 +208,14 @@ def instance_setup(name: str, seed: int) -> Setup:
 # ============================================================================ statistics and residuals
 def sym_vector(M: np.ndarray) -> np.ndarray:
     """(..., d, d) symmetric -> (..., d(d+1)/2): upper off-diagonal entries, then diagonal / sqrt(2).
-    Its l2 norm is ||M||_F / sqrt(2); the noise (Z + Z^T)/sqrt(2) becomes iid N(0, std^2) (L-1)."""
+    Its l2 norm is ||M||_F / sqrt(2); the noise (Z + Z^T)/sqrt(2) becomes iid N(0, std^2) (Theorem 4.1 / Lemma D.1)."""
     d = M.shape[-1]
     iu = np.triu_indices(d, 1)
     return np.concatenate([M[..., iu[0], iu[1]], np.diagonal(M, axis1=-2, axis2=-1) / math.sqrt(2.0)], axis=-1)
 
 
 def true_statistics(D, Dp, phi, values, sigma2, lam: float, shift: float) -> dict:
-    """The noiseless five statistics of every step (§3.3), given the run's own Vtil (runs, H+1, S) and
+    """The noiseless five statistics of every step (Algorithm 2), given the run's own Vtil (runs, H+1, S) and
     sigtil^2 (runs, H, S, A); ``shift`` = E/2 is added to the matrices as the algorithm adds it. D, Dp:
     TabularCounts (D: Q regression, Dp: variance). -> name -> (runs, H, ...). Sums over the pairs (s, a) are
     matrix products with the (S A, d) feature table and its (S A, d d) outer products."""
@@ -250,14 +250,14 @@ def residuals(result, D, Dp, phi, lam: float) -> dict:
 
 
 def claimed_sensitivities(H: int, B: float, matrix_neighbour: str) -> dict:
-    """l2 sensitivities of the five releases under ONE REPLACED trajectory (§3.4 table, A7, A12)."""
+    """l2 sensitivities of the five releases under ONE REPLACED trajectory (Lemma D.1 table)."""
     mat = B * B * (1.0 if matrix_neighbour == "replace" else 1.0 / math.sqrt(2.0))
     return {"sigma_matrix": mat, "beta_vector": 2.0 * H * H * B, "theta_vector": 2.0 * H * B,
             "lambda_matrix": mat, "w_vector": 2.0 * H * B}
 
 
 def claimed_stds(rho: float, H: int, B: float, matrix_neighbour: str = "replace") -> dict:
-    """Per-coordinate noise std the rho-zCDP claim needs: Delta / sqrt(2 rho0), rho0 = rho/(5H) (§3.1-3.4)."""
+    """Per-coordinate noise std the rho-zCDP claim needs: Delta / sqrt(2 rho0), rho0 = rho/(5H) (Section 4, Lemma D.2-3.4)."""
     rho0 = rho / (5.0 * H)
     return {k: accounting.gaussian_sigma(s, rho0) for k, s in claimed_sensitivities(H, B, matrix_neighbour).items()}
 
@@ -274,7 +274,7 @@ def replicate(counts, runs: int):
 def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, rng, alpha: float,
                             matrix_neighbour: str = "replace", tolerance: float = 0.1) -> Check:
     """whitebox.noise_calibration: the released noise of each of the five statistics (pooled over steps and
-    coordinates) has mean 0 and the variance the CLAIM needs, Delta^2 / (2 rho0) (P8, P11).
+    coordinates) has mean 0 and the variance the CLAIM needs, Delta^2 / (2 rho0) (eq. 2; Lemma D.1).
 
     Chi-square interval on the variance ratio and a normal interval on the standardised mean, Bonferroni
     over the 5 statistics x 2 tests at level alpha, judged against a tolerance band as
@@ -294,7 +294,7 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
     if want is None:
         return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=INCONCLUSIVE,
                      claim={"statement": "each release's noise has the std the privatizer declares",
-                            "source": f"{SOURCE}, §3.2 / Lemma D.1"},
+                                 "source": f"{SOURCE}, Lemma D.3"},
                      measured={"confidence": None, "runs": runs},
                      reason=f"the plug-in {getattr(plugin, 'name', plugin)!r} declares no noise_stds(H, sensitivities): "
                             "no std to compare with (its privacy rests on the black box and its DpEvent)")
@@ -339,7 +339,7 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
               f"{max(r['variance_ratio'] for r in rows.values()):.3f})")
     return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=verdict,
                  claim={"statement": "each release adds N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
-                        "source": f"{SOURCE}, §3.2 / Lemma D.1 (L-1, P8, P11)", "rho": rho_claim},
+                        "source": f"{SOURCE}, Algorithm 2, footnote 8 / Lemma D.1 (Theorem 4.1 / Lemma D.1; eq. 2)", "rho": rho_claim},
                  measured={"statistics": rows, "confidence": 1 - alpha, "runs": runs},
                  details={"test": "chi-square interval on the variance ratio + normal interval on the mean, Bonferroni "
                                   "x10, against a tolerance band: FAIL on the intervals at the audit's share of alpha, "
@@ -348,7 +348,7 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
 
 
 def noise_independence_check(algo, counts, phi, *, runs: int, rng, alpha: float) -> Check:
-    """whitebox.noise_independence: the noise of step h is independent of that of step h' (A8: a fresh draw
+    """whitebox.noise_independence: the noise of step h is independent of that of step h' (a fresh draw
     per h, required by the 5H-fold composition). Fisher z of every cross-step correlation (per statistic
     and coordinate) over ``runs`` repetitions, Bonferroni at level alpha: one draw reused across steps has
     correlation 1 and fails."""
@@ -358,7 +358,7 @@ def noise_independence_check(algo, counts, phi, *, runs: int, rng, alpha: float)
     R = residuals(res, replicate(counts, runs), replicate(counts, runs), phi, algo.lam)
     if H < 2:
         return invariant_check(id="whitebox.noise_independence", kind="whitebox", violations=0, total=0,
-                               claim={"statement": "fresh noise for every step h", "source": f"{SOURCE}, A8"},
+                               claim={"statement": "fresh noise for every step h", "source": f"{SOURCE}"},
                                what="cross-step independence", vacuous="H = 1: a single step")
     tests, worst = 0, (0.0, None)
     for k in STATS:
@@ -382,7 +382,7 @@ def noise_independence_check(algo, counts, phi, *, runs: int, rng, alpha: float)
         reason = "noise of different steps h is correlated (not a fresh draw per h): " + reason
     return Check(id="whitebox.noise_independence", kind="whitebox", verdict=FAIL if fail else PASS,
                  claim={"statement": "the 5H noises are independent: a fresh draw for every h",
-                        "source": f"{SOURCE}, §3.2, footnote 8 (A8, P11)"},
+                        "source": f"{SOURCE}, Algorithm 2, footnote 8, footnote 8 (Lemma D.1)"},
                  measured={"max_fisher_z": worst[0], "critical": crit, "tests": tests, "runs": runs,
                            "worst": {"statistic": k, "coordinate": i, "steps": [h1, h2], "correlation": r},
                            "confidence": 1 - alpha},
@@ -409,7 +409,7 @@ def _step_statistics(phi, traj_states, traj_actions, traj_rewards, V, sig2, h):
 
 def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: int = 0) -> dict:
     """Hypothesis search over neighbouring datasets (one trajectory replaced) with features ||phi|| <= B,
-    next-step values Vtil_{h+1} in [0, H-h] and weights sigtil^2 in [1, H^2] (§3.3 lines 7-8): the largest
+    next-step values Vtil_{h+1} in [0, H-h] and weights sigtil^2 in [1, H^2] (Algorithm 2 lines 7-8): the largest
     l2 change of each statistic, as a fraction of ``declared`` (name -> sensitivity at that H, callable)."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
     best = {k: 0.0 for k in STATS}
@@ -496,7 +496,7 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
         reason = (f"{src} moves {k} by {worst[k]:.4g} x its declared sensitivity {decl[k]:.4g}"
                   + (f" (max ||phi|| = {np.sqrt((phi ** 2).sum(-1)).max():.4g} > B = {B:g})" if src.startswith("the aud") else "")
                   + (" -- the 'paper' matrix sensitivity 1/sqrt(2) assumes add/remove; one REPLACED trajectory "
-                     "moves phi phi^T by up to sqrt(2) in Frobenius norm (A7)" if k.endswith("matrix") and algo.matrix_neighbour == "paper" else ""))
+                     "moves phi phi^T by up to sqrt(2) in Frobenius norm (docs/derivations.md#neighbouring-relation)" if k.endswith("matrix") and algo.matrix_neighbour == "paper" else ""))
     elif rho_real > rho_claim * (1 + 1e-9):
         verdict, reason = FAIL, f"realised rho = {rho_real:.4g} > claimed {rho_claim:g}"
     else:
@@ -507,7 +507,7 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     return Check(id="whitebox.sensitivity", kind="whitebox", verdict=verdict,
                  claim={"statement": "one replaced trajectory moves each release by <= its declared l2 sensitivity "
                                      "(2H^2 B, 2H B, 2H B; matrices B^2 under replacement)",
-                        "source": f"{SOURCE}, Lemma D.1, §3.4 (L-1, A7, A12)", "rho": rho_claim},
+                        "source": f"{SOURCE}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)", "rho": rho_claim},
                  measured={"searched_ratio": ratios, "feature_ratio": feat_ratio, "declared": decl,
                            "rho_realised": rho_real, "epsilon_lower_bound": None, "confidence": 1.0,
                            "samples": examples},
@@ -522,7 +522,7 @@ def equivalent_gaussian(stats) -> float:
 
 def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_claim: float | None) -> list:
     """whitebox.dp_event (the 5H declared Gaussian DpEvents composed, PLD vs the rho-zCDP profile) and
-    whitebox.dp_conversion (G-2: the exact epsilon at delta_dp <= rho + 2 sqrt(rho log(1/delta_dp)), the
+    whitebox.dp_conversion (Lemma E.15: the exact epsilon at delta_dp <= rho + 2 sqrt(rho log(1/delta_dp)), the
     Lemma E.15 conversion, and <= --epsilon when the budget came from --epsilon/--delta).
 
     The composition is accounted as the single equivalent Gaussian (:func:`equivalent_gaussian`), whose
@@ -530,7 +530,7 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     import dp_accounting
     from dpcheck import Claim
     from dpcheck.audits.lib.privatizers import dp_event_check
-    claim = Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 / Lemma D.1 (L-1)")
+    claim = Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 / Lemma D.1")
     plugin = getattr(algo, "plugin", None)
     if plugin is not None:
         # a plug-in declares its 5H releases as one DpEvent, accounted exactly against its own claim
@@ -571,7 +571,7 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
         bad.append(f"rho = {rho_claim:.6g} converts to eps = {conv:.6g}, not the requested {epsilon_claim:g}")
     c2 = Check(id="whitebox.dp_conversion", kind="whitebox", verdict=FAIL if bad else PASS,
                claim={"statement": "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP",
-                      "source": f"{SOURCE}, Lemma E.15 (G-2)", "rho": rho_claim, "delta_dp": delta_dp},
+                      "source": f"{SOURCE}, Lemma E.15", "rho": rho_claim, "delta_dp": delta_dp},
                measured={"epsilon_exact": eps_exact, "epsilon_conversion": conv, "epsilon_requested": epsilon_claim,
                          "epsilon_lower_bound": None, "confidence": 1.0, "samples": 0},
                reason="; ".join(bad) if bad else
@@ -582,7 +582,7 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
 
 # ============================================================================ black box
 def neighbour_datasets(setup: Setup, H: int, K: int = 6, seed: int = 0):
-    """Two datasets of K trajectories differing in ONE trajectory (§1.2). Instances: K - 1 scripted
+    """Two datasets of K trajectories differing in ONE trajectory (Section 2). Instances: K - 1 scripted
     trajectories spread over the pairs, the replaced one visits, at every step, the pair whose feature is
     farthest from the other's and earns reward 1 vs 0. User data: the user's dataset, its first trajectory
     replaced the same way. -> (states, actions, rewards) x 2 as (n, H+1), (n, H), (n, H)."""
@@ -668,7 +668,7 @@ def statistics_target(make_algo, setup: Setup, *, rho_claim: float, H: int, matr
         return transcript_llr(res, replicate(cx1, size), replicate(cy1, size), setup.features, algo.lam, stds)
 
     return AuditTarget(name="dp_vapvi.statistics", mechanism=mechanism, pairs=[("D", "D'")],
-                       claim=Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 (L-1)"),
+                       claim=Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 (Theorem 4.1 / Lemma D.1)"),
                        output="continuous")
 
 
@@ -700,9 +700,9 @@ def policy_target(make_algo, setup: Setup, *, rho_claim: float, H: int):
 
 # ============================================================================ assumptions
 def noise_bound_check(algo, counts, phi, *, runs: int, rng, alpha: float) -> list:
-    """assumption.noise_bound (Lemma D.2 / L-2): w.p. >= 1 - delta, for all h, ||g1_h|| <= H L,
+    """assumption.noise_bound (Lemma D.2 / Lemma D.2): w.p. >= 1 - delta, for all h, ||g1_h|| <= H L,
     ||g2_h||, ||g3_h|| <= L and ||(Z + Z^T)/sqrt(2)|| <= E/2 for both matrices; and
-    assumption.positive_definite: Sigmatil_h, Lambdatil_h positive definite for all h (part of the same event, P17).
+    assumption.positive_definite: Sigmatil_h, Lambdatil_h positive definite for all h (part of the same event).
     Noise measured as released minus noiseless (:func:`residuals`)."""
     c = replicate(counts, runs)
     res = algo.run((c, c), phi, rng)
@@ -717,7 +717,7 @@ def noise_bound_check(algo, counts, phi, *, runs: int, rng, alpha: float) -> lis
     fail = (g1 > H * L) | (g2 > L) | (g3 > L) | (n1 > E / 2) | (n2 > E / 2)
     fails = int(fail.any(axis=1).sum())
     claim = {"statement": "w.p. >= 1 - delta, for all h: ||g1|| <= H L, ||g2||, ||g3|| <= L, ||K_i - (E/2) I|| <= E/2",
-             "source": f"{SOURCE}, Lemma D.2 (L-2)"}
+             "source": f"{SOURCE}, Lemma D.2"}
     det = {"L": L, "E": E, "max_ratio": {"g1/(HL)": float(g1.max() / (H * L)), "g2/L": float(g2.max() / L),
                                          "g3/L": float(g3.max() / L), "N1/(E/2)": float(n1.max() / (E / 2)),
                                          "N2/(E/2)": float(n2.max() / (E / 2))}, "c1": algo.c1, "c2": algo.c2}
@@ -728,7 +728,7 @@ def noise_bound_check(algo, counts, phi, *, runs: int, rng, alpha: float) -> lis
         id="assumption.positive_definite", failures=notpd, runs=runs, beta=algo.delta, alpha=alpha,
         claim={"statement": "w.h.p. Sigmatil_h = Sigmabar_h + K1_h and Lambdatil_h = Lambdahat_h + K2_h are "
                             "positive definite for all h (K_i PD on the Lemma D.2 event)",
-               "source": f"{SOURCE}, Lemma D.2, §3.2 (P17)"},
+               "source": f"{SOURCE}, Lemma D.2, Algorithm 2, footnote 8"},
         details={"min_eigenvalue_sigma": float(res.min_eig_sigma.min()),
                  "min_eigenvalue_lambda": float(res.min_eig_lambda.min())},
         what="positive definiteness of Sigmatil_h and Lambdatil_h"))
@@ -757,7 +757,7 @@ def coverage_check(setup: Setup, lam: float) -> Check:
     if k <= 1e-12:
         what = "exactly" if setup.kappa_exact else "empirically (the data's Gram matrix is singular)"
         reason = (f"kappa = 0 {what}: a feature direction is never covered by mu, Assumption 2.2 fails; the "
-                  f"theory's Dpen ~ 1/kappa is infinite (P16) -- the penalty uses kappa = {setup.kappa_used:.4g} "
+                  f"theory's Dpen ~ 1/kappa is infinite (Appendix F) -- the penalty uses kappa = {setup.kappa_used:.4g} "
                   "(next eigenvalue), without guarantee")
         v = FAIL if setup.kappa_exact else INCONCLUSIVE
         if not setup.kappa_exact:
@@ -781,16 +781,16 @@ def coverage_check(setup: Setup, lam: float) -> Check:
 
 
 def feature_norm_check(setup: Setup, feature_bound: float) -> Check:
-    """assumption.feature_norm (§1.4): ||phi(s,a)||_2 <= 1. Appendix F breaks it (sqrt(7), A12): FAIL with the
+    """assumption.feature_norm (Section 2): ||phi(s,a)||_2 <= 1. Appendix F breaks it (sqrt(7)): FAIL with the
     bound B the privacy calibration then uses (privacy still holds with B; the utility analysis does not)."""
     m = setup.max_norm
     ok = m <= 1 + 1e-12
     reason = (f"max ||phi|| = {m:.4g} <= 1" if ok else
-              f"max ||phi|| = {m:.4g} > 1: the linear-MDP normalisation of the analysis fails (A12, P20); the noise is "
+              f"max ||phi|| = {m:.4g} > 1: the linear-MDP normalisation of the analysis fails (Appendix F); the noise is "
               f"calibrated for B = {feature_bound:.4g}" + (" (privacy holds)" if feature_bound >= m - 1e-12 else
                                                             " < max ||phi||: the privacy claim FAILS too"))
     return Check(id="assumption.feature_norm", kind="assumption", verdict=PASS if ok else FAIL,
-                 claim={"statement": "||phi(s,a)||_2 <= 1 for all (s,a)", "source": f"{SOURCE}, §2 linear MDP (§1.4)"},
+                 claim={"statement": "||phi(s,a)||_2 <= 1 for all (s,a)", "source": f"{SOURCE}, Algorithm 1 linear MDP (Section 2)"},
                  measured={"max_norm": m, "feature_bound": feature_bound, "confidence": 1.0}, reason=reason)
 
 
@@ -808,13 +808,13 @@ def true_errors(inst, result):
 
 
 def sample_split(inst, K: int, runs: int, rng):
-    """(D, D') counts: two independent halves of K trajectories each (§1.2, A22 split=True)."""
+    """(D, D') counts: two independent halves of K trajectories each (Section 2 split=True)."""
     return inst.sample_counts(K, rng, runs=runs, rewards=True), inst.sample_counts(K, rng, runs=runs, rewards=True)
 
 
 def utility_checks(algo, inst, *, K: int, runs: int, rng, alpha: float, mode: str) -> list:
-    """assumption.penalty_validity (L-11: |T_h Vtil_{h+1} - phi^T wtil_h| <= Gamma_h for all (h,s,a), w.p.
-    >= 1 - delta) and assumption.pessimism (L-12: Vtil_h <= V^{pi_hat}_h for all (h,s), same probability),
+    """assumption.penalty_validity (Lemma D.13: |T_h Vtil_{h+1} - phi^T wtil_h| <= Gamma_h for all (h,s,a), w.p.
+    >= 1 - delta) and assumption.pessimism (Lemma D.3: Vtil_h <= V^{pi_hat}_h for all (h,s), same probability),
     exact from the true model on split data. Vacuous when Gamma >= H - h + 1 everywhere (Qhat = 0)."""
     D, Dp = sample_split(inst, K, runs, rng)
     res = algo.run((D, Dp), inst.features, rng)
@@ -831,12 +831,12 @@ def utility_checks(algo, inst, *, K: int, runs: int, rng, alpha: float, mode: st
     v = probability_check(id="assumption.penalty_validity", failures=invalid, runs=runs, beta=algo.delta, alpha=alpha,
                           claim={"statement": "|T_h Vtil_{h+1}(s,a) - phi^T wtil_h| <= Gamma_h(s,a) = C sqrt(d) "
                                               "||phi||_{Lambdatil_h^-1} + Dpen/K for all (h,s,a), w.p. >= 1 - delta",
-                                 "source": f"{SOURCE}, Lemma D.13 / Remark D.14 (L-11)"},
+                                 "source": f"{SOURCE}, Lemma D.13 / Remark D.14"},
                           details=det, what="penalty validity")
     p = probability_check(id="assumption.pessimism", failures=pess, runs=runs, beta=algo.delta, alpha=alpha,
                           claim={"statement": "Vtil_h(s) <= V^{pi_hat}_h(s) for all (h,s) w.p. >= 1 - delta (the learned "
                                               "value never exceeds the true value of the learned policy)",
-                                 "source": f"{SOURCE}, Lemma D.3 (L-12)"},
+                                 "source": f"{SOURCE}, Lemma D.3"},
                           details=det, what="pessimism")
     return [vacuous(v, why), vacuous(p, why)]
 
@@ -866,7 +866,7 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
     action) x Pr[it is chosen]; while the data cannot resolve the margin Delta (Delta sqrt(K) / sigma small) it
     stays near Delta / 2 -- flat in K, yet below sigma / sqrt(K) -- and falls like K^{-1/2} only for the
     worst instance (Delta ~ K^{-1/2}), so its local slope in a short window does not measure the theorem's
-    rate. What eq. 10 bounds it by does: on the validity event (L-11) the sub-optimality is at most
+    rate. What eq. 10 bounds it by does: on the validity event the sub-optimality is at most
     2 sum_h E_{pi*}[Gamma_h(s_h, a_h)] (Jin, Yang & Wang 2021, "Is pessimism provably efficient for offline RL?",
     Theorem 4.2; Qiao & Wang's proof of Theorem 4.1 bounds this sum by the main term ~ K^{-1/2} plus Dpen H/K).
 
@@ -909,10 +909,10 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
 
 def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: int, seed: int, alpha: float,
                 mode: str, progress=None, rho_exponent: float = -0.5) -> list:
-    """Sub-optimality and value error of DP-VAPVI vs K (L-14 / L-15: main term ~ K^{-1/2}; upper bounds:
+    """Sub-optimality and value error of DP-VAPVI vs K (Theorem 4.1, Lemmas D.16-D.18: main term ~ K^{-1/2}; upper bounds:
     PASS if the fitted slope's interval lies below -0.5 + 0.1, FAIL if wholly above), and the privacy cost
-    in the learned value, Vtil_1(noise off) - Vtil_1(DP-VAPVI) on the same data (same constants; VAPVI's degenerate form, §3.5(a)), vs K (slope -1) and vs rho (slope
-    -1/2) (L-16: the extra term O~(H^{11/2} d / (kappa^{3/2} sqrt(rho) K))). Common random numbers across grid
+    in the learned value, Vtil_1(noise off) - Vtil_1(DP-VAPVI) on the same data (same constants; VAPVI's degenerate form, docs/derivations.md#readings), vs K (slope -1) and vs rho (slope
+    -1/2) (eq. 11: the extra term O~(H^{11/2} d / (kappa^{3/2} sqrt(rho) K))). Common random numbers across grid
     points; seeds = runs. ``make(rho)`` builds DP-VAPVI, ``make(inf)`` VAPVI's counterpart."""
     from dpcheck.regret import fit_scaling, scaling_check, slope_check
     H = inst.mdp.H
@@ -944,7 +944,7 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     if keep.sum() < 3:
         c = qualify(invariant_check(id="regret.subopt.K", kind="regret", violations=0, total=int(gaps.size),
                                     claim={"statement": "v* - v^pi_hat ~ K^{-1/2} (upper bound)",
-                                           "source": f"{src}, eq. 10 (L-14)"}, details=det,
+                                           "source": f"{src}, eq. 10 (Theorem 4.1, eq. 10)"}, details=det,
                                     what="sub-optimality bound"),
                     "vacuous", "the learned policy is optimal in (almost) every run: fewer than 3 K with a positive gap")
         checks.append(c)
@@ -953,7 +953,7 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
         fit = fit_scaling(Kg[keep], gaps[:, keep], alpha=alpha, seed=seed)
         c = slope_check(fit, bound=-0.4, id="regret.subopt.K", xname="K", ylabel="v* - v^pi_hat",
                         statement="v* - v^{pi_hat} <= O~(sqrt(d) sum_h E_pi*[||phi||_{Lambda*^-1}]) + Dpen H/K ~ K^{-1/2}",
-                        source=f"{src}, eq. 10 (L-14)", details=det)
+                        source=f"{src}, eq. 10 (Theorem 4.1, eq. 10)", details=det)
     if gaps is not None and (c.verdict == INCONCLUSIVE or (c.verdict == FAIL and mode == "practical")):
         # a practical-mode miss of the gap's slope is softened to INCONCLUSIVE by the audit anyway (no guarantee)
         c = _dominated_gap(c, Kg, gaps, bounds, alpha=alpha, seed=seed, delta=base.delta, H=H)
@@ -965,9 +965,9 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     fit = fit_scaling(K_grid, verr, alpha=alpha, seed=seed)
     checks.append(slope_check(fit, bound=-0.4, id="regret.value_error.K", xname="K", ylabel="sup_h ||V*_h - Vtil_h||",
                               statement="sup_h ||V*_h - Vtil_h||_inf <= O~(H^2 sqrt(d)/sqrt(kappa K)) (+ privacy term)",
-                              source=f"{SOURCE}, Lemma D.16 (L-15)", details={"mode": mode, "rho": rho, "runs": runs}))
+                              source=f"{SOURCE}, Lemma D.16 (Lemmas D.16-D.18)", details={"mode": mode, "rho": rho, "runs": runs}))
     checks.append(_privacy_cost_check(K_grid, cost, "K", expected=-1.0, tolerance=0.25, alpha=alpha, seed=seed,
-                                      statement="privacy cost ~ 1/K", source=f"{src}, L-16",
+                                      statement="privacy cost ~ 1/K", source=f"{src}, eq. 11",
                                       details={"mode": mode, "rho": rho}))
     # one dataset and one noise-off baseline for every rho; each rho's noise starts from the same generator
     # state (common random numbers)
@@ -980,14 +980,14 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     # rho_exponent: -1/2 for the paper's Gaussian; a plug-in's own, from its declared widths (plugin_width_exponent)
     checks.append(_privacy_cost_check(rho_grid, cr, "rho", expected=rho_exponent, tolerance=0.15, alpha=alpha, seed=seed,
                                       statement=f"privacy cost ~ rho^{rho_exponent:.3g} (the widths' exponent)",
-                                      source=f"{src}, L-16 (the privacy term ~ 1/sqrt(rho))",
+                                      source=f"{src}, eq. 11 (the privacy term ~ 1/sqrt(rho))",
                                       details={"mode": mode, "K": K_rho}))
     return checks
 
 
 # ============================================================================ the regression privatizer alone
 def standalone_sensitivities(H: int, B: float = 1.0, matrix_neighbour: str = "replace") -> dict:
-    """The l2 sensitivities DP-VAPVI hands its privatizer (one REPLACED trajectory, ||phi|| <= B): §3.4's table."""
+    """l2 sensitivities of the five releases under ONE REPLACED trajectory (Lemma D.1 table)."""
     return claimed_sensitivities(H, B, matrix_neighbour)
 
 
@@ -1001,7 +1001,7 @@ def _noise_vectors(noise) -> dict:
 def regression_release_target(priv, *, H: int = 3, d: int = 2, seed: int = 0, pilot: int = 20_000):
     """Black-box AuditTarget on a regression privatizer ALONE: the 5H releases of two statistic sets that differ,
     in every release, by its full l2 sensitivity (a shift of Delta_k on one coordinate; non-adaptive: the
-    worst case of §3.4's table for every step at once). Output: the released noise-plus-shift vectors; the
+    worst case of the sensitivities of docs/derivations.md#neighbouring-relation for every step at once). Output: the released noise-plus-shift vectors; the
     statistic is learned (:func:`dpcheck.audits.lib.privatizers.offline_plugin_target`), nothing assumed about
     the noise. Returns (target, details)."""
     from dpcheck.audits.lib.privatizers import offline_plugin_target
@@ -1021,7 +1021,7 @@ def regression_release_target(priv, *, H: int = 3, d: int = 2, seed: int = 0, pi
 
 def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alpha: float, delta: float = 0.1,
                             tolerance: float = 0.1) -> list:
-    """The regression privatizer's noise alone, at §3.4's sensitivities: whitebox.noise_calibration (measured
+    """The regression privatizer's noise alone, at the sensitivities of docs/derivations.md#neighbouring-relation: whitebox.noise_calibration (measured
     variance of each release vs its declared ``noise_stds``, chi-square interval, tolerance band as
     :func:`noise_calibration_check`; INCONCLUSIVE if no stds are declared), whitebox.noise_independence (one
     draw reused across steps: |corr| beyond the tolerance), assumption.noise_bound (Lemma D.2 with its own
@@ -1032,7 +1032,7 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
     noise = priv.draw(rng, runs, H, d, sens)
     z = _noise_vectors(noise)
     want = priv.noise_stds(H, sens) if callable(getattr(priv, "noise_stds", None)) else None
-    src = f"{SOURCE}, §3.2 / Lemma D.1"
+    src = f"{SOURCE}, Theorem 4.1"
     if want is None:
         cal = Check(id="whitebox.noise_calibration", kind="whitebox", verdict=INCONCLUSIVE,
                     claim={"statement": "each release's noise has the std the privatizer declares", "source": src},
@@ -1080,6 +1080,6 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
     bound = probability_check(id="assumption.noise_bound", failures=int(fail.any(axis=1).sum()), runs=runs, beta=delta,
                               alpha=alpha, what="the Lemma D.2 noise bounds with the privatizer's (E, L)",
                               claim={"statement": "w.p. >= 1 - delta, for all h: ||g1|| <= H L, ||g2||, ||g3|| <= L, "
-                                                  "||N_i|| <= E/2", "source": f"{SOURCE}, Lemma D.2 (L-2)"},
+                                                  "||N_i|| <= E/2", "source": f"{SOURCE}, Lemma D.2"},
                               details={"E": E, "L": L, "H": H, "d": d})
     return [cal, indep, bound]

@@ -2,7 +2,7 @@
 
 The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-VI audits build on these.
 
-* Neighbours (:func:`worst_case_pair`, :func:`background`): the spec's worst case (C2 / N2 / T-1): at
+* Neighbours (:func:`worst_case_pair`, :func:`background`): the worst case of Qiao & Wang 2023 Lemma 5.6, Qiao & Wang 2024 Lemma 5.4 and Qiao & Wang 2022 Lemma C.1: at
   every step the two trajectories visit different (s,a) and (s,a,s') and both earn reward 1, so every
   family moves by 2H in l1; all other users are fixed (scripted).
 * Black-box targets (dpcheck.AuditTarget): :func:`central_target` (the released stream N^ and R~ after
@@ -25,12 +25,12 @@ The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-V
   compared with the Claim; the add/remove profile is reported too; the accounting is dpcheck.accounting's).
 * :func:`sensitivity_check` (``whitebox.sensitivity``): a hypothesis search over neighbouring
   trajectories (plus the worst case built directly) never exceeds the declared per-family sensitivity;
-  the realised ``eps = sum_f Delta_f / b`` is compared with the claim (C1(b), C2, N1, N2);
-  :func:`offline_sensitivity_check` by brute force for the offline privatizers (T-1 (i)).
+  the realised ``eps = sum_f Delta_f / b`` is compared with the claim (Qiao & Wang 2023 Lemmas 5.1 / 5.6, Qiao & Wang 2024 Lemmas 5.1 / 5.4);
+  :func:`offline_sensitivity_check` by brute force for the offline privatizers (sensitivity).
 * :func:`tree_reuse_check` (``whitebox.tree_noise_reuse``): the covariance of the released noise equals
-  the tree's, ``Cov(B(t), B(t')) = (#shared nodes) 2 b^2``; fresh noise per release breaks it (§7.3).
+  the tree's, ``Cov(B(t), B(t')) = (#shared nodes) 2 b^2``; fresh noise per release breaks it (docs/derivations.md#readings).
 * :func:`assumption_checks` (Assumption 3.1 over R repetitions, audits/lib/tabular.py) and
-  :func:`offline_noise_checks` (the offline noise bound T-2, sum identity, valid P~).
+  :func:`offline_noise_checks` (the offline noise bound Lemma C.2, sum identity, valid P~).
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ UCBVI_SOURCE = "Qiao & Wang 2023 (DP-UCBVI)"
 NASH_SOURCE = "Qiao & Wang 2024 (DP-Nash-VI)"
 
 
-# ============================================================ neighbouring users (the spec's worst case)
+# ============================================================ neighbouring users (the papers' worst cases)
 @dataclass(frozen=True)
 class Trajectory:
     """One user's episode: states (H+1,), actions (H,), rewards (H,) in [0, 1]."""
@@ -66,7 +66,7 @@ class Trajectory:
 
 
 def worst_case_pair(H: int, S: int, A: int) -> tuple[Trajectory, Trajectory]:
-    """Two trajectories that differ in (s,a) and (s,a,s') at every step, both with reward 1 (C2 / N2):
+    """Two trajectories that differ in (s,a) and (s,a,s') at every step, both with reward 1 (Lemma 5.6; Lemma 5.4):
     every family's per-trajectory vector moves by 2H in l1 (replacement sensitivity)."""
     if S < 2:
         raise ValueError("the worst-case pair needs S >= 2")
@@ -105,7 +105,7 @@ VIEWS = ("noisy", "planner")
 def _flat_release(pc, view: str = "noisy") -> np.ndarray:
     """One release as a vector per run. ``view="noisy"``: N^ (and R~) -- the tree's output, where the
     Laplace LLR is the optimal statistic; ``"planner"``: N~ (and R~) -- what the planner actually reads.
-    For the built-ins N~ is the §3.2 post-processing of N^, so "noisy" suffices; a user's privatizer only
+    For the built-ins N~ is the Section 5.1.1 post-processing of N^, so "noisy" suffices; a user's privatizer only
     self-reports its noisy_* fields, so its planner view must be audited too."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
@@ -559,7 +559,7 @@ def plugin_stream_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**6
     """Black-box audit target for a plug-in privatizer's released stream, searched.
 
     The adversary sees every release (N~, R~ and the self-reported N^) after each of K episodes;
-    neighbours replace one user by the spec's worst-case pair (C2 / N2), all other users scripted.
+    neighbours replace one user by the worst-case pair (Qiao & Wang 2023 Lemma 5.6, Qiao & Wang 2024 Lemma 5.4), all other users scripted.
     Nothing about the noise is assumed. Searched: the stream length K and the replaced user's
     position (:data:`STREAM_CONFIGS`: a leak that grows with the number of releases, or that sits at
     the end of the stream, shows at long K / late positions), and the statistic -- 16 learned scores
@@ -702,7 +702,7 @@ def plugin_message_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**
 # ============================================================ offline privatizers
 def offline_worst_datasets(H: int, S: int = 2, A: int = 1, others: int = 20):
     """Neighbouring datasets: ``others`` scripted trajectories spread over states 0 and 1 (so no count is
-    near the clip at 0), plus one trajectory replaced by the worst-case pair (T-1 (i))."""
+    near the clip at 0), plus one trajectory replaced by the worst-case pair (sensitivity)."""
     x, y = worst_case_pair(H, S, A)
     rest = [Trajectory(states=(i % 2,) * (H + 1), actions=(0,) * H, rewards=(0.0,) * H) for i in range(others)]
     return rest + [x], rest + [y]
@@ -798,7 +798,7 @@ def offline_privatizer_plugin_target(priv, *, H=1, S=2, A=1, seed=0, pilot=PILOT
 
 def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A: int = 2) -> Check:
     """whitebox.sensitivity of an offline privatizer, by brute force over every pair of trajectories of
-    a tiny (H, S, A) model (T-1 (i)): the largest change of the pair / triple counts when one trajectory
+    a tiny (H, S, A) model (sensitivity): the largest change of the pair / triple counts when one trajectory
     is replaced, against the declared sensitivity -- l2 per family and the realised rho (Gaussian), l1 of
     both families together and the realised eps (Laplace)."""
     import itertools
@@ -851,7 +851,7 @@ def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A
 
 def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: int = 3, A: int = 2) -> list:
     """The offline privatizer on R = ``runs`` repetitions of constant counts (5 everywhere): the uniform
-    noise bound |n' - n| <= E/2 (T-2; probability check at failure rate beta), the sum identity and
+    noise bound |n' - n| <= E/2 (Lemma C.2; probability check at failure rate beta), the sum identity and
     non-negativity of ntil (eq. 3-4) and a valid P~ (eq. 5). Returns the three checks."""
     from dpcheck.checks import probability_check
     R, Hn, Sn, An = runs, H, S, A
@@ -863,7 +863,7 @@ def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: i
                      np.abs(out.noisy_transitions - triple).reshape(R, -1).max(1))
     checks = [probability_check(id="assumption.noise_bound", failures=int((err > E / 2).sum()), runs=R,
                                 beta=priv.beta, alpha=alpha, what="|n' - n| <= E/2 for all counts",
-                                claim={"statement": "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly (Lemma C.2 / §2.8c)",
+                                claim={"statement": "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly (Lemma C.2; docs/derivations.md#widths-e)",
                                        "source": priv.claim.source})]
     bad_sum = np.abs(out.visits - out.transitions.sum(-1)) > 1e-9 * np.maximum(1, out.visits)
     bad_sum |= np.any(out.transitions < 0, axis=-1)
@@ -997,7 +997,7 @@ def sensitivity_search(template, *, kind: str, H=2, S=3, A=2, K=6, rewards=True,
 
 def sensitivity_check(template, *, kind: str, claim, H=2, S=3, A=2, K=6, rewards=True, examples=300) -> Check:
     """whitebox.sensitivity: searched distances <= declared sensitivity per family, and the realised
-    eps = sum_f Delta_f / b against the claim (C1(b), C2, N1, N2)."""
+    eps = sum_f Delta_f / b against the claim (Qiao & Wang 2023 Lemmas 5.1 / 5.6, Qiao & Wang 2024 Lemmas 5.1 / 5.4)."""
     from dpcheck.algorithms.privatizers.binary_mechanism import tree_levels
     L = tree_levels(K)
     d = declaration(template, H, S, A, K, rewards)
@@ -1062,7 +1062,7 @@ def tree_noise_structure(mech_cls, *, K: int, b: float, counters: int, seed: int
 
 def release_error_structure(template, *, runs=2_000, K=8, seed=0, rewards=True) -> dict:
     """The same covariance test on a central privatizer's own releases: the errors N^ - N (and R~ - R)
-    of every counter and run are samples of the tree's noise process (data-independent, §3.1)."""
+    of every counter and run are samples of the tree's noise process (data-independent, Section 5.1)."""
     H, S, A = 1, 2, 1
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, np.random.default_rng(seed), rewards=rewards)
@@ -1081,7 +1081,7 @@ def tree_reuse_check(template, *, runs=2_000, K=8, seed=0, rewards=True, source=
     ok = res["max_z"] < 6.0
     return Check(id="whitebox.tree_noise_reuse", kind="whitebox", verdict=PASS if ok else FAIL,
                  claim={"statement": "node noise drawn once and reused: Cov(B(t),B(t')) = #shared nodes x 2b^2",
-                        "source": source or "Chan, Shi & Song 2011; dp_ucbvi.md §3.1, §7.3"},
+                        "source": source or "Chan, Shi & Song 2011; Qiao & Wang 2023, Section 5.1, docs/derivations.md#readings"},
                  measured={"max_z": res["max_z"], "samples": res["samples"], "K": K, "confidence": 1.0,
                            "epsilon_lower_bound": None},
                  details={"expected_cov": res["expected"], "empirical_cov": res["empirical"],
@@ -1096,7 +1096,7 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
                       source="") -> list:
     """Run the privatizer on R = ``runs`` independent repetitions (batched) of random user sequences
     and check Assumption 3.1 part by part. Users' trajectories are uniform random (the assumption is
-    claimed for every user sequence; the error of N^ does not depend on the data, §3.4)."""
+    claimed for every user sequence; the error of N^ does not depend on the data, docs/derivations.md#widths-e)."""
     from dpcheck.audits.lib.tabular import CountAssumptionMonitor
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, rng, rewards=rewards)

@@ -1,4 +1,4 @@
-"""Assumption 3.1 on private counts, as separate Check records (dp_ucbvi.md §4, dp_nash_vi.md §4).
+"""Assumption 3.1 on private counts, as separate Check records (Qiao & Wang 2023, Assumption 3.1, Qiao & Wang 2024, Assumption 3.1).
 
 Shared by the privatizer audits and the DP-UCBVI / DP-Nash-VI audits. Feed a monitor every release
 (batched over runs) and ask it for the checks at the end:
@@ -13,12 +13,12 @@ Checks (ids fixed; each carries its claim's source):
 * ``assumption.count_error`` (probability, Assumption 3.1 part 1): per run, the event "for all
   (h,s,a,s',k): |N~ - N| <= E for both count types and |R~ - R| <= E" must hold with probability
   >= 1 - beta/3: exact binomial bound over the runs (dpcheck.checks.probability_check).
-  Details log the good event |N^ - N| <= E/4 per run as well (claim C6 / N6): the hypothesis of the
+  Details log the good event |N^ - N| <= E/4 per run as well (Lemmas 5.1/5.6; Lemmas 5.1/5.4): the hypothesis of the
   post-processing lemma (``good_event_lemma``: DP-UCBVI's Lemma 5.4, DP-Nash-VI's Lemma 5.8).
 * ``assumption.sum_consistency`` (invariant, part 2): N~(s,a) = sum_s' N~(s,a,s') (relative 1e-9).
 * ``assumption.no_underestimation`` (invariant on the good event, part 2 / ``good_event_lemma``):
   N~(s,a) >= N(s,a) whenever |N^ - N| <= E/4 held in that run (deterministic there).
-* ``assumption.valid_transition`` (invariant, Remark 3.2 / C5 / N5): P~(.|s,a) has entries > 0
+* ``assumption.valid_transition`` (invariant, Remark 3.2 / full-support P~): P~(.|s,a) has entries > 0
   summing to 1 -- always, including outside the good event thanks to the fallback.
 """
 from __future__ import annotations

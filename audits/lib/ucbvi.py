@@ -1,4 +1,4 @@
-"""The checks of DP-UCBVI (Qiao & Wang, AISTATS 2023; specs/dp_ucbvi.md), one function per claim.
+"""The checks of DP-UCBVI (Qiao & Wang, AISTATS 2023; Qiao & Wang 2023), one function per claim.
 
 ``audits/dp_ucbvi.py`` is the registered audit (its claim table says which function checks which
 claim); the functions here take an :class:`AgentSpec` -- a picklable description of the agent, so any
@@ -11,7 +11,7 @@ agent class (a variant, a planted defect) can be audited from a test -- and retu
 * Assumption 3.1 and the lemmas built on it: :func:`monitored_run` + :func:`assumption_checks`,
   :func:`count_error_order_check`, :func:`optimism_check`;
 * regret: :func:`explicit_bound_check` (eq. 75), :func:`regret_checks` / :func:`rate_checks` (the exponent
-  and the privacy-cost scaling in K and eps, practical mode, spec §6.3).
+  and the privacy-cost scaling in K and eps, practical mode, reports/reproductions/dp_ucbvi_fig1/README.md).
 
 Expensive batches go through :func:`dpcheck.parallel.cached_call`, so ``--cache DIR`` stores them and a
 rerun resumes from them.
@@ -31,7 +31,7 @@ from dpcheck.parallel import cached_call
 from dpcheck.regret import slope_check
 
 SOURCE = "Qiao & Wang 2023, Near-Optimal Differentially Private Reinforcement Learning (AISTATS)"
-VACUOUS = ("Q~ = H at every (k,h,s,a) (theory constants, spec §6.3): optimism is trivial and regret linear; "
+VACUOUS = ("Q~ = H at every (k,h,s,a) (theory constants, reports/reproductions/dp_ucbvi_fig1/README.md): optimism is trivial and regret linear; "
            "this run is no evidence for the claim")
 
 
@@ -60,7 +60,7 @@ class AgentSpec:
         """The privatizer of this configuration, loaded and validated once per spec and never started:
         the claim, notion and declaration are read off it, and every run works on a copy of it
         (:meth:`make_privatizer`; the convention of audits/lib/privatizers.py's templates). Not pickled
-        (a worker rebuilds it from the configuration) and not part of the spec's fingerprint."""
+        (a worker rebuilds it from the configuration) and not part of the AgentSpec's fingerprint."""
         from dpcheck.algorithms.privatizers import load_privatizer
         return load_privatizer(self.privatizer, epsilon=self.epsilon, beta=self.beta,
                                calibration=self.calibration, width_mode=self.width_mode)
@@ -108,7 +108,7 @@ def jdp_users(K: int = 4, H: int = 2, S: int = 2):
 
     Every user reports the fixed trajectory "stay in state 0, reward 0"; in U' user 1 instead
     reports state 1 and reward 1 at every step. The first user is the one whose data the
-    later users' actions could reveal most directly (spec §1.4: the adversary sees the actions
+    later users' actions could reveal most directly (Section 2.2: the adversary sees the actions
     of all other users). Fixed trajectories make the algorithm the only source of randomness.
     """
     from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
@@ -202,7 +202,7 @@ class Recorder:
 
 
 def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 12, H: int = 3) -> Check:
-    """C1(d), C3: the actions sent to user k depend only on the release and user k's own states.
+    """Lemma 5.1's data flow, post-processing: the actions sent to user k depend only on the release and user k's own states.
 
     Record the release stream of an exact-count privatizer (E = 0: the planner is then as
     data-sensitive as it can be) on users U; replay that same stream while the agent
@@ -239,7 +239,7 @@ def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 1
     return invariant_check(
         id="privacy.dataflow", kind="whitebox", violations=diff, total=int(a.actions[:, 1:].size),
         claim={"statement": "actions sent to users 2..K depend only on the released counts (and E) and their own states",
-               "source": f"{SOURCE}, Lemma 5.1 / spec C1(d), C3 (Billboard lemma, Hsu et al. 2014)"},
+               "source": f"{SOURCE}, Lemma 5.1 / Lemma 5.1(d), post-processing (Billboard lemma, Hsu et al. 2014)"},
         details={"agent": spec.describe(), "runs": runs, "K": K, "H": H,
                  "method": "record the release stream on U, replay it on U' (user 1 replaced), same seeds; "
                            "compare the actions sent to every other user"},
@@ -247,7 +247,7 @@ def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 1
 
 
 class LocalMessage:
-    """mechanism(trajectory, rng, size): one user's LDP message (the full noisy vector, A14)."""
+    """mechanism(trajectory, rng, size): one user's LDP message (the full noisy vector, docs/derivations.md#noise-calibration)."""
 
     def __init__(self, spec: AgentSpec, H, S, A):
         self.spec, self.H, self.S, self.A = spec, H, S, A
@@ -279,14 +279,14 @@ def ldp_message_check(spec: AgentSpec, exe: ExecutionOptions = ExecutionOptions(
     check = res.to_check(id="privacy.ldp.blackbox", claim_source=claim.source)
     det = dict(check.details)
     det.update(agent=spec.describe(), pair="X: (s,a,s') = (0,0,0), r = 1; X': (1,1,1), r = 1 (H = 1, S = A = 2)",
-               adversary="exactly one user's message (all coordinates, spec A14)")
+               adversary="exactly one user's message (all coordinates, docs/derivations.md#noise-calibration)")
     return replace(check, details=det)
 
 
 def whitebox_check(spec: AgentSpec, *, H: int = 2, S: int = 3, A: int = 2, K: int = 6) -> Check:
     """whitebox.dp_event: the privatizer's declared DpEvent accounted exactly (dp_accounting PLD) under
     replacement neighbours, against its claim (audits/privatizers.dp_event_check). With calibration
-    "paper" this gives 2 eps (spec A5): a violation of the eps claim under replacement."""
+    "paper" this gives 2 eps (docs/derivations.md#neighbouring-relation): a violation of the eps claim under replacement."""
     from dpcheck.audits.lib import privatizers as pa
     p = spec.template
     claim = claim_for(spec)
@@ -325,20 +325,20 @@ def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
 def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float,
                       run=None) -> list[Check]:
-    """Assumption 3.1 (C4, C5 via audits/lib/tabular.py; C6) and C18, from the releases the agent
+    """Assumption 3.1 (Lemma 5.4, full-support P~ via audits/lib/tabular.py; the good event of Lemmas 5.1/5.6) and monotonicity, from the releases the agent
     actually planned with during one batch of runs (``run``: a finished :func:`monitored_run`)."""
     res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m, E = res.monitors, res.width
     base = {"agent": spec.describe(), "env": repr(env), "K": K, "runs": runs, "E": E}
     checks = [replace(c, details={**c.details, **base}) for c in mon.checks(beta=spec.beta, alpha=alpha)]
-    # C6 from the same monitor that checks C4/C5 (one definition of the good event: |N^ - N| <= E/4 at every
+    # the good event of Lemmas 5.1/5.6 from the same monitor that checks Lemma 5.4/full-support P~ (one definition of the good event: |N^ - N| <= E/4 at every
     # release, Lemma 5.4's hypothesis). Releases without N^ leave it unobservable: every run counts as good.
     good = mon.good_event
     beta = spec.beta
     extra = {} if mon.noise_seen else {"good_event": "unobservable (the releases carry no N^)"}
     checks.append(probability_check(
         id="assumption.good_event", failures=int((~good).sum()), runs=runs, beta=beta / 3, alpha=alpha,
-        claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,s',k) w.p. >= 1 - beta/3 (C6; Lemma 5.4's hypothesis)",
+        claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,s',k) w.p. >= 1 - beta/3 (the good event of Lemmas 5.1/5.6; Lemma 5.4's hypothesis)",
                "beta": beta / 3, "source": f"{SOURCE}, Lemmas 5.1 / 5.6"},
         details={**base, **extra, "max_noisy_error_over_quarter_E": mon.noise_ratio.tolist(),
                  "max_reward_error_over_E": mon.reward_ratio.tolist()},
@@ -346,7 +346,7 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
     mono = int(m["monotonicity_violations"].sum() + m["above_H"].sum())
     checks.append(invariant_check(
         id="assumption.monotone", violations=mono, total=runs * K * res.H * res.S * res.A,
-        claim={"statement": "Q~_h^k <= Q~_h^{k-1} and Q~ <= H for every (k,h,s,a) (C18)",
+        claim={"statement": "Q~_h^k <= Q~_h^{k-1} and Q~ <= H for every (k,h,s,a)",
                "source": f"{SOURCE}, Algorithm 1 line 8; proof of Corollary C.10"},
         details=base, what="monotone min and clip at H"))
     return checks
@@ -354,8 +354,8 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
 
 def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_grid=(0.5, 1.0, 2.0, 4.0),
                             runs: int = 20, seed: int = 0, alpha: float = 0.05) -> list[Check]:
-    """C7: order of max |N^ - N|: Central (H/eps) polylog(K) (slope -1 in eps, < 0.25 in K); Local
-    (H/eps) sqrt(K) (slope -1 in eps, 0.5 in K). The noise does not depend on the data (§3.4), so
+    """the count-error order: order of max |N^ - N|: Central (H/eps) polylog(K) (slope -1 in eps, < 0.25 in K); Local
+    (H/eps) sqrt(K) (slope -1 in eps, 0.5 in K). The noise does not depend on the data (docs/derivations.md#widths-e), so
     the privatizer alone is run on fixed trajectories (H = 1, S = 2, A = 1). Each check FAILs only if the
     two-sided (1 - alpha) percentile bootstrap interval over the runs lies wholly outside its range (level
     alpha/2 per side when the interval is valid). The eps slope is -1 exactly whenever the noise is scale
@@ -382,7 +382,7 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
     by_eps = np.stack([err(e, int(K_grid[1])) for e in eps_grid], axis=1)
     by_K = np.stack([err(eps_grid[1], int(k)) for k in K_grid], axis=1)
     fe = fit_scaling(np.asarray(eps_grid, float), by_eps, alpha=alpha, seed=seed)
-    src = f"{SOURCE}, Lemma {'5.1' if notion == 'JDP' else '5.6'} (C7)"
+    src = f"{SOURCE}, Lemma {'5.1' if notion == 'JDP' else '5.6'} (Lemmas 5.1/5.6)"
     det = {"agent": spec.describe(), "runs": runs, "H": H, "S": S, "A": A}
     ylabel = "max |N^ - N|"
     out = [slope_check(fe, bound=-1 + 0.15, lower=-1 - 0.15, id="assumption.count_error_order_eps",
@@ -390,7 +390,7 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
                        details={**det, "K": int(K_grid[1])}, kind="assumption", ylabel=ylabel)]
     if notion == "JDP":
         # over a short K range a polylog has a sizeable log-log slope (0.3 on [128, 2048]); the
-        # spec's typical size b_c sqrt(L) sqrt(2 log m), b_c ~ L, predicts the K-dependence
+        # typical size b_c sqrt(L) sqrt(2 log m), b_c ~ L, predicts the K-dependence
         # exactly, so check that the error normalised by L^1.5 sqrt(log m) is flat in K
         from dpcheck.algorithms.privatizers import tree_levels
         C = H * S * A * (S + 2)
@@ -410,8 +410,8 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
 
 
 def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float, run=None) -> Check:
-    """C17: Q~ >= Q* for all (k,h,s,a) w.p. >= 1 - beta, exact Q* from the true model. The details say per
-    run whether the good event |N^ - N| <= E/4 held (CountAssumptionMonitor, as in assumption_checks): C17 is
+    """optimism (Lemma C.11): Q~ >= Q* for all (k,h,s,a) w.p. >= 1 - beta, exact Q* from the true model. The details say per
+    run whether the good event |N^ - N| <= E/4 held (CountAssumptionMonitor, as in assumption_checks): optimism (Lemma C.11) is
     proved on it, so a violation outside it is expected at rate <= beta/3."""
     res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m = res.monitors
@@ -424,21 +424,21 @@ def optimism_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha:
            "saturated_fraction": sat, "good_event": mon.good_event.tolist()}
     check = probability_check(
         id="assumption.optimism", failures=fails, runs=runs, beta=spec.beta, alpha=alpha,
-        claim={"statement": "Q~_h^k(s,a) >= Q*_h(s,a) for all (k,h,s,a) w.p. >= 1 - beta (C17)",
+        claim={"statement": "Q~_h^k(s,a) >= Q*_h(s,a) for all (k,h,s,a) w.p. >= 1 - beta (Lemmas C.9/C.11)",
                "beta": spec.beta, "mode": spec.mode, "source": f"{SOURCE}, Lemma C.11 + Lemma C.9"},
         details=det, what="optimism")
     return vacuous(check, VACUOUS if sat > 0.99 else None)
 
 
 def explicit_bound(H, S, A, K_arr, E, iota):
-    """C22 / eq. 75: 1000 (sqrt(H^2 S A T_k iota^2) + H^2 S^2 A E iota^2 + H^3 S^2 A iota^2)."""
+    """Theorem 4.1 / eq. 75: 1000 (sqrt(H^2 S A T_k iota^2) + H^2 S^2 A E iota^2 + H^3 S^2 A iota^2)."""
     T = H * np.asarray(K_arr, dtype=float)
     return 1000 * (np.sqrt(H ** 2 * S * A * T * iota ** 2) + H ** 2 * S ** 2 * A * E * iota ** 2
                    + H ** 3 * S ** 2 * A * iota ** 2)
 
 
 def explicit_bound_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float) -> Check:
-    """C22: exact expected Regret(k) <= the explicit bound for all k, per run (w.p. >= 1 - beta)."""
+    """Theorem 4.1: exact expected Regret(k) <= the explicit bound for all k, per run (w.p. >= 1 - beta)."""
     res = cached_call("dp_ucbvi.explicit_bound_runs", _agent_run, spec, env, K, runs, seed, monitor=True)
     R = res.cumulative_regret
     k = np.arange(1, K + 1)
@@ -452,7 +452,7 @@ def explicit_bound_check(spec: AgentSpec, env, *, K: int, runs: int, seed: int, 
     check = probability_check(
         id="regret.explicit_bound", failures=fails, runs=runs, beta=spec.beta, alpha=alpha,
         claim={"statement": "Regret(k) <= 1000 (sqrt(H^2 S A T_k iota^2) + H^2 S^2 A E iota^2 + H^3 S^2 A iota^2) "
-                            "for all k, w.p. >= 1 - beta (C22, eq. 75)", "beta": spec.beta, "mode": spec.mode,
+                            "for all k, w.p. >= 1 - beta (Theorem 4.1, eq. 75)", "beta": spec.beta, "mode": spec.mode,
                "source": f"{SOURCE}, Theorem 4.1 / Lemma C.9"},
         details=det, what="explicit regret bound")
     return vacuous(replace(check, kind="regret"), VACUOUS if sat > 0.99 else None,
@@ -475,11 +475,11 @@ def _agent_run(spec: AgentSpec, env, K: int, runs: int, seed: int, **run_kw):
 
 
 def practical_noise(spec: AgentSpec, H: int, K: int, eps: float) -> AgentSpec:
-    """The practical noise calibration of spec §6.3 (Chowdhury & Zhou's code): Lap(1/eps) per tree
+    """The practical noise calibration of reports/reproductions/dp_ucbvi_fig1/README.md (Chowdhury & Zhou's code): Lap(1/eps) per tree
     node (central) or per message coordinate (local), i.e. the privatizer run at
     eps_eff = eps * F H L (central) / eps * F H (local), F = 3 families, calibration "paper".
-    Labelled everywhere: this is eps_eff-JDP/LDP, not eps. Width E stays rigorous (§3.4), so
-    the bonus covers the noise and the monotone min cannot lock in noise (spec §7.3).
+    Labelled everywhere: this is eps_eff-JDP/LDP, not eps. Width E stays rigorous (docs/derivations.md#widths-e), so
+    the bonus covers the noise and the monotone min cannot lock in noise (docs/derivations.md#readings).
     """
     from dpcheck.algorithms.privatizers import tree_levels
     factor = 3 * H * (tree_levels(K) if spec.notion() == "JDP" else 1)
@@ -488,7 +488,7 @@ def practical_noise(spec: AgentSpec, H: int, K: int, eps: float) -> AgentSpec:
 
 def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: float, eps_grid,
                   progress=None) -> list[Check]:
-    """C23/C24 in practical mode: exponent of the increments, privacy cost in K and in eps.
+    """Theorems 5.2 / 5.7 in practical mode: exponent of the increments, privacy cost in K and in eps.
 
     ``eps_grid``: the (nominal, practical-calibration) eps of the sweep; the exponent and the
     cost in K use eps_grid[1]. Runs the sweep (every curve from the same seed: common random
@@ -530,7 +530,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     (runs, G) private cumulative regret at K_grid, every run paired by seed (common random numbers).
 
     (ids carry the notion, ``tag`` = jdp | ldp: regret.exponent.<tag>, regret.privacy_cost.<tag>_K / _eps.)
-    regret.exponent (C23/C24): exponent of the increments R(2K) - R(K) of the private regret at eps_main over
+    regret.exponent (Theorem 5.2; Theorem 5.7): exponent of the increments R(2K) - R(K) of the private regret at eps_main over
       the window [K_grid[-4], K_grid[-2]] (the last three doublings): PASS if the interval's upper end <= 0.6,
       FAIL if its lower end > 0.6 (the theorems' sqrt(T) + polylog tolerance 0.1).
     regret.privacy_cost.<tag>_K: the exponent of the increments of the paired privacy cost
@@ -563,7 +563,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     name = lambda e: f"{label}, eps={e:g} (practical noise)"
     agent = agent or {}
     det = {"agent": agent, "env": env, "mode": "practical", "runs": runs if runs is not None else R_np.shape[0],
-           "noise": "practical calibration (spec §6.3): Lap(1/eps) per node / coordinate = privatizer at eps_eff",
+           "noise": "practical calibration (reports/reproductions/dp_ucbvi_fig1/README.md): Lap(1/eps) per node / coordinate = privatizer at eps_eff",
            "epsilon_effective": agent.get("epsilon"),
            "K_grid": K_grid.tolist(), "regret_private": R_priv.mean(0).tolist(),
            "regret_nonprivate": R_np.mean(0).tolist(),
@@ -574,7 +574,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
                  + [_band("UCBVI (non-private)", K_grid, R_np)]}]
     exp_check = regret_exponent_check(fit, claimed=0.5, tolerance=EXPONENT_BOUND - 0.5, id=f"regret.exponent.{tag}",
                                       source=f"{SOURCE}, Theorem {'5.2' if notion == 'JDP' else '5.7'} "
-                                             f"(practical mode, spec §6.3)", details=det)
+                                             f"(practical mode, reports/reproductions/dp_ucbvi_fig1/README.md)", details=det)
     exp_check = replace(exp_check, details={**exp_check.details,
                                             "plots": my_plots + list(exp_check.details.get("plots", []))})
     from dpcheck.regret import exponent_regime
