@@ -203,6 +203,7 @@ def probe(mech: SelectionMechanism, label: str) -> None:
             raise MechanismError(f"selection mechanism {label!r}: select() is not deterministic given the rng "
                                  "(two generators with the same seed gave different selections): all randomness "
                                  "must come from the rng passed in")
+    a = mech.select(flat, 1.0, 1.0, np.random.default_rng(12345))
     c = mech.select(flat, 1.0, 1.0, np.random.default_rng(54321))
     if np.array_equal(a, c) and np.unique(c).size == 1:
         raise MechanismError(f"selection mechanism {label!r}: select() ignores the rng (the same selection for "
