@@ -18,6 +18,11 @@ What the audit runs (the paper has no experiments; §4 of the spec proposes the 
   reduction), the privacy-cost scaling in eps, the deterministic eps^(-1/2) scaling of beta_p, and the
   explicit per-run bound at every eps of the grid.
 
+A researcher's stream privatizer: ``--privatizer file.py:Class`` (a :class:`dpcheck.algorithms.linear.StreamPrivatizer`)
+runs inside the algorithm for every check; the checks that read the paper's calibration formula read the plug-in's
+own declaration instead (its trees' sensitivities, its Assumption 2 constants), and the tree checks need it to
+declare trees (docs/privatizers.md).
+
 A user's instance: ``--set instance=PATH.npz`` (arrays psi, varphi, theta_p, theta_r; optional d, init,
 reward_noise), validated against Assumption 1 (exit 2 with one line on any violation).
 """
@@ -117,13 +122,20 @@ class _PrivateLinOptAudit(Audit):
         SetOption("target", str, choices=("paper", "exact"), default="paper",
                   help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (A12)"),
     )
-    uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    # --privatizer paper (the §2.7 Privatizer, default) or file.py:Class, a researcher's
+    # dpcheck.algorithms.linear.StreamPrivatizer built as Class(epsilon=, delta=) (docs/privatizers.md)
+    privatizers = ("paper",)
 
     def spec(self, **kw) -> lib.LinOptSpec:
         eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
+        plugin = self.opts.privatizer
+        if plugin is not None and plugin.strip().lower() == "paper":
+            plugin = None
         return lib.LinOptSpec(algorithm=self.algorithm_key, epsilon=eps, delta=float(self.params.delta),
                               alpha=float(self.params.utility_alpha), radius_dim=self.params.radius_dim,
-                              sensitivity_mode=self.params.sensitivity_mode, target=self.params.target, **kw)
+                              sensitivity_mode=self.params.sensitivity_mode, target=self.params.target,
+                              plugin=plugin, **kw)
 
     def run(self) -> None:
         env = lib.load_instance(self.params.instance)
