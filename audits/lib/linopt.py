@@ -1070,3 +1070,49 @@ def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -
         c = qualify(c, "vacuous", f"the bound exceeds K V_1^* = {cap:.4g} at every eps (noise terms dominate): "
                                   "it holds for any algorithm")
     return c
+
+
+# ----------------------------------------------------------------------------- the stream privatizer alone
+def random_rows(sizes, runs: int, rng: np.random.Generator):
+    """One episode's rows (x_p, y_p, x_r, y_r) per run within Assumption 1's norms: x_p in [0, H]^d1 (so
+    ||x_p|| <= sqrt(d1) H), y_p in [0, H]; x_r in [0, 1/sqrt(d2)]^d2 (||x_r|| <= 1), y_r in [0, 1]."""
+    H, d1, d2 = sizes.H, sizes.d1, sizes.d2
+    return (rng.uniform(0, H, (runs, H, d1)), rng.uniform(0, H, (runs, H)),
+            rng.uniform(0, 1, (runs, H, d2)) / math.sqrt(d2), rng.uniform(0, 1, (runs, H)))
+
+
+def assumption2_alone_check(priv, sizes, *, runs: int, seed: int, alpha: float, beta: float) -> Check:
+    """Assumption 2 (C8) for the stream privatizer alone: over ``runs`` independent runs of K - 1 insertions
+    of random rows within Assumption 1, every release's perturbation (``regularization()``: Z_p, z_p, Z_r,
+    z_r) has lambda_min(Z) >= lambda_min, ||Z|| <= lambda_max and ||z||_{Z^-1} <= nu on both sides, for all
+    k, h, w.p. >= 1 - beta (the constants the privatizer declares; exact binomial bounds)."""
+    rng = np.random.default_rng(seed)
+    c = priv.constants(sizes, beta)
+    state = priv.start(runs, sizes, rng, beta)
+    failed = np.zeros(runs, dtype=bool)
+    worst = {"lambda_min_p": np.inf, "lambda_max_p": 0.0, "nu_p": 0.0,
+             "lambda_min_r": np.inf, "lambda_max_r": 0.0, "nu_r": 0.0}
+    tol = 1e-9
+    for _ in range(sizes.insertions):
+        state.observe(*random_rows(sizes, runs, rng))
+        state.release()
+        Zp, zp, Zr, zr = (np.asarray(x, dtype=np.float64) for x in state.regularization())
+        for side, Z, z, lmin, lmax, nu in (("p", Zp, zp, c.lambda_min_p, c.lambda_max_p, c.nu_p),
+                                           ("r", Zr, zr, c.lambda_min_r, c.lambda_max_r, c.nu_r)):
+            ev = np.linalg.eigvalsh(Z)                                   # (runs, H, d)
+            lo, hi = ev[..., 0], np.abs(ev).max(-1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                q = np.einsum("rhi,rhi->rh", z, np.linalg.solve(Z, z[..., None])[..., 0])
+            w = np.sqrt(np.where(lo > 0, np.maximum(q, 0.0), np.inf))
+            failed |= ((lo < lmin * (1 - tol)) | (hi > lmax * (1 + tol)) | (w > nu * (1 + tol))).any(axis=1)
+            worst[f"lambda_min_{side}"] = min(worst[f"lambda_min_{side}"], float(lo.min()) / lmin)
+            worst[f"lambda_max_{side}"] = max(worst[f"lambda_max_{side}"], float(hi.max()) / lmax)
+            worst[f"nu_{side}"] = max(worst[f"nu_{side}"], float(w.max()) / nu if nu > 0 else float(w.max()))
+    claim = {"statement": "w.p. >= 1 - alpha, for all k, h: lambda_min(Z) >= lambda_min, ||Z|| <= lambda_max, "
+                          "||z||_{Z^-1} <= nu (both sides, the privatizer's declared constants)",
+             "source": f"{SOURCE}, Assumption 2; {SPEC} C8"}
+    return probability_check(id="assumption.regularizer", failures=int(failed.sum()), runs=int(runs), beta=beta,
+                             alpha=alpha, claim=claim,
+                             details={"constants": c.__dict__, "K": sizes.K, "H": sizes.H, "d1": sizes.d1,
+                                      "d2": sizes.d2, "worst_ratio_to_declared": worst},
+                             what="a release outside the Assumption 2 constants")
