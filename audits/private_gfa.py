@@ -15,6 +15,12 @@ other scripted users). The regret checks sweep K and eps with the §2.5 tuning (
 default) or the §4.5 PoC shape (``poc``); privacy does not depend on eta or B, so the sweeps run at large
 eps where the exponential mechanism concentrates within the horizon (spec G20), and a pass in a window
 where the regret has saturated is marked uninformative.
+
+The selection mechanism is a parameter of the learner: ``--privatizer file.py:Class`` runs every check with a
+researcher's :class:`dpcheck.algorithms.gfa.SelectionMechanism` in place of the exponential mechanism
+(``privacy.selection.blackbox`` and ``assumption.selection_utility`` audit the mechanism at the eps0 and
+Delta_S really used; ``whitebox.composition`` composes its own DpEvent; ``privacy.em_selection`` runs when it
+declares a closed form; docs/privatizers.md).
 """
 from __future__ import annotations
 
