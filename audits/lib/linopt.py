@@ -332,6 +332,12 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
                  details={"agent": spec.describe(), "neighbouring": neighbouring}, reason=reason)
 
 
+def _tree_based(spec: LinOptSpec, priv) -> bool:
+    """The tree checks apply: the paper's Privatizer and its variants (``privatizer_class``: a variant that
+    redraws its noise is what they exist to catch), or a plug-in that declares trees."""
+    return spec.plugin is None or bool(getattr(priv, "tree_based", False))
+
+
 def not_tree_based(id: str, spec: LinOptSpec, what: str) -> Check:
     """INCONCLUSIVE for a plug-in that declares no trees (it overrides ``start``): ``what`` reads the tree
     structure; whitebox.dp_event (its own declaration) and privacy.release.blackbox are the evidence."""
@@ -542,7 +548,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     H, S, A = env.H, env.S, env.A
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
-    if not getattr(priv, "tree_based", True):
+    if not _tree_based(spec, priv):
         st = "one user changes only her item of each stream: <= m nodes per counter (tree accounting)"
         return (not_tree_based("whitebox.sensitivity", spec, st),
                 not_tree_based("privacy.dataflow", spec, "the actions depend only on the releases"))
@@ -689,7 +695,7 @@ def release_blackbox_check(spec: LinOptSpec, env, *, K: int = 8, samples: int = 
     # the statistic's per-counter scaling (any scaling gives a valid event; the node std is the optimal one for
     # Gaussian trees); a plug-in without trees is projected unscaled
     scales = ({c: (t.node_scale if t.node_scale > 0 else 1.0) for c, t in priv.trees(sizes).items()}
-              if getattr(priv, "tree_based", True) else dict.fromkeys(COUNTERS, 1.0))
+              if _tree_based(spec, priv) else dict.fromkeys(COUNTERS, 1.0))
     for users in (U, U2):
         reg = ReplayRegularizer(priv, transcript)
         spec.make(regularizer=reg, record_estimates=False, record_figures=False).run(
@@ -735,7 +741,8 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
         per["r1"].append(_upper(Lr - sr * np.eye(d2), True).ravel())
         per["r2"].append(ur.ravel())
     return {"noise": {c: np.stack(v) for c, v in per.items()}, "asymmetry": asym,
-            "sigma": {c: float(t.node_scale) for c, t in priv.trees(sizes).items()}, "sizes": sizes}
+            "sigma": priv.noise_stds(sizes) if hasattr(priv, "noise_stds") else
+            {c: float(t.node_scale) for c, t in priv.trees(sizes).items()}, "sizes": sizes}
 
 
 def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0) -> Check:
@@ -744,7 +751,7 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
     (noise drawn once per node and reused; fresh noise per release makes it diagonal), and every matrix
     release is exactly symmetric. Threshold: max |z| < 6 over all (t, t') (audits/lib/privatizers)."""
     from dpcheck.audits.lib.privatizers import tree_covariance_z
-    if not getattr(spec.privatizer(), "tree_based", True):
+    if not _tree_based(spec, spec.privatizer()):
         return not_tree_based("whitebox.tree_noise_reuse", spec, "tree node noise drawn once and reused")
     res = release_noise(spec, K=K, runs=runs, seed=seed)
     zs, rows = {}, {}
