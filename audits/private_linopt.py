@@ -146,8 +146,11 @@ class _PrivateLinOptAudit(Audit):
         spec = self.spec()
         spec.privatizer()                       # a bad flag / budget is an InputError before any work
         K_regret = exe.pick(16384, 8192)
+        # a plug-in runs the weak-privacy checks where its own noise matches the paper's at WEAK_EPS
+        self.weak_eps = lib.equivalent_eps_grid(spec, env, K_regret, WEAK_EPS)
         self.config.update({"algorithm": spec.label, "instance": repr(env), "spec": spec.describe(),
-                            "weak_privacy_eps": list(WEAK_EPS), "K_regret": K_regret,
+                            "weak_privacy_eps": list(self.weak_eps), "paper_equivalent_eps": list(WEAK_EPS),
+                            "K_regret": K_regret,
                             "note": "privacy and assumption checks at the command line's eps; regret rates in the "
                                     "weak-privacy range (spec C23, §2.8 scale warning)"})
         self.privacy(spec, env, K_regret)
@@ -182,8 +185,8 @@ class _PrivateLinOptAudit(Audit):
             self.add(c)
         # at eps = 1 every Q is clipped (optimism holds by construction); the same claims at the weak-privacy
         # end of the regret grid, where the bonus no longer saturates, are the informative ones
-        weak = replace(spec, epsilon=WEAK_EPS[-1])
-        self.progress(f"{self.name}: the same at eps = {WEAK_EPS[-1]:g} (ids *.weak_privacy)")
+        weak = replace(spec, epsilon=self.weak_eps[-1])
+        self.progress(f"{self.name}: the same at eps = {self.weak_eps[-1]:g} (ids *.weak_privacy)")
         for c in lib.assumption_checks(weak, env, K=exe.pick(1024, 256), runs=runs, seed=exe.seed + 3,
                                        alpha=exe.alpha, suffix=".weak_privacy"):
             self.add(c)
@@ -192,13 +195,15 @@ class _PrivateLinOptAudit(Audit):
         exe = self.exe
         self.progress(f"{self.name}: regret in the weak-privacy range (K = {K})")
         runs = exe.pick(6, 4)
-        grid = lib.regret_grid(spec, env, K=K, runs=runs, seed=exe.seed + 2, eps_grid=WEAK_EPS)
-        label = f"{spec.label} (eps = {WEAK_EPS[-1]:g})"
-        self.add(lib.exponent_check(grid["private"][WEAK_EPS[-1]], K, id="regret.exponent", alpha=exe.alpha,
+        weak = self.weak_eps
+        grid = lib.regret_grid(spec, env, K=K, runs=runs, seed=exe.seed + 2, eps_grid=weak)
+        label = f"{spec.label} (eps = {weak[-1]:g})"
+        self.add(lib.exponent_check(grid["private"][weak[-1]], K, id="regret.exponent", alpha=exe.alpha,
                                     seed=exe.seed, label=label))
         self.add(lib.exponent_check(grid["nonprivate"], K, id="regret.exponent.nonprivate", alpha=exe.alpha,
                                     seed=exe.seed, label="non-private reduction"))
-        for c in lib.scaling_checks(grid, alpha=exe.alpha, seed=exe.seed):
+        x_map = dict(zip(weak, WEAK_EPS)) if spec.plugin is not None else None
+        for c in lib.scaling_checks(grid, alpha=exe.alpha, seed=exe.seed, x_map=x_map):
             self.add(c)
         self.add(lib.radius_scaling_check(spec, env, K))
         self.add(lib.explicit_bound_check(grid, spec, alpha=exe.alpha))

@@ -36,7 +36,7 @@ def gaussian_delta(mu: float, eps: float) -> float:
 
 def gdp_mu_for(eps: float, delta: float) -> float:
     """The largest mu with delta(eps; mu) <= delta (bisection in log mu)."""
-    lo, hi = 1e-8, 1e4
+    lo, hi = 1e-8, 1e7
     for _ in range(200):
         mid = math.sqrt(lo * hi)
         lo, hi = (mid, hi) if gaussian_delta(mid, eps) <= delta else (lo, mid)

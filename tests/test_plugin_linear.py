@@ -189,3 +189,18 @@ def test_private_linopt_vi_quick_with_the_example_plugin():
     import dpcheck
     r = dpcheck.run("private_linopt_vi", quick=True, privatizer=GOOD, workers=1)
     assert r.verdict == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r.checks if c["verdict"] != "pass"]
+
+
+def test_weak_privacy_grid_matches_the_plugins_noise_to_the_papers():
+    """The regret checks run where the plug-in's declared lambda_max_p equals the paper's at the spec's grid
+    (its eps -> noise law is its own); the paper's Privatizer keeps the grid."""
+    from dpcheck.algorithms.linear import Privatizer
+    env, grid = lm2(), (1e2, 1e3)
+    assert lib.equivalent_eps_grid(lib.LinOptSpec(), env, 256, grid) == list(grid)
+    spec = lib.LinOptSpec(plugin=GOOD)
+    mapped = lib.equivalent_eps_grid(spec, env, 256, grid)
+    sizes = lib.sizes_for(env, 256)
+    for e, m in zip(grid, mapped):
+        want = Privatizer(e, delta=0.1).constants(sizes, 0.05).lambda_max_p
+        assert spec.privatizer(m).constants(sizes, 0.05).lambda_max_p == pytest.approx(want, rel=1e-6)
+    assert mapped[1] / mapped[0] > 50          # sigma ~ eps^-1/2 at large eps: a wider eps range than the paper's
