@@ -185,3 +185,10 @@ def test_private_gfa_quick_with_the_example_plugin():
     assert checks["whitebox.composition"]["verdict"] == "pass"
     assert checks["assumption.selection_utility"]["verdict"] == "pass"
     assert r.verdict == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r.checks if c["verdict"] != "pass"]
+
+
+def test_none_and_unknown_names_are_bad_input():
+    with pytest.raises(InputError, match="baseline"):
+        load_selection_mechanism("none")
+    with pytest.raises(InputError, match="unknown selection mechanism"):
+        load_selection_mechanism("gumbel")

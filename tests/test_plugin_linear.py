@@ -204,3 +204,10 @@ def test_weak_privacy_grid_matches_the_plugins_noise_to_the_papers():
         want = Privatizer(e, delta=0.1).constants(sizes, 0.05).lambda_max_p
         assert spec.privatizer(m).constants(sizes, 0.05).lambda_max_p == pytest.approx(want, rel=1e-6)
     assert mapped[1] / mapped[0] > 50          # sigma ~ eps^-1/2 at large eps: a wider eps range than the paper's
+
+
+def test_none_and_unknown_names_are_bad_input():
+    with pytest.raises(InputError, match="baseline"):
+        load_stream_privatizer("none")
+    with pytest.raises(InputError, match="unknown stream privatizer"):
+        load_stream_privatizer("laplace")

@@ -224,6 +224,10 @@ def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> Sele
     if isinstance(spec, GuardedSelection):
         return spec
     if isinstance(spec, str):
+        if spec.strip().lower() == "none":
+            raise InputError("selection mechanism 'none': the non-private learner (argmax, Remark 3.7) is the audit's "
+                             "own baseline (regret.exponent.nonprivate), not a mechanism to audit; use 'exponential' "
+                             "or file.py:Class")
         if ":" not in spec:
             raise InputError(f"unknown selection mechanism {spec!r}; expected 'exponential', "
                              f"'path/to/file.py:Class' or 'pkg.module:Class'")

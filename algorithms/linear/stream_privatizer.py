@@ -241,6 +241,10 @@ def load_stream_privatizer(spec, *, epsilon: float = 1.0, delta: float = 0.1, **
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "paper"):
         return Privatizer(epsilon, delta=delta, **builtin_kw)
     if isinstance(spec, str):
+        if spec.strip().lower() == "none":
+            raise InputError("stream privatizer 'none': the non-private reduction (ridge, Z = I) is the audit's own "
+                             "baseline (regret.exponent.nonprivate), not a privatizer to audit; use 'paper' or "
+                             "file.py:Class")
         if ":" not in spec:
             raise InputError(f"unknown stream privatizer {spec!r}; expected 'paper', 'path/to/file.py:Class' or "
                              f"'pkg.module:Class'")
