@@ -185,6 +185,10 @@ def test_private_gfa_quick_with_the_example_plugin():
     assert checks["whitebox.composition"]["verdict"] == "pass"
     assert checks["assumption.selection_utility"]["verdict"] == "pass"
     assert r.verdict == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r.checks if c["verdict"] != "pass"]
+    # the twin inside the algorithm: its selection at the eps0 really used is caught black box
+    twin = dpcheck.run("private_gfa", quick=True, privatizer=TWIN, workers=1)
+    failed = {c["id"] for c in twin.checks if c["verdict"] == "fail"}
+    assert twin.verdict == "fail" and failed == {"privacy.selection.blackbox"}
 
 
 def test_none_and_unknown_names_are_bad_input():
