@@ -15,6 +15,12 @@ other scripted users). The regret checks sweep K and eps with the Appendix E tun
 default) or the docs/private_gfa.md PoC shape (``poc``); privacy does not depend on eta or B, so the sweeps run at large
 eps where the exponential mechanism concentrates within the horizon, and a pass in a window
 where the regret has saturated is marked uninformative.
+
+The selection mechanism is a parameter of the learner: ``--privatizer file.py:Class`` runs every check with a
+researcher's :class:`dpcheck.algorithms.gfa.SelectionMechanism` in place of the exponential mechanism
+(``privacy.selection.blackbox`` and ``assumption.selection_utility`` audit the mechanism at the eps0 and
+Delta_S really used; ``whitebox.composition`` composes its own DpEvent; ``privacy.em_selection`` runs when it
+declares a closed form; docs/privatizers.md).
 """
 from __future__ import annotations
 
@@ -34,20 +40,27 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
-                 f"{HZ}, {thm}, Definition 2.3", "gfa.jdp_blackbox_check"),
+                 f"{HZ}, Theorem 3.1 (Algorithm 1), Definition 2.3", "gfa.jdp_blackbox_check"),
     ClaimRow("privacy.em_selection", "privacy",
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
-                 f"{HZ}, Algorithm {alg} line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
+                 f"{HZ}, Algorithm 1 line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
+    ClaimRow("privacy.selection.blackbox", "privacy",
+             "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
+             "of sensitivity Delta_S (black box, neighbouring score vectors)",
+             f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
+    ClaimRow("assumption.selection_utility", "assumption",
+             "the selection at eps0 concentrates: Pr[S(f) < max S - c (Delta_S / eps0)(ln N + t)] <= e^-t",
+             f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.1 (Algorithm 1)", "gfa.selection_utility_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = 8H for neighbouring datasets (hypothesis search)",
              f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Theorem 3.1 (Algorithm 1)", "gfa.sensitivity_check"),
     ClaimRow("whitebox.composition", "whitebox",
              "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
-                 f"{HZ}, Assumption 2.1 / {thm}", "gfa.assumption_checks"),
+                 f"{HZ}, Assumption 2.1 / Theorem 3.1 (Algorithm 1)", "gfa.assumption_checks"),
     ClaimRow("whitebox.score_dataset", "whitebox",
              "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-                 f"{HZ}, Algorithm {alg} lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
+                 f"{HZ}, Algorithm 1 lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
     ClaimRow("assumption.realizability", "assumption",
              "Q* in F",
              f"{HZ}, Assumption 2.1 / Theorem 3.1 (Algorithm 1)", "gfa.assumption_checks"),
@@ -68,7 +81,7 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
                  f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.output_policy", "regret",
              "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-                 f"{HZ}, {thm} (PAC conversion)", "gfa.output_policy_check"),
+                 f"{HZ}, Theorem 3.1 (Algorithm 1) (PAC conversion)", "gfa.output_policy_check"),
     # Appendix C concerns the linear design matrices of the proof approach Algorithm 1 replaces
     ClaimRow("assumption.design_monotonicity", "assumption",
              "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data is "
@@ -85,20 +98,27 @@ ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
-                 f"{HZ}, {thm}, Definition 2.3", "gfa.jdp_blackbox_check"),
+                 f"{HZ}, Theorem 3.4 (Algorithm 2), Definition 2.3", "gfa.jdp_blackbox_check"),
     ClaimRow("privacy.em_selection", "privacy",
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
-                 f"{HZ}, Algorithm {alg} line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
+                 f"{HZ}, Algorithm 2 line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
+    ClaimRow("privacy.selection.blackbox", "privacy",
+             "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
+             "of sensitivity Delta_S (black box, neighbouring score vectors)",
+             f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
+    ClaimRow("assumption.selection_utility", "assumption",
+             "the selection at eps0 concentrates: Pr[S(f) < max S - c (Delta_S / eps0)(ln N + t)] <= e^-t",
+             f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.4 (Algorithm 2)", "gfa.selection_utility_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = (H+1)^2 for neighbouring datasets (hypothesis search)",
-                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, {thm}", "gfa.sensitivity_check"),
+                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Theorem 3.4 (Algorithm 2)", "gfa.sensitivity_check"),
     ClaimRow("whitebox.composition", "whitebox",
              "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
              f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, Theorem 3.4 (Algorithm 2)", "gfa.composition_check"),
     ClaimRow("whitebox.score_dataset", "whitebox",
              "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-                 f"{HZ}, Algorithm {alg} lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
+                 f"{HZ}, Algorithm 2 lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
     ClaimRow("assumption.realizability", "assumption",
              "Q* in F",
              f"{HZ}, Assumption 2.1 / Theorem 3.4 (Algorithm 2)", "gfa.assumption_checks"),
@@ -120,7 +140,7 @@ ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
                  f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.output_policy", "regret",
              "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-                 f"{HZ}, {thm} (PAC conversion)", "gfa.output_policy_check"),
+                 f"{HZ}, Theorem 3.4 (Algorithm 2) (PAC conversion)", "gfa.output_policy_check"),
 )
 
 
@@ -161,7 +181,8 @@ class _GFAAudit(Audit):
 
     alg: int = 0
     notion = "JDP"
-    uses = ("epsilon", "delta", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    privatizers = ("exponential",)      # or file.py:Class, a dpcheck.algorithms.gfa.SelectionMechanism
     defaults = Defaults(epsilon=1.0, samples=(100_000, 20_000))     # both audits (their claim tables: _claims)
 
     # -- configuration ---------------------------------------------------------------------
@@ -185,14 +206,18 @@ class _GFAAudit(Audit):
         self.B = int(self.params.batch) if self.params.batch is not None else B_t
         if self.B < 1:
             raise InputError(f"--set batch={self.B}: the batch size B must be an integer >= 1")
+        # the selection mechanism: --privatizer (a name or file.py:Class), loaded, checked and probed here
+        self.mechanism = self.opts.privatizer or None
         self.agent = gfa.make_agent(self.alg, inst.fclass, epsilon=self.epsilon, delta=self.delta, B=self.B, eta=eta,
-                                    sensitivity=sens, eps0_rule=self.params.eps0_rule, s1=inst.s1)
+                                    sensitivity=sens, eps0_rule=self.params.eps0_rule, s1=inst.s1,
+                                    mechanism=self.mechanism)
         decl = self.agent.privacy(self.K)
         self.config.update({
             "algorithm": f"Algorithm {self.alg}", "instance": inst.name, "class": repr(inst.fclass),
             "C_cov" if self.alg == 1 else "C_cov_prime": self.C_cov, "epsilon": self.epsilon, "delta": self.delta,
             "K": self.K, "B": self.B, "eta": eta, "eps0_rule": self.params.eps0_rule, "sensitivity": sens,
             "declaration": decl.to_dict(), "tuning_regret": self.params.tuning,
+            "selection_mechanism": self.opts.privatizer or "exponential",
             "note": "privacy checks on the audited configuration (B and eta do not change the per-update mechanism); "
                     "regret sweeps over K and eps with the chosen tuning",
         })
@@ -220,8 +245,22 @@ class _GFAAudit(Audit):
         self.progress(f"{name}: privacy (composition, selection law, sensitivity search, data flow, black box)")
         K = self.K
         self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
-        self.add(gfa.selection_check(ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
-                                     seed=self.int_seed("selection")))
+        law = gfa.selection_check(ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
+                                  seed=self.int_seed("selection"))
+        if law is not None:
+            self.add(law)
+        else:
+            self.config["privacy.em_selection"] = ("not checked: the selection mechanism declares no closed form "
+                                                   "(log_probabilities); privacy.selection.blackbox is the evidence")
+        # the mechanism alone at the eps0 it is really run at (2 Delta_S beta_used) and the audited Delta_S
+        p = ag.privacy(K)
+        eps0 = 2.0 * p.sensitivity * float(ag.temperature(K))
+        sel_samples = exe.samples if exe.samples is not None else exe.pick(10 ** 6, 2 * 10 ** 5)
+        self.add(gfa.selection_blackbox_check(ag.mechanism, eps0, p.sensitivity, samples=sel_samples,
+                                              alpha=exe.alpha, seed=self.int_seed("selection_blackbox"),
+                                              id="privacy.selection.blackbox", workers=exe.workers,
+                                              backend=exe.backend, scheduler=exe.scheduler,
+                                              progress=exe.progress, cache_dir=exe.cache_dir))
         init = gfa.public_init(ag, inst.mdp)
         self.add(gfa.sensitivity_check(ag, init, examples=exe.pick(150, 40), seed=exe.seed))
         small = copy.copy(ag)
@@ -234,7 +273,11 @@ class _GFAAudit(Audit):
 
     # -- assumptions -------------------------------------------------------------------------
     def assumptions(self) -> None:
-        self.progress(f"{self.name}: assumptions (realizability, completeness, coverability)")
+        self.progress(f"{self.name}: assumptions (selection utility, realizability, completeness, coverability)")
+        p = self.agent.privacy(self.K)
+        self.add(gfa.selection_utility_check(self.agent.mechanism, 2.0 * p.sensitivity * float(self.agent.temperature(self.K)),
+                                             p.sensitivity, runs=self.exe.pick(20_000, 5_000), alpha=self.exe.alpha,
+                                             seed=self.int_seed("selection_utility")))
         ref = gfa.REFERENCE.get(self.inst.name) if not self.params.function_class else None
         for c in gfa.assumption_checks(self.alg, self.inst, reference=ref):
             self.add(c)
@@ -250,13 +293,13 @@ class _GFAAudit(Audit):
             self.alg, self.inst, K_grid=z["K_grid"], eps_K=z["eps_K"], eps_grid=z["eps_grid"], K_eps=z["K_eps"],
             runs=z["runs"], runs_np=z["runs_np"], delta=self.delta, tuning=self.params.tuning, C_cov=self.C_cov,
             seed=self.int_seed("regret") % (2 ** 31), alpha=exe.alpha, sensitivity=self.sensitivity,
-            progress=self.progress, name=self.name, runs_K=z.get("runs_K"))
+            progress=self.progress, name=self.name, runs_K=z.get("runs_K"), mechanism=self.mechanism)
         for c in checks:
             self.add(c)
         B, eta, _ = gfa.tuned(self.alg, self.inst, z["K_eps"], z["eps_K"], delta=self.delta,
                               tuning=self.params.tuning, C_cov=self.C_cov, sensitivity=self.sensitivity)
         ag = gfa.make_agent(self.alg, self.inst.fclass, epsilon=z["eps_K"], delta=self.delta, B=B, eta=eta,
-                            sensitivity=self.sensitivity, s1=self.inst.s1)
+                            sensitivity=self.sensitivity, s1=self.inst.s1, mechanism=self.mechanism)
         self.add(gfa.output_policy_check(ag, self.inst, K=z["K_eps"], runs=z["runs"], alpha=exe.alpha,
                                          seed=self.int_seed("output_policy") % (2 ** 31)))
 

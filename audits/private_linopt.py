@@ -19,6 +19,11 @@ What the audit runs (the paper has no experiments; docs/private_linopt.md descri
   reduction), the privacy-cost scaling in eps, the deterministic eps^(-1/2) scaling of beta_p, and the
   explicit per-run bound at every eps of the grid.
 
+A researcher's stream privatizer: ``--privatizer file.py:Class`` (a :class:`dpcheck.algorithms.linear.StreamPrivatizer`)
+runs inside the algorithm for every check; the checks that read the paper's calibration formula read the plug-in's
+own declaration instead (its trees' sensitivities, its Assumption 2 constants), and the tree checks need it to
+declare trees (docs/privatizers.md).
+
 A user's instance: ``--set instance=PATH.npz`` (arrays psi, varphi, theta_p, theta_r; optional d, init,
 reward_noise), validated against Assumption 1 (exit 2 with one line on any violation).
 """
@@ -88,7 +93,7 @@ VI_CLAIMS = (                 # private_linopt_vi: Algorithm 1, Thm 4.1, Thm 6.5
                  f"{Z}, Lemma 3.1", "linopt.assumption_checks"),
     ClaimRow("regret.exponent", "regret",
              "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-                 f"{Z}, {thm}; Theorem 6.5, eqs. 4-5", "linopt.exponent_check"),
+                 f"{Z}, Thm 6.5 eq. 4", "linopt.exponent_check"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
                  f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
@@ -111,7 +116,7 @@ PO_CLAIMS = (                 # private_linopt_po: Algorithm 2, Thm 5.1, Thm 6.5
                  f"{Z}, Lemma 3.1", "linopt.assumption_checks"),
     ClaimRow("regret.exponent", "regret",
              "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
-                 f"{Z}, {thm}; Theorem 6.5, eqs. 4-5", "linopt.exponent_check"),
+                 f"{Z}, Thm 6.5 eq. 5", "linopt.exponent_check"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
                  f"{Z}, Remark 6.7; Theorems 4.1, 5.1", "linopt.exponent_check"),
@@ -145,13 +150,20 @@ class _PrivateLinOptAudit(Audit):
         SetOption("target", str, choices=("paper", "exact"), default="paper",
                   help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (Theorem 6.4)"),
     )
-    uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    # --privatizer paper (the Section 6.1 Privatizer, default) or file.py:Class, a researcher's
+    # dpcheck.algorithms.linear.StreamPrivatizer built as Class(epsilon=, delta=) (docs/privatizers.md)
+    privatizers = ("paper",)
     defaults = Defaults(epsilon=1.0, samples=(200_000, 20_000))     # both audits (their claim tables: _claims)
 
     def spec(self, **kw) -> lib.LinOptSpec:
+        plugin = self.opts.privatizer
+        if plugin is not None and plugin.strip().lower() == "paper":
+            plugin = None
         return lib.LinOptSpec(algorithm=self.algorithm_key, epsilon=self.epsilon, delta=float(self.params.delta),
                               alpha=float(self.params.utility_alpha), radius_dim=self.params.radius_dim,
-                              sensitivity_mode=self.params.sensitivity_mode, target=self.params.target, **kw)
+                              sensitivity_mode=self.params.sensitivity_mode, target=self.params.target,
+                              plugin=plugin, **kw)
 
     def run(self) -> None:
         env = lib.load_instance(self.params.instance)
@@ -162,8 +174,11 @@ class _PrivateLinOptAudit(Audit):
         spec = self.spec()
         spec.privatizer()                       # a bad flag / budget is an InputError before any work
         K_regret = exe.pick(16384, 8192)
+        # a plug-in runs the weak-privacy checks where its own noise matches the paper's at WEAK_EPS
+        self.weak_eps = lib.equivalent_eps_grid(spec, env, K_regret, WEAK_EPS)
         self.config.update({"algorithm": spec.label, "instance": repr(env), "spec": spec.describe(),
-                            "weak_privacy_eps": list(WEAK_EPS), "K_regret": K_regret,
+                            "weak_privacy_eps": list(self.weak_eps), "paper_equivalent_eps": list(WEAK_EPS),
+                            "K_regret": K_regret,
                             "note": "privacy and assumption checks at the command line's eps; regret rates in the "
                                     "weak-privacy range (Theorem 6.5, proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration scale warning)"})
         self.privacy(spec, env, K_regret)
@@ -194,8 +209,8 @@ class _PrivateLinOptAudit(Audit):
             self.add(c)
         # at eps = 1 every Q is clipped (optimism holds by construction); the same claims at the weak-privacy
         # end of the regret grid, where the bonus no longer saturates, are the informative ones
-        weak = replace(spec, epsilon=WEAK_EPS[-1])
-        self.progress(f"{self.name}: the same at eps = {WEAK_EPS[-1]:g} (ids *.weak_privacy)")
+        weak = replace(spec, epsilon=self.weak_eps[-1])
+        self.progress(f"{self.name}: the same at eps = {self.weak_eps[-1]:g} (ids *.weak_privacy)")
         for c in lib.assumption_checks(weak, env, K=exe.pick(1024, 256), runs=runs, seed=exe.seed + 3,
                                        alpha=exe.alpha, suffix=".weak_privacy"):
             self.add(c)
@@ -204,13 +219,15 @@ class _PrivateLinOptAudit(Audit):
         exe = self.exe
         self.progress(f"{self.name}: regret in the weak-privacy range (K = {K})")
         runs = exe.pick(6, 4)
-        grid = lib.regret_grid(spec, env, K=K, runs=runs, seed=exe.seed + 2, eps_grid=WEAK_EPS)
-        label = f"{spec.label} (eps = {WEAK_EPS[-1]:g})"
-        self.add(lib.exponent_check(grid["private"][WEAK_EPS[-1]], K, id="regret.exponent", alpha=exe.alpha,
+        weak = self.weak_eps
+        grid = lib.regret_grid(spec, env, K=K, runs=runs, seed=exe.seed + 2, eps_grid=weak)
+        label = f"{spec.label} (eps = {weak[-1]:g})"
+        self.add(lib.exponent_check(grid["private"][weak[-1]], K, id="regret.exponent", alpha=exe.alpha,
                                     seed=exe.seed, label=label))
         self.add(lib.exponent_check(grid["nonprivate"], K, id="regret.exponent.nonprivate", alpha=exe.alpha,
                                     seed=exe.seed, label="non-private reduction"))
-        for c in lib.scaling_checks(grid, alpha=exe.alpha, seed=exe.seed):
+        x_map = dict(zip(weak, WEAK_EPS)) if spec.plugin is not None else None
+        for c in lib.scaling_checks(grid, alpha=exe.alpha, seed=exe.seed, x_map=x_map):
             self.add(c)
         self.add(lib.radius_scaling_check(spec, env, K))
         self.add(lib.explicit_bound_check(grid, spec, alpha=exe.alpha))

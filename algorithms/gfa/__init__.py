@@ -6,6 +6,8 @@
                     remark_3_7_batch_size
     privacy:        GFAPrivacy (declaration: eps0, beta_EM, M = ceil(K/B), composed epsilon, Claim, dp_event),
                     per_update_epsilon, advanced_composition, number_of_updates, sensitivity
+    selection:      SelectionMechanism (the plug-in interface of the private selection), ExponentialMechanism
+                    (the paper's), GuardedSelection, load_selection_mechanism
     mechanism:      exponential_mechanism (Gumbel-max), selection_log_probabilities (log-softmax),
                     argmax_with_ties, chain_sample / chain_log_partition (backward messages)
     losses:         bellman_error_loss / _score, outcome_model, outcome_loss / _score (literal reference),
@@ -24,6 +26,9 @@ from dpcheck.algorithms.gfa.privacy import (
 )
 from dpcheck.algorithms.gfa.mechanism import (
     exponential_mechanism, selection_log_probabilities, argmax_with_ties, chain_sample, chain_log_partition,
+)
+from dpcheck.algorithms.gfa.selection import (
+    SelectionMechanism, ExponentialMechanism, GuardedSelection, load_selection_mechanism,
 )
 from dpcheck.algorithms.gfa.losses import (
     bellman_error_loss, bellman_error_score, outcome_model, outcome_loss, outcome_score,
@@ -45,7 +50,8 @@ from dpcheck.algorithms.gfa.tuning import TheoryParameters, theory_parameters, p
 __all__ = [
     "FunctionClass", "GFAPrivacy", "EPS0_RULES", "advanced_composition", "per_update_epsilon",
     "number_of_updates", "sensitivity", "exponential_mechanism", "selection_log_probabilities",
-    "argmax_with_ties", "chain_sample", "chain_log_partition", "bellman_error_loss", "bellman_error_score",
+    "argmax_with_ties", "SelectionMechanism", "ExponentialMechanism", "GuardedSelection",
+    "load_selection_mechanism", "chain_sample", "chain_log_partition", "bellman_error_loss", "bellman_error_score",
     "outcome_model", "outcome_loss", "outcome_score", "BellmanErrorStatistics", "OutcomeLossStatistics",
     "policy_returns", "optimal_return", "max_return", "occupancies", "coverability", "per_start_coverability",
     "realizability", "completeness", "bellman_backup", "next_state_table", "Coverability",

@@ -16,7 +16,10 @@ Batched over independent runs (leading axis). ``run(env, K, rng, runs)`` spawns 
 ``rng``: environment / selection. ``env`` is a TabularMDP (exact per-episode regret) or a per-episode
 user sequence (``dpcheck.algorithms.envs.users``; regret when it carries ``.mdp``).
 
-Seams that planted-defect variants override: ``_temperature(privacy)`` (e.g. dropping the factor 2),
+The selection is a parameter: ``mechanism=`` any :class:`dpcheck.algorithms.gfa.SelectionMechanism` (default:
+the paper's :class:`ExponentialMechanism`), run at eps0 = 2 Delta_S beta_EM on a score of sensitivity Delta_S
+(a researcher's report-noisy-max or permute-and-flip plugs in here; docs/privatizers.md). Seams that
+planted-defect variants override: ``_temperature(privacy)`` (e.g. dropping the factor 2),
 ``_select(scores, beta, rng)``.
 """
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dpcheck.algorithms.envs._validate import check_rng, check_runs
 from dpcheck.algorithms.envs.tabular import TabularMDP
 from dpcheck.algorithms.gfa.function_class import FunctionClass
 from dpcheck.algorithms.gfa.losses import BellmanErrorStatistics, OutcomeLossStatistics
-from dpcheck.algorithms.gfa.mechanism import TIE_BREAKING, chain_sample, exponential_mechanism
+from dpcheck.algorithms.gfa.mechanism import TIE_BREAKING, argmax_with_ties, chain_sample
 from dpcheck.algorithms.gfa.privacy import EPS0_RULES, GFAPrivacy, _budget, _positive_int, sensitivity as _sensitivity
 from dpcheck.algorithms.gfa.results import GFARun, MixturePolicy
 from dpcheck.algorithms.gfa import evaluation
@@ -55,7 +58,8 @@ class _BatchedExponentialMechanism:
     name = ""
 
     def __init__(self, function_class: FunctionClass, *, epsilon: float = 1.0, delta: float = 1e-5, B: int = 1,
-                 eta: float = 1.0, eps0_rule: str = "exact", sensitivity="paper", tie_breaking: str = "random"):
+                 eta: float = 1.0, eps0_rule: str = "exact", sensitivity="paper", tie_breaking: str = "random",
+                 mechanism=None):
         if not isinstance(function_class, FunctionClass):
             raise InputError(f"function_class must be a FunctionClass, got {type(function_class).__name__}")
         self.fclass = function_class
@@ -77,6 +81,8 @@ class _BatchedExponentialMechanism:
         if tie_breaking not in TIE_BREAKING:
             raise InputError(f"tie_breaking must be one of {TIE_BREAKING}, got {tie_breaking!r}")
         self.tie_breaking = tie_breaking
+        from dpcheck.algorithms.gfa.selection import load_selection_mechanism
+        self.mechanism = load_selection_mechanism(mechanism, tie_breaking=tie_breaking)
 
     # ------------------------------------------------------------------ configuration
     @property
@@ -84,7 +90,7 @@ class _BatchedExponentialMechanism:
         return {"name": self.name, "algorithm": self.algorithm, "epsilon": self.epsilon, "delta": self.delta,
                 "B": self.B, "eta": self.eta, "eps0_rule": self.eps0_rule, "sensitivity": self.sensitivity,
                 "sensitivity_kind": self.sensitivity_kind, "tie_breaking": self.tie_breaking,
-                "class": repr(self.fclass), "N": self.fclass.N}
+                "class": repr(self.fclass), "N": self.fclass.N, "mechanism": repr(self.mechanism)}
 
     def __repr__(self) -> str:
         keys = ("epsilon", "delta", "B", "eta", "eps0_rule", "sensitivity", "tie_breaking")
@@ -109,19 +115,25 @@ class _BatchedExponentialMechanism:
         return self._temperature(self.privacy(K))
 
     def _select(self, scores: np.ndarray, beta: float, rng: np.random.Generator) -> np.ndarray:
-        return exponential_mechanism(scores, beta, rng, self.tie_breaking)
+        """The selection mechanism at eps0 = 2 Delta_S beta on a score of sensitivity Delta_S; beta = inf is
+        the non-private argmax of Remark 3.7 whatever the mechanism (tie rule ``tie_breaking``)."""
+        if math.isinf(beta):
+            return argmax_with_ties(scores, rng, self.tie_breaking)
+        return self.mechanism.select(scores, 2.0 * self.sensitivity * float(beta), self.sensitivity, rng)
 
     def select(self, scores, K: int, rng: np.random.Generator) -> np.ndarray:
-        """One exponential-mechanism draw per row of ``scores`` (runs, N) at this K's temperature (for
-        audits comparing empirical selection frequencies with the declared closed form)."""
+        """One selection per row of ``scores`` (runs, N) at this K's temperature, through the learner's
+        mechanism (for audits comparing empirical selection frequencies with the declared law)."""
         check_rng(rng)
         return self._select(np.asarray(scores, float), self.temperature(K), rng)
 
     def declared_log_probabilities(self, scores, K: int) -> np.ndarray:
-        """The closed form log Pr[f] (runs, N) the declaration promises: log-softmax at privacy(K).beta_em.
-        Independent of the ``_temperature`` seam, so an audit can compare it with :meth:`select`'s draws."""
-        from dpcheck.algorithms.gfa.mechanism import selection_log_probabilities
-        return selection_log_probabilities(scores, self.privacy(K).beta_em)
+        """The closed form log Pr[f] (runs, N) the declaration promises: the mechanism's own law at the declared
+        eps0 (log-softmax at privacy(K).beta_em for the exponential mechanism); None when the mechanism has no
+        closed form. Independent of the ``_temperature`` seam, so an audit can compare it with :meth:`select`'s
+        draws."""
+        p = self.privacy(K)
+        return self.mechanism.log_probabilities(np.asarray(scores, float), p.eps0, p.sensitivity)
 
     def dataset_scores(self, states, actions, rewards, init) -> np.ndarray:
         """S_D(f) (N,) of this learner (its eta, class and loss) on one dataset, through the same statistics
@@ -240,6 +252,8 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
                     environments without a known init)
     inf_mode        "auto" | "product" | "literal" (min over the list for non-product classes)
     sampler         "auto" | "enumerate" | "messages" (backward messages, product classes only)
+    mechanism       the selection mechanism (SelectionMechanism, a name or 'file.py:Class'; default the
+                    exponential mechanism); "messages" is the exponential mechanism's sampler only
     """
 
     algorithm = 1
@@ -247,9 +261,9 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
 
     def __init__(self, function_class: FunctionClass, *, epsilon: float = 1.0, delta: float = 1e-5, B: int = 1,
                  eta: float = 1.0, eps0_rule: str = "exact", sensitivity="paper", tie_breaking: str = "random",
-                 s1: int | None = None, inf_mode: str = "auto", sampler: str = "auto"):
+                 s1: int | None = None, inf_mode: str = "auto", sampler: str = "auto", mechanism=None):
         super().__init__(function_class, epsilon=epsilon, delta=delta, B=B, eta=eta, eps0_rule=eps0_rule,
-                         sensitivity=sensitivity, tie_breaking=tie_breaking)
+                         sensitivity=sensitivity, tie_breaking=tie_breaking, mechanism=mechanism)
         if inf_mode not in ("auto", "product", "literal"):
             raise InputError(f"inf_mode must be 'auto', 'product' or 'literal', got {inf_mode!r}")
         if inf_mode == "product" and not function_class.is_product:
@@ -258,8 +272,14 @@ class PrivateGeneralMDP(_BatchedExponentialMechanism):
             raise InputError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         if sampler == "messages" and not function_class.is_product:
             raise InputError("sampler='messages' needs a product class (the score is a chain sum only then)")
+        from dpcheck.algorithms.gfa.selection import ExponentialMechanism
+        em = type(self.mechanism) is ExponentialMechanism
+        if sampler == "messages" and not em:
+            raise InputError("sampler='messages' samples the exponential mechanism by backward messages; "
+                             f"the selection mechanism {self.mechanism!r} needs sampler='enumerate'")
         if sampler == "auto":
-            sampler = "messages" if function_class.is_product and function_class.N > _ENUMERATE_MAX else "enumerate"
+            sampler = ("messages" if em and function_class.is_product and function_class.N > _ENUMERATE_MAX
+                       else "enumerate")
         if sampler == "messages" and math.isinf(self.epsilon) and tie_breaking != "lowest":
             raise InputError("the backward-message argmax (epsilon = inf) implements only tie_breaking='lowest'")
         self.s1 = None if s1 is None else int(s1)

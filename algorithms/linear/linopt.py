@@ -36,6 +36,7 @@ from dpcheck.algorithms.envs.planning import evaluate
 from dpcheck.algorithms.linear.bounds import regret_bound_po, regret_bound_vi
 from dpcheck.algorithms.linear.mixture import LinearMixtureMDP
 from dpcheck.algorithms.linear.privatizer import Privatizer
+from dpcheck.algorithms.linear.stream_privatizer import StreamPrivatizer
 from dpcheck.algorithms.linear.regularizers import (
     Assumption2, LinearSizes, Regularizer, RidgeRegularizer, confidence_radii,
 )
@@ -369,7 +370,7 @@ class _LinOpt:
         last = state.release()
         privacy = None
         claim = dp_event = None
-        if isinstance(reg, Privatizer):
+        if isinstance(reg, StreamPrivatizer):
             privacy = reg.describe(sizes, self.alpha)
             if not reg.noise_off:
                 claim = reg.claim(sizes)

@@ -47,7 +47,8 @@ from dpcheck.accounting import gaussian_mu, rho_from_mu
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
 from dpcheck.algorithms.privatizers.binary_mechanism import TreeCounter
-from dpcheck.algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes, Regularizer
+from dpcheck.algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes
+from dpcheck.algorithms.linear.stream_privatizer import StreamPrivatizer
 
 RADIUS_DIMS = ("d", "d1")
 SENSITIVITY_MODES = ("paper", "replacement")
@@ -73,8 +74,8 @@ def _number(name, v, *, lo=None, hi=None, lo_open=True, allow_inf=False):
 
 
 @dataclass(frozen=True)
-class Privatizer(Regularizer):
-    """The Gaussian binary-counter Privatizer of Section 6.1 (a Regularizer).
+class Privatizer(StreamPrivatizer):
+    """The Gaussian binary-counter Privatizer of Section 6.1 (the paper's :class:`StreamPrivatizer`).
 
     epsilon, delta:     the JDP budget (epsilon = inf: noise off). delta in (0, 1).
     radius_dim:         "d" (paper) or "d1": the dimension in Sigma_{p,1} (Lemma B.4).

@@ -28,10 +28,12 @@ import copy
 import math
 from dataclasses import replace
 
+import dp_accounting
 import numpy as np
 
+from dpcheck.accounting import pld_epsilon_replace_one
 from dpcheck.audit import ExecutionOptions
-from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, qualify, soften
+from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS, invariant_check, probability_check, qualify, soften
 from dpcheck.errors import InputError
 from dpcheck.parallel import cached_call
 
@@ -153,11 +155,14 @@ def instance_with_class(algorithm: int, fc=None, mdp=None):
 
 
 def make_agent(algorithm: int, fc, *, epsilon: float, delta: float, B: int, eta: float = 1.0,
-               sensitivity="paper", eps0_rule: str = "exact", s1=None, agent_class=None):
-    """The learner under audit (Algorithm 1 or 2; ``agent_class`` a subclass for variants / defects)."""
+               sensitivity="paper", eps0_rule: str = "exact", s1=None, agent_class=None, mechanism=None):
+    """The learner under audit (Algorithm 1 or 2; ``agent_class`` a subclass for variants / defects;
+    ``mechanism`` its selection mechanism: None = the exponential mechanism, or a plug-in spec / object)."""
     from dpcheck.algorithms.gfa import PrivateGeneralMDP, PrivateOutcomeRL
     cls = agent_class or (PrivateGeneralMDP if algorithm == 1 else PrivateOutcomeRL)
     kw = dict(epsilon=epsilon, delta=delta, B=B, eta=eta, sensitivity=sensitivity, eps0_rule=eps0_rule)
+    if mechanism is not None:
+        kw["mechanism"] = mechanism
     if algorithm == 1:
         kw["s1"] = s1
     return cls(fc, **kw)
@@ -369,7 +374,8 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
     false-alarm in one run of twenty; at 200k draws a temperature off by a factor 2, or argmax sampling, still
     gives p far below that), INCONCLUSIVE for alpha / 100 <= p < alpha, else PASS. The power (at the FAIL
     level) against a temperature off by 25% and by a factor 2 is reported; a pass with power < 0.9 at 25% is
-    marked uninformative."""
+    marked uninformative. None when the learner's mechanism declares no closed form (a plug-in without
+    ``log_probabilities``: privacy.selection.blackbox is its evidence)."""
     from scipy.stats import chi2
     N = agent.fclass.N
     p = agent.privacy(K)
@@ -380,6 +386,8 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
         return Check(id="privacy.em_selection", kind="privacy", verdict=INCONCLUSIVE, claim=claim,
                      measured={"confidence": 1 - alpha}, reason="non-private learner (argmax): no exponential "
                                                                 "mechanism to test")
+    if agent.declared_log_probabilities(np.zeros((1, N)), K) is None:
+        return None            # the mechanism declares no closed form: privacy.selection.blackbox audits it
     beta = p.beta_em
     scores = np.linspace(0.0, spread / beta, N)
     rng = np.random.default_rng(seed)
@@ -390,8 +398,7 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
         idx = agent.select(np.broadcast_to(scores, (n, N)), K, rng)
         counts += np.bincount(np.asarray(idx, dtype=np.int64), minlength=N)[:N]
         done += n
-    logp = agent.declared_log_probabilities(scores[None, :], K)[0]
-    p0 = np.exp(logp)
+    p0 = np.exp(agent.declared_log_probabilities(scores[None, :], K)[0])
     expected = draws * p0
     stat = float(np.sum((counts - expected) ** 2 / expected))
     df = N - 1
@@ -438,30 +445,25 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
 
 def observed_updates(agent, mdp, K: int, seed: int = 0) -> tuple[int, float]:
     """(number of exponential-mechanism draws, largest temperature passed to the sampler) in one run of K
-    episodes, read where the scores enter the sampler (the learner's ``_select``); (0, nan) if the sampler
-    bypasses it (backward messages)."""
+    episodes, read where the scores enter the selection mechanism (the learner's ``mechanism``, wrapped in a
+    :class:`RecordingMechanism`; the temperature is eps0 / (2 Delta_S) of the eps0 it is run at); (0, nan) if
+    the sampler bypasses it (backward messages)."""
+    from dpcheck.algorithms.gfa.selection import RecordingMechanism
     a = copy.copy(agent)
-    inner = agent._select
-    seen = {"n": 0, "beta": float("nan")}
-
-    def spy(scores, beta, rng):
-        seen["n"] += 1
-        b = float(beta)
-        seen["beta"] = b if math.isnan(seen["beta"]) else max(seen["beta"], b)
-        return inner(scores, beta, rng)
-
-    a._select = spy
+    a.mechanism = rec = RecordingMechanism(agent.mechanism)
     a.run(mdp, int(K), np.random.default_rng(seed), runs=1, record=False)
-    return seen["n"], seen["beta"]
+    betas = [eps / (2.0 * sens) for _, eps, sens in rec.calls]
+    return len(rec.calls), (max(betas) if betas else float("nan"))
 
 
 def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
     """whitebox.composition (Section 3.3; Theorem 3.1; Theorem 3.4): for every K of ``K_grid``, the M = ceil(K/B) updates at the
     temperature the learner REALLY uses (eps0_used = 2 Delta_S beta_used: the pure-DP level of an
     exponential mechanism with that temperature on a score of sensitivity Delta_S), composed and accounted
-    exactly -- dp_accounting PLD of M self-composed binary randomized responses at eps0_used, which have
-    exactly the (eps0, 0)-DP privacy profile and dominate every eps0-DP mechanism (Kairouz, Oh & Viswanath
-    2015) -- must give eps <= the claimed eps at the claimed delta. The declared advanced-composition value
+    exactly -- dp_accounting PLD of M copies of the selection mechanism's declared DpEvent at eps0_used (for
+    the exponential mechanism, and by default for a plug-in, binary randomized response at eps0_used, which
+    has exactly the (eps0, 0)-DP privacy profile and dominates every eps0-DP mechanism: Kairouz, Oh &
+    Viswanath 2015) -- must give eps <= the claimed eps at the claimed delta. The declared advanced-composition value
     (Lemma E.2) is reported next to it.
 
     With ``mdp``, one run of K episodes per grid point counts the draws the sampler really makes and reads
@@ -482,7 +484,15 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
             if not math.isnan(b):
                 beta_used = max(beta_used, b)
         eps0_used = 2.0 * p.sensitivity * beta_used
-        eps_pld = pld_epsilon_replace_one(pure_dp_event(eps0_used), M, claim.delta)
+        # the mechanism's own declared event at eps0_used (the exponential mechanism's: binary randomized
+        # response at eps0, exactly the (eps0, 0) profile)
+        event = agent.mechanism.dp_event(eps0_used, p.sensitivity)
+        if not isinstance(event, dp_accounting.DpEvent):
+            from dpcheck.errors import MechanismError
+            raise MechanismError(f"selection mechanism {agent.mechanism!r}: dp_event() returned "
+                                 f"{type(event).__name__}, not a dp_accounting DpEvent")
+        eps_pld = pld_epsilon_replace_one(event, M, claim.delta)
+        from dpcheck.algorithms.gfa import advanced_composition
         rows.append({"K": int(K), "B": agent.B, "M": M, "eps0_declared": p.eps0, "eps0_used": eps0_used,
                      "beta_declared": p.beta_em, "beta_used": beta_used,
                      "advanced_composition": advanced_composition(eps0_used, M, claim.delta),
@@ -503,7 +513,7 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
                   f"{worst['epsilon_pld']:.4g} > claimed {claim.epsilon:g} at delta = {claim.delta:g} (PLD)")
     return Check(id="whitebox.composition", kind="whitebox", verdict=PASS if ok else FAIL, claim=st,
                  measured=measured, details={"agent": describe(agent), "grid": rows,
-                                             "event": "Composed([RandomizedResponse(eps0_used)] * M) (explicit copies: "
+                                             "event": "Composed([mechanism.dp_event(eps0_used)] * M) (explicit copies: "
                                                       "dp_accounting 0.6.0 ignores the "
                                                       "count of a SelfComposed randomized response)"},
                  reason=reason)
@@ -521,19 +531,14 @@ def score_dataset_check(agent, mdp, *, K: int = 24, runs: int = 4, seed: int = 0
     """whitebox.score_dataset (Algorithm 1; docs/derivations.md#noise-calibration; Algorithms 1-2): the scores the mechanism samples from at the update of episode
     k = iB + 1 equal S_{D_[k]}(f) recomputed literally (the reference loss functions, sums over
     trajectories) on exactly the episodes 1..iB the run recorded. The scores are captured where they
-    enter the sampler (the learner's ``_select``), so a learner that scores stale, partial or future data
-    fails; one mismatch fails."""
+    enter the selection mechanism (the learner's ``mechanism``, wrapped in a :class:`RecordingMechanism`), so
+    a learner that scores stale, partial or future data fails; one mismatch fails."""
+    from dpcheck.algorithms.gfa.selection import RecordingMechanism
     a = copy.copy(agent)
-    seen = []
-    inner = agent._select
-
-    def spy(scores, beta, rng):
-        seen.append(np.array(scores, dtype=np.float64, copy=True))
-        return inner(scores, beta, rng)
-
-    a._select = spy
+    a.mechanism = rec = RecordingMechanism(agent.mechanism)
     init = public_init(agent, mdp)
     res = a.run(mdp, K, np.random.default_rng(seed), runs=runs, record=True)
+    seen = [c[0] for c in rec.calls]
     claim = {"statement": "the score at the update of episode iB + 1 is S_{D_[k]} on the episodes 1..iB "
                           "(sums over trajectories)",
              "source": f"{SOURCE}, Algorithm {agent.algorithm} lines 4-6, Algorithms 1-2 (docs/derivations.md#noise-calibration)"}
@@ -541,8 +546,8 @@ def score_dataset_check(agent, mdp, *, K: int = 24, runs: int = 4, seed: int = 0
         return Check(id="whitebox.score_dataset", kind="whitebox", verdict=INCONCLUSIVE, claim=claim,
                      measured={"updates": res.M, "scores_seen": len(seen), "confidence": 1.0},
                      details={"agent": describe(agent)},
-                     reason=f"the sampler saw {len(seen)} score vectors for {res.M} updates (a sampler that bypasses "
-                            "_select, e.g. backward messages): the data flow cannot be read")
+                     reason=f"the selection mechanism saw {len(seen)} score vectors for {res.M} updates (a sampler "
+                            "that bypasses it, e.g. backward messages): the data flow cannot be read")
     worst, bad, total = 0.0, 0, 0
     first_bad = None
     for i, sc in enumerate(seen):
@@ -683,7 +688,7 @@ def _final_regret(agent, mdp, K, runs, seed):
 
 def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np: int, delta: float,
                   tuning: str, C_cov: float, seed: int, sensitivity="paper", agent_class=None, progress=None,
-                  K_of_eps: dict | None = None, name: str = "private_gfa", runs_of_eps: dict | None = None):
+                  K_of_eps: dict | None = None, name: str = "private_gfa", runs_of_eps: dict | None = None, mechanism=None):
     """Final cumulative regret of the private learner for every eps of ``eps_list`` at the episode counts
     ``K_of_eps[eps]`` (default: all of ``K_grid``) -> {eps: (runs_of_eps.get(eps, runs), len)}, and of the non-private batched
     learner (B = ceil(sqrt K), Remark 3.7) over ``K_grid`` (runs_np, G). One batch of runs per K (B depends
@@ -704,7 +709,7 @@ def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np:
             B, eta, _ = tuned(algorithm, inst, int(K), eps, delta=delta, tuning=tuning, C_cov=C_cov,
                               sensitivity=sensitivity)
             ag = make_agent(algorithm, fc, epsilon=eps, delta=delta, B=B, eta=eta, sensitivity=sensitivity, s1=s1,
-                            agent_class=agent_class)
+                            agent_class=agent_class, mechanism=mechanism)
             rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K),
                                     int((runs_of_eps or {}).get(eps, runs)), seed))
         priv[eps] = np.stack(rows, axis=1)
@@ -800,7 +805,7 @@ def _one_sided_confidence(check: Check, alpha: float) -> Check:
 
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
-                  agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None) -> list[Check]:
+                  agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None, mechanism=None) -> list[Check]:
     """The rate checks (Theorems 3.1, 3.4; Remark 3.7): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails). A pass whose interval lies wholly
@@ -817,7 +822,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     priv, Rn = regret_curves(algorithm, inst, K_grid=K_grid, eps_list=eps_all, runs=runs, runs_np=runs_np,
                              delta=delta, tuning=tuning, C_cov=C_cov, seed=seed, sensitivity=sensitivity,
                              agent_class=agent_class, progress=progress, K_of_eps=K_of_eps, name=name,
-                             runs_of_eps={eps_K: runs_K} if runs_K else None)
+                             runs_of_eps={eps_K: runs_K} if runs_K else None, mechanism=mechanism)
     base = {"instance": inst.name, "tuning": tuning, "delta": delta, "runs_private": runs, "runs_nonprivate": runs_np,
             "runs_private_K_sweep": runs_K or runs,
             "K_grid": K_grid, "mean_regret_nonprivate": Rn.mean(0).tolist(),
@@ -1018,3 +1023,107 @@ def output_policy_check(agent, inst, *, K: int, runs: int, seed: int, n_mc: int 
                              f"{mc:.4f} vs {float(J_hat[0]):.4f} +- {radius:.3f})")
     return replace(c, measured={**c.measured, "suboptimality_mean": float(gap.mean()),
                                 "max_abs_error": float(err.max()), "confidence": 1 - alpha})
+
+
+# ----------------------------------------------------------------------------- the selection mechanism alone
+SELECTION_SOURCE = ("He & Zhou (arXiv 2605.07049), Section 3.3, Lemma E.2 (each update eps0-DP in a score of sensitivity "
+                    "Delta_S)")
+
+
+def selection_pairs(sensitivity: float, N: int = 64) -> list:
+    """Neighbouring score vectors (u, u') with max_f |u(f) - u'(f)| = Delta: the all-zero vector against one
+    entry raised by Delta and every other lowered by Delta, over 2 entries (tight for report-noisy-max with
+    exponential noise, i.e. permute-and-flip: Pr[entry 2] goes from 1/2 to e^-eps / 2) and over N entries
+    (tight for the exponential mechanism as N grows: Pr[entry 1] goes from 1/N to ~ e^eps / N)."""
+    out = []
+    for n in (2, int(N)):
+        u = np.zeros(n)
+        v = np.full(n, -float(sensitivity))
+        v[0] = float(sensitivity)
+        out.append((u, v))
+    return out
+
+
+class SelectionDraws:
+    """mechanism(scores (N,), rng, size) -> (size,) selections of ``mech`` at (epsilon, sensitivity)
+    (configuration only, picklable)."""
+
+    def __init__(self, mech, epsilon: float, sensitivity: float):
+        self.mech, self.epsilon, self.sensitivity = mech, float(epsilon), float(sensitivity)
+
+    def __call__(self, scores, rng, size):
+        s = np.broadcast_to(np.asarray(scores, dtype=np.float64), (int(size), len(scores)))
+        return np.asarray(self.mech.select(s, self.epsilon, self.sensitivity, rng), dtype=np.int64)
+
+
+def selection_blackbox_check(mech, epsilon: float, sensitivity: float, *, samples: int = 200_000,
+                             alpha: float = 0.05, seed: int = 0, id: str = "privacy.blackbox", N: int = 64,
+                             **parallel) -> Check:
+    """The selection mechanism is eps-DP for scores of sensitivity Delta, black box: selections drawn on the
+    neighbouring score vectors of :func:`selection_pairs`, histogram events (nothing about the mechanism's
+    noise is assumed). A mechanism calibrated for sensitivity Delta / 2 (report-noisy-max without the factor
+    2 for non-monotone scores) reaches 2 eps on the 2-entry pair."""
+    from dpcheck import AuditTarget, Claim
+    from dpcheck.blackbox import audit
+    claim = Claim(epsilon=float(epsilon), delta=0.0, notion="DP", source=SELECTION_SOURCE)
+    target = AuditTarget(name=f"selection.{getattr(mech, 'name', 'mechanism')}",
+                         mechanism=SelectionDraws(mech, epsilon, sensitivity),
+                         pairs=selection_pairs(sensitivity, N), claim=claim, output="discrete")
+    res = audit(target, samples=samples, alpha=alpha, seed=seed, **parallel)
+    check = res.to_check(id=id, claim_source=claim.source)
+    det = dict(check.details)
+    det.update(mechanism=repr(mech), epsilon=float(epsilon), sensitivity=float(sensitivity),
+               pairs="u = 0 vs u' = (+Delta, -Delta, ..., -Delta) over 2 and over N = %d entries" % N)
+    return replace(check, details=det)
+
+
+def selection_utility_check(mech, epsilon: float, sensitivity: float, *, runs: int = 20_000, alpha: float = 0.05,
+                            seed: int = 0, N: int = 64, t: float = math.log(10.0),
+                            id: str = "assumption.selection_utility") -> Check:
+    """The utility bound the regret analysis uses: Pr[S(f) < max S - c (Delta / eps)(ln N + t)] <= e^-t
+    (Dwork & Roth 2014, Thm 3.11 for the exponential mechanism, c = 2; ``mech.utility_constant``). On one top
+    entry and N - 1 entries a factor 2 further below than the bound at t (the exponential mechanism fails
+    there with probability ~ e^-t / 2), over ``runs`` independent selections, exact binomial bounds
+    (:func:`dpcheck.checks.probability_check`). A mechanism noisier than it declares fails."""
+    c = float(getattr(mech, "utility_constant", 2.0))
+    bound = c * float(sensitivity) / float(epsilon) * (math.log(N) + t)
+    gap = c * float(sensitivity) / float(epsilon) * (math.log(N) + t + math.log(2.0))
+    scores = np.full(N, -gap)
+    scores[0] = 0.0
+    rng = np.random.default_rng(seed)
+    sel = SelectionDraws(mech, epsilon, sensitivity)(scores, rng, runs)
+    failures = int(np.sum(scores[sel] < -bound))
+    claim = {"statement": f"Pr[S(f) < max_g S(g) - {c:g} (Delta / eps)(ln N + t)] <= e^-t (utility of the "
+                          f"selection; c = {c:g} as the mechanism declares)",
+             "source": "Dwork & Roth 2014, Thm 3.11 (McSherry & Talwar 2007); He & Zhou (arXiv 2605.07049), "
+                       "regret analysis of Theorems 3.1 / 3.4"}
+    return probability_check(id=id, failures=failures, runs=int(runs), beta=math.exp(-t), alpha=alpha,
+                             claim=claim, details={"mechanism": repr(mech), "epsilon": float(epsilon),
+                                                   "sensitivity": float(sensitivity), "N": N, "t": t,
+                                                   "bound": bound, "gap_of_the_others": gap},
+                             what="a selection more than the utility bound below the best score")
+
+
+def selection_dp_event_check(mech, epsilon: float, sensitivity: float) -> Check:
+    """whitebox.dp_event: the mechanism's declared DpEvent for one selection, accounted by dp_accounting's PLD
+    under replacement of one user (the neighbouring relation of Definition 2.3), is eps-DP: eps_PLD at
+    delta = 1e-12 <= eps (slack 2e-3 for the discretisation, as in whitebox.composition)."""
+    import dp_accounting
+    label = f"{getattr(mech, 'name', 'mechanism')} at eps = {epsilon:g}, Delta = {sensitivity:g}"
+    claim = {"statement": f"one selection is ({epsilon:g}, 0)-DP for scores of sensitivity {sensitivity:g} "
+                          "(the declared DpEvent, exact PLD accountant)", "source": SELECTION_SOURCE}
+    event = mech.dp_event(float(epsilon), float(sensitivity))
+    if not isinstance(event, dp_accounting.DpEvent):
+        return Check(id="whitebox.dp_event", kind="whitebox", verdict=FAIL, claim=claim,
+                     measured={"confidence": 1.0, "samples": 0, "epsilon_lower_bound": None},
+                     details={"event": repr(event)},
+                     reason=f"{label}: dp_event() returned {type(event).__name__}, not a dp_accounting DpEvent")
+    eps_pld = pld_epsilon_replace_one(event, 1, 1e-12)
+    slack = 2e-3
+    ok = eps_pld <= float(epsilon) * (1 + slack) + slack
+    reason = (f"{label}: declared event gives eps = {eps_pld:.4g} at delta = 1e-12 (PLD, replace one) "
+              + ("<= " if ok else "> ") + f"claimed {epsilon:g}")
+    return Check(id="whitebox.dp_event", kind="whitebox", verdict=PASS if ok else FAIL, claim=claim,
+                 measured={"epsilon_pld": eps_pld, "at_delta": 1e-12, "claimed_epsilon": float(epsilon),
+                           "epsilon_lower_bound": eps_pld, "confidence": 1.0, "samples": 0},
+                 details={"event": repr(event)}, reason=reason)

@@ -51,6 +51,9 @@ class LinOptSpec:
     radius_dim, sensitivity_mode, target: the Privatizer's flags (Lemma B.4; docs/derivations.md#neighbouring-relation; Theorem 6.4).
     algo_class:       a subclass of LinOptVI / LinOptPO (variants, planted defects); None: the paper's.
     privatizer_class: a subclass of Privatizer (variants, planted defects); None: the paper's.
+    plugin:           a researcher's stream privatizer, ``file.py:Class`` / ``pkg.module:Class`` (or the class),
+                      built as ``Class(epsilon=, delta=)`` and guarded (dpcheck.algorithms.linear.
+                      load_stream_privatizer); None: the paper's Privatizer (``privatizer_class``, the flags).
     """
 
     algorithm: str = "vi"
@@ -63,13 +66,17 @@ class LinOptSpec:
     algo_class: type | None = None
     privatizer_class: type | None = None
     tie_breaking: str = "random"
+    plugin: object = None
 
     def __post_init__(self):
         if self.algorithm not in ("vi", "po"):
             raise InputError(f"algorithm must be 'vi' or 'po', got {self.algorithm!r}")
 
     def privatizer(self, epsilon: float | None = None):
-        from dpcheck.algorithms.linear import Privatizer
+        from dpcheck.algorithms.linear import Privatizer, load_stream_privatizer
+        if self.plugin is not None:
+            return load_stream_privatizer(self.plugin, epsilon=self.epsilon if epsilon is None else epsilon,
+                                          delta=self.delta)
         cls = self.privatizer_class or Privatizer
         return cls(self.epsilon if epsilon is None else epsilon, delta=self.delta, radius_dim=self.radius_dim,
                    sensitivity_mode=self.sensitivity_mode, target=self.target)
@@ -94,7 +101,9 @@ class LinOptSpec:
         return {"algorithm": self.label, "epsilon": self.epsilon, "delta": self.delta, "alpha": self.alpha,
                 "radius_dim": self.radius_dim, "sensitivity_mode": self.sensitivity_mode, "target": self.target,
                 "algo_class": self.algo_class.__name__ if self.algo_class else None,
-                "privatizer_class": self.privatizer_class.__name__ if self.privatizer_class else None}
+                "privatizer_class": self.privatizer_class.__name__ if self.privatizer_class else None,
+                "plugin": self.plugin if self.plugin is None or isinstance(self.plugin, str) else
+                getattr(self.plugin, "__name__", repr(self.plugin))}
 
 
 def sizes_for(env, K: int):
@@ -268,10 +277,13 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
     m = dict(check.measured)
     m.update(epsilon_achieved=m.get("epsilon_pld"), epsilon_claimed=claim.epsilon,
              epsilon_at_delta_1e6=accounting.pld_epsilon(priv.dp_event(sizes, "replacement"), 1e-6),
-             gdp_mu=priv.gdp_mu(sizes, "replacement"), gdp_mu_add_remove=priv.gdp_mu(sizes, "add_remove"),
              slack=(claim.epsilon / m["epsilon_pld"]) if (m.get("epsilon_pld") or 0.0) > 0 else math.inf)
+    mu = ""
+    if hasattr(priv, "gdp_mu"):          # the paper's Privatizer: the GDP mu of its Gaussian trees
+        m.update(gdp_mu=priv.gdp_mu(sizes, "replacement"), gdp_mu_add_remove=priv.gdp_mu(sizes, "add_remove"))
+        mu = f", GDP mu = {m['gdp_mu']:.4g}"
     reason = check.reason + (f"; the calibration achieves eps = {m['epsilon_pld']:.4g} at delta = {spec.delta:g} "
-                             f"(claimed {claim.epsilon:.4g}, GDP mu = {m['gdp_mu']:.4g}; "
+                             f"(claimed {claim.epsilon:.4g}{mu}; "
                              f"eps = {m['epsilon_at_delta_1e6']:.4g} at delta = 1e-6)")
     return replace(check, measured=m, reason=reason,
                    details=dict(check.details, agent=spec.describe(), privatizer=priv.describe(sizes, spec.alpha)))
@@ -287,6 +299,8 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     noise for the items Assumption 1 allows: FAIL."""
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
+    if spec.plugin is not None:
+        return plugin_calibration_check(spec, priv, sizes)
     neighbouring = "replacement" if spec.sensitivity_mode == "replacement" else "add_remove"
     need = required_sensitivities(sizes, neighbouring, getattr(priv, "nonnegative_items", False))
     trees = priv.trees(sizes, neighbouring)
@@ -318,6 +332,63 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
                                  f"(total rho {total:.4g} <= {4 * budget:.4g})")
     return Check(id="whitebox.calibration", kind="whitebox", verdict=verdict, claim=claim, measured=measured,
                  details={"agent": spec.describe(), "neighbouring": neighbouring}, reason=reason)
+
+
+def _tree_based(spec: LinOptSpec, priv) -> bool:
+    """The tree checks apply: the paper's Privatizer and its variants (``privatizer_class``: a variant that
+    redraws its noise is what they exist to catch), or a plug-in that declares trees."""
+    return spec.plugin is None or bool(getattr(priv, "tree_based", False))
+
+
+def not_tree_based(id: str, spec: LinOptSpec, what: str) -> Check:
+    """INCONCLUSIVE for a plug-in that declares no trees (it overrides ``start``): ``what`` reads the tree
+    structure; whitebox.dp_event (its own declaration) and privacy.release.blackbox are the evidence."""
+    return Check(id=id, kind="whitebox", verdict=INCONCLUSIVE,
+                 claim={"statement": what, "source": f"{SOURCE}, Section 6.1; {SPEC}"},
+                 measured={"confidence": 1.0, "epsilon_lower_bound": None, "samples": 0},
+                 details={"agent": spec.describe()},
+                 reason="the stream privatizer declares no trees (it overrides start): this check reads the tree "
+                        "structure; whitebox.dp_event (its own DpEvent) and privacy.release.blackbox carry the evidence")
+
+
+def plugin_calibration_check(spec: LinOptSpec, priv, sizes) -> Check:
+    """whitebox.calibration of a researcher's tree-based stream privatizer: the l2 sensitivity each declared
+    tree's DpEvent is computed with covers what Assumption 1 implies for the instance -- sqrt(H m) Delta_c with
+    Delta_c recomputed here (``required_sensitivities``, replacement neighbours, Def 2.2) -- so that
+    whitebox.dp_event's accounting of the plug-in's own declaration is an accounting of the noise it needs.
+    A plug-in that forgets the m tree levels (or the replacement factor) declares, and draws for, too small
+    a sensitivity: FAIL. A plug-in without trees: INCONCLUSIVE (:func:`not_tree_based`)."""
+    statement = ("every declared tree's l2 sensitivity >= sqrt(H m) Delta_c, Delta_c the per-item norm Assumption 1 "
+                 "implies under replacement (Delta_p1 = sqrt(2) d1 H^2, Delta_p2 = 2 sqrt(d1) H^2, Delta_r1 = sqrt(2), "
+                 "Delta_r2 = 2)")
+    if not priv.tree_based:
+        return not_tree_based("whitebox.calibration", spec, statement)
+    need = required_sensitivities(sizes, "replacement")
+    trees = priv.trees(sizes, "replacement")
+    root = math.sqrt(sizes.H * sizes.m)
+    rows, bad = {}, []
+    for c in COUNTERS_:
+        t = trees[c]
+        want = root * need[c]
+        rows[c] = {"declared_sensitivity": float(t.sensitivity), "required": want, "node_std": float(t.node_scale),
+                   "noise": getattr(t, "noise", None)}
+        if t.node_scale > 0 and float(t.sensitivity) < want * (1 - REL_TOL):
+            bad.append(c)
+    claim = {"statement": statement, "source": f"{SOURCE}, Lemma 6.1, proof of Thm 6.4; {SPEC} C9, C10, A7"}
+    measured = {"per_counter": rows, "m": sizes.m, "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
+    if bad:
+        c = bad[0]
+        verdict, reason = FAIL, (f"counter {c}: the declared tree sensitivity {rows[c]['declared_sensitivity']:.4g} < "
+                                 f"sqrt(H m) Delta = {rows[c]['required']:.4g} (H = {sizes.H}, m = {sizes.m}, d1 = "
+                                 f"{sizes.d1}): the declared DpEvent accounts too small a change")
+    else:
+        verdict, reason = PASS, ("every declared tree sensitivity covers Assumption 1 under replacement "
+                                 f"(m = {sizes.m}, d1 = {sizes.d1})")
+    return Check(id="whitebox.calibration", kind="whitebox", verdict=verdict, claim=claim, measured=measured,
+                 details={"agent": spec.describe(), "neighbouring": "replacement"}, reason=reason)
+
+
+COUNTERS_ = ("p1", "p2", "r1", "r2")
 
 
 # ----------------------------------------------------------------------------- white box: replayed transcript
@@ -479,6 +550,10 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     H, S, A = env.H, env.S, env.A
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
+    if not _tree_based(spec, priv):
+        st = "one user changes only her item of each stream: <= m nodes per counter (tree accounting)"
+        return (not_tree_based("whitebox.sensitivity", spec, st),
+                not_tree_based("privacy.dataflow", spec, "the actions depend only on the releases"))
     declared = {c: t.sensitivity for c, t in priv.trees(sizes, "replacement").items()}
     base_st = np.zeros((K, H + 1), dtype=np.int64)
     base_rw = np.zeros((K, H))
@@ -525,7 +600,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     over = [c for c in COUNTERS if worst[c]["total"] > declared[c] * (1 + REL_TOL)]
     many = [c for c in COUNTERS if worst[c]["nodes_touched"] > sizes.m]
     mu = math.sqrt(sum((worst[c]["total"] / t.node_scale) ** 2 for c, t in priv.trees(sizes).items()
-                       if t.node_scale > 0)) if not priv.noise_off else math.inf
+                       if t.node_scale > 0)) if not getattr(priv, "noise_off", False) else math.inf
     if many:
         c = many[0]
         verdict, reason = FAIL, (f"one user's data moves {worst[c]['nodes_touched']} nodes of a {c} counter, more "
@@ -619,7 +694,10 @@ def release_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = Execut
     claim = priv.claim(sizes)
     transcript = random_transcript(env, K, seed)
     rows, mus = [], []
-    scales = {c: (t.node_scale if t.node_scale > 0 else 1.0) for c, t in priv.trees(sizes).items()}
+    # the statistic's per-counter scaling (any scaling gives a valid event; the node std is the optimal one for
+    # Gaussian trees); a plug-in without trees is projected unscaled
+    scales = ({c: (t.node_scale if t.node_scale > 0 else 1.0) for c, t in priv.trees(sizes).items()}
+              if _tree_based(spec, priv) else dict.fromkeys(COUNTERS, 1.0))
     for users in (U, U2):
         reg = ReplayRegularizer(priv, transcript)
         spec.make(regularizer=reg, record_estimates=False, record_figures=False).run(
@@ -665,7 +743,8 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
         per["r1"].append(_upper(Lr - sr * np.eye(d2), True).ravel())
         per["r2"].append(ur.ravel())
     return {"noise": {c: np.stack(v) for c, v in per.items()}, "asymmetry": asym,
-            "sigma": priv.noise_stds(sizes), "sizes": sizes}
+            "sigma": priv.noise_stds(sizes) if hasattr(priv, "noise_stds") else
+            {c: float(t.node_scale) for c, t in priv.trees(sizes).items()}, "sizes": sizes}
 
 
 def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0) -> Check:
@@ -674,6 +753,8 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
     (noise drawn once per node and reused; fresh noise per release makes it diagonal), and every matrix
     release is exactly symmetric. Threshold: max |z| < 6 over all (t, t') (audits/lib/privatizers)."""
     from dpcheck.audits.lib.privatizers import tree_covariance_z
+    if not _tree_based(spec, spec.privatizer()):
+        return not_tree_based("whitebox.tree_noise_reuse", spec, "tree node noise drawn once and reused")
     res = release_noise(spec, K=K, runs=runs, seed=seed)
     zs, rows = {}, {}
     for c, x in res["noise"].items():
@@ -905,10 +986,41 @@ def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *
     return replace(check, details=det, reason=f"{label}: no rate measured (uninformative: {why})")
 
 
-def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
+def equivalent_eps_grid(spec: LinOptSpec, env, K: int, paper_grid) -> list:
+    """The eps grid of the regret checks for the privatizer under audit. For the paper's Privatizer,
+    ``paper_grid`` itself. For a plug-in, the plug-in's eps at which its own declared lambda_max_p equals the
+    paper Privatizer's at each eps of ``paper_grid``. Thm 6.5's privacy term depends on eps only through the
+    noise, i.e. through the Assumption 2 constants. So the checks run where the plug-in's noise is as weak as
+    the paper's is at the audit's grid, whatever the plug-in's eps -> noise law. Bisection in
+    log eps on [1e-3, 1e12]; lambda_max_p must fall with eps."""
+    if spec.plugin is None:
+        return list(paper_grid)
+    from dpcheck.algorithms.linear import Privatizer
+    sizes = sizes_for(env, K)
+
+    def lmax(p):
+        return p.constants(sizes, spec.alpha).lambda_max_p
+
+    out = []
+    for e in paper_grid:
+        target = lmax(Privatizer(float(e), delta=spec.delta, radius_dim=spec.radius_dim,
+                                 sensitivity_mode=spec.sensitivity_mode, target=spec.target))
+        lo, hi = math.log(1e-3), math.log(1e12)
+        if lmax(spec.privatizer(math.exp(hi))) > target:
+            raise InputError(f"stream privatizer {spec.plugin!r}: its lambda_max_p at eps = 1e12 is still above the "
+                             f"paper's at eps = {e:g}; the weak-privacy regret grid cannot be matched")
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if lmax(spec.privatizer(math.exp(mid))) > target else (lo, mid)
+        out.append(float(math.exp(hi)))
+    return out
+
+
+def scaling_checks(grid: dict, *, alpha: float, seed: int, x_map: dict | None = None) -> list:
     """Theorem 6.5: the privacy cost R_private(K) - R_nonprivate(K) against eps in the weak-privacy range: slope in
     [-1.1, -0.2] consistent (worst case -0.5; steeper on a gapped instance), a CI wholly above 0 (cost growing
-    with eps) fails. Only eps whose mean cost is clearly positive (> 3 standard errors) enter the fit."""
+    with eps) fails. Only eps whose mean cost is clearly positive (> 3 standard errors) enter the fit.
+    ``x_map`` (a plug-in): grid eps -> the paper-equivalent eps (:func:`equivalent_eps_grid`), the axis fitted."""
     from dpcheck.regret import fit_scaling, slope_check
     eps = [e for e in grid["eps"]]
     base = grid["nonprivate"][:, -1]
@@ -928,6 +1040,10 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
     details = {"eps": eps, "mean_cost": mean.tolist(), "se": se.tolist(), "used": keep.tolist(),
                "learning": learning.tolist(), "K": grid["K"],
                "nonprivate_R": float(base.mean())}
+    if x_map is not None:
+        details["paper_equivalent_eps"] = [x_map[e] for e in eps]
+        details["axis"] = ("the paper-equivalent eps: where the paper's Privatizer has the plug-in's lambda_max_p "
+                           "(Thm 6.5's privacy term depends on eps only through the noise)")
     statement = ("the privacy cost of the regret scales like eps^(-1/2) (worst case); on a gapped instance between "
                  "eps^-1 and eps^-0.2; it never grows with eps")
     src = f"{SOURCE}, Thm 6.5 eq. 4 / 5"
@@ -937,7 +1053,7 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int) -> list:
                       measured={"slope": None, "confidence": 1 - alpha}, details=details,
                       reason=f"only {int(keep.sum())} eps of the grid cost clearly more regret than the non-private "
                              f"run at K = {grid['K']}: no slope to fit")]
-    x = np.asarray(eps, dtype=float)[keep]
+    x = np.asarray([x_map[e] for e in eps] if x_map is not None else eps, dtype=float)[keep]
     fit = fit_scaling(x, cost[:, keep], alpha=alpha, seed=seed)
     return [slope_check(fit, bound=-0.2, lower=-1.1, fail_above=0.0, fail_below=None, id="regret.privacy_scaling",
                         statement=statement, source=src, xname="eps", details=details,
@@ -949,20 +1065,27 @@ def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
     fitted slope of ln beta_p on ln eps over eps in [0.01, 1] within -0.5 +- 0.02."""
     eps = np.logspace(-2, 0, 9)
     sizes = sizes_for(env, K)
-    betas = []
+    betas, lmax = [], []
     for e in eps:
         algo = spec.make(epsilon=float(e))
         betas.append(algo.radii(sizes)[0])
+        lmax.append(algo.regularizer.constants(sizes, spec.alpha).lambda_max_p)
     lx, ly = np.log(eps), np.log(betas)
     slope = float(np.polyfit(lx, ly, 1)[0])
-    ok = abs(slope + 0.5) <= 0.02
+    # beta_p is dominated by sqrt(d1 lambda_max_p) once the noise dominates, and the paper's lambda_max_p ~ 1/eps;
+    # a plug-in's own calibration sets its lambda_max_p(eps), so its radius is expected to follow sqrt of that
+    expected = -0.5 if spec.plugin is None else 0.5 * float(np.polyfit(lx, np.log(lmax), 1)[0])
+    ok = abs(slope - expected) <= 0.02
     return Check(id="regret.radius_scaling", kind="regret", verdict=PASS if ok else FAIL,
                  claim={"statement": "beta_p(alpha) (hence the privacy term) scales as eps^(-1/2): slope -0.5 +- 0.02 "
                                      "on eps in [0.01, 1]",
                         "source": f"{SOURCE}, Thm 6.5 (derivation)"},
-                 measured={"slope": slope, "confidence": 1.0},
-                 details={"eps": eps.tolist(), "beta_p": betas, "K": K, "agent": spec.describe()},
-                 reason=f"slope of ln beta_p vs ln eps = {slope:.4f} ({'within' if ok else 'outside'} -0.5 +- 0.02)")
+                 measured={"slope": slope, "expected_slope": expected, "confidence": 1.0},
+                 details={"eps": eps.tolist(), "beta_p": betas, "lambda_max_p": lmax, "K": K, "agent": spec.describe(),
+                          "expected": "-0.5 (the paper's Privatizer)" if spec.plugin is None else
+                          "half the slope of the plug-in's own declared lambda_max_p(eps)"},
+                 reason=f"slope of ln beta_p vs ln eps = {slope:.4f} ({'within' if ok else 'outside'} "
+                        f"{expected:.3g} +- 0.02)")
 
 
 def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -> Check:
@@ -991,3 +1114,49 @@ def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -
         c = vacuous(c, f"the bound exceeds K V_1^* = {cap:.4g} at every eps (noise terms dominate): "
                                   "it holds for any algorithm")
     return c
+
+
+# ----------------------------------------------------------------------------- the stream privatizer alone
+def random_rows(sizes, runs: int, rng: np.random.Generator):
+    """One episode's rows (x_p, y_p, x_r, y_r) per run within Assumption 1's norms: x_p in [0, H]^d1 (so
+    ||x_p|| <= sqrt(d1) H), y_p in [0, H]; x_r in [0, 1/sqrt(d2)]^d2 (||x_r|| <= 1), y_r in [0, 1]."""
+    H, d1, d2 = sizes.H, sizes.d1, sizes.d2
+    return (rng.uniform(0, H, (runs, H, d1)), rng.uniform(0, H, (runs, H)),
+            rng.uniform(0, 1, (runs, H, d2)) / math.sqrt(d2), rng.uniform(0, 1, (runs, H)))
+
+
+def assumption2_alone_check(priv, sizes, *, runs: int, seed: int, alpha: float, beta: float) -> Check:
+    """Assumption 2 for the stream privatizer alone: over ``runs`` independent runs of K - 1 insertions
+    of random rows within Assumption 1, every release's perturbation (``regularization()``: Z_p, z_p, Z_r,
+    z_r) has lambda_min(Z) >= lambda_min, ||Z|| <= lambda_max and ||z||_{Z^-1} <= nu on both sides, for all
+    k, h, w.p. >= 1 - beta (the constants the privatizer declares; exact binomial bounds)."""
+    rng = np.random.default_rng(seed)
+    c = priv.constants(sizes, beta)
+    state = priv.start(runs, sizes, rng, beta)
+    failed = np.zeros(runs, dtype=bool)
+    worst = {"lambda_min_p": np.inf, "lambda_max_p": 0.0, "nu_p": 0.0,
+             "lambda_min_r": np.inf, "lambda_max_r": 0.0, "nu_r": 0.0}
+    tol = 1e-9
+    for _ in range(sizes.insertions):
+        state.observe(*random_rows(sizes, runs, rng))
+        state.release()
+        Zp, zp, Zr, zr = (np.asarray(x, dtype=np.float64) for x in state.regularization())
+        for side, Z, z, lmin, lmax, nu in (("p", Zp, zp, c.lambda_min_p, c.lambda_max_p, c.nu_p),
+                                           ("r", Zr, zr, c.lambda_min_r, c.lambda_max_r, c.nu_r)):
+            ev = np.linalg.eigvalsh(Z)                                   # (runs, H, d)
+            lo, hi = ev[..., 0], np.abs(ev).max(-1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                q = np.einsum("rhi,rhi->rh", z, np.linalg.solve(Z, z[..., None])[..., 0])
+            w = np.sqrt(np.where(lo > 0, np.maximum(q, 0.0), np.inf))
+            failed |= ((lo < lmin * (1 - tol)) | (hi > lmax * (1 + tol)) | (w > nu * (1 + tol))).any(axis=1)
+            worst[f"lambda_min_{side}"] = min(worst[f"lambda_min_{side}"], float(lo.min()) / lmin)
+            worst[f"lambda_max_{side}"] = max(worst[f"lambda_max_{side}"], float(hi.max()) / lmax)
+            worst[f"nu_{side}"] = max(worst[f"nu_{side}"], float(w.max()) / nu if nu > 0 else float(w.max()))
+    claim = {"statement": "w.p. >= 1 - alpha, for all k, h: lambda_min(Z) >= lambda_min, ||Z|| <= lambda_max, "
+                          "||z||_{Z^-1} <= nu (both sides, the privatizer's declared constants)",
+             "source": f"{SOURCE}, Assumption 2; {SPEC} C8"}
+    return probability_check(id="assumption.regularizer", failures=int(failed.sum()), runs=int(runs), beta=beta,
+                             alpha=alpha, claim=claim,
+                             details={"constants": c.__dict__, "K": sizes.K, "H": sizes.H, "d1": sizes.d1,
+                                      "d2": sizes.d2, "worst_ratio_to_declared": worst},
+                             what="a release outside the Assumption 2 constants")

@@ -1,0 +1,117 @@
+"""``dpcheck audit gfa_selection_mechanism``: the private selection of Algorithms 1 and 2 (He & Zhou,
+arXiv 2605.07049), audited alone -- the exponential mechanism (``--privatizer exponential``, the default) or a
+researcher's :class:`dpcheck.algorithms.gfa.SelectionMechanism` (``--privatizer file.py:Class``).
+
+What the algorithms need of it (Section 3.3, Lemma E.2; docs/privatizers.md): one selection is eps0-DP for score
+vectors of sensitivity Delta_S, and it concentrates on high scores as the regret analysis assumes. Checked at
+``--epsilon`` (default 1) and ``--set sensitivity=`` (default 1):
+
+* ``privacy.blackbox``: the selections on neighbouring score vectors (all zero vs one entry up by Delta and
+  all others down, over 2 and 64 entries), histogram events, nothing about the noise assumed;
+* ``whitebox.dp_event``: the declared DpEvent of one selection, accounted exactly by PLD;
+* ``privacy.selection_law``: when the mechanism declares a closed form (``log_probabilities``), the selection
+  frequencies against it (chi-square); a mechanism without one is audited by the black box alone;
+* ``assumption.selection_utility``: Pr[gap > c (Delta / eps)(ln N + t)] <= e^-t (Dwork & Roth, Thm 3.11).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audits.lib import gfa
+from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
+from dpcheck.registry import PARALLEL, SetOption
+
+HZ = "He & Zhou (arXiv 2605.07049)"
+
+
+def selection_law_check(mech, epsilon: float, sensitivity: float, *, draws: int, alpha: float, seed: int,
+                        N: int = 16, spread: float = 4.0) -> Check | None:
+    """privacy.selection_law: the selection frequencies on scores spanning ``spread`` eps / (2 Delta) against
+    the mechanism's declared closed form (chi-square: FAIL iff p < alpha / 100, as privacy.em_selection);
+    None when the mechanism declares none."""
+    from scipy.stats import chi2
+    scores = np.linspace(0.0, spread * 2.0 * sensitivity / epsilon, N)
+    logp = mech.log_probabilities(scores[None, :], epsilon, sensitivity)
+    if logp is None:
+        return None
+    p0 = np.exp(np.asarray(logp)[0])
+    sel = gfa.SelectionDraws(mech, epsilon, sensitivity)(scores, np.random.default_rng(seed), draws)
+    counts = np.bincount(sel, minlength=N)[:N]
+    expected = draws * p0
+    keep = expected > 0
+    stat = float(np.sum((counts[keep] - expected[keep]) ** 2 / expected[keep]))
+    df = int(keep.sum()) - 1
+    pval = float(chi2.sf(stat, df))
+    outside = int(counts[~keep].sum())
+    fail_level = alpha / 100
+    claim = {"statement": "the selections follow the closed-form law the mechanism declares (log_probabilities)",
+             "source": f"{HZ}, Algorithm 1 line 6 (the law behind the eps0-DP of each update)"}
+    measured = {"chi_square": stat, "df": df, "p_value": pval, "draws": draws, "samples": draws,
+                "selections_of_zero_probability": outside, "fail_level": fail_level,
+                "confidence": 1 - fail_level if pval < fail_level else 1 - alpha}
+    if outside or pval < fail_level:
+        verdict, reason = FAIL, (f"selection frequencies differ from the declared law: chi-square {stat:.4g} on "
+                                 f"{df} df, p = {pval:.3g} < {fail_level:g}" if not outside else
+                                 f"{outside} selections of entries the declared law gives probability 0")
+    elif pval < alpha:
+        verdict, reason = INCONCLUSIVE, (f"selection frequencies somewhat off the declared law (p = {pval:.3g}, "
+                                         f"between alpha / 100 and alpha): rerun with more draws or another seed")
+    else:
+        verdict, reason = PASS, f"selection frequencies match the declared law (chi-square {stat:.4g} on {df} df, p = {pval:.3g})"
+    return Check(id="privacy.selection_law", kind="privacy", verdict=verdict, claim=claim, measured=measured,
+                 details={"mechanism": repr(mech), "scores": f"linspace(0, {spread:g} x 2 Delta / eps, N = {N})"},
+                 reason=reason)
+
+
+class GFASelectionMechanismAudit(Audit):
+    name = "gfa_selection_mechanism"
+    algorithm = "The private selection of He & Zhou's Algorithms 1 and 2 (exponential mechanism or a plug-in)"
+    notion = "DP"
+    summary = "each selection eps-DP for scores of sensitivity Delta (Section 3.3, Lemma E.2); utility e^-t tail"
+    privatizers = ("exponential",)
+    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    options = (SetOption("sensitivity", float, bounds=(0, None), default=1.0,
+                         help="the score sensitivity Delta the mechanism is run for"),)
+    claims = (
+        ClaimRow("privacy.blackbox", "privacy", "one selection is eps-DP for scores of sensitivity Delta "
+                 "(black box, neighbouring score vectors at the sensitivity)", f"{HZ}, Section 3.3, Lemma E.2",
+                 "gfa.selection_blackbox_check"),
+        ClaimRow("whitebox.dp_event", "whitebox", "the declared DpEvent of one selection is eps-DP (PLD)",
+                 f"{HZ}, Section 3.3", "gfa.selection_dp_event_check"),
+        ClaimRow("privacy.selection_law", "privacy", "the selections follow the declared closed form "
+                 "(exponential mechanism: exp(eps S / (2 Delta)) / Z)", f"{HZ}, Algorithm 1 line 6 (McSherry & Talwar 2007)",
+                 "gfa_selection.selection_law_check"),
+        ClaimRow("assumption.selection_utility", "assumption",
+                 "Pr[S(f) < max S - c (Delta / eps)(ln N + t)] <= e^-t", "Dwork & Roth 2014, Thm 3.11; "
+                 f"{HZ}, regret analysis", "gfa.selection_utility_check"),
+    )
+
+    def run(self) -> None:
+        from dpcheck.algorithms.gfa import load_selection_mechanism
+        e = self.exe
+        spec = self.opts.privatizer or "exponential"
+        mech = load_selection_mechanism(spec)
+        eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
+        sens = float(self.params.sensitivity)
+        self.config.update(mechanism=spec, epsilon=eps, sensitivity=sens, neighbouring="replacement")
+        samples = int(e.samples) if e.samples is not None else e.pick(10 ** 6, 2 * 10 ** 5)
+        self.progress(f"{self.name}: black box on neighbouring score vectors ({samples} samples per side)")
+        self.add(gfa.selection_blackbox_check(mech, eps, sens, samples=samples, alpha=e.alpha,
+                                              seed=self.int_seed("blackbox"), workers=e.workers, backend=e.backend,
+                                              scheduler=e.scheduler, progress=e.progress, cache_dir=e.cache_dir))
+        self.add(gfa.selection_dp_event_check(mech, eps, sens))
+        law = selection_law_check(mech, eps, sens, draws=e.pick(200_000, 50_000), alpha=e.alpha,
+                                  seed=self.int_seed("law"))
+        if law is not None:
+            self.add(law)
+        else:
+            self.config["selection_law"] = ("not checked: the mechanism declares no closed form "
+                                            "(log_probabilities); privacy.blackbox is the evidence")
+        self.add(gfa.selection_utility_check(mech, eps, sens, runs=e.pick(20_000, 5_000), alpha=e.alpha,
+                                             seed=self.int_seed("utility")))
+
+
+GFASelectionMechanismAudit.register()
