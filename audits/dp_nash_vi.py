@@ -140,7 +140,7 @@ class DPNashVIAudit(Audit):
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "non-private limit E = 0: Regret(K) = O~(sqrt(H^2 S A B T)): exponent of the increments "
                  "R(2K) - R(K), K from 125 to K/2, <= 0.5 + 0.1 (a CI below 0.25 is flagged uninformative); can FAIL",
-                 f"{Q}, Theorem 4.1 with E = 0", "regret"),
+                 f"{Q}, Theorem 4.1 with E = 0", "lib.nash.nonprivate_exponent_check"),
         ClaimRow("regret.exponent.jdp", "regret",
                  "Regret(K) <= O~(sqrt(H^2 SABT) + H^3 S^2 AB/eps): exponent of the increments <= 0.6 at the "
                  "largest eps of the sweep, after the privacy term's burn-in", f"{Q}, Theorem 5.2 {PRACTICAL}",

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.audits.lib import gfa
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
 from dpcheck.registry import PARALLEL, SetOption
@@ -75,6 +75,7 @@ class GFASelectionMechanismAudit(Audit):
     uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
     options = (SetOption("sensitivity", float, bounds=(0, None), default=1.0,
                          help="the score sensitivity Delta the mechanism is run for"),)
+    defaults = Defaults(epsilon=1.0, samples=(10**6, 2 * 10**5))
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "one selection is eps-DP for scores of sensitivity Delta "
                  "(black box, neighbouring score vectors at the sensitivity)", f"{HZ}, Section 3.3, Lemma E.2",
@@ -94,10 +95,10 @@ class GFASelectionMechanismAudit(Audit):
         e = self.exe
         spec = self.opts.privatizer or "exponential"
         mech = load_selection_mechanism(spec)
-        eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
+        eps = self.epsilon
         sens = float(self.params.sensitivity)
         self.config.update(mechanism=spec, epsilon=eps, sensitivity=sens, neighbouring="replacement")
-        samples = int(e.samples) if e.samples is not None else e.pick(10 ** 6, 2 * 10 ** 5)
+        samples = self.samples()
         self.progress(f"{self.name}: black box on neighbouring score vectors ({samples} samples per side)")
         self.add(gfa.selection_blackbox_check(mech, eps, sens, samples=samples, alpha=e.alpha,
                                               seed=self.int_seed("blackbox"), workers=e.workers, backend=e.backend,

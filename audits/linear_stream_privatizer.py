@@ -17,7 +17,7 @@ On LM-2 (Zhou, Section 6.1), at ``--epsilon`` (default 1) and ``--set delta=`` (
 """
 from __future__ import annotations
 
-from dpcheck.audit import Audit, ClaimRow
+from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.audits.lib import linopt as lib
 from dpcheck.registry import PARALLEL, SetOption
 
@@ -36,6 +36,7 @@ class LinearStreamPrivatizerAudit(Audit):
         SetOption("utility_alpha", float, bounds=(0, 1), default=0.05,
                   help="failure probability alpha of Assumption 2"),
     )
+    defaults = Defaults(epsilon=1.0, samples=(200_000, 20_000))
     claims = (
         ClaimRow("privacy.release.blackbox", "privacy", "the released statistics {Lambda^k, u^k} are (eps', delta)-DP "
                  "in one user (black box, transcript replayed)", f"{Z}, Thm 6.4 (billboard lemma)",
@@ -57,7 +58,7 @@ class LinearStreamPrivatizerAudit(Audit):
     def run(self) -> None:
         e = self.exe
         env = lib.load_instance(None)
-        eps = float(self.opts.epsilon) if self.opts.epsilon is not None else 1.0
+        eps = self.epsilon
         plugin = self.opts.privatizer
         if plugin is not None and plugin.strip().lower() == "paper":
             plugin = None
@@ -75,7 +76,7 @@ class LinearStreamPrivatizerAudit(Audit):
         self.add(sens)
         self.add(flow)
         self.progress(f"{self.name}: black box on the released statistics")
-        samples = e.samples if e.samples is not None else e.pick(200_000, 20_000)
+        samples = self.samples()
         self.add(lib.release_blackbox_check(spec, env, samples=samples, alpha=e.alpha, seed=e.seed,
                                             workers=e.workers, backend=e.backend, scheduler=e.scheduler,
                                             cache_dir=e.cache_dir, progress=e.progress))

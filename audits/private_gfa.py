@@ -5,7 +5,7 @@ MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of A
 
 The module opens with the two claim tables; both audits share one ``run`` (:class:`_GFAAudit`); the checks
 are the functions of audits/lib/gfa.py named in the tables. The audited configuration: ``--epsilon`` (default 1), ``--delta``
-(default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: Appendix E's theory B at that
+(default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: Section 3.3's theory B at that
 K), a user's class ``--set function_class=PATH.npz`` (arrays, see :func:`dpcheck.audits.lib.gfa.load_function_class`).
 
 Privacy is checked on the configuration as declared (white box: the exact PLD accountant of the M updates
@@ -40,11 +40,11 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
-                 f"{HZ}, Theorem 3.1 (Algorithm 1), Definition 2.3", "gfa.jdp_blackbox_check"),
+             f"{HZ}, Theorem 3.1 (Algorithm 1), Definition 2.3", "gfa.jdp_blackbox_check"),
     ClaimRow("privacy.em_selection", "privacy",
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
-                 f"{HZ}, Algorithm 1 line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
+             f"{HZ}, Algorithm 1 line 6, Algorithm 1 line 6", "gfa.selection_check"),
     ClaimRow("privacy.selection.blackbox", "privacy",
              "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
              "of sensitivity Delta_S (black box, neighbouring score vectors)",
@@ -54,13 +54,13 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
              f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.1 (Algorithm 1)", "gfa.selection_utility_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = 8H for neighbouring datasets (hypothesis search)",
-             f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Theorem 3.1 (Algorithm 1)", "gfa.sensitivity_check"),
+             f"{HZ}, Section 3.3, Theorem 3.1 (Algorithm 1)", "gfa.sensitivity_check"),
     ClaimRow("whitebox.composition", "whitebox",
              "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
-                 f"{HZ}, Assumption 2.1 / Theorem 3.1 (Algorithm 1)", "gfa.assumption_checks"),
+             f"{HZ}, Section 3.3, Lemma E.2, Theorem 3.1 (Algorithm 1)", "gfa.composition_check"),
     ClaimRow("whitebox.score_dataset", "whitebox",
              "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-                 f"{HZ}, Algorithm 1 lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
+             f"{HZ}, Algorithm 1 lines 4-6, Algorithm 1", "gfa.score_dataset_check"),
     ClaimRow("assumption.realizability", "assumption",
              "Q* in F",
              f"{HZ}, Assumption 2.1 / Theorem 3.1 (Algorithm 1)", "gfa.assumption_checks"),
@@ -69,40 +69,40 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
              f"{HZ}, Assumption 2.1 (Theorem 3.1)", "gfa.assumption_checks"),
     ClaimRow("assumption.coverability", "assumption",
              "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu",
-             f"{HZ}, Definition 2.2; Appendix D", "gfa.assumption_checks"),
+             f"{HZ}, Definition 2.2, Appendix D", "gfa.assumption_checks"),
     ClaimRow("regret.exponent.private", "regret",
              "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
-                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+             f"{HZ}, Theorem 3.1 (Algorithm 1)", "gfa.regret_checks"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+             f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.privacy_cost.eps", "regret",
              "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
-                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+             f"{HZ}, Theorem 3.1 (Algorithm 1)", "gfa.regret_checks"),
     ClaimRow("regret.output_policy", "regret",
              "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-                 f"{HZ}, Theorem 3.1 (Algorithm 1) (PAC conversion)", "gfa.output_policy_check"),
+             f"{HZ}, Theorem 3.1 (Algorithm 1) (PAC conversion)", "gfa.output_policy_check"),
     # Appendix C concerns the linear design matrices of the proof approach Algorithm 1 replaces
     ClaimRow("assumption.design_monotonicity", "assumption",
              "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data is "
              "added (non-private ones are), so at a switch the product over h of det ratios need not exceed 2 and "
              "the O(ln K) switch count is not justified",
-                     f"{HZ}, Appendix C", "gfa_harness.design_monotonicity_check"),
+             f"{HZ}, Appendix C", "gfa_harness.design_monotonicity_check"),
     ClaimRow("assumption.quadratic_ratio", "assumption",
              "phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches fails for privatised "
              "matrices; the ratio reaches 2*3^(d-1) without a switch (exponential in d)",
-                     f"{HZ}, Appendix C", "gfa_harness.quadratic_ratio_check"),
+             f"{HZ}, Appendix C", "gfa_harness.quadratic_ratio_check"),
 )
 
 ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
-                 f"{HZ}, Theorem 3.4 (Algorithm 2), Definition 2.3", "gfa.jdp_blackbox_check"),
+             f"{HZ}, Theorem 3.4 (Algorithm 2), Definition 2.3", "gfa.jdp_blackbox_check"),
     ClaimRow("privacy.em_selection", "privacy",
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
-                 f"{HZ}, Algorithm 2 line 6, Section 2.2; Section 3.3", "gfa.selection_check"),
+             f"{HZ}, Algorithm 2 line 6, Algorithm 1 line 6", "gfa.selection_check"),
     ClaimRow("privacy.selection.blackbox", "privacy",
              "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
              "of sensitivity Delta_S (black box, neighbouring score vectors)",
@@ -112,35 +112,35 @@ ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
              f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.4 (Algorithm 2)", "gfa.selection_utility_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = (H+1)^2 for neighbouring datasets (hypothesis search)",
-                 f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Theorem 3.4 (Algorithm 2)", "gfa.sensitivity_check"),
+             f"{HZ}, Section 3.3, Theorem 3.4 (Algorithm 2)", "gfa.sensitivity_check"),
     ClaimRow("whitebox.composition", "whitebox",
              "M = ceil(K/B) eps0-DP updates at the temperature used compose to (eps, delta)-DP (exact PLD accountant)",
-             f"{HZ}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, Theorem 3.4 (Algorithm 2)", "gfa.composition_check"),
+             f"{HZ}, Section 3.3, Lemma E.2, Theorem 3.4 (Algorithm 2)", "gfa.composition_check"),
     ClaimRow("whitebox.score_dataset", "whitebox",
              "the score at episode iB + 1 is S on D_[k] = episodes 1..iB (sums over trajectories)",
-                 f"{HZ}, Algorithm 2 lines 4-6, Algorithms 1-2; Algorithm 1", "gfa.score_dataset_check"),
+             f"{HZ}, Algorithm 2 lines 4-6, Algorithm 1", "gfa.score_dataset_check"),
     ClaimRow("assumption.realizability", "assumption",
              "Q* in F",
              f"{HZ}, Assumption 2.1 / Theorem 3.4 (Algorithm 2)", "gfa.assumption_checks"),
     ClaimRow("assumption.coverability", "assumption",
              "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu; C_cov <= "
              "C'_cov, N(s_1) <= H C_cov(M_{s_1})",
-             f"{HZ}, Definition 2.2; Appendix D", "gfa.assumption_checks"),
+             f"{HZ}, Definition 2.2, Appendix D", "gfa.assumption_checks"),
     ClaimRow("assumption.deterministic", "assumption",
              "deterministic transitions with outcome rewards",
              f"{HZ}, Definition 3.3 (Theorem 3.4)", "gfa.assumption_checks"),
     ClaimRow("regret.exponent.private", "regret",
              "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
-                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+             f"{HZ}, Theorem 3.4 (Algorithm 2)", "gfa.regret_checks"),
     ClaimRow("regret.exponent.nonprivate", "regret",
              "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+             f"{HZ}, Remark 3.7", "gfa.regret_checks"),
     ClaimRow("regret.privacy_cost.eps", "regret",
              "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
-                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+             f"{HZ}, Theorem 3.4 (Algorithm 2)", "gfa.regret_checks"),
     ClaimRow("regret.output_policy", "regret",
              "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-                 f"{HZ}, Theorem 3.4 (Algorithm 2) (PAC conversion)", "gfa.output_policy_check"),
+             f"{HZ}, Theorem 3.4 (Algorithm 2) (PAC conversion)", "gfa.output_policy_check"),
 )
 
 
@@ -183,7 +183,8 @@ class _GFAAudit(Audit):
     notion = "JDP"
     uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
     privatizers = ("exponential",)      # or file.py:Class, a dpcheck.algorithms.gfa.SelectionMechanism
-    defaults = Defaults(epsilon=1.0, samples=(100_000, 20_000))     # both audits (their claim tables: _claims)
+    defaults = Defaults(epsilon=1.0, samples=(100_000, 20_000),     # both audits
+                        samples_for=(("privacy.selection.blackbox", (10**6, 2 * 10**5)),))
 
     # -- configuration ---------------------------------------------------------------------
     def setup(self):
@@ -255,7 +256,7 @@ class _GFAAudit(Audit):
         # the mechanism alone at the eps0 it is really run at (2 Delta_S beta_used) and the audited Delta_S
         p = ag.privacy(K)
         eps0 = 2.0 * p.sensitivity * float(ag.temperature(K))
-        sel_samples = exe.samples if exe.samples is not None else exe.pick(10 ** 6, 2 * 10 ** 5)
+        sel_samples = self.samples("privacy.selection.blackbox")
         self.add(gfa.selection_blackbox_check(ag.mechanism, eps0, p.sensitivity, samples=sel_samples,
                                               alpha=exe.alpha, seed=self.int_seed("selection_blackbox"),
                                               id="privacy.selection.blackbox", workers=exe.workers,

@@ -1,7 +1,7 @@
 """The audits of the count privatizers: what one replaced user can change, measured.
 
-``central_privatizer`` (eps-JDP, Qiao & Wang 2023, Section 5.1, Lemma 5.1), ``local_privatizer`` (eps-LDP, Section 5.2, Lemma 5.6),
-``offline_gaussian_privatizer`` (rho-zCDP, Qiao & Wang 2022 eq. 2 / Lemma C.1) and ``offline_laplace_privatizer``
+``central_privatizer`` (eps-JDP, DP-UCBVI Lemma 5.1), ``local_privatizer`` (eps-LDP, DP-UCBVI Lemma 5.6),
+``offline_gaussian_privatizer`` (rho-zCDP, offline eq. 2 / docs/derivations.md#neighbouring-relation) and ``offline_laplace_privatizer``
 (eps-DP, docs/derivations.md#noise-calibration), ``offline_count_privatizer`` (any DP-APVI count privatizer, a plug-in included) and
 ``offline_regression_privatizer`` (any privatizer of DP-VAPVI's released statistics). The module opens with the claim tables; the checks themselves are the reusable
 functions of :mod:`dpcheck.audits.lib.privatizers` (black-box targets, the plug-in search, the PLD of the
@@ -48,28 +48,28 @@ OFFLINE = "Qiao & Wang, Offline RL with Differential Privacy"
 ASSUMPTION_ROWS = (            # Assumption 3.1 of both online papers, over repetitions
     ClaimRow("assumption.count_error", "assumption",
              "w.p. >= 1 - beta/3, |N~ - N| <= E and |R~ - R| <= E for all (h,s,a,s',k)",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (Qiao & Wang 2023 Lemma 5.4)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 1 via Lemma 5.4", "check_assumption"),
     ClaimRow("assumption.sum_consistency", "assumption",
              "N~(s,a) = sum_s' N~(s,a,s')",
-             f"{UCBVI} / {NASH}, Assumption 3.1 part 2 (Qiao & Wang 2023 Lemma 5.4)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Assumption 3.1 part 2", "check_assumption"),
     ClaimRow("assumption.no_underestimation", "assumption",
              "N~(s,a) >= N(s,a) on the good event |N^ - N| <= E/4",
              f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8 (Assumption 3.1 part 2)", "check_assumption"),
     ClaimRow("assumption.valid_transition", "assumption",
              "P~(.|s,a) is a full-support distribution",
-             f"{UCBVI} / {NASH}, Remark 3.2 (Qiao & Wang 2023 full-support P~)", "check_assumption"),
+             f"{UCBVI} / {NASH}, Remark 3.2", "check_assumption"),
 )
 CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, eps-JDP
     ClaimRow("privacy.blackbox", "privacy",
              "the released stream (N^, R~ after each episode) is eps-DP in one user, so the actions are eps-JDP "
              "(Billboard lemma)",
-                 f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1 (Qiao & Wang 2023 Lemma 5.1)", "check_blackbox"),
+             f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1", "check_blackbox"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+             f"{UCBVI}, Lemma 5.1", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "per-family l1 sensitivity of the node p-sums <= 2 H L under replacement; eps = sum_f Delta_f / b",
-             f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8 (Assumption 3.1 part 2)", "check_assumption"),
+             f"{UCBVI}, Lemma 5.1; {NASH}", "check_whitebox"),
     ClaimRow("whitebox.tree_noise_reuse", "whitebox",
              "node noise drawn once and reused: Cov(B(t), B(t')) = #shared nodes x 2 b^2",
              "Chan, Shi & Song 2011; docs/derivations.md#noise-calibration", "check_whitebox"),
@@ -78,26 +78,26 @@ CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, 
 LOCAL_CLAIMS = (               # local_privatizer: the Laplace randomiser, eps-LDP
     ClaimRow("privacy.blackbox", "privacy",
              "one user's message is eps-DP in her trajectory (eps-LDP)",
-                 f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4 (Qiao & Wang 2023 Lemma 5.6)", "check_blackbox"),
+             f"{UCBVI}, Lemma 5.6; {NASH}, Lemma 5.4", "check_blackbox"),
     ClaimRow("privacy.blackbox.stream", "privacy",
              "the released stream (sums of messages) is eps-DP (post-processing of the messages); a user's class "
              "without message()",
-                 f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 Lemma 5.6)", "check_plugin_blackbox"),
+             f"{UCBVI}, Lemma 5.6", "check_plugin_blackbox"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+             f"{UCBVI}, Lemma 5.6", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "per-family l1 sensitivity of one message <= 2 H under replacement; eps = sum_f Delta_f / b",
-                 f"{UCBVI}, Lemma 5.6 (Qiao & Wang 2023 Lemma 5.6)", "check_plugin_blackbox"),
+             f"{UCBVI}, Lemma 5.6; {NASH}", "check_whitebox"),
     *ASSUMPTION_ROWS,
 )
 OFFLINE_ROWS = (               # the offline noise bound and the released counts
     ClaimRow("assumption.noise_bound", "assumption",
              "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly",
-             f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
+             f"{OFFLINE}, Lemma C.2 / docs/derivations.md#noise-calibration", "check_noise"),
     ClaimRow("assumption.sum_consistency", "assumption",
              "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0",
-             f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
+             f"{OFFLINE}, eq. 3-4 (Section 3.3)", "check_noise"),
     ClaimRow("assumption.valid_transition", "assumption",
              "P~ is a distribution",
              f"{OFFLINE}, eq. 5, Remark 3.3", "check_noise"),
@@ -105,25 +105,25 @@ OFFLINE_ROWS = (               # the offline noise bound and the released counts
 OFFLINE_GAUSSIAN_CLAIMS = (    # offline_gaussian_privatizer: rho-zCDP
     ClaimRow("privacy.blackbox", "privacy",
              "n' = {n + N(0, 2H/rho)}^+ is rho-zCDP in one trajectory",
-                 f"{OFFLINE}, Lemma C.1 / Theorem 3.4 (Theorem 3.4 / Lemma C.1)", "check_blackbox"),
+             f"{OFFLINE}, Lemma C.1 / Theorem 3.4", "check_blackbox"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent stays within the rho-zCDP profile",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+             f"{OFFLINE}, Lemma C.1 (docs/derivations.md#neighbouring-relation)", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "one replaced trajectory moves each family by <= sqrt(2H) in l2",
-                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
+             f"{OFFLINE}, docs/derivations.md#neighbouring-relation", "check_sensitivity"),
     *OFFLINE_ROWS,
 )
 OFFLINE_LAPLACE_CLAIMS = (     # offline_laplace_privatizer: eps-DP
     ClaimRow("privacy.blackbox", "privacy",
              "n' = {n + Lap(4H/eps)}^+ is eps-DP in one trajectory",
-             f"{OFFLINE}, eq. 3-4 (Algorithm 1)", "check_noise"),
+             f"{OFFLINE}, docs/derivations.md#noise-calibration", "check_blackbox"),
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed eps",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+             f"{OFFLINE}, docs/derivations.md#noise-calibration", "check_dp_event"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "one replaced trajectory moves both families by <= 4H in l1",
-                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
+             f"{OFFLINE}, docs/derivations.md#noise-calibration", "check_sensitivity"),
     *OFFLINE_ROWS,
 )
 
@@ -365,7 +365,7 @@ class OfflineLaplacePrivatizerAudit(OfflinePrivatizerAudit):
     name = "offline_laplace_privatizer"
     algorithm = "DP-APVI Laplace count privatizer"
     notion = "DP"
-    summary = "epsilon-DP (Qiao & Wang 2022, Laplace variant)"
+    summary = "epsilon-DP (docs/derivations.md#noise-calibration)"
     defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)
     claims = OFFLINE_LAPLACE_CLAIMS
     gaussian = False
@@ -406,14 +406,14 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
                  "trajectory (black box; a plug-in's noise law is not assumed)", f"{OFFLINE}, Lemma C.1, docs/derivations.md#noise-calibration",
                  "check_blackbox"),
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+                 f"{OFFLINE}, Lemma C.1 (docs/derivations.md#neighbouring-relation)", "check_dp_event"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves the counts by no more than the "
                  "sensitivity the noise is calibrated for (sqrt(2H) l2 per family / 4H l1 both)",
-                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
+                 f"{OFFLINE}, docs/derivations.md#neighbouring-relation", "check_sensitivity"),
         ClaimRow("whitebox.noise_scale", "whitebox", "the noise has the variance declared (built-ins: the claim's)",
-                 f"{OFFLINE}, Lemma C.1 (sensitivity)", "check_sensitivity"),
+                 f"{OFFLINE}, eq. 2, docs/derivations.md#noise-calibration", "check_noise_scale"),
         ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+                 f"{OFFLINE}, eq. 2, Lemma C.1", "check_noise_scale"),
         *OFFLINE_ROWS,
     )
 
@@ -497,11 +497,11 @@ class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
                  f"{OFFLINE}, Lemma D.1, Lemma E.16/E.17", "privatizers.dp_event_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox", "each release's noise has the declared std",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+                 f"{OFFLINE}, docs/derivations.md#noise-calibration", "offline_linear.regression_noise_checks"),
         ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h", f"{OFFLINE}, A8",
                  "offline_linear.regression_noise_checks"),
         ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta the noise stays within the declared (E, L)",
-                 f"{OFFLINE}, Lemma C.1", "check_dp_event"),
+                 f"{OFFLINE}, Lemma D.2", "offline_linear.regression_noise_checks"),
     )
 
     def run(self) -> None:

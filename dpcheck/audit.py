@@ -67,8 +67,8 @@ class ClaimRow:
     id:        the check id it produces (dotted: ``kind.what[.variant]``, docs/interfaces.md "Check ids");
                a trailing ``*`` matches a family (``privacy.blackbox*``).
     kind:      privacy | assumption | regret | whitebox.
-    statement: what the paper claims, in its words.
-    source:    where: paper, theorem / lemma / equation (or the docs/ page that derives it).
+    statement: what the paper claims, in its words (formulas as in the paper).
+    source:    where: paper, theorem / lemma / equation.
     method:    the name of the method of the audit class that checks it, or a dotted name of the function that
                does (checked at registration: :func:`resolve_method`; ``gfa.regret_checks`` is that function of
                audits/lib/gfa.py).

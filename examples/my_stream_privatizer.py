@@ -20,7 +20,6 @@ sqrt(H m)), and declares the same: ``whitebox.calibration`` and ``whitebox.sensi
 """
 import math
 
-from scipy.special import log_ndtr
 
 from dpcheck import Claim
 from dpcheck.algorithms.linear import Assumption2, StreamPrivatizer
@@ -30,8 +29,10 @@ COUNTERS = ("p1", "p2", "r1", "r2")
 
 
 def gaussian_delta(mu: float, eps: float) -> float:
-    """delta(eps) of mu-GDP: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Balle & Wang 2018, Thm 8)."""
-    return math.exp(log_ndtr(-eps / mu + mu / 2)) - math.exp(eps + log_ndtr(-eps / mu - mu / 2))
+    """delta(eps) of mu-GDP: the Gaussian mechanism with noise multiplier 1 / mu (Balle & Wang 2018, Thm 8;
+    dpcheck.accounting.gaussian_delta)."""
+    from dpcheck.accounting import gaussian_delta as profile
+    return profile(1.0 / mu, eps)
 
 
 def gdp_mu_for(eps: float, delta: float) -> float:

@@ -4,7 +4,12 @@ import fnmatch
 import re
 from pathlib import Path
 
-from dpcheck.registry import load
+from dpcheck.registry import load as _load
+
+
+def load():
+    """The built-in audits (tests register throwaway audits named _...; leave those out)."""
+    return {k: v for k, v in _load().items() if not k.startswith("_")}
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "interfaces.md"
 

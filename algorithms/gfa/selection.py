@@ -63,9 +63,8 @@ class SelectionMechanism(abc.ABC):
     def dp_event(self, epsilon: float, sensitivity: float):
         """Binary randomized response at eps: exactly the (eps, 0)-DP privacy profile, which dominates every
         eps-DP mechanism (Kairouz, Oh & Viswanath 2015)."""
-        import dp_accounting
-        return dp_accounting.RandomizedResponseDpEvent(noise_parameter=2.0 / (1.0 + math.exp(float(epsilon))),
-                                                       num_buckets=2)
+        from dpcheck.accounting import pure_dp_event
+        return pure_dp_event(float(epsilon))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -2,7 +2,7 @@
 
     dataset:   OfflineDataset (validated trajectories, runs first), TabularCounts, sample_counts
     apvi:      DPAPVI (Algorithm 1; Gaussian rho-zCDP or Laplace eps-DP, or any OfflineCountPrivatizer, the
-               APVI (non-private, docs/derivations.md#readings), penalty, PenaltyConstants, APVIResult
+               interface re-exported here; Bernstein or Hoeffding penalty), APVI (non-private; docs/derivations.md#readings), penalty, PenaltyConstants, APVIResult
     vapvi:     DPVAPVI (Algorithm 2, 5H fresh Gaussian releases declared as PrivateStatistic / DpEvents; the
                released statistics' privatizer is a RegressionPrivatizer, GaussianRegressionPrivatizer the paper's),
                VAPVI, PEVI, LinearResult, VAPVINoise

@@ -143,7 +143,7 @@ def _reward_array(reward, H, S, A):
 
 
 class DPAPVI:
-    """DP-APVI (Algorithm 1). Exactly one of ``rho`` (Gaussian, rho-zCDP) and ``epsilon``
+    """DP-APVI (Algorithm 1, Section 3). Exactly one of ``rho`` (Gaussian, rho-zCDP), ``epsilon``
     (Laplace, eps-DP, docs/derivations.md#noise-calibration) and ``privatizer`` (any :class:`OfflineCountPrivatizer`, e.g. a user's plug-in
     from ``load_offline_privatizer``: its claim, width E and DpEvent are the algorithm's); ``inf`` switches the
     noise off.

@@ -6,9 +6,9 @@ The dataset's counts, per step h (never pooled over h): ``n_h(s,a)`` (H S A pair
 * :class:`OfflineCountPrivatizer`: the interface (a user's privatizer subclasses it; docs/privatizers.md);
   the two built-ins below implement it.
 * :class:`OfflineGaussianPrivatizer` (rho-zCDP, eq. 2): ``n' = {n + N(0, sigma^2)}^+`` on every count,
-  ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (eq. 3, Lemma C.2);
-  post-processing with band ``E_rho / 2`` and no shift (eqs. 3-4); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
-  ``ntil(s,a) > E_rho`` else uniform (eq. 5). Privacy (Lemma C.1): replacing one trajectory changes
+  ``sigma^2 = 2H / rho`` (a VARIANCE); width ``E_rho = 4 sqrt(H log(4 H S^2 A / beta) / rho)`` (Lemma 3.1);
+  post-processing with band ``E_rho / 2`` and no shift (Section 3.3); ``P~ = ntil(s,a,.)/ntil(s,a)`` if
+  ``ntil(s,a) > E_rho`` else uniform (Section 3.3). Privacy (docs/derivations.md#neighbouring-relation, Lemma C.1): replacing one trajectory changes
   H pair counts by -1 and H by +1, l2 sensitivity ``sqrt(2H)`` per family, so each family is
   ``GaussianDpEvent(sigma / sqrt(2H))`` = rho/2-zCDP and the two compose to rho-zCDP.
 * :class:`OfflineLaplacePrivatizer` (pure eps-DP, docs/derivations.md#noise-calibration): ``Lap(4H/eps)`` on every count; the union of
@@ -177,7 +177,7 @@ class OfflineCountPrivatizer:
         return None
 
     def privatize(self, pair, triple, rng: np.random.Generator) -> OfflineCounts:
-        """Noise on every pair and triple count, clip at 0 (eq. 2), then the eqs. 3-4 projection."""
+        """n' from :meth:`noisy_counts`, clip at 0 (eq. 2), then the Section 3.3 projection with band E/2."""
         pair, triple = _check_counts(pair, triple)
         if not isinstance(rng, np.random.Generator):
             raise InputError("rng must be a numpy.random.Generator")

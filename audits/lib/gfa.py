@@ -806,7 +806,7 @@ def _one_sided_confidence(check: Check, alpha: float) -> Check:
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
                   agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None, mechanism=None) -> list[Check]:
-    """The rate checks (Theorems 3.1, 3.4; Remark 3.7): the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
+    """The rate checks: the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails). A pass whose interval lies wholly
     below 0.25 (regret saturating in the window) is marked uninformative. ``runs_K``: runs of the private K
@@ -837,7 +837,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         # growing like a power of K increases at every step), but it leaves no exponent to fit
         out.append(qualify(Check(id="regret.exponent.private", kind="regret", verdict=PASS,
                                  claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
-                                        "source": f"{SOURCE}, {thm} (Theorem 3.1)"},
+                                        "source": f"{SOURCE}, {thm}"},
                                  measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha,
                                            "seeds": runs_K or runs},
                                  details={**base, "epsilon": eps_K},
@@ -850,7 +850,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
         c = slope_check(fit, bound=0.7, id="regret.exponent.private",
                         statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): "
                                   "exponent of its increments <= 3/5 + 0.1",
-                        source=f"{SOURCE}, {thm} (Theorem 3.1)", xname="K",
+                        source=f"{SOURCE}, {thm}", xname="K",
                         details={**base, "epsilon": eps_K, "sides": ONE_SIDED}, ylabel="privacy cost increment")
         c = _one_sided_confidence(c, alpha)
         vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,

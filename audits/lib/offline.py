@@ -1,7 +1,7 @@
 """Reusable checks of DP-APVI (Qiao & Wang 2022, Algorithm 1, Theorem 3.4, Lemmas C.1-C.10, Lemma E.15): the tabular offline audit.
 
 Everything here runs the ALGORITHM's own code paths -- ``DPAPVI.private_counts`` (privatizer, clip,
-eqs. 3-4 consistency), ``DPAPVI.run`` (P~, penalty, backward induction) and ``OfflineDataset.counts`` -- so a
+Section 3.3 consistency), ``DPAPVI.run`` (P~, penalty, backward induction) and ``OfflineDataset.counts`` -- so a
 defect planted in a subclass of :class:`dpcheck.algorithms.offline.DPAPVI` is seen by the check that should see
 it. The count privatizer's own checks (brute-force sensitivity, PLD of the declared DpEvent) are reused
 from :mod:`dpcheck.audits.lib.privatizers`.
@@ -618,7 +618,7 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
 
 # ============================================================ assumptions: counts and P~
 def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", suffix: str = "") -> list[Check]:
-    """Lemmas C.2-C.3 and eqs. 3-5 over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
+    """Lemma C.2's events over the runs of ``counts`` (TabularCounts; e.g. an instance's sampled counts, or a user's
     dataset repeated), through the algorithm's ``private_counts``:
 
     * assumption.noise_bound (Lemma C.2): w.p. >= 1 - delta, |n' - n| <= E/2 for every count;
@@ -1010,7 +1010,7 @@ def rate_checks(spec: APVISpec, instance, *, n_grid, budget_factors, runs: int, 
     c3 = slope_check(fit3, bound=expected + tolerance, lower=expected - tolerance, id="regret.privacy_cost.budget",
                      xname=spec.budget_name,
                      statement=f"the cost of privacy scales like E: {like}; expected slope {expected:.3g}",
-                     source=f"{src}, Theorem 3.4 vs eq. 7", ylabel="B_DP - B_APVI",
+                     source=f"{src}, Theorem 3.4 / docs/derivations.md#noise-calibration", ylabel="B_DP - B_APVI",
                      details=dict(common, n=g["n_mid"], budgets=budgets, cost_mean=list(db.mean(0))))
     c3 = _positive_cost(c3, db, budgets, spec.budget_name,
                         [theory and mdp.S * _width(spec, b, mdp) >= 1 for b in budgets])

@@ -294,7 +294,7 @@ def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, r
     if want is None:
         return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=INCONCLUSIVE,
                      claim={"statement": "each release's noise has the std the privatizer declares",
-                                 "source": f"{SOURCE}, Lemma D.3"},
+                            "source": f"{SOURCE}, docs/derivations.md#noise-calibration / Lemma D.1"},
                      measured={"confidence": None, "runs": runs},
                      reason=f"the plug-in {getattr(plugin, 'name', plugin)!r} declares no noise_stds(H, sensitivities): "
                             "no std to compare with (its privacy rests on the black box and its DpEvent)")
@@ -909,7 +909,7 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
 
 def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: int, seed: int, alpha: float,
                 mode: str, progress=None, rho_exponent: float = -0.5) -> list:
-    """Sub-optimality and value error of DP-VAPVI vs K (Theorem 4.1, Lemmas D.16-D.18: main term ~ K^{-1/2}; upper bounds:
+    """Sub-optimality and value error of DP-VAPVI vs K (Theorem 4.1: main term ~ K^{-1/2}; upper bounds:
     PASS if the fitted slope's interval lies below -0.5 + 0.1, FAIL if wholly above), and the privacy cost
     in the learned value, Vtil_1(noise off) - Vtil_1(DP-VAPVI) on the same data (same constants; VAPVI's degenerate form, docs/derivations.md#readings), vs K (slope -1) and vs rho (slope
     -1/2) (eq. 11: the extra term O~(H^{11/2} d / (kappa^{3/2} sqrt(rho) K))). Common random numbers across grid
@@ -953,7 +953,7 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
         fit = fit_scaling(Kg[keep], gaps[:, keep], alpha=alpha, seed=seed)
         c = slope_check(fit, bound=-0.4, id="regret.subopt.K", xname="K", ylabel="v* - v^pi_hat",
                         statement="v* - v^{pi_hat} <= O~(sqrt(d) sum_h E_pi*[||phi||_{Lambda*^-1}]) + Dpen H/K ~ K^{-1/2}",
-                        source=f"{src}, eq. 10 (Theorem 4.1, eq. 10)", details=det)
+                        source=f"{src}, eq. 10", details=det)
     if gaps is not None and (c.verdict == INCONCLUSIVE or (c.verdict == FAIL and mode == "practical")):
         # a practical-mode miss of the gap's slope is softened to INCONCLUSIVE by the audit anyway (no guarantee)
         c = _dominated_gap(c, Kg, gaps, bounds, alpha=alpha, seed=seed, delta=base.delta, H=H)
@@ -980,14 +980,14 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
     # rho_exponent: -1/2 for the paper's Gaussian; a plug-in's own, from its declared widths (plugin_width_exponent)
     checks.append(_privacy_cost_check(rho_grid, cr, "rho", expected=rho_exponent, tolerance=0.15, alpha=alpha, seed=seed,
                                       statement=f"privacy cost ~ rho^{rho_exponent:.3g} (the widths' exponent)",
-                                      source=f"{src}, eq. 11 (the privacy term ~ 1/sqrt(rho))",
+                                      source=f"{src}, Theorem 4.1 (the privacy term ~ 1/sqrt(rho))",
                                       details={"mode": mode, "K": K_rho}))
     return checks
 
 
 # ============================================================================ the regression privatizer alone
 def standalone_sensitivities(H: int, B: float = 1.0, matrix_neighbour: str = "replace") -> dict:
-    """l2 sensitivities of the five releases under ONE REPLACED trajectory (Lemma D.1 table)."""
+    """The l2 sensitivities DP-VAPVI hands its privatizer (one REPLACED trajectory, ||phi|| <= B): the sensitivities of docs/derivations.md#neighbouring-relation."""
     return claimed_sensitivities(H, B, matrix_neighbour)
 
 
@@ -1032,7 +1032,7 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
     noise = priv.draw(rng, runs, H, d, sens)
     z = _noise_vectors(noise)
     want = priv.noise_stds(H, sens) if callable(getattr(priv, "noise_stds", None)) else None
-    src = f"{SOURCE}, Theorem 4.1"
+    src = f"{SOURCE}, docs/derivations.md#noise-calibration / Lemma D.1"
     if want is None:
         cal = Check(id="whitebox.noise_calibration", kind="whitebox", verdict=INCONCLUSIVE,
                     claim={"statement": "each release's noise has the std the privatizer declares", "source": src},
