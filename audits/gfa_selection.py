@@ -92,7 +92,7 @@ class GFASelectionMechanismAudit(Audit):
 
     def run(self) -> None:
         from dpcheck.algorithms.gfa import load_selection_mechanism
-        e = self.exe
+        exe = self.exe
         spec = self.opts.privatizer or "exponential"
         mech = load_selection_mechanism(spec)
         eps = self.epsilon
@@ -100,18 +100,18 @@ class GFASelectionMechanismAudit(Audit):
         self.config.update(mechanism=spec, epsilon=eps, sensitivity=sens, neighbouring="replacement")
         samples = self.samples()
         self.progress(f"{self.name}: black box on neighbouring score vectors ({samples} samples per side)")
-        self.add(gfa.selection_blackbox_check(mech, eps, sens, samples=samples, alpha=e.alpha,
-                                              seed=self.int_seed("blackbox"), workers=e.workers, backend=e.backend,
-                                              scheduler=e.scheduler, progress=e.progress, cache_dir=e.cache_dir))
+        self.add(gfa.selection_blackbox_check(mech, eps, sens, samples=samples, alpha=exe.alpha,
+                                              seed=self.int_seed("blackbox"), workers=exe.workers, backend=exe.backend,
+                                              scheduler=exe.scheduler, progress=exe.progress, cache_dir=exe.cache_dir))
         self.add(gfa.selection_dp_event_check(mech, eps, sens))
-        law = selection_law_check(mech, eps, sens, draws=e.pick(200_000, 50_000), alpha=e.alpha,
+        law = selection_law_check(mech, eps, sens, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
                                   seed=self.int_seed("law"))
         if law is not None:
             self.add(law)
         else:
             self.config["selection_law"] = ("not checked: the mechanism declares no closed form "
                                             "(log_probabilities); privacy.blackbox is the evidence")
-        self.add(gfa.selection_utility_check(mech, eps, sens, runs=e.pick(20_000, 5_000), alpha=e.alpha,
+        self.add(gfa.selection_utility_check(mech, eps, sens, runs=exe.pick(20_000, 5_000), alpha=exe.alpha,
                                              seed=self.int_seed("utility")))
 
 

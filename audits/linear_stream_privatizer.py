@@ -56,7 +56,7 @@ class LinearStreamPrivatizerAudit(Audit):
     )
 
     def run(self) -> None:
-        e = self.exe
+        exe = self.exe
         env = lib.load_instance(None)
         eps = self.epsilon
         plugin = self.opts.privatizer
@@ -65,24 +65,22 @@ class LinearStreamPrivatizerAudit(Audit):
         spec = lib.LinOptSpec(epsilon=eps, delta=float(self.params.delta), alpha=float(self.params.utility_alpha),
                               plugin=plugin)
         priv = spec.privatizer()                       # loads, checks and probes a plug-in before any work
-        K = e.pick(1024, 256)
+        K = exe.pick(1024, 256)
         self.config.update(privatizer=plugin or "paper", epsilon=eps, delta=spec.delta, instance=repr(env),
                            K_whitebox=K, neighbouring="replacement")
         self.progress(f"{self.name}: white box (PLD, calibration, tree reuse, sensitivity search)")
         self.add(lib.dp_event_check(spec, env, K))
         self.add(lib.calibration_check(spec, env, K))
-        self.add(lib.tree_reuse_check(spec, runs=e.pick(2_000, 1_000), seed=e.seed))
-        sens, flow = lib.stream_sensitivity_check(spec, env, K=e.pick(12, 8), examples=e.pick(150, 40), seed=e.seed)
+        self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed))
+        sens, flow = lib.stream_sensitivity_check(spec, env, K=exe.pick(12, 8), examples=exe.pick(150, 40), seed=exe.seed)
         self.add(sens)
         self.add(flow)
         self.progress(f"{self.name}: black box on the released statistics")
         samples = self.samples()
-        self.add(lib.release_blackbox_check(spec, env, samples=samples, alpha=e.alpha, seed=e.seed,
-                                            workers=e.workers, backend=e.backend, scheduler=e.scheduler,
-                                            cache_dir=e.cache_dir, progress=e.progress))
+        self.add(lib.release_blackbox_check(spec, env, exe, samples=samples))
         self.progress(f"{self.name}: Assumption 2 over repetitions")
-        self.add(lib.assumption2_alone_check(priv, lib.sizes_for(env, e.pick(256, 64)), runs=e.pick(300, 100),
-                                             seed=self.int_seed("assumption2"), alpha=e.alpha, beta=spec.alpha))
+        self.add(lib.assumption2_alone_check(priv, lib.sizes_for(env, exe.pick(256, 64)), runs=exe.pick(300, 100),
+                                             seed=self.int_seed("assumption2"), alpha=exe.alpha, beta=spec.alpha))
 
 
 LinearStreamPrivatizerAudit.register()

@@ -401,6 +401,7 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
     options = (SetOption("rho", float, bounds=(0, None), help="a zCDP budget (the Gaussian built-in: default 1)"),
                SetOption("beta", float, bounds=(0, 1), default=0.1,
                          help="the width's failure probability (the paper's utility delta, not the DP delta)"))
+    defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "the released noisy counts n' meet the privatizer's claim in one "
                  "trajectory (black box; a plug-in's noise law is not assumed)", f"{OFFLINE}, Lemma C.1, docs/derivations.md#noise-calibration",
@@ -490,6 +491,7 @@ class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
     uses = ("privatizer", *OFFLINE_USES)
     options = (SetOption("rho", float, bounds=(0, None), help="the zCDP budget passed to the privatizer (default 1)"),
                SetOption("beta", float, bounds=(0, 1), default=0.1, help="the failure probability delta of Lemma D.2"))
+    defaults = Defaults(samples=pa.PRIVATIZER_SAMPLES)            # the budget is rho (--set rho)
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "the 5H releases, each shifted by its l2 sensitivity, meet the claim "
                  "(black box; no noise law assumed)", f"{OFFLINE}, Theorem 4.1 / Lemma D.1",

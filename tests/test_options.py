@@ -380,6 +380,8 @@ def test_declarations_match_what_each_audit_module_reads():
     for mod, (uses, keys) in modules.items():
         src = inspect.getsource(importlib.import_module(mod))
         read = set(re.findall(r"\b(?:o|options|opts|exe)\.([a-z_]+)", src)) & set(COMMON)
+        if "self.int_seed(" in src or "self.rng(" in src:     # per-step seeds derive from the run's --seed
+            read |= {"seed"}
         if "self.blackbox(" in src:     # dpcheck.audit.Audit.blackbox hands the execution options to every call
             read |= {"alpha", "seed", "workers", "backend", "scheduler", "cache_dir"}
         if "exe.pick(" in src:          # ExecutionOptions.pick: the --quick size

@@ -21,7 +21,8 @@ from dpcheck.algorithms.linear.mixture import (
 from dpcheck.algorithms.linear.regularizers import (
     Regularizer, RidgeRegularizer, LinearSizes, Assumption2, confidence_radii, TreeStatistics, COUNTERS,
 )
-from dpcheck.algorithms.linear.stream_privatizer import StreamPrivatizer, GuardedStreamPrivatizer, load_stream_privatizer
+from dpcheck.algorithms.linear.stream_privatizer import StreamPrivatizer, GuardedStreamPrivatizer
+from dpcheck.algorithms.linear.loader import load_stream_privatizer
 from dpcheck.algorithms.linear.privatizer import Privatizer
 from dpcheck.algorithms.linear.bounds import bonus_terms, regret_bound_po, regret_bound_vi
 from dpcheck.algorithms.linear.linopt import (
