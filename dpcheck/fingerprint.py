@@ -41,6 +41,7 @@ from __future__ import annotations
 import dis
 import contextvars
 import functools
+import re
 import hashlib
 import importlib.util
 import os
@@ -169,6 +170,8 @@ class _Hasher:
                     self.obj(v)
             else:
                 self.w("ndarray", x.dtype.str, x.shape, np.ascontiguousarray(x).tobytes())
+        elif isinstance(x, re.Pattern):       # a compiled regex is its pattern and flags
+            self.w("re.Pattern", x.pattern, x.flags)
         elif isinstance(x, (list, tuple)):
             self.w(type(x).__name__ if type(x) in (list, tuple) else self._qual(type(x)), len(x))
             if type(x) not in (list, tuple):

@@ -222,3 +222,11 @@ def test_ufuncs_are_library_code_named_by_name():
     assert fingerprint(make(np.log)) == fingerprint(make(np.log))
     assert fingerprint(make(np.log)) != fingerprint(make(np.exp))
     assert fingerprint(make(sp.ndtr)) != fingerprint(make(sp.erf))
+
+
+def test_a_compiled_regex_is_fingerprinted_by_its_pattern_and_flags():
+    import re
+    from dpcheck.fingerprint import fingerprint
+    assert fingerprint(re.compile("a+")) == fingerprint(re.compile("a+"))
+    assert fingerprint(re.compile("a+")) != fingerprint(re.compile("b+"))
+    assert fingerprint(re.compile("a+")) != fingerprint(re.compile("a+", re.I))
