@@ -149,6 +149,24 @@ def load_privatizer(spec, **kw):
     return GuardedPrivatizer(obj, label)
 
 
+
+def _instantiate(cls, label: str, interface, what: str, base: str, kw: dict):
+    """``cls(**kw)`` for a plug-in of one family: InputError unless ``cls`` is a class with every member of
+    ``interface``; its constructor's exceptions become a MechanismError naming it and the arguments."""
+    if not isinstance(cls, type):
+        raise InputError(f"privatizer {label!r} is not a class")
+    missing = [m for m in interface if not hasattr(cls, m)]
+    if missing:
+        raise InputError(f"privatizer {label!r} does not implement the {what} interface: missing "
+                         f"{', '.join(missing)} (subclass {base}; see docs/privatizers.md)")
+    try:
+        return cls(**kw)
+    except DPCheckError:
+        raise
+    except Exception as e:
+        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
+                             f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+
 # ============================================================ offline (DP-APVI): one release from a dataset
 OFFLINE_BUILTIN = {"gaussian": "OfflineGaussianPrivatizer", "laplace": "OfflineLaplacePrivatizer"}
 
@@ -231,20 +249,8 @@ def load_offline_privatizer(spec, *, _label=None, _probe=True, **kw):
     else:
         raise InputError(f"offline privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
     if cls is not None:
-        if not isinstance(cls, type):
-            raise InputError(f"privatizer {label!r} is not a class")
-        missing = [m for m in off.OFFLINE_INTERFACE if not hasattr(cls, m)]
-        if missing:
-            raise InputError(f"privatizer {label!r} does not implement the offline privatizer interface: missing "
-                             f"{', '.join(missing)} (subclass dpcheck.algorithms.privatizers.OfflineCountPrivatizer; "
-                             f"see docs/privatizers.md)")
-        try:
-            obj = cls(**kw)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
-                                 f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+        obj = _instantiate(cls, label, off.OFFLINE_INTERFACE, "offline privatizer",
+                           "dpcheck.algorithms.privatizers.OfflineCountPrivatizer", kw)
     guarded = obj if isinstance(obj, GuardedOfflinePrivatizer) else GuardedOfflinePrivatizer(obj, label)
     if _probe and not isinstance(obj, GuardedOfflinePrivatizer):
         probe_rng_use(guarded, label)
@@ -320,20 +326,8 @@ def load_regression_privatizer(spec, *, _label=None, _probe=True, **kw):
         cls, label = spec, _label or spec.__name__
     else:
         raise InputError(f"regression privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
-    if not isinstance(cls, type):
-        raise InputError(f"privatizer {label!r} is not a class")
-    missing = [m for m in vapvi.REGRESSION_INTERFACE if not hasattr(cls, m)]
-    if missing:
-        raise InputError(f"privatizer {label!r} does not implement the regression privatizer interface: missing "
-                         f"{', '.join(missing)} (subclass dpcheck.algorithms.offline.RegressionPrivatizer; "
-                         f"see docs/privatizers.md)")
-    try:
-        obj = cls(**kw)
-    except DPCheckError:
-        raise
-    except Exception as e:
-        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
-                             f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+    obj = _instantiate(cls, label, vapvi.REGRESSION_INTERFACE, "regression privatizer",
+                       "dpcheck.algorithms.offline.RegressionPrivatizer", kw)
     guarded = GuardedRegressionPrivatizer(obj, label)
     if _probe:
         probe_regression_rng_use(guarded, label)
