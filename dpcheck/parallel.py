@@ -338,7 +338,13 @@ class ResultCache:
     ``report`` (a dict, e.g. ``ctx.config["result_cache"]``) receives ``hits``, ``computed``,
     ``recomputed`` ([{label, file, why}]) and ``calls`` ([{label, key, status: hit | computed |
     disabled, ...}]), updated after every call so that a streamed report shows what was read back.
+
+    The active cache is not part of any computation's key: a function that calls :func:`cached_call`
+    reaches it through a context variable, and its directory and running tally (hits so far) must not
+    make the same computation key differently on a rerun (dpcheck.fingerprint's memo rule).
     """
+
+    __fingerprint_memo__ = True
 
     def __init__(self, cache_dir, *, say: Callable[[str], None] | None = None, report: dict | None = None):
         self.cache_dir = cache_dir

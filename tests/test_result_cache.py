@@ -152,3 +152,33 @@ def test_an_interrupted_audit_resumes_from_its_finished_calls(tmp_path):
     audit(plain)
     assert "result_cache" not in plain.config and plain.config["out"] == ctx2.config["out"]
     assert cached_call("a", _batch, 3, 0) is not None and _calls() == 9       # no cache outside the audit
+
+
+def _inner(n, seed):
+    return cached_call("inner", _batch, n, seed)
+
+
+def _outer(n, seed):
+    # reaches the active cache through cached_call's context variable
+    return _inner(n, seed) + 1.0
+
+
+def test_a_computation_that_calls_cached_call_keys_the_same_whatever_the_cache_has_seen(tmp_path):
+    """The active ResultCache (its directory, its running tally) is not part of a computation's key: a
+    rerun of an outer cached computation that itself calls cached_call is read back, not recomputed."""
+    for run in range(2):
+        cache = ResultCache(tmp_path / "c0", report={})
+        with using_result_cache(cache):
+            cached_call("warm-up", _batch, 2, run)      # a different tally before the outer call each run
+            cached_call("outer", _outer, 3, 7)
+        outer = [c for c in cache.report["calls"] if c["label"] == "outer"]
+        assert outer[0]["status"] == ("computed" if run == 0 else "hit")
+    other = ResultCache(tmp_path / "elsewhere", report={})
+    with using_result_cache(other):
+        cached_call("outer", _outer, 3, 7)
+    first = ResultCache(tmp_path / "c0", report={})
+    with using_result_cache(first):
+        cached_call("outer", _outer, 3, 7)
+    key = {c["label"]: c for c in other.report["calls"]}["outer"]["key"]
+    assert first.report["calls"] == [{**first.report["calls"][0], "status": "hit"}]
+    assert first.report["calls"][0]["key"] == key          # a cache in another directory keys it the same
