@@ -30,7 +30,7 @@ from dpcheck.errors import DPCheckError, InputError
 
 # what a user's AuditTarget (path.py:NAME) honours: no --privatizer, no --set keys
 USER_TARGET_USES = ("epsilon", "delta", "samples", "seed", "alpha", "workers", "backend", "scheduler",
-                    "quick", "cache_dir", "timeout")
+                    "quick", "cache_dir", "timeout", "sequential")
 USER_QUICK_SAMPLES = 200_000
 
 
@@ -164,6 +164,9 @@ def make_options(values: Mapping[str, Any], *, strict: bool = False, extra: Mapp
         raise InputError(f"--workers {options.workers} is more than the {n_cpu} CPU(s) this process may use "
                          f"(each worker is a process with its own memory): use --workers {n_cpu}, or add "
                          "--force-workers to start them anyway")
+    if options.sequential:
+        from dpcheck.sequential import check_options
+        check_options(options.cache_dir, options.workers, options.backend, options.scheduler)
     if options.cache_dir is not None and Path(options.cache_dir).exists() and not Path(options.cache_dir).is_dir():
         raise InputError(f"--cache {options.cache_dir}: exists and is not a directory")
     return options, given
@@ -244,7 +247,7 @@ def _user_target_audit(target):
         ctx.config["claim"] = t.claim.to_dict()
         ctx.config["timeout_s_per_call"] = t.timeout
         kw = dict(alpha=o.alpha, seed=o.seed, workers=o.workers, backend=o.backend, scheduler=o.scheduler,
-                  progress=ctx.progress, cache_dir=o.cache_dir)
+                  progress=ctx.progress, cache_dir=o.cache_dir, sequential=bool(o.sequential))
         if o.samples is not None:
             kw["samples"] = o.samples
         elif o.quick:

@@ -108,7 +108,8 @@ class ExecutionOptions:
                probability <= --alpha (Bonferroni); seed: fixes everything; samples: black-box outputs
     per input of each pair (None: the audit's default); workers / backend / scheduler: dpcheck.parallel;
     cache_dir: stream finished chunks there and resume; quick: the reduced CI run; progress: the
-    progress-line callback.
+    progress-line callback; sequential: black boxes run the anytime-valid test of dpcheck.sequential
+    (only for audits that declare "sequential" in ``uses``).
     """
 
     alpha: float = 0.05
@@ -120,13 +121,14 @@ class ExecutionOptions:
     cache_dir: str | None = None
     quick: bool = False
     progress: Callable[[str], None] | None = None
+    sequential: bool = False
 
     @classmethod
     def from_context(cls, ctx) -> "ExecutionOptions":
         o = ctx.options
         return cls(alpha=float(o.alpha), seed=int(o.seed), samples=o.samples, workers=int(o.workers),
                    backend=o.backend, scheduler=o.scheduler, cache_dir=o.cache_dir, quick=bool(o.quick),
-                   progress=ctx.progress)
+                   progress=ctx.progress, sequential=bool(getattr(o, "sequential", False)))
 
     def parallel(self) -> dict:
         """The keyword arguments every dpcheck.parallel / dpcheck.blackbox call takes."""
@@ -142,7 +144,7 @@ class ExecutionOptions:
         given, workers / backend / scheduler / cache / progress): how a library check runs its black box."""
         from dpcheck.blackbox import audit
         return audit(target, samples=int(samples), alpha=self.alpha, seed=self.seed if seed is None else int(seed),
-                     **self.parallel())
+                     sequential=self.sequential, **self.parallel())
 
     def budget(self, pair) -> int:
         """Black-box outputs per input: --samples if given, else ``pair`` = (default, --quick) -- the one

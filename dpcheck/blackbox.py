@@ -326,7 +326,7 @@ def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
 # ------------------------------------------------------------------ the audit
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress: Callable[[str], None] | None = None,
-          selection_fraction: float = SELECTION_FRACTION, cache_dir=None) -> AuditResult:
+          selection_fraction: float = SELECTION_FRACTION, cache_dir=None, sequential: bool = False) -> AuditResult:
     """Audit ``target`` black-box; returns an :class:`AuditResult` (see the module docstring).
 
     samples:            outputs per input of each pair, selection and certification together.
@@ -348,6 +348,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                         dtype / values, or whose mechanism read a file that has changed since, is
                         recomputed and named in progress and in ``cache["recomputed"]``. A mechanism that cannot be fingerprinted
                         runs without the cache (``cache["disabled"]`` says why).
+    sequential:         run the anytime-valid sequential test instead (:mod:`dpcheck.sequential`,
+                        docs/sequential.md): batches until a violation is certified or ``samples`` per
+                        side are spent; returns a :class:`dpcheck.sequential.SequentialAuditResult`.
     """
     if not isinstance(target, AuditTarget):
         raise InputError(f"audit expects a dpcheck.AuditTarget, got {type(target).__name__}")
@@ -360,6 +363,10 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
     if not (isinstance(selection_fraction, Real) and 0 < selection_fraction < 1):
         raise InputError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
+    if sequential:
+        from dpcheck import sequential as seq
+        seq.check_options(cache_dir, workers, backend, scheduler)
+        return seq.audit_sequential(target, samples=samples, alpha=alpha, seed=seed, progress=progress)
     claim = target.claim
     n_pairs = len(target.pairs)
     plan = sample_plan(claim, samples, alpha, n_pairs, selection_fraction)

@@ -5,7 +5,7 @@
                          [--alpha A] [--workers W] [--force-workers] [--backend local|dask]
                          [--scheduler ADDR] [--timeout SECONDS] [--memory-limit SIZE]
                          [--out DIR] [--json PATH] [--quick] [--strict] [--cache DIR]
-                         [--set KEY=VALUE ...] [--debug] [--quiet]
+                         [--sequential] [--set KEY=VALUE ...] [--debug] [--quiet]
     dpcheck report FILE.json [--out DIR]        (into another DIR: the JSON too, so DIR holds one run's set)
 
 Every option is parsed once, before the audit starts (dpcheck.options); a bad value, an option
@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write the JSON report to this path ('-' for stdout)")
     a.add_argument("--quick", action="store_true", help="a reduced run for CI smoke tests")
     a.add_argument("--strict", action="store_true", help="an inconclusive check fails the run")
+    a.add_argument("--sequential", action="store_true",
+                   help="black box: anytime-valid sequential test that stops at a certified violation "
+                        "(--samples is the budget; docs/sequential.md)")
     a.add_argument("--cache", dest="cache_dir", metavar="DIR", help="stream finished chunks here and resume from them")
     a.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
                    help="audit-specific option (e.g. --set mode=theory --set calibration=strict); "

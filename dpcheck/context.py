@@ -49,6 +49,7 @@ class AuditOptions:
     cache_dir: str | None = None
     extra: dict = field(default_factory=dict)
     timeout: float | None = None
+    sequential: bool = False      # --sequential: the anytime-valid black box (dpcheck.sequential)
 
     def __post_init__(self):
         from dpcheck import options as op

@@ -34,6 +34,7 @@ COMMON = {
     "epsilon": "--epsilon", "delta": "--delta", "privatizer": "--privatizer", "samples": "--samples",
     "seed": "--seed", "alpha": "--alpha", "workers": "--workers", "backend": "--backend",
     "scheduler": "--scheduler", "quick": "--quick", "cache_dir": "--cache", "timeout": "--timeout",
+    "sequential": "--sequential",
 }
 PARALLEL = ("workers", "backend", "scheduler")     # every audit whose work goes through dpcheck.parallel
 DEFAULT_USES = ("seed", "alpha")                    # an audit that declares nothing: only these

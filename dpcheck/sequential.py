@@ -1,0 +1,398 @@
+"""Sequential (anytime-valid) black-box auditing: betting e-processes with optional stopping.
+
+The batch auditor (:mod:`dpcheck.blackbox`) spends a fixed budget. This mode draws outputs in
+growing batches and stops as soon as a violation is certified (González, Dulce Rubio, Ramdas,
+Ribero, NeurIPS 2025, "Sequentially Auditing Differential Privacy": e-values under optional
+stopping). Validity argument in full: docs/sequential.md.
+
+The test. An (eps, delta) claim promises, for every event E and neighbouring pair (D, D'),
+p - e^eps q <= delta with p = P[M(D) in E], q = P[M(D') in E]. Draw x_i ~ M(D), y_i ~ M(D') and
+let Z_i = 1[x_i in E_i] - e^eps 1[y_i in E_i] - delta, in [-e^eps - delta, 1 - delta]. If the
+event E_i is chosen from the outputs drawn before step i (predictable), then under the claim
+E[Z_i | past] <= 0, and for a predictable lambda_i in [0, 1 / (e^eps + delta)) the wealth
+W_t = prod_{i <= t} (1 + lambda_i Z_i) is a nonnegative supermartingale with W_0 = 1
+(Waudby-Smith & Ramdas 2024, JRSS-B, "Estimating means of bounded random variables by
+betting", Sec. 4). A weighted average of such wealths (one per pair, direction and tested
+point of the privacy profile, weights summing to 1) is again one, and Ville's inequality gives
+P[sup_t W_t >= 1 / alpha] <= alpha under the claim: a FAIL at any data-dependent time is a
+false alarm with probability <= alpha.
+
+Events. A first batch per side only chooses; before every later batch the event of each (pair,
+direction) is re-chosen from *all* outputs drawn so far (:func:`dpcheck.events.selection_scores`
+and :func:`dpcheck.events.best_threshold` with the hockey-stick objective at the claimed eps),
+so no output is wasted and the choice stays predictable. Bets: aGRAPA (the approximate
+growth-rate-adaptive plug-in of Waudby-Smith & Ramdas 2024, Sec. 5.4), lambda_i =
+mean(Z) / mean(Z^2) over the current batch's earlier steps and a few pseudo-observations from
+the selection estimate, clipped to [0, LAMBDA_CAP / (e^eps + delta)].
+
+The lower bound. For each eps' on a grid the same events define an e-process for
+H0(eps'): p - e^eps' q <= delta. eps_lb is the largest grid point g such that the average
+e-process of every grid point <= g has crossed 1 / alpha by the stopping time. If eps_lb >
+true eps, the grid point just above the true eps (whose H0 holds) crossed: probability <= alpha
+by Ville, with no union over the grid (docs/sequential.md).
+
+Stopping. FAIL when the average e-process at the claim crosses 1 / alpha. PASS only when the
+budget (``samples`` per side) is exhausted without a crossing; there is no early "confirmed"
+stop. A PASS whose budget could not have detected a 2x excess (:func:`sequential_power`) is
+INCONCLUSIVE, as in the batch auditor.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from dpcheck import events as ev
+from dpcheck.blackbox import (APPROX_PROFILE_FRACTIONS, DIRECTIONS, INCONCLUSIVE_FACTOR, LB_ALPHA_SHARE,
+                              AuditResult, claim_plan)
+from dpcheck.checks import FAIL, INCONCLUSIVE, PASS
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.target import AuditTarget
+
+FIRST_BATCH = 100      # outputs per side that only choose the first events
+GROWTH = 2             # each test batch is GROWTH x the previous one (100, 200, 400, ...)
+LAMBDA_CAP = 0.5       # bets at most half the largest safe stake: a factor 1 + lambda Z stays >= 1/2
+PRIOR_N = 10.0         # pseudo-observations of the selection estimate in the first bets of a batch
+LB_GRID_RATIOS = np.r_[np.linspace(0.05, 1.0, 20), np.geomspace(1.0, 200.0, 61)[1:]]
+LB_GRID_MAX = 40.0     # grid points above this eps are dropped (e^40 q is never below 1 for q >= 1e-17)
+_ = APPROX_PROFILE_FRACTIONS   # the profile points tested are those of the batch auditor (claim_plan)
+
+
+# ------------------------------------------------------------------ the e-process (vectorised)
+def bets(z: np.ndarray, cap: float, prior_mean=0.0, prior_m2=1.0, prior_n: float = PRIOR_N) -> np.ndarray:
+    """aGRAPA bets lambda_i = mean(Z_<i) / mean(Z_<i^2), clipped to [0, cap]; predictable.
+
+    z: (..., n) centred increments Z_i (mean <= 0 under the null). prior_mean / prior_m2: (...,)
+    or scalars, the first and second moment of Z guessed from earlier data, worth prior_n
+    observations. Returns (..., n): lambda_i uses z[..., :i] only.
+    """
+    z = np.asarray(z, dtype=float)
+    n = z.shape[-1]
+    s1 = np.cumsum(z, axis=-1) - z                       # sum of z before step i
+    s2 = np.cumsum(z * z, axis=-1) - z * z
+    cnt = np.arange(n, dtype=float) + prior_n
+    pm = np.asarray(prior_mean, dtype=float)[..., None] * prior_n
+    p2 = np.asarray(prior_m2, dtype=float)[..., None] * prior_n
+    mean = (s1 + pm) / cnt
+    m2 = np.maximum((s2 + p2) / cnt, 1e-12)
+    return np.clip(mean / m2, 0.0, cap)
+
+
+def log_wealth(z: np.ndarray, cap: float, prior_mean=0.0, prior_m2=1.0, prior_n: float = PRIOR_N) -> np.ndarray:
+    """Running log W_t = sum_{i <= t} log(1 + lambda_i Z_i) with aGRAPA bets; (..., n) like ``z``."""
+    lam = bets(z, cap, prior_mean, prior_m2, prior_n)
+    return np.cumsum(np.log1p(lam * z), axis=-1)
+
+
+def increments(hx: np.ndarray, hy: np.ndarray, eps, delta) -> np.ndarray:
+    """Z = 1[x in E] - e^eps 1[y in E] - delta; eps may be an array (broadcast on a new leading axis)."""
+    eps = np.asarray(eps, dtype=float)
+    return hx.astype(float) - np.exp(eps)[..., None] * hy.astype(float) - np.asarray(delta, dtype=float)[..., None]
+
+
+def moments(p: float, q: float, eps, delta):
+    """E[Z] and E[Z^2] for independent 1[x in E] ~ Bern(p), 1[y in E] ~ Bern(q) (vectorised over eps)."""
+    c = np.exp(np.asarray(eps, dtype=float))
+    d = np.asarray(delta, dtype=float)
+    mean = p - c * q - d
+    # values (1 - c) pq, 1 p(1-q), -c (1-p)q, 0 (1-p)(1-q), each minus delta
+    m2 = (p * q * (1 - c - d) ** 2 + p * (1 - q) * (1 - d) ** 2 + (1 - p) * q * (c + d) ** 2
+          + (1 - p) * (1 - q) * d ** 2)
+    return mean, m2
+
+
+def lambda_cap(eps, delta) -> np.ndarray:
+    """The largest bet used: LAMBDA_CAP / (e^eps + delta), so every factor 1 + lambda Z >= 1 - LAMBDA_CAP."""
+    return LAMBDA_CAP / (np.exp(np.asarray(eps, dtype=float)) + np.asarray(delta, dtype=float))
+
+
+# ------------------------------------------------------------------ power of a budget
+def growth_rate(p: float, q: float, eps: float, delta: float) -> float:
+    """max over lambda in [0, cap] of E log(1 + lambda Z): the oracle bettor's wealth growth per step."""
+    c = math.exp(eps)
+    vals = np.array([1 - c - delta, 1 - delta, -c - delta, -delta])
+    probs = np.array([p * q, p * (1 - q), (1 - p) * q, (1 - p) * (1 - q)])
+    lam = np.linspace(0.0, float(lambda_cap(eps, delta)), 257)
+    g = np.log1p(lam[:, None] * vals[None, :]) @ probs
+    return float(max(g.max(), 0.0))
+
+
+def sequential_power(n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
+    """The smallest true eps that ``n`` test samples per side would detect about half the time.
+
+    Analogue of :func:`dpcheck.stats.budget_detectable_epsilon` for the e-process: with an event of the
+    best mass q under D' (log grid 1/n .. 1/2) and p = e^eps' q + delta, the oracle bettor's median
+    log-wealth is about n g(p, q) (:func:`growth_rate`); the plug-in bettor pays a regret of about
+    ln(n) / 2 + 1 nats (Waudby-Smith & Ramdas 2024, Sec. 5). eps' is detectable when
+    n g - ln(n) / 2 - 1 >= ln(1 / alpha). inf if no eps' with p <= 1 is.
+    """
+    need = math.log(1.0 / alpha) + 0.5 * math.log(max(n, 1)) + 1.0
+    best = math.inf
+    for q in np.geomspace(1.0 / n, 0.5, 24):
+        lo, hi = eps_claim, None
+        # largest admissible eps' for this q: p = e^eps' q + delta <= 1
+        top = math.log((1 - delta) / q) if 1 - delta > q else eps_claim
+        if top <= eps_claim or n * growth_rate(1.0 - 1e-12, q, eps_claim, delta) < need:
+            continue
+        if n * growth_rate(min(1.0, math.exp(top) * q + delta), q, eps_claim, delta) < need:
+            continue
+        hi = top
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            if n * growth_rate(min(1.0, math.exp(mid) * q + delta), q, eps_claim, delta) >= need:
+                hi = mid
+            else:
+                lo = mid
+        best = min(best, hi)
+    return float(best)
+
+
+# ------------------------------------------------------------------ the result record
+@dataclass(frozen=True)
+class SequentialAuditResult(AuditResult):
+    """An :class:`dpcheck.blackbox.AuditResult` of the sequential test, with what it spent.
+
+    samples:       the budget per side (--samples); samples_used: outputs per side of each pair the
+                   test consumed (first batch + tested outputs up to the stop); samples_drawn: what the
+                   mechanism produced (the last batch is drawn whole).
+    stopped:       "violation" (the e-process crossed 1 / alpha) or "budget" (budget exhausted).
+    e_value:       the average e-process at the claim at the stop (>= 1 / alpha for a FAIL).
+    batches:       one row per batch: outputs per side, e-value after it.
+    """
+
+    samples_used: int = 0
+    samples_drawn: int = 0
+    stopped: str = "budget"
+    e_value: float = 1.0
+    batches: tuple = ()
+
+    def summary(self) -> str:
+        return (f"{self.verdict.upper()}: eps_lb = {self.epsilon_lower_bound:.4g} vs claimed "
+                f"{self.epsilon_claimed:.4g} at {self.confidence:.0%} (sequential, stopped on {self.stopped} after "
+                f"{self.samples_used} of {self.samples} samples per side; e-value {self.e_value:.3g})")
+
+    def to_check(self, id: str = "privacy.blackbox", kind: str = "privacy", claim_source: str | None = None):
+        check = super().to_check(id=id, kind=kind, claim_source=claim_source)
+        measured = dict(check.measured, samples_used=self.samples_used, samples_drawn=self.samples_drawn,
+                        e_value=self.e_value, stopped=self.stopped)
+        details = dict(check.details, sequential=True, batches=list(self.batches), samples_used=self.samples_used,
+                       method="sequential black box: betting e-processes (aGRAPA bets) on 1[x in E] - e^eps "
+                              "1[y in E] - delta, events re-chosen before every batch from earlier outputs, "
+                              "weighted average over pairs, directions and profile points, FAIL when it "
+                              "crosses 1/alpha (Ville); docs/sequential.md")
+        return replace(check, measured=measured, details=details)
+
+
+# ------------------------------------------------------------------ the audit
+def _schedule(samples: int) -> list[int]:
+    """Batch sizes per side: FIRST_BATCH (choice only), then FIRST_BATCH x GROWTH^k, the last one cut to
+    the budget."""
+    first = min(FIRST_BATCH, samples // 2)
+    out, left, b = [first], samples - first, first
+    while left > 0:
+        b = min(b if len(out) == 1 else b * GROWTH, left)
+        out.append(b)
+        left -= b
+    return out
+
+
+def _points(claim, eps_claim: float, delta: float, grid: list) -> list[tuple[float, float, float]]:
+    """(eps, delta, weight) of each tested point of the claim; weights sum to 1 (as blackbox.sample_plan)."""
+    if not grid:
+        return [(eps_claim, delta, 1.0)]
+    share = LB_ALPHA_SHARE
+    return [(eps_claim, delta, share)] + [(e, float(claim.delta_at(e)), (1 - share) / len(grid)) for e in grid]
+
+
+def _choose(past_x, past_y, kind: str, n_next: int, eps: float, delta: float, alpha: float):
+    """The event (scorer, threshold) maximising the projected hockey-stick bound, from outputs so far."""
+    fitted = ev.selection_scores(past_x, past_y, kind, {})
+    objective = ev.Objective("difference", eps=eps)
+    best = None
+    for z_sel in ev.SELECTION_LADDER:
+        for sc, sx, sy in fitted:
+            t, v, _, _ = ev.best_threshold(sx, sy, n_next, alpha, objective, z_sel)
+            if best is None or v > best[2]:
+                best = (sc, t, v)
+        if best[2] > 0:
+            break
+    return best[0], best[1]
+
+
+def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0,
+                     progress=None, output_kind: str | None = None) -> SequentialAuditResult:
+    """Sequential black-box audit of ``target`` (module docstring; docs/sequential.md).
+
+    samples: the budget, outputs per input of each pair at most; alpha: the test's level (FAIL is a false
+    alarm with probability <= alpha under any stopping rule); seed: fixes every draw.
+    """
+    say = progress or (lambda msg: None)
+    claim = target.claim
+    eps_claim, delta, grid = claim_plan(claim)
+    points = _points(claim, eps_claim, delta, grid)
+    n_pairs = len(target.pairs)
+    slots = [(p, d, j) for p in range(n_pairs) for d in range(2) for j in range(len(points))]
+    weights = np.array([points[j][2] / (2 * n_pairs) for (_, _, j) in slots])
+    lb_grid = _lb_grid(eps_claim)
+    lb_eps = np.r_[lb_grid, eps_claim]          # the claim itself is the last row (its e-process is the test)
+    sched = _schedule(samples)
+    seqs = np.random.SeedSequence(seed).spawn(len(sched) * 2 * n_pairs)
+
+    hist = [([], []) for _ in range(n_pairs)]       # outputs so far per pair: (list of D arrays, list of D')
+    log_w = np.zeros(len(slots))                     # log wealth of each slot at its tested point
+    # log wealth per slot of the main point, per eps' of the lower-bound grid: (main slots, G)
+    main = [s for s, (_, _, j) in enumerate(slots) if j == 0]
+    lb_logw = np.zeros((len(main), lb_eps.size))
+    lb_crossed = np.zeros(lb_eps.size, dtype=bool)
+    thr = math.log(1.0 / alpha)
+    kind = None
+    used = drawn = 0
+    stopped, batches, events, counts = "budget", [], {}, {}
+    last = (np.zeros(len(slots), dtype=int), np.zeros(len(slots), dtype=int), 0)
+    for b, size in enumerate(sched):
+        fresh = []
+        for p, (d, dp) in enumerate(target.pairs):
+            xs = target.sample(d, np.random.default_rng(seqs[(b * n_pairs + p) * 2]), size)
+            ys = target.sample(dp, np.random.default_rng(seqs[(b * n_pairs + p) * 2 + 1]), size)
+            xs, ys = ev.flat(np.asarray(xs)), ev.flat(np.asarray(ys))
+            if kind is None:
+                kind = output_kind or ev.output_kind(xs, target.output)
+            fresh.append((xs, ys))
+        drawn += size
+        if b == 0:
+            for p, (xs, ys) in enumerate(fresh):
+                hist[p][0].append(xs)
+                hist[p][1].append(ys)
+            used += size
+            batches.append({"batch": 0, "outputs": size, "role": "first choice of events", "e_value": 1.0})
+            continue
+        # 1. events for this batch, from all earlier outputs only (predictable)
+        hx = np.zeros((len(slots), size), dtype=bool)
+        hy = np.zeros((len(slots), size), dtype=bool)
+        prior = np.zeros((2, len(slots)))
+        for p in range(n_pairs):
+            px, py = _cat(hist[p][0]), _cat(hist[p][1])
+            xs, ys = fresh[p]
+            for d in range(2):
+                a, c = (px, py) if d == 0 else (py, px)
+                fa, fc = (xs, ys) if d == 0 else (ys, xs)
+                for j, (e, dl, _) in enumerate(points):
+                    s = slots.index((p, d, j))
+                    sc, t = _choose(a, c, kind, size, e, dl, alpha)
+                    hx[s], hy[s] = sc.score(fa) >= t, sc.score(fc) >= t
+                    pp, qq = float(np.mean(sc.score(a) >= t)), float(np.mean(sc.score(c) >= t))
+                    prior[:, s] = moments(pp, qq, e, dl)
+                    events[s] = (sc, t)
+                    counts[s] = (pp, qq)
+        # 2. the e-processes of the batch
+        eps_s = np.array([points[j][0] for (_, _, j) in slots])
+        del_s = np.array([points[j][1] for (_, _, j) in slots])
+        z = hx.astype(float) - np.exp(eps_s)[:, None] * hy - del_s[:, None]
+        lw = log_w[:, None] + log_wealth(z, lambda_cap(eps_s, del_s)[:, None], prior[0], prior[1])
+        mix = _logsumexp(lw + np.log(weights)[:, None], axis=0)                 # (size,)
+        # lower-bound family on the main slots: (main, G, size)
+        zg = increments(hx[main][:, None, :], hy[main][:, None, :], lb_eps[None, :], np.full((1, lb_eps.size), delta))
+        pm, p2 = moments(np.array([counts[s][0] for s in main])[:, None], np.array([counts[s][1] for s in main])[:, None],
+                         lb_eps[None, :], delta)
+        lwg = lb_logw[:, :, None] + log_wealth(zg, lambda_cap(lb_eps, delta)[None, :, None], pm, p2)
+        wmain = np.log(weights[main] / weights[main].sum())
+        mixg = _logsumexp(lwg + wmain[:, None, None], axis=0)                  # (G, size)
+        hit = np.flatnonzero(mix >= thr)
+        stop = int(hit[0]) + 1 if hit.size else size
+        lb_crossed |= (mixg[:, :stop] >= thr).any(axis=1)
+        log_w = lw[:, stop - 1]
+        last = (hx[:, :stop].sum(axis=1), hy[:, :stop].sum(axis=1), stop)
+        lb_logw = lwg[:, :, stop - 1]
+        used += stop
+        for p in range(n_pairs):
+            hist[p][0].append(fresh[p][0][:stop])
+            hist[p][1].append(fresh[p][1][:stop])
+        e_now = float(np.exp(min(mix[stop - 1], 700.0)))
+        batches.append({"batch": b, "outputs": stop, "role": "test", "e_value": e_now})
+        say(f"{target.name}: sequential batch {b}: {used} outputs per side, e-value {e_now:.3g} "
+            f"(FAIL at {1 / alpha:.3g})")
+        if hit.size:
+            stopped = "violation"
+            break
+
+    # the lower bound: largest grid point whose every smaller grid point also crossed (docs/sequential.md)
+    order = np.argsort(lb_eps)
+    eps_lb = 0.0
+    for i in order:
+        if not lb_crossed[i]:
+            break
+        eps_lb = float(lb_eps[i])
+    e_value = float(np.exp(min(_logsumexp(log_w + np.log(weights)), 700.0)))
+    tested = used - sched[0]
+    power = sequential_power(max(tested, 1), alpha, eps_claim, delta) if tested > 0 else math.inf
+    rows, prof = [], []
+    for s, (p, d, j) in enumerate(slots):
+        sc, t = events.get(s, (None, math.inf))
+        text = sc.describe(t)["text"] if sc is not None else "(none chosen)"
+        row = {"pair": p, "direction": DIRECTIONS[d], "epsilon": points[j][0], "delta": points[j][1],
+               "event": text, "log_e_value": float(log_w[s]), "weight": float(weights[s]),
+               # counts of the event in the last batch's tested outputs (n of them); sequential mode certifies
+               # with e-values, not Clopper-Pearson bounds, so p_lo / q_hi are not computed
+               "count_d": int(last[0][s]), "count_dprime": int(last[1][s]), "n": int(last[2]),
+               "p_lo": None, "q_hi": None}
+        (rows if j == 0 else prof).append(row)
+    w = max(rows, key=lambda r: r["log_e_value"])
+    sc, t = events.get(slots.index((w["pair"], DIRECTIONS.index(w["direction"]), 0)), (None, math.inf))
+    event = dict(sc.describe(t)) if sc is not None else {"text": "(none chosen)"}
+    tight = eps_lb / eps_claim if eps_claim > 0 else (math.inf if eps_lb > 0 else 1.0)
+    conf = f"{1 - alpha:.0%}"
+    dtxt = f" at delta={delta:g}" if delta else ""
+    if stopped == "violation":
+        verdict = FAIL
+        reason = (f"sequential test rejected the claim (e-value {e_value:.3g} >= 1/alpha = {1 / alpha:.3g}) after "
+                  f"{used} of {samples} samples per side; eps > {eps_lb:.4g}{dtxt} with {conf} confidence "
+                  f"(claimed {eps_claim:.4g}; event {event['text']}, pair {w['pair']} {w['direction']})")
+    elif power > (INCONCLUSIVE_FACTOR * eps_claim if eps_claim > 0 else 0.1):
+        verdict = INCONCLUSIVE
+        reason = (f"no violation found in {used} samples per side (e-value {e_value:.3g}), but that budget could "
+                  f"only detect a true eps of about {power:.4g} vs the claimed {eps_claim:.4g}; use more samples")
+    else:
+        verdict = PASS
+        reason = (f"no violation in {used} samples per side (sequential, e-value {e_value:.3g} < {1 / alpha:.3g}); "
+                  f"eps_lb = {eps_lb:.4g}{dtxt} <= claimed {eps_claim:.4g} at {conf}; would detect eps >= {power:.4g}")
+    return SequentialAuditResult(
+        verdict=verdict, reason=reason, epsilon_lower_bound=eps_lb, confidence=1 - alpha, samples=samples,
+        selection_samples=sched[0], certification_samples=tested, event=event, pair=w["pair"],
+        direction=w["direction"], tightness=tight, power=power,
+        power_ratio=power / eps_claim if eps_claim > 0 else math.inf, event_power=power, claim=claim,
+        epsilon_claimed=eps_claim, delta=delta, pairs_table=tuple(rows), profile=tuple(prof), alpha=alpha,
+        alpha_per_bound=alpha, alpha_per_profile_bound=alpha if grid else 0.0, n_bounds=len(slots), seed=seed,
+        output_kind=kind or "continuous", target=target.name, plots=(), cache=None,
+        samples_used=used, samples_drawn=drawn, stopped=stopped, e_value=e_value, batches=tuple(batches))
+
+
+def _lb_grid(eps_claim: float) -> np.ndarray:
+    base = eps_claim if eps_claim > 0 else 0.1
+    g = base * LB_GRID_RATIOS
+    return np.unique(g[g <= LB_GRID_MAX])
+
+
+def _cat(parts):
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _logsumexp(a: np.ndarray, axis=None):
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return np.squeeze(out, axis=axis) if axis is not None else float(out.reshape(()))
+
+
+def check_options(cache_dir=None, workers: int = 1, backend: str = "local", scheduler=None) -> None:
+    """Options the sequential mode cannot honour are errors, never silently ignored (it draws in-process,
+    batch by batch: no chunk cache, no parallel workers)."""
+    if cache_dir is not None:
+        raise InputError("--cache is not available with --sequential (batches are drawn in-process)")
+    if workers != 1 or backend != "local" or scheduler is not None:
+        raise InputError("--workers / --backend / --scheduler are not available with --sequential "
+                         "(batches are drawn in-process, one after another)")
+
+
+__all__ = ["SequentialAuditResult", "audit_sequential", "bets", "log_wealth", "increments", "moments",
+           "lambda_cap", "growth_rate", "sequential_power", "check_options", "MechanismError"]
