@@ -69,14 +69,21 @@ def bets(z: np.ndarray, cap: float, prior_mean=0.0, prior_m2=1.0, prior_n: float
     """
     z = np.asarray(z, dtype=float)
     n = z.shape[-1]
-    s1 = np.cumsum(z, axis=-1) - z                       # sum of z before step i
-    s2 = np.cumsum(z * z, axis=-1) - z * z
+    s1 = _before(z)                                      # sum of z over steps < i (exactly: no z_i in it)
+    s2 = _before(z * z)
     cnt = np.arange(n, dtype=float) + prior_n
     pm = np.asarray(prior_mean, dtype=float)[..., None] * prior_n
     p2 = np.asarray(prior_m2, dtype=float)[..., None] * prior_n
     mean = (s1 + pm) / cnt
     m2 = np.maximum((s2 + p2) / cnt, 1e-12)
     return np.clip(mean / m2, 0.0, cap)
+
+
+def _before(a: np.ndarray) -> np.ndarray:
+    """Exclusive running sum along the last axis: out[..., i] = sum(a[..., :i])."""
+    out = np.zeros_like(a)
+    np.cumsum(a[..., :-1], axis=-1, out=out[..., 1:])
+    return out
 
 
 def log_wealth(z: np.ndarray, cap: float, prior_mean=0.0, prior_m2=1.0, prior_n: float = PRIOR_N) -> np.ndarray:
@@ -108,14 +115,16 @@ def lambda_cap(eps, delta) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ power of a budget
-def growth_rate(p: float, q: float, eps: float, delta: float) -> float:
-    """max over lambda in [0, cap] of E log(1 + lambda Z): the oracle bettor's wealth growth per step."""
+def growth_rate(p, q, eps: float, delta: float):
+    """max over lambda in [0, cap] of E log(1 + lambda Z): the oracle bettor's wealth growth per step
+    (vectorised over p, q; lambda on a grid of 257 points)."""
+    p, q = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(q, dtype=float))
     c = math.exp(eps)
     vals = np.array([1 - c - delta, 1 - delta, -c - delta, -delta])
-    probs = np.array([p * q, p * (1 - q), (1 - p) * q, (1 - p) * (1 - q)])
+    probs = np.stack([p * q, p * (1 - q), (1 - p) * q, (1 - p) * (1 - q)], axis=-1)       # (..., 4)
     lam = np.linspace(0.0, float(lambda_cap(eps, delta)), 257)
-    g = np.log1p(lam[:, None] * vals[None, :]) @ probs
-    return float(max(g.max(), 0.0))
+    g = probs @ np.log1p(lam[:, None] * vals[None, :]).T                                   # (..., 257)
+    return np.maximum(g.max(axis=-1), 0.0)
 
 
 def sequential_power(n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
@@ -128,24 +137,21 @@ def sequential_power(n: int, alpha: float, eps_claim: float, delta: float = 0.0)
     n g - ln(n) / 2 - 1 >= ln(1 / alpha). inf if no eps' with p <= 1 is.
     """
     need = math.log(1.0 / alpha) + 0.5 * math.log(max(n, 1)) + 1.0
-    best = math.inf
-    for q in np.geomspace(1.0 / n, 0.5, 24):
-        lo, hi = eps_claim, None
-        # largest admissible eps' for this q: p = e^eps' q + delta <= 1
-        top = math.log((1 - delta) / q) if 1 - delta > q else eps_claim
-        if top <= eps_claim or n * growth_rate(1.0 - 1e-12, q, eps_claim, delta) < need:
-            continue
-        if n * growth_rate(min(1.0, math.exp(top) * q + delta), q, eps_claim, delta) < need:
-            continue
-        hi = top
-        for _ in range(40):
-            mid = 0.5 * (lo + hi)
-            if n * growth_rate(min(1.0, math.exp(mid) * q + delta), q, eps_claim, delta) >= need:
-                hi = mid
-            else:
-                lo = mid
-        best = min(best, hi)
-    return float(best)
+    q = np.geomspace(1.0 / n, 0.5, 24)
+    top = np.where(1 - delta > q, np.log(np.maximum(1 - delta, 1e-300) / q), eps_claim)   # p <= 1
+
+    def ok(e):
+        return n * growth_rate(np.minimum(1.0, np.exp(e) * q + delta), q, eps_claim, delta) >= need
+
+    feasible = (top > eps_claim) & ok(top)
+    if not feasible.any():
+        return math.inf
+    lo, hi = np.full(q.shape, float(eps_claim)), top.copy()
+    for _ in range(40):                     # bisection, all q at once (detection is monotone in eps')
+        mid = 0.5 * (lo + hi)
+        good = ok(mid)
+        hi, lo = np.where(good, mid, hi), np.where(good, lo, mid)
+    return float(np.min(hi[feasible]))
 
 
 # ------------------------------------------------------------------ the result record
