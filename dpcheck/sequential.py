@@ -221,8 +221,8 @@ def _choose(past_x, past_y, kind: str, n_next: int, eps: float, delta: float, al
             t, v, _, _ = ev.best_threshold(sx, sy, n_next, alpha, objective, z_sel)
             if best is None or v > best[2]:
                 best = (sc, t, v)
-        if best[2] > 0:
-            break
+        if best[2] > 0 or best[2] == -math.inf:
+            break       # -inf: no event is informative even at the plug-in estimate; less pessimism cannot help
     return best[0], best[1]
 
 
