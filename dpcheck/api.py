@@ -378,12 +378,12 @@ class Unwritable(InputError):
 def run(target, *, epsilon=None, delta=None, privatizer=None, samples=None, seed=None, alpha=None,
         workers=None, backend=None, scheduler=None, timeout=None, quick=False, strict=False, cache=None,
         options: Mapping[str, Any] | None = None, memory_limit=None, force_workers=False, out=None,
-        json_path=None, progress: Callable[[str], None] | None = None) -> Report:
+        json_path=None, progress: Callable[[str], None] | None = None, sequential=False) -> Report:
     """Run one audit and return its :class:`Report` (the command line's ``dpcheck audit``).
 
     ``target``: a registered audit (``"dp_nash_vi"``), ``"path/to/file.py:NAME"`` or an AuditTarget.
     The keyword arguments are the command line's options (``options`` holds the ``--set`` keys,
-    ``cache`` is ``--cache DIR``); an option the audit does not use is an InputError, as on the command
+    ``cache`` is ``--cache DIR``, ``sequential=True`` is ``--sequential``); an option the audit does not use is an InputError, as on the command
     line. ``out``: also write the reports into this folder while the run goes (else nothing is written;
     :meth:`Report.write` writes later). ``progress``: called with each progress line.
 
@@ -392,7 +392,8 @@ def run(target, *, epsilon=None, delta=None, privatizer=None, samples=None, seed
     """
     values = dict(epsilon=epsilon, delta=delta, privatizer=privatizer_spec(privatizer), samples=samples,
                   seed=seed, alpha=alpha, workers=workers, backend=backend, scheduler=scheduler,
-                  timeout=timeout, quick=bool(quick), cache_dir=None if cache is None else str(cache))
+                  timeout=timeout, quick=bool(quick), cache_dir=None if cache is None else str(cache),
+                  sequential=bool(sequential))
     r = Run(target, values, strict=strict, extra=_set_text(options), force_workers=force_workers,
             memory_limit=memory_limit, out=out, json_path=json_path, progress=progress)
     with r.lock():

@@ -109,3 +109,13 @@ def test_cli_sequential_reports_samples_used(tmp_path):
              cwd=ROOT)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and "--sequential" in p.stderr
+
+
+def test_api_run_sequential_and_registered_audits_refuse_it():
+    import dpcheck
+    bad = target(M.laplace_count(1.0, scale_factor=0.5))
+    r = dpcheck.run(bad, samples=20_000, sequential=True)
+    m = r.check("privacy.blackbox")["measured"]
+    assert r.verdict == "fail" and m["stopped"] == "violation" and m["samples_used"] < 20_000
+    with pytest.raises(InputError, match="--sequential is not used"):
+        dpcheck.run("laplace_example", quick=True, sequential=True)
