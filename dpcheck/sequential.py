@@ -233,6 +233,8 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
     samples: the budget, outputs per input of each pair at most; alpha: the test's level (FAIL is a false
     alarm with probability <= alpha under any stopping rule); seed: fixes every draw.
     """
+    from dpcheck.limits import check_sampling_memory
+    check_sampling_memory(target, samples)      # every output drawn is kept for re-choosing events
     say = progress or (lambda msg: None)
     claim = target.claim
     eps_claim, delta, grid = claim_plan(claim)
@@ -291,34 +293,32 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
                     prior[:, s] = moments(pp, qq, e, dl)
                     events[s] = (sc, t)
                     counts[s] = (pp, qq)
-        # 2. the e-processes of the batch
+        # 2. the e-processes of the batch, in chunks of steps (memory stays bounded at any budget)
         eps_s = np.array([points[j][0] for (_, _, j) in slots])
         del_s = np.array([points[j][1] for (_, _, j) in slots])
-        z = hx.astype(float) - np.exp(eps_s)[:, None] * hy - del_s[:, None]
-        lw = log_w[:, None] + log_wealth(z, lambda_cap(eps_s, del_s)[:, None], prior[0], prior[1])
-        mix = _logsumexp(lw + np.log(weights)[:, None], axis=0)                 # (size,)
-        # lower-bound family on the main slots: (main, G, size)
-        zg = increments(hx[main][:, None, :], hy[main][:, None, :], lb_eps[None, :], np.full((1, lb_eps.size), delta))
+        log_w, _, hit, mix_end = _advance(
+            lambda lo, hi: hx[:, lo:hi] - np.exp(eps_s)[:, None] * hy[:, lo:hi] - del_s[:, None], size,
+            lambda_cap(eps_s, del_s), prior[0], prior[1], log_w, np.log(weights), thr, stop_at_crossing=True)
+        stop = hit + 1 if hit is not None else size
+        # lower-bound family on the main slots, (main, G) e-processes over the same steps
         pm, p2 = moments(np.array([counts[s][0] for s in main])[:, None], np.array([counts[s][1] for s in main])[:, None],
                          lb_eps[None, :], delta)
-        lwg = lb_logw[:, :, None] + log_wealth(zg, lambda_cap(lb_eps, delta)[None, :, None], pm, p2)
-        wmain = np.log(weights[main] / weights[main].sum())
-        mixg = _logsumexp(lwg + wmain[:, None, None], axis=0)                  # (G, size)
-        hit = np.flatnonzero(mix >= thr)
-        stop = int(hit[0]) + 1 if hit.size else size
-        lb_crossed |= (mixg[:, :stop] >= thr).any(axis=1)
-        log_w = lw[:, stop - 1]
+        wmain = np.log(weights[main] / weights[main].sum())[:, None]
+        lb_logw, crossed, _, _ = _advance(
+            lambda lo, hi: increments(hx[main][:, None, lo:hi], hy[main][:, None, lo:hi], lb_eps[None, :],
+                                      np.full((1, lb_eps.size), delta)), stop,
+            lambda_cap(lb_eps, delta), pm, p2, lb_logw, wmain, thr)
+        lb_crossed |= crossed
         last = (hx[:, :stop].sum(axis=1), hy[:, :stop].sum(axis=1), stop)
-        lb_logw = lwg[:, :, stop - 1]
         used += stop
         for p in range(n_pairs):
             hist[p][0].append(fresh[p][0][:stop])
             hist[p][1].append(fresh[p][1][:stop])
-        e_now = float(np.exp(min(mix[stop - 1], 700.0)))
+        e_now = float(np.exp(min(mix_end, 700.0)))
         batches.append({"batch": b, "outputs": stop, "role": "test", "e_value": e_now})
         say(f"{target.name}: sequential batch {b}: {used} outputs per side, e-value {e_now:.3g} "
             f"(FAIL at {1 / alpha:.3g})")
-        if hit.size:
+        if hit is not None:
             stopped = "violation"
             break
 
@@ -371,6 +371,47 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
         alpha_per_bound=alpha, alpha_per_profile_bound=alpha if grid else 0.0, n_bounds=len(slots), seed=seed,
         output_kind=kind or "continuous", target=target.name, plots=(), cache=None,
         samples_used=used, samples_drawn=drawn, stopped=stopped, e_value=e_value, batches=tuple(batches))
+
+
+STEP_CHUNK_ELEMENTS = 2_000_000   # e-process values computed at once (processes x steps)
+
+
+def _advance(z_of, n: int, cap, prior_mean, prior_m2, log_w0, log_weights, thr: float,
+             stop_at_crossing: bool = False):
+    """Run e-processes (leading shape L) over the n steps of one batch, in chunks of steps.
+
+    z_of(lo, hi): increments of steps lo..hi-1, shape L + (hi - lo,). cap, prior_mean, prior_m2: shape
+    (broadcastable to) L; log_w0: log wealth before the batch, L; log_weights: mixture weights over
+    axis 0 (broadcastable to L). The running sums of a chunk's bets continue the earlier chunks' exactly
+    (they enter as a prior worth PRIOR_N + steps so far), so chunking never changes a bet.
+    Returns (log wealth at the end, L; whether each mixture (L[1:]) crossed thr; the first crossing step
+    of a scalar mixture or None; the log mixture at the end). With ``stop_at_crossing`` the run ends at
+    the first crossing and the wealth returned is the wealth there.
+    """
+    lw = np.array(log_w0, dtype=float)
+    size = max(1, int(np.prod(lw.shape)))
+    chunk = max(256, STEP_CHUNK_ELEMENTS // size)
+    s1, s2 = np.zeros(lw.shape), np.zeros(lw.shape)
+    crossed = np.zeros(lw.shape[1:], dtype=bool)
+    first, mix_end = None, _logsumexp(lw + log_weights, axis=0)
+    cap = np.asarray(cap, dtype=float)[..., None]
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        z = np.asarray(z_of(lo, hi), dtype=float)
+        n0 = PRIOR_N + lo
+        path = lw[..., None] + log_wealth(z, cap, (prior_mean * PRIOR_N + s1) / n0, (prior_m2 * PRIOR_N + s2) / n0, n0)
+        mix = _logsumexp(path + np.asarray(log_weights)[..., None], axis=0)       # L[1:] + (hi - lo,)
+        over = mix >= thr
+        if stop_at_crossing and over.any():
+            j = int(np.argmax(over.reshape(-1, over.shape[-1]).any(axis=0)))
+            crossed |= over[..., :j + 1].any(axis=-1)
+            return path[..., j], crossed, lo + j, float(np.max(mix[..., j]))
+        crossed |= over.any(axis=-1)
+        s1 += z.sum(axis=-1)
+        s2 += (z * z).sum(axis=-1)
+        lw = path[..., -1]
+        mix_end = mix[..., -1]
+    return lw, crossed, first, (float(mix_end) if np.ndim(mix_end) == 0 else mix_end)
 
 
 def _lb_grid(eps_claim: float) -> np.ndarray:

@@ -101,3 +101,24 @@ def test_power_improves_with_samples_and_is_inf_for_tiny_budgets():
     ps = [sequential_power(n, ALPHA, 1.0) for n in (300, 3000, 30000)]
     assert ps[0] > ps[1] > ps[2] > 1.0
     assert sequential_power(2, ALPHA, 1.0) == math.inf
+
+
+def test_chunked_batches_give_the_same_e_process(monkeypatch):
+    # the memory-bounded chunking of a batch must not change a single bet: same stop, same lower bound
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from examples import mechanisms as M
+    from dpcheck import AuditTarget, Claim
+    from dpcheck import sequential as seq
+    # a correct Laplace (runs to the budget) and a 1.18x excess that crosses at step 1512 of a 1600-step batch
+    for scale, n, seed in ((1.0, 6000, 4), (0.85, 20_000, 1)):
+        t = AuditTarget("c", M.laplace_count(1.0, scale_factor=scale), [(0, 1)], Claim(epsilon=1.0))
+        monkeypatch.setattr(seq, "STEP_CHUNK_ELEMENTS", 2_000_000)
+        whole = seq.audit_sequential(t, samples=n, seed=seed)
+        monkeypatch.setattr(seq, "STEP_CHUNK_ELEMENTS", 1)      # chunks of 256 steps
+        chunked = seq.audit_sequential(t, samples=n, seed=seed)
+        assert (whole.samples_used, whole.verdict, whole.epsilon_lower_bound) == \
+            (chunked.samples_used, chunked.verdict, chunked.epsilon_lower_bound)
+        assert math.isclose(whole.e_value, chunked.e_value, rel_tol=1e-9)
+    assert chunked.verdict == "fail" and chunked.samples_used == 3112
