@@ -6,10 +6,10 @@ samples to detect the broken examples of examples/mechanisms.py.
 
 1. False alarms: ``--runs`` whole sequential audits (seeds 0..runs-1, events re-chosen before every
    batch, stop at the first crossing of 1/alpha) of every *correct* example mechanism at ``--budget``
-   outputs per side (the slow ones -- vector outputs, zCDP -- at most ``--slow-runs``: the time there is); the FAIL rate with its one-sided Clopper-Pearson 95 % upper bound (must be
-   consistent with <= alpha). Also the null-boundary simulation of the bare e-process (Bernoulli
-   streams with p = e^eps q exactly, ``--sim-runs`` runs of ``--sim-steps`` steps), the worst case
-   for a fixed event.
+   outputs per side (the slow ones -- vector outputs, zCDP -- at most ``--slow-runs``: the time there is);
+   the FAIL rate with its one-sided Clopper-Pearson 95 % upper bound (must be consistent with <= alpha).
+   Also the null-boundary simulation of the bare e-process (Bernoulli streams with p = e^eps q exactly,
+   ``--sim-runs`` runs of ``--sim-steps`` steps), the worst case for a fixed event.
 2. Detection: ``--detect-runs`` sequential audits of every *broken* example at ``--detect-budget``;
    the median / 90th percentile / max samples per side used (first batch included) and the detection rate.
 3. Tightness against the batch auditor at the same budget (the reason sequential is not the default).
@@ -170,7 +170,8 @@ def markdown(res) -> str:
                      f"{r['median_lower_bound']:.3g} ({r['true_eps']:g}) |")
     if res.get("tightness"):
         lines += ["", f"## eps lower bound on a PASS, batch vs sequential (Laplace eps = 1, budget "
-                  f"{res['tightness'][0]['budget']})", "", "| seed | batch eps_lb | sequential eps_lb |", "|---|---|---|"]
+                  f"{res['tightness'][0]['budget']})", "", "| seed | batch eps_lb | sequential eps_lb |",
+                  "|---|---|---|"]
         for r in res["tightness"]:
             lines.append(f"| {r['seed']} | {r['batch_eps_lb']:.4f} | {r['sequential_eps_lb']:.4f} |")
     return "\n".join(lines) + "\n"

@@ -44,10 +44,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpcheck import events as ev
-from dpcheck.blackbox import (APPROX_PROFILE_FRACTIONS, DIRECTIONS, INCONCLUSIVE_FACTOR, LB_ALPHA_SHARE,
-                              AuditResult, claim_plan)
+from dpcheck.blackbox import DIRECTIONS, INCONCLUSIVE_FACTOR, LB_ALPHA_SHARE, AuditResult, claim_plan
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS
-from dpcheck.errors import InputError, MechanismError
+from dpcheck.errors import InputError
 from dpcheck.target import AuditTarget
 
 FIRST_BATCH = 100      # outputs per side that only choose the first events
@@ -56,7 +55,6 @@ LAMBDA_CAP = 0.5       # bets at most half the largest safe stake: a factor 1 + 
 PRIOR_N = 10.0         # pseudo-observations of the selection estimate in the first bets of a batch
 LB_GRID_RATIOS = np.r_[np.linspace(0.05, 1.0, 20), np.geomspace(1.0, 200.0, 61)[1:]]
 LB_GRID_MAX = 40.0     # grid points above this eps are dropped (e^40 q is never below 1 for q >= 1e-17)
-_ = APPROX_PROFILE_FRACTIONS   # the profile points tested are those of the batch auditor (claim_plan)
 
 
 # ------------------------------------------------------------------ the e-process (vectorised)
@@ -301,8 +299,8 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
             lambda_cap(eps_s, del_s), prior[0], prior[1], log_w, np.log(weights), thr, stop_at_crossing=True)
         stop = hit + 1 if hit is not None else size
         # lower-bound family on the main slots, (main, G) e-processes over the same steps
-        pm, p2 = moments(np.array([counts[s][0] for s in main])[:, None], np.array([counts[s][1] for s in main])[:, None],
-                         lb_eps[None, :], delta)
+        pm, p2 = moments(np.array([counts[s][0] for s in main])[:, None],
+                         np.array([counts[s][1] for s in main])[:, None], lb_eps[None, :], delta)
         wmain = np.log(weights[main] / weights[main].sum())[:, None]
         lb_logw, crossed, _, _ = _advance(
             lambda lo, hi: increments(hx[main][:, None, lo:hi], hy[main][:, None, lo:hi], lb_eps[None, :],
@@ -393,7 +391,7 @@ def _advance(z_of, n: int, cap, prior_mean, prior_m2, log_w0, log_weights, thr: 
     chunk = max(256, STEP_CHUNK_ELEMENTS // size)
     s1, s2 = np.zeros(lw.shape), np.zeros(lw.shape)
     crossed = np.zeros(lw.shape[1:], dtype=bool)
-    first, mix_end = None, _logsumexp(lw + log_weights, axis=0)
+    mix_end = _logsumexp(lw + log_weights, axis=0)
     cap = np.asarray(cap, dtype=float)[..., None]
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
@@ -411,7 +409,7 @@ def _advance(z_of, n: int, cap, prior_mean, prior_m2, log_w0, log_weights, thr: 
         s2 += (z * z).sum(axis=-1)
         lw = path[..., -1]
         mix_end = mix[..., -1]
-    return lw, crossed, first, (float(mix_end) if np.ndim(mix_end) == 0 else mix_end)
+    return lw, crossed, None, (float(mix_end) if np.ndim(mix_end) == 0 else mix_end)
 
 
 def _lb_grid(eps_claim: float) -> np.ndarray:
@@ -442,4 +440,4 @@ def check_options(cache_dir=None, workers: int = 1, backend: str = "local", sche
 
 
 __all__ = ["SequentialAuditResult", "audit_sequential", "bets", "log_wealth", "increments", "moments",
-           "lambda_cap", "growth_rate", "sequential_power", "check_options", "MechanismError"]
+           "lambda_cap", "growth_rate", "sequential_power", "check_options"]
