@@ -1,8 +1,8 @@
 """Sequential black box (dpcheck.sequential, docs/sequential.md): false alarms under optional stopping and
 samples to detect the broken examples of examples/mechanisms.py.
 
-    python benchmarks/bench_sequential.py --runs 1000 --slow-runs 200 --budget 2000 --detect-runs 100 \
-        --detect-budget 100000
+    python benchmarks/bench_sequential.py --runs 1000 --slow-runs 100 --budget 2000 --detect-runs 40 \
+        --detect-budget 100000 --sim-runs 10000 --sim-steps 2000
 
 1. False alarms: ``--runs`` whole sequential audits (seeds 0..runs-1, events re-chosen before every
    batch, stop at the first crossing of 1/alpha) of every *correct* example mechanism at ``--budget``
@@ -71,8 +71,8 @@ def upper95(k, n):
     return float(stats.cp_upper(k, n, 0.05))
 
 
-def false_alarms(runs, budget, alpha, say, slow_runs=None):
-    out = []
+def false_alarms(runs, budget, alpha, say, slow_runs=None, out=None, save=lambda: None):
+    out = [] if out is None else out
     for name, t, slow in correct():
         runs_here = min(runs, slow_runs) if slow and slow_runs is not None else runs
         t0 = time.perf_counter()
@@ -89,6 +89,7 @@ def false_alarms(runs, budget, alpha, say, slow_runs=None):
         say(f"false alarms {name}: {fails}/{runs_here} (CP95 upper {row['cp_upper_95']:.4f}), "
             f"max eps_lb {row['lower_bound_max']:.3g} vs claimed {row['claimed']:.3g}, {row['seconds']} s")
         out.append(row)
+        save()
     return out
 
 
@@ -149,7 +150,9 @@ def markdown(res) -> str:
     a = res["args"]
     lines = ["# Sequential black box: false alarms and samples to detect", "",
              f"Command: `{res['command']}`", "",
-             f"alpha = {a['alpha']}. Code: dpcheck/sequential.py; method and validity: docs/sequential.md.", "",
+             f"alpha = {a['alpha']}. Code: dpcheck/sequential.py; method and validity: docs/sequential.md."
+             + ("" if res.get("complete") else " **Partial: the run was stopped before every section finished.**"),
+             "",
              f"## False alarms of whole sequential audits (correct mechanisms, budget {a['budget']} per side, "
              "stop at the first crossing)", "",
              "| mechanism | runs | FAILs | rate | CP 95 % upper | max eps_lb / claimed |", "|---|---|---|---|---|---|"]
@@ -195,14 +198,25 @@ def main(argv=None):
     say = lambda m: print(m, flush=True)  # noqa: E731
     res = {"command": "python benchmarks/bench_sequential.py " + " ".join(argv if argv is not None else sys.argv[1:]),
            "args": vars(a)}
+    res.update(simulated=[], detection=[], tightness=[], false_alarms=[], complete=False)
+
+    def save():
+        # after every section and every mechanism: a long run stopped early keeps what it finished
+        Path(a.out + ".json").write_text(json.dumps(res, indent=1, default=float) + "\n")
+        Path(a.out + ".md").write_text(markdown(res))
+
     res["simulated"] = simulated(a.sim_runs, a.sim_steps, a.alpha)
     for r in res["simulated"]:
         say(f"bare e-process eps={r['eps']} q={r['q']:.3g}: {r['crossed']}/{r['runs']} crossed")
+    save()
     res["detection"] = detection(a.detect_runs, a.detect_budget, a.alpha, say)
+    save()
     res["tightness"] = tightness(a.tightness_budget, a.tightness_seeds, a.alpha, say) if a.tightness_seeds else []
-    res["false_alarms"] = [] if a.skip_false_alarms else false_alarms(a.runs, a.budget, a.alpha, say, a.slow_runs)
-    Path(a.out + ".json").write_text(json.dumps(res, indent=1, default=float) + "\n")
-    Path(a.out + ".md").write_text(markdown(res))
+    save()
+    if not a.skip_false_alarms:
+        false_alarms(a.runs, a.budget, a.alpha, say, a.slow_runs, res["false_alarms"], save)
+    res["complete"] = True
+    save()
     say(f"wrote {a.out}.json and {a.out}.md")
 
 
