@@ -51,6 +51,7 @@ from dpcheck.errors import InputError, MechanismError
 from dpcheck.target import AuditTarget
 
 CHUNK = 1 << 16                 # outputs per chunk; fixed so results never depend on workers
+CERT_BLOCK = 8                  # certification chunks per task (one worker call, one cache file)
 ZCDP_DELTA = 1e-5               # the delta at which a zCDP claim's epsilon is reported
 ZCDP_PROFILE_DELTAS = (1e-1, 1e-2, 1e-3)
 APPROX_PROFILE_FRACTIONS = (0.0, 0.5)
@@ -204,41 +205,54 @@ def uninformative_pass(check: Check) -> Check:
 #     pair's two inputs, kept (at most SELECTION_CAP per side) while the events are chosen;
 #   certification pass (all pairs, in the workers): every chunk holding certification outputs is
 #     drawn again from its seed, reduced to the counts of the chosen events (plus the little a plot
-#     needs) and dropped. The counts are sums over chunks, so they equal counts over the whole sample.
+#     needs) and dropped, CERT_BLOCK chunks of one input per task. The counts are sums over chunks, so
+#     they equal counts over the whole sample, whatever the blocks.
 def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list):
     """Chunk i: outputs of input i // len(sizes), chunk i % len(sizes) (top level: picklable)."""
     j, c = divmod(i, len(sizes))
     return target.sample(inputs[j], np.random.default_rng(seed_seq), sizes[c])
 
 
-def _count_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list, n_sel: int, shape: tuple,
+def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list, n_sel: int, shape: tuple,
                  events: tuple):
-    """Chunk i reduced to what certification needs (top level: picklable; runs in the workers).
+    """Certification chunks i, i + 1, ... (at most CERT_BLOCK, all of one input) reduced to what
+    certification needs (top level: picklable; runs in the workers). Chunk i + k is drawn from child
+    seed i + k of the audit's seed, as if drawn alone, one chunk in memory at a time.
 
     events[p]: the (scorer, threshold) events chosen for pair p, its eps-bound event first. Returns
-    {"counts": #{score >= t} per event on this chunk's certification outputs, "plot": the eps-bound
+    {"counts": #{score >= t} per event on the block's certification outputs, "plot": the eps-bound
     event's scores of the certification outputs among the first PLOT_SAMPLES, "cells": for a cell
     event, its cell counts (else empty)}."""
-    j, c = divmod(i, len(sizes))
-    x = _draw_chunk(i, seed_seq, target, inputs, sizes)
-    if x.shape[1:] != shape:
-        raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
-                             f"for different inputs or chunks: {sorted(map(str, {x.shape[1:], shape}))}")
-    lo = max(n_sel - c * CHUNK, 0)            # the chunk's selection outputs are not certified
-    x = ev.flat(x)[lo:]
-    pos = c * CHUNK + lo - n_sel              # where the chunk starts in the certification sample
-    scores, counts = {}, []
-    for scorer, t in events[j // 2]:
-        if id(scorer) not in scores:
-            scores[id(scorer)] = scorer.score(x)
-        counts.append(int(np.count_nonzero(scores[id(scorer)] >= t)))
-    first = events[j // 2][0][0]
-    plot = scores[id(first)][:max(PLOT_SAMPLES - pos, 0)].astype(float)
-    cells = np.zeros(0, dtype=np.int64)
-    if isinstance(first, ev.CellScorer):
-        ix = first.cell_index(x)
-        cells = np.bincount(ix[ix >= 0], minlength=first.cells.size).astype(np.int64)
-    return {"counts": np.asarray(counts, dtype=np.int64), "plot": plot, "cells": cells}
+    j, c0 = divmod(i, len(sizes))
+    pair = events[j // 2]
+    first = pair[0][0]
+    counts = np.zeros(len(pair), dtype=np.int64)
+    plots = []
+    cells = np.zeros(first.cells.size if isinstance(first, ev.CellScorer) else 0, dtype=np.int64)
+    parent = seed_seq.spawn_key[:-1]
+    for c in range(c0, min(c0 + CERT_BLOCK, len(sizes))):
+        ss = np.random.SeedSequence(seed_seq.entropy, spawn_key=parent + (j * len(sizes) + c,),
+                                    pool_size=seed_seq.pool_size)
+        x = _draw_chunk(j * len(sizes) + c, ss, target, inputs, sizes)
+        if x.shape[1:] != shape:
+            raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
+                                 f"for different inputs or chunks: {sorted(map(str, {x.shape[1:], shape}))}")
+        lo = max(n_sel - c * CHUNK, 0)        # the chunk's selection outputs are not certified
+        x = ev.flat(x)[lo:]
+        pos = c * CHUNK + lo - n_sel          # where the chunk starts in the certification sample
+        scores = {}
+        for k, (scorer, t) in enumerate(pair):
+            if id(scorer) not in scores:
+                scores[id(scorer)] = scorer.score(x)
+            counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
+        if pos < PLOT_SAMPLES:
+            plots.append(scores[id(first)][:PLOT_SAMPLES - pos].astype(float))
+        if cells.size:
+            ix = first.cell_index(x)
+            cells += np.bincount(ix[ix >= 0], minlength=cells.size)
+        del x, scores
+    plot = np.concatenate(plots) if plots else np.zeros(0)
+    return {"counts": counts, "plot": plot, "cells": cells}
 
 
 def _cache_label(target, samples, seed, part: str = "") -> str:
@@ -302,15 +316,16 @@ def _merge_cache_reports(reports: list) -> dict | None:
     return out
 
 
-def _run(target, samples, seed, exe: dict, fn, args, indices, label, say, reports, validate, on_result=None):
+def _run(target, samples, seed, exe: dict, fn, args, indices, label, say, reports, validate, on_result=None,
+         unit=f"chunks of {CHUNK} outputs"):
     """One pass of chunks through dpcheck.parallel.run_chunks, its cache use appended to ``reports``."""
     from dpcheck.parallel import run_chunks
     _, _, n_chunks = _layout(target, samples)
     step = max(1, len(indices) // 10)
 
     def tick(done, total):
-        if total >= 20 and (done % step == 0 or done == total):
-            say(f"{target.name}: {label}: sampled {done}/{total} chunks of {CHUNK} outputs")
+        if done == total or (total >= 20 and done % step == 0):
+            say(f"{target.name}: {label}: sampled {done}/{total} {unit}")
 
     rep = {} if exe["cache_dir"] is not None else None
     try:
@@ -341,7 +356,7 @@ def _draw_selection(target, samples, seed, p, n_sel, exe, say, reports):
 
 
 def _count_problem(events_p: tuple, cert: int):
-    """validate() of a cached certification chunk: the shape of what _count_chunk returns."""
+    """validate() of a cached certification chunk: the shape of what _count_block returns."""
     def check(i, r):
         if not (isinstance(r, dict) and set(r) == {"counts", "plot", "cells"}
                 and all(isinstance(v, np.ndarray) for v in r.values())):
@@ -361,7 +376,7 @@ def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, repor
     PLOT_SAMPLES certification scores and, for a cell event, its cell counts (summed over chunks)."""
     sizes, inputs, _ = _layout(target, samples)
     first = n_sel // CHUNK
-    idx = [j * len(sizes) + c for j in range(len(inputs)) for c in range(first, len(sizes))]
+    idx = [j * len(sizes) + c for j in range(len(inputs)) for c in range(first, len(sizes), CERT_BLOCK)]
     counts = [np.zeros(len(events[j // 2]), dtype=np.int64) for j in range(len(inputs))]
     cells = [None] * len(inputs)
     plots: list = [{} for _ in inputs]
@@ -375,11 +390,13 @@ def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, repor
             cells[j] = r["cells"] if cells[j] is None else cells[j] + r["cells"]
 
     def cert(i):
-        c = i % len(sizes)
-        return sizes[c] - max(n_sel - c * CHUNK, 0)
+        # certification outputs in the block starting at chunk i
+        c0 = i % len(sizes)
+        return sum(sizes[c] - max(n_sel - c * CHUNK, 0) for c in range(c0, min(c0 + CERT_BLOCK, len(sizes))))
 
-    _run(target, samples, seed, exe, _count_chunk, (target, inputs, sizes, n_sel, shape, events), idx,
-         "certification", say, reports, _count_problem(lambda i: events[i // len(sizes) // 2], cert), add)
+    _run(target, samples, seed, exe, _count_block, (target, inputs, sizes, n_sel, shape, events), idx,
+         "certification", say, reports, _count_problem(lambda i: events[i // len(sizes) // 2], cert), add,
+         unit=f"blocks of up to {CERT_BLOCK} x {CHUNK} outputs")
     plot = [np.concatenate([pl[i] for i in sorted(pl)]) if pl else np.zeros(0) for pl in plots]
     return counts, plot, cells
 

@@ -131,9 +131,10 @@ def test_inconclusive_when_budget_too_small():
 # ------------------------------------------------------------------ determinism and parallelism
 def test_progress_reports_sampling_and_pairs():
     msgs = []
-    # 16 chunks per side: the first 4 hold the selection sample, 2 x 12 are streamed to certification
-    audit(target(M.laplace_count(1.0)), samples=16 * (1 << 16), progress=msgs.append)
-    assert any("certification: sampled 24/24 chunks" in m for m in msgs)
+    # 11 chunks per side: the first 3 hold the selection sample, 2 x 9 (2 x 2 blocks) are certified
+    audit(target(M.laplace_count(1.0)), samples=11 * (1 << 16), progress=msgs.append)
+    assert any("selection pair 0: sampled 6/6 chunks" in m for m in msgs)
+    assert any("certification: sampled 4/4 blocks" in m for m in msgs)
     assert any("pair 0: choosing events" in m for m in msgs)
 
 
@@ -290,8 +291,8 @@ def test_bound_never_exceeds_true_epsilon(eps, seed, discrete):
 def test_cache_dir_resumes_without_resampling(tmp_path):
     first = audit(target(M.laplace_count(1.0)), samples=70_000, seed=2, cache_dir=tmp_path)
     again = audit(target(M.laplace_count(1.0)), samples=70_000, seed=2, cache_dir=tmp_path)
-    # 2 selection chunks (pair 0) + 4 certification chunks (the first of each side holds both splits)
-    assert again.cache["hits"] == again.cache["chunks"] == 6 and again.cache["computed"] == 0
+    # 2 selection chunks (chunk 0 of each side) + 2 certification blocks (chunks 0-1 of each side)
+    assert again.cache["hits"] == again.cache["chunks"] == 4 and again.cache["computed"] == 0
     strip = lambda d: {k: v for k, v in d.items() if k != "cache"}  # noqa: E731
     assert strip(again.to_dict()) == strip(first.to_dict())
 

@@ -23,9 +23,9 @@ from dpcheck.blackbox import CHUNK, audit  # noqa: E402
 from dpcheck.cli import main  # noqa: E402
 
 N = CHUNK + 4_464            # 70,000: two chunks per side, the second short
-# the cache holds the selection pass (chunk 0 of each side: the outputs) and the certification pass (all
-# 4 chunks: their event counts; the first chunk of each side holds both splits): 6 chunk files
-FILES = 6
+# the cache holds the selection pass (chunk 0 of each side: the outputs) and the certification pass (one
+# block of both chunks per side: their event counts; chunk 0 holds both splits): 4 chunk files
+FILES = 4
 
 
 def target(mech, name="t", **kw):

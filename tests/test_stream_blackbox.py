@@ -157,7 +157,8 @@ def test_a_damaged_certification_chunk_is_recomputed(tmp_path, damage):
     fresh = audit(t, samples=N, seed=6)
     first = audit(t, samples=N, seed=6, cache_dir=tmp_path)
     victims = _count_chunks(tmp_path)
-    assert len(victims) == 8 and first.cache["computed"] == 4 + 8      # 2 pairs x 2 selection, 8 certification
+    # 2 pairs x 2 selection chunks, 2 pairs x 2 sides x 1 certification block
+    assert len(victims) == 4 and first.cache["computed"] == 4 + 4
     victim = victims[0]
     rec, result = cachefile.loads(victim.read_bytes())
     if damage == "counts_too_large":
@@ -174,12 +175,42 @@ def test_a_damaged_certification_chunk_is_recomputed(tmp_path, damage):
 
 def test_certification_cache_is_keyed_by_the_chosen_events(tmp_path):
     # another selection (the same chunks, other events): the selection chunks' outputs are the same and
-    # are read back, the counts of the 8 certification chunks must not be
+    # are read back, the counts of the 4 certification blocks must not be
     t = TARGETS["laplace_2pairs_approx"]
     audit(t, samples=N, seed=7, cache_dir=tmp_path)
     other = audit(t, samples=N, seed=7, cache_dir=tmp_path, selection_fraction=0.2)
-    assert other.cache["hits"] == 4 and other.cache["computed"] == 8
+    assert other.cache["hits"] == 4 and other.cache["computed"] == 4
     assert _strip(other.to_dict()) == audit(t, samples=N, seed=7, selection_fraction=0.2).to_dict()
+
+
+def test_blocks_draw_each_chunk_from_its_own_seed():
+    # a certification block re-derives child seed i + k from the seed of chunk i: the same as spawning
+    from dpcheck.parallel import child_seeds
+    kids = child_seeds(9, 40)
+    k = kids[17]
+    again = np.random.SeedSequence(k.entropy, spawn_key=k.spawn_key[:-1] + (23,), pool_size=k.pool_size)
+    assert np.array_equal(again.generate_state(8), kids[23].generate_state(8))
+
+
+def test_many_blocks_per_side_give_the_counts_of_one_pass():
+    # 40 chunks per side (5 blocks): the streamed counts equal those of the whole sample at once
+    t = AuditTarget(name="lap", mechanism=M.laplace_count(1.0), pairs=[(0, 1)], claim=Claim(epsilon=1.0))
+    s = 40 * CHUNK + 123
+    r = audit(t, samples=s, seed=2, selection_fraction=0.05)
+    from dpcheck.blackbox import _draw_chunk, _layout
+    from dpcheck.parallel import child_seeds
+    sizes, inputs, n = _layout(t, s)
+    seeds = child_seeds(2, n)
+    side = [np.concatenate([_draw_chunk(j * len(sizes) + c, seeds[j * len(sizes) + c], t, inputs, sizes)
+                            for c in range(len(sizes))])[r.selection_samples:] for j in range(2)]
+    row, thr = r.pairs_table[0], r.event["threshold"]
+    x, y = (side[0], side[1]) if r.direction == "D->D'" else (side[1], side[0])
+    cnt = (lambda v: int(np.count_nonzero(v >= thr))) if r.event["tail"] == "upper" else \
+        (lambda v: int(np.count_nonzero(v <= thr)))
+    assert (row["count_d"], row["count_dprime"]) == (cnt(x), cnt(y))
+    # the plot shows the first PLOT_SAMPLES certification outputs, gathered across chunks
+    from dpcheck.blackbox import PLOT_SAMPLES
+    assert len(r.plots) == 1 and PLOT_SAMPLES < 2 * CHUNK
 
 
 # ------------------------------------------------------------------ run_chunks: subsets and streaming
