@@ -4,8 +4,9 @@ Method (DP-Opt-style event search, Lu et al. 2022, with no pinned mass):
 
 1. For every neighbouring pair (D, D') draw ``samples`` outputs from each input, in seeded
    chunks of fixed size (so the result does not depend on ``workers`` or ``backend``).
-   The first ``selection_fraction`` of each side is the selection sample, the rest the
-   disjoint certification sample.
+   The first ``selection_fraction`` of each side (at most SELECTION_CAP) is the selection
+   sample, the rest the disjoint certification sample. The draw is streamed (section
+   "sampling" below): memory does not grow with ``samples``.
 2. For each pair, fit the event families of :mod:`dpcheck.events` on the selection sample in
    both directions (E likely under D, or under D') and choose the one (direction, family,
    threshold) that maximises the Clopper-Pearson bound the certification sample is expected
@@ -467,12 +468,15 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     alpha:              1 - confidence, split over every certified bound (module docstring).
     seed:               fixes everything; the chunking depends only on ``samples``, so any
                         ``workers`` / ``backend`` gives identical results.
-    selection_fraction: share of each side's sample used to choose events. A quarter is our
-                        choice: the threshold objective is flat near its optimum, so a smaller
-                        selection sample loses little while certification precision grows.
-    cache_dir:          if given, every finished chunk of outputs is written there and read back
-                        by a later run of the same computation (resume a long audit after an
-                        interruption). The key fingerprints the
+    selection_fraction: share of each side's sample used to choose events, at most SELECTION_CAP
+                        (2^20) per side. A quarter is our choice: the threshold objective is flat
+                        near its optimum, so a smaller selection sample loses little while
+                        certification precision grows. The cap bounds the memory the selection
+                        holds; events of mass below ~10 / SELECTION_CAP are then hard to find.
+    cache_dir:          if given, every finished chunk of selection outputs and every finished
+                        block of certification counts is written there and read back by a later
+                        run of the same computation (resume a long audit after an interruption;
+                        the counts' key includes the events chosen). The key fingerprints the
                         mechanism's code, the values it closes over and the globals it reads,
                         the pairs, claim, samples, chunk layout, seed and versions
                         (:mod:`dpcheck.fingerprint`), so a changed mechanism never reuses chunks.
