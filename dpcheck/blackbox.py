@@ -559,8 +559,16 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
 
     say(f"{target.name}: certifying {len(chosen[0])} event(s) per pair on {n_cert} outputs per side")
     events = tuple(tuple((sc, t) for _, sc, t in ch) for ch in chosen)
-    counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, exe, say,
-                                                       reports)
+    # the budget's power depends on n_cert and alpha only: with workers, the main process (idle while they
+    # certify) computes it meanwhile, in a thread (a pure function: the same value either way)
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_b, eps_claim, delta)
+                   if workers > 1 or backend != "local" else None)
+        counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, exe, say,
+                                                           reports)
+        power = (power_f.result() if power_f is not None
+                 else stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta))
     cache_use = _merge_cache_reports(reports) if cache_dir is not None else None
 
     rows, prof, keep = [], [], {}
@@ -601,7 +609,6 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     w = rows[win]
     eps_lb = w["epsilon_lower_bound"]
     event_power = min(r["event_power"] for r in rows)
-    power = stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta)
     event, scorer, thr, (cx, cy), raw = keep["plot"]
     event = dict(event, count_d=w["count_d"], count_dprime=w["count_dprime"], n=n_cert,
                  p_lo=w["p_lo"], q_hi=w["q_hi"])
