@@ -4,8 +4,9 @@ Method (DP-Opt-style event search, Lu et al. 2022, with no pinned mass):
 
 1. For every neighbouring pair (D, D') draw ``samples`` outputs from each input, in seeded
    chunks of fixed size (so the result does not depend on ``workers`` or ``backend``).
-   The first ``selection_fraction`` of each side is the selection sample, the rest the
-   disjoint certification sample.
+   The first ``selection_fraction`` of each side (at most SELECTION_CAP) is the selection
+   sample, the rest the disjoint certification sample. The draw is streamed (section
+   "sampling" below): memory does not grow with ``samples``.
 2. For each pair, fit the event families of :mod:`dpcheck.events` on the selection sample in
    both directions (E likely under D, or under D') and choose the one (direction, family,
    threshold) that maximises the Clopper-Pearson bound the certification sample is expected
@@ -37,6 +38,7 @@ from __future__ import annotations
 import math
 from numbers import Real
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -50,6 +52,7 @@ from dpcheck.errors import InputError, MechanismError
 from dpcheck.target import AuditTarget
 
 CHUNK = 1 << 16                 # outputs per chunk; fixed so results never depend on workers
+CERT_BLOCK = 8                  # certification chunks per task (one worker call, one cache file)
 ZCDP_DELTA = 1e-5               # the delta at which a zCDP claim's epsilon is reported
 ZCDP_PROFILE_DELTAS = (1e-1, 1e-2, 1e-3)
 APPROX_PROFILE_FRACTIONS = (0.0, 0.5)
@@ -195,19 +198,71 @@ def uninformative_pass(check: Check) -> Check:
     return check
 
 
-# ------------------------------------------------------------------ sampling
+# ------------------------------------------------------------------ sampling (streamed)
+# The draw is cut into chunks of CHUNK outputs per input (chunk i: input i // len(sizes), chunk
+# i % len(sizes), child seed i of the audit's seed; dpcheck.parallel). It is consumed in two passes,
+# so that memory does not grow with ``samples``:
+#   selection pass (one pair at a time): the chunks holding the first ``selection`` outputs of the
+#     pair's two inputs, kept (at most SELECTION_CAP per side) while the events are chosen;
+#   certification pass (all pairs, in the workers): every chunk holding certification outputs is
+#     drawn again from its seed, reduced to the counts of the chosen events (plus the little a plot
+#     needs) and dropped, CERT_BLOCK chunks of one input per task. The counts are sums over chunks, so
+#     they equal counts over the whole sample, whatever the blocks.
 def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list):
     """Chunk i: outputs of input i // len(sizes), chunk i % len(sizes) (top level: picklable)."""
     j, c = divmod(i, len(sizes))
     return target.sample(inputs[j], np.random.default_rng(seed_seq), sizes[c])
 
 
-def _cache_label(target, samples, seed) -> str:
+def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list, n_sel: int, shape: tuple,
+                 events: tuple):
+    """Certification chunks i, i + 1, ... (at most CERT_BLOCK, all of one input) reduced to what
+    certification needs (top level: picklable; runs in the workers). Chunk i + k is drawn from child
+    seed i + k of the audit's seed, as if drawn alone, one chunk in memory at a time.
+
+    events[p]: the (scorer, threshold) events chosen for pair p, its eps-bound event first. Returns
+    {"counts": #{score >= t} per event on the block's certification outputs, "plot": the eps-bound
+    event's scores of the certification outputs among the first PLOT_SAMPLES, "cells": for a cell
+    event, its cell counts (else empty)}."""
+    j, c0 = divmod(i, len(sizes))
+    pair = events[j // 2]
+    first = pair[0][0]
+    counts = np.zeros(len(pair), dtype=np.int64)
+    plots = []
+    cells = np.zeros(first.cells.size if isinstance(first, ev.CellScorer) else 0, dtype=np.int64)
+    parent = seed_seq.spawn_key[:-1]
+    for c in range(c0, min(c0 + CERT_BLOCK, len(sizes))):
+        ss = np.random.SeedSequence(seed_seq.entropy, spawn_key=parent + (j * len(sizes) + c,),
+                                    pool_size=seed_seq.pool_size)
+        x = _draw_chunk(j * len(sizes) + c, ss, target, inputs, sizes)
+        if x.shape[1:] != shape:
+            raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
+                                 f"for different inputs or chunks: {sorted(map(str, {x.shape[1:], shape}))}")
+        lo = max(n_sel - c * CHUNK, 0)        # the chunk's selection outputs are not certified
+        x = ev.flat(x)[lo:]
+        pos = c * CHUNK + lo - n_sel          # where the chunk starts in the certification sample
+        scores = {}
+        for k, (scorer, t) in enumerate(pair):
+            if id(scorer) not in scores:
+                scores[id(scorer)] = scorer.score(x)
+            counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
+        if pos < PLOT_SAMPLES:
+            plots.append(scores[id(first)][:PLOT_SAMPLES - pos].astype(float))
+        if cells.size:
+            ix = first.cell_index(x)
+            cells += np.bincount(ix[ix >= 0], minlength=cells.size)
+        del x, scores
+    plot = np.concatenate(plots) if plots else np.zeros(0)
+    return {"counts": counts, "plot": plot, "cells": cells}
+
+
+def _cache_label(target, samples, seed, part: str = "") -> str:
     """A readable label for the chunk cache. The key itself (dpcheck.parallel.ChunkCache) is a
-    fingerprint of everything the outputs depend on: the target (mechanism code, the values it
+    fingerprint of everything the chunks depend on: the target (mechanism code, the values it
     closes over and the globals it reads, pairs, claim, output kind), the inputs, the chunk
-    layout (``sizes``: CHUNK and ``samples``), the seed, and the dpcheck / numpy versions."""
-    return f"blackbox:{target.name}:samples={samples}:seed={seed}:chunk={CHUNK}"
+    layout (``sizes``: CHUNK and ``samples``), the seed, the dpcheck / numpy versions and, for
+    the certification pass, the events chosen (so it is keyed by the selection sample too)."""
+    return f"blackbox:{target.name}:samples={samples}:seed={seed}:chunk={CHUNK}" + (f":{part}" if part else "")
 
 
 def _layout(target, samples):
@@ -217,16 +272,22 @@ def _layout(target, samples):
     return sizes, inputs, len(inputs) * len(sizes)
 
 
-def cached_first_chunk(target, samples, seed, cache_dir):
-    """Chunk 0 of the draw :func:`_draw` would make, if ``cache_dir`` holds a valid copy, else None
-    (lets the memory estimate of :mod:`dpcheck.limits` avoid calling the mechanism on a resume)."""
+def _selection_indices(p: int, n_sel: int, sizes: list) -> list:
+    """The chunks holding the selection outputs of pair p's two inputs."""
+    k = -(-n_sel // CHUNK)
+    return [j * len(sizes) + c for j in (2 * p, 2 * p + 1) for c in range(k)]
+
+
+def cached_first_chunk(target, samples, seed, cache_dir, n_sel: int | None = None):
+    """Chunk 0 of the draw, if ``cache_dir`` holds a valid copy (from the selection pass of pair 0), else
+    None (lets the memory estimate of :mod:`dpcheck.limits` avoid calling the mechanism on a resume)."""
     if cache_dir is None:
         return None
     from dpcheck.fingerprint import Unfingerprintable
     from dpcheck.parallel import ChunkCache, chunk_cache_key
     from dpcheck.target import output_problem
     sizes, inputs, n_chunks = _layout(target, samples)
-    label = _cache_label(target, samples, seed)
+    label = _cache_label(target, samples, seed, "selection pair 0")
     try:
         key = chunk_cache_key(label, _draw_chunk, (target, inputs, sizes), seed, n_chunks)
     except Unfingerprintable:
@@ -236,40 +297,114 @@ def cached_first_chunk(target, samples, seed, cache_dir):
     return out if ok else None
 
 
-def _draw(target, samples, seed, workers, backend, scheduler, say=lambda msg: None, cache_dir=None,
-          cache_report=None):
+def _merge_cache_reports(reports: list) -> dict | None:
+    """One ``cache`` record for the passes of an audit: counts summed, files listed, one key per pass."""
+    if not reports:
+        return None
+    disabled = [r["disabled"] for r in reports if "disabled" in r]
+    if disabled:
+        return {"disabled": disabled[0]}
+    out = {"dir": str(Path(reports[0]["dir"]).parent), "keys": [r["key"] for r in reports],
+           "key": reports[0]["key"], "chunks": sum(r["chunks"] for r in reports),
+           "hits": sum(r["hits"] for r in reports), "computed": sum(r["computed"] for r in reports),
+           "recomputed": [x for r in reports for x in r["recomputed"]]}
+    not_stored = [x for r in reports for x in r.get("not_stored", ())]
+    files = sorted({f for r in reports for f in r.get("files_read", ())})
+    if not_stored:
+        out["not_stored"] = not_stored
+    if files:
+        out["files_read"] = files
+    return out
+
+
+def _run(target, samples, seed, exe: dict, fn, args, indices, label, say, reports, validate, on_result=None,
+         unit=f"chunks of {CHUNK} outputs"):
+    """One pass of chunks through dpcheck.parallel.run_chunks, its cache use appended to ``reports``."""
     from dpcheck.parallel import run_chunks
-    from dpcheck.target import output_problem
-    sizes, inputs, n_chunks = _layout(target, samples)
-    step = max(1, n_chunks // 10)
+    _, _, n_chunks = _layout(target, samples)
+    step = max(1, len(indices) // 10)
 
     def tick(done, total):
-        if total >= 20 and (done % step == 0 or done == total):
-            say(f"{target.name}: sampled {done}/{total} chunks of {CHUNK} outputs")
+        if done == total or (total >= 20 and done % step == 0):
+            say(f"{target.name}: {label}: sampled {done}/{total} {unit}")
 
-    def valid(i, out):
-        # a cached chunk must be what a fresh one would be: length, dtype, finite values
-        return output_problem(out, sizes[i % len(sizes)])
+    rep = {} if exe["cache_dir"] is not None else None
+    try:
+        return run_chunks(fn, n_chunks, seed, workers=exe["workers"], backend=exe["backend"],
+                          scheduler=exe["scheduler"], args=args, progress=tick, cache_dir=exe["cache_dir"],
+                          cache_key=_cache_label(target, samples, seed, label), say=say, validate=validate,
+                          cache_report=rep, indices=indices, on_result=on_result)
+    finally:
+        if rep is not None:
+            rep["chunks"] = len(indices)
+            reports.append(rep)
 
-    parts = run_chunks(_draw_chunk, n_chunks, seed, workers=workers, backend=backend,
-                       scheduler=scheduler, args=(target, inputs, sizes), progress=tick, cache_dir=cache_dir,
-                       cache_key=_cache_label(target, samples, seed), say=say, validate=valid,
-                       cache_report=cache_report)
+
+def _draw_selection(target, samples, seed, p, n_sel, exe, say, reports):
+    """The first n_sel outputs of each input of pair p (the selection pass)."""
+    from dpcheck.target import output_problem
+    sizes, inputs, _ = _layout(target, samples)
+    idx = _selection_indices(p, n_sel, sizes)
+    parts = _run(target, samples, seed, exe, _draw_chunk, (target, inputs, sizes), idx, f"selection pair {p}",
+                 say, reports, lambda i, out: output_problem(out, sizes[i % len(sizes)]))
     outs = []
-    for j in range(len(inputs)):
+    for j in (2 * p, 2 * p + 1):
         try:
-            outs.append(np.concatenate(parts[j * len(sizes):(j + 1) * len(sizes)]))
+            outs.append(np.concatenate([parts[i] for i in idx if i // len(sizes) == j])[:n_sel])
         except ValueError as e:
             raise MechanismError(f"mechanism of target {target.name!r} returned outputs of varying shape: {e}") from e
-    shapes = {o.shape[1:] for o in outs}
-    if len(shapes) > 1:
-        raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
-                             f"for different inputs: {sorted(map(str, shapes))}")
-    return [(outs[2 * p], outs[2 * p + 1]) for p in range(len(target.pairs))]
+    return outs
+
+
+def _count_problem(events_p: tuple, cert: int):
+    """validate() of a cached certification chunk: the shape of what _count_block returns."""
+    def check(i, r):
+        if not (isinstance(r, dict) and set(r) == {"counts", "plot", "cells"}
+                and all(isinstance(v, np.ndarray) for v in r.values())):
+            return "not a certification record"
+        c = r["counts"]
+        if c.shape != (len(events_p(i)),) or c.dtype.kind not in "iu" or (c < 0).any() or (c > cert(i)).any():
+            return f"event counts {c.tolist()} do not fit {len(events_p(i))} events of {cert(i)} outputs"
+        cells = r["cells"]
+        if cells.size and (cells.dtype.kind not in "iu" or (cells < 0).any() or int(cells.sum()) > cert(i)):
+            return "cell counts do not fit the chunk"
+        return None
+    return check
+
+
+def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, reports):
+    """The certification pass: per input, the counts of its pair's events, the eps-bound event's first
+    PLOT_SAMPLES certification scores and, for a cell event, its cell counts (summed over chunks)."""
+    sizes, inputs, _ = _layout(target, samples)
+    first = n_sel // CHUNK
+    idx = [j * len(sizes) + c for j in range(len(inputs)) for c in range(first, len(sizes), CERT_BLOCK)]
+    counts = [np.zeros(len(events[j // 2]), dtype=np.int64) for j in range(len(inputs))]
+    cells = [None] * len(inputs)
+    plots: list = [{} for _ in inputs]
+
+    def add(i, r):
+        j = i // len(sizes)
+        counts[j] += r["counts"]
+        if r["plot"].size:
+            plots[j][i] = r["plot"]
+        if r["cells"].size:
+            cells[j] = r["cells"] if cells[j] is None else cells[j] + r["cells"]
+
+    def cert(i):
+        # certification outputs in the block starting at chunk i
+        c0 = i % len(sizes)
+        return sum(sizes[c] - max(n_sel - c * CHUNK, 0) for c in range(c0, min(c0 + CERT_BLOCK, len(sizes))))
+
+    _run(target, samples, seed, exe, _count_block, (target, inputs, sizes, n_sel, shape, events), idx,
+         "certification", say, reports, _count_problem(lambda i: events[i // len(sizes) // 2], cert), add,
+         unit=f"blocks of up to {CERT_BLOCK} x {CHUNK} outputs")
+    plot = [np.concatenate([pl[i] for i in sorted(pl)]) if pl else np.zeros(0) for pl in plots]
+    return counts, plot, cells
 
 
 # ------------------------------------------------------------------ what is tested
 SELECTION_FRACTION = 0.25       # share of each side's sample that chooses the events (audit())
+SELECTION_CAP = 1 << 20         # at most this many per side (2^20: the selection sample held in memory)
 
 
 @dataclass(frozen=True)
@@ -293,7 +428,7 @@ class SamplePlan:
 def sample_plan(claim: Claim, samples: int, alpha: float, pairs: int = 1,
                 selection_fraction: float = SELECTION_FRACTION) -> SamplePlan:
     """The :class:`SamplePlan` of an audit of ``pairs`` input pairs against ``claim``."""
-    n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10)
+    n_sel = min(max(int(round(samples * selection_fraction)), 10), samples - 10, SELECTION_CAP)
     eps_claim, delta, grid = claim_plan(claim)
     # the epsilon-bound events get half of alpha when profile points share it (they carry the
     # headline figure); weighted Bonferroni: the weights over all bounds sum to alpha
@@ -333,12 +468,15 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     alpha:              1 - confidence, split over every certified bound (module docstring).
     seed:               fixes everything; the chunking depends only on ``samples``, so any
                         ``workers`` / ``backend`` gives identical results.
-    selection_fraction: share of each side's sample used to choose events. A quarter is our
-                        choice: the threshold objective is flat near its optimum, so a smaller
-                        selection sample loses little while certification precision grows.
-    cache_dir:          if given, every finished chunk of outputs is written there and read back
-                        by a later run of the same computation (resume a long audit after an
-                        interruption). The key fingerprints the
+    selection_fraction: share of each side's sample used to choose events, at most SELECTION_CAP
+                        (2^20) per side. A quarter is our choice: the threshold objective is flat
+                        near its optimum, so a smaller selection sample loses little while
+                        certification precision grows. The cap bounds the memory the selection
+                        holds; events of mass below ~10 / SELECTION_CAP are then hard to find.
+    cache_dir:          if given, every finished chunk of selection outputs and every finished
+                        block of certification counts is written there and read back by a later
+                        run of the same computation (resume a long audit after an interruption;
+                        the counts' key includes the events chosen). The key fingerprints the
                         mechanism's code, the values it closes over and the globals it reads,
                         the pairs, claim, samples, chunk layout, seed and versions
                         (:mod:`dpcheck.fingerprint`), so a changed mechanism never reuses chunks.
@@ -377,34 +515,42 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     say = progress or (lambda msg: None)
 
     from dpcheck.limits import check_sampling_memory
-    # refuse a draw that cannot fit in memory
-    check_sampling_memory(target, samples, lambda: cached_first_chunk(target, samples, seed, cache_dir))
-    say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s)")
-    cache_use = {} if cache_dir is not None else None
-    drawn = _draw(target, samples, seed, workers, backend, scheduler, say, cache_dir, cache_use)
-    kind = ev.output_kind(drawn[0][0], target.output)
-
-    rows, prof, keep = [], [], {}
+    # refuse a run whose resident outputs (one pair's selection sample, the chunks in flight) cannot fit
+    check_sampling_memory(target, samples,
+                          lambda: cached_first_chunk(target, samples, seed, cache_dir),
+                          selection=n_sel, workers=workers)
+    say(f"{target.name}: drawing {samples} outputs per side for {n_pairs} pair(s) "
+        f"({n_sel} to choose the events, {n_cert} to certify them)")
+    exe = {"workers": workers, "backend": backend, "scheduler": scheduler, "cache_dir": cache_dir}
+    reports: list = []
     ratio = ev.Objective("ratio", delta=delta)
-    for p, (xd, xdp) in enumerate(drawn):
-        xd, xdp = ev.flat(xd), ev.flat(xdp)
-        split = {"D": (xd[:n_sel], xd[n_sel:]), "D'": (xdp[:n_sel], xdp[n_sel:])}
+    kind, shape = None, None
+    chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
+    for p in range(n_pairs):
+        xd, xdp = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
+        if shape is None:
+            kind, shape = ev.output_kind(xd, target.output), xd.shape[1:]
+        got = {xd.shape[1:], xdp.shape[1:], shape}
+        if len(got) > 1:
+            raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
+                                 f"for different inputs: {sorted(map(str, got))}")
+        split = {"D": ev.flat(xd), "D'": ev.flat(xdp)}
+        del xd, xdp
         sorts: dict = {}     # the sorted selection outputs, shared by both tails and directions
-        say(f"{target.name}: pair {p}: choosing events (both directions) and certifying")
-        fits = {}            # direction -> (scorers, sorted selection scores, certification x / y, cache)
+        say(f"{target.name}: pair {p}: choosing events (both directions)")
+        fits = {}            # direction -> (scorers, sorted selection scores)
         for direction, (a, b) in zip(DIRECTIONS, (("D", "D'"), ("D'", "D"))):
-            (sel_x, cert_x), (sel_y, cert_y) = split[a], split[b]
-            fitted = ev.selection_scores(sel_x, sel_y, kind, sorts)
-            fits[direction] = ([f[0] for f in fitted], [f[1:] for f in fitted], cert_x, cert_y, {})
+            fitted = ev.selection_scores(split[a], split[b], kind, sorts)
+            fits[direction] = ([f[0] for f in fitted], [f[1:] for f in fitted])
 
-        def certify(objective, a_b):
+        def choose(objective, a_b):
             # the direction, family and threshold are all chosen on the selection sample:
             # only the winner is certified (one event, two one-sided bounds)
             # (with less pessimism about the selection estimates when nothing looks certifiable:
             # events.SELECTION_LADDER)
             for z_sel in ev.SELECTION_LADDER:
                 best = None
-                for direction, (scorers, sel_scores, _, _, _) in fits.items():
+                for direction, (scorers, sel_scores) in fits.items():
                     for i, (sx, sy) in enumerate(sel_scores):
                         t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective, z_sel)
                         if best is None or v > best[3]:
@@ -412,29 +558,54 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                 if best[3] > 0:
                     break
             direction, i, t, _ = best
-            scorers, _, cert_x, cert_y, cache = fits[direction]
-            if i not in cache:
-                cache[i] = (scorers[i].score(cert_x), scorers[i].score(cert_y))
-            cx, cy = cache[i]
-            kx, ky = int(np.count_nonzero(cx >= t)), int(np.count_nonzero(cy >= t))
-            p_lo = float(stats.cp_lower(kx, n_cert, a_b))
-            q_hi = float(stats.cp_upper(ky, n_cert, a_b))
-            return direction, i, t, kx, ky, p_lo, q_hi
+            return direction, fits[direction][0][i], t
 
-        direction, i, t, kx, ky, p_lo, q_hi = certify(ratio, alpha_b)
-        scorers, _, cert_x, cert_y, cache = fits[direction]
+        chosen.append([choose(ratio, alpha_b)]
+                      + [choose(ev.Objective("difference", eps=e), alpha_prof) for e in grid])
+        del split, sorts, fits
+
+    say(f"{target.name}: certifying {len(chosen[0])} event(s) per pair on {n_cert} outputs per side")
+    events = tuple(tuple((sc, t) for _, sc, t in ch) for ch in chosen)
+    # the budget's power depends on n_cert and alpha only: with workers, the main process (idle while they
+    # certify) computes it meanwhile, in a thread (a pure function: the same value either way)
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_b, eps_claim, delta)
+                   if workers > 1 or backend != "local" else None)
+        counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, exe, say,
+                                                           reports)
+        power = (power_f.result() if power_f is not None
+                 else stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta))
+    cache_use = _merge_cache_reports(reports) if cache_dir is not None else None
+
+    rows, prof, keep = [], [], {}
+    for p, ch in enumerate(chosen):
+        def side(direction):
+            # (index of the input the event is likely under, the other)
+            return (2 * p, 2 * p + 1) if direction == DIRECTIONS[0] else (2 * p + 1, 2 * p)
+
+        direction, scorer, t = ch[0]
+        jx, jy = side(direction)
+        kx, ky = int(counts[jx][0]), int(counts[jy][0])
+        p_lo = float(stats.cp_lower(kx, n_cert, alpha_b))
+        q_hi = float(stats.cp_upper(ky, n_cert, alpha_b))
         eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
         event_power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
-        event = scorers[i].describe(t)
+        event = scorer.describe(t)
         rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
                      "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
                      "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power})
         if not keep or rows[-1]["epsilon_lower_bound"] > keep["eps_lb"]:
-            # only the winner's certification scores are kept (for its plot)
+            # only the winner's plot data are kept
+            raw = (cell_counts[jx], cell_counts[jy], n_cert) if isinstance(scorer, ev.CellScorer) else None
             keep = {"eps_lb": rows[-1]["epsilon_lower_bound"],
-                    "plot": (event, scorers[i], t, cache[i], (cert_x, cert_y))}
-        for e in grid:
-            d2, _, _, kx2, ky2, p2, q2 = certify(ev.Objective("difference", eps=e), alpha_prof)
+                    "plot": (event, scorer, t, (plot_scores[jx], plot_scores[jy]), raw)}
+        for g, e in enumerate(grid, start=1):
+            d2, _, _ = ch[g]
+            jx, jy = side(d2)
+            kx2, ky2 = int(counts[jx][g]), int(counts[jy][g])
+            p2 = float(stats.cp_lower(kx2, n_cert, alpha_prof))
+            q2 = float(stats.cp_upper(ky2, n_cert, alpha_prof))
             hs = p2 - math.exp(e) * q2
             allowed = claim.delta_at(e)
             prof.append({"pair": p, "direction": d2, "epsilon": e, "count_d": kx2,
@@ -445,7 +616,6 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     w = rows[win]
     eps_lb = w["epsilon_lower_bound"]
     event_power = min(r["event_power"] for r in rows)
-    power = stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta)
     event, scorer, thr, (cx, cy), raw = keep["plot"]
     event = dict(event, count_d=w["count_d"], count_dprime=w["count_dprime"], n=n_cert,
                  p_lo=w["p_lo"], q_hi=w["q_hi"])
@@ -487,16 +657,16 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
 
 # ------------------------------------------------------------------ plots (docs/interfaces.md "Plots")
 def _distribution_plot(event, scorer, t, cx, cy, raw, row, bins: int = 80) -> dict:
-    """The chosen event's statistic under D and D' (certification sample), a few hundred points."""
+    """The chosen event's statistic under D and D' (certification sample), a few hundred points.
+
+    cx, cy: the event's scores of the first PLOT_SAMPLES certification outputs of each side; raw: for
+    a cell event, (cell counts under the first side, under the second, certification sample size)."""
     first, second = ("D", "D'") if row["direction"] == "D->D'" else ("D'", "D")
     title = f"pair {row['pair']}: {event['text']}"
     if isinstance(scorer, ev.CellScorer):
         # cell probabilities of the (at most 40) most frequent cells, sorted by likelihood ratio
-        xs, ys = raw
-        m = scorer.cells.size
-        ix, iy = scorer.cell_index(xs), scorer.cell_index(ys)
-        px = np.bincount(ix[ix >= 0], minlength=m) / xs.shape[0]
-        py = np.bincount(iy[iy >= 0], minlength=m) / ys.shape[0]
+        ccx, ccy, n = raw
+        px, py = ccx / n, ccy / n
         top = np.argsort(-(px + py), kind="stable")[:40]
         top = top[np.argsort(-scorer.log_ratio[top], kind="stable")]
         labels = [str(_short(ev._label(scorer.labels[i]))) for i in top]

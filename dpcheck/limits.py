@@ -1,9 +1,12 @@
 """Resource limits that protect the machine an audit runs on.
 
 Memory: before a black-box audit draws its outputs, :func:`check_sampling_memory` estimates what
-they will hold, ``samples x pairs x 2 sides x bytes per output`` (bytes per output measured on a
-probe draw of 2 outputs), and refuses a run above the limit with a message that names the
-estimate, the limit and the ``--samples`` that would fit. The limit is, in this order: the value
+it holds at once. The audit streams its draw (dpcheck.blackbox): one pair's selection sample (at most
+SELECTION_CAP = 2^20 per side) and one chunk per worker, so the estimate is
+``(2 x selection + workers x CHUNK) x bytes per output`` (bytes per output measured on a probe draw of 2
+outputs), independent of ``samples`` and of the number of pairs once the selection is capped. A run
+above the limit is refused with a message that names the estimate, the limit and the ``--samples``
+that would fit. The limit is, in this order: the value
 set for the current run (``dpcheck audit --memory-limit SIZE|off``, :func:`memory_limit_set`),
 the environment variable ``DPCHECK_MEMORY_LIMIT`` (same syntax), else a sixth of the memory
 available now (``MemAvailable`` of /proc/meminfo, or os.sysconf's available pages): the event
@@ -88,26 +91,48 @@ def bytes_per_output(target, cached=None) -> int:
     return max(1, int(math.ceil(out.nbytes / len(out))))
 
 
-def check_sampling_memory(target, samples: int, cached_chunk=None) -> None:
-    """Refuse (InputError) a black-box draw whose outputs would exceed the memory limit.
+def resident_outputs(samples: int, selection: int | None = None, workers: int = 1) -> int:
+    """Outputs a black-box audit of ``samples`` per side holds at once (dpcheck.blackbox streams its draw):
+    the selection sample of one pair (2 x ``selection``; default: dpcheck.blackbox.sample_plan's, at most
+    SELECTION_CAP per side) plus one chunk per worker in the certification pass. It does not grow with
+    ``samples`` beyond 4 x SELECTION_CAP."""
+    from dpcheck.blackbox import CHUNK, SELECTION_FRACTION, SELECTION_CAP
+    if selection is None:
+        selection = min(max(int(round(samples * SELECTION_FRACTION)), 10), samples - 10, SELECTION_CAP)
+    return 2 * int(selection) + max(1, int(workers)) * min(CHUNK, int(samples))
+
+
+def check_sampling_memory(target, samples: int, cached_chunk=None, *, selection: int | None = None,
+                          workers: int = 1) -> None:
+    """Refuse (InputError) a black-box audit whose resident outputs (:func:`resident_outputs`) would exceed
+    the memory limit.
 
     cached_chunk: ``cached_chunk()`` returns the first chunk of the draw if ``--cache`` holds it, else
     None (the caller knows the cache; a resumed audit then need not call the mechanism at all).
+    selection, workers: the selection sample per side (default: the audit's) and the local workers.
     """
     limit, source = memory_limit()
     if limit is None or limit == math.inf:
         return
     per = bytes_per_output(target, cached_chunk() if cached_chunk is not None else None)
-    sides = 2 * len(target.pairs)
-    estimate = float(samples) * sides * per
+    held = resident_outputs(samples, selection, workers)
+    estimate = float(held) * per
     if estimate <= limit:
         return
-    fit = int(limit // (sides * per))
-    hint = (f"--samples {fit} would fit" if fit >= 20 else "no --samples value fits")
+    fit = _largest(lambda s: resident_outputs(s, None, workers) * per <= limit, 20, max(20, samples - 1))
+    hint = (f"--samples {fit} would fit" if fit is not None else "no --samples value fits")
+    w = max(1, int(workers))
+    sel = (held - w * min(samples, _chunk())) // 2
     raise InputError(
-        f"target {target.name!r}: --samples {samples} needs about {fmt_bytes(estimate)} for its outputs "
-        f"({samples} per side x {len(target.pairs)} pair(s) x 2 sides x {per} bytes), above the memory limit "
-        f"{fmt_bytes(limit)} ({source}); {hint}, or raise the limit with --memory-limit SIZE (or off)")
+        f"target {target.name!r}: --samples {samples} needs about {fmt_bytes(estimate)} for the outputs it holds "
+        f"at once (one pair's selection sample of 2 x {sel} and {w} chunk(s) in flight = {held} outputs x {per} "
+        f"bytes; the {len(target.pairs)} pair(s) are streamed), above the memory limit {fmt_bytes(limit)} "
+        f"({source}); {hint}, or raise the limit with --memory-limit SIZE (or off)")
+
+
+def _chunk() -> int:
+    from dpcheck.blackbox import CHUNK
+    return CHUNK
 
 
 # ------------------------------------------------------------------ user inputs (datasets, instances, classes)

@@ -170,7 +170,8 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
                scheduler: str | None = None, args: Sequence = (), cache_dir=None, cache_key: str | None = None,
                progress: Callable[[int, int], None] | None = None, say: Callable[[str], None] | None = None,
                validate: Callable[[int, Any], str | None] | None = None,
-               cache_report: dict | None = None) -> list:
+               cache_report: dict | None = None, indices: Sequence[int] | None = None,
+               on_result: Callable[[int, Any], None] | None = None) -> list:
     """Call ``fn(i, seed_sequence_i, *args)`` for i in range(n_chunks); results in chunk order.
 
     workers:      local processes (joblib's loky backend); 1 runs in this process.
@@ -186,6 +187,12 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
     say:          progress messages (cache use, recomputed chunks).
     validate:     ``validate(i, result) -> None | reason``: a cached result it rejects is recomputed.
     cache_report: a dict that receives :meth:`ChunkCache.report` (or ``{"disabled": reason}``).
+    indices:      run only these chunks (each still gets child seed i of ``n_chunks``, so a chunk is the
+                  same whichever subset it is run in); the others stay None. ``progress`` then counts
+                  over ``indices``.
+    on_result:    ``on_result(i, result)`` receives every result (cached or computed; with dask in
+                  completion order) and the results are not kept (the returned list holds None): a
+                  streamed reduction holds one chunk at a time, whatever ``n_chunks``.
     """
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
@@ -193,8 +200,16 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
         raise InputError(f"workers must be >= 1, got {workers!r}")
     say = say or (lambda msg: None)
     results: list = [None] * n_chunks
-    done = [False] * n_chunks
-    todo = list(range(n_chunks))
+    todo = list(range(n_chunks)) if indices is None else [int(i) for i in indices]
+    total = len(todo)
+    n_done = [0]
+
+    def keep(i, r):
+        n_done[0] += 1
+        if on_result is not None:
+            on_result(i, r)
+        else:
+            results[i] = r
     cache = None
     if cache_dir is not None:
         from dpcheck.fingerprint import Unfingerprintable
@@ -213,13 +228,14 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
             for i in todo:
                 ok, r = cache.read(i, validate)
                 if ok:
-                    results[i], done[i] = r, True
+                    keep(i, r)
+                    del r
                 else:
                     remaining.append(i)
             todo = remaining
             if cache.hits:
                 # "k of n", not "k/n": the command line throttles counters, and this line must show
-                say(f"cache: read back {cache.hits} of {n_chunks} chunks of {label} from {cache.dir}")
+                say(f"cache: read back {cache.hits} of {total} chunks of {label} from {cache.dir}")
 
     seeds = child_seeds(seed, n_chunks)
     if cache is not None:
@@ -231,9 +247,9 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
         if cache is not None:
             r, files = r
             cache.write(i, r, files)
-        results[i], done[i] = r, True
+        keep(i, r)
         if progress is not None:
-            progress(sum(done), n_chunks)
+            progress(n_done[0], total)
 
     try:
         if not todo:

@@ -131,8 +131,10 @@ def test_inconclusive_when_budget_too_small():
 # ------------------------------------------------------------------ determinism and parallelism
 def test_progress_reports_sampling_and_pairs():
     msgs = []
+    # 11 chunks per side: the first 3 hold the selection sample, 2 x 9 (2 x 2 blocks) are certified
     audit(target(M.laplace_count(1.0)), samples=11 * (1 << 16), progress=msgs.append)
-    assert any("sampled 22/22 chunks" in m for m in msgs)
+    assert any("selection pair 0: sampled 6/6 chunks" in m for m in msgs)
+    assert any("certification: sampled 4/4 blocks" in m for m in msgs)
     assert any("pair 0: choosing events" in m for m in msgs)
 
 
@@ -289,7 +291,8 @@ def test_bound_never_exceeds_true_epsilon(eps, seed, discrete):
 def test_cache_dir_resumes_without_resampling(tmp_path):
     first = audit(target(M.laplace_count(1.0)), samples=70_000, seed=2, cache_dir=tmp_path)
     again = audit(target(M.laplace_count(1.0)), samples=70_000, seed=2, cache_dir=tmp_path)
-    assert again.cache["hits"] == again.cache["chunks"] == 4
+    # 2 selection chunks (chunk 0 of each side) + 2 certification blocks (chunks 0-1 of each side)
+    assert again.cache["hits"] == again.cache["chunks"] == 4 and again.cache["computed"] == 0
     strip = lambda d: {k: v for k, v in d.items() if k != "cache"}  # noqa: E731
     assert strip(again.to_dict()) == strip(first.to_dict())
 

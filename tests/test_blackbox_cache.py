@@ -23,6 +23,9 @@ from dpcheck.blackbox import CHUNK, audit  # noqa: E402
 from dpcheck.cli import main  # noqa: E402
 
 N = CHUNK + 4_464            # 70,000: two chunks per side, the second short
+# the cache holds the selection pass (chunk 0 of each side: the outputs) and the certification pass (one
+# block of both chunks per side: their event counts; chunk 0 holds both splits): 4 chunk files
+FILES = 4
 
 
 def target(mech, name="t", **kw):
@@ -37,17 +40,22 @@ def _chunks(d):
     return sorted(Path(d).rglob("chunk-*.dpchunk"))
 
 
+def _output_chunks(d):
+    # the selection pass's chunk files (mechanism outputs), not the certification pass's event counts
+    return [p for p in _chunks(d) if isinstance(cachefile.loads(p.read_bytes())[1], np.ndarray)]
+
+
 # ------------------------------------------------------------------ the cache
 def test_second_run_reads_every_chunk_and_gives_the_same_result(tmp_path):
     first = audit(target(M.laplace_count(1.0)), samples=N, seed=2, cache_dir=tmp_path)
-    assert first.cache["computed"] == 4 and first.cache["hits"] == 0 and len(_chunks(tmp_path)) == 4
+    assert first.cache["computed"] == FILES and first.cache["hits"] == 0 and len(_chunks(tmp_path)) == FILES
     said = []
     again = audit(target(M.laplace_count(1.0)), samples=N, seed=2, cache_dir=tmp_path, progress=said.append)
-    assert again.cache["hits"] == 4 and again.cache["computed"] == 0 and again.cache["recomputed"] == []
+    assert again.cache["hits"] == FILES and again.cache["computed"] == 0 and again.cache["recomputed"] == []
     assert any("read back" in m for m in said)
     assert _strip(again.to_dict()) == _strip(first.to_dict())
     assert _strip(first.to_dict()) == audit(target(M.laplace_count(1.0)), samples=N, seed=2).to_dict()
-    assert again.to_check().details["cache"]["hits"] == 4
+    assert again.to_check().details["cache"]["hits"] == FILES
 
 
 def test_a_changed_mechanism_never_reuses_chunks(tmp_path):
@@ -91,7 +99,7 @@ def _rewrite(path, f):
 def test_a_damaged_chunk_is_recomputed_named_and_the_result_unchanged(tmp_path, damage):
     fresh = audit(target(M.laplace_count(1.0)), samples=N, seed=5)
     audit(target(M.laplace_count(1.0)), samples=N, seed=5, cache_dir=tmp_path / "c")
-    victim = _chunks(tmp_path / "c")[0]
+    victim = _output_chunks(tmp_path / "c")[0]
     if damage == "ten_outputs":               # a valid chunk, right key, 10 outputs instead of 65,536
         _rewrite(victim, lambda r: r[:10])
     elif damage == "truncated_file":
@@ -100,7 +108,7 @@ def test_a_damaged_chunk_is_recomputed_named_and_the_result_unchanged(tmp_path, 
         victim.write_bytes(os.urandom(4096))
     elif damage == "other_key":
         audit(target(M.laplace_count(2.0)), samples=N, seed=5, cache_dir=tmp_path / "o")
-        victim.write_bytes(_chunks(tmp_path / "o")[0].read_bytes())
+        victim.write_bytes(_output_chunks(tmp_path / "o")[0].read_bytes())
     elif damage == "inf":
         _rewrite(victim, lambda r: np.where(np.arange(r.size) == 7, np.inf, r))
     else:
@@ -108,7 +116,7 @@ def test_a_damaged_chunk_is_recomputed_named_and_the_result_unchanged(tmp_path, 
     said = []
     r = audit(target(M.laplace_count(1.0)), samples=N, seed=5, cache_dir=tmp_path / "c", progress=said.append)
     assert _strip(r.to_dict()) == fresh.to_dict()
-    assert r.cache["hits"] == 3 and r.cache["computed"] == 1
+    assert r.cache["hits"] == FILES - 1 and r.cache["computed"] == 1
     assert [x["file"] for x in r.cache["recomputed"]] == [str(victim)]
     assert any(str(victim) in m and "recomputing" in m for m in said)
 
@@ -131,7 +139,7 @@ def test_cache_with_two_workers_is_identical(tmp_path):
     one = audit(target(M.laplace_count(1.0)), samples=N, seed=6, cache_dir=tmp_path / "a", workers=1)
     two = audit(target(M.laplace_count(1.0)), samples=N, seed=6, cache_dir=tmp_path / "b", workers=2)
     back = audit(target(M.laplace_count(1.0)), samples=N, seed=6, cache_dir=tmp_path / "a", workers=2)
-    assert back.cache["hits"] == 4
+    assert back.cache["hits"] == FILES
     assert _strip(one.to_dict()) == _strip(two.to_dict()) == _strip(back.to_dict())
 
 
@@ -159,9 +167,9 @@ def _cli(tmp_path, scale, hashseed):
 def test_cli_module_constant_cut_to_a_tenth_in_a_new_process(tmp_path):
     # across processes (user files get a per-process module name): same file hits, edited file misses
     code, rep, _ = _cli(tmp_path, 1.0, 1)
-    assert code == 0 and rep["checks"][0]["details"]["cache"]["computed"] == 4
+    assert code == 0 and rep["checks"][0]["details"]["cache"]["computed"] == FILES
     code, rep2, _ = _cli(tmp_path, 1.0, 2)
-    assert code == 0 and rep2["checks"][0]["details"]["cache"]["hits"] == 4
+    assert code == 0 and rep2["checks"][0]["details"]["cache"]["hits"] == FILES
     assert rep2["checks"][0]["measured"] == rep["checks"][0]["measured"]
     code, rep3, _ = _cli(tmp_path, 0.1, 3)
     assert code == 1 and rep3["checks"][0]["verdict"] == "fail"

@@ -221,8 +221,9 @@ def test_memory_estimate_refuses_and_names_what_fits(tmp_path, capsys):
     rc, err = _run(["audit", f"{f}:T", "--samples", "1000000", "--memory-limit", "1M"], tmp_path, capsys)
     assert rc == 2
     line = err.strip().splitlines()[-1]
-    # 10^6 per side x 1 pair x 2 sides x 8 bytes = 15.3 MB; 1 MB fits 2^20 / 16 = 65536 per side
-    assert "15.3 MB" in line and "memory limit 1 MB" in line and "--samples 65536 would fit" in line
+    # the audit streams: it holds one pair's selection sample (2 x 250000) and one chunk of 65536:
+    # 565536 x 8 bytes = 4.31 MB; 1 MB holds 2 x 32768 + 65536, the selection of 131074 per side
+    assert "4.31 MB" in line and "memory limit 1 MB" in line and "--samples 131074 would fit" in line
     assert "'lap'" in line and "Traceback" not in err
     # --quick on a user target draws 200000 per side (that is what the estimate is for)
     rc, err = _run(["audit", f"{f}:T", "--quick", "--memory-limit", "1K"], tmp_path, capsys)
@@ -234,8 +235,10 @@ def test_memory_limit_from_the_environment(monkeypatch):
     from dpcheck.limits import memory_limit_set
     t = AuditTarget("vec", lambda d, rng, n: d + rng.normal(size=(n, 4)), [(0, 1), (1, 2)], Claim(epsilon=1.0))
     monkeypatch.setenv("DPCHECK_MEMORY_LIMIT", "100K")
-    with pytest.raises(InputError, match=r"2 pair\(s\) x 2 sides x 32 bytes.*DPCHECK_MEMORY_LIMIT"):
-        audit(t, samples=1000)
+    # (2 x 2500 selection + 10000 in one chunk) x 32 bytes = 469 KB
+    with pytest.raises(InputError, match=r"2 x 2500 and 1 chunk\(s\) in flight = 15000 outputs x 32 bytes.*"
+                                         r"DPCHECK_MEMORY_LIMIT"):
+        audit(t, samples=10000)
     with memory_limit_set(math.inf):                 # --memory-limit off: no check
         assert audit(t, samples=200).samples == 200
     monkeypatch.setenv("DPCHECK_MEMORY_LIMIT", "1G")
