@@ -347,8 +347,8 @@ def markdown(meta, results, findings, paper_results=(), long_results=(), paper_r
              "* bonus: `BonusConstants.practical()` — iota = 1, term 1 coefficient 1, term 2 sqrt(1/N~), "
              "privacy term E/N~ (no 20 H S iota), correction term off;",
              "* noise: Chowdhury & Zhou's calibration, **Lap(1/eps) per tree node (JDP) / per message coordinate "
-             "(LDP)**; i.e. the Central / Local Privatizer at eps_eff = eps·3HL (= eps·960 here) / eps·3H "
-             "(= eps·60), calibration \"paper\". The curves are eps_eff-private, **not** eps-private;",
+             f"(LDP)**; i.e. the Central / Local Privatizer at eps_eff = eps·3HL (= eps·{3 * meta['H'] * meta.get('L', 16)} here) / eps·3H "
+             f"(= eps·{3 * meta['H']}), calibration \"paper\". The curves are eps_eff-private, **not** eps-private;",
              "* width E: rigorous docs/derivations.md#widths-e width of that noise (Assumption 3.1 holds; no lock-in by the monotone min);",
              "* tie-breaking: seeded uniform; regret: exact expected regret per episode (policy evaluation on "
              "the true model), cumulated;",
