@@ -245,3 +245,12 @@ def test_gfa_pin_down_known_answers():
     assert out["easy/non_private_batched"]["verdict"] == "yes, not pinned down"
     assert out["hard/private_eps_8"]["verdict"] == "no, not pinned down"
     assert out["hard/private_eps_8"]["matching"] == [lab for lab, _, _ in mod.READINGS]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["reproduce_dp_vapvi_fig1", "reproduce_dp_ucbvi_fig1"])
+def test_render_only_rebuilds_the_same_report(name, vapvi, ucbvi):
+    out, _, md = {"reproduce_dp_vapvi_fig1": vapvi, "reproduce_dp_ucbvi_fig1": ucbvi}[name]
+    (out / "report.md").write_text("stale")
+    assert _module(name).main(["--render-only", "--out", str(out)]) == 0
+    assert (out / "report.md").read_text() == md
