@@ -458,6 +458,8 @@ def main(argv=None):
             "width_mode": "rigorous", "L": tree_levels(a.K), "paper_runs": a.paper_runs, "K_long": a.K_long,
             "long_runs": a.long_runs, "long_eps": list(a.long_eps),
             "job_seconds": {f"job {i}": float(by_job[i][0]["seconds_group"]) for i in range(len(jobs))}}
+    for r in results + paper_results + long_results:   # judge the numbers results.json keeps (--render-only agrees)
+        r["cumulative"] = np.round(np.asarray(r["cumulative"], float), 2).tolist()
     findings, prow = analyse(meta, results, paper_results, long_results)
     write(a.out, meta, results, findings, paper_results, long_results, prow)
     print(f"done in {seconds:.1f} s; " + ", ".join(f"{k}: {v['status']}" for k, v in findings.items()))
