@@ -19,7 +19,12 @@ Practical mode (reports/reproductions/dp_ucbvi_fig1/README.md; every knob is wri
 * the curves of one worker share one batch of runs (dpcheck.algorithms.online.stacking.StackedPrivatizer):
   each keeps its own privatizer, noise stream and E; the environment stream is shared by the batch.
 
-Usage:  python scripts/reproduce_dp_ucbvi_fig1.py [--K 50000] [--runs 5] [--workers 2] [--seed 0]
+Also (labelled rows): the eight private curves at the paper's own noise scale (eps_eff = eps, ``--paper-runs``),
+and UCBVI + the practical JDP curves at ``--long-eps`` rerun to ``--K-long`` so that E2 / E5 are judged where a
+flattening JDP cost is possible (:func:`flattening`); the report opens with a claim table computed from all of it.
+
+Usage:  python scripts/reproduce_dp_ucbvi_fig1.py [--K 50000] [--runs 5] [--workers 2] [--seed 0] [--paper-runs 3]
+        [--K-long 200000] [--long-runs 2] [--long-eps 0.5 1] [--reduced] [--render-only]
         [--out reports/reproductions/dp_ucbvi_fig1]
 Writes report.md, results.json and fig1.png into --out.
 """

@@ -27,7 +27,13 @@ Setting (Appendix F, Section 6; every choice the paper leaves open is written in
 The verdict criteria for S-1..S-3 are fixed in :func:`evaluate` (before any run), with the numbers
 they rest on in results.json.
 
-Usage:  python scripts/reproduce_dp_vapvi_fig1.py [--runs 50] [--seed 0] [--out reports/reproductions/dp_vapvi_fig1]
+Explaining computations (the report's opening table is built from them): the per-step error the regression
+release's noise puts into phi^T w (:func:`regression_noise_error`, measured on the run's own weights), a K sweep
+past Figure 1 to 10^6 with VAPVI and DP-VAPVI at rho in {0.1, 1, 10} (:func:`k_sweep`, ``--sweep-runs`` datasets
+per K), and S-3 against PEVI both tuned and at its default c = 1.
+
+Usage:  python scripts/reproduce_dp_vapvi_fig1.py [--runs 50] [--seed 0] [--sweep-K 1000 10000 100000 1000000]
+        [--sweep-runs 20] [--reduced] [--render-only] [--out reports/reproductions/dp_vapvi_fig1]
 Writes report.md, results.json and fig1.png into --out.
 """
 from __future__ import annotations

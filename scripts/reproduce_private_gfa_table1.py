@@ -24,6 +24,9 @@ of 0. E4: per cell, whether the paper's number lies inside our 95% interval.
 
 Usage:  python scripts/reproduce_private_gfa_table1.py [--K 300] [--runs 30] [--seed 0] [--eta 1] [--boot 2000]
         [--H 4] [--no-robustness] [--out reports/reproductions/private_gfa_table1]
+Readings (``--batch-sizes``, ``--no-readings``): every cell is rerun on the same seeds under the readings Appendix D's
+text allows -- the non-private batch size B swept, eps read as the per-update budget, Delta_S = (H+1)^2 -- and
+:func:`pin_down` marks the cells those readings do not pin down. ``--reduced``: a small configuration for tests.
 Writes report.md and results.json into --out. The robustness rows (eta = 0.5; K = 500) rerun the grid with
 one knob changed (docs/private_gfa.md reports the ordering stable under both).
 """
