@@ -24,6 +24,9 @@ of 0. E4: per cell, whether the paper's number lies inside our 95% interval.
 
 Usage:  python scripts/reproduce_private_gfa_table1.py [--K 300] [--runs 30] [--seed 0] [--eta 1] [--boot 2000]
         [--H 4] [--no-robustness] [--out reports/reproductions/private_gfa_table1]
+Readings (``--batch-sizes``, ``--no-readings``): every cell is rerun on the same seeds under the readings Appendix D's
+text allows -- the non-private batch size B swept, eps read as the per-update budget, Delta_S = (H+1)^2 -- and
+:func:`pin_down` marks the cells those readings do not pin down. ``--reduced``: a small configuration for tests.
 Writes report.md and results.json into --out. The robustness rows (eta = 0.5; K = 500) rerun the grid with
 one knob changed (docs/private_gfa.md reports the ordering stable under both).
 """
@@ -81,11 +84,44 @@ def interval(samples, level: float = LEVEL) -> list[float]:
     return [float(lo), float(hi)]
 
 
-def run_cell(kind: str, method: str, *, K: int, runs: int, seed: int, eta: float, H: int, boot: int) -> dict:
-    """One (instance, method): ``runs`` batched runs, the plateau figures and their bootstrap samples."""
-    from dpcheck.algorithms.gfa import appendix_d, poc_default
+BATCH_SWEEP = (2, 3, 4, 5, 6, 9, 12)          # non-private batch sizes besides the PoC-default ceil(sqrt K)
+PRIVATE = ("private_eps_8", "private_eps_5")
+# the readings of Appendix D's private methods that its text allows: (label, eps per update?, Delta_S)
+READINGS = (("eps per update, Delta_S = 1", True, "binary"),
+            ("eps total, Delta_S = (H+1)^2", False, "paper"),
+            ("eps per update, Delta_S = (H+1)^2", True, "paper"))
+REDUCED = ["--K", "100", "--runs", "6", "--boot", "100", "--no-robustness", "--batch-sizes", "2", "6"]
+
+
+def make_agent(method, fclass, K, eta, variant=None):
+    """The PoC-default agent of ``method``, or one reading of it. ``variant``: {"B": b} (non-private batch size) or
+    {"per_update": bool, "sensitivity": "binary" | "paper"} (private methods; B as the PoC-default). "eps per update"
+    sets eps0 = eps (the budget of each of the M exponential-mechanism updates)."""
+    from dpcheck.accounting import advanced_composition_root
+    from dpcheck.algorithms.gfa import poc_default
+    from dpcheck.algorithms.gfa.batched_em import NonPrivateOutcomeRL, PrivateOutcomeRL
+    agent = poc_default(method, fclass, K, eta=eta)
+    if not variant:
+        return agent
+    if "B" in variant:
+        return NonPrivateOutcomeRL(fclass, B=int(variant["B"]), eta=eta, tie_breaking="random")
+    eps, B, delta = (8.0 if method.endswith("8") else 5.0), agent.B, agent.delta
+    if not variant["per_update"]:
+        return PrivateOutcomeRL(fclass, epsilon=eps, delta=delta, B=B, eta=eta, sensitivity=variant["sensitivity"],
+                                tie_breaking="random")
+    # eps0 = eps exactly: the Appendix E split eps0 = epsilon / sqrt(2 M log(1/delta)) of the matching total
+    total = eps * advanced_composition_root(-(-K // B), delta)
+    return PrivateOutcomeRL(fclass, epsilon=total, delta=delta, B=B, eta=eta, sensitivity=variant["sensitivity"],
+                            eps0_rule="appendix_e", tie_breaking="random")
+
+
+def run_cell(kind: str, method: str, *, K: int, runs: int, seed: int, eta: float, H: int, boot: int,
+             variant: dict | None = None) -> dict:
+    """One (instance, method): ``runs`` batched runs, the plateau figures and their bootstrap samples (same seeds
+    for every ``variant`` of a cell: the readings are paired)."""
+    from dpcheck.algorithms.gfa import appendix_d
     inst = appendix_d(kind, H=H)
-    agent = poc_default(method, inst.fclass, K, eta=eta)
+    agent = make_agent(method, inst.fclass, K, eta, variant)
     key = [seed, KINDS.index(kind), METHODS.index(method)]
     t0 = time.process_time()
     res = agent.run(inst.mdp, K, np.random.default_rng(key), runs=runs, record=False)
@@ -98,6 +134,7 @@ def run_cell(kind: str, method: str, *, K: int, runs: int, seed: int, eta: float
     late = float(res.regret[:, -tail:].mean())
     average = float(res.regret.mean())
     return {"kind": kind, "method": method, "H": H, "B": res.B, "M": res.M, "eta": eta, "K": K, "runs": runs,
+            "variant": variant or {}, "sensitivity": p.sensitivity if math.isfinite(p.epsilon) else None,
             "epsilon": p.epsilon, "delta": agent.delta if math.isfinite(p.epsilon) else None,
             "eps0": p.eps0 if math.isfinite(p.epsilon) else None,
             "beta_em": p.beta_em if math.isfinite(p.epsilon) else None,
@@ -116,6 +153,77 @@ def run_grid(*, K: int, runs: int, seed: int, eta: float, H: int, boot: int) -> 
     """All eight cells: {kind: {method: cell}}."""
     return {kind: {m: run_cell(kind, m, K=K, runs=runs, seed=seed, eta=eta, H=H, boot=boot) for m in METHODS}
             for kind in KINDS}
+
+
+def run_readings(*, K: int, runs: int, seed: int, eta: float, H: int, boot: int, batch_sizes=BATCH_SWEEP) -> dict:
+    """The readings Appendix D allows, on the same seeds as the PoC grid: the non-private batched method at each
+    batch size in ``batch_sizes``, and each private method under every entry of READINGS."""
+    kw = dict(K=K, runs=runs, seed=seed, eta=eta, H=H, boot=boot)
+    batch = {str(b): {kind: run_cell(kind, "non_private_batched", variant={"B": b}, **kw) for kind in KINDS}
+             for b in batch_sizes if b <= K}
+    private = {lab: {kind: {m: run_cell(kind, m, variant={"per_update": pu, "sensitivity": sens}, **kw)
+                            for m in PRIVATE} for kind in KINDS} for lab, pu, sens in READINGS}
+    return {"batch": batch, "private": private}
+
+
+UNSTATED = {"non_private_no_batch": "K, eta, runs (B = 1 is fixed by 'no batch')",
+            "non_private_batched": "the non-private batch size B (and K, eta)",
+            "private_eps_8": "whether eps is the total or the per-update budget, Delta_S (and K, eta, delta)",
+            "private_eps_5": "whether eps is the total or the per-update budget, Delta_S (and K, eta, delta)"}
+
+
+def pin_down(grid: dict, readings: dict, paper: dict = PAPER) -> dict:
+    """Per cell: the allowed readings (PoC-default first) whose 95% interval contains the paper's value.
+    verdict 'yes' / 'no' = whether the PoC-default matches, with ', not pinned down' when the readings the paper's
+    text allows disagree (some match, some do not: the cell is decided by a knob the paper does not state)."""
+    out = {}
+    for kind in KINDS:
+        for m in METHODS:
+            cands = [("PoC-default", grid[kind][m])]
+            if m == "non_private_batched":
+                cands += [(f"B = {b}", v[kind]) for b, v in readings.get("batch", {}).items()]
+            if m in PRIVATE:
+                cands += [(lab, v[kind][m]) for lab, v in readings.get("private", {}).items()]
+            val = paper[kind][m]
+            rows = [{"reading": lab, "plateau": c["plateau"], "ci": c["plateau_ci"], "B": c["B"],
+                     "eps0": c.get("eps0"), "beta_em": c.get("beta_em"),
+                     "inside_ci": c["plateau_ci"][0] <= val <= c["plateau_ci"][1]} for lab, c in cands]
+            hits = [r["reading"] for r in rows if r["inside_ci"]]
+            pinned = len({r["inside_ci"] for r in rows}) == 1      # every allowed reading gives the same answer
+            verdict = ("yes" if rows[0]["inside_ci"] else "no") + ("" if pinned else ", not pinned down")
+            out[f"{kind}/{m}"] = {"kind": kind, "method": m, "paper": val, "verdict": verdict, "matching": hits,
+                                  "pinned_down": pinned,
+                                  "readings": rows, "unstated": UNSTATED[m]}
+    return out
+
+
+def claim_table(grid: dict, findings: dict, cells: dict) -> list:
+    """Rows (claim or cell, paper, ours, holds?, why): E1-E3 and the eight cells of Table 1."""
+    rows = []
+    paper_claim = {"E1": "no-batch < batched < eps=8 < eps=5 in each instance (Table 1)",
+                   "E2": "hard > easy for every method (Table 1)",
+                   "E3": "batching gap < privacy gap (Table 1, Appendix D text)"}
+    for key in ("E1", "E2", "E3"):
+        f = findings[key]
+        if key == "E1":
+            why = "; ".join(f"{kind}: " + ", ".join(f"{d['estimate']} {_fmt_ci(d['ci'])}" for d in f["differences"][kind])
+                            for kind in KINDS)
+        elif key == "E2":
+            why = "hard - easy: " + ", ".join(f"{d['estimate']} {_fmt_ci(d['ci'])}" for d in f["differences"].values())
+        else:
+            why = "; ".join(f"{kind}: privacy - batching gap {d['estimate']} {_fmt_ci(d['ci'])}"
+                            for kind, d in f["differences"].items())
+        rows.append((key, paper_claim[key], f["status"], "yes" if f["status"] != "fails" else "no",
+                     "differences with 95% bootstrap CI: " + why))
+    for key, c in cells.items():
+        poc = c["readings"][0]
+        others = "; ".join(f"{r['reading']}: {r['plateau']} {_fmt_ci(r['ci'])}" for r in c["readings"][1:])
+        why = (f"matching readings: {', '.join(c['matching']) or 'none'}"
+               + (f"; other readings: {others}" if others else "")
+               + f"; the paper leaves {c['unstated']} unstated")
+        rows.append((f"Table 1, {c['kind']}, {LABELS[c['method']]}", str(c["paper"]),
+                     f"{poc['plateau']} {_fmt_ci(poc['ci'])} (PoC-default)", c["verdict"], why))
+    return rows
 
 
 def _difference(grid, kind_hi, m_hi, kind_lo, m_lo) -> dict:
@@ -183,9 +291,25 @@ def _fmt_ci(ci):
     return f"[{ci[0]:.0f}, {ci[1]:.0f}]"
 
 
-def markdown(meta: dict, grid: dict, findings: dict, robustness: list) -> str:
-    L = ["# Reproduction: He & Zhou, Appendix D, Table 1 (plateau episodes, Algorithm 2)", "",
-         f"Regenerate: `{meta['command']}`", "",
+def markdown(meta: dict, grid: dict, findings: dict, robustness: list, readings: dict | None = None,
+             cells: dict | None = None) -> str:
+    L = ["# Reproduction: He & Zhou, Appendix D, Table 1 (plateau episodes, Algorithm 2)", ""]
+    if cells is not None:
+        L += ["| claim or cell | paper | ours | holds? | why |", "|---|---|---|---|---|"]
+        L += [f"| {' | '.join(r)} |" for r in claim_table(grid, findings, cells)]
+        yes = sum(c["readings"][0]["inside_ci"] for c in cells.values())
+        loose = [f"{c['kind']} {LABELS[c['method']]}" for c in cells.values() if not c["pinned_down"]]
+        none = sum(not c["matching"] for c in cells.values())
+        L += ["", f"Of the 8 cells, {yes} match under the PoC-default and {none} under none of the readings run here; "
+              f"{len(loose)} cannot be pinned down by the paper's text (some allowed readings match, others do not"
+              f"{': ' + ', '.join(loose) if loose else ''}). How to "
+              "check: every reading reruns the cell on the same seeds (paired) with one knob changed -- the "
+              f"non-private batch size B in {[int(b) for b in readings.get('batch', {})]} besides ceil(sqrt K), and for the private methods eps "
+              "read as the per-update budget (eps0 = eps for each of the M updates) "
+              "and/or Delta_S = (H+1)^2 (beta_EM = eps0 / (2 Delta_S)); a cell 'matches' when the paper's value lies "
+              "inside that reading's 95% bootstrap interval. The full grid of readings is below and in "
+              "`results.json` (`readings`, `cells`).", ""]
+    L += [f"Regenerate: `{meta['command']}`", "",
          f"Cost of this run: {meta['cpu_seconds']:.1f} s CPU ({meta['wall_seconds']:.1f} s wall on a contended "
          "2-core machine), robustness rows included.", "",
          "Configuration: the **PoC-default** (docs/private_gfa.md), because the paper leaves K, "
@@ -256,6 +380,18 @@ def markdown(meta: dict, grid: dict, findings: dict, robustness: list) -> str:
                 f = r["findings"]
                 L.append(f"| {r['label']} | {kind} | {cells} | {f['E1']['per_instance'][kind]} | "
                          f"{f['E2']['status']} | {f['E3']['per_instance'][kind]} |")
+    if readings:
+        L += ["", "## Readings the paper allows (same seeds, one knob changed; plateau [95% CI])", "",
+              "| reading | method | B | eps0 | beta_EM | easy | hard |", "|---|---|---:|---:|---:|---:|---:|"]
+        for b, v in readings["batch"].items():
+            L.append(f"| non-private batch size B = {b} | {LABELS['non_private_batched']} | {b} | - | argmax | "
+                     + " | ".join(f"{v[k]['plateau']} {_fmt_ci(v[k]['plateau_ci'])}" for k in KINDS) + " |")
+        for lab, v in readings["private"].items():
+            for m in PRIVATE:
+                e = v["easy"][m]
+                L.append(f"| {lab} | {LABELS[m]} | {e['B']} | {e['eps0']:.4g} | {e['beta_em']:.4g} | "
+                         + " | ".join(f"{v[k][m]['plateau']}{_mark(v[k][m])} {_fmt_ci(v[k][m]['plateau_ci'])}"
+                                      for k in KINDS) + " |")
     L += ["", "Numbers behind every figure (per-run plateaus, bootstrap intervals, configuration) are in "
           "`results.json`."]
     return "\n".join(L) + "\n"
@@ -327,8 +463,15 @@ def main(argv=None):
     ap.add_argument("--boot", type=int, default=2000)
     ap.add_argument("--H", type=int, default=4, help="4 = the paper's environment; 2 = Appendix D's unit-test version")
     ap.add_argument("--no-robustness", action="store_true", help="skip the eta = 0.5 and K = 500 reruns")
+    ap.add_argument("--no-readings", action="store_true", help="skip the batch-size sweep and the private readings")
+    ap.add_argument("--batch-sizes", type=int, nargs="+", default=list(BATCH_SWEEP),
+                    help="non-private batch sizes of the sweep (besides ceil(sqrt K))")
+    ap.add_argument("--reduced", action="store_true", help="a small, fast configuration (tests): " + " ".join(REDUCED))
     ap.add_argument("--out", default="reports/reproductions/private_gfa_table1")
-    a = ap.parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    a = ap.parse_args(args)
+    if a.reduced:
+        a = ap.parse_args(REDUCED + [x for x in args if x != "--reduced"])
     if a.runs < 2 or a.K < 1 or a.boot < 10:
         ap.error("need --runs >= 2, --K >= 1, --boot >= 10")
     t_wall, t_cpu = time.perf_counter(), time.process_time()
@@ -341,21 +484,24 @@ def main(argv=None):
                                                                           round(a.K * 5 / 3), a.eta)):
             g = run_grid(K=K, eta=eta, **common)
             robustness.append({"label": label, "K": K, "eta": eta, "grid": g, "findings": evaluate(g)})
+    readings = {} if a.no_readings else run_readings(K=a.K, eta=a.eta, batch_sizes=a.batch_sizes, **common)
+    cells = pin_down(grid, readings)
     from dpcheck.algorithms.gfa import appendix_d
-    cmd = "python scripts/reproduce_private_gfa_table1.py" + ("" if (argv if argv is not None else sys.argv[1:]) == [] else
-                                                   " " + " ".join(argv if argv is not None else sys.argv[1:]))
+    cmd = "python scripts/reproduce_private_gfa_table1.py" + ("" if not args else " " + " ".join(args))
     meta = {"command": cmd, "K": a.K, "runs": a.runs, "seed": a.seed, "eta": a.eta, "boot": a.boot, "H": a.H,
             "class_size": appendix_d("easy", H=a.H).fclass.N, "fraction": FRACTION, "level": LEVEL,
             "configuration": "PoC-default (docs/private_gfa.md)",
             "wall_seconds": time.perf_counter() - t_wall, "cpu_seconds": time.process_time() - t_cpu,
             "paper": PAPER}
     os.makedirs(a.out, exist_ok=True)
-    out = {"meta": meta, "table": _public(grid), "findings": findings,
+    out = {"meta": meta, "table": _public(grid), "findings": findings, "cells": cells,
+           "readings": {"batch": _public(readings["batch"]) if readings else {},
+                        "private": {k: _public(v) for k, v in readings.get("private", {}).items()}},
            "robustness": [{**r, "grid": _public(r["grid"])} for r in robustness]}
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(out, f, indent=1, default=lambda o: o.tolist() if hasattr(o, "tolist") else float(o))
     with open(os.path.join(a.out, "report.md"), "w") as f:
-        f.write(markdown(meta, grid, findings, robustness))
+        f.write(markdown(meta, grid, findings, robustness, readings, cells))
     print(f"done: {meta['cpu_seconds']:.1f} s CPU, {meta['wall_seconds']:.1f} s wall; "
           + ", ".join(f"{k}: {v['status']}" for k, v in findings.items()))
     return 0
