@@ -185,6 +185,8 @@ def advanced_composition(eps0: float, M: int, delta: float) -> float:
     He & Zhou, Lemma E.2)."""
     if eps0 == 0:
         return 0.0
+    if eps0 > 700.0:        # e^eps0 overflows a float: the composed eps is beyond any finite claim
+        return math.inf
     return eps0 * math.sqrt(2.0 * M * math.log(1.0 / delta)) + M * eps0 * math.expm1(eps0)
 
 

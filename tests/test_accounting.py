@@ -321,3 +321,11 @@ def test_the_accounting_module_itself_is_seen_by_the_guard():
     # the guard is not vacuous: the module that owns the conversions matches most of its patterns
     found = {what for _, what in conversions(ACCOUNTING.read_text())}
     assert len(found) >= len(CONVERSIONS) - 4, sorted(set(CONVERSIONS) - found)
+
+
+def test_advanced_composition_inverse_of_a_huge_total_is_finite_not_an_overflow():
+    from dpcheck.accounting import advanced_composition, advanced_composition_inverse
+    for total, M in [(1e4, 1), (1e5, 2), (1e6, 10)]:
+        eps0 = advanced_composition_inverse(total, M, 1e-5)
+        assert 0 < eps0 < 710 and advanced_composition(eps0, M, 1e-5) <= total
+    assert advanced_composition(800.0, 1, 1e-5) == float("inf")
