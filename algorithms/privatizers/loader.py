@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from dpcheck.errors import DPCheckError, InputError, MechanismError
+from dpcheck.loading import probe_rng_use as probe_rng
 
 from dpcheck.algorithms.privatizers.base import INTERFACE, CountPrivatizer, PrivateCounts
 
@@ -211,14 +212,16 @@ def probe_rng_use(priv, label: str) -> None:
     reproduce or certify it), two seeds must give different ones (else it ignores the rng). Run on a
     tiny dataset (H = 2, S = 2, A = 1, every count 5) with the auditor's own generators."""
     pair, triple = np.full((1, 2, 2, 1), 10.0), np.full((1, 2, 2, 1, 2), 5.0)
-    a, b, c = (priv.privatize(pair, triple, np.random.default_rng(s)) for s in (20240917, 20240917, 7))
-    flat = lambda o: np.concatenate([np.ravel(o.noisy_visits), np.ravel(o.noisy_transitions)])
-    if not np.array_equal(flat(a), flat(b)):
-        raise MechanismError(f"privatizer {label!r}: privatize() gave different releases for the same rng seed "
-                             f"(it draws from global or hidden state; all randomness must come from rng)")
-    if np.array_equal(flat(a), flat(c)):
-        raise MechanismError(f"privatizer {label!r}: privatize() gave the same release for different rng seeds "
-                             f"(it ignores the rng it is given)")
+
+    def release(rng):
+        o = priv.privatize(pair, triple, rng)
+        return np.concatenate([np.ravel(o.noisy_visits), np.ravel(o.noisy_transitions)])
+
+    probe_rng(release, (20240917, 7),
+              nondeterministic=f"privatizer {label!r}: privatize() gave different releases for the same rng seed "
+              f"(it draws from global or hidden state; all randomness must come from rng)",
+              ignores=f"privatizer {label!r}: privatize() gave the same release for different rng seeds "
+              f"(it ignores the rng it is given)")
 
 
 def load_offline_privatizer(spec, *, _label=None, _probe=True, **kw):
@@ -296,14 +299,16 @@ class GuardedRegressionPrivatizer(GuardedPrivatizer):
 def probe_regression_rng_use(priv, label: str) -> None:
     """:func:`probe_rng_use` for ``draw`` (H = 2, d = 2, unit sensitivities)."""
     sens = {k: 1.0 for k in ("sigma_matrix", "beta_vector", "theta_vector", "lambda_matrix", "w_vector")}
-    a, b, c = (priv.draw(np.random.default_rng(s), 1, 2, 2, sens) for s in (20240917, 20240917, 7))
-    flat = lambda o: np.concatenate([np.ravel(getattr(o, k)) for k in ("g1", "g2", "g3", "N1", "N2")])
-    if not np.array_equal(flat(a), flat(b)):
-        raise MechanismError(f"privatizer {label!r}: draw() gave different noise for the same rng seed (it draws "
-                             f"from global or hidden state; all randomness must come from rng)")
-    if np.array_equal(flat(a), flat(c)):
-        raise MechanismError(f"privatizer {label!r}: draw() gave the same noise for different rng seeds (it "
-                             f"ignores the rng it is given)")
+
+    def release(rng):
+        o = priv.draw(rng, 1, 2, 2, sens)
+        return np.concatenate([np.ravel(getattr(o, k)) for k in ("g1", "g2", "g3", "N1", "N2")])
+
+    probe_rng(release, (20240917, 7),
+              nondeterministic=f"privatizer {label!r}: draw() gave different noise for the same rng seed (it draws "
+              f"from global or hidden state; all randomness must come from rng)",
+              ignores=f"privatizer {label!r}: draw() gave the same noise for different rng seeds (it "
+              f"ignores the rng it is given)")
     priv.widths(2, 2, sens, 0.1)
 
 
