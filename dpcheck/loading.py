@@ -94,6 +94,18 @@ def _pickle_by_value(module) -> None:
             pass
 
 
+def call_plugin(who: str, what: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, a call into a user's plug-in ``who`` (``"privatizer 'file.py:C'"``): a
+    DPCheckError passes through, any other exception becomes a MechanismError "WHO raised TYPE in WHAT: ..."
+    (the CLI's one line, exit 2), chained to the original."""
+    try:
+        return fn(*args, **kwargs)
+    except DPCheckError:
+        raise
+    except Exception as e:
+        raise MechanismError(f"{who} raised {type(e).__name__} in {what}: {e}") from e
+
+
 def _equal_arrays(a, b) -> bool:
     return bool(np.array_equal(a, b))
 

@@ -135,13 +135,8 @@ class GuardedSelection(SelectionMechanism):
         self.utility_constant = float(getattr(inner, "utility_constant", 2.0))
 
     def _call(self, what, fn, *a):
-        from dpcheck.errors import DPCheckError, MechanismError
-        try:
-            return fn(*a)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"selection mechanism {self.label!r} raised {type(e).__name__} in {what}: {e}") from e
+        from dpcheck.loading import call_plugin
+        return call_plugin(f"selection mechanism {self.label!r}", what, fn, *a)
 
     def _bad(self, msg):
         from dpcheck.errors import MechanismError
@@ -213,7 +208,7 @@ def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> Sele
     a class, or an instance. User classes are checked (a subclass of :class:`SelectionMechanism`, or at
     least a ``select``), instantiated with no arguments, probed (:func:`probe`) and wrapped in
     :class:`GuardedSelection`."""
-    from dpcheck.errors import DPCheckError, MechanismError
+    from dpcheck.errors import MechanismError
     if spec is None or (isinstance(spec, str) and spec.strip().lower() in BUILTIN):
         return ExponentialMechanism(tie_breaking)
     if isinstance(spec, SelectionMechanism) and type(spec).__module__.startswith("dpcheck.algorithms."):
@@ -244,13 +239,8 @@ def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> Sele
         if getattr(getattr(cls, "select", None), "__isabstractmethod__", False):
             raise InputError(f"selection mechanism {label!r} does not implement select(scores, epsilon, "
                              f"sensitivity, rng)")
-        try:
-            obj = cls()
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"selection mechanism {label!r} raised {type(e).__name__} in its constructor: "
-                                 f"{e}") from e
+        from dpcheck.loading import call_plugin
+        obj = call_plugin(f"selection mechanism {label!r}", "its constructor", cls)
     else:
         obj = spec
     guarded = GuardedSelection(obj, label)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 
-from dpcheck.errors import DPCheckError, InputError, MechanismError
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.loading import call_plugin
 from dpcheck.algorithms.linear.stream_privatizer import _CLASSES, GuardedStreamPrivatizer, INTERFACE, StreamPrivatizer, _is_builtin, probe
 
 
@@ -41,12 +42,7 @@ def load_stream_privatizer(spec, *, epsilon: float = 1.0, delta: float = 0.1, **
     if missing:
         raise InputError(f"stream privatizer {label!r} does not implement {', '.join(missing)} (subclass "
                          f"dpcheck.algorithms.linear.StreamPrivatizer; see docs/privatizers.md)")
-    try:
-        obj = cls(epsilon=epsilon, delta=delta)
-    except DPCheckError:
-        raise
-    except Exception as e:
-        raise MechanismError(f"stream privatizer {label!r} raised {type(e).__name__} in its constructor: {e}") from e
+    obj = call_plugin(f"stream privatizer {label!r}", "its constructor", cls, epsilon=epsilon, delta=delta)
     if _is_builtin(cls):
         return obj
     guarded = GuardedStreamPrivatizer(obj, label)

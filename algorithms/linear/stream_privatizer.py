@@ -39,8 +39,8 @@ import math
 
 import numpy as np
 
-from dpcheck.errors import DPCheckError, InputError, MechanismError
-from dpcheck.loading import probe_rng_use
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.loading import call_plugin, probe_rng_use
 from dpcheck.algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes, Regularizer
 
 INTERFACE = ("claim", "dp_event", "constants", "start")
@@ -90,12 +90,7 @@ class GuardedStreamPrivatizer(StreamPrivatizer):
         self.name = str(getattr(inner, "name", type(inner).__name__))
 
     def _call(self, what, fn, *a, **kw):
-        try:
-            return fn(*a, **kw)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"stream privatizer {self.label!r} raised {type(e).__name__} in {what}: {e}") from e
+        return call_plugin(f"stream privatizer {self.label!r}", what, fn, *a, **kw)
 
     def _bad(self, msg):
         return MechanismError(f"stream privatizer {self.label!r}: {msg}")

@@ -10,8 +10,8 @@ import functools
 
 import numpy as np
 
-from dpcheck.errors import DPCheckError, InputError, MechanismError
-from dpcheck.loading import probe_rng_use as probe_rng
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.loading import call_plugin, probe_rng_use as probe_rng
 
 from dpcheck.algorithms.privatizers.base import INTERFACE, CountPrivatizer, PrivateCounts
 
@@ -56,12 +56,7 @@ class GuardedPrivatizer:
         object.__setattr__(self, "_label", label)
 
     def _call(self, what, fn, *a, **kw):
-        try:
-            return fn(*a, **kw)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"privatizer {self._label!r} raised {type(e).__name__} in {what}: {e}") from e
+        return call_plugin(f"privatizer {self._label!r}", what, fn, *a, **kw)
 
     def __getattr__(self, item):
         if item.startswith("__") or item in ("_inner", "_label", "_sizes"):
@@ -133,12 +128,7 @@ def load_privatizer(spec, **kw):
     if not isinstance(cls, type):
         raise InputError(f"privatizer {label!r} is not a class")
     check_interface(cls, label)
-    try:
-        obj = cls(**kw)
-    except DPCheckError:
-        raise
-    except Exception as e:
-        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor: {e}") from e
+    obj = call_plugin(f"privatizer {label!r}", "its constructor", cls, **kw)
     if not user:
         return obj
     from dpcheck.algorithms.privatizers.probe import check_rng_use
@@ -160,13 +150,8 @@ def _instantiate(cls, label: str, interface, what: str, base: str, kw: dict):
     if missing:
         raise InputError(f"privatizer {label!r} does not implement the {what} interface: missing "
                          f"{', '.join(missing)} (subclass {base}; see docs/privatizers.md)")
-    try:
-        return cls(**kw)
-    except DPCheckError:
-        raise
-    except Exception as e:
-        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
-                             f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+    return call_plugin(f"privatizer {label!r}", f"its constructor {cls.__name__}"
+                       f"({', '.join(f'{k}={v!r}' for k, v in kw.items())})", cls, **kw)
 
 # ============================================================ offline (DP-APVI): one release from a dataset
 OFFLINE_BUILTIN = {"gaussian": "OfflineGaussianPrivatizer", "laplace": "OfflineLaplacePrivatizer"}
