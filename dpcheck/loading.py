@@ -94,6 +94,19 @@ def _pickle_by_value(module) -> None:
             pass
 
 
+def check_plugin_spec(spec: str, what: str, builtin: str, baseline: str) -> None:
+    """InputError unless the string ``spec`` can name a user's plug-in of kind ``what`` (``"stream privatizer"``):
+    ``none`` is the audit's own non-private ``baseline``, not a plug-in; a name without ``:`` is neither the
+    built-in ``builtin`` nor ``file.py:Class`` / ``pkg.module:Class``."""
+    if spec.strip().lower() == "none":
+        raise InputError(f"{what} 'none': the non-private {baseline} is the audit's own baseline "
+                         f"(regret.exponent.nonprivate), not a {what.split()[-1]} to audit; use '{builtin}' or "
+                         f"file.py:Class")
+    if ":" not in spec:
+        raise InputError(f"unknown {what} {spec!r}; expected '{builtin}', 'path/to/file.py:Class' or "
+                         f"'pkg.module:Class'")
+
+
 def call_plugin(who: str, what: str, fn, *args, **kwargs):
     """``fn(*args, **kwargs)``, a call into a user's plug-in ``who`` (``"privatizer 'file.py:C'"``): a
     DPCheckError passes through, any other exception becomes a MechanismError "WHO raised TYPE in WHAT: ..."

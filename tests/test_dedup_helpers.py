@@ -94,3 +94,30 @@ def test_built_in_privatizers_cite_the_paper_of_their_setting():
     assert c.source_for(False) == "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.1: Central Privatizer is eps-JDP"
     assert loc.source == "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.6: Local Privatizer is eps-LDP"
     assert LocalPrivatizer.source_for(False) == "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.4: Local Privatizer is eps-LDP"
+
+
+@pytest.mark.parametrize("load, spec, message", [
+    ("selection", "none", "selection mechanism 'none': the non-private learner (argmax, Remark 3.7) is the audit's "
+     "own baseline (regret.exponent.nonprivate), not a mechanism to audit; use 'exponential' or file.py:Class"),
+    ("selection", "gumbel", "unknown selection mechanism 'gumbel'; expected 'exponential', "
+     "'path/to/file.py:Class' or 'pkg.module:Class'"),
+    ("stream", "none", "stream privatizer 'none': the non-private reduction (ridge, Z = I) is the audit's own "
+     "baseline (regret.exponent.nonprivate), not a privatizer to audit; use 'paper' or file.py:Class"),
+    ("stream", "tree", "unknown stream privatizer 'tree'; expected 'paper', 'path/to/file.py:Class' or "
+     "'pkg.module:Class'"),
+    ("offline", "tree", "unknown offline privatizer 'tree'; expected gaussian, laplace, 'path/to/file.py:ClassName' "
+     "or 'pkg.module:ClassName'"),
+    ("offline", 3, "offline privatizer must be a name, 'file.py:Class' or a class, got 3"),
+    ("regression", "tree", "unknown regression privatizer 'tree'; expected gaussian, 'path/to/file.py:ClassName' "
+     "or 'pkg.module:ClassName'"),
+    ("regression", 3, "regression privatizer must be a name, 'file.py:Class' or a class, got 3"),
+])
+def test_plugin_specs_that_name_nothing_keep_their_messages(load, spec, message):
+    from dpcheck.algorithms.gfa.selection import load_selection_mechanism
+    from dpcheck.algorithms.linear import load_stream_privatizer
+    from dpcheck.algorithms.privatizers.loader import load_offline_privatizer, load_regression_privatizer
+    fn = {"selection": load_selection_mechanism, "stream": load_stream_privatizer,
+          "offline": load_offline_privatizer, "regression": load_regression_privatizer}[load]
+    with pytest.raises(InputError) as e:
+        fn(spec)
+    assert str(e.value) == message

@@ -216,14 +216,8 @@ def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> Sele
     if isinstance(spec, GuardedSelection):
         return spec
     if isinstance(spec, str):
-        if spec.strip().lower() == "none":
-            raise InputError("selection mechanism 'none': the non-private learner (argmax, Remark 3.7) is the audit's "
-                             "own baseline (regret.exponent.nonprivate), not a mechanism to audit; use 'exponential' "
-                             "or file.py:Class")
-        if ":" not in spec:
-            raise InputError(f"unknown selection mechanism {spec!r}; expected 'exponential', "
-                             f"'path/to/file.py:Class' or 'pkg.module:Class'")
-        from dpcheck.loading import load_object
+        from dpcheck.loading import check_plugin_spec, load_object
+        check_plugin_spec(spec, "selection mechanism", "exponential", "learner (argmax, Remark 3.7)")
         cls, label = load_object(spec, "selection mechanism", import_error=MechanismError), spec
     elif isinstance(spec, type):
         cls, label = spec, spec.__name__

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from dpcheck.errors import InputError, MechanismError
-from dpcheck.loading import call_plugin
+from dpcheck.loading import call_plugin, check_plugin_spec
 from dpcheck.algorithms.linear.stream_privatizer import _CLASSES, GuardedStreamPrivatizer, INTERFACE, StreamPrivatizer, _is_builtin, probe
 
 
@@ -18,13 +18,7 @@ def load_stream_privatizer(spec, *, epsilon: float = 1.0, delta: float = 0.1, **
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "paper"):
         return Privatizer(epsilon, delta=delta, **builtin_kw)
     if isinstance(spec, str):
-        if spec.strip().lower() == "none":
-            raise InputError("stream privatizer 'none': the non-private reduction (ridge, Z = I) is the audit's own "
-                             "baseline (regret.exponent.nonprivate), not a privatizer to audit; use 'paper' or "
-                             "file.py:Class")
-        if ":" not in spec:
-            raise InputError(f"unknown stream privatizer {spec!r}; expected 'paper', 'path/to/file.py:Class' or "
-                             f"'pkg.module:Class'")
+        check_plugin_spec(spec, "stream privatizer", "paper", "reduction (ridge, Z = I)")
         key = spec
         if key not in _CLASSES:
             from dpcheck.loading import load_object

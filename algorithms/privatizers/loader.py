@@ -141,6 +141,20 @@ def load_privatizer(spec, **kw):
 
 
 
+def _user_class(spec, what: str, expected: str, label=None):
+    """(class, label) of a user's ``what`` given as ``file.py:Class`` / ``pkg.mod:Class`` or as a class
+    (``label``: the name its errors carry, default the class's); InputError for anything else, naming the
+    built-in names ``expected``."""
+    if isinstance(spec, str):
+        if ":" not in spec:
+            raise InputError(f"unknown {what} {spec!r}; expected {expected}, 'path/to/file.py:ClassName' or "
+                             f"'pkg.module:ClassName'")
+        return _load_class(spec), spec
+    if isinstance(spec, type):
+        return spec, label or spec.__name__
+    raise InputError(f"{what} must be a name, 'file.py:Class' or a class, got {spec!r}")
+
+
 def _instantiate(cls, label: str, interface, what: str, base: str, kw: dict):
     """``cls(**kw)`` for a plug-in of one family: InputError unless ``cls`` is a class with every member of
     ``interface``; its constructor's exceptions become a MechanismError naming it and the arguments."""
@@ -224,19 +238,10 @@ def load_offline_privatizer(spec, *, _label=None, _probe=True, **kw):
         return spec(**kw)                       # a built-in class
     if isinstance(spec, (off.OfflineCountPrivatizer, GuardedOfflinePrivatizer)):
         obj, label = spec, type(spec).__name__
-        cls = None
     elif isinstance(spec, str) and spec.strip().lower() in OFFLINE_BUILTIN:
         return getattr(off, OFFLINE_BUILTIN[spec.strip().lower()])(**kw)
-    elif isinstance(spec, str):
-        if ":" not in spec:
-            raise InputError(f"unknown offline privatizer {spec!r}; expected {', '.join(OFFLINE_BUILTIN)}, "
-                             f"'path/to/file.py:ClassName' or 'pkg.module:ClassName'")
-        cls, label = _load_class(spec), spec
-    elif isinstance(spec, type):
-        cls, label = spec, _label or spec.__name__
     else:
-        raise InputError(f"offline privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
-    if cls is not None:
+        cls, label = _user_class(spec, "offline privatizer", ", ".join(OFFLINE_BUILTIN), _label)
         obj = _instantiate(cls, label, off.OFFLINE_INTERFACE, "offline privatizer",
                            "dpcheck.algorithms.privatizers.OfflineCountPrivatizer", kw)
     guarded = obj if isinstance(obj, GuardedOfflinePrivatizer) else GuardedOfflinePrivatizer(obj, label)
@@ -307,15 +312,7 @@ def load_regression_privatizer(spec, *, _label=None, _probe=True, **kw):
         return vapvi.GaussianRegressionPrivatizer(**kw)
     if isinstance(spec, type) and spec.__module__ == vapvi.__name__:
         return spec(**kw)
-    if isinstance(spec, str):
-        if ":" not in spec:
-            raise InputError(f"unknown regression privatizer {spec!r}; expected gaussian, 'path/to/file.py:ClassName' "
-                             f"or 'pkg.module:ClassName'")
-        cls, label = _load_class(spec), spec
-    elif isinstance(spec, type):
-        cls, label = spec, _label or spec.__name__
-    else:
-        raise InputError(f"regression privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
+    cls, label = _user_class(spec, "regression privatizer", "gaussian", _label)
     obj = _instantiate(cls, label, vapvi.REGRESSION_INTERFACE, "regression privatizer",
                        "dpcheck.algorithms.offline.RegressionPrivatizer", kw)
     guarded = GuardedRegressionPrivatizer(obj, label)
