@@ -25,22 +25,10 @@ What every audit repeats lives here, once:
 
 Slope / interval verdicts are :func:`dpcheck.regret.slope_verdict` (one helper for every rate check).
 
-A new audit is a short declaration (docs/interfaces.md "How to add an algorithm audit")::
-
-    class LaplaceExample(Audit):
-        name = "laplace_example"
-        algorithm = "Laplace mechanism (example)"
-        notion = "DP"
-        summary = "epsilon = 1"
-        uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
-        claims = (ClaimRow("privacy.blackbox", "privacy", "M(x) = x + Lap(1/eps) is eps-DP",
-                           "Dwork et al. 2006, Example 1", "run"),)
-
-        def run(self):
-            ...
-            self.add(self.blackbox(target, id="privacy.blackbox", samples=...))
-
-    LaplaceExample.register()
+A new audit is a short declaration (docs/interfaces.md "How to add an algorithm audit"): a subclass with
+``name``, ``algorithm``, ``notion``, ``summary``, ``uses`` and the claim table ``claims``, a ``run`` that
+``self.add``s one check per claim, and ``register()``. audits/examples.py (``LaplaceExample``) is
+the template.
 
 ``dpcheck`` imports no algorithm: an audit module imports :mod:`dpcheck`, never the reverse; audits
 are found through the ``dpcheck.audits`` entry-point group (:mod:`dpcheck.registry`).
