@@ -121,3 +121,23 @@ def test_plugin_specs_that_name_nothing_keep_their_messages(load, spec, message)
     with pytest.raises(InputError) as e:
         fn(spec)
     assert str(e.value) == message
+
+
+def test_sizes_read_off_array_axes_and_cannot_be_set():
+    import numpy as np
+    from dpcheck.algorithms.envs import random_mdp
+    from dpcheck.algorithms.envs._validate import axis_length
+
+    mdp = random_mdp(3, 2, 4, np.random.default_rng(0))           # S = 3, A = 2, H = 4
+    assert (mdp.H, mdp.S, mdp.A) == (4, 3, 2) == mdp.P.shape[:3] and all(type(v) is int for v in (mdp.H, mdp.S, mdp.A))
+
+    class Result:
+        K = axis_length("regret", 1)
+
+        def __init__(self):
+            self.regret = np.zeros((5, 7))
+
+    r = Result()
+    assert r.K == 7 and isinstance(Result.K, axis_length)
+    with pytest.raises(AttributeError, match="K is read off regret.shape"):
+        r.K = 3

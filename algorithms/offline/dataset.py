@@ -23,7 +23,7 @@ import numpy as np
 
 from dpcheck.errors import InputError
 from dpcheck.options import as_float
-from dpcheck.algorithms.envs._validate import as_policy, check_rng, check_runs
+from dpcheck.algorithms.envs._validate import as_policy, axis_length, check_rng, check_runs
 from dpcheck.algorithms.envs.tabular import TabularMDP
 
 
@@ -128,17 +128,9 @@ class OfflineDataset:
     S: int
     A: int
 
-    @property
-    def runs(self) -> int:
-        return self.actions.shape[0]
-
-    @property
-    def n(self) -> int:
-        return self.actions.shape[1]
-
-    @property
-    def H(self) -> int:
-        return self.actions.shape[2]
+    runs = axis_length("actions", 0)
+    n = axis_length("actions", 1)
+    H = axis_length("actions", 2)
 
     @classmethod
     def from_arrays(cls, states, actions, rewards=None, *, S: int, A: int) -> "OfflineDataset":

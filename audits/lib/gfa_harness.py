@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.checks import FAIL, PASS, Check
+from dpcheck.algorithms.envs._validate import axis_length
 
 SOURCE = ("He & Zhou, Towards Differentially Private RL with General Function Approximation, Appendix C "
           "(critique of rare switching in private linear-MDP analyses)")
@@ -86,17 +87,9 @@ class DesignSequence:
     alpha: float
     seed: int
 
-    @property
-    def K(self) -> int:
-        return self.matrices.shape[0]
-
-    @property
-    def H(self) -> int:
-        return self.matrices.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.matrices.shape[2]
+    K = axis_length("matrices", 0)
+    H = axis_length("matrices", 1)
+    d = axis_length("matrices", 2)
 
     @property
     def private(self) -> bool:
