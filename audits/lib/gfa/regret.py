@@ -179,6 +179,18 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
             "mean_regret_private": {f"{e:g}": {"K": K_of_eps[e], "regret": priv[e].mean(0).tolist()}
                                     for e in eps_all}}
     out = []
+
+    def exponent(R, bound, id, statement, source, details, ylabel, term):
+        """One regret term's increment exponent against ``bound``, one-sided (ONE_SIDED), and whether the
+        theorem's bound for that term is vacuous on the grid."""
+        fit = _upper_bound_fit(fit_increment_exponent, K_grid, R, alpha=alpha, seed=seed, interval="t")
+        c = slope_check(fit, bound=bound, id=id, statement=statement, source=source, xname="K",
+                        details={**details, "sides": ONE_SIDED}, ylabel=ylabel)
+        c = _one_sided_confidence(c, alpha)
+        vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
+                                   inst, sensitivity), term)
+        return c, fit, vac, info
+
     # privacy term vs K
     D = _difference(priv[eps_K], Rn)
     incr = np.diff(D.mean(0))
@@ -196,15 +208,10 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                            "flattened, or is within noise of a constant), so no exponent can be fitted; the cost "
                            "is not growing, its rate is not measured"))
     else:
-        fit = _upper_bound_fit(fit_increment_exponent, K_grid, D, alpha=alpha, seed=seed, interval="t")
-        c = slope_check(fit, bound=0.7, id="regret.exponent.private",
-                        statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): "
-                                  "exponent of its increments <= 3/5 + 0.1",
-                        source=f"{SOURCE}, {thm}", xname="K",
-                        details={**base, "epsilon": eps_K, "sides": ONE_SIDED}, ylabel="privacy cost increment")
-        c = _one_sided_confidence(c, alpha)
-        vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
-                                   inst, sensitivity), "private")
+        c, fit, vac, info = exponent(
+            D, 0.7, "regret.exponent.private", "privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) "
+            "eps^(-2/5)): exponent of its increments <= 3/5 + 0.1", f"{SOURCE}, {thm}", {**base, "epsilon": eps_K},
+            "privacy cost increment", "private")
         out.append(_regime(_soft_fail(c, vac, info), fit, "K^(3/5)"))
     # non-private term vs K (Remark 3.7)
     incr = np.diff(Rn.mean(0))
@@ -217,15 +224,10 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                          details=base, reason="the mean non-private regret does not increase over the K grid: "
                                               "no exponent can be fitted"), settled, Rn, 0.6))
     else:
-        fit = _upper_bound_fit(fit_increment_exponent, K_grid, Rn, alpha=alpha, seed=seed, interval="t")
-        c = slope_check(fit, bound=0.6, id="regret.exponent.nonprivate",
-                        statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); "
-                                  "exponent of the increments <= 1/2 + 0.1",
-                        source=f"{SOURCE}, Remark 3.7, {thm}", xname="K",
-                        details={**base, "sides": ONE_SIDED}, ylabel="regret increment")
-        c = _one_sided_confidence(c, alpha)
-        vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
-                                   inst, sensitivity), "nonprivate")
+        c, fit, vac, info = exponent(
+            Rn, 0.6, "regret.exponent.nonprivate", "non-private batched learner (B = ceil(sqrt K)): Regret = "
+            "O~(sqrt(C_cov K)); exponent of the increments <= 1/2 + 0.1", f"{SOURCE}, Remark 3.7, {thm}", base,
+            "regret increment", "nonprivate")
         c = _settled_regime(c, settled, Rn, 0.6)      # before _soft_fail: a FAIL is never changed
         out.append(_regime(_soft_fail(c, vac, info), fit, "sqrt(K)"))
     # privacy cost vs eps at K_eps
