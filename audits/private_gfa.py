@@ -4,7 +4,7 @@ loss, Delta_S = 8H, on GF-3, a small stochastic tabular MDP with a finite Bellma
 MDPs with outcome rewards, Delta_S = (H+1)^2, on the Appendix D environment of Appendix D).
 
 The module opens with the two claim tables; both audits share one ``run`` (:class:`_GFAAudit`); the checks
-are the functions of audits/lib/gfa.py named in the tables. The audited configuration: ``--epsilon`` (default 1), ``--delta``
+are the functions of audits/lib/gfa/ named in the tables. The audited configuration: ``--epsilon`` (default 1), ``--delta``
 (default 1e-5), ``--set K=`` episodes (default 1024), ``--set batch=B`` (default: Section 3.3's theory B at that
 K), a user's class ``--set function_class=PATH.npz`` (arrays, see :func:`dpcheck.audits.lib.gfa.load_function_class`).
 

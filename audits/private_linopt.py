@@ -4,7 +4,7 @@ Approximation"; Zhou 2022): ``dpcheck audit private_linopt_vi`` / ``private_lino
 The module opens with the two claim tables (the rows both algorithms share are written once; the optimism
 row differs: C14 for Algorithm 1, C15 / C16 for Algorithm 2; the regret rows name each one's theorem). One
 base class holds ``run``; the two registered subclasses name the algorithm and its table.
-The check functions live in audits/lib/linopt.py.
+The check functions live in audits/lib/linopt/.
 
 What the audit runs (the paper has no experiments; docs/private_linopt.md describes the protocol):
 

@@ -25,22 +25,10 @@ What every audit repeats lives here, once:
 
 Slope / interval verdicts are :func:`dpcheck.regret.slope_verdict` (one helper for every rate check).
 
-A new audit is a short declaration (docs/interfaces.md "How to add an algorithm audit")::
-
-    class LaplaceExample(Audit):
-        name = "laplace_example"
-        algorithm = "Laplace mechanism (example)"
-        notion = "DP"
-        summary = "epsilon = 1"
-        uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
-        claims = (ClaimRow("privacy.blackbox", "privacy", "M(x) = x + Lap(1/eps) is eps-DP",
-                           "Dwork et al. 2006, Example 1", "run"),)
-
-        def run(self):
-            ...
-            self.add(self.blackbox(target, id="privacy.blackbox", samples=...))
-
-    LaplaceExample.register()
+A new audit is a short declaration (docs/interfaces.md "How to add an algorithm audit"): a subclass with
+``name``, ``algorithm``, ``notion``, ``summary``, ``uses`` and the claim table ``claims``, a ``run`` that
+``self.add``s one check per claim, and ``register()``. audits/examples.py (``LaplaceExample``) is
+the template.
 
 ``dpcheck`` imports no algorithm: an audit module imports :mod:`dpcheck`, never the reverse; audits
 are found through the ``dpcheck.audits`` entry-point group (:mod:`dpcheck.registry`).
@@ -71,7 +59,7 @@ class ClaimRow:
     source:    where: paper, theorem / lemma / equation.
     method:    the name of the method of the audit class that checks it, or a dotted name of the function that
                does (checked at registration: :func:`resolve_method`; ``gfa.regret_checks`` is that function of
-               audits/lib/gfa.py).
+               audits/lib/gfa/).
     tests:     how many checks of this row decide from samples and so can err by chance (each is run at
                the audit's alpha / family size, :meth:`Audit.family_size`); 1 by default, which is
                conservative for an exact row (an invariant, exact accounting: it cannot err by chance); a
@@ -334,7 +322,7 @@ class Audit(abc.ABC):
 def method_candidates(method: str, module: str) -> list[str]:
     """Where a dotted claim-table method is looked for, in order: relative to the package of the audit's
     module (``lib.nash.regret_checks`` from dpcheck.audits.dp_nash_vi), relative to that package's ``lib``
-    (where the reusable checks live: ``gfa.regret_checks`` is audits/lib/gfa.py), then as an absolute name
+    (where the reusable checks live: ``gfa.regret_checks`` is audits/lib/gfa/), then as an absolute name
     (``dpcheck.audits.lib.mine.regret_checks``)."""
     package = module.rpartition(".")[0]
     return [f"{package}.{method}", f"{package}.lib.{method}", method] if package else [method]

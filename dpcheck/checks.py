@@ -134,7 +134,7 @@ def soften(check: Check, why: str | None, *, note: str | None = None) -> Check:
 
     Two situations call for it: practical mode, whose constants are below the paper's so the claim is not
     guaranteed (:meth:`dpcheck.audit.Audit.soften`), and a rate measured in a window where the theorem's
-    bound exceeds its trivial value, so the growth is pre-asymptotic (audits/lib/gfa.py).
+    bound exceeds its trivial value, so the growth is pre-asymptotic (audits/lib/gfa/).
     """
     if not why or check.verdict != FAIL:
         return check

@@ -5,6 +5,11 @@ loader: a missing file, a file that is not Python source, a module that cannot
 be imported, or a missing name is bad input (InputError); a user's module that
 runs and raises is reported as ``import_error`` (InputError for targets,
 MechanismError for privatizers) naming the file and the exception.
+
+A loaded plug-in that draws noise must draw all of it from the generator it is handed: every verdict,
+``--cache`` and identical results across ``--workers`` rest on that. :func:`probe_rng_use` is the one
+check of it, for every kind of plug-in (count privatizers, offline and regression privatizers, stream
+privatizers, selection mechanisms), each passing its own release function and messages.
 """
 from __future__ import annotations
 
@@ -12,8 +17,11 @@ import importlib
 import importlib.util
 import os
 import sys
+from typing import Any, Callable
 
-from dpcheck.errors import DPCheckError, InputError
+import numpy as np
+
+from dpcheck.errors import DPCheckError, InputError, MechanismError
 
 
 def split_spec(spec: str, what: str) -> tuple[str, str]:
@@ -84,3 +92,50 @@ def _pickle_by_value(module) -> None:
             importlib.import_module(name).register_pickle_by_value(module)
         except (ImportError, AttributeError, ValueError):
             pass
+
+
+def check_plugin_spec(spec: str, what: str, builtin: str, baseline: str) -> None:
+    """InputError unless the string ``spec`` can name a user's plug-in of kind ``what`` (``"stream privatizer"``):
+    ``none`` is the audit's own non-private ``baseline``, not a plug-in; a name without ``:`` is neither the
+    built-in ``builtin`` nor ``file.py:Class`` / ``pkg.module:Class``."""
+    if spec.strip().lower() == "none":
+        raise InputError(f"{what} 'none': the non-private {baseline} is the audit's own baseline "
+                         f"(regret.exponent.nonprivate), not a {what.split()[-1]} to audit; use '{builtin}' or "
+                         f"file.py:Class")
+    if ":" not in spec:
+        raise InputError(f"unknown {what} {spec!r}; expected '{builtin}', 'path/to/file.py:Class' or "
+                         f"'pkg.module:Class'")
+
+
+def call_plugin(who: str, what: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, a call into a user's plug-in ``who`` (``"privatizer 'file.py:C'"``): a
+    DPCheckError passes through, any other exception becomes a MechanismError "WHO raised TYPE in WHAT: ..."
+    (the CLI's one line, exit 2), chained to the original."""
+    try:
+        return fn(*args, **kwargs)
+    except DPCheckError:
+        raise
+    except Exception as e:
+        raise MechanismError(f"{who} raised {type(e).__name__} in {what}: {e}") from e
+
+
+def _equal_arrays(a, b) -> bool:
+    return bool(np.array_equal(a, b))
+
+
+def probe_rng_use(release: Callable[[np.random.Generator], Any], seeds: tuple[int, int], *,
+                  nondeterministic: str, ignores: str | None,
+                  same: Callable[[Any, Any], bool] = _equal_arrays,
+                  conclusive: Callable[[Any], bool] = lambda out: True) -> None:
+    """MechanismError unless ``release(rng)`` is a function of the generator it is given: two generators of
+    seed ``seeds[0]`` must give the same release (else MechanismError(``nondeterministic``): it draws from
+    numpy's global state, its own generator or the clock), and a generator of seed ``seeds[1]`` a different
+    one whenever ``conclusive(release)`` (else MechanismError(``ignores``): it ignores the generator, e.g. a
+    fixed seed of its own; ``ignores=None`` skips this half). ``same(a, b)``: equality of two releases
+    (default: numpy arrays, exactly). Every release is drawn before any comparison."""
+    a, b = release(np.random.default_rng(seeds[0])), release(np.random.default_rng(seeds[0]))
+    c = None if ignores is None else release(np.random.default_rng(seeds[1]))
+    if not same(a, b):
+        raise MechanismError(nondeterministic)
+    if ignores is not None and same(a, c) and conclusive(a):
+        raise MechanismError(ignores)

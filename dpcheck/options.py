@@ -46,13 +46,20 @@ DEFAULT_USER_TIMEOUT = 600.0   # seconds per call of a user's mechanism (one chu
 
 
 # ------------------------------------------------------------------ one parser per value
-def _number(flag: str, value) -> float:
+def as_float(name: str, value, what: str = "a number") -> float:
+    """``float(value)``, nan and inf included, for a value given as a number or text; a bool or anything
+    float() refuses is an InputError "NAME must be WHAT, got VALUE". Every numeric parameter of the
+    core and of the algorithms' constructors starts here, then checks its own range."""
     if isinstance(value, bool):
-        raise InputError(f"{flag} must be a number, got {value!r}")
+        raise InputError(f"{name} must be {what}, got {value!r}")
     try:
-        x = float(value)
+        return float(value)
     except (TypeError, ValueError):
-        raise InputError(f"{flag} must be a number, got {value!r}") from None
+        raise InputError(f"{name} must be {what}, got {value!r}") from None
+
+
+def _number(flag: str, value) -> float:
+    x = as_float(flag, value)
     if not math.isfinite(x):
         raise InputError(f"{flag} must be a finite number, got {value!r}")
     return x

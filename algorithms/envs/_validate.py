@@ -136,6 +136,26 @@ def one_hot(actions: np.ndarray, A: int) -> np.ndarray:
     return (actions[..., None] == np.arange(A)).astype(np.float64)
 
 
+class axis_length:
+    """A read-only int attribute: the length of axis ``axis`` of the array attribute ``array`` -- the sizes a
+    model or a result reads off its arrays (``H = axis_length("P", 0)`` for P of shape (H, S, A, S)). Like a
+    property, it cannot be assigned."""
+
+    def __init__(self, array: str, axis: int):
+        self.array, self.axis = array, axis
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(obj, self.array).shape[self.axis]
+
+    def __set__(self, obj, value):
+        raise AttributeError(f"{self.name} is read off {self.array}.shape and cannot be set")
+
+
 class ReadOnlyArrays:
     """Mixin: arrays stay read-only after unpickling (pickle does not keep numpy's write flag),
     so an instance shipped to a joblib / dask worker is as immutable as the original."""
@@ -168,14 +188,6 @@ class TabularModel(ReadOnlyArrays):
         cdf.setflags(write=False)
         return init_cdf, cdf
 
-    @property
-    def H(self) -> int:
-        return self.P.shape[0]
-
-    @property
-    def S(self) -> int:
-        return self.P.shape[1]
-
-    @property
-    def A(self) -> int:
-        return self.P.shape[2]
+    H = axis_length("P", 0)
+    S = axis_length("P", 1)
+    A = axis_length("P", 2)

@@ -31,6 +31,7 @@ from dpcheck.accounting import (advanced_composition, advanced_composition_inver
                                 pure_dp_event)
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
+from dpcheck.options import as_float
 
 EPS0_RULES = ("exact", "section_3_3", "appendix_e")
 
@@ -46,12 +47,7 @@ def _positive_int(name: str, value) -> int:
 
 
 def _budget(name: str, value, *, allow_inf: bool) -> float:
-    if isinstance(value, bool):
-        raise InputError(f"{name} must be a number, got {value!r}")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {value!r}") from None
+    v = as_float(name, value)
     if math.isnan(v) or v <= 0 or (math.isinf(v) and not allow_inf):
         raise InputError(f"{name} must be a {'number > 0 (inf = non-private)' if allow_inf else 'finite number > 0'}"
                          f", got {value!r}")

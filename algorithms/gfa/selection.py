@@ -135,13 +135,8 @@ class GuardedSelection(SelectionMechanism):
         self.utility_constant = float(getattr(inner, "utility_constant", 2.0))
 
     def _call(self, what, fn, *a):
-        from dpcheck.errors import DPCheckError, MechanismError
-        try:
-            return fn(*a)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"selection mechanism {self.label!r} raised {type(e).__name__} in {what}: {e}") from e
+        from dpcheck.loading import call_plugin
+        return call_plugin(f"selection mechanism {self.label!r}", what, fn, *a)
 
     def _bad(self, msg):
         from dpcheck.errors import MechanismError
@@ -192,22 +187,20 @@ def probe(mech: SelectionMechanism, label: str) -> None:
     same seed must give the same selections (else it draws from a source other than ``rng``), and
     generators with different seeds must not always agree on a flat score vector (else it ignores ``rng``:
     a deterministic selection cannot be eps-DP for finite eps)."""
-    from dpcheck.errors import MechanismError
+    from dpcheck.loading import probe_rng_use
     flat = np.zeros((256, 4))
     spread = np.broadcast_to(np.linspace(0.0, 1.0, 4), (256, 4))
-    for scores in (flat, spread):
-        a = mech.select(scores, 1.0, 1.0, np.random.default_rng(12345))
-        b = mech.select(scores, 1.0, 1.0, np.random.default_rng(12345))
-        if not np.array_equal(a, b):
-            raise MechanismError(f"selection mechanism {label!r}: select() is not deterministic given the rng "
-                                 "(two generators with the same seed gave different selections): all randomness "
-                                 "must come from the rng passed in")
-    a = mech.select(flat, 1.0, 1.0, np.random.default_rng(12345))
-    c = mech.select(flat, 1.0, 1.0, np.random.default_rng(54321))
-    if np.array_equal(a, c) and np.unique(c).size == 1:
-        raise MechanismError(f"selection mechanism {label!r}: select() ignores the rng (the same selection for "
-                             "every generator and every run on equal scores): a deterministic selection is not "
-                             "differentially private")
+    nondeterministic = (f"selection mechanism {label!r}: select() is not deterministic given the rng "
+                        "(two generators with the same seed gave different selections): all randomness "
+                        "must come from the rng passed in")
+    # equal selections for two seeds condemn only a constant selection (one entry in every run on equal scores)
+    probe_rng_use(lambda rng: mech.select(flat, 1.0, 1.0, rng), (12345, 54321), nondeterministic=nondeterministic,
+                  conclusive=lambda sel: np.unique(sel).size == 1,
+                  ignores=f"selection mechanism {label!r}: select() ignores the rng (the same selection for "
+                  "every generator and every run on equal scores): a deterministic selection is not "
+                  "differentially private")
+    probe_rng_use(lambda rng: mech.select(spread, 1.0, 1.0, rng), (12345, 54321), nondeterministic=nondeterministic,
+                  ignores=None)
 
 
 def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> SelectionMechanism:
@@ -215,7 +208,7 @@ def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> Sele
     a class, or an instance. User classes are checked (a subclass of :class:`SelectionMechanism`, or at
     least a ``select``), instantiated with no arguments, probed (:func:`probe`) and wrapped in
     :class:`GuardedSelection`."""
-    from dpcheck.errors import DPCheckError, MechanismError
+    from dpcheck.errors import MechanismError
     if spec is None or (isinstance(spec, str) and spec.strip().lower() in BUILTIN):
         return ExponentialMechanism(tie_breaking)
     if isinstance(spec, SelectionMechanism) and type(spec).__module__.startswith("dpcheck.algorithms."):
@@ -223,14 +216,8 @@ def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> Sele
     if isinstance(spec, GuardedSelection):
         return spec
     if isinstance(spec, str):
-        if spec.strip().lower() == "none":
-            raise InputError("selection mechanism 'none': the non-private learner (argmax, Remark 3.7) is the audit's "
-                             "own baseline (regret.exponent.nonprivate), not a mechanism to audit; use 'exponential' "
-                             "or file.py:Class")
-        if ":" not in spec:
-            raise InputError(f"unknown selection mechanism {spec!r}; expected 'exponential', "
-                             f"'path/to/file.py:Class' or 'pkg.module:Class'")
-        from dpcheck.loading import load_object
+        from dpcheck.loading import check_plugin_spec, load_object
+        check_plugin_spec(spec, "selection mechanism", "exponential", "learner (argmax, Remark 3.7)")
         cls, label = load_object(spec, "selection mechanism", import_error=MechanismError), spec
     elif isinstance(spec, type):
         cls, label = spec, spec.__name__
@@ -246,13 +233,8 @@ def load_selection_mechanism(spec=None, *, tie_breaking: str = "random") -> Sele
         if getattr(getattr(cls, "select", None), "__isabstractmethod__", False):
             raise InputError(f"selection mechanism {label!r} does not implement select(scores, epsilon, "
                              f"sensitivity, rng)")
-        try:
-            obj = cls()
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"selection mechanism {label!r} raised {type(e).__name__} in its constructor: "
-                                 f"{e}") from e
+        from dpcheck.loading import call_plugin
+        obj = call_plugin(f"selection mechanism {label!r}", "its constructor", cls)
     else:
         obj = spec
     guarded = GuardedSelection(obj, label)

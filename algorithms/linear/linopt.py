@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError, MechanismError
-from dpcheck.algorithms.envs._validate import check_rng, check_runs, one_hot
+from dpcheck.algorithms.envs._validate import axis_length, check_rng, check_runs, one_hot
 from dpcheck.algorithms.envs.planning import evaluate
 from dpcheck.algorithms.linear.bounds import regret_bound_po, regret_bound_vi
 from dpcheck.algorithms.linear.mixture import LinearMixtureMDP
@@ -148,13 +148,8 @@ class LinOptResult:
     privacy: dict | None = None
     seconds: float = 0.0
 
-    @property
-    def runs(self) -> int:
-        return self.regret.shape[0]
-
-    @property
-    def K(self) -> int:
-        return self.regret.shape[1]
+    runs = axis_length("regret", 0)
+    K = axis_length("regret", 1)
 
     @property
     def cumulative_regret(self) -> np.ndarray:

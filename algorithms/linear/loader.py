@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 
-from dpcheck.errors import DPCheckError, InputError, MechanismError
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.loading import call_plugin, check_plugin_spec
 from dpcheck.algorithms.linear.stream_privatizer import _CLASSES, GuardedStreamPrivatizer, INTERFACE, StreamPrivatizer, _is_builtin, probe
 
 
@@ -17,13 +18,7 @@ def load_stream_privatizer(spec, *, epsilon: float = 1.0, delta: float = 0.1, **
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "paper"):
         return Privatizer(epsilon, delta=delta, **builtin_kw)
     if isinstance(spec, str):
-        if spec.strip().lower() == "none":
-            raise InputError("stream privatizer 'none': the non-private reduction (ridge, Z = I) is the audit's own "
-                             "baseline (regret.exponent.nonprivate), not a privatizer to audit; use 'paper' or "
-                             "file.py:Class")
-        if ":" not in spec:
-            raise InputError(f"unknown stream privatizer {spec!r}; expected 'paper', 'path/to/file.py:Class' or "
-                             f"'pkg.module:Class'")
+        check_plugin_spec(spec, "stream privatizer", "paper", "reduction (ridge, Z = I)")
         key = spec
         if key not in _CLASSES:
             from dpcheck.loading import load_object
@@ -41,12 +36,7 @@ def load_stream_privatizer(spec, *, epsilon: float = 1.0, delta: float = 0.1, **
     if missing:
         raise InputError(f"stream privatizer {label!r} does not implement {', '.join(missing)} (subclass "
                          f"dpcheck.algorithms.linear.StreamPrivatizer; see docs/privatizers.md)")
-    try:
-        obj = cls(epsilon=epsilon, delta=delta)
-    except DPCheckError:
-        raise
-    except Exception as e:
-        raise MechanismError(f"stream privatizer {label!r} raised {type(e).__name__} in its constructor: {e}") from e
+    obj = call_plugin(f"stream privatizer {label!r}", "its constructor", cls, epsilon=epsilon, delta=delta)
     if _is_builtin(cls):
         return obj
     guarded = GuardedStreamPrivatizer(obj, label)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.errors import InputError
-from dpcheck.algorithms.envs._validate import ROW_SUM_TOL, ReadOnlyArrays, as_float_array, as_initial_distribution
+from dpcheck.algorithms.envs._validate import (ROW_SUM_TOL, ReadOnlyArrays, as_float_array, as_initial_distribution,
+                                               axis_length)
 from dpcheck.algorithms.envs.planning import evaluate, value_iteration
 from dpcheck.algorithms.envs.tabular import REWARD_NOISE, TabularMDP
 
@@ -151,25 +152,11 @@ class LinearMixtureMDP(ReadOnlyArrays):
             raise InputError(f"the mean reward <varphi, theta_r> must lie in [0, 1]; r[h,s,a] at {idx} is {r[idx]:.6g}")
 
     # ------------------------------------------------------------------ sizes and the model underneath
-    @property
-    def H(self) -> int:
-        return self.theta_p.shape[0]
-
-    @property
-    def S(self) -> int:
-        return self.psi.shape[0]
-
-    @property
-    def A(self) -> int:
-        return self.psi.shape[1]
-
-    @property
-    def d1(self) -> int:
-        return self.psi.shape[3]
-
-    @property
-    def d2(self) -> int:
-        return self.varphi.shape[2]
+    H = axis_length("theta_p", 0)
+    S = axis_length("psi", 0)
+    A = axis_length("psi", 1)
+    d1 = axis_length("psi", 3)
+    d2 = axis_length("varphi", 2)
 
     @property
     def P(self) -> np.ndarray:

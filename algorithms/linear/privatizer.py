@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from dpcheck.accounting import gaussian_mu, rho_from_mu
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError
+from dpcheck.options import as_float
 from dpcheck.algorithms.privatizers.binary_mechanism import TreeCounter
 from dpcheck.algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes
 from dpcheck.algorithms.linear.stream_privatizer import StreamPrivatizer
@@ -58,12 +59,7 @@ SOURCE = "Zhou, Differentially Private RL with Linear Function Approximation, Th
 
 
 def _number(name, v, *, lo=None, hi=None, lo_open=True, allow_inf=False):
-    if isinstance(v, bool):
-        raise InputError(f"{name} must be a number, got {v!r}")
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, got {v!r}") from None
+    x = as_float(name, v)
     if math.isnan(x) or (math.isinf(x) and not (allow_inf and x > 0)):
         raise InputError(f"{name} must be a finite number, got {v!r}")
     if lo is not None and (x <= lo if lo_open else x < lo):

@@ -39,7 +39,8 @@ import math
 
 import numpy as np
 
-from dpcheck.errors import DPCheckError, InputError, MechanismError
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.loading import call_plugin, probe_rng_use
 from dpcheck.algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes, Regularizer
 
 INTERFACE = ("claim", "dp_event", "constants", "start")
@@ -89,12 +90,7 @@ class GuardedStreamPrivatizer(StreamPrivatizer):
         self.name = str(getattr(inner, "name", type(inner).__name__))
 
     def _call(self, what, fn, *a, **kw):
-        try:
-            return fn(*a, **kw)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"stream privatizer {self.label!r} raised {type(e).__name__} in {what}: {e}") from e
+        return call_plugin(f"stream privatizer {self.label!r}", what, fn, *a, **kw)
 
     def _bad(self, msg):
         return MechanismError(f"stream privatizer {self.label!r}: {msg}")
@@ -211,22 +207,20 @@ def probe(p: StreamPrivatizer, label: str) -> None:
     sizes = LinearSizes(4, 2, 2, 2)
     rows = (np.full((2, 2, 2), 0.5), np.full((2, 2), 1.0), np.full((2, 2, 2), 0.5), np.full((2, 2), 0.5))
 
-    def releases(seed):
-        st = p.start(2, sizes, np.random.default_rng(seed), 0.05)
+    def releases(rng):
+        st = p.start(2, sizes, rng, 0.05)
         out = []
         for _ in range(3):
             st.observe(*rows)
             out.append(np.concatenate([np.ravel(x) for x in st.release()]))
         return np.concatenate(out)
 
-    a, b, c = releases(11), releases(11), releases(12)
-    if not np.array_equal(a, b):
-        raise MechanismError(f"stream privatizer {label!r}: releases are not deterministic given the rng (two "
-                             "generators with the same seed gave different releases): all randomness must come "
-                             "from the rng passed to start")
-    if np.array_equal(a, c):
-        raise MechanismError(f"stream privatizer {label!r}: releases ignore the rng (the same releases for two "
-                             "different generators): no noise is drawn from it, so nothing is private")
+    probe_rng_use(releases, (11, 12),
+                  nondeterministic=f"stream privatizer {label!r}: releases are not deterministic given the rng (two "
+                  "generators with the same seed gave different releases): all randomness must come "
+                  "from the rng passed to start",
+                  ignores=f"stream privatizer {label!r}: releases ignore the rng (the same releases for two "
+                  "different generators): no noise is drawn from it, so nothing is private")
 
 
 _CLASSES: dict = {}

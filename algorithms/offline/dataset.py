@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.errors import InputError
-from dpcheck.algorithms.envs._validate import as_policy, check_rng, check_runs
+from dpcheck.options import as_float
+from dpcheck.algorithms.envs._validate import as_policy, axis_length, check_rng, check_runs
 from dpcheck.algorithms.envs.tabular import TabularMDP
 
 
@@ -127,17 +128,9 @@ class OfflineDataset:
     S: int
     A: int
 
-    @property
-    def runs(self) -> int:
-        return self.actions.shape[0]
-
-    @property
-    def n(self) -> int:
-        return self.actions.shape[1]
-
-    @property
-    def H(self) -> int:
-        return self.actions.shape[2]
+    runs = axis_length("actions", 0)
+    n = axis_length("actions", 1)
+    H = axis_length("actions", 2)
 
     @classmethod
     def from_arrays(cls, states, actions, rewards=None, *, S: int, A: int) -> "OfflineDataset":
@@ -372,12 +365,7 @@ def check_features(features, S: int, A: int, d: int | None = None) -> np.ndarray
 
 def positive_budget(name: str, value, allow_inf: bool = True) -> float:
     """A privacy budget (rho or epsilon): a number > 0; +inf means noise off (non-private)."""
-    if isinstance(value, bool):
-        raise InputError(f"{name} must be a number > 0, got {value!r}")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number > 0, got {value!r}") from None
+    x = as_float(name, value, "a number > 0")
     if not x > 0 or math.isnan(x) or (math.isinf(x) and not allow_inf):
         raise InputError(f"{name} must be a number > 0{' (inf = noise off)' if allow_inf else ''}, got {value!r}")
     return x

@@ -242,6 +242,21 @@ def episode_increments(states, actions, rewards, S: int, A: int, with_rewards: b
     return _dense_increments(runs, H, S, A, sa, s2, rw)
 
 
+class PaperSources:
+    """``source`` / ``source_for(rewards)`` of a built-in privatizer that two papers use: DP-UCBVI (Qiao & Wang
+    2023, rewards privatised) and DP-Nash-VI (Qiao & Wang 2024, no rewards). ``SOURCES = {rewards: source}``."""
+
+    SOURCES: dict = {}
+
+    @property
+    def source(self) -> str:
+        return self.source_for(getattr(self, "rewards", True))
+
+    @classmethod
+    def source_for(cls, rewards: bool) -> str:
+        return cls.SOURCES[bool(rewards)]
+
+
 class CountPrivatizer:
     """Base class of count privatizers: stores configuration; ``start`` sizes it; ``observe`` /
     ``release`` do the work (scikit-learn style: the constructor does no computation).

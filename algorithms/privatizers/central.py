@@ -25,27 +25,19 @@ import numpy as np
 
 from dpcheck.claims import Claim
 
-from dpcheck.algorithms.privatizers.base import (CompiledNoise, CountPrivatizer, Declaration, ScratchBuffer,
-                                                 _check_neighbouring)
+from dpcheck.algorithms.privatizers.base import (CompiledNoise, CountPrivatizer, Declaration, PaperSources,
+                                                 ScratchBuffer, _check_neighbouring)
 from dpcheck.algorithms.privatizers.binary_mechanism import BinaryMechanism, TreeCounter, tree_levels
 from dpcheck.algorithms.privatizers.width import confidence_width
 
 
-class CentralPrivatizer(CountPrivatizer):
+class CentralPrivatizer(PaperSources, CountPrivatizer):
     """Tree-mechanism counts for eps-JDP (Qiao & Wang 2023, Lemma 5.1; Qiao & Wang 2024, Lemma 5.1)."""
 
     name = "central"
     notion = "JDP"
-
-    @property
-    def source(self) -> str:
-        return self.source_for(getattr(self, "rewards", True))
-
-    @staticmethod
-    def source_for(rewards: bool) -> str:
-        if rewards:
-            return "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.1: Central Privatizer is eps-JDP"
-        return "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.1: Central Privatizer is eps-JDP"
+    SOURCES = {True: "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.1: Central Privatizer is eps-JDP",
+               False: "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.1: Central Privatizer is eps-JDP"}
 
     # -- calibration: the node scale is the one parameter both the noise and the declaration read ----
     def scale_for(self, H: int, K: int, families: int) -> float:

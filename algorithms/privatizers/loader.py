@@ -10,7 +10,8 @@ import functools
 
 import numpy as np
 
-from dpcheck.errors import DPCheckError, InputError, MechanismError
+from dpcheck.errors import InputError, MechanismError
+from dpcheck.loading import call_plugin, probe_rng_use as probe_rng
 
 from dpcheck.algorithms.privatizers.base import INTERFACE, CountPrivatizer, PrivateCounts
 
@@ -55,12 +56,7 @@ class GuardedPrivatizer:
         object.__setattr__(self, "_label", label)
 
     def _call(self, what, fn, *a, **kw):
-        try:
-            return fn(*a, **kw)
-        except DPCheckError:
-            raise
-        except Exception as e:
-            raise MechanismError(f"privatizer {self._label!r} raised {type(e).__name__} in {what}: {e}") from e
+        return call_plugin(f"privatizer {self._label!r}", what, fn, *a, **kw)
 
     def __getattr__(self, item):
         if item.startswith("__") or item in ("_inner", "_label", "_sizes"):
@@ -132,12 +128,7 @@ def load_privatizer(spec, **kw):
     if not isinstance(cls, type):
         raise InputError(f"privatizer {label!r} is not a class")
     check_interface(cls, label)
-    try:
-        obj = cls(**kw)
-    except DPCheckError:
-        raise
-    except Exception as e:
-        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor: {e}") from e
+    obj = call_plugin(f"privatizer {label!r}", "its constructor", cls, **kw)
     if not user:
         return obj
     from dpcheck.algorithms.privatizers.probe import check_rng_use
@@ -150,6 +141,20 @@ def load_privatizer(spec, **kw):
 
 
 
+def _user_class(spec, what: str, expected: str, label=None):
+    """(class, label) of a user's ``what`` given as ``file.py:Class`` / ``pkg.mod:Class`` or as a class
+    (``label``: the name its errors carry, default the class's); InputError for anything else, naming the
+    built-in names ``expected``."""
+    if isinstance(spec, str):
+        if ":" not in spec:
+            raise InputError(f"unknown {what} {spec!r}; expected {expected}, 'path/to/file.py:ClassName' or "
+                             f"'pkg.module:ClassName'")
+        return _load_class(spec), spec
+    if isinstance(spec, type):
+        return spec, label or spec.__name__
+    raise InputError(f"{what} must be a name, 'file.py:Class' or a class, got {spec!r}")
+
+
 def _instantiate(cls, label: str, interface, what: str, base: str, kw: dict):
     """``cls(**kw)`` for a plug-in of one family: InputError unless ``cls`` is a class with every member of
     ``interface``; its constructor's exceptions become a MechanismError naming it and the arguments."""
@@ -159,13 +164,8 @@ def _instantiate(cls, label: str, interface, what: str, base: str, kw: dict):
     if missing:
         raise InputError(f"privatizer {label!r} does not implement the {what} interface: missing "
                          f"{', '.join(missing)} (subclass {base}; see docs/privatizers.md)")
-    try:
-        return cls(**kw)
-    except DPCheckError:
-        raise
-    except Exception as e:
-        raise MechanismError(f"privatizer {label!r} raised {type(e).__name__} in its constructor "
-                             f"{cls.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())}): {e}") from e
+    return call_plugin(f"privatizer {label!r}", f"its constructor {cls.__name__}"
+                       f"({', '.join(f'{k}={v!r}' for k, v in kw.items())})", cls, **kw)
 
 # ============================================================ offline (DP-APVI): one release from a dataset
 OFFLINE_BUILTIN = {"gaussian": "OfflineGaussianPrivatizer", "laplace": "OfflineLaplacePrivatizer"}
@@ -211,14 +211,16 @@ def probe_rng_use(priv, label: str) -> None:
     reproduce or certify it), two seeds must give different ones (else it ignores the rng). Run on a
     tiny dataset (H = 2, S = 2, A = 1, every count 5) with the auditor's own generators."""
     pair, triple = np.full((1, 2, 2, 1), 10.0), np.full((1, 2, 2, 1, 2), 5.0)
-    a, b, c = (priv.privatize(pair, triple, np.random.default_rng(s)) for s in (20240917, 20240917, 7))
-    flat = lambda o: np.concatenate([np.ravel(o.noisy_visits), np.ravel(o.noisy_transitions)])
-    if not np.array_equal(flat(a), flat(b)):
-        raise MechanismError(f"privatizer {label!r}: privatize() gave different releases for the same rng seed "
-                             f"(it draws from global or hidden state; all randomness must come from rng)")
-    if np.array_equal(flat(a), flat(c)):
-        raise MechanismError(f"privatizer {label!r}: privatize() gave the same release for different rng seeds "
-                             f"(it ignores the rng it is given)")
+
+    def release(rng):
+        o = priv.privatize(pair, triple, rng)
+        return np.concatenate([np.ravel(o.noisy_visits), np.ravel(o.noisy_transitions)])
+
+    probe_rng(release, (20240917, 7),
+              nondeterministic=f"privatizer {label!r}: privatize() gave different releases for the same rng seed "
+              f"(it draws from global or hidden state; all randomness must come from rng)",
+              ignores=f"privatizer {label!r}: privatize() gave the same release for different rng seeds "
+              f"(it ignores the rng it is given)")
 
 
 def load_offline_privatizer(spec, *, _label=None, _probe=True, **kw):
@@ -236,19 +238,10 @@ def load_offline_privatizer(spec, *, _label=None, _probe=True, **kw):
         return spec(**kw)                       # a built-in class
     if isinstance(spec, (off.OfflineCountPrivatizer, GuardedOfflinePrivatizer)):
         obj, label = spec, type(spec).__name__
-        cls = None
     elif isinstance(spec, str) and spec.strip().lower() in OFFLINE_BUILTIN:
         return getattr(off, OFFLINE_BUILTIN[spec.strip().lower()])(**kw)
-    elif isinstance(spec, str):
-        if ":" not in spec:
-            raise InputError(f"unknown offline privatizer {spec!r}; expected {', '.join(OFFLINE_BUILTIN)}, "
-                             f"'path/to/file.py:ClassName' or 'pkg.module:ClassName'")
-        cls, label = _load_class(spec), spec
-    elif isinstance(spec, type):
-        cls, label = spec, _label or spec.__name__
     else:
-        raise InputError(f"offline privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
-    if cls is not None:
+        cls, label = _user_class(spec, "offline privatizer", ", ".join(OFFLINE_BUILTIN), _label)
         obj = _instantiate(cls, label, off.OFFLINE_INTERFACE, "offline privatizer",
                            "dpcheck.algorithms.privatizers.OfflineCountPrivatizer", kw)
     guarded = obj if isinstance(obj, GuardedOfflinePrivatizer) else GuardedOfflinePrivatizer(obj, label)
@@ -296,14 +289,16 @@ class GuardedRegressionPrivatizer(GuardedPrivatizer):
 def probe_regression_rng_use(priv, label: str) -> None:
     """:func:`probe_rng_use` for ``draw`` (H = 2, d = 2, unit sensitivities)."""
     sens = {k: 1.0 for k in ("sigma_matrix", "beta_vector", "theta_vector", "lambda_matrix", "w_vector")}
-    a, b, c = (priv.draw(np.random.default_rng(s), 1, 2, 2, sens) for s in (20240917, 20240917, 7))
-    flat = lambda o: np.concatenate([np.ravel(getattr(o, k)) for k in ("g1", "g2", "g3", "N1", "N2")])
-    if not np.array_equal(flat(a), flat(b)):
-        raise MechanismError(f"privatizer {label!r}: draw() gave different noise for the same rng seed (it draws "
-                             f"from global or hidden state; all randomness must come from rng)")
-    if np.array_equal(flat(a), flat(c)):
-        raise MechanismError(f"privatizer {label!r}: draw() gave the same noise for different rng seeds (it "
-                             f"ignores the rng it is given)")
+
+    def release(rng):
+        o = priv.draw(rng, 1, 2, 2, sens)
+        return np.concatenate([np.ravel(getattr(o, k)) for k in ("g1", "g2", "g3", "N1", "N2")])
+
+    probe_rng(release, (20240917, 7),
+              nondeterministic=f"privatizer {label!r}: draw() gave different noise for the same rng seed (it draws "
+              f"from global or hidden state; all randomness must come from rng)",
+              ignores=f"privatizer {label!r}: draw() gave the same noise for different rng seeds (it "
+              f"ignores the rng it is given)")
     priv.widths(2, 2, sens, 0.1)
 
 
@@ -317,15 +312,7 @@ def load_regression_privatizer(spec, *, _label=None, _probe=True, **kw):
         return vapvi.GaussianRegressionPrivatizer(**kw)
     if isinstance(spec, type) and spec.__module__ == vapvi.__name__:
         return spec(**kw)
-    if isinstance(spec, str):
-        if ":" not in spec:
-            raise InputError(f"unknown regression privatizer {spec!r}; expected gaussian, 'path/to/file.py:ClassName' "
-                             f"or 'pkg.module:ClassName'")
-        cls, label = _load_class(spec), spec
-    elif isinstance(spec, type):
-        cls, label = spec, _label or spec.__name__
-    else:
-        raise InputError(f"regression privatizer must be a name, 'file.py:Class' or a class, got {spec!r}")
+    cls, label = _user_class(spec, "regression privatizer", "gaussian", _label)
     obj = _instantiate(cls, label, vapvi.REGRESSION_INTERFACE, "regression privatizer",
                        "dpcheck.algorithms.offline.RegressionPrivatizer", kw)
     guarded = GuardedRegressionPrivatizer(obj, label)

@@ -20,8 +20,8 @@ import numpy as np
 
 from dpcheck.claims import Claim
 
-from dpcheck.algorithms.privatizers.base import (CompiledNoise, CountPrivatizer, Declaration, ScratchBuffer,
-                                                 _check_neighbouring, episode_increments, flatten_counts)
+from dpcheck.algorithms.privatizers.base import (CompiledNoise, CountPrivatizer, Declaration, PaperSources,
+                                                 ScratchBuffer, _check_neighbouring, episode_increments, flatten_counts)
 from dpcheck.algorithms.privatizers.width import confidence_width
 from dpcheck.algorithms.privatizers.noise import laplace
 
@@ -39,21 +39,13 @@ class LocalMessage:
         return flatten_counts(self.visits, self.transitions, self.rewards)
 
 
-class LocalPrivatizer(CountPrivatizer):
+class LocalPrivatizer(PaperSources, CountPrivatizer):
     """Laplace local randomiser for eps-LDP (Qiao & Wang 2023, Lemma 5.6; Qiao & Wang 2024, Lemma 5.4)."""
 
     name = "local"
     notion = "LDP"
-
-    @property
-    def source(self) -> str:
-        return self.source_for(getattr(self, "rewards", True))
-
-    @staticmethod
-    def source_for(rewards: bool) -> str:
-        if rewards:
-            return "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.6: Local Privatizer is eps-LDP"
-        return "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.4: Local Privatizer is eps-LDP"
+    SOURCES = {True: "Qiao & Wang 2023 (DP-UCBVI), Lemma 5.6: Local Privatizer is eps-LDP",
+               False: "Qiao & Wang 2024 (DP-Nash-VI), Lemma 5.4: Local Privatizer is eps-LDP"}
 
     # -- calibration: the scale b_l is the one parameter both the noise and the declaration read -----
     def scale_for(self, H: int, families: int) -> float:

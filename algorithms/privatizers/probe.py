@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcheck.errors import MechanismError
+from dpcheck.loading import probe_rng_use
 
 SIZES = dict(runs=2, H=2, S=2, A=2, K=3)
 _PROBED: set = set()
@@ -23,12 +23,12 @@ _PROBED: set = set()
 FIELDS = ("visits", "transitions", "rewards", "noisy_visits", "noisy_transitions")
 
 
-def _releases(make, seed: int, rewards: bool) -> list[tuple]:
+def _releases(make, rng: np.random.Generator, rewards: bool) -> list[tuple]:
     """Per episode: (every array field of the release, the true visits then, the released visits before
     post-processing)."""
     z = SIZES
     p = make()
-    p.start(z["runs"], z["H"], z["S"], z["A"], z["K"], np.random.default_rng(seed), rewards=rewards)
+    p.start(z["runs"], z["H"], z["S"], z["A"], z["K"], rng, rewards=rewards)
     data = np.random.default_rng(2024)          # the same episodes in every probe run
     out = []
     for _ in range(z["K"]):
@@ -52,25 +52,33 @@ def _same(a, b) -> bool:
                                       for x, y in zip(fa, fb))
 
 
+class _CannotRun(Exception):
+    """The plug-in raised on the probe's tiny model."""
+
+
 def check_rng_use(make, label: str, key=None, rewards: bool = True) -> None:
     """MechanismError unless the privatizer ``make()`` builds (a started-fresh object each call) gives
-    identical releases for the same rng and different releases for different rngs. ``key``: probe a
-    configuration once per process."""
+    identical releases for the same rng and different releases for different rngs
+    (:func:`dpcheck.loading.probe_rng_use`). ``key``: probe a configuration once per process."""
     if key is not None and key in _PROBED:
         return
+
+    def release(rng):
+        try:
+            return _releases(make, rng, rewards)
+        except Exception as e:
+            raise _CannotRun from e
+
     try:
-        a, b, c = _releases(make, 11, rewards), _releases(make, 11, rewards), _releases(make, 12, rewards)
-    except Exception:   # a plug-in that cannot run the tiny model: the audit itself reports what it did
+        probe_rng_use(
+            release, (11, 12), same=_same,
+            conclusive=lambda out: any(not np.array_equal(raw, truth) for _, truth, raw in out),
+            nondeterministic=f"privatizer {label!r}: two runs started with the same rng released different counts: "
+            "it draws randomness outside the rng passed to start() (numpy's global state, its own generator, the "
+            "clock); draw every noise value from that rng",
+            ignores=f"privatizer {label!r}: runs started with different rngs released identical noisy counts: it "
+            "ignores the rng passed to start() (a fixed seed of its own?); draw every noise value from that rng")
+    except _CannotRun:  # a plug-in that cannot run the tiny model: the audit itself reports what it did
         return
-    if not _same(a, b):
-        raise MechanismError(
-            f"privatizer {label!r}: two runs started with the same rng released different counts: it draws "
-            "randomness outside the rng passed to start() (numpy's global state, its own generator, the clock); "
-            "draw every noise value from that rng")
-    noisy = any(not np.array_equal(raw, truth) for _, truth, raw in a)
-    if _same(a, c) and noisy:
-        raise MechanismError(
-            f"privatizer {label!r}: runs started with different rngs released identical noisy counts: it ignores "
-            "the rng passed to start() (a fixed seed of its own?); draw every noise value from that rng")
     if key is not None:
         _PROBED.add(key)

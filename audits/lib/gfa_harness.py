@@ -48,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.checks import FAIL, PASS, Check
+from dpcheck.algorithms.envs._validate import axis_length
 
 SOURCE = ("He & Zhou, Towards Differentially Private RL with General Function Approximation, Appendix C "
           "(critique of rare switching in private linear-MDP analyses)")
@@ -86,17 +87,9 @@ class DesignSequence:
     alpha: float
     seed: int
 
-    @property
-    def K(self) -> int:
-        return self.matrices.shape[0]
-
-    @property
-    def H(self) -> int:
-        return self.matrices.shape[1]
-
-    @property
-    def d(self) -> int:
-        return self.matrices.shape[2]
+    K = axis_length("matrices", 0)
+    H = axis_length("matrices", 1)
+    d = axis_length("matrices", 2)
 
     @property
     def private(self) -> bool:
@@ -206,6 +199,13 @@ def switch_product_construction(d: int, low: float, high: float) -> dict:
             "closed_form_product": 4.0 * (low / high) ** d, "positive_definite": bool(np.all(s0 > 0) and np.all(s1 > 0))}
 
 
+def _appendix_c_check(id: str, verdict, measured: dict, reason: str, *, statement: str, details: dict) -> Check:
+    """One of the Appendix C demonstrations as an assumption check (its claim's source: SOURCE, Appendix C)."""
+    return Check(id=id, kind="assumption", verdict=verdict, claim={"statement": statement,
+                                                                    "source": SOURCE + " (Appendix C)"},
+                 measured=measured, details=details, reason=reason)
+
+
 def design_monotonicity_check(*, dims=DIMS, epsilons=EPSILONS, H: int = 2, K: int = 4096, delta: float = 0.1,
                               alpha: float = 0.05, seed: int = 0) -> Check:
     """``assumption.design_monotonicity`` (Appendix C): privatised design matrices stay positive definite but are not
@@ -254,17 +254,16 @@ def design_monotonicity_check(*, dims=DIMS, epsilons=EPSILONS, H: int = 2, K: in
                   f"{frac:.0%}-{measured['max_fraction_nonmonotone']:.0%} of steps (d in {list(dims)}, eps in "
                   f"{list(epsilons)}); on the noise range a switch with det-ratio product "
                   f"{measured['max_construction_product']:.3g} < 2 exists{mc}")
-    claim = {"statement": "privatised design matrices Lambda~_h^k are PD but not monotone in the Loewner order as "
-                          "data is added (non-private ones are); so at a switch the product over h of det ratios "
-                          "need not exceed 2 and the O(ln K) switch count is not justified",
-             "source": SOURCE + " (Appendix C)"}
-    details = {"monte_carlo": runs, "constructions": constructions,
-               "method": "Privatizer (Zhou 2022, Section 6.1) Gram counter, random unit features; "
-                         "the construction uses the Privatizer's Assumption-2 noise range [lambda_min, lambda_max]",
-               "pass_means": "the numerical demonstration of G24 succeeded (it fails on monotone, e.g. non-private, "
-                             "design matrices)"}
-    return Check(id="assumption.design_monotonicity", kind="assumption", verdict=verdict, claim=claim,
-                 measured=measured, details=details, reason=reason)
+    return _appendix_c_check(
+        "assumption.design_monotonicity", verdict, measured, reason,
+        statement="privatised design matrices Lambda~_h^k are PD but not monotone in the Loewner order as data is "
+                  "added (non-private ones are); so at a switch the product over h of det ratios need not exceed 2 "
+                  "and the O(ln K) switch count is not justified",
+        details={"monte_carlo": runs, "constructions": constructions,
+                 "method": "Privatizer (Zhou 2022, Section 6.1) Gram counter, random unit features; "
+                           "the construction uses the Privatizer's Assumption-2 noise range [lambda_min, lambda_max]",
+                 "pass_means": "the numerical demonstration of G24 succeeded (it fails on monotone, e.g. non-private, "
+                               "design matrices)"})
 
 
 # ----------------------------------------------------------------------------- G25
@@ -372,17 +371,16 @@ def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, eps
         reason = (f"no switch, yet phi^T (Lambda~^k~)^-1 phi / phi^T (Lambda~^k)^-1 phi = 2 (hi/lo)^(d-1) "
                   f"reaches {big['max_ratio']:.4g} at d = {big['d']} (ln-slope {measured['construction_log_slope_in_d']:.3f} "
                   f"per dimension){mc}")
-    claim = {"statement": "the step phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches "
-                          "(valid non-privately by the determinant lemma) fails for privatised matrices; the ratio "
-                          "can reach 2 * 3^(d-1) without a switch (blows up exponentially in d)",
-             "source": SOURCE + " (Appendix C)"}
-    details = {"constructions": constructions, "monte_carlo": runs,
-               "method": "G25 (i) construction on the Privatizer's Assumption-2 noise range, d = 1..10, measured "
-                         "with numpy; G25 (ii) Monte Carlo of the Privatizer's releases (reported only)",
-               "pass_means": "the numerical demonstration of G25 succeeded (it fails when the noise range is a "
-                             "point, e.g. non-private design matrices)"}
-    return Check(id="assumption.quadratic_ratio", kind="assumption", verdict=verdict, claim=claim,
-                 measured=measured, details=details, reason=reason)
+    return _appendix_c_check(
+        "assumption.quadratic_ratio", verdict, measured, reason,
+        statement="the step phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches (valid "
+                  "non-privately by the determinant lemma) fails for privatised matrices; the ratio can reach "
+                  "2 * 3^(d-1) without a switch (blows up exponentially in d)",
+        details={"constructions": constructions, "monte_carlo": runs,
+                 "method": "G25 (i) construction on the Privatizer's Assumption-2 noise range, d = 1..10, measured "
+                           "with numpy; G25 (ii) Monte Carlo of the Privatizer's releases (reported only)",
+                 "pass_means": "the numerical demonstration of G25 succeeded (it fails when the noise range is a "
+                               "point, e.g. non-private design matrices)"})
 
 
 # ----------------------------------------------------------------------------- entry point

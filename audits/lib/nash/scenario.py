@@ -1,0 +1,88 @@
+"""DP-Nash-VI's audit scenario (Qiao & Wang 2024, arXiv 2404.07559): the constants, the scripted user pairs and
+the black-box targets -- the action pairs sent to the other pairs (JDP) and one pair's message (LDP).
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from dpcheck.audit import Audit
+from dpcheck.claims import Claim
+
+
+SOURCE = "Qiao & Wang 2024, Differentially Private RL with Self-Play (arXiv 2404.07559)"
+BETA = 0.1
+REGRET_TOLERANCE = 0.1                 # exponent of the increments allowed up to 0.5 + this
+
+# theory vs practical mode: one implementation, the audit base class's (plain functions here)
+soften = Audit.soften
+vacuous = Audit.vacuous
+
+
+# ------------------------------------------------------------------ scripted users (JDP audit)
+def jdp_scenario(H: int = 2, S: int = 2, A: int = 2, B: int = 2, seed: int = 0, K: int = 3):
+    """(D, D'): K scripted user pairs (algorithms/envs/users.py: FixedTrajectoryUsers on joint actions, in
+    the game protocol through UserPairs). Every pair starts in state 0 and stays there whatever the actions,
+    except the first pair of D', who moves to state S-1 at her first step and stays. Rewards U[0,1]
+    (seeded) are the game's known reward. Only the algorithm's randomness remains."""
+    from dpcheck.algorithms.envs.users import FixedTrajectoryUsers, UserPairs
+    rng = np.random.default_rng(seed)
+    r = rng.random((H, S, A, B))
+    states = np.zeros((K, H + 1), dtype=np.int64)
+    rewards = np.zeros((K, H))                     # unused: the reward is known in the games setting
+    D = FixedTrajectoryUsers(H, S, A * B, states, rewards)
+    other = FixedTrajectoryUsers(H, S, A * B, np.r_[0, np.full(H, S - 1)][None, :], rewards[:1])
+    pairs = UserPairs(D, r, B, name="jdp scenario D")
+    return pairs, UserPairs(D.replace(0, other, 0), r, B, name="jdp scenario D'")
+
+
+def audit_constants(H, S, E, iota):
+    """The JDP audit's constants C1 = 0, C2 = 1 / (H S max(E,1) iota): the privacy term of the bonus is 1/N
+    for a raw count and ~2/E for a private one, so a raw count in the bonus changes the deployed actions;
+    privacy itself does not depend on C1, C2."""
+    return 0.0, 1.0 / (H * S * max(E, 1.0) * iota)
+
+
+def jdp_mechanism(make_privatizer, K: int = 3, algo_cls=None, **algo_kw):
+    """mechanism(game, rng, size) -> (size,) labels of the action pairs sent to pairs 2..K."""
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI, confidence_log
+    from dpcheck.audits.lib import privatizers as pa
+
+    algo_cls = algo_cls or DPNashVI
+
+    def mechanism(game, rng, size):
+        priv = make_privatizer()
+        # E is public and data-independent: the privatizer declares it from its parameters and the sizes
+        E = float(pa.declaration(priv, game.H, game.S, game.A * game.B, K, rewards=False).width)
+        iota = confidence_log(game.H, game.S, game.A, game.B, K, BETA)
+        C1, C2 = audit_constants(game.H, game.S, E, iota)
+        kw = dict(mode="practical", C1=C1, C2=C2)
+        kw.update(algo_kw)
+        res = algo_cls(priv, beta=BETA, **kw).run(game, K, rng, runs=int(size))
+        joint = res.actions_max[:, 1:, :] * game.B + res.actions_min[:, 1:, :]     # (size, K-1, H)
+        flat = joint.reshape(int(size), -1)
+        base = game.A * game.B
+        return flat @ (base ** np.arange(flat.shape[1], dtype=np.int64))          # one label per run
+
+    return mechanism
+
+
+def jdp_target(make_privatizer, epsilon: float, K: int = 3, claim_source: str = "", delta: float = 0.0, **kw):
+    """The JDP black-box target: :func:`jdp_mechanism` on the neighbouring scenarios of :func:`jdp_scenario`,
+    one discrete label per run (``kw``: algo_cls and the algorithm's keyword arguments)."""
+    from dpcheck.target import AuditTarget
+    D, Dp = jdp_scenario(K=K)
+    return AuditTarget(name="dp_nash_vi.jdp", mechanism=jdp_mechanism(make_privatizer, K=K, **kw),
+                       pairs=[(D, Dp)], claim=Claim(epsilon=epsilon, delta=delta, notion="JDP", source=claim_source),
+                       output="discrete")
+
+
+def ldp_target(make_privatizer, epsilon: float, claim_source: str = "", *, H: int = 2, S: int = 2, A: int = 2,
+               B: int = 2):
+    """One pair's message for the worst neighbouring trajectories (different (s,a,b) and (s,a,b,s') at every
+    step), in the games setting (joint actions A*B, rewards=False). The statistic is the Laplace
+    log-likelihood ratio of the message (a post-processing, so a bound on it bounds the message); tight
+    for the Laplace randomiser. Built by audits/privatizers.local_target (one implementation for both)."""
+    from dpcheck.audits.lib import privatizers as pa
+    claim = Claim(epsilon=epsilon, notion="LDP", source=claim_source)
+    return pa.local_target(pa.ClaimedTemplate(make_privatizer(), claim, False), H=H, S=S, A=A * B, rewards=False)
