@@ -98,9 +98,9 @@ def _report(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_quick_central(tmp_path):
-    code = main(["audit", "dp_ucbvi", "--quick", "--out", str(tmp_path), "--quiet"])
-    rep = _report(tmp_path)
+@pytest.mark.xdist_group("dp_ucbvi")
+def test_cli_quick_central(quick_audit):
+    code, rep = quick_audit("dp_ucbvi")        # shared with tests/cli/test_cache_resume.py's reference run
     assert code in (0, 1) and rep["verdict"] in ("pass", "inconclusive", "fail")
     ids = {c["id"]: c for c in rep["checks"]}
     for want in ("whitebox.dp_event", "whitebox.sensitivity", "whitebox.tree_noise_reuse",

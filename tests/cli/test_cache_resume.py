@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from dpcheck.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,17 +54,13 @@ def _kill_when(proc, ready, timeout=600):
     assert proc.returncode == -signal.SIGKILL
 
 
-def _complete(name, tag, tmp_path, *extra):
-    """A run to the end. With --cache it is a fresh process like the killed ones (in this process the
+def _complete(name, tag, tmp_path, cache, *extra):
+    """A run to the end with --cache, in a fresh process like the killed ones (in this process the
     suite's conftest wraps dpcheck.context.family_error, and a computation's key covers the code it
-    reaches, so an in-process rerun would rightly key differently); the reference runs in-process."""
+    reaches, so an in-process rerun would rightly key differently). The reference, a complete run
+    without the cache, runs in-process: conftest's quick_audit, shared with the audit's end-to-end test."""
     out = tmp_path / tag
-    if "--cache" in extra:
-        i = extra.index("--cache")
-        rest = extra[:i] + extra[i + 2:]
-        code = _start(name, extra[i + 1], out, *rest).wait(timeout=1800)
-    else:
-        code = main(["audit", name, "--quick", "--workers", "1", "--out", str(out), "--quiet", *extra])
+    code = _start(name, cache, out, *extra).wait(timeout=1800)
     return code, json.loads((out / f"{name}.json").read_text())
 
 
@@ -96,7 +91,8 @@ def _ids(rep):
 
 
 @pytest.mark.slow
-def test_dp_ucbvi_killed_twice_resumes_to_the_identical_report(tmp_path):
+@pytest.mark.xdist_group("dp_ucbvi")
+def test_dp_ucbvi_killed_twice_resumes_to_the_identical_report(tmp_path, quick_audit):
     cache = tmp_path / "cache"
     # 1. killed after Assumption 3.1's checks (the monitored batch) are in the streamed report
     p1 = tmp_path / "k1" / "dp_ucbvi.json"
@@ -113,8 +109,8 @@ def test_dp_ucbvi_killed_twice_resumes_to_the_identical_report(tmp_path):
     assert "regret.exponent.jdp" not in _ids(second)
     # 3. resumed to completion (in this process: the keys agree across processes)
     stored = _stored_keys(cache)
-    code3, third = _complete("dp_ucbvi", "r3", tmp_path, "--cache", str(cache))
-    code0, ref = _complete("dp_ucbvi", "ref", tmp_path)
+    code3, third = _complete("dp_ucbvi", "r3", tmp_path, cache)
+    code0, ref = quick_audit("dp_ucbvi")
     assert third["complete"] is True and code3 == code0
     assert _comparable(third) == _comparable(ref)
     assert [(c["id"], c["verdict"], c["measured"]) for c in third["checks"]] == \
@@ -129,13 +125,14 @@ def test_dp_ucbvi_killed_twice_resumes_to_the_identical_report(tmp_path):
     assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox"} <= set(bb)
     assert all(u["hits"] == u["chunks"] and u["computed"] == 0 for u in bb.values())
     # a fourth run reads everything back
-    _, fourth = _complete("dp_ucbvi", "r4", tmp_path, "--cache", str(cache))
+    _, fourth = _complete("dp_ucbvi", "r4", tmp_path, cache)
     assert _comparable(fourth) == _comparable(ref)
     assert fourth["config"]["result_cache"]["computed"] == 0
 
 
 @pytest.mark.slow
-def test_dp_nash_vi_killed_in_its_regret_runs_resumes_to_the_identical_report(tmp_path):
+@pytest.mark.xdist_group("dp_nash_vi")
+def test_dp_nash_vi_killed_in_its_regret_runs_resumes_to_the_identical_report(tmp_path, quick_audit):
     cache = tmp_path / "cache"
     extra = ("--samples", "5000")
     p1 = tmp_path / "k1" / "dp_nash_vi.json"
@@ -144,8 +141,8 @@ def test_dp_nash_vi_killed_in_its_regret_runs_resumes_to_the_identical_report(tm
     _kill_when(proc, lambda: ("assumption.certificate.practical" in _ids(_streamed(p1))
                               and _labels(cache).count("dp_nash_vi:regret") >= 2))
     stored = _stored_keys(cache)
-    code2, resumed = _complete("dp_nash_vi", "r2", tmp_path, "--cache", str(cache), *extra)
-    code0, ref = _complete("dp_nash_vi", "ref", tmp_path, *extra)
+    code2, resumed = _complete("dp_nash_vi", "r2", tmp_path, cache, *extra)
+    code0, ref = quick_audit("dp_nash_vi", *extra)
     assert resumed["complete"] is True and code2 == code0
     assert _comparable(resumed) == _comparable(ref)
     rc = resumed["config"]["result_cache"]
