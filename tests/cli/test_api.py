@@ -27,6 +27,7 @@ def _cli_error(capsys, argv) -> str:
     return capsys.readouterr().err.strip().removeprefix("dpcheck: error: ")
 
 
+@pytest.mark.slow
 def test_run_returns_the_report_the_cli_writes(tmp_path):
     r = dpcheck.run("laplace_example", quick=True, seed=3)
     assert isinstance(r, dpcheck.Report)
@@ -125,6 +126,7 @@ def test_a_plug_in_class_runs_its_audit_from_python():
     assert r.data["options"]["privatizer"].endswith("my_privatizer.py:GaussianTreePrivatizer")
 
 
+@pytest.mark.slow
 def test_the_readme_one_liner(tmp_path):
     # README "Python API": works from any directory after the install
     code = "import dpcheck; r = dpcheck.run('laplace_example', quick=True); print(r.verdict)"

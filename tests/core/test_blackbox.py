@@ -60,6 +60,7 @@ def test_gaussian_zcdp_passes():
     assert r.n_bounds == 2 * 1 * 4
 
 
+@pytest.mark.slow
 def test_diffprivlib_laplace_per_call():
     r = audit(target(M.diffprivlib_laplace(1.0), per_call=True), samples=10**4, seed=0)
     assert r.verdict == "pass"

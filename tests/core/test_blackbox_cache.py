@@ -156,6 +156,7 @@ def _cli(tmp_path, scale, hashseed):
     return r.returncode, json.loads(r.stdout) if r.stdout.strip() else None, r.stderr
 
 
+@pytest.mark.slow
 def test_cli_module_constant_cut_to_a_tenth_in_a_new_process(tmp_path):
     # across processes (user files get a per-process module name): same file hits, edited file misses
     code, rep, _ = _cli(tmp_path, 1.0, 1)

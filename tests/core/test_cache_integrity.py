@@ -156,6 +156,7 @@ def _cli(tmp_path, *extra):
     return r.returncode, json.loads(r.stdout)["checks"][0]
 
 
+@pytest.mark.slow
 def test_cli_a_file_read_at_import_changes_the_key(tmp_path):
     # the value read at import is a module constant the mechanism names: the fingerprint holds it
     (tmp_path / "user_mech.py").write_text(_MODULE_LEVEL)
@@ -182,6 +183,7 @@ T = AuditTarget(name="user", mechanism=mech, pairs=[(0, 1)], claim=Claim(epsilon
 """
 
 
+@pytest.mark.slow
 def test_cli_files_read_at_import_are_part_of_the_key_of_the_file_s_functions(tmp_path):
     (tmp_path / "user_mech.py").write_text(_HIDDEN_AT_IMPORT)
     (tmp_path / "cfg.txt").write_text("1.0")
@@ -311,6 +313,7 @@ _trees = st.recursive(_leaves, lambda kids: st.lists(kids, max_size=3) | st.tupl
                       | st.dictionaries(st.text(max_size=3) | st.integers(), kids, max_size=3), max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(_trees)
 def test_codec_round_trips_exactly(value):

@@ -59,3 +59,25 @@ def test_the_readme_documents_the_fast_tier_and_tests_readme_the_folders():
     assert 'python -m pytest -q -m "not slow"' in readme
     layout = (TESTS / "README.md").read_text()
     assert all(f"{f}/" in layout for f in FOLDERS), [f for f in FOLDERS if f"{f}/" not in layout]
+
+
+def _shared_run_users():
+    """(file, test, has xdist_group) for every test function taking conftest's quick_audit fixture."""
+    import ast
+    out = []
+    for p in _test_files():
+        for node in ast.walk(ast.parse(p.read_text("utf-8"))):
+            if isinstance(node, ast.FunctionDef) and any(a.arg == "quick_audit" for a in node.args.args):
+                grouped = any("xdist_group" in ast.unparse(d) for d in node.decorator_list)
+                out.append((p.name, node.name, grouped))
+    return out
+
+
+def test_tests_sharing_an_audit_run_are_grouped_on_one_worker():
+    # without the group, -n auto may run both consumers of one shared run on different workers: each
+    # pays the whole audit (correct, but the saving is lost)
+    users = _shared_run_users()
+    assert len(users) >= 4, users
+    assert [u for u in users if not u[2]] == []
+    import tomllib
+    assert "--dist loadgroup" in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
