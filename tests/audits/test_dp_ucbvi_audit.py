@@ -19,6 +19,7 @@ def test_jdp_users_are_neighbours_in_user_one_only():
     assert list(U.differing_users(U2)) == [0]
 
 
+@pytest.mark.slow
 def test_whitebox_strict_passes_paper_fails_under_replacement():
     # docs/derivations.md#neighbouring-relation: the paper's sensitivity H certifies only 2 eps under replacement neighbours
     assert whitebox_check(AgentSpec(privatizer="central", calibration="strict")).verdict == "pass"

@@ -256,6 +256,7 @@ def test_claimed_stds_follow_the_spec_table():
     assert math.isclose(ol.claimed_stds(1.0, 4, 1.0, "replace")["sigma_matrix"] ** 2, 1 / (2 * rho0))
 
 
+@pytest.mark.slow
 def test_equivalent_gaussian_has_the_flat_event_profile(lin_tab):
     # the 5H releases composed equal one Gaussian; the closed form agrees with dp_accounting's PLD of both
     import dp_accounting

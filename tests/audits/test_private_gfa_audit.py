@@ -100,6 +100,7 @@ def test_list_claims_and_options(capsys):
 
 
 # ------------------------------------------------------------------------------------- correct learners
+@pytest.mark.slow
 def test_checks_pass_on_the_correct_algorithm_1(gf):
     ag = _agent(gf)
     assert gfa.composition_check(ag, [16, 256, 4096]).verdict == "pass"
@@ -141,6 +142,7 @@ def test_sensitivity_search_gets_close_to_the_bound_on_extreme_classes(gf):
     assert 4.0 <= res["max_change"] <= 24.0
 
 
+@pytest.mark.slow
 def test_selection_check_detects_a_small_temperature_error(gf):
     """Known answer: a 25% temperature error is caught with the reported power (near 1 at 200k draws)."""
     class Off25(PrivateGeneralMDP):
@@ -185,6 +187,7 @@ def test_defect_stale_score_caught_by_the_data_flow_check(gf, ad2):
     assert gfa.score_dataset_check(ag, ad2.mdp, K=12, runs=2, seed=0).verdict == "fail"
 
 
+@pytest.mark.slow
 def test_jdp_black_box_does_not_flag_the_correct_learner(gf):
     bb = gfa.jdp_blackbox_check(_agent(gf, B=1), gf.mdp, ExecutionOptions(seed=0), K=4, samples=10_000)
     assert bb.verdict != "fail" and bb.measured["epsilon_lower_bound"] <= 1.0
@@ -227,6 +230,7 @@ def test_output_policy_identity_and_bounds(gf):
     assert np_t == np_t2 and p_t / p_t2 == pytest.approx(32 ** 0.4)
 
 
+@pytest.mark.slow
 def test_regret_checks_on_a_small_grid(gf):
     """Known behaviour on GF-3 (theory tuning): the privacy cost falls with eps; every check carries its
     interval, and a FAIL of a K-exponent where the bound is vacuous is softened."""
@@ -329,6 +333,7 @@ def test_quick_end_to_end(tmp_path, name):
     assert code == 0
 
 
+@pytest.mark.slow
 def test_binary_sensitivity_fails_for_arbitrary_users_and_h_squared_is_tight(ad2):
     """Known answers on the H = 2 Appendix D class: an arbitrary user (states not following the dynamics,
     outcome in [0, 1]) moves the score by H^2 = 4, so the PoC default's Delta_S = 1 (docs/derivations.md#noise-calibration, docs/private_gfa.md: valid only

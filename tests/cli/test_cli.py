@@ -130,11 +130,13 @@ def test_report_rerenders_from_json(tmp_path, capsys):
     assert "not a dpcheck report" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_list_runs():
     out = subprocess.run([sys.executable, "-m", "dpcheck", "list"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.slow
 def test_console_script_bad_input_no_traceback(tmp_path):
     out = subprocess.run([sys.executable, "-m", "dpcheck", "audit", "no_such_dir/no_such_file.py:nothing",
                           "--out", str(tmp_path)], capture_output=True, text=True)

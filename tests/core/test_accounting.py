@@ -79,6 +79,7 @@ def test_analytic_gaussian_calibration_known_answer():
     assert _delta_direct(m, 1.0) == pytest.approx(1e-5, rel=1e-6)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(eps=st.floats(min_value=0.05, max_value=10.0), delta=st.floats(min_value=1e-10, max_value=1e-2))
 def test_analytic_gaussian_calibration_is_the_smallest_multiplier(eps, delta):

@@ -260,6 +260,7 @@ LATE = AuditTarget("late", late, [(0, 1)], Claim(epsilon=1.0))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, workers", [("T", "1"), ("LATE", "1"), ("LATE", "2")])
 def test_hanging_user_mechanism_is_stopped(name, workers, tmp_path, capsys, monkeypatch):
     import dpcheck.options

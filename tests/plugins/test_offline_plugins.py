@@ -187,6 +187,7 @@ def test_bad_width_and_missing_hooks(bad_file):
         load_offline_privatizer(f"{bad_file}:Base", rho=1.0)          # a keyword it does not take
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("audit", ["offline_count_privatizer", "dp_apvi"])
 def test_misbehaving_plugin_exits_2_with_one_line(bad_file, tmp_path, audit):
     rc, checks, err = _cli([audit, "--privatizer", f"{bad_file}:IgnoresRng", "--quick"], tmp_path)

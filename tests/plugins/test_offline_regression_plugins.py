@@ -150,6 +150,7 @@ def test_unknown_name_and_missing_interface(tmp_path):
         load_regression_privatizer(f"{p}:Nothing")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("audit", ["offline_regression_privatizer", "dp_vapvi"])
 def test_misbehaving_regression_plugin_exits_2_with_one_line(bad_file, tmp_path, audit):
     rc, _, err = _cli([audit, "--privatizer", f"{bad_file}:IgnoresRng", "--quick"], tmp_path)

@@ -129,6 +129,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_no_import_cycles_among_project_modules():
     cycles = _cycles(_graph())
     assert not cycles, "modules that import each other (directly or through others):\n" + \
@@ -186,6 +187,7 @@ def test_the_registry_loads_entry_points_only():
     assert "no audit named 'dp_ucbvi'" in r.stdout and "pip install -e ." in r.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_entry_point_is_named_and_does_not_hide_the_others():
     r = _run("""
         import importlib.metadata as md

@@ -39,6 +39,7 @@ def test_noise_off_private_algorithm_equals_its_non_private_instantiation_exactl
     assert not np.array_equal(c.Lambda_p, b.Lambda_p)
 
 
+@pytest.mark.slow
 def test_ucrl_vtr_regret_on_lm2_is_sublinear():
     res = UCRLVTR(1.0).run(lm2(), 2048, np.random.default_rng(1), runs=4, )
     R = res.cumulative_regret.mean(axis=0)

@@ -88,6 +88,7 @@ def test_engines_agree_across_many_small_chunks(kind, monkeypatch):
     _assert_same(*_both(lambda: _agent(kind), env, 37, 3, runs))
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(mdp=tabular_mdps(S=st.integers(1, 4), A=st.integers(1, 3), H=st.integers(1, 3),
                         reward_noise=st.sampled_from(["deterministic", "bernoulli"])),

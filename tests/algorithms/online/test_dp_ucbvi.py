@@ -256,6 +256,7 @@ def test_theory_mode_is_vacuous_on_riverswim():
     assert res.regret[:, -10:].mean() > 1.0
 
 
+@pytest.mark.slow
 def test_practical_mode_learns_riverswim():
     env = riverswim(20)
     res = DPUCBVI(ExactCounts(0.0), mode="practical").run(env, 1500, 0, runs=2)
