@@ -318,6 +318,7 @@ def test_cli_theory_mode_reports_vacuity_not_failure(tmp_path):
     assert "exceeds H" in ids["regret.subopt.K"]["reason"]
 
 
+@pytest.mark.slow
 def test_noise_calibration_never_fails_a_correct_algorithm_over_seeds(lin_tab):
     # the audit's --quick size (600 runs), 60 seeds: a correct DP-VAPVI is never FAILed (a bare "interval excludes 1"
     # rule did at 2 of 23 audit seeds), and the verdict is PASS when the intervals sit inside the band

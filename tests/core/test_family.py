@@ -84,6 +84,7 @@ def test_family_size_sums_the_rows_tests():
         ClaimRow("a.b", "assumption", "s", "src", "run", tests=-1)
 
 
+@pytest.mark.slow
 def test_the_family_of_a_correct_implementation_fails_at_most_alpha_and_per_check_alpha_does_not(monkeypatch):
     from dpcheck import context
     monkeypatch.setattr(context, "family_error", context.family_error.unchecked)   # _TenPerCheck overspends

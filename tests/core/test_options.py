@@ -412,6 +412,7 @@ def test_set_table_becomes_an_options_dataclass():
         o.beta = 0.3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, rc_expected", [("FINE", 0), ("LATE", 2)])
 def test_user_file_target_on_dask(name, rc_expected, tmp_path, capsys):
     """A user file's `def` mechanism reaches dask workers (it used to hang: workers could not import the

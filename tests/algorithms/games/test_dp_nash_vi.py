@@ -117,6 +117,7 @@ def test_output_policy_is_the_earliest_minimiser_and_certificate_bounds_its_gap(
     assert np.all(duality_gap(game, res.mu_out, res.nu_out) <= res.delta + 1e-9)
 
 
+@pytest.mark.slow
 def test_nonprivate_learning_drives_the_gap_down():
     game = t3(8)
     res = DPNashVI(ExactCounts(), mode="practical").run(game, 1500, np.random.default_rng(9), runs=2)
