@@ -64,6 +64,7 @@ def test_jdp_audit_catches_the_nonprivate_baseline_with_a_large_bound():
     assert res.verdict == "fail" and res.epsilon_lower_bound > 5.0
 
 
+@pytest.mark.slow
 def test_jdp_audit_does_not_flag_the_central_privatizer():
     res = audit(jdp_target(lambda: CentralPrivatizer(epsilon=1.0), 1.0), samples=20_000, seed=2)
     assert res.verdict != "fail" and res.epsilon_lower_bound <= 1.0
@@ -160,6 +161,7 @@ def test_regret_test_bed_has_mixed_equilibria_where_the_old_one_was_pure():
     assert mixed_margin(matrix_game([[0.9, 0.8], [0.1, 0.2]])) == 0.0
 
 
+@pytest.mark.slow
 def test_a_learner_that_never_updates_fails_the_exponent_check():
     check, fit = _exponent_check(NeverUpdates, K=1000, seeds=4)
     assert check.verdict == "fail" and fit.exponent > 0.9     # linear regret

@@ -101,6 +101,7 @@ def _width(e, K=2000):
     return float(pa.declaration(p, 2, 2, 4, K, rewards=False).width)
 
 
+@pytest.mark.slow
 def test_gaussian_plugin_cost_following_its_own_width_passes_the_eps_check():
     """A correct Gaussian-tree plug-in whose privacy cost scales with its declared width gets PASS, where the
     Laplace-slope check (-1 +- 0.35) said INCONCLUSIVE; a cost that does not follow its width stays
@@ -149,6 +150,7 @@ def test_quick_exponents_are_decisive_on_the_reference_implementation():
         assert ldp.id == "regret.exponent.ldp" and ldp.verdict == "pass", (s, ldp.reason)
 
 
+@pytest.mark.slow
 def test_plugin_sweep_is_matched_to_the_builtin_widths():
     """A user's privatizer is swept where it declares the built-in sweep's widths E (the regime of the cost is
     set by E): the Gaussian tree at the Laplace sweep's eps = 8-32 would be several times wider (saturated)."""

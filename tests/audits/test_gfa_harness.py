@@ -14,6 +14,7 @@ from hypothesis import given, settings, strategies as st
 from dpcheck.audits.lib import gfa_harness as gh
 
 
+@pytest.mark.slow
 def test_appendix_c_checks_pass_on_privatised_designs():
     checks = gh.appendix_c_checks(seed=0, quick=True)
     assert [c.id for c in checks] == ["assumption.design_monotonicity", "assumption.quadratic_ratio"]

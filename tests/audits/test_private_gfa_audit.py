@@ -395,6 +395,7 @@ def test_output_policy_simulation_catches_a_per_step_mixture(gf, monkeypatch):
     assert abs(sim["mean_return"] - sim["J_hat"]) > sim["hoeffding_radius"]
 
 
+@pytest.mark.slow
 def test_selection_check_does_not_false_alarm_over_seeds(gf):
     # a correct sampler: FAIL needs p < alpha / 100, so 40 seeds at the --quick draw count give no FAIL
     # (a "p < alpha" rule fails about one run in twenty)

@@ -115,6 +115,7 @@ class TooLittleNoise(Privatizer):
         return {k: v / 30 for k, v in super().noise_stds(sizes).items()}
 
 
+@pytest.mark.slow
 def test_release_black_box_sees_the_data_at_eps_1_and_catches_too_little_noise():
     env = lm2()
     good = lib.release_blackbox_check(lib.LinOptSpec(), env, ExecutionOptions(seed=0), samples=40_000)

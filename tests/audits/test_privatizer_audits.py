@@ -83,6 +83,7 @@ def test_central_paper_calibration_is_only_2eps_under_replacement():
     assert r.verdict == FAIL and 1.0 < r.epsilon_lower_bound <= 2.0
 
 
+@pytest.mark.slow
 def test_no_level_split_is_caught_black_box_and_white_box():
     bad = NoLevelSplit(1.0)
     r = audit(ap.central_target(bad, search=False), samples=SAMPLES, seed=2)
@@ -92,6 +93,7 @@ def test_no_level_split_is_caught_black_box_and_white_box():
     assert ap.sensitivity_check(bad, kind="central", claim=q.claim, examples=30).verdict == FAIL
 
 
+@pytest.mark.slow
 def test_local_strict_passes_tightly_and_unscaled_local_fails():
     r = audit(ap.local_target(LocalPrivatizer(1.0)), samples=SAMPLES, seed=3)
     assert r.verdict == PASS and r.epsilon_lower_bound > 0.75

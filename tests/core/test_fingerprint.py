@@ -131,6 +131,7 @@ print(fingerprint(t, {{"a", "b", "c"}}, {{"k": (1, 2.5)}}))
 """
 
 
+@pytest.mark.slow
 def test_stable_across_processes_and_hash_seeds():
     outs = set()
     for hs in ("1", "2"):

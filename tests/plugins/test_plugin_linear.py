@@ -135,6 +135,7 @@ def test_the_plugin_runs_inside_the_algorithm():
     assert np.all(np.isfinite(res.cumulative_regret)) and res.claim is not None
 
 
+@pytest.mark.slow
 def test_checks_read_the_plugins_own_declaration():
     """Calibration and sensitivity: the example passes, the twin fails both; its honest DpEvent passes the PLD."""
     env = lm2()
@@ -192,6 +193,7 @@ def test_private_linopt_vi_quick_with_the_example_plugin():
     assert r.verdict == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r.checks if c["verdict"] != "pass"]
 
 
+@pytest.mark.slow
 def test_weak_privacy_grid_matches_the_plugins_noise_to_the_papers():
     """The regret checks run where the plug-in's declared lambda_max_p equals the paper's at the audit's grid
     (its eps -> noise law is its own); the paper's Privatizer keeps the grid."""

@@ -304,6 +304,7 @@ def test_stream_samples_cap_long_streams():
     assert ap.stream_samples(200_000, 32767, long=True) == 146
 
 
+@pytest.mark.slow
 def test_long_configuration_is_skipped_below_its_minimum_budget(plugin_file):
     """--quick (2 x 10^5 samples): the long configuration would get 146 streams, too few to certify
     the bulk leak it is there for; it is skipped (and reported), not piloted for nothing."""
