@@ -35,7 +35,7 @@ measured here (statistical, no earlier validity measurement):
   log-log slope, percentile bootstrap, FAIL above 0.35) on the same curves.
 valid by construction (not re-measured):
   privacy.*.blackbox: Clopper-Pearson certified lower bounds on eps; validity over seeds measured in
-      tests/test_blackbox.py / tests/test_blackbox_defects.py.
+      tests/core/test_blackbox.py / tests/core/test_blackbox_defects.py.
   assumption.count_error, .good_event, .optimism, .optimism_correlated, .certificate, regret.explicit_bound
       (theory mode): probability_check, exact two-sided Clopper-Pearson on independent runs; FAIL needs
       the lower bound > beta, so if the true failure rate is <= beta it errs with probability <= alpha/2.

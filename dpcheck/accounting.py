@@ -2,7 +2,7 @@
 
 Algorithms declare what their noise is (a dp_accounting ``DpEvent``: noise family, multiplier, how
 often it is composed); this module turns declarations and budgets into other privacy notions. Nothing
-else in dpcheck, algorithms/ or audits/ converts between notions (tests/test_accounting.py greps for
+else in dpcheck, algorithms/ or audits/ converts between notions (tests/core/test_accounting.py greps for
 it). Conventions: a Gaussian or Laplace *noise multiplier* m is the noise scale divided by the
 sensitivity (l2 for the Gaussian, l1 for the Laplace), as in dp_accounting.
 

@@ -1,6 +1,6 @@
 """Registry of named audits.
 
-``dpcheck`` imports neither ``algorithms`` nor ``audits`` (tests/test_layering.py):
+``dpcheck`` imports neither ``algorithms`` nor ``audits`` (tests/project/test_layering.py):
 every audit, the built-in ones included, reaches the registry through the ``dpcheck.audits``
 entry-point group. An entry point names a module that registers its audits with :func:`register`
 when :func:`load` imports it; the built-in audits are declared in this project's pyproject.toml

@@ -21,7 +21,7 @@ are floats in [0, 1] (or, with ``rewards="grid"``, multiples of 1/4).
 This module holds the strategies that need no environment (seeds, policies as arrays,
 :func:`neighbouring` for any dataset, the array drawers); the ones that build environments,
 datasets and users live beside those classes, in :mod:`dpcheck.algorithms.envs.strategies`, because the
-core imports neither ``algorithms`` nor ``audits`` (tests/test_layering.py).
+core imports neither ``algorithms`` nor ``audits`` (tests/project/test_layering.py).
 """
 from __future__ import annotations
 

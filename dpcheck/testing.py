@@ -10,7 +10,7 @@ differential-privacy library), but with a certified bound instead of votes:
   over everything certified; see :mod:`dpcheck.blackbox`).
 - Detection: with the default 2 x 10^5 samples per side, Laplace noise 15 % short of its
   claim at eps = 1 (true eps 1.18, Google's calibration point) is caught for nearly every
-  seed (tests/test_testing.py checks 20 seeds). The result's ``power`` says what a given
+  seed (tests/core/test_testing.py checks 20 seeds). The result's ``power`` says what a given
   budget can catch; ``strict=True`` also fails when it could not catch a doubling.
 """
 from __future__ import annotations

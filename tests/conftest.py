@@ -1,3 +1,5 @@
+import copy
+import json
 import os
 
 import pytest
@@ -11,12 +13,11 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
-@pytest.fixture(autouse=True)
-def _family_error_is_controlled(monkeypatch):
+def _control_family_error(monkeypatch):
     """Every audit run in the suite (in-process) must keep its checks' error within --alpha: a claim
     table whose ``tests`` undercount the checks that can err by chance fails whichever test ran it."""
     from dpcheck import context
-    original = context.family_error
+    original = getattr(context.family_error, "unchecked", context.family_error)
 
     def checked(checks, family):
         f = original(checks, family)
@@ -25,3 +26,30 @@ def _family_error_is_controlled(monkeypatch):
         return f
     checked.unchecked = original          # for a test that overspends on purpose
     monkeypatch.setattr(context, "family_error", checked)
+
+
+@pytest.fixture(autouse=True)
+def _family_error_is_controlled(monkeypatch):
+    _control_family_error(monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def quick_audit(tmp_path_factory):
+    """``quick_audit(NAME, *extra)``: the exit code and JSON report of ``dpcheck audit NAME --quick --workers 1
+    --quiet *extra`` (in-process, family error controlled), run once per session (per xdist worker) and shared
+    by the tests that read the same report: an end-to-end test and the reference of the --cache tests.
+    Tests sharing one run carry ``@pytest.mark.xdist_group(NAME)`` (pyproject's ``--dist loadgroup`` sends
+    them to one worker). Each caller gets its own copy of the report."""
+    from dpcheck.cli import main
+    runs = {}
+
+    def run(name, *extra):
+        key = (name, *extra)
+        if key not in runs:
+            out = tmp_path_factory.mktemp(name)
+            with pytest.MonkeyPatch.context() as mp:
+                _control_family_error(mp)
+                code = main(["audit", name, "--quick", "--workers", "1", "--out", str(out), "--quiet", *extra])
+            runs[key] = (code, json.loads((out / f"{name}.json").read_text()))
+        return copy.deepcopy(runs[key])
+    return run

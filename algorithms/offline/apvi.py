@@ -23,7 +23,7 @@ Penalty (one formula for every variant, so that the non-private reduction is the
 * APVI (APVI, eq. 7, docs/derivations.md#readings): E = 0 (exact counts, P^ with the 1/S fallback where n = 0), C1 = sqrt(2),
   C2 = 7/3, floor = 1: ``sqrt(2 Var_{P^}(Vtil) iota / n) + (7/3) H iota / n`` -- eq. 22's empirical Bernstein.
 * rho = inf (or epsilon = inf) switches the noise off: exact counts, E = 0, same code path; with APVI's
-  constants it IS APVI (tests/test_offline_apvi.py checks bit-equality).
+  constants it IS APVI (tests/algorithms/offline/test_offline_apvi.py checks bit-equality).
 
 ``delta`` is the paper's utility failure probability (in E_rho and iota); it is not the delta of
 (eps, delta)-DP. The privatizers call it ``beta``.

@@ -7,7 +7,7 @@ environment uniforms, in the numpy engine's stream order), so the kernels are de
 their inputs. Each step repeats the numpy engine's arithmetic in the same order (same comparisons, same
 left-to-right sums -- including the value iteration's dot products, ``ucbvi._fold_last`` -- and numpy's
 ``maximum``/``minimum`` on finite numbers), so the two engines agree bit for bit;
-tests/test_compiled_engine.py holds them to that. Runs are processed one after another inside a chunk
+tests/algorithms/online/test_compiled_engine.py holds them to that. Runs are processed one after another inside a chunk
 (run-major), which keeps one run's tree state in cache.
 
 Per-run array layout of the privatizer's counters (C = H S A (S + 2)): ``[visits (HSA) | transitions

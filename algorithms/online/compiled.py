@@ -16,7 +16,7 @@ Randomness: every stream is drawn by numpy in chunks, in exactly the numpy engin
 reset then one uniform per step and one per Bernoulli reward; tie-breaking: one (runs,H,S,A) array per
 episode; noise: drawn by the privatizer itself, ``CompiledNoise.draw``, from its own stream as its
 ``observe`` would), so the two engines see the same numbers; the arithmetic is the numpy engine's, step for step (module docstring of
-``_kernels``), so they give the same trajectories bit for bit (tests/test_compiled_engine.py). At the
+``_kernels``), so they give the same trajectories bit for bit (tests/algorithms/online/test_compiled_engine.py). At the
 end the privatizers' state (true counts, tree, local sums) is handed back, so the privatizer object is
 exactly where the numpy engine would have left it.
 
@@ -57,7 +57,7 @@ class EpisodeLoop:
 
 class KernelArgs(NamedTuple):
     """The arguments of ``_kernels.run_episodes``, by name and in its order (the numba kernel takes them
-    positionally; tests/test_compiled_interfaces.py holds the two lists equal). Shapes and meanings:
+    positionally; tests/algorithms/online/test_compiled_interfaces.py holds the two lists equal). Shapes and meanings:
     run_episodes' docstring. Built once per run; the per-chunk fields are replaced for each call."""
 
     n: int                 # episodes in this chunk

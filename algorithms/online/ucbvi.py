@@ -408,7 +408,7 @@ class DPUCBVI:
                         regret=evaluator.result() if evaluator is not None else None,
                         monitors=mon.result() if mon is not None else {}, duration_s=duration)
 
-    # -- the seams a planted defect (tests/test_dp_ucbvi_defects.py) or a variant overrides ------------
+    # -- the seams a planted defect (tests/audits/test_dp_ucbvi_defects.py) or a variant overrides ------------
     def _begin(self, runs, H, S, A):
         """Called once before episode 1. DP-UCBVI keeps no state of its own besides Q~^{k-1}."""
 

@@ -68,7 +68,7 @@ def _simplex_threshold(y_sorted_desc: np.ndarray, csum: np.ndarray, tau: np.ndar
 # S = 6: sort 125 us, each cumsum 109 us, the whole row-wise solve 1.56 ms); on the transposed
 # (S, M) layout every step is an elementwise op over M rows (~1.3 us each), and a sorting network
 # replaces the sort. Same arithmetic in the same order, so the results are bit-identical to the
-# row-wise code below (tests/test_projection.py checks both paths against each other).
+# row-wise code below (tests/algorithms/privatizers/test_projection.py checks both paths against each other).
 _COLUMN_MAX_S = 12
 _COLUMN_MIN_ROWS = 64
 
@@ -88,7 +88,7 @@ def _sum_last(x: np.ndarray) -> np.ndarray:
 
 def _sorting_network(S: int) -> list[tuple[int, int]]:
     """Comparators (i, j), i < j, of Batcher's odd-even merge sort for S inputs (0-1 principle
-    checked in tests/test_projection.py for S <= _COLUMN_MAX_S)."""
+    checked in tests/algorithms/privatizers/test_projection.py for S <= _COLUMN_MAX_S)."""
     pairs, p = [], 1
     while p < S:
         k = p

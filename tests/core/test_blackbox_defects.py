@@ -1,0 +1,97 @@
+"""Known defects the black-box auditor must catch (DP-Sniper / StatDP benchmark bugs and others)."""
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from examples import mechanisms as M  # noqa: E402
+
+from dpcheck import AuditTarget, Claim  # noqa: E402
+from dpcheck.blackbox import audit  # noqa: E402
+
+
+def target(mech, pairs=((0, 1),), claim=None, **kw):
+    return AuditTarget(name="defect", mechanism=mech, pairs=list(pairs), claim=claim or Claim(epsilon=1.0), **kw)
+
+
+def test_laplace_half_the_noise_fails():
+    # scale 1/(2 eps) claimed as eps: true epsilon 2
+    r = audit(target(M.laplace_count(1.0, scale_factor=0.5)), samples=10**5, seed=0)
+    assert r.verdict == "fail"
+    assert 1.8 <= r.epsilon_lower_bound <= 2.0
+    assert "above the claimed" in r.reason
+
+
+def test_histogram_noise_scale_eps_instead_of_inverse_is_far_above_claim_no_cap():
+    # DP-Sniper's counterexample: true eps 10 at claimed 0.1; a pinned mass c = 0.01 caps the bound at 4.6
+    r = audit(target(M.noisy_histogram(0.1, scale=0.1), pairs=[([10, 5, 3, 1], [11, 5, 3, 1])],
+                     claim=Claim(epsilon=0.1)), samples=10**5, seed=0)
+    assert r.verdict == "fail"
+    assert r.epsilon_lower_bound > math.log(1 / 0.01) + 2
+    assert r.epsilon_lower_bound <= 10.0
+
+
+def test_report_noisy_max_returning_value_fails_index_passes():
+    pairs = [([0, 0, 0, 0, 0], [1, 1, 1, 1, 1]), ([1, 0, 0, 0, 0], [0, 1, 0, 0, 0])]
+    value = audit(target(M.report_noisy_max(1.0, return_value=True), pairs=pairs), samples=10**5, seed=0)
+    assert value.verdict == "fail"
+    assert 2.0 <= value.epsilon_lower_bound <= 2.5       # true eps = 5 * eps / 2 on the first pair
+    assert value.pair == 0
+    index = audit(target(M.report_noisy_max(1.0), pairs=pairs), samples=10**5, seed=0)
+    assert index.verdict == "pass" and index.output_kind == "discrete"
+    assert index.epsilon_lower_bound <= 1.0
+
+
+def test_gaussian_sigma_too_small_fails_approximate_dp():
+    sigma = 3.7306316348159396                            # analytic: (1, 1e-5)-DP
+    r = audit(target(M.gaussian(sigma / 2), claim=Claim(epsilon=1.0, delta=1e-5)), samples=5 * 10**5, seed=0)
+    assert r.verdict == "fail"
+
+
+def test_gaussian_sigma_too_small_fails_zcdp():
+    r = audit(target(M.gaussian(0.5), claim=Claim(rho=0.5, notion="zCDP")), samples=2 * 10**5, seed=0)
+    assert r.verdict == "fail"
+
+
+def test_zcdp_profile_catches_what_the_epsilon_bound_misses():
+    # sigma = 0.8 is rho = 0.78-zCDP, claimed 0.5: at delta = 1e-5 the bound stays below the claimed
+    # eps (tails too thin for 2 x 10^5 samples), but the profile point delta(2.75) = 0.01 is exceeded
+    r = audit(target(M.gaussian(0.8), claim=Claim(rho=0.5, notion="zCDP")), samples=2 * 10**5, seed=0)
+    assert r.verdict == "fail"
+    assert r.epsilon_lower_bound < r.epsilon_claimed
+    assert "delta(" in r.reason and any(p["exceeded"] for p in r.profile)
+
+
+def test_rare_leak_fails():
+    # with probability 1e-3 the raw input leaks: not eps-DP for any eps
+    def mech(d, rng, size):
+        out = rng.laplace(float(d), 1.0, size)
+        leak = rng.random(size) < 1e-3
+        out[leak] = 1000.0 + d
+        return out
+    r = audit(target(mech), samples=10**5, seed=0)
+    assert r.verdict == "fail" and r.epsilon_lower_bound > 2.0
+
+
+def test_geometric_wrong_epsilon_fails():
+    r = audit(target(M.geometric(2.0)), samples=10**5, seed=0)
+    assert r.verdict == "fail" and r.epsilon_lower_bound <= 2.0
+
+
+@pytest.mark.slow
+def test_diffprivlib_laplace_with_wrong_claim_fails():
+    r = audit(target(M.diffprivlib_laplace(2.0), per_call=True), samples=2 * 10**4, seed=0)
+    assert r.verdict == "fail" and r.epsilon_lower_bound <= 2.0
+
+
+def test_leak_in_a_linear_combination_of_coordinates_fails():
+    # (d + Z + 0.05 W, Z): each coordinate alone hides d under huge noise; their difference reveals it
+    def mech(d, rng, size):
+        z = rng.normal(0.0, 30.0, size)
+        return np.stack([d + z + rng.laplace(0.0, 0.05, size), z], axis=1)
+    r = audit(target(mech), samples=10**5, seed=0)
+    assert r.verdict == "fail" and r.event["family"] == "logistic"
+    assert r.epsilon_lower_bound > 5

@@ -1,0 +1,233 @@
+"""dpcheck.fingerprint: the chunk-cache key changes with everything a computation depends on, and only then."""
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpcheck.fingerprint import Unfingerprintable, fingerprint
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def laplace(scale):
+    def mech(d, rng, size):
+        return rng.laplace(float(d), scale, size)
+    return mech
+
+
+def test_same_closure_value_same_key_other_value_other_key():
+    assert fingerprint(laplace(1.0)) == fingerprint(laplace(1.0))
+    assert fingerprint(laplace(1.0)) != fingerprint(laplace(0.1))
+    assert fingerprint(laplace(1.0)) != fingerprint(laplace(np.float64(1.0)))     # another type: not assumed equal
+
+
+def test_code_change_changes_key():
+    def a(d, rng, size):
+        return rng.laplace(d, 1.0, size)
+
+    def b(d, rng, size):
+        return rng.normal(d, 1.0, size)
+    assert fingerprint(a) != fingerprint(b)
+
+
+def test_default_arguments_and_partials_count():
+    import functools
+
+    def m(d, rng, size, scale=1.0):
+        return rng.laplace(d, scale, size)
+    k = fingerprint(m)
+    m.__defaults__ = (0.1,)
+    assert fingerprint(m) != k
+    assert fingerprint(functools.partial(m, scale=1.0)) != fingerprint(functools.partial(m, scale=0.1))
+
+
+def _module(tmp_path, name, body):
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(body))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_module_level_constants_direct_attribute_and_local_import(tmp_path):
+    mod = _module(tmp_path, "fp_helper_mod", """
+        SCALE = 1.0
+        OFFSET = 0.0
+        def mech(d, rng, size):
+            return rng.laplace(d + OFFSET, SCALE, size)
+        def scale():
+            return SCALE
+    """)
+    k = fingerprint(mod.mech)
+    mod.SCALE = 0.1
+    assert fingerprint(mod.mech) != k
+    mod.SCALE = 1.0
+    assert fingerprint(mod.mech) == k
+
+    def via_attribute(d, rng, size):                 # helper.SCALE through the module object
+        return rng.laplace(d, mod.SCALE, size)
+    k2 = fingerprint(via_attribute)
+
+    def via_import(d, rng, size):                    # a name imported inside the body
+        from fp_helper_mod import scale
+        return rng.laplace(d, scale(), size)
+    k3 = fingerprint(via_import)
+    mod.SCALE = 0.1
+    assert fingerprint(via_attribute) != k2
+    assert fingerprint(via_import) != k3
+
+
+def test_methods_and_instance_state_count():
+    class Mech:
+        def __init__(self, scale):
+            self.scale = scale
+
+        def __call__(self, d, rng, size):
+            return rng.laplace(d, self.scale, size)
+    assert fingerprint(Mech(1.0)) == fingerprint(Mech(1.0))
+    assert fingerprint(Mech(1.0)) != fingerprint(Mech(0.1))
+
+    class Other(Mech):
+        def __call__(self, d, rng, size):
+            return rng.normal(d, self.scale, size)
+    assert fingerprint(Other(1.0)) != fingerprint(Mech(1.0))
+
+
+def test_arrays_and_containers():
+    a = np.arange(6.0)
+    k = fingerprint([a, {"x": 1}, {"s", "t"}])
+    b = a.copy()
+    b[3] = 3.5
+    assert fingerprint([b, {"x": 1}, {"s", "t"}]) != k
+    assert fingerprint([a.reshape(2, 3), {"x": 1}, {"s", "t"}]) != k
+    assert fingerprint([a, {"x": 1}, {"t", "s"}]) == k
+
+
+def test_unpicklable_state_is_said_not_guessed():
+    lock = threading.Lock()
+
+    def m(d, rng, size):
+        with lock:
+            return rng.laplace(d, 1.0, size)
+    with pytest.raises(Unfingerprintable, match="lock.*reached from .*m"):
+        fingerprint(m)
+
+
+_PROBE = """
+import sys
+sys.path.insert(0, {root!r})
+from examples import mechanisms as M
+from dpcheck import AuditTarget, Claim
+from dpcheck.fingerprint import fingerprint
+t = AuditTarget(name="t", mechanism=M.laplace_count(0.5), pairs=[(0, 1)], claim=Claim(epsilon=0.5))
+print(fingerprint(t, {{"a", "b", "c"}}, {{"k": (1, 2.5)}}))
+"""
+
+
+@pytest.mark.slow
+def test_stable_across_processes_and_hash_seeds():
+    outs = set()
+    for hs in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hs, PYTHONPATH=str(ROOT))
+        r = subprocess.run([sys.executable, "-c", _PROBE.format(root=str(ROOT))], env=env, capture_output=True,
+                           text=True, check=True)
+        outs.add(r.stdout.strip())
+    assert len(outs) == 1 and len(outs.pop()) == 64
+
+
+def test_key_does_not_depend_on_whether_a_local_import_has_run(tmp_path):
+    _module(tmp_path, "fp_lazy_user", """
+        def mech(d, rng, size):
+            from fp_lazy_dep import SCALE
+            return rng.laplace(d, SCALE, size)
+    """)
+    (tmp_path / "fp_lazy_dep.py").write_text("SCALE = 1.0\n")
+    import fp_lazy_user
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert "fp_lazy_dep" not in sys.modules
+        before = fingerprint(fp_lazy_user.mech)
+        fp_lazy_user.mech(0.0, np.random.default_rng(0), 3)
+        assert fingerprint(fp_lazy_user.mech) == before
+        sys.modules["fp_lazy_dep"].SCALE = 0.1
+        assert fingerprint(fp_lazy_user.mech) != before
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_cached_and_jitted_style_wrappers_are_walked(tmp_path):
+    mod = _module(tmp_path, "fp_wrapped_mod", """
+        import functools
+        SCALE = 1.0
+        @functools.lru_cache(maxsize=None)
+        def scale(k):
+            return SCALE * k
+    """)
+    k = fingerprint(mod.scale)
+    mod.SCALE = 0.1
+    assert fingerprint(mod.scale) != k
+
+
+def test_module_attribute_read_by_getattr_string(tmp_path):
+    mod = _module(tmp_path, "fp_getattr_mod", "SCALE = 1.0\n")
+
+    def mech(d, rng, size):
+        return rng.laplace(d, getattr(mod, "SCALE"), size)
+    k = fingerprint(mech)
+    mod.SCALE = 0.1
+    assert fingerprint(mech) != k
+
+
+class _Lazy:
+    def __init__(self, scale):
+        self.scale = scale
+
+    @__import__("functools").cached_property
+    def table(self):
+        return np.arange(3) * self.scale
+
+
+def test_key_does_not_depend_on_whether_a_cached_property_was_computed():
+    a, b = _Lazy(2.0), _Lazy(2.0)
+    before = fingerprint(a)
+    a.table                                   # computed and stored in a.__dict__
+    assert "table" in vars(a) and fingerprint(a) == before == fingerprint(b)
+    assert fingerprint(_Lazy(3.0)) != before  # the state it derives from still counts
+
+
+def test_markov_game_key_is_the_same_before_and_after_its_joint_mdp_is_built():
+    # the regression: dp_nash_vi's assumption batches rebuilt after a resume (the game's cached joint MDP)
+    from dpcheck.algorithms.envs.generators import random_game
+    g = random_game(3, 2, 2, 3, np.random.default_rng(0))
+    before = fingerprint(g)
+    g.joint_mdp()
+    assert fingerprint(g) == before
+
+
+def test_ufuncs_are_library_code_named_by_name():
+    """numpy / scipy ufuncs cannot be pickled; they are fingerprinted by name and version (a plug-in
+    privatizer calibrated with scipy.special.ndtr must still be cacheable)."""
+    import numpy as np
+    import scipy.special as sp
+    from dpcheck.fingerprint import fingerprint
+
+    def make(f):
+        return lambda x: f(x) + 1
+    assert fingerprint(make(np.log)) == fingerprint(make(np.log))
+    assert fingerprint(make(np.log)) != fingerprint(make(np.exp))
+    assert fingerprint(make(sp.ndtr)) != fingerprint(make(sp.erf))
+
+
+def test_a_compiled_regex_is_fingerprinted_by_its_pattern_and_flags():
+    import re
+    from dpcheck.fingerprint import fingerprint
+    assert fingerprint(re.compile("a+")) == fingerprint(re.compile("a+"))
+    assert fingerprint(re.compile("a+")) != fingerprint(re.compile("b+"))
+    assert fingerprint(re.compile("a+")) != fingerprint(re.compile("a+", re.I))

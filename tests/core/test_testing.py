@@ -1,0 +1,67 @@
+"""assert_dp: deterministic, calibrated pytest assertion."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from examples import mechanisms as M  # noqa: E402
+
+from dpcheck import AuditTarget, Claim, InputError  # noqa: E402
+from dpcheck.testing import assert_dp  # noqa: E402
+
+
+def test_correct_mechanism_passes_and_returns_result():
+    r = assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0)
+    assert r.verdict == "pass" and r.confidence == pytest.approx(0.99)
+
+
+def test_defect_raises_assertion_with_reason():
+    with pytest.raises(AssertionError, match="eps >= "):
+        assert_dp(M.laplace_count(1.0, scale_factor=0.5), pairs=[(0, 1)], epsilon=1.0)
+
+
+def test_deterministic():
+    a = assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, samples=20_000)
+    b = assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, samples=20_000)
+    assert a.to_dict() == b.to_dict()
+
+
+def test_calibration_google_style():
+    # Google's statistical tests: accept a correct mechanism, reject noise 15 % short, each with
+    # probability >= 0.9. Over 20 seeds at the defaults we require >= 19/20 of both.
+    short, ok = 0, 0
+    for seed in range(20):
+        try:
+            assert_dp(M.laplace_count(1.0, scale_factor=0.85), pairs=[(0, 1)], epsilon=1.0, seed=seed)
+        except AssertionError:
+            short += 1
+        try:
+            assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, seed=seed)
+            ok += 1
+        except AssertionError:
+            pass
+    assert short >= 19 and ok >= 19
+
+
+def test_accepts_target_per_call_and_claim_override():
+    t = AuditTarget("lap", M.laplace_count(1.0), [(0, 1)], Claim(epsilon=1.0))
+    assert_dp(t, samples=20_000)
+    with pytest.raises(AssertionError):
+        assert_dp(t, epsilon=0.5)                      # override: the claim is now too strong
+    assert_dp(M.diffprivlib_laplace(1.0), pairs=[(0, 1)], epsilon=1.0, per_call=True, samples=5000)
+
+
+def test_strict_fails_inconclusive():
+    assert_dp(M.laplace_count(0.1), pairs=[(0, 1)], epsilon=0.1, samples=200)
+    with pytest.raises(AssertionError, match="inconclusive"):
+        assert_dp(M.laplace_count(0.1), pairs=[(0, 1)], epsilon=0.1, samples=200, strict=True)
+
+
+def test_bad_arguments():
+    with pytest.raises(InputError):
+        assert_dp(M.laplace_count(1.0))
+    with pytest.raises(InputError):
+        assert_dp(M.laplace_count(1.0), pairs=[(0, 1)])
+    with pytest.raises(InputError):
+        assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=-1.0)
