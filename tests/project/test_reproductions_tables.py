@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 HEADER = "| claim or cell | paper | ours | holds? | why |"
 
 
