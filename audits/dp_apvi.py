@@ -2,7 +2,7 @@
 Qiao & Wang 2022, Algorithm 1): ``dpcheck audit dp_apvi``.
 
 The claim table below maps every check to the paper's statement and the function that checks it
-(``offline.*`` in audits/lib/offline.py, ``privatizers.*`` in audits/lib/privatizers.py).
+(``offline.*`` in audits/lib/offline/, ``privatizers.*`` in audits/lib/privatizers/).
 
 Privacy unit: ONE trajectory (Section 2); neighbours replace it. What the adversary sees: the released noisy
 counts n' (everything after them is post-processing) and, end to end, the output policy.
@@ -35,6 +35,7 @@ import math
 
 from dpcheck.audits.lib import offline
 from dpcheck.audits.lib.offline import APVISpec
+from dpcheck.audits.lib.offline.spec import _repeat
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
@@ -312,7 +313,7 @@ class DPAPVIAudit(Audit):
         self.add(offline.coverage_check(full))
         if data is not None:
             dc = data.counts(rewards=False)
-            reps = offline._repeat(dc, exe.pick(300, 100))
+            reps = _repeat(dc, exe.pick(300, 100))
             for c in offline.count_checks(spec, reps, rng=self.rng("counts-user"), alpha=exe.alpha,
                                           what=f"your dataset {self.params.data}", suffix=".data"):
                 self.add(c)
