@@ -215,13 +215,13 @@ class DPAPVIAudit(Audit):
         path = self.params.data
         if path is None:
             return None
-        from dpcheck.algorithms.offline.dataset import OfflineDataset, _scalar_int, load_npz_arrays
+        from dpcheck.algorithms.offline.dataset import OfflineDataset, load_npz_arrays, scalar_int
         arrays = load_npz_arrays(path)
         for key in ("states", "actions", "S", "A"):
             if key not in arrays:
                 raise InputError(f"{path}: missing array {key!r} (need states, actions, S, A; optional rewards, "
                                  "behaviour, P, r, init)")
-        S, A = (_scalar_int(path, k, arrays[k]) for k in ("S", "A"))
+        S, A = (scalar_int(path, k, arrays[k]) for k in ("S", "A"))
         st, ac = arrays["states"], arrays["actions"]
         if getattr(ac, "ndim", 0) in (2, 3) and ac.dtype != object:
             # sizes first: the counts are dense (H, S, A, S) arrays, so S = 10^12 must stop here

@@ -49,8 +49,8 @@ class OfflinePlugin:
     def load(cls, spec, family: str = "counts", **kw) -> "OfflinePlugin":
         """From ``file.py:Class`` (or a class) and the constructor keywords the user chose (``epsilon`` /
         ``rho``, ``beta``): built once (errors before any work), its claim read for the budget."""
-        from dpcheck.algorithms.privatizers.loader import _load_class
-        klass = _load_class(spec) if isinstance(spec, str) else spec
+        from dpcheck.algorithms.privatizers.loader import load_class
+        klass = load_class(spec) if isinstance(spec, str) else spec
         label = spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
         priv = cls._loader(family)(klass, _label=label, **kw)
         claim = priv.claim

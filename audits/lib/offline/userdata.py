@@ -44,7 +44,7 @@ def user_model(arrays: dict, data, path: str):
     policy mu; with it ``P`` (H, S, A, S), ``r`` (H, S, A), ``init`` (S,), the true MDP -> (behaviour or None,
     OfflineInstance or None). The data must be possible under what is supplied (an action taken where mu = 0,
     a transition where P = 0: InputError)."""
-    from dpcheck.algorithms.envs._validate import as_policy
+    from dpcheck.algorithms.envs import as_policy
     H, S, A = data.H, data.S, data.A
     mu = arrays.get("behaviour")
     given = [k for k in ("P", "r", "init") if k in arrays]

@@ -16,7 +16,7 @@ def is_plugin(template) -> bool:
     """True for a user's (plug-in) privatizer: loaded from a file / module (GuardedPrivatizer) or any
     class not defined in ``dpcheck.algorithms.privatizers`` (a subclass of a built-in written elsewhere too)."""
     from dpcheck.algorithms.privatizers.loader import GuardedPrivatizer
-    p = template._p if isinstance(template, ClaimedTemplate) else template
+    p = template.privatizer if isinstance(template, ClaimedTemplate) else template
     if isinstance(p, GuardedPrivatizer):
         return True
     return not type(p).__module__.startswith("dpcheck.algorithms.privatizers")
@@ -64,14 +64,17 @@ def claim_for_families(p, rewards):
 
 def privatizer_class(p) -> type:
     """The class a user wrote (unwrapping the loader's GuardedPrivatizer), for labels."""
-    return type(p.__dict__.get("_inner", p))
+    from dpcheck.algorithms.privatizers.loader import unwrap
+    return type(unwrap(p))
 
 
 class ClaimedTemplate:
-    """A privatizer template whose claim is fixed (the 2- or 3-family one) before it is started."""
+    """A privatizer template whose claim is fixed (the 2- or 3-family one) before it is started.
+
+    ``privatizer``: the template it stands for (a deep copy -- what every run starts -- is a copy of it)."""
 
     def __init__(self, p, claim, rewards):
-        self._p, self.claim, self.name = p, claim, getattr(p, "name", type(p).__name__)
+        self.privatizer, self.claim, self.name = p, claim, getattr(p, "name", type(p).__name__)
 
     def __deepcopy__(self, memo):
-        return copy.deepcopy(self._p, memo)
+        return copy.deepcopy(self.privatizer, memo)
