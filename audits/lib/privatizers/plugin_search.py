@@ -509,7 +509,7 @@ def plugin_message_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**
     return target, details
 
 
-# ============================================================ helpers of the privatizer audits
+# ============================================================ the plug-in black-box check and its budget
 # (default, --quick) samples per side of a privatizer's black-box audit: the privatizer audits' default
 # (audits/privatizer_audits.py), and the budget dp_ucbvi and dp_nash_vi give a plug-in's searched audit
 PRIVATIZER_SAMPLES = (10**6, 2 * 10**5)
