@@ -2,7 +2,7 @@
 Qiao & Wang 2022, Algorithm 1): ``dpcheck audit dp_apvi``.
 
 The claim table below maps every check to the paper's statement and the function that checks it
-(``offline.*`` in audits/lib/offline.py, ``privatizers.*`` in audits/lib/privatizers.py).
+(``offline.*`` in audits/lib/offline/, ``privatizers.*`` in audits/lib/privatizers/).
 
 Privacy unit: ONE trajectory (Section 2); neighbours replace it. What the adversary sees: the released noisy
 counts n' (everything after them is post-processing) and, end to end, the output policy.
@@ -35,6 +35,7 @@ import math
 
 from dpcheck.audits.lib import offline
 from dpcheck.audits.lib.offline import APVISpec
+from dpcheck.audits.lib.offline.spec import _repeat
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
@@ -214,13 +215,13 @@ class DPAPVIAudit(Audit):
         path = self.params.data
         if path is None:
             return None
-        from dpcheck.algorithms.offline.dataset import OfflineDataset, _scalar_int, load_npz_arrays
+        from dpcheck.algorithms.offline.dataset import OfflineDataset, load_npz_arrays, scalar_int
         arrays = load_npz_arrays(path)
         for key in ("states", "actions", "S", "A"):
             if key not in arrays:
                 raise InputError(f"{path}: missing array {key!r} (need states, actions, S, A; optional rewards, "
                                  "behaviour, P, r, init)")
-        S, A = (_scalar_int(path, k, arrays[k]) for k in ("S", "A"))
+        S, A = (scalar_int(path, k, arrays[k]) for k in ("S", "A"))
         st, ac = arrays["states"], arrays["actions"]
         if getattr(ac, "ndim", 0) in (2, 3) and ac.dtype != object:
             # sizes first: the counts are dense (H, S, A, S) arrays, so S = 10^12 must stop here
@@ -312,7 +313,7 @@ class DPAPVIAudit(Audit):
         self.add(offline.coverage_check(full))
         if data is not None:
             dc = data.counts(rewards=False)
-            reps = offline._repeat(dc, exe.pick(300, 100))
+            reps = _repeat(dc, exe.pick(300, 100))
             for c in offline.count_checks(spec, reps, rng=self.rng("counts-user"), alpha=exe.alpha,
                                           what=f"your dataset {self.params.data}", suffix=".data"):
                 self.add(c)

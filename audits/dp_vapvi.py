@@ -5,7 +5,7 @@ Qiao & Wang 2022, Algorithm 2): ``dpcheck audit dp_vapvi``.
 --set data=PATH.npz] [--set mode=theory|practical] [--quick]`
 
 The claim table below maps each check to the paper's statement and the function that checks it
-(``offline_linear.*`` in audits/lib/offline_linear.py). Three parts:
+(``offline_linear.*`` in audits/lib/offline_linear/). Three parts:
 
 * privacy (offline DP, one trajectory REPLACED): black box on the released transcript of all 5H
   statistics (its Neyman-Pearson statistic) and on the output policy; white box: the 5H declared Gaussian
@@ -40,11 +40,10 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from dpcheck import accounting
 from dpcheck.audits.lib import offline_linear as ol
 from dpcheck.audits.lib.offline import qualify_policy
+from dpcheck.audits.lib.offline_linear.targets import _counts
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
@@ -211,7 +210,7 @@ class DPVAPVIAudit(Audit):
         """One dataset for the noise checks: the user's, or a neighbour dataset of the instance."""
         x, _ = ol.neighbour_datasets(self.setup, H, K=20, seed=self.exe.seed)
         S, A = self.setup.features.shape[:2]
-        return ol._counts(x, S, A)
+        return _counts(x, S, A)
 
     # ------------------------------------------------------------------ privacy
     def privacy(self) -> None:

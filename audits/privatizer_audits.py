@@ -468,7 +468,7 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
         self.add(replace(check, details=dict(check.details, target=det)))
 
     def check_noise_scale(self, priv) -> None:
-        """whitebox.noise_scale / noise_independence through DP-APVI's release (audits/lib/offline.py)."""
+        """whitebox.noise_scale / noise_independence through DP-APVI's release (audits/lib/offline/whitebox.py)."""
         from dpcheck.audits.lib import offline
         for c in offline.noise_calibration_checks(self.spec, runs=self.exe.pick(5000, 2000),
                                                   rng=self.rng("noise-scale"), alpha=self.exe.alpha):

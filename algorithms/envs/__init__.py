@@ -4,6 +4,7 @@
     riverswim, random_mdp, random_game,    -- instances (Qiao & Wang 2023, Section 7, Qiao & Wang 2024, Section 6)
     matching_pennies, rock_paper_scissors, matrix_game
     planning: optimal_values, policy_values, greedy, ...
+    as_policy                              -- validate a Markov policy (deterministic or stochastic)
     game_planning: nash_values, best_response_values, duality_gap, ...
     users: ScriptedUsers (JDP user trees), users_from_model  -- the audit's fixed users
     gym_interop: from_gymnasium, TabularMDPEnv, MarkovGameParallelEnv (import it explicitly;
@@ -11,6 +12,7 @@
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
+from dpcheck.algorithms.envs._validate import as_policy
 from dpcheck.algorithms.envs.tabular import TabularMDP, Trajectories
 from dpcheck.algorithms.envs.games import MarkovGame, GameTrajectories
 from dpcheck.algorithms.envs.riverswim import riverswim
@@ -31,7 +33,7 @@ from dpcheck.algorithms.envs.game_planning import (
 )
 
 __all__ = [
-    "UserPairs",
+    "UserPairs", "as_policy",
     "TabularMDP", "Trajectories", "MarkovGame", "GameTrajectories", "riverswim",
     "random_mdp", "random_game", "matrix_game", "matching_pennies", "rock_paper_scissors",
     "optimal_values", "policy_values", "greedy", "expected_return", "optimal_return",

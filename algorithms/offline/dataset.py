@@ -180,7 +180,7 @@ class OfflineDataset:
         for key in ("states", "actions", "S", "A"):
             if key not in arrays:
                 raise InputError(f"{path}: missing array {key!r} (need states, actions, S, A; optional rewards)")
-        S, A = (_scalar_int(path, k, arrays[k]) for k in ("S", "A"))
+        S, A = (scalar_int(path, k, arrays[k]) for k in ("S", "A"))
         return cls.from_arrays(arrays["states"], arrays["actions"], arrays.get("rewards"), S=S, A=A)
 
     @classmethod
@@ -304,7 +304,9 @@ def load_npz_arrays(path) -> dict:
         return out
 
 
-def _scalar_int(path, key, value) -> int:
+def scalar_int(path, key, value) -> int:
+    """The one positive integer stored under ``key`` of the .npz at ``path`` (a size such as S or A):
+    InputError (one line) for anything else. Public for the audits that read a user's .npz themselves."""
     arr = np.asarray(value)
     if arr.size != 1 or arr.dtype.kind not in "iuf" or float(arr.reshape(())) != int(arr.reshape(())):
         raise InputError(f"{path}: {key} must be one positive integer, got {value!r}")

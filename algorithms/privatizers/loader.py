@@ -37,6 +37,20 @@ def _load_class(spec: str):
     return load_object(spec, "privatizer", import_error=MechanismError)
 
 
+def load_class(spec: str) -> type:
+    """The class a ``file.py:Class`` / ``pkg.module:Class`` spec names (the user's module runs): InputError for a
+    malformed spec, MechanismError when the user's module fails on import. The audits' plug-in loaders build a
+    user's privatizer class at several budgets from it."""
+    return _load_class(spec)
+
+
+def unwrap(p):
+    """The user's privatizer behind a guard of this module (:class:`GuardedPrivatizer` and its offline /
+    regression variants); any other privatizer is returned as it is. For labels and class checks: calls go
+    through the guard."""
+    return p.__dict__.get("_inner", p)
+
+
 def check_interface(cls_or_obj, label: str) -> None:
     """InputError naming every member of INTERFACE the class (or an instance's class) lacks."""
     cls = cls_or_obj if isinstance(cls_or_obj, type) else type(cls_or_obj)

@@ -13,6 +13,7 @@ from dpcheck.algorithms.offline import DPAPVI, tab_full, tab_partial
 from dpcheck.algorithms.offline.apvi import penalty as apvi_penalty
 from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer
 from dpcheck.audits.lib import offline as lo
+from dpcheck.audits.lib.offline import spec as lo_spec, whitebox as lo_whitebox
 from dpcheck.audits.lib.offline import APVISpec
 from dpcheck.blackbox import audit as bb_audit
 from dpcheck.cli import main
@@ -155,11 +156,11 @@ def test_rho_as_epsilon_with_too_little_noise_fails_the_declared_event_too():
 def test_step_swap_pair_attains_the_declared_sensitivity_and_cancels_across_steps():
     for H in (2, 3, 4):
         x, y = lo.step_swap_pair(H, 2, 2)
-        cx = lo._counts([x.states], [x.actions], 2, 2)
-        cy = lo._counts([y.states], [y.actions], 2, 2)
-        d = lo._family_distance(cx, cy, gaussian=True)
+        cx = lo_spec._counts([x.states], [x.actions], 2, 2)
+        cy = lo_spec._counts([y.states], [y.actions], 2, 2)
+        d = lo_whitebox._family_distance(cx, cy, gaussian=True)
         assert d == pytest.approx([math.sqrt(2 * H)] * 2)
-        assert lo._family_distance(cx, cy, gaussian=False) == [pytest.approx(4 * H)]
+        assert lo_whitebox._family_distance(cx, cy, gaussian=False) == [pytest.approx(4 * H)]
         if H % 2 == 0:      # even H: the changes sum to 0 over steps (noise shared across h cancels)
             assert np.allclose((cx.visits - cy.visits).sum(axis=1), 0)
             assert np.allclose((cx.transitions - cy.transitions).sum(axis=1), 0)
@@ -180,8 +181,8 @@ def test_policy_target_datasets_flip_the_greedy_choice_without_noise():
     D, Dp = lo.policy_datasets(2, 2, 2, copies=3)
     r = lo.policy_reward(2, 2, 2)
     algo = DPAPVI(rho=math.inf, C1=0.0, C2=0.0)
-    pD = algo.run(lo._counts(*D, 2, 2), r, np.random.default_rng(0)).policy[0]
-    pDp = algo.run(lo._counts(*Dp, 2, 2), r, np.random.default_rng(0)).policy[0]
+    pD = algo.run(lo_spec._counts(*D, 2, 2), r, np.random.default_rng(0)).policy[0]
+    pDp = algo.run(lo_spec._counts(*Dp, 2, 2), r, np.random.default_rng(0)).policy[0]
     assert pD[0, 0] == 0 and pDp[0, 0] == 1
 
 

@@ -1,4 +1,4 @@
-"""dpcheck audit dp_vapvi (audits/dp_vapvi.py, audits/lib/offline_linear.py): claim table, the --quick run
+"""dpcheck audit dp_vapvi (audits/dp_vapvi.py, audits/lib/offline_linear/): claim table, the --quick run
 through the CLI, the planted defects of issue 11 caught by the check that should catch each, bad input
 (exit 2, one line), and the checks' known answers (Qiao & Wang 2022, Algorithm 2, Theorem 4.1, Lemma D.2, Lemma D.13, Lemma E.15)."""
 import json
@@ -10,6 +10,7 @@ import pytest
 from dpcheck import accounting
 from dpcheck.algorithms.offline import DPVAPVI, VAPVINoise
 from dpcheck.audits.lib import offline_linear as ol
+from dpcheck.audits.lib.offline_linear import rates as ol_rates, targets as ol_targets
 from dpcheck.cli import main
 
 
@@ -25,7 +26,7 @@ def _algo(setup, rho=1.0, cls=DPVAPVI, mode="practical", split=False, **kw):
 
 def _counts(setup, H):
     x, _ = ol.neighbour_datasets(setup, H, K=20, seed=0)
-    return ol._counts(x, *setup.features.shape[:2])
+    return ol_targets._counts(x, *setup.features.shape[:2])
 
 
 # ------------------------------------------------------------------ (a) claim table, list
@@ -365,7 +366,7 @@ def test_dominated_gap_keeps_the_verdict_unless_the_bound_dominates(case):
     K = np.array([1000.0, 1400, 2000, 2800, 4000])
     gaps = 0.05 + 0.01 * rng.random((200, 5))                     # flat: slope ~ 0
     bounds = np.broadcast_to(2.0 * (K / 1000) ** -0.6, (200, 5)).copy()
-    ok = ol._dominated_gap(_slope_check_of(gaps, K), K, gaps, bounds, alpha=0.01, seed=0, delta=0.1, H=3)
+    ok = ol_rates._dominated_gap(_slope_check_of(gaps, K), K, gaps, bounds, alpha=0.01, seed=0, delta=0.1, H=3)
     assert ok.verdict == "pass" and ok.details["qualifier"] == "uninformative"
     if case == "above":
         gaps[:40] += 3.0                                          # 20% of the runs above the bound (delta = 10%)
@@ -374,5 +375,5 @@ def test_dominated_gap_keeps_the_verdict_unless_the_bound_dominates(case):
     else:
         bounds *= 4.0                                             # >= H = 3 at every K: says nothing
     before = _slope_check_of(gaps, K)
-    after = ol._dominated_gap(before, K, gaps, bounds, alpha=0.01, seed=0, delta=0.1, H=3)
+    after = ol_rates._dominated_gap(before, K, gaps, bounds, alpha=0.01, seed=0, delta=0.1, H=3)
     assert after.verdict == before.verdict != "pass"

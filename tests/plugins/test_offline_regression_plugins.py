@@ -22,6 +22,7 @@ from dpcheck.algorithms.offline import DPVAPVI, GaussianRegressionPrivatizer, Re
 from dpcheck.algorithms.offline.vapvi import gaussian_noise
 from dpcheck.algorithms.privatizers.loader import load_regression_privatizer
 from dpcheck.audits.lib import offline_linear as ol
+from dpcheck.audits.lib.offline_linear import targets as ol_targets
 from dpcheck.audits.lib.offline import OfflinePlugin
 from dpcheck.errors import InputError, MechanismError
 
@@ -224,7 +225,7 @@ def test_a_non_gaussian_plugin_without_stds(tmp_path):
     algo = ol.algorithm(100.0, mode="practical", setup=setup, lam=0.1, feature_bound=1.0, plugin=pl, split=False)
     assert algo.noise_stds(3) is None and algo.private_statistics(3) == ()
     x, _ = ol.neighbour_datasets(setup, setup.H, K=20, seed=0)
-    counts = ol._counts(x, *setup.features.shape[:2])
+    counts = ol_targets._counts(x, *setup.features.shape[:2])
     cal = ol.noise_calibration_check(algo, counts, setup.features, rho_claim=1.0, runs=50,
                                      rng=np.random.default_rng(0), alpha=0.05)
     assert cal.verdict == "inconclusive" and "declares no noise_stds" in cal.reason

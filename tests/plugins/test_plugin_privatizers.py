@@ -3,8 +3,8 @@
 The classes below are written from scratch against the public interface of docs/privatizers.md
 (``CountPrivatizer`` hooks, ``LocalMessage``), never the built-ins' internals, and are loaded from a
 file as ``--privatizer tmp.py:Class``, exactly as a user would. Each planted defect must make the
-registered audit exit 1 with its black-box check failing (audits/lib/privatizers.plugin_stream_search /
-plugin_message_search), without any white-box help; correct plug-ins -- including Local randomisers
+registered audit exit 1 with its black-box check failing (audits/lib/privatizers/plugin_search.py:
+plugin_stream_search / plugin_message_search), without any white-box help; correct plug-ins -- including Local randomisers
 drawing ``rng.exponential`` / ``rng.uniform`` noise -- must be audited and pass.
 
 A tree whose node noise is redrawn at every release but keeps the tree's per-node scale 2 F H L / eps
@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from dpcheck.audits.lib import privatizers as ap
+from dpcheck.audits.lib.privatizers import plugin_search as ap_search
 from dpcheck.checks import FAIL, PASS
 from dpcheck.cli import main
 from dpcheck.errors import MechanismError
@@ -336,11 +337,11 @@ def test_gaussian_projection_sees_a_bulk_shift_that_tail_counts_miss():
     rng = np.random.default_rng(0)
     obj = ev.Objective("ratio", delta=0.0)
     sx, sy = rng.normal(1.33, 1.0, (64, 1)), rng.normal(0.0, 1.0, (64, 1))
-    val, which = ap._gaussian_projection(sx, sy, 549, 0.025, obj)
+    val, which = ap_search._gaussian_projection(sx, sy, 549, 0.025, obj)
     assert val > 1.0 and which == (0, "D->D'")
     _, emp, _, _ = ev.best_threshold(np.sort(sx[:, 0]), np.sort(sy[:, 0]), 549, 0.025, obj)
     assert emp < val
-    null, _ = ap._gaussian_projection(rng.normal(0, 1, (64, 1)), rng.normal(0, 1, (64, 1)), 549, 0.025, obj)
+    null, _ = ap_search._gaussian_projection(rng.normal(0, 1, (64, 1)), rng.normal(0, 1, (64, 1)), 549, 0.025, obj)
     assert null < 0.3
 
 
@@ -350,11 +351,11 @@ def test_lockstep_pilot_estimates_per_release_parameters(plugin_file):
     p = _load(plugin_file, "TreeScaledFreshNoise", epsilon=1.0)
     t = ap.ClaimedTemplate(p, ap.claim_for_families(p, True), True)
     x, y = ap.worst_case_pair(1, 2, 1)
-    dx = ap._increment_vector(x, 2, 1, True) - ap._increment_vector(y, 2, 1, True)
+    dx = ap_search._increment_vector(x, 2, 1, True) - ap_search._increment_vector(y, 2, 1, True)
     K = 31
     d = np.stack([dx] * K)
     from dpcheck import events as ev
-    params, value, which = ap._pilot_lockstep(t, K, 1, x, y, d, H=1, S=2, A=1, rewards=True, pilot=32, seed=1,
+    params, value, which = ap_search._pilot_lockstep(t, K, 1, x, y, d, H=1, S=2, A=1, rewards=True, pilot=32, seed=1,
                                               config_index=99, n_cert=500, alpha_b=0.025,
                                               objective=ev.Objective("ratio", delta=0.0))
     assert params.s.shape == (K, dx.size) and np.all(params.s > 0)

@@ -49,7 +49,7 @@ def test_noise_scales_follow_the_spec(cal, rewards, factor):
 
 
 def test_declared_events_give_eps_strict_and_2eps_paper_under_replacement():
-    from dpcheck.audits.lib.privatizers import pld_epsilon
+    from dpcheck.accounting import pld_epsilon
     for cls in (CentralPrivatizer, LocalPrivatizer):
         for rewards in (True, False):
             s = cls(1.0, calibration="strict").start(1, 3, 2, 2, 9, np.random.default_rng(0), rewards=rewards)
@@ -285,7 +285,7 @@ def test_offline_laplace_and_conversions():
     priv = OfflineLaplacePrivatizer(epsilon=2.0)
     assert priv.scale(3) == pytest.approx(6.0)
     assert priv.width(3, 2, 2) == pytest.approx(12 * math.log(2 * 3 * 4 * 2 / 0.1))
-    from dpcheck.audits.lib.privatizers import pld_epsilon
+    from dpcheck.accounting import pld_epsilon
     assert pld_epsilon(priv.dp_event(3)) == pytest.approx(2.0, abs=2e-3)
     g = OfflineGaussianPrivatizer.from_approx_dp(1.0, 1e-5)
     L = math.log(1e5)

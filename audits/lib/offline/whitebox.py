@@ -1,0 +1,329 @@
+"""White-box privacy checks of DP-APVI (Qiao & Wang 2022, eq. 2, Lemma C.1, Lemma E.15).
+
+:func:`dp_event_check` (the declared DpEvent accounted with the PLD), :func:`zcdp_conversion_check`
+(Lemma E.15), :func:`sensitivity_checks` (brute force + hypothesis search over neighbouring datasets through
+the algorithm's counting), :func:`noise_calibration_checks` (the injected noise has the variance the CLAIM
+implies, at three budgets; fresh noise per step h) and :func:`dataflow_check` (everything after the release
+n' is post-processing).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcheck.accounting import epsilon_from_rho, pld_epsilon
+from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
+
+from dpcheck.audits.lib import privatizers as pa
+
+from dpcheck.audits.lib.offline.spec import APVISpec, SOURCE, TOL, _claim_dict
+from dpcheck.audits.lib.offline.targets import step_swap_pair
+
+
+# ============================================================ privacy: white box
+def dp_event_check(spec: APVISpec, H: int, S: int, A: int) -> Check:
+    """whitebox.dp_event: the algorithm's declared DpEvent (``DPAPVI.dp_event``) accounted exactly with the
+    dp_accounting PLD against the claim (dpcheck.audits.lib.privatizers.dp_event_check)."""
+    algo = spec.make()
+    if algo.privatizer is None:
+        return _no_noise_check("whitebox.dp_event", spec, algo)
+    return pa.dp_event_check(algo.dp_event(H), spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
+
+
+def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:
+    """An algorithm that declares no noise (NonPrivateDpEvent) cannot meet a finite claim."""
+    return Check(id=id, kind="whitebox", verdict=FAIL,
+                 claim=dict(spec.claim().to_dict(), statement=spec.claim().describe(), source=spec.claim().source),
+                 measured={"epsilon_lower_bound": math.inf, "confidence": 1.0, "samples": 0},
+                 details={"event": repr(algo.dp_event(1))},
+                 reason=f"{type(algo).__name__} declares no noise (NonPrivateDpEvent): no finite budget, "
+                        f"claimed {spec.claim().describe()}")
+
+
+def zcdp_conversion_check(spec: APVISpec, H: int, *, approx: tuple | None = None,
+                          deltas=(1e-3, 1e-5, 1e-8)) -> Check:
+    """whitebox.zcdp_conversion (Lemma E.15): rho-zCDP implies (rho + 2 sqrt(rho log(1/delta_dp)),
+    delta_dp)-DP; the PLD epsilon of the declared event at each delta_dp must not exceed it. With
+    ``approx = (eps, delta_dp)`` (rho chosen by --epsilon / --delta, docs/derivations.md#noise-calibration) the round trip must give eps
+    back exactly and the PLD must certify (eps, delta_dp)."""
+    algo = spec.make()
+    if algo.privatizer is None:
+        return _no_noise_check("whitebox.zcdp_conversion", spec, algo)
+    rho = spec.budget
+    ev = algo.dp_event(H)
+    rows, bad = [], []
+    pts = list(deltas) + ([approx[1]] if approx else [])
+    for d in pts:
+        conv = epsilon_from_rho(rho, d)
+        e = pld_epsilon(ev, d)
+        rows.append({"delta_dp": d, "epsilon_pld": e, "epsilon_conversion": conv})
+        if e > conv * (1 + pa.EPS_SLACK) + pa.EPS_SLACK:
+            bad.append(d)
+    measured = {"rows": rows, "epsilon_lower_bound": None, "confidence": 1.0, "samples": 0}
+    reason = (f"PLD epsilon of the declared event exceeds rho + 2 sqrt(rho log(1/delta_dp)) at delta_dp={bad[0]:g}"
+              if bad else f"PLD epsilon <= the zCDP conversion at delta_dp in {pts}")
+    if approx:
+        eps, d = approx
+        back = epsilon_from_rho(rho, d)
+        measured["round_trip"] = {"epsilon": eps, "delta_dp": d, "rho": rho, "epsilon_back": back}
+        if abs(back - eps) > 1e-9 * max(1, eps):
+            bad.append("round trip")
+            reason = f"rho = {rho:g} does not convert back to epsilon = {eps:g} (got {back:g})"
+        else:
+            reason += f"; rho = {rho:.6g} converts back to ({eps:g}, {d:g})-DP exactly"
+    return Check(id="whitebox.zcdp_conversion", kind="whitebox", verdict=FAIL if bad else PASS,
+                 claim=_claim_dict(spec, "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP",
+                                   f"{SOURCE}, Lemma E.15, docs/derivations.md#noise-calibration"),
+                 measured=measured, details={"event": repr(ev)}, reason=reason)
+
+
+def _family_distance(c1, c2, gaussian: bool):
+    """Per-family l2 (Gaussian) or both-families l1 (Laplace) distance of two TabularCounts."""
+    dp = (c1.visits - c2.visits).ravel()
+    dt = (c1.transitions - c2.transitions).ravel()
+    if gaussian:
+        return [float(np.linalg.norm(dp)), float(np.linalg.norm(dt))]
+    return [float(np.abs(dp).sum() + np.abs(dt).sum())]
+
+
+def sensitivity_search_check(spec: APVISpec, *, examples: int = 200, seed: int = 0) -> Check:
+    """whitebox.sensitivity.search: hypothesis searches neighbouring DATASETS (random n <= 6, H <= 3, S <= 3,
+    A <= 2; one trajectory replaced by an arbitrary other) through the algorithm's own counting
+    (OfflineDataset.counts), steering towards large changes; the largest change must not exceed the
+    declared sensitivity sqrt(2H) per family in l2 (Gaussian) / 4H for both families in l1 (Laplace). The
+    step-swapping pair is added to show the bound is attained."""
+    from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    from dpcheck.algorithms.offline import OfflineDataset
+    priv = spec.make().privatizer
+    declared_of = (lambda H: math.sqrt(2.0 * H)) if spec.gaussian else (lambda H: 4.0 * H)
+    if priv is not None and hasattr(priv, "sensitivity"):
+        declared_of = priv.sensitivity
+    worst = {"ratio": 0.0, "case": None}
+
+    @st.composite
+    def neighbours(draw):
+        H = draw(st.integers(1, 3))
+        S = draw(st.integers(2, 3))
+        A = draw(st.integers(1, 2))
+        n = draw(st.integers(1, 6))
+        traj = st.tuples(st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
+                         st.lists(st.integers(0, A - 1), min_size=H, max_size=H))
+        data = draw(st.lists(traj, min_size=n, max_size=n))
+        new = draw(traj)
+        pos = draw(st.integers(0, n - 1))
+        return H, S, A, data, new, pos
+
+    def counts_of(data, S, A):
+        st_ = np.array([d[0] for d in data])[None]
+        ac = np.array([d[1] for d in data])[None]
+        return OfflineDataset.from_arrays(st_, ac, S=S, A=A).counts(engine="numpy", rewards=False)
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(neighbours())
+    def search(case):
+        H, S, A, data, new, pos = case
+        other = list(data)
+        other[pos] = new
+        d = _family_distance(counts_of(data, S, A), counts_of(other, S, A), spec.gaussian)
+        ratio = max(d) / declared_of(H)
+        hyp_target(ratio)
+        if ratio > worst["ratio"]:
+            worst.update(ratio=ratio, case={"H": H, "S": S, "A": A, "n": len(data), "distance": d,
+                                            "declared": declared_of(H)})
+
+    search()
+    H = 3
+    x, y = step_swap_pair(H, 2, 2)
+    pair = _family_distance(counts_of([(x.states, x.actions)], 2, 2), counts_of([(y.states, y.actions)], 2, 2),
+                            spec.gaussian)
+    attained = max(pair) / declared_of(H)
+    ok = worst["ratio"] <= 1 + TOL and attained <= 1 + TOL
+    return Check(id="whitebox.sensitivity.search", kind="whitebox", verdict=PASS if ok else FAIL,
+                 claim=_claim_dict(spec, "replacing one trajectory changes each count family by <= sqrt(2H) in l2 "
+                                         "(Gaussian) / both families by <= 4H in l1 (Laplace)",
+                                   f"{SOURCE}, Lemma C.1 / docs/derivations.md#noise-calibration (sensitivity; Laplace variant)"),
+                 measured={"max_ratio_to_declared": worst["ratio"], "worst_case": worst["case"],
+                           "step_swap_ratio": attained, "examples": examples,
+                           "epsilon_lower_bound": None, "confidence": 1.0, "samples": examples},
+                 details={"search": "hypothesis (derandomized, target = distance / declared) over datasets of "
+                                    "n <= 6 trajectories, H <= 3, S <= 3, A <= 2; counts by OfflineDataset.counts"},
+                 reason=(f"largest change / declared sensitivity = {worst['ratio']:.4g} over {examples} searched "
+                         f"neighbours; the step-swapping pair attains {attained:.4g}"))
+
+
+def sensitivity_checks(spec: APVISpec, *, examples: int = 200) -> list[Check]:
+    """whitebox.sensitivity (the privatizer's brute force, dpcheck.audits.lib.privatizers) and the search above."""
+    out = []
+    priv = spec.make().privatizer
+    if priv is not None:
+        out.append(pa.offline_sensitivity_check(priv, gaussian=spec.gaussian))
+    out.append(sensitivity_search_check(spec, examples=examples))
+    return out
+
+
+def _noise_draws(algo, H, S, A, level, runs, rng):
+    """n' - n on constant counts ``level`` (far above the clip at 0): (pair (R,H,S,A), triple (R,H,S,A,S))."""
+    from dpcheck.algorithms.offline import TabularCounts
+    v = np.full((runs, H, S, A), float(level * S))
+    t = np.full((runs, H, S, A, S), float(level))
+    pc = algo.private_counts(TabularCounts(visits=v, transitions=t, reward_sums=None, n=int(level * S * S * A)), rng)
+    return pc.noisy_visits - v, pc.noisy_transitions - t
+
+
+def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H: int = 3, S: int = 2, A: int = 2,
+                             factors=(0.25, 1.0, 4.0), tolerance: float = 0.1) -> list[Check]:
+    """whitebox.noise_scale (noise variance) and whitebox.noise_independence (fresh noise for every count and
+    every step h, eq. 2).
+
+    At budgets ``budget x factors`` (a scale that is right only at budget 1 -- e.g. rho used where an
+    epsilon belongs -- is caught off 1) the algorithm privatises constant counts far above 0 in ``runs``
+    repetitions. The mean of (n' - n)^2 over all counts divided by the variance the CLAIM implies
+    (2H/rho, or 2 (4H/eps)^2) has a (1 - alpha) interval (normal, Bonferroni over budgets, families and the
+    two moments): PASS if it lies within 1 +- ``tolerance``, FAIL if it lies wholly outside, else
+    INCONCLUSIVE; the same for the standardised mean noise around 0. The tolerance (10%) absorbs nothing
+    a defect could hide in: the rho-as-epsilon scale is off by a factor 1/b (16x at b = 1/4, 1/4 at b = 4).
+    Independence: the correlation of the noise of one count at steps h and h' (averaged over counts and
+    runs), interval as above: FAIL if it lies wholly beyond +-``tolerance`` (one draw reused across h
+    gives 1), PASS if within, else INCONCLUSIVE."""
+    from scipy.stats import norm
+    rows, bad, unsure, unknown = [], [], [], []
+    from dpcheck.stats import pass_alpha
+    m = len(factors) * 2 * 2
+    zq = float(norm.ppf(1 - alpha / (2 * m)))                   # FAIL: the audit's share of alpha
+    zq_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))  # PASS: its alpha (dpcheck.stats.pass_alpha)
+    corr_rows, corr_bad, corr_unsure = [], [], []
+    for f in factors:
+        b = spec.budget * f
+        algo = spec.make(budget=b)
+        var = spec.declared_variance(H, b)
+        undeclared = var is None
+        level = (10 * math.sqrt(var) if not undeclared else algo.width(H, S, A)) + 10
+        npair, ntrip = _noise_draws(algo, H, S, A, level, runs, rng)
+        if undeclared:        # a plug-in that declares no variance: independence is judged on the measured one
+            var = float(np.var(np.concatenate([npair.ravel(), ntrip.ravel()]))) or 1.0
+            unknown.append(b)
+            if f != 1.0:
+                continue
+        for fam, z in (("pair", npair), ("triple", ntrip)):
+            if undeclared:
+                break
+            x = z.reshape(-1)
+            q = x * x / var
+            ratio, se = float(q.mean()), float(q.std(ddof=1) / math.sqrt(q.size))
+            mean, mse = float(x.mean() / math.sqrt(var)), float(x.std(ddof=1) / math.sqrt(var) / math.sqrt(x.size))
+            ci = (ratio - zq * se, ratio + zq * se)
+            mci = (mean - zq * mse, mean + zq * mse)
+            row = {"budget": b, "family": fam, "variance_ratio": ratio, "ci": list(ci), "declared_variance": var,
+                   "standardised_mean": mean, "mean_ci": list(mci), "draws": int(x.size)}
+            rows.append(row)
+            pci = (ratio - zq_pass * se, ratio + zq_pass * se)
+            pmci = (mean - zq_pass * mse, mean + zq_pass * mse)
+            if ci[0] > 1 + tolerance or ci[1] < 1 - tolerance or mci[0] > tolerance or mci[1] < -tolerance:
+                bad.append(row)
+            elif pci[0] < 1 - tolerance or pci[1] > 1 + tolerance or pmci[0] < -tolerance or pmci[1] > tolerance:
+                unsure.append(row)
+        if f == 1.0:
+            for fam, z in (("pair", npair), ("triple", ntrip)):
+                w = z.reshape(runs, H, -1) / math.sqrt(var)
+                for h1 in range(H):
+                    for h2 in range(h1 + 1, H):
+                        prod = (w[:, h1] * w[:, h2]).reshape(-1)
+                        c, se = float(prod.mean()), float(prod.std(ddof=1) / math.sqrt(prod.size))
+                        corr_rows.append({"family": fam, "steps": [h1 + 1, h2 + 1], "correlation": c, "se": se})
+    npairs = max(1, len(corr_rows))
+    zc = float(norm.ppf(1 - alpha / (2 * npairs)))
+    zc_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * npairs)))
+    for r in corr_rows:
+        lo_, hi_ = r["correlation"] - zc * r["se"], r["correlation"] + zc * r["se"]
+        if lo_ > tolerance or hi_ < -tolerance:
+            corr_bad.append(r)
+        elif r["correlation"] - zc_pass * r["se"] < -tolerance or r["correlation"] + zc_pass * r["se"] > tolerance:
+            corr_unsure.append(r)
+    top = max(corr_rows, key=lambda r: abs(r["correlation"])) if corr_rows else None
+    indep = Check(
+        id="whitebox.noise_independence", kind="whitebox",
+        verdict=FAIL if corr_bad else INCONCLUSIVE if corr_unsure else PASS,
+        claim=_claim_dict(spec, "independent noise for every count and every step h (never one draw reused "
+                                "across h)", f"{SOURCE}, eq. 2, Lemma C.1"),
+        measured={"rows": corr_rows, "max_abs_correlation": abs(top["correlation"]) if top else 0.0,
+                  "confidence": 1 - alpha, "epsilon_lower_bound": None, "samples": runs},
+        details={"test": f"interval mean product +- z_(1 - alpha/(2 x {npairs})) se vs +-{tolerance:g}"},
+        reason=(f"noise at steps {corr_bad[0]['steps']} ({corr_bad[0]['family']}) is correlated: "
+                f"{corr_bad[0]['correlation']:.3f}" if corr_bad else
+                f"no correlation across steps (max |corr| {abs(top['correlation']) if top else 0:.3g})"))
+    if unknown:
+        return [Check(id="whitebox.noise_scale", kind="whitebox", verdict=INCONCLUSIVE,
+                      claim=_claim_dict(spec, "the injected noise has the variance the privatizer declares"),
+                      measured={"confidence": None, "epsilon_lower_bound": None, "samples": runs},
+                      reason=f"the plug-in {spec.plugin.label} declares no noise_variance(H): there is no variance "
+                             f"to compare with (its privacy rests on the black box and its DpEvent)"), indep]
+    worst = max(rows, key=lambda r: abs(r["variance_ratio"] - 1))
+    what = ("the variance the plug-in declares (noise_variance(H)), at every budget" if spec.plugin is not None else
+            "variance 2H/rho (Gaussian) / 2 (4H/eps)^2 (Laplace), the variance the claimed budget implies")
+    scale = Check(
+        id="whitebox.noise_scale", kind="whitebox", verdict=FAIL if bad else INCONCLUSIVE if unsure else PASS,
+        claim=_claim_dict(spec, "the injected noise has " + what, f"{SOURCE}, eq. 2 / docs/derivations.md#noise-calibration"),
+        measured={"rows": rows, "worst_variance_ratio": worst["variance_ratio"], "confidence": 1 - alpha,
+                  "epsilon_lower_bound": None, "samples": runs},
+        details={"budgets": [spec.budget * f for f in factors], "H": H, "S": S, "A": A,
+                 "interval": f"normal interval of the mean of (n'-n)^2 / declared, Bonferroni over {m}",
+                 "tolerance": tolerance},
+        reason=(f"variance / declared = {bad[0]['variance_ratio']:.4g} (mean {bad[0]['standardised_mean']:.3g} sd) at "
+                f"{spec.budget_name} = {bad[0]['budget']:g} ({bad[0]['family']} counts), interval "
+                f"{[round(v, 4) for v in bad[0]['ci']]} outside 1 +- {tolerance:g}"
+                if bad else (f"variance / declared: interval {[round(v, 4) for v in unsure[0]['ci']]} at "
+                             f"{spec.budget_name} = {unsure[0]['budget']:g} is not within 1 +- {tolerance:g} (more runs)"
+                             if unsure else f"variance / declared within 1 +- {tolerance:g} at {spec.budget_name} in "
+                                            f"{[spec.budget * f for f in factors]} (worst {worst['variance_ratio']:.4f})")))
+    return [scale, indep]
+
+
+class _FixedRelease:
+    """Stands in for the algorithm's privatizer: returns one fixed release whatever counts it is given
+    (every other attribute is the real privatizer's)."""
+
+    def __init__(self, real, release):
+        self._real, self._release = real, release
+
+    def privatize(self, pair, triple, rng):
+        return self._release
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def dataflow_check(spec: APVISpec, instance, *, n: int, runs: int, seed: int) -> Check:
+    """privacy.dataflow (post-processing): everything after the release n' is post-processing. The algorithm's
+    privatizer is made to hand out ONE fixed release (computed by the real privatizer from dataset A);
+    the algorithm is then run on A and on an independent dataset B of the same size. Policy, values, Q
+    and penalties must be identical: any difference means the code after the release reads the raw data
+    (e.g. a fallback or penalty from raw counts), which the privacy argument does not cover. With the
+    noise off there is no release: the algorithm reads the raw data (FAIL)."""
+    algo = spec.make()
+    src = f"{SOURCE}, Algorithm 1 / Lemma C.1 (post-processing: the output is a post-processing of n')"
+    claim = _claim_dict(spec, "the output depends on the data only through the released noisy counts n'", src)
+    if algo.privatizer is None:
+        return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim,
+                     measured={"confidence": 1.0}, details={},
+                     reason=f"{type(algo).__name__} has no privatizer: it computes its output from the raw counts")
+    rng = np.random.default_rng(seed)
+    cA = instance.sample_counts(n, rng, runs)
+    cB = instance.sample_counts(n, rng, runs)
+    release = algo.privatizer.privatize(cA.visits, cA.transitions, np.random.default_rng(seed + 1))
+    algo.privatizer = _FixedRelease(algo.privatizer, release)
+    a = algo.run(cA, instance.mdp, np.random.default_rng(seed + 2))
+    b = algo.run(cB, instance.mdp, np.random.default_rng(seed + 2))
+    fields = ("policy", "values", "q_values", "penalties", "kernel")
+    diff = {f: float(np.max(np.abs(np.asarray(getattr(a, f), float) - np.asarray(getattr(b, f), float))))
+            for f in fields}
+    raw_differ = float(np.abs(cA.visits - cB.visits).max())
+    bad = [f for f, v in diff.items() if v > 0]
+    return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
+                 measured={"max_difference": diff, "raw_counts_max_difference": raw_differ, "confidence": 1.0,
+                           "runs": runs},
+                 details={"instance": instance.name, "n": n},
+                 reason=(f"with the same release, datasets A and B give different {bad} (the output reads raw data)"
+                         if bad else f"same release, different data (raw counts differ by up to {raw_differ:g}): "
+                                     f"identical policy, values, Q, penalties and P~ in {runs} runs"))

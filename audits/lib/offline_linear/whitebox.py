@@ -1,0 +1,329 @@
+"""White-box privacy checks of DP-VAPVI (Qiao & Wang 2022, eq. 2, Lemma D.1, Theorem 4.1, Lemma E.15).
+
+:func:`noise_calibration_check` (measured residual variance vs the claim's std, chi-square),
+:func:`noise_independence_check` (fresh noise per step h: Fisher-z of cross-step correlations),
+:func:`sensitivity_check` (hypothesis search over neighbouring datasets with ||phi|| <= B, plus the exact worst
+case over the audited feature vectors), :func:`dp_event_checks` (the declared 5H DpEvents composed and
+accounted with the PLD accountant against the zCDP claim, and its (eps, delta) conversion, Lemma E.15).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpcheck import accounting
+from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check
+
+from dpcheck.audits.lib.offline_linear.setup import SOURCE, STATS
+from dpcheck.audits.lib.offline_linear.statistics import claimed_stds, replicate, residuals, sym_vector
+
+
+# ============================================================================ white box: the noise
+def noise_calibration_check(algo, counts, phi, *, rho_claim: float, runs: int, rng, alpha: float,
+                            matrix_neighbour: str = "replace", tolerance: float = 0.1) -> Check:
+    """whitebox.noise_calibration: the released noise of each of the five statistics (pooled over steps and
+    coordinates) has mean 0 and the variance the CLAIM needs, Delta^2 / (2 rho0) (eq. 2; Lemma D.1).
+
+    Chi-square interval on the variance ratio and a normal interval on the standardised mean, Bonferroni
+    over the 5 statistics x 2 tests at level alpha, judged against a tolerance band as
+    dpcheck.audits.lib.offline.noise_calibration_checks does: FAIL if an interval lies wholly outside 1 +- ``tolerance``
+    (variance) or +- ``tolerance`` (mean, in units of the claimed std), PASS if every interval lies within,
+    else INCONCLUSIVE. Less noise FAILs (privacy broken); more noise FAILs too (the paper's calibration is not
+    the one implemented: e.g. a Gaussian std computed from rho as if it were epsilon, whose variance is off by
+    a factor 4 ln(1.25/delta)/rho0). A bare "interval excludes 1" rule false-alarmed in 2 of 23 seeds (its
+    nominal 5%); the 10% band hides no defect the issue names, and a smaller error is reported as inconclusive,
+    never passed."""
+    from scipy import stats as sst
+    res = algo.run((replicate(counts, runs), replicate(counts, runs)), phi, rng)
+    H = res.values.shape[1] - 1
+    R = residuals(res, replicate(counts, runs), replicate(counts, runs), phi, algo.lam)
+    plugin = getattr(algo, "plugin", None)
+    want = claimed_stds(rho_claim, H, algo.feature_bound, matrix_neighbour) if plugin is None else algo.noise_stds(H)
+    if want is None:
+        return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=INCONCLUSIVE,
+                     claim={"statement": "each release's noise has the std the privatizer declares",
+                            "source": f"{SOURCE}, docs/derivations.md#noise-calibration / Lemma D.1"},
+                     measured={"confidence": None, "runs": runs},
+                     reason=f"the plug-in {getattr(plugin, 'name', plugin)!r} declares no noise_stds(H, sensitivities): "
+                            "no std to compare with (its privacy rests on the black box and its DpEvent)")
+    from dpcheck.stats import pass_alpha
+    a, a_pass = alpha / 10.0, pass_alpha(alpha) / 10.0     # FAIL at the audit's share, PASS at its alpha
+
+    def intervals(ratio, mean, n, level):
+        z = float(sst.norm.ppf(1 - level / 2))
+        return (ratio * n / sst.chi2.ppf(1 - level / 2, n), ratio * n / sst.chi2.ppf(level / 2, n),
+                mean - z / math.sqrt(n), mean + z / math.sqrt(n))
+    rows, bad, unsure = {}, [], []
+    for k in STATS:
+        x = R[k].reshape(-1)
+        n = x.size
+        var = float(np.mean(x ** 2))                    # the mean is 0 under the claim
+        ratio = var / want[k] ** 2
+        mean = float(x.mean() / want[k])                # in units of the claimed std
+        lo, hi, mlo, mhi = intervals(ratio, mean, n, a)
+        plo, phi_, pmlo, pmhi = intervals(ratio, mean, n, a_pass)
+        rows[k] = {"claimed_std": want[k], "measured_std": math.sqrt(var), "variance_ratio": ratio,
+                   "ratio_interval": [lo, hi], "mean_z": mean * math.sqrt(n), "mean_interval": [mlo, mhi],
+                   "coordinates": n}
+        if hi < 1 - tolerance:
+            bad.append(f"{k}: noise variance {ratio:.3g} x the claim's (interval [{lo:.3g}, {hi:.3g}]): less noise "
+                       f"than rho={rho_claim:g}-zCDP needs")
+        elif lo > 1 + tolerance:
+            bad.append(f"{k}: noise variance {ratio:.3g} x the claim's (interval [{lo:.3g}, {hi:.3g}]): not the "
+                       "paper's calibration Delta^2/(2 rho0)")
+        elif mlo > tolerance or mhi < -tolerance:
+            bad.append(f"{k}: released statistic is biased (mean residual {mean:.3g} claimed stds, interval "
+                       f"[{mlo:.3g}, {mhi:.3g}])")
+        elif plo < 1 - tolerance or phi_ > 1 + tolerance or pmlo < -tolerance or pmhi > tolerance:
+            unsure.append(f"{k}: variance ratio interval [{plo:.3g}, {phi_:.3g}], mean interval [{pmlo:.3g}, "
+                          f"{pmhi:.3g}] at {1 - 10 * a_pass:.0%} reach beyond the {tolerance:g} band: more runs needed")
+    verdict = FAIL if bad else INCONCLUSIVE if unsure else PASS
+    reason = ("; ".join(bad or unsure) if bad or unsure else
+              (f"all 5 statistics carry noise of the declared std within {tolerance:.0%} in variance "
+               if plugin is not None else
+               f"all 5 statistics carry N(0, Delta^2/(2 rho0)) noise within {tolerance:.0%} in variance, "
+               f"rho0 = rho/(5H) = {rho_claim / (5 * H):.4g} ") +
+              f"(variance ratios {min(r['variance_ratio'] for r in rows.values()):.3f}.."
+              f"{max(r['variance_ratio'] for r in rows.values()):.3f})")
+    return Check(id="whitebox.noise_calibration", kind="whitebox", verdict=verdict,
+                 claim={"statement": "each release adds N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
+                        "source": f"{SOURCE}, Algorithm 2, footnote 8 / Lemma D.1 (Theorem 4.1 / Lemma D.1; eq. 2)", "rho": rho_claim},
+                 measured={"statistics": rows, "confidence": 1 - alpha, "runs": runs},
+                 details={"test": "chi-square interval on the variance ratio + normal interval on the mean, Bonferroni "
+                                  "x10, against a tolerance band: FAIL on the intervals at the audit's share of alpha, "
+                                  "PASS on those at its alpha (dpcheck.stats.pass_alpha)", "tolerance": tolerance},
+                 reason=reason)
+
+
+def noise_independence_check(algo, counts, phi, *, runs: int, rng, alpha: float) -> Check:
+    """whitebox.noise_independence: the noise of step h is independent of that of step h' (a fresh draw
+    per h, required by the 5H-fold composition). Fisher z of every cross-step correlation (per statistic
+    and coordinate) over ``runs`` repetitions, Bonferroni at level alpha: one draw reused across steps has
+    correlation 1 and fails."""
+    from scipy import stats as sst
+    res = algo.run((replicate(counts, runs), replicate(counts, runs)), phi, rng)
+    H = res.values.shape[1] - 1
+    R = residuals(res, replicate(counts, runs), replicate(counts, runs), phi, algo.lam)
+    if H < 2:
+        return invariant_check(id="whitebox.noise_independence", kind="whitebox", violations=0, total=0,
+                               claim={"statement": "fresh noise for every step h", "source": f"{SOURCE}"},
+                               what="cross-step independence", vacuous="H = 1: a single step")
+    tests, worst = 0, (0.0, None)
+    for k in STATS:
+        X = R[k]                                                   # (runs, H, m)
+        X = (X - X.mean(0)) / np.maximum(X.std(0), 1e-300)
+        for i in range(X.shape[2]):
+            C = (X[:, :, i].T @ X[:, :, i]) / runs                 # (H, H) correlations
+            iu = np.triu_indices(H, 1)
+            r = np.clip(C[iu], -0.999999, 0.999999)
+            z = np.abs(np.arctanh(r)) * math.sqrt(max(runs - 3, 1))
+            tests += r.size
+            j = int(np.argmax(z))
+            if z[j] > worst[0]:
+                worst = (float(z[j]), (k, i, int(iu[0][j]), int(iu[1][j]), float(r[j])))
+    crit = float(sst.norm.ppf(1 - alpha / (2 * tests)))
+    fail = worst[0] > crit
+    k, i, h1, h2, r = worst[1]
+    reason = (f"max |Fisher z| over {tests} cross-step correlations = {worst[0]:.3g} "
+              f"({'>' if fail else '<='} Bonferroni critical {crit:.3g}); worst: {k}[{i}] steps {h1},{h2} corr {r:.3f}")
+    if fail:
+        reason = "noise of different steps h is correlated (not a fresh draw per h): " + reason
+    return Check(id="whitebox.noise_independence", kind="whitebox", verdict=FAIL if fail else PASS,
+                 claim={"statement": "the 5H noises are independent: a fresh draw for every h",
+                        "source": f"{SOURCE}, Algorithm 2, footnote 8, footnote 8 (Lemma D.1)"},
+                 measured={"max_fisher_z": worst[0], "critical": crit, "tests": tests, "runs": runs,
+                           "worst": {"statistic": k, "coordinate": i, "steps": [h1, h2], "correlation": r},
+                           "confidence": 1 - alpha},
+                 reason=reason)
+
+
+# ============================================================================ white box: sensitivity
+def _step_statistics(phi, traj_states, traj_actions, traj_rewards, V, sig2, h):
+    """The five statistics of step h for explicit trajectories (lists), no lambda, no noise (vector form)."""
+    d = phi.shape[-1]
+    Sm, bb, bt, Lm, bw = np.zeros((d, d)), np.zeros(d), np.zeros(d), np.zeros((d, d)), np.zeros(d)
+    for st, ac, rw in zip(traj_states, traj_actions, traj_rewards):
+        s, a, s2 = st[h], ac[h], st[h + 1]
+        f = phi[s, a]
+        v = V[h + 1, s2]
+        Sm += np.outer(f, f)
+        bb += f * v * v
+        bt += f * v
+        Lm += np.outer(f, f) / sig2[h, s, a]
+        bw += f * (rw[h] + v) / sig2[h, s, a]
+    return {"sigma_matrix": sym_vector(Sm), "beta_vector": bb, "theta_vector": bt,
+            "lambda_matrix": sym_vector(Lm), "w_vector": bw}
+
+
+def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: int = 0) -> dict:
+    """Hypothesis search over neighbouring datasets (one trajectory replaced) with features ||phi|| <= B,
+    next-step values Vtil_{h+1} in [0, H-h] and weights sigtil^2 in [1, H^2] (Algorithm 2 lines 7-8): the largest
+    l2 change of each statistic, as a fraction of ``declared`` (name -> sensitivity at that H, callable)."""
+    from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    best = {k: 0.0 for k in STATS}
+
+    @st.composite
+    def case(draw):
+        H = draw(st.integers(1, 3))
+        S = draw(st.integers(1, 3))
+        A = draw(st.integers(1, 2))
+        d = draw(st.integers(1, 3))
+        unit = st.floats(-1, 1, allow_nan=False)
+        raw = np.array(draw(st.lists(unit, min_size=S * A * d, max_size=S * A * d))).reshape(S, A, d)
+        norms = np.sqrt((raw ** 2).sum(-1, keepdims=True))
+        phi = B * raw / np.maximum(norms, 1.0) if draw(st.booleans()) else B * raw / np.maximum(norms, 1e-12)
+        frac = st.floats(0, 1, allow_nan=False)
+        V = np.zeros((H + 1, S))
+        for h in range(H):
+            V[h] = np.array(draw(st.lists(frac, min_size=S, max_size=S))) * (H - h)
+        sig2 = 1 + np.array(draw(st.lists(frac, min_size=H * S * A, max_size=H * S * A))).reshape(H, S, A) * (H * H - 1)
+        K = draw(st.integers(1, 3))
+        traj = st.tuples(st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
+                         st.lists(st.integers(0, A - 1), min_size=H, max_size=H),
+                         st.lists(frac, min_size=H, max_size=H))
+        rest = draw(st.lists(traj, min_size=K - 1, max_size=K - 1))
+        x, y = draw(traj), draw(traj)
+        return H, phi, V, sig2, rest, x, y
+
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(case())
+    def search(c):
+        H, phi, V, sig2, rest, x, y = c
+        DX, DY = rest + [x], rest + [y]
+        worst = 0.0
+        for h in range(H):
+            fx = _step_statistics(phi, *zip(*[(t[0], t[1], t[2]) for t in DX]), V, sig2, h)
+            fy = _step_statistics(phi, *zip(*[(t[0], t[1], t[2]) for t in DY]), V, sig2, h)
+            for k in STATS:
+                r = float(np.linalg.norm(fx[k] - fy[k])) / declared[k](H)
+                best[k] = max(best[k], r)
+                worst = max(worst, r)
+        hyp_target(worst)
+
+    search()
+    return best
+
+
+def feature_worst_case(phi, H: int) -> dict:
+    """Exact largest l2 change of each statistic over the AUDITED feature vectors, one step, one replaced
+    trajectory, with the statistic's multiplier at its largest (V^2 <= H^2, V <= H, r + V <= H, weights <= 1):
+    matrices ||phi phi^T - phi' phi'^T||_F / sqrt(2); vectors c max(||phi - phi'||, ||phi||, ||phi'||)."""
+    F = phi.reshape(-1, phi.shape[-1])
+    outer = np.einsum("ni,nj->nij", F, F)
+    mat = float(np.sqrt(((outer[:, None] - outer[None]) ** 2).sum((-1, -2))).max() / math.sqrt(2.0))
+    nrm = np.sqrt((F ** 2).sum(-1))
+    diff = np.sqrt(((F[:, None] - F[None]) ** 2).sum(-1))
+    vec = float(max(diff.max(), nrm.max()))
+    return {"sigma_matrix": mat, "beta_vector": H * H * vec, "theta_vector": H * vec, "lambda_matrix": mat,
+            "w_vector": H * vec}
+
+
+def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 200) -> Check:
+    """whitebox.sensitivity: no neighbouring pair (hypothesis search, ||phi|| <= the declared bound B) and no
+    pair of the audited feature vectors moves a statistic by more than the algorithm DECLARES; the realised
+    rho = sum over the 5H releases of Delta^2 / (2 std^2) (searched Delta, the algorithm's std) <= claim."""
+    B = algo.feature_bound
+    sens_at = {k: (lambda Hh, k=k: algo.sensitivities(Hh)[k]) for k in STATS}
+    ratios = sensitivity_search(sens_at, B, examples=examples)
+    fw = feature_worst_case(phi, H)
+    decl, std = algo.sensitivities(H), algo.noise_stds(H)
+    feat_ratio = {k: fw[k] / decl[k] for k in STATS}
+    worst = {k: max(ratios[k], feat_ratio[k]) for k in STATS}
+    plugin = getattr(algo, "plugin", None)
+    if plugin is not None:
+        # the realised budget of a plug-in is its DpEvent's to account (whitebox.dp_event): its noise law is its own
+        rho_real = -math.inf
+    else:
+        rho_real = sum(H * (worst[k] * decl[k]) ** 2 / (2 * std[k] ** 2) for k in STATS) if std[STATS[0]] > 0 else math.inf
+    over = [k for k in STATS if worst[k] > 1 + 1e-9]
+    if over:
+        k = max(over, key=lambda k: worst[k])
+        src = "the audited features" if feat_ratio[k] >= ratios[k] else "a searched neighbouring pair"
+        verdict = FAIL
+        reason = (f"{src} moves {k} by {worst[k]:.4g} x its declared sensitivity {decl[k]:.4g}"
+                  + (f" (max ||phi|| = {np.sqrt((phi ** 2).sum(-1)).max():.4g} > B = {B:g})" if src.startswith("the aud") else "")
+                  + (" -- the 'paper' matrix sensitivity 1/sqrt(2) assumes add/remove; one REPLACED trajectory "
+                     "moves phi phi^T by up to sqrt(2) in Frobenius norm (docs/derivations.md#neighbouring-relation)" if k.endswith("matrix") and algo.matrix_neighbour == "paper" else ""))
+    elif rho_real > rho_claim * (1 + 1e-9):
+        verdict, reason = FAIL, f"realised rho = {rho_real:.4g} > claimed {rho_claim:g}"
+    else:
+        verdict = PASS
+        reason = (f"max change / declared sensitivity = {max(worst.values()):.4g} <= 1 over {examples} searched "
+                  f"pairs and all feature pairs" + (f"; realised rho <= {rho_real:.4g} (claimed {rho_claim:g})"
+                                                    if plugin is None else ""))
+    return Check(id="whitebox.sensitivity", kind="whitebox", verdict=verdict,
+                 claim={"statement": "one replaced trajectory moves each release by <= its declared l2 sensitivity "
+                                     "(2H^2 B, 2H B, 2H B; matrices B^2 under replacement)",
+                        "source": f"{SOURCE}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)", "rho": rho_claim},
+                 measured={"searched_ratio": ratios, "feature_ratio": feat_ratio, "declared": decl,
+                           "rho_realised": rho_real, "epsilon_lower_bound": None, "confidence": 1.0,
+                           "samples": examples},
+                 details={"feature_bound": B, "matrix_neighbour": algo.matrix_neighbour}, reason=reason)
+
+
+def equivalent_gaussian(stats) -> float:
+    """Noise multiplier of the ONE Gaussian mechanism equivalent to the composition of the declared Gaussian
+    releases (:func:`dpcheck.accounting.equivalent_gaussian`; one PLD instead of 5H)."""
+    return accounting.equivalent_gaussian((s.sensitivity, s.noise_std) for s in stats)
+
+
+def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_claim: float | None) -> list:
+    """whitebox.dp_event (the 5H declared Gaussian DpEvents composed, PLD vs the rho-zCDP profile) and
+    whitebox.dp_conversion (Lemma E.15: the exact epsilon at delta_dp <= rho + 2 sqrt(rho log(1/delta_dp)), the
+    Lemma E.15 conversion, and <= --epsilon when the budget came from --epsilon/--delta).
+
+    The composition is accounted as the single equivalent Gaussian (:func:`equivalent_gaussian`), whose
+    exact profile dpcheck.accounting computes in closed form (Balle & Wang 2018), at any budget."""
+    import dp_accounting
+    from dpcheck import Claim
+    from dpcheck.audits.lib.privatizers import dp_event_check
+    claim = Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 / Lemma D.1")
+    plugin = getattr(algo, "plugin", None)
+    if plugin is not None:
+        # a plug-in declares its 5H releases as one DpEvent, accounted exactly against its own claim
+        claim = plugin.claim
+        out = [dp_event_check(algo.dp_event(H), claim, label=f"{getattr(plugin, 'name', 'plug-in')} (5H releases)")]
+        if claim.rho is None:
+            return out             # Lemma E.15 (G-2) is about a zCDP claim
+        rho_claim, stats = claim.rho, ()
+    stats = algo.private_statistics(H) if plugin is None else ()
+    m = equivalent_gaussian(stats)
+    rho_decl = sum(s.zcdp for s in stats)
+    declared = accounting.closed_form(algo.dp_event(H))
+    meas = {"releases": len(stats), "rho_declared": rho_decl, "equivalent_noise_multiplier": m}
+    if plugin is not None:
+        c1 = out[0]
+    elif not stats:
+        c1 = Check(id="whitebox.dp_event", kind="whitebox", verdict=FAIL, claim=dict(claim.to_dict(), statement=claim.describe()),
+                   measured=dict(meas, confidence=1.0), reason="no private release declared (the noise is off)")
+    else:
+        c1 = dp_event_check(dp_accounting.GaussianDpEvent(m), claim, label="DP-VAPVI (5H releases)")
+        c1 = Check(id=c1.id, kind=c1.kind, verdict=c1.verdict, claim=c1.claim, measured=dict(c1.measured, **meas),
+                   details=c1.details, reason=c1.reason + f" ({len(stats)} releases, 5H = {5 * H})")
+    if plugin is None and stats and abs(rho_decl - declared["rho"]) > 1e-9 * max(1.0, declared["rho"]):
+        c1 = Check(id=c1.id, kind=c1.kind, verdict=FAIL, claim=c1.claim, measured=c1.measured, details=c1.details,
+                   reason=f"the algorithm's dp_event (rho = {declared['rho']:.6g}) is not the composition of its "
+                          f"declared releases (rho = {rho_decl:.6g})")
+    elif plugin is None and stats and len(stats) != 5 * H and c1.verdict == PASS:
+        c1 = Check(id=c1.id, kind=c1.kind, verdict=FAIL, claim=c1.claim, measured=c1.measured, details=c1.details,
+                   reason=f"{len(stats)} declared releases, Algorithm 2 makes 5H = {5 * H}")
+    # G-2 on the claim itself: the exact epsilon of rho-zCDP's tightest mechanism (a Gaussian with rho = rho_claim)
+    m_claim = accounting.multiplier_from_rho(rho_claim)
+    eps_exact = accounting.pld_epsilon(dp_accounting.GaussianDpEvent(m_claim), delta_dp)
+    conv = accounting.epsilon_from_rho(rho_claim, delta_dp)
+    bad = []
+    if eps_exact > conv * 1.002 + 2e-3:
+        bad.append(f"exact epsilon {eps_exact:.4g} > Lemma E.15's {conv:.4g}")
+    if epsilon_claim is not None and abs(conv - epsilon_claim) > 1e-9 * max(1, epsilon_claim):
+        bad.append(f"rho = {rho_claim:.6g} converts to eps = {conv:.6g}, not the requested {epsilon_claim:g}")
+    c2 = Check(id="whitebox.dp_conversion", kind="whitebox", verdict=FAIL if bad else PASS,
+               claim={"statement": "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP",
+                      "source": f"{SOURCE}, Lemma E.15", "rho": rho_claim, "delta_dp": delta_dp},
+               measured={"epsilon_exact": eps_exact, "epsilon_conversion": conv, "epsilon_requested": epsilon_claim,
+                         "epsilon_lower_bound": None, "confidence": 1.0, "samples": 0},
+               reason="; ".join(bad) if bad else
+               f"at delta_dp = {delta_dp:g}: exact eps of a rho = {rho_claim:g} Gaussian = {eps_exact:.4g} <= Lemma "
+               f"E.15's {conv:.4g}")
+    return [c1, c2]

@@ -1,0 +1,59 @@
+"""Reusable checks of count privatizers: black-box targets, the plug-in search, white-box checks.
+
+The privatizer audits (audits/privatizer_audits.py) and the DP-UCBVI / DP-Nash-VI audits build on these. One
+module per concern; the public names are re-exported here (``privatizers.sensitivity_check`` in a claim table
+is :func:`dpcheck.audits.lib.privatizers.whitebox.sensitivity_check`):
+
+* ``neighbours`` -- the papers' worst-case neighbouring users (Qiao & Wang 2023 Lemma 5.6, Qiao & Wang 2024
+  Lemma 5.4, Qiao & Wang 2022 Lemma C.1) and the likelihood-ratio statistics of the declared noise.
+* ``targets`` -- black-box targets of the built-in online privatizers: :func:`central_target` (the released
+  stream), :func:`local_target` (one user's message).
+* ``plugin_search`` -- a user's (plug-in) privatizer, black box only, nothing assumed about its noise:
+  :func:`plugin_stream_search`, :func:`plugin_message_search`, :func:`plugin_blackbox`.
+* ``declared`` -- what a privatizer declares (:func:`declaration`, :func:`claim_for_families`,
+  :func:`width_eps_slope`) and which kind it is (:func:`privatizer_notion`, :func:`is_plugin`).
+* ``whitebox`` -- :func:`dp_event_check` (the declared DpEvent's PLD against the Claim),
+  :func:`sensitivity_check` (hypothesis search over neighbouring trajectories), :func:`tree_reuse_check` (the
+  tree's noise covariance, docs/derivations.md#readings).
+* ``offline_counts`` -- the offline (DP-APVI) count privatizers: :func:`offline_target`,
+  :func:`offline_plugin_target`, :func:`offline_sensitivity_check`, :func:`offline_noise_checks` (Lemma C.2,
+  sum identity, valid P~).
+* ``assumptions`` -- :func:`assumption_checks` (Assumption 3.1 over R repetitions, audits/lib/tabular.py).
+"""
+from dpcheck.audits.lib.privatizers.neighbours import (
+    UCBVI_SOURCE, NASH_SOURCE, Trajectory, worst_case_pair, background, laplace_llr, gaussian_llr,
+)
+from dpcheck.audits.lib.privatizers.declared import (
+    privatizer_notion, declaration, width_eps_slope, claim_for_families, privatizer_class, ClaimedTemplate,
+    is_plugin,
+)
+from dpcheck.audits.lib.privatizers.plugin_search import (
+    STREAM_CONFIGS, MESSAGE_HORIZONS, PILOT_SAMPLES, Z_KEEP, FORMS, SUBSETS, VIEWS_SEARCHED, STATISTICS,
+    STREAM_STEPS, SEARCH_SALT, LONG_STREAM_CONFIGS, LONG_STREAM_STEPS, LONG_PILOT, LONG_MIN_STREAMS,
+    StatisticParams, StreamStatistics, MessageStatistics, stream_samples, plugin_stream_search,
+    plugin_message_search, PRIVATIZER_SAMPLES, plugin_blackbox,
+)
+from dpcheck.audits.lib.privatizers.targets import VIEWS, released_stream, central_target, local_target
+from dpcheck.audits.lib.privatizers.offline_counts import (
+    offline_worst_datasets, offline_target, OfflineReleaseStatistics, offline_plugin_target,
+    offline_privatizer_plugin_target, offline_sensitivity_check, offline_noise_checks,
+)
+from dpcheck.audits.lib.privatizers.whitebox import (
+    EPS_SLACK, dp_event_check, family_vectors_central, family_vectors_local, sensitivity_search, sensitivity_check,
+    tree_covariance_z, tree_noise_structure, release_error_structure, tree_reuse_check,
+)
+from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
+
+__all__ = [
+    "UCBVI_SOURCE", "NASH_SOURCE", "Trajectory", "worst_case_pair", "background", "laplace_llr", "gaussian_llr",
+    "privatizer_notion", "declaration", "width_eps_slope", "claim_for_families", "privatizer_class",
+    "ClaimedTemplate", "is_plugin", "STREAM_CONFIGS", "MESSAGE_HORIZONS", "PILOT_SAMPLES", "Z_KEEP", "FORMS",
+    "SUBSETS", "VIEWS_SEARCHED", "STATISTICS", "STREAM_STEPS", "SEARCH_SALT", "LONG_STREAM_CONFIGS",
+    "LONG_STREAM_STEPS", "LONG_PILOT", "LONG_MIN_STREAMS", "StatisticParams", "StreamStatistics",
+    "MessageStatistics", "stream_samples", "plugin_stream_search", "plugin_message_search", "PRIVATIZER_SAMPLES",
+    "plugin_blackbox", "VIEWS", "released_stream", "central_target", "local_target", "offline_worst_datasets",
+    "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
+    "offline_sensitivity_check", "offline_noise_checks", "EPS_SLACK", "dp_event_check", "family_vectors_central",
+    "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
+    "release_error_structure", "tree_reuse_check", "assumption_checks",
+]
