@@ -206,7 +206,6 @@ def load_object(spec: str):
 
 def resolve_target(spec: str):
     """A user's AuditTarget, or a zero-argument function returning one."""
-    from dpcheck.target import AuditTarget
     obj = load_object(spec)
     return _as_target(obj, spec)
 
@@ -232,8 +231,8 @@ def _user_target_audit(target):
     """run(ctx) for a user's AuditTarget: one black-box privacy check."""
     def run(ctx):
         from dataclasses import replace
-        from dpcheck.blackbox import audit
         from dpcheck.options import DEFAULT_USER_TIMEOUT
+        from dpcheck.sequential import audit      # dpcheck.blackbox.audit unless --sequential
         o = ctx.options
         # a hanging mechanism is stopped after --timeout seconds per call (dpcheck.target.call_with_deadline)
         t = replace(target, timeout=o.timeout if o.timeout is not None else DEFAULT_USER_TIMEOUT)

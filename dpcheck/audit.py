@@ -130,7 +130,7 @@ class ExecutionOptions:
     def audit(self, target, samples: int, seed: int | None = None):
         """:func:`dpcheck.blackbox.audit` of ``target`` with these options (alpha, seed unless ``seed`` is
         given, workers / backend / scheduler / cache / progress): how a library check runs its black box."""
-        from dpcheck.blackbox import audit
+        from dpcheck.sequential import audit      # dpcheck.blackbox.audit unless --sequential
         return audit(target, samples=int(samples), alpha=self.alpha, seed=self.seed if seed is None else int(seed),
                      sequential=self.sequential, **self.parallel())
 

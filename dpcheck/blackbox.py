@@ -51,7 +51,8 @@ from dpcheck.claims import Claim
 from dpcheck.errors import InputError, MechanismError
 from dpcheck.target import AuditTarget
 
-CHUNK = 1 << 16                 # outputs per chunk; fixed so results never depend on workers
+from dpcheck.layout import CHUNK, SELECTION_CAP, SELECTION_FRACTION   # the draw's layout (one place)
+
 CERT_BLOCK = 8                  # certification chunks per task (one worker call, one cache file)
 ZCDP_DELTA = 1e-5               # the delta at which a zCDP claim's epsilon is reported
 ZCDP_PROFILE_DELTAS = (1e-1, 1e-2, 1e-3)
@@ -403,8 +404,6 @@ def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, repor
 
 
 # ------------------------------------------------------------------ what is tested
-SELECTION_FRACTION = 0.25       # share of each side's sample that chooses the events (audit())
-SELECTION_CAP = 1 << 20         # at most this many per side (2^20: the selection sample held in memory)
 
 
 @dataclass(frozen=True)
@@ -458,10 +457,26 @@ def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
     return claim.epsilon, 0.0, []
 
 
+def check_arguments(target, samples, seed, alpha, selection_fraction=SELECTION_FRACTION) -> int:
+    """InputError unless the black box's arguments are valid (the batch and the sequential audit share it);
+    returns ``samples`` as an int."""
+    if not isinstance(target, AuditTarget):
+        raise InputError(f"audit expects a dpcheck.AuditTarget, got {type(target).__name__}")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 20:
+        raise InputError(f"samples must be an integer >= 20, got {samples!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    if not (isinstance(alpha, Real) and 0 < alpha < 1):
+        raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if not (isinstance(selection_fraction, Real) and 0 < selection_fraction < 1):
+        raise InputError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
+    return int(samples)
+
+
 # ------------------------------------------------------------------ the audit
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress: Callable[[str], None] | None = None,
-          selection_fraction: float = SELECTION_FRACTION, cache_dir=None, sequential: bool = False) -> AuditResult:
+          selection_fraction: float = SELECTION_FRACTION, cache_dir=None) -> AuditResult:
     """Audit ``target`` black-box; returns an :class:`AuditResult` (see the module docstring).
 
     samples:            outputs per input of each pair, selection and certification together.
@@ -486,25 +501,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                         dtype / values, or whose mechanism read a file that has changed since, is
                         recomputed and named in progress and in ``cache["recomputed"]``. A mechanism that cannot be fingerprinted
                         runs without the cache (``cache["disabled"]`` says why).
-    sequential:         run the anytime-valid sequential test instead (:mod:`dpcheck.sequential`,
-                        docs/sequential.md): batches until a violation is certified or ``samples`` per
-                        side are spent; returns a :class:`dpcheck.sequential.SequentialAuditResult`.
+
+    The anytime-valid sequential test (``--sequential``) is :func:`dpcheck.sequential.audit`, which takes
+    these arguments plus ``sequential`` and comes back here when it is False.
     """
-    if not isinstance(target, AuditTarget):
-        raise InputError(f"audit expects a dpcheck.AuditTarget, got {type(target).__name__}")
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 20:
-        raise InputError(f"samples must be an integer >= 20, got {samples!r}")
-    samples = int(samples)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
-    if not (isinstance(alpha, Real) and 0 < alpha < 1):
-        raise InputError(f"alpha must lie in (0, 1), got {alpha!r}")
-    if not (isinstance(selection_fraction, Real) and 0 < selection_fraction < 1):
-        raise InputError(f"selection_fraction must lie in (0, 1), got {selection_fraction!r}")
-    if sequential:
-        from dpcheck import sequential as seq
-        seq.check_options(cache_dir, workers, backend, scheduler)
-        return seq.audit_sequential(target, samples=samples, alpha=alpha, seed=seed, progress=progress)
+    samples = check_arguments(target, samples, seed, alpha, selection_fraction)
     claim = target.claim
     n_pairs = len(target.pairs)
     plan = sample_plan(claim, samples, alpha, n_pairs, selection_fraction)

@@ -96,7 +96,7 @@ def resident_outputs(samples: int, selection: int | None = None, workers: int = 
     the selection sample of one pair (2 x ``selection``; default: dpcheck.blackbox.sample_plan's, at most
     SELECTION_CAP per side) plus one chunk per worker in the certification pass. It does not grow with
     ``samples`` beyond 4 x SELECTION_CAP."""
-    from dpcheck.blackbox import CHUNK, SELECTION_FRACTION, SELECTION_CAP
+    from dpcheck.layout import CHUNK, SELECTION_FRACTION, SELECTION_CAP
     if selection is None:
         selection = min(max(int(round(samples * SELECTION_FRACTION)), 10), samples - 10, SELECTION_CAP)
     return 2 * int(selection) + max(1, int(workers)) * min(CHUNK, int(samples))
@@ -131,7 +131,7 @@ def check_sampling_memory(target, samples: int, cached_chunk=None, *, selection:
 
 
 def _chunk() -> int:
-    from dpcheck.blackbox import CHUNK
+    from dpcheck.layout import CHUNK
     return CHUNK
 
 

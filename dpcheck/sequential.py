@@ -232,7 +232,8 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
     alarm with probability <= alpha under any stopping rule); seed: fixes every draw.
     """
     from dpcheck.limits import check_sampling_memory
-    check_sampling_memory(target, samples)      # every output drawn is kept for re-choosing events
+    # every output drawn is kept for re-choosing events: the whole budget is resident, not a capped selection
+    check_sampling_memory(target, samples, selection=samples)
     say = progress or (lambda msg: None)
     claim = target.claim
     eps_claim, delta, grid = claim_plan(claim)
@@ -441,3 +442,19 @@ def check_options(cache_dir=None, workers: int = 1, backend: str = "local", sche
 
 __all__ = ["SequentialAuditResult", "audit_sequential", "bets", "log_wealth", "increments", "moments",
            "lambda_cap", "growth_rate", "sequential_power", "check_options"]
+
+
+def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
+          backend: str = "local", scheduler: str | None = None, progress=None,
+          selection_fraction: float | None = None, cache_dir=None, sequential: bool = False):
+    """The black box a ``--sequential`` option chooses: :func:`dpcheck.blackbox.audit` (same arguments) when
+    ``sequential`` is False, else :func:`audit_sequential` after the same argument checks (options it cannot
+    honour -- a cache, workers, a backend -- are an InputError)."""
+    from dpcheck import blackbox as bb
+    frac = bb.SELECTION_FRACTION if selection_fraction is None else selection_fraction
+    if not sequential:
+        return bb.audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
+                        scheduler=scheduler, progress=progress, selection_fraction=frac, cache_dir=cache_dir)
+    samples = bb.check_arguments(target, samples, seed, alpha, frac)
+    check_options(cache_dir, workers, backend, scheduler)
+    return audit_sequential(target, samples=samples, alpha=alpha, seed=seed, progress=progress)

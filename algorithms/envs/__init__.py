@@ -5,6 +5,7 @@
     matching_pennies, rock_paper_scissors, matrix_game
     planning: optimal_values, policy_values, greedy, ...
     as_policy                              -- validate a Markov policy (deterministic or stochastic)
+    axis_length                            -- a read-only size property read off an array axis (H, S, A, ...)
     game_planning: nash_values, best_response_values, duality_gap, ...
     users: ScriptedUsers (JDP user trees), users_from_model  -- the audit's fixed users
     gym_interop: from_gymnasium, TabularMDPEnv, MarkovGameParallelEnv (import it explicitly;
@@ -12,7 +13,7 @@
 
 Steps are 0-based in arrays: the paper's step h is index h - 1.
 """
-from dpcheck.algorithms.envs._validate import as_policy
+from dpcheck.algorithms.envs._validate import as_policy, axis_length
 from dpcheck.algorithms.envs.tabular import TabularMDP, Trajectories
 from dpcheck.algorithms.envs.games import MarkovGame, GameTrajectories
 from dpcheck.algorithms.envs.riverswim import riverswim
@@ -33,7 +34,7 @@ from dpcheck.algorithms.envs.game_planning import (
 )
 
 __all__ = [
-    "UserPairs", "as_policy",
+    "UserPairs", "as_policy", "axis_length",
     "TabularMDP", "Trajectories", "MarkovGame", "GameTrajectories", "riverswim",
     "random_mdp", "random_game", "matrix_game", "matching_pennies", "rock_paper_scissors",
     "optimal_values", "policy_values", "greedy", "expected_return", "optimal_return",

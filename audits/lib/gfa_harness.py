@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpcheck.checks import FAIL, PASS, Check
-from dpcheck.algorithms.envs._validate import axis_length
+from dpcheck.algorithms.envs import axis_length
 
 SOURCE = ("He & Zhou, Towards Differentially Private RL with General Function Approximation, Appendix C "
           "(critique of rare switching in private linear-MDP analyses)")

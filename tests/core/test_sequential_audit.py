@@ -1,4 +1,4 @@
-"""The sequential black box end to end (dpcheck.sequential via blackbox.audit(sequential=True) and
+"""The sequential black box end to end (dpcheck.sequential.audit(sequential=True) and
 ``dpcheck audit --sequential``): early detection, valid lower bounds at the stop, honest verdicts."""
 import json
 import subprocess
@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT))
 from examples import mechanisms as M  # noqa: E402
 
 from dpcheck import AuditTarget, Claim  # noqa: E402
-from dpcheck.blackbox import audit  # noqa: E402
+from dpcheck.sequential import audit  # noqa: E402   (blackbox.audit unless sequential=True)
 from dpcheck.errors import InputError  # noqa: E402
 from dpcheck.sequential import SequentialAuditResult, _schedule  # noqa: E402
 

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from dpcheck.errors import InputError
+from dpcheck.layout import CHUNK     # black-box outputs per chunk
 
 from dpcheck.audits.lib.offline_linear.setup import Setup
 
@@ -77,7 +78,6 @@ def user_setup(path: str, *, samples: int | None = None, runs: int = 2000) -> Se
 # dataset costs ~650 ns per unit of u = H S^2 A + H S A d^2 + H d^3 (the replicated counts, the feature outer
 # products, the d x d solves) and holds ~8 bytes per unit; counting a step of a trajectory < 50 ns.
 NS_UNIT, BYTES_UNIT, NS_STEP = 650e-9, 8, 50e-9
-CHUNK = 1 << 16                      # black-box outputs per chunk (dpcheck.blackbox.CHUNK)
 # Features: the Gram matrices sum n outer products (entries up to n max||phi||^2) and the algorithm squares them
 # (norms, solves): max ||phi|| sqrt(n) <= FEATURE_SCALE keeps (n max||phi||^2)^2 <= 1e300, below float overflow
 # (1.8e308) with room for the noise and the ridge.
