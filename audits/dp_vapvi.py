@@ -53,6 +53,19 @@ QW = "Qiao & Wang, Offline RL with DP"
 BIG_FEATURES_SAMPLES = (20_000, 5_000)      # (default, --quick) black-box samples when S A d^2 > 2000
 
 
+def rate_grids(H: int) -> tuple[tuple, tuple, int]:
+    """(K_grid of regret.subopt.K and regret.value_error.K, K_cost of regret.privacy_cost.K, K_rho of
+    regret.privacy_cost.rho) for an instance of horizon H."""
+    if H > 5:
+        return (200, 400, 800, 1600), (200, 400, 800, 1600), 800
+    # LIN-TAB (H = 3): the window where the learned policy is still sub-optimal in part of the runs; the privacy
+    # cost has its own window, 16x further: below K ~ 10^4 the floor Qhat >= 0 clips 20-75% of DP-VAPVI's
+    # pessimistic Q (twice the noise-off share), which flattens the cost's local slope to -0.69..-0.90; from
+    # K = 16000 nothing is clipped and cost x K is flat (docs/dp_vapvi.md, regret.privacy_cost.K)
+    K_grid = (1000, 1400, 2000, 2800, 4000)
+    return K_grid, tuple(16 * k for k in K_grid), 2000
+
+
 def _validate(o) -> None:
     """--set rho and --epsilon both choose the budget: one of them; --delta only with --epsilon."""
     if o.epsilon is not None and "rho" in (o.extra or {}):
@@ -264,11 +277,7 @@ class DPVAPVIAudit(Audit):
     def rates(self) -> None:
         exe, setup = self.exe, self.setup
         self.progress(f"dp_vapvi: rates ({self.mode} mode)")
-        if setup.H > 5:
-            K_grid, K_rho = (200, 400, 800, 1600), 800
-        else:
-            # the window where the learned policy is still sub-optimal in part of the runs (LIN-TAB, H = 3)
-            K_grid, K_rho = (1000, 1400, 2000, 2800, 4000), 2000
+        K_grid, K_cost, K_rho = rate_grids(setup.H)
         rho_grid = exe.pick((0.25, 0.5, 1.0, 2.0, 4.0), (0.25, 1.0, 4.0))
         rho_grid = tuple(self.rho * r for r in rho_grid)
         runs = 200                        # cheap on LIN-TAB (< 1 s); fewer runs leave the gap's interval wide
@@ -306,7 +315,7 @@ class DPVAPVIAudit(Audit):
         expo = -0.5 if self.plugin is None else ol.plugin_width_exponent(lambda r: self.make(r), H, d, rho_grid)
         checks = ol.rate_checks(lambda r: self.make(r), setup.instance, K_grid=K_grid, rho_grid=rho_grid,
                                 K_rho=K_rho, rho=self.rho, runs=runs, seed=exe.seed, alpha=exe.alpha, mode=self.mode,
-                                rho_exponent=expo)
+                                rho_exponent=expo, K_cost=K_cost)
         for c in checks:
             self.add(self.soften(c, self.mode == "practical"))
 
