@@ -146,8 +146,11 @@ def load_privatizer(spec, **kw):
     if not user:
         return obj
     from dpcheck.algorithms.privatizers.probe import check_rng_use
+    # the key holds the class itself (not its hash: a class's hash is its address, which a later class may
+    # reuse once this one is collected, and would then skip its own probe); unhashable keywords: no memo
+    key = (cls, tuple(sorted(kw.items(), key=str)))
     try:
-        key = hash((cls, tuple(sorted(kw.items(), key=str))))
+        hash(key)
     except TypeError:
         key = None
     check_rng_use(lambda: GuardedPrivatizer(cls(**kw), label), label, key=key)

@@ -529,3 +529,18 @@ def test_a_plugin_without_noise_passes_the_probe_and_is_left_to_the_audits(tmp_p
     f.write_text(RNG_PLUGINS)
     assert load_privatizer(f"{f}:NoNoise", epsilon=1.0) is not None
     assert load_privatizer(str(ROOT / "examples" / "my_privatizer.py") + ":GaussianTreePrivatizer", epsilon=1.0)
+
+
+def test_a_probed_plugin_class_is_held_by_the_probe_memo_so_no_later_class_inherits_its_pass(tmp_path):
+    """The rng probe runs once per configuration and process. The memo must hold the class object itself:
+    keyed by a hash (a class's hash is its address), a class collected after its probe could hand its pass to
+    a later class allocated at the same address, and a plug-in that ignores its rng would skip the probe."""
+    from dpcheck.algorithms.privatizers import load_privatizer
+    from dpcheck.algorithms.privatizers.loader import unwrap
+    from dpcheck.algorithms.privatizers.probe import _PROBED
+    f = tmp_path / "fine_plugin.py"
+    f.write_text(RNG_PLUGINS.split("class GlobalState")[0] + "\nclass Fine(CentralPrivatizer):\n    pass\n")
+    p = load_privatizer(f"{f}:Fine", epsilon=1.0)
+    cls = type(unwrap(p))
+    assert cls.__name__ == "Fine"
+    assert any(isinstance(k, tuple) and k[0] is cls for k in _PROBED), "the probe memo does not hold the class"
