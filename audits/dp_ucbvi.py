@@ -1,7 +1,7 @@
 """Audit of DP-UCBVI (Qiao & Wang, AISTATS 2023; Qiao & Wang 2023): ``dpcheck audit dp_ucbvi``.
 
 The claim table below maps every check to the paper's statement and the function that checks it:
-``ucbvi.*`` in audits/lib/ucbvi/, ``privatizers.*`` the privatizer checks in audits/lib/privatizers.py.
+``ucbvi.*`` in audits/lib/ucbvi/, ``privatizers.*`` the privatizer checks in audits/lib/privatizers/.
 
 Modes (reported in the config and in every check's details): "theory" uses the paper's constants;
 with them the bonus exceeds H for every feasible K (reports/reproductions/dp_ucbvi_fig1/README.md), so optimism and the explicit bound

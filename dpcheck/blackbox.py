@@ -412,7 +412,7 @@ class SamplePlan:
     outputs choose the events, the other ``certification`` certify them; each eps-bound event is
     certified at ``alpha_bound`` per one-sided bound, each profile point at ``alpha_profile``
     (weighted Bonferroni over 2 directions x pairs x (1 + |grid|) bounds). A search that projects what
-    the audit will certify (audits/lib/privatizers.py) imports this plan rather than re-deriving it."""
+    the audit will certify (audits/lib/privatizers/) imports this plan rather than re-deriving it."""
 
     samples: int
     selection: int

@@ -1,4 +1,4 @@
-"""The registered audit ``dpcheck audit dp_ucbvi`` and its building blocks (audits/lib/ucbvi.py)."""
+"""The registered audit ``dpcheck audit dp_ucbvi`` and its building blocks (audits/lib/ucbvi/)."""
 from __future__ import annotations
 
 import json

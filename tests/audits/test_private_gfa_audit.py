@@ -1,5 +1,5 @@
 """The private_gfa / private_gfa_outcome audits (issue #13, items 2, 5, 6): claim tables, the checks of
-audits/lib/gfa.py on the correct learners and on planted defects (each caught by the check that should
+audits/lib/gfa/ on the correct learners and on planted defects (each caught by the check that should
 catch it), bad input through the CLI (exit 2, one line), and the --quick end-to-end runs."""
 
 import numpy as np

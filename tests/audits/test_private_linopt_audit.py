@@ -1,4 +1,4 @@
-"""The registered audits ``private_linopt_vi`` / ``private_linopt_po`` and their checks (audits/lib/linopt.py):
+"""The registered audits ``private_linopt_vi`` / ``private_linopt_po`` and their checks (audits/lib/linopt/):
 claim tables, the --quick runs through the CLI, the planted defects of issue 12 (each caught by the check that
 should catch it) and bad instances (exit 2, one line)."""
 from __future__ import annotations

@@ -3,7 +3,7 @@ assembles, public so that tests, benchmarks and other game audits can call them 
 
 * Privacy: :func:`jdp_scenario` / :func:`jdp_target` (the algorithm's observable outputs, black box:
   scripted user pairs, the adversary sees the action pairs sent to the other pairs), :func:`ldp_target`
-  (one pair's message), :func:`privatizer_checks` (the privatizer audits of audits/lib/privatizers.py in the
+  (one pair's message), :func:`privatizer_checks` (the privatizer audits of audits/lib/privatizers/ in the
   games setting: joint actions A*B, rewards=False, so 2 stream families).
 * Assumptions: :func:`assumption_checks` -- Assumption 3.1 and the good event of Lemma 5.8 (from
   audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm planned with), CCE,

@@ -1,6 +1,6 @@
 """DP-Nash-VI's privatizers (Qiao & Wang 2024): built by name, their declared widths and privacy terms
 (Theorems 5.2 / 5.5, eq. 48), a user's privatizer's width-matched sweep, and the privatizer audits of
-audits/lib/privatizers.py in the games setting (joint actions A*B, 2 stream families).
+audits/lib/privatizers/ in the games setting (joint actions A*B, 2 stream families).
 """
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def _width_matched(spec, ref_spec, ref_grid, calibration, game, K):
 # ------------------------------------------------------------------ privatizer-level checks
 def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool, samples: int, seed: int,
                       blackbox, exe=None) -> list[Check]:
-    """The privatizer audits of audits/lib/privatizers.py in the games setting (joint actions A*B, rewards=False,
+    """The privatizer audits of audits/lib/privatizers/ in the games setting (joint actions A*B, rewards=False,
     2 stream families): whitebox.dp_event (dp_accounting PLD of the declared DpEvent), whitebox.sensitivity
     and whitebox.tree_noise_reuse (built-in privatizers), and the tight black box on what the privatizer
     releases (privacy.privatizer.blackbox: the Central stream; for LDP the message audit is

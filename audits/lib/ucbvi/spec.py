@@ -39,7 +39,7 @@ class AgentSpec:
     def template(self):
         """The privatizer of this configuration, loaded and validated once per spec and never started:
         the claim, notion and declaration are read off it, and every run works on a copy of it
-        (:meth:`make_privatizer`; the convention of audits/lib/privatizers.py's templates). Not pickled
+        (:meth:`make_privatizer`; the convention of audits/lib/privatizers/'s templates). Not pickled
         (a worker rebuilds it from the configuration) and not part of the AgentSpec's fingerprint."""
         from dpcheck.algorithms.privatizers import load_privatizer
         return load_privatizer(self.privatizer, epsilon=self.epsilon, beta=self.beta,
