@@ -457,6 +457,12 @@ def claim_plan(claim: Claim) -> tuple[float, float, list[float]]:
     return claim.epsilon, 0.0, []
 
 
+def underpowered(power: float, eps_claim: float) -> bool:
+    """A no-violation result is INCONCLUSIVE, not PASS, when the budget could only detect a true eps above
+    INCONCLUSIVE_FACTOR x the claim (0.1 for a claim of eps = 0): one rule for the batch and sequential tests."""
+    return power > (INCONCLUSIVE_FACTOR * eps_claim if eps_claim > 0 else 0.1)
+
+
 def check_arguments(target, samples, seed, alpha, selection_fraction=SELECTION_FRACTION) -> int:
     """InputError unless the black box's arguments are valid (the batch and the sequential audit share it);
     returns ``samples`` as an int."""
@@ -634,7 +640,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             r = max(exceeded, key=lambda r: r["delta_lower_bound"] - r["delta_claimed"])
             reason = (f"delta({r['epsilon']:.4g}) >= {r['delta_lower_bound']:.4g} with {conf} confidence, above "
                       f"the claimed profile's {r['delta_claimed']:.4g} (pair {r['pair']} {r['direction']})")
-    elif power > (INCONCLUSIVE_FACTOR * eps_claim if eps_claim > 0 else 0.1):
+    elif underpowered(power, eps_claim):
         verdict = INCONCLUSIVE
         reason = (f"no violation found (eps_lb = {eps_lb:.4g}{dtxt}), but {samples} samples per side could only "
                   f"detect a true eps of about {power:.4g} vs the claimed {eps_claim:.4g}; use more samples")

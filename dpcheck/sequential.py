@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpcheck import events as ev
-from dpcheck.blackbox import DIRECTIONS, INCONCLUSIVE_FACTOR, LB_ALPHA_SHARE, AuditResult, claim_plan
+from dpcheck.blackbox import DIRECTIONS, LB_ALPHA_SHARE, AuditResult, claim_plan, underpowered
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS
 from dpcheck.errors import InputError
 from dpcheck.target import AuditTarget
@@ -353,7 +353,7 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
         reason = (f"sequential test rejected the claim (e-value {e_value:.3g} >= 1/alpha = {1 / alpha:.3g}) after "
                   f"{used} of {samples} samples per side; eps > {eps_lb:.4g}{dtxt} with {conf} confidence "
                   f"(claimed {eps_claim:.4g}; event {event['text']}, pair {w['pair']} {w['direction']})")
-    elif power > (INCONCLUSIVE_FACTOR * eps_claim if eps_claim > 0 else 0.1):
+    elif underpowered(power, eps_claim):
         verdict = INCONCLUSIVE
         reason = (f"no violation found in {used} samples per side (e-value {e_value:.3g}), but that budget could "
                   f"only detect a true eps of about {power:.4g} vs the claimed {eps_claim:.4g}; use more samples")
