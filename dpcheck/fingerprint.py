@@ -30,6 +30,10 @@ A memo table declared as such (:class:`WeakMemo`, or any object whose class sets
 code that is hashed where it is called (e.g. ``dpcheck.algorithms.gfa.evaluation.next_state_table``), so whether it
 was filled yet must not change the key (and a ``weakref.WeakKeyDictionary`` has no deterministic reduction).
 
+A class may list in ``__fingerprint_transient__`` the instance attributes that are scratch state of
+one call sequence, written before they are read by every use (``UserPairs._episode``: the episode in
+flight, set by ``reset`` before ``step`` reads it); they are left out of the key.
+
 Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises
 into) change its key once filled, so a rerun may recompute rather than read back (never the
 reverse); state outside the object graph (files the function reads while it runs: the chunk cache
@@ -255,7 +259,8 @@ class _Hasher:
         lazy = _cached_property_names(t)
         if lazy and isinstance(state, dict) and lazy & state.keys():
             # a functools.cached_property's stored value is derived from the rest of the object by the
-            # property's code (hashed with the class): whether it was computed yet must not change the key
+            # property's code (hashed with the class): whether it was computed yet must not change the key;
+            # a declared transient attribute is scratch state every use overwrites before it reads it
             state = {k: v for k, v in state.items() if k not in lazy}
         self.obj(fn)
         self.obj(args)
@@ -349,9 +354,11 @@ class _Hasher:
 
 
 def _cached_property_names(t: type) -> frozenset:
-    """Instance-dict keys where ``t``'s functools.cached_property attributes store their values."""
+    """Instance-dict keys the key leaves out: where ``t``'s functools.cached_property attributes store
+    their values, and the scratch attributes its classes declare in ``__fingerprint_transient__``."""
     out = set()
     for c in getattr(t, "__mro__", (t,)):
+        out.update(vars(c).get("__fingerprint_transient__", ()))
         for name, v in vars(c).items():
             if isinstance(v, functools.cached_property):
                 out.add(v.attrname or name)

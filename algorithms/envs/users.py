@@ -458,6 +458,8 @@ class UserPairs:
     """
 
     per_episode = True
+    # the episode in flight: written by reset before step reads it, so no part of what a run computes
+    __fingerprint_transient__ = frozenset({"_episode"})
 
     def __init__(self, users: ScriptedUsers, r, B: int, name: str = "scripted user pairs"):
         if not isinstance(users, ScriptedUsers):

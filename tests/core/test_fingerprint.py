@@ -211,6 +211,37 @@ def test_markov_game_key_is_the_same_before_and_after_its_joint_mdp_is_built():
     assert fingerprint(g) == before
 
 
+def test_user_pairs_key_is_the_same_before_and_after_an_episode():
+    # the regression: dp_nash_vi's JDP black box recomputed its certification chunks on a --cache rerun,
+    # because the scripted user pairs' episode in flight (UserPairs._episode, left by the last
+    # reset/step of the selection pass) was hashed, and differed when that pass was read from the cache
+    from dpcheck.audits.lib.nash.scenario import jdp_scenario
+    fresh, _ = jdp_scenario()
+    used, _ = jdp_scenario()
+    rng = np.random.default_rng(0)
+    s = used.reset(rng, 5, episode=0)
+    used.step(0, s, np.zeros(5, dtype=np.int64), np.zeros(5, dtype=np.int64), rng, episode=0)
+    assert used._episode is not None
+    assert fingerprint(used) == fingerprint(fresh)
+    other, _ = jdp_scenario(seed=1)            # what the episodes depend on (the reward) still counts
+    assert fingerprint(other) != fingerprint(fresh)
+
+
+class _Scratch:
+    __fingerprint_transient__ = frozenset({"_buf"})
+
+    def __init__(self, scale):
+        self.scale, self._buf = scale, None
+
+
+def test_declared_transient_attributes_are_left_out_of_the_key():
+    a = _Scratch(1.0)
+    before = fingerprint(a)
+    a._buf = np.arange(7)
+    assert fingerprint(a) == before == fingerprint(_Scratch(1.0))
+    assert fingerprint(_Scratch(2.0)) != before
+
+
 def test_ufuncs_are_library_code_named_by_name():
     """numpy / scipy ufuncs cannot be pickled; they are fingerprinted by name and version (a plug-in
     privatizer calibrated with scipy.special.ndtr must still be cacheable)."""
