@@ -278,11 +278,21 @@ def _env(tmp_path):
     return env
 
 
-def _start(tmp_path, out, *args):
+def _foreground_sigint():
+    """The child's SIGINT as a terminal's foreground job has it (the default action). A pytest started
+    as a background job of a non-interactive shell (``pytest ... &``) ignores SIGINT, every child
+    inherits that, and dpcheck rightly keeps an inherited ignored SIGINT ignored
+    (test_an_inherited_ignored_sigint_stays_ignored), so the Ctrl-C tests would test nothing there."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _start(tmp_path, out, *args, sigint_ignored=False):
     script = tmp_path / "slow_audit.py"
     script.write_text(SLOW)
+    pre = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else _foreground_sigint
     return subprocess.Popen([sys.executable, str(script), "audit", "_integrity", "--out", str(out), "--quiet", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path),
+                            preexec_fn=pre)
 
 
 def _wait_for_checks(out: Path, n: int, proc, timeout=60.0) -> None:
@@ -334,6 +344,21 @@ def test_killed_rerun_never_leaves_a_mix_or_a_pass(tmp_path, sig, after):
         assert proc.returncode == -signal.SIGKILL
         assert rep["status"] == "running"
         assert not any(n.endswith((".md", ".html")) for n in files)    # the old views were removed
+
+
+def test_an_inherited_ignored_sigint_stays_ignored(tmp_path):
+    """A background job of a non-interactive shell ignores SIGINT (POSIX); dpcheck keeps it ignored, so a
+    Ctrl-C meant for the shell does not stop it, while SIGTERM still ends the run as an interruption."""
+    out = tmp_path / "reports"
+    proc = _start(tmp_path, out, "--set", "n=200", "--set", "sleep=0.05", sigint_ignored=True)
+    _wait_for_checks(out, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    _wait_for_checks(out, 4, proc)            # still running, checks still coming
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    rep = json.loads((out / f"{STEM}.json").read_text())
+    assert proc.returncode == 2 and rep["status"] == "interrupted" and rep["error"] == "interrupted (SIGTERM)"
+    assert rep["complete"] is False and rep["verdict"] != "pass" and len(rep["checks"]) >= 4
 
 
 def _alive(pid: int) -> bool:
