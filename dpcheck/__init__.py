@@ -4,6 +4,7 @@ Public API:
     run(target, ...)            -- any audit, as ``dpcheck audit`` runs it; returns a Report (dpcheck.api)
     Report                      -- verdict, checks, config, to_json(), write(out_dir)
     Claim, AuditTarget          -- what is promised, and by what mechanism
+    PairSearch                  -- a domain of neighbouring pairs an AuditTarget may search
     audit(target, ...)          -- black-box epsilon lower bound with confidence
     Check                       -- one verified claim (what a report is made of)
 """
@@ -13,6 +14,7 @@ _layout.install(__name__, __path__)
 
 from dpcheck.claims import Claim
 from dpcheck.target import AuditTarget
+from dpcheck.search import PairSearch
 from dpcheck.checks import Check, PASS, FAIL, INCONCLUSIVE
 from dpcheck.errors import DPCheckError, InputError, MechanismError
 
@@ -33,10 +35,11 @@ def __getattr__(name):
 
 
 def audit(target, *args, **kwargs):
-    """Black-box audit of ``target``; see :func:`dpcheck.blackbox.audit`."""
-    from dpcheck.blackbox import audit as _audit
+    """Black-box audit of ``target``; see :func:`dpcheck.blackbox.audit` (and ``sequential=True``:
+    :func:`dpcheck.sequential.audit_sequential`; a target with a ``search``: :mod:`dpcheck.search`)."""
+    from dpcheck.sequential import audit as _audit
     return _audit(target, *args, **kwargs)
 
 
-__all__ = ["run", "Report", "Claim", "AuditTarget", "Check", "audit", "PASS", "FAIL", "INCONCLUSIVE",
+__all__ = ["run", "Report", "Claim", "AuditTarget", "PairSearch", "Check", "audit", "PASS", "FAIL", "INCONCLUSIVE",
            "DPCheckError", "InputError", "MechanismError", "__version__"]

@@ -129,6 +129,7 @@ class AuditResult:
     target: str = ""
     plots: tuple = ()
     cache: dict | None = None
+    search: dict | None = None
 
     def summary(self) -> str:
         return (f"{self.verdict.upper()}: eps_lb = {self.epsilon_lower_bound:.4g} vs claimed "
@@ -138,7 +139,7 @@ class AuditResult:
 
     def to_dict(self) -> dict:
         from dpcheck.checks import _jsonable
-        skip = ("claim", "plots") + (("cache",) if self.cache is None else ())
+        skip = ("claim", "plots") + (("cache",) if self.cache is None else ()) + (("search",) if self.search is None else ())
         return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__ if k not in skip}
                          | {"claim": self.claim.to_dict()})
 
@@ -170,6 +171,8 @@ class AuditResult:
         }
         if self.cache is not None:
             details["cache"] = self.cache
+        if self.search is not None:
+            details["search"] = self.search
         check = Check(id=id, kind=kind, verdict=self.verdict, claim=claim, measured=measured,
                       details=details, reason=self.reason)
         return uninformative_pass(check)
@@ -511,6 +514,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     The anytime-valid sequential test (``--sequential``) is :func:`dpcheck.sequential.audit`, which takes
     these arguments plus ``sequential`` and comes back here when it is False.
     """
+    if isinstance(target, AuditTarget) and target.search is not None:   # find the pairs first (dpcheck.search)
+        from dpcheck.sequential import audit as with_search
+        return with_search(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
+                           scheduler=scheduler, progress=progress, selection_fraction=selection_fraction,
+                           cache_dir=cache_dir)
     samples = check_arguments(target, samples, seed, alpha, selection_fraction)
     claim = target.claim
     n_pairs = len(target.pairs)

@@ -450,11 +450,20 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     """The black box a ``--sequential`` option chooses: :func:`dpcheck.blackbox.audit` (same arguments) when
     ``sequential`` is False, else :func:`audit_sequential` after the same argument checks (options it cannot
     honour -- a cache, workers, a backend -- are an InputError)."""
+    from dataclasses import replace
     from dpcheck import blackbox as bb
     frac = bb.SELECTION_FRACTION if selection_fraction is None else selection_fraction
-    if not sequential:
-        return bb.audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                        scheduler=scheduler, progress=progress, selection_fraction=frac, cache_dir=cache_dir)
     samples = bb.check_arguments(target, samples, seed, alpha, frac)
-    check_options(cache_dir, workers, backend, scheduler)
-    return audit_sequential(target, samples=samples, alpha=alpha, seed=seed, progress=progress)
+    if sequential:
+        check_options(cache_dir, workers, backend, scheduler)
+    found = None
+    if target.search is not None:     # the pairs to audit, found on outputs of their own (dpcheck.search)
+        from dpcheck.search import search_pairs
+        pairs, found = search_pairs(target, samples, alpha, seed, frac, progress)
+        target = replace(target, pairs=pairs, search=None)
+    if not sequential:
+        res = bb.audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
+                       scheduler=scheduler, progress=progress, selection_fraction=frac, cache_dir=cache_dir)
+    else:
+        res = audit_sequential(target, samples=samples, alpha=alpha, seed=seed, progress=progress)
+    return res if found is None else replace(res, search=found)

@@ -97,6 +97,9 @@ class AuditTarget:
     timeout: seconds one call of ``sample`` (one chunk of outputs) may take before it is stopped
              with MechanismTimeout; None (the default for a target built in code) means no limit.
              ``dpcheck audit path.py:NAME`` sets it from --timeout (default 600 s).
+    search:  a :class:`dpcheck.PairSearch` (a domain of neighbouring pairs): the audit also certifies
+             the pair(s) it finds with the largest estimated privacy loss (docs/input_search.md);
+             ``pairs`` may then be empty.
     """
 
     name: str
@@ -106,6 +109,7 @@ class AuditTarget:
     output: str = "auto"
     per_call: bool = False
     timeout: float | None = None
+    search: Any = None
 
     def __post_init__(self):
         if not isinstance(self.claim, Claim):
@@ -113,8 +117,11 @@ class AuditTarget:
         if not callable(self.mechanism):
             raise InputError(f"target {self.name!r}: mechanism is not callable")
         pairs = list(self.pairs)
-        if not pairs:
-            raise InputError(f"target {self.name!r}: needs at least one neighbouring pair")
+        from dpcheck.search import PairSearch
+        if self.search is not None and not isinstance(self.search, PairSearch):
+            raise InputError(f"target {self.name!r}: search must be a dpcheck.PairSearch, got {type(self.search).__name__}")
+        if not pairs and self.search is None:
+            raise InputError(f"target {self.name!r}: needs at least one neighbouring pair (or a PairSearch)")
         for i, p in enumerate(pairs):
             if not (isinstance(p, (tuple, list)) and len(p) == 2):
                 raise InputError(f"target {self.name!r}: pair {i} is not a (D, D') pair")
