@@ -372,10 +372,11 @@ __all__ = ["Audit", "ClaimRow", "Defaults", "ExecutionOptions", "format_claim_ta
 class _CallableModule(type(abc)):
     """``dpcheck.audit`` is both the black-box audit function (``dpcheck.audit(target, ...)``, the
     public API) and this module: importing the module sets the package attribute to it, so the
-    module forwards calls to :func:`dpcheck.blackbox.audit` and the documented call keeps working."""
+    module forwards calls to :func:`dpcheck.sequential.audit` (the batch black box, ``sequential=True``
+    the sequential one; a target's ``search`` first) and the documented call keeps working."""
 
     def __call__(self, target, *args, **kwargs):
-        from dpcheck.blackbox import audit
+        from dpcheck.sequential import audit
         return audit(target, *args, **kwargs)
 
 
