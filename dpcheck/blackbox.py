@@ -12,7 +12,10 @@ Method (DP-Opt-style event search, Lu et al. 2022, with no pinned mass):
    threshold) that maximises the Clopper-Pearson bound the certification sample is expected
    to give. Only that event is certified: everything chosen on the selection sample is free.
 3. Certify on the certification sample: one-sided Clopper-Pearson bounds p_lo on
-   P[M(D) in E] and q_hi on P[M(D') in E]; eps_lb = ln((p_lo - delta) / q_hi).
+   P[M(D) in E] and q_hi on P[M(D') in E]; eps_lb = ln((p_lo - delta) / q_hi). Or, when the
+   selection sample projects it higher (``event_bound="best"``, the default), the exact
+   conditional odds-ratio test at the same total level (:func:`dpcheck.stats.odds_eps_bound`,
+   docs/blackbox_bounds.md): one test of the contrast instead of one bound per side.
 4. For approximate-DP and zCDP claims, test the claimed privacy profile delta(eps)
    (:meth:`dpcheck.Claim.delta_at`) at a few eps: for each, a separately chosen event
    (again direction, family and threshold chosen on the selection sample) certifies
