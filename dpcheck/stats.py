@@ -103,7 +103,7 @@ def odds_ratio_lower(k1: int, k2: int, n: int, alpha: float) -> float:
         w = base + lam * x
         w = np.exp(w - w.max())
         total, upper = w.sum(), w[tail].sum()
-        return math.log(upper / total) if upper > 0 else -math.inf
+        return math.log(upper) - math.log(total) if upper > 0 else -math.inf
 
     lo, hi = -1.0, 1.0
     while log_sf(lo) > log_alpha:

@@ -27,6 +27,12 @@ def test_odds_ratio_lower_is_the_exact_conditional_bound(k1, k2, n):
     assert nchypergeom_fisher.sf(k1 - 1, 2 * n, n, k1 + k2, psi * 1.01) > alpha
 
 
+def test_odds_ratio_lower_survives_an_underflowing_tail():
+    # the bracket search visits odds where P(K1 >= k1 | m) underflows; that is log 0, not an error
+    psi = stats.odds_ratio_lower(3834, 3338, 7500, 0.045)
+    assert 1.1 < psi < 1.3
+
+
 def test_odds_ratio_lower_uninformative_counts():
     assert stats.odds_ratio_lower(0, 3, 100, 0.05) == 0.0
     assert stats.odds_ratio_lower(100, 100, 100, 0.05) == 0.0
