@@ -80,6 +80,7 @@ def eps_bound(p_lo, q_hi, delta=0.0):
 # deviations to p AND to q; the exact conditional test of the odds ratio charges about z(alpha) to the
 # difference of the two estimates once, which certifies more at small budgets.
 ODDS_SHARE = 0.9        # of an event's alpha for the odds-ratio bound; the rest bounds q (one or two sides)
+ODDS_WINDOW = 60        # standard deviations of the conditional law kept around k1 (odds_ratio_lower)
 
 
 def odds_ratio_lower(k1: int, k2: int, n: int, alpha: float) -> float:
@@ -92,9 +93,13 @@ def odds_ratio_lower(k1: int, k2: int, n: int, alpha: float) -> float:
     from scipy.special import gammaln
     k1, k2, n = int(k1), int(k2), int(n)
     m = k1 + k2
-    x = np.arange(max(0, m - n), min(n, m) + 1)
-    if k1 <= x[0]:
+    if k1 <= max(0, m - n):
         return 0.0
+    # the support within ODDS_WINDOW standard deviations of k1 (the central law's, the largest over psi): at
+    # the solution k1 lies about z(alpha) standard deviations above the mean, so what is left out weighs
+    # less than e^-1000 there; further out the truncated tail keeps the side of alpha the full one has
+    sd = math.sqrt(m * (2 * n - m) / (4 * max(2 * n - 1, 1))) + 1.0
+    x = np.arange(max(0, m - n, int(k1 - ODDS_WINDOW * sd)), min(n, m, int(k1 + ODDS_WINDOW * sd)) + 1)
     base = -gammaln(x + 1) - gammaln(n - x + 1) - gammaln(m - x + 1) - gammaln(n - m + x + 1)
     tail = x >= k1
     log_alpha = math.log(alpha)

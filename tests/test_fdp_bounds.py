@@ -33,6 +33,15 @@ def test_odds_ratio_lower_survives_an_underflowing_tail():
     assert 1.1 < psi < 1.3
 
 
+@pytest.mark.parametrize("k1,k2,n", [(38347, 34726, 75000), (3750, 0, 7500), (900, 700, 100_000)])
+def test_odds_ratio_lower_window_changes_nothing(k1, k2, n, monkeypatch):
+    # the support is cut to ODDS_WINDOW standard deviations around k1 (speed at 10^6-10^7 per side): the
+    # bound equals the one over the whole support
+    cut = stats.odds_ratio_lower(k1, k2, n, 0.045)
+    monkeypatch.setattr(stats, "ODDS_WINDOW", 1e9)
+    assert cut == pytest.approx(stats.odds_ratio_lower(k1, k2, n, 0.045), rel=1e-9)
+
+
 def test_odds_ratio_lower_uninformative_counts():
     assert stats.odds_ratio_lower(0, 3, 100, 0.05) == 0.0
     assert stats.odds_ratio_lower(100, 100, 100, 0.05) == 0.0
