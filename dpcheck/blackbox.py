@@ -12,7 +12,10 @@ Method (DP-Opt-style event search, Lu et al. 2022, with no pinned mass):
    threshold) that maximises the Clopper-Pearson bound the certification sample is expected
    to give. Only that event is certified: everything chosen on the selection sample is free.
 3. Certify on the certification sample: one-sided Clopper-Pearson bounds p_lo on
-   P[M(D) in E] and q_hi on P[M(D') in E]; eps_lb = ln((p_lo - delta) / q_hi).
+   P[M(D) in E] and q_hi on P[M(D') in E]; eps_lb = ln((p_lo - delta) / q_hi). Or, when the
+   selection sample projects it higher (``event_bound="best"``, the default), the exact
+   conditional odds-ratio test at the same total level (:func:`dpcheck.stats.odds_eps_bound`,
+   docs/blackbox_bounds.md): one test of the contrast instead of one bound per side.
 4. For approximate-DP and zCDP claims, test the claimed privacy profile delta(eps)
    (:meth:`dpcheck.Claim.delta_at`) at a few eps: for each, a separately chosen event
    (again direction, family and threshold chosen on the selection sample) certifies
@@ -60,6 +63,7 @@ APPROX_PROFILE_FRACTIONS = (0.0, 0.5)
 INCONCLUSIVE_FACTOR = 2.0
 LB_ALPHA_SHARE = 0.5            # share of alpha for the eps-bound events when profile points are tested
 PLOT_SAMPLES = 100_000
+EVENT_BOUNDS = ("best", "cp")   # audit(event_bound=...): docs/blackbox_bounds.md
 DIRECTIONS = ("D->D'", "D'->D")
 
 
@@ -161,9 +165,10 @@ class AuditResult:
         if win:
             measured.update({k: win[k] for k in ("count_d", "count_dprime", "p_lo", "q_hi")})
         details = {
-            "method": "black box: events chosen on a selection sample, Clopper-Pearson bounds on a disjoint "
-                      "certification sample (direction, family and threshold chosen on selection data), "
-                      "Bonferroni over pairs, sides and profile points",
+            "method": "black box: events chosen on a selection sample, Clopper-Pearson bounds (or, where the "
+                      "selection sample projects more, the exact odds-ratio test: docs/blackbox_bounds.md) on a "
+                      "disjoint certification sample (direction, family, threshold and bound chosen on selection "
+                      "data), Bonferroni over pairs, sides and profile points",
             "event": self.event, "pairs": list(self.pairs_table), "profile": list(self.profile),
             "alpha_per_bound": self.alpha_per_bound,
             "alpha_per_profile_bound": self.alpha_per_profile_bound, "n_bounds": self.n_bounds, "seed": self.seed,
@@ -485,7 +490,7 @@ def check_arguments(target, samples, seed, alpha, selection_fraction=SELECTION_F
 # ------------------------------------------------------------------ the audit
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress: Callable[[str], None] | None = None,
-          selection_fraction: float = SELECTION_FRACTION, cache_dir=None) -> AuditResult:
+          selection_fraction: float = SELECTION_FRACTION, cache_dir=None, event_bound: str = "best") -> AuditResult:
     """Audit ``target`` black-box; returns an :class:`AuditResult` (see the module docstring).
 
     samples:            outputs per input of each pair, selection and certification together.
@@ -511,6 +516,12 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                         recomputed and named in progress and in ``cache["recomputed"]``. A mechanism that cannot be fingerprinted
                         runs without the cache (``cache["disabled"]`` says why).
 
+    event_bound:        how an eps-bound event is certified: "best" (default) lets the selection sample choose,
+                        per pair, between two Clopper-Pearson bounds at alpha_b each ("cp") and the exact
+                        odds-ratio test at 2 alpha_b (:func:`dpcheck.stats.odds_eps_bound`), whichever it
+                        projects higher; "cp" certifies every event with the two Clopper-Pearson bounds (the
+                        method before docs/blackbox_bounds.md). Profile points always use "cp".
+
     The anytime-valid sequential test (``--sequential``) is :func:`dpcheck.sequential.audit`, which takes
     these arguments plus ``sequential`` and comes back here when it is False.
     """
@@ -520,6 +531,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                            scheduler=scheduler, progress=progress, selection_fraction=selection_fraction,
                            cache_dir=cache_dir)
     samples = check_arguments(target, samples, seed, alpha, selection_fraction)
+    if event_bound not in EVENT_BOUNDS:
+        raise InputError(f"event_bound must be one of {', '.join(EVENT_BOUNDS)}, got {event_bound!r}")
     claim = target.claim
     n_pairs = len(target.pairs)
     plan = sample_plan(claim, samples, alpha, n_pairs, selection_fraction)
@@ -539,6 +552,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     exe = {"workers": workers, "backend": backend, "scheduler": scheduler, "cache_dir": cache_dir}
     reports: list = []
     ratio = ev.Objective("ratio", delta=delta)
+    lb_objectives = [ratio] + ([ev.Objective("odds", delta=delta)] if event_bound == "best" else [])
+    methods = []         # per pair: how its eps-bound event is certified ("cp" or "odds")
     kind, shape = None, None
     chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
     for p in range(n_pairs):
@@ -558,25 +573,28 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             fitted = ev.selection_scores(split[a], split[b], kind, sorts)
             fits[direction] = ([f[0] for f in fitted], [f[1:] for f in fitted])
 
-        def choose(objective, a_b):
-            # the direction, family and threshold are all chosen on the selection sample:
-            # only the winner is certified (one event, two one-sided bounds)
+        def choose(objectives, a_b):
+            # the direction, family, threshold and (for the eps bound) the bound's method are all chosen
+            # on the selection sample: only the winner is certified (one event, 2 a_b of alpha)
             # (with less pessimism about the selection estimates when nothing looks certifiable:
             # events.SELECTION_LADDER)
             for z_sel in ev.SELECTION_LADDER:
                 best = None
-                for direction, (scorers, sel_scores) in fits.items():
-                    for i, (sx, sy) in enumerate(sel_scores):
-                        t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective, z_sel)
-                        if best is None or v > best[3]:
-                            best = (direction, i, t, v)
+                for objective in objectives:
+                    for direction, (scorers, sel_scores) in fits.items():
+                        for i, (sx, sy) in enumerate(sel_scores):
+                            t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective, z_sel)
+                            if best is None or v > best[3]:
+                                best = (direction, i, t, v, objective.kind)
                 if best[3] > 0:
                     break
-            direction, i, t, _ = best
-            return direction, fits[direction][0][i], t
+            direction, i, t, _, how = best
+            return direction, fits[direction][0][i], t, how
 
-        chosen.append([choose(ratio, alpha_b)]
-                      + [choose(ev.Objective("difference", eps=e), alpha_prof) for e in grid])
+        first = choose(lb_objectives, alpha_b)
+        methods.append("odds" if first[3] == "odds" else "cp")
+        chosen.append([first[:3]]
+                      + [choose([ev.Objective("difference", eps=e)], alpha_prof)[:3] for e in grid])
         del split, sorts, fits
 
     say(f"{target.name}: certifying {len(chosen[0])} event(s) per pair on {n_cert} outputs per side")
@@ -604,12 +622,18 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         kx, ky = int(counts[jx][0]), int(counts[jy][0])
         p_lo = float(stats.cp_lower(kx, n_cert, alpha_b))
         q_hi = float(stats.cp_upper(ky, n_cert, alpha_b))
-        eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
+        if methods[p] == "odds":
+            # the event's two levels (2 alpha_b) spent on one exact odds-ratio test (stats.odds_eps_bound);
+            # p_lo and q_hi above are then descriptive
+            eps_lb = stats.odds_eps_bound(kx, ky, n_cert, 2 * alpha_b, delta)
+        else:
+            eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
         event_power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
         event = scorer.describe(t)
         rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
                      "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
-                     "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power})
+                     "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power,
+                     "bound_method": methods[p]})
         if not keep or rows[-1]["epsilon_lower_bound"] > keep["eps_lb"]:
             # only the winner's plot data are kept
             raw = (cell_counts[jx], cell_counts[jy], n_cert) if isinstance(scorer, ev.CellScorer) else None
@@ -633,7 +657,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     event_power = min(r["event_power"] for r in rows)
     event, scorer, thr, (cx, cy), raw = keep["plot"]
     event = dict(event, count_d=w["count_d"], count_dprime=w["count_dprime"], n=n_cert,
-                 p_lo=w["p_lo"], q_hi=w["q_hi"])
+                 p_lo=w["p_lo"], q_hi=w["q_hi"], bound_method=w["bound_method"])
     tight = eps_lb / eps_claim if eps_claim > 0 else (math.inf if eps_lb > 0 else 1.0)
     power_ratio = power / eps_claim if eps_claim > 0 else math.inf
     exceeded = [r for r in prof if r["exceeded"]]

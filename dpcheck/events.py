@@ -51,13 +51,16 @@ class Objective:
     kind="ratio": ln((p_lo - delta) / q_hi), the epsilon lower bound at ``delta``.
     kind="difference": p_lo - e^eps q_hi, a lower bound on the hockey-stick divergence at eps
     (compared with the claimed privacy profile delta(eps)).
+    kind="odds": the epsilon lower bound at ``delta`` of :func:`dpcheck.stats.odds_eps_bound` (the exact
+    odds-ratio test), which takes counts, not bounds: :func:`best_threshold` evaluates it itself
+    (``__call__`` gives the "ratio" value, used for the plug-in "is it informative" test).
     """
     kind: str
     delta: float = 0.0
     eps: float = 0.0
 
     def __call__(self, p_lo, q_hi):
-        if self.kind == "ratio":
+        if self.kind in ("ratio", "odds"):
             return stats.eps_bound(p_lo, q_hi, self.delta)
         return np.asarray(p_lo) - math.exp(self.eps) * np.asarray(q_hi)
 
@@ -95,7 +98,10 @@ def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
     z = stats.z_of(alpha)
     pd_ = stats.wilson_lower(kd, na, z_sel) * n_cert
     pq_ = stats.wilson_upper(kq, nb, z_sel) * n_cert
-    approx = objective(stats.wilson_lower(pd_, n_cert, z), stats.wilson_upper(pq_, n_cert, z))
+    if objective.kind == "odds":       # the event's two one-sided levels, 2 alpha, spent on one test
+        approx = stats.odds_eps_approx(pd_, pq_, n_cert, 2 * alpha, objective.delta)
+    else:
+        approx = objective(stats.wilson_lower(pd_, n_cert, z), stats.wilson_upper(pq_, n_cert, z))
     # An event whose plug-in objective is <= 0 (no more likely under D than allowed, e.g. the
     # trivial E = everything, whose CP bounds are the tightest of all) can never certify
     # anything: it must not win just because it loses least.
@@ -106,8 +112,11 @@ def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
         return math.inf, -math.inf, 0, 0
     m = min(N_EXACT, cand.size)
     top = np.argpartition(-approx, m - 1)[:m] if cand.size > m else np.arange(cand.size)
-    exact = np.where(informative[top], objective(stats.cp_lower(pd_[top], n_cert, alpha),
-                                                 stats.cp_upper(pq_[top], n_cert, alpha)), -np.inf)
+    if objective.kind == "odds":
+        exact = np.where(informative[top], approx[top], -np.inf)
+    else:
+        exact = np.where(informative[top], objective(stats.cp_lower(pd_[top], n_cert, alpha),
+                                                     stats.cp_upper(pq_[top], n_cert, alpha)), -np.inf)
     j = top[int(np.argmax(exact))]
     value = float(np.max(exact))
     return float(cand[j]), value, int(kd[j]), int(kq[j])

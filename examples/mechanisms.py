@@ -65,6 +65,37 @@ def report_noisy_max(eps: float, return_value: bool = False):
     return mechanism
 
 
+def report_noisy_max_exponential(eps: float, return_value: bool = False):
+    """Report-noisy-max with Exponential(2/eps) noise (McKenna & Sheldon 2020, Thm 1: the index is eps-DP for
+    queries of sensitivity 1; it is permute-and-flip). The noisy maximum *value* is not DP for any eps (the
+    defect): the noise is >= 0, so max(q(D)) + Z never falls below max(q(D)), and shifting every query up by 1
+    moves that floor."""
+    def mechanism(queries, rng: np.random.Generator, size: int) -> np.ndarray:
+        q = np.asarray(queries, dtype=float)
+        noisy = q[None, :] + rng.exponential(2.0 / eps, (size, q.size))       # (size, k)
+        return noisy.max(axis=1) if return_value else noisy.argmax(axis=1)
+    return mechanism
+
+
+def sparse_vector(eps: float, threshold: float = 0.5, c: int = 1):
+    """Sparse vector technique (Lyu, Su & Li 2017, Alg. 1): eps-DP for queries of sensitivity 1.
+
+    Noisy threshold T + Lap(2/eps1), eps1 = eps/2; each query + Lap(4c/eps2), eps2 = eps/2; answers
+    1 (above) or 0 (below) until c answers are 1, then -1 (aborted) for the rest. Outputs (size, k) int8.
+    """
+    eps1 = eps2 = eps / 2
+
+    def mechanism(queries, rng: np.random.Generator, size: int) -> np.ndarray:
+        q = np.asarray(queries, dtype=float)
+        rho = rng.laplace(0.0, 2.0 / eps1, (size, 1))
+        above = q[None, :] + rng.laplace(0.0, 4.0 * c / eps2, (size, q.size)) >= threshold + rho   # (size, k)
+        before = np.cumsum(above, axis=1) - above          # "above" answers before query i
+        out = np.where(above, 1, 0).astype(np.int8)
+        out[before >= c] = -1
+        return out
+    return mechanism
+
+
 def analytic_gaussian_delta(eps: float, sigma: float, sensitivity: float = 1.0) -> float:
     """Exact delta(eps) of the Gaussian mechanism (Balle & Wang 2018, Thm 8)."""
     from dpcheck.accounting import gaussian_delta
