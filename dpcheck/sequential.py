@@ -446,10 +446,11 @@ __all__ = ["SequentialAuditResult", "audit_sequential", "bets", "log_wealth", "i
 
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress=None,
-          selection_fraction: float | None = None, cache_dir=None, sequential: bool = False):
+          selection_fraction: float | None = None, cache_dir=None, sequential: bool = False,
+          event_bound: str = "cp"):
     """The black box a ``--sequential`` option chooses: :func:`dpcheck.blackbox.audit` (same arguments) when
     ``sequential`` is False, else :func:`audit_sequential` after the same argument checks (options it cannot
-    honour -- a cache, workers, a backend -- are an InputError)."""
+    honour -- a cache, workers, a backend -- are an InputError; ``event_bound`` is the batch black box's)."""
     from dataclasses import replace
     from dpcheck import blackbox as bb
     frac = bb.SELECTION_FRACTION if selection_fraction is None else selection_fraction
@@ -463,7 +464,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         target = replace(target, pairs=pairs, search=None)
     if not sequential:
         res = bb.audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                       scheduler=scheduler, progress=progress, selection_fraction=frac, cache_dir=cache_dir)
+                       scheduler=scheduler, progress=progress, selection_fraction=frac, cache_dir=cache_dir,
+                       event_bound=event_bound)
     else:
         res = audit_sequential(target, samples=samples, alpha=alpha, seed=seed, progress=progress)
     return res if found is None else replace(res, search=found)

@@ -242,9 +242,7 @@ def test_laplace_example_audit_is_registered_and_runs():
     from dpcheck.context import AuditContext, AuditOptions
     spec = registry.get("laplace_example")
     assert spec.algorithm == "Laplace mechanism (example)" and spec.notion == "DP" and spec.claim == "epsilon = 1"
-    # seed 2: a correct mechanism FAILs in at most alpha of seeds; the odds-ratio bound (docs/blackbox_bounds.md)
-    # is less conservative than the Clopper-Pearson pair, and seed 1 lands in its ~2 % tail
-    ctx = AuditContext("laplace_example", AuditOptions(samples=20_000, seed=2))
+    ctx = AuditContext("laplace_example", AuditOptions(samples=20_000, seed=1))
     spec.run(ctx)
     (check,) = ctx.checks
     assert check.verdict == "pass" and check.measured["samples"] == 20_000
@@ -355,7 +353,7 @@ def test_a_pass_that_could_not_see_a_2x_excess_is_uninformative_and_says_its_pow
     t = AuditTarget(name="lap", mechanism=M.laplace_count(0.1), pairs=[(0, 1)], claim=Claim(epsilon=0.1))
     small = audit(t, samples=1_000, seed=1).to_check()
     assert small.verdict == "inconclusive" and small.measured["power"] > 0.2
-    big = audit(t, samples=10_000, seed=2).to_check()    # seed 1 lands in the odds bound's alpha tail
+    big = audit(t, samples=10_000, seed=1).to_check()
     assert big.verdict == "pass" and big.measured["power"] <= 0.2 and "qualifier" not in big.details
     # a pass an audit reaches otherwise (softened, combined) with a budget that sees only 3x the claim
     weak = Check(id="privacy.blackbox", kind="privacy", verdict="pass", claim={}, details={}, reason="r",

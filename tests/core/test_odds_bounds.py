@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy.stats import binom, nchypergeom_fisher
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from examples import mechanisms as M  # noqa: E402
 
 from dpcheck import AuditTarget, Claim, stats  # noqa: E402
@@ -92,22 +92,24 @@ def test_audit_lower_bound_valid_over_seeds_on_laplace():
     # Laplace eps = 1 (true eps 1) at alpha = 0.2, 40 fixed seeds: the reported bound exceeds 1 in at most
     # ~alpha of runs (the count an alpha-level bound allows, with binomial slack at 1e-3)
     alpha, seeds = 0.2, 40
-    over = sum(audit(target(M.laplace_count(1.0)), samples=3000, seed=s, alpha=alpha).epsilon_lower_bound > 1.0
+    over = sum(audit(target(M.laplace_count(1.0)), samples=3000, seed=s, alpha=alpha,
+                     event_bound="best").epsilon_lower_bound > 1.0
                for s in range(seeds))
     assert over <= binom.ppf(1 - 1e-3, seeds, alpha)
 
 
-def test_broken_mechanisms_still_fail():
-    half = audit(target(M.laplace_count(1.0, scale_factor=0.5)), samples=10**4, seed=0)
+@pytest.mark.parametrize("how", ["best", "cp"])
+def test_broken_mechanisms_still_fail(how):
+    half = audit(target(M.laplace_count(1.0, scale_factor=0.5)), samples=10**4, seed=0, event_bound=how)
     assert half.verdict == "fail" and 1.5 <= half.epsilon_lower_bound <= 2.0
 
     def leak(d, rng, size):                   # the raw input leaks with probability 1e-3
         out = rng.laplace(float(d), 1.0, size)
         out[rng.random(size) < 1e-3] = 1000.0 + d
         return out
-    assert audit(target(leak), samples=10**5, seed=0).verdict == "fail"
+    assert audit(target(leak), samples=10**5, seed=0, event_bound=how).verdict == "fail"
     value = audit(target(M.report_noisy_max(1.0, return_value=True), pairs=[([0] * 5, [1] * 5)]),
-                  samples=10**4, seed=0)
+                  samples=10**4, seed=0, event_bound=how)
     assert value.verdict == "fail"
 
 
@@ -116,8 +118,9 @@ def test_odds_bound_chosen_and_higher_on_report_noisy_max():
     # selection sample picks the odds-ratio test and it certifies more than the Clopper-Pearson pair
     t = target(M.report_noisy_max_exponential(0.5), claim=Claim(epsilon=0.5),
                pairs=[([0] * 5, [1, 0, 0, 0, 0]), ([1, 0, 0, 0, 0], [0, 1, 0, 0, 0])])
-    best = audit(t, samples=10**4, seed=0)
-    cp = audit(t, samples=10**4, seed=0, event_bound="cp")
+    best = audit(t, samples=10**4, seed=0, event_bound="best")
+    cp = audit(t, samples=10**4, seed=0)                     # the default
+    assert cp.to_dict() == audit(t, samples=10**4, seed=0, event_bound="cp").to_dict()
     assert best.event["bound_method"] == "odds"
     assert best.epsilon_lower_bound > 1.1 * cp.epsilon_lower_bound > 0
     assert best.epsilon_lower_bound <= 0.5
