@@ -158,3 +158,26 @@ def test_example_gaussian_plugin_quick_k_checks_are_decisive_at_seed_0():
         assert c.verdict == PASS, c.reason
         assert c.details.get("qualifier") is None and "uninformative" not in c.reason, c.reason
     assert ids["regret.privacy_cost.jdp_eps"].verdict != FAIL
+
+
+@pytest.mark.slow
+def test_planted_linear_privacy_cost_fails_through_the_plugin_path_too():
+    """The capped-counts agent of tests/project/test_false_alarm.py (N~ capped at 2E: the privacy term of the
+    bonus never falls below 1/2, the cost grows linearly) with the example plug-in and its 8-run --quick
+    sweep: both K-checks FAIL (the burn-in rule only ever reads a PASS)."""
+    from dpcheck.algorithms.online.ucbvi import DPUCBVI
+    from dpcheck.audits.dp_ucbvi import regret_sweep
+    from dpcheck.stats import pass_level
+
+    class CappedCountsDPUCBVI(DPUCBVI):
+        def _estimates(self, counts):
+            P, r, n = super()._estimates(counts)
+            return P, r, np.minimum(n, 2 * counts.width)
+
+    spec = AgentSpec(privatizer=GAUSSIAN, mode="practical", width_mode="nominal", agent_class=CappedCountsDPUCBVI)
+    K_grid, runs, eps_grid = regret_sweep(spec, "JDP", quick=True)
+    with pass_level(0.05):
+        ids = {c.id: c for c in ucbvi.regret_checks(spec, _env(0), K_grid=K_grid, runs=runs, seed=3,
+                                                    alpha=0.05 / 23, eps_grid=eps_grid)}
+    assert ids["regret.privacy_cost.jdp_K"].verdict == FAIL, ids["regret.privacy_cost.jdp_K"].reason
+    assert ids["regret.exponent.jdp"].verdict == FAIL, ids["regret.exponent.jdp"].reason
