@@ -133,6 +133,24 @@ def test_a_plugin_whose_width_puts_the_window_in_the_burn_in_gets_an_uninformati
     assert "qualifier" not in huge["regret.privacy_cost.jdp_eps"].details
 
 
+def test_an_ldp_plugin_is_not_marked(monkeypatch):
+    """The burn-in rule is the JDP cost's: an LDP plug-in (the built-in Local privatizer, subclassed outside
+    the package) whose K_b = 2 E exceeds half the window's start keeps its verdicts unqualified."""
+    from dpcheck.algorithms.privatizers import LocalPrivatizer
+
+    class MyLocal(LocalPrivatizer):
+        pass
+    _planted(monkeypatch)
+    spec = AgentSpec(privatizer=MyLocal, mode="practical", width_mode="nominal")
+    assert ucbvi.burn_in_unmeasurable((1024, 4096), ucbvi.burn_in_end(spec, _env(), int(KG[-1]), 1.0))
+    from dpcheck.stats import pass_level
+    with pass_level(0.05):
+        ids = {c.id: c for c in ucbvi.regret_checks(spec, _env(), K_grid=KG, runs=8, seed=3, alpha=0.05 / 23,
+                                                    eps_grid=[0.5, 1, 2, 4])}
+    for cid in ("regret.exponent.ldp", "regret.privacy_cost.ldp_K"):
+        assert ids[cid].verdict == PASS and "burn-in" not in ids[cid].reason, ids[cid].reason
+
+
 def test_builtin_privatizers_are_never_marked(monkeypatch):
     _planted(monkeypatch)
     ids = _ids(AgentSpec(privatizer="central", mode="practical", width_mode="nominal"))
