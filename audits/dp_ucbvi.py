@@ -227,13 +227,23 @@ class DPUCBVIAudit(Audit):
             return
         self.progress("dp_ucbvi: regret rates (practical mode)")
         env = random_mdp(2, 2, 2, np.random.default_rng(exe.seed + 7))
-        # LDP needs K >> E^2 ~ K / eps^2 before learning starts: its sweep sits at larger eps
-        grid = (0.5, 1, 2, 4) if notion == "JDP" else (8, 16, 32, 64)
-        K_grid, runs = exe.pick((2 ** np.arange(7, 15), 8), (2 ** np.arange(6, 14), 4))
-        eps_grid = [spec.epsilon * f for f in grid]
+        K_grid, runs, eps_grid = regret_sweep(spec, notion, quick=exe.quick)
+        self.config["regret_sweep"] = {"K_grid": K_grid.tolist(), "runs": runs, "epsilons": eps_grid}
         for c in ucbvi.regret_checks(practical, env, K_grid=K_grid, runs=runs, seed=exe.seed + 3, alpha=exe.alpha,
                                      eps_grid=eps_grid, progress=self.progress):
             self.add(c)
+
+
+def regret_sweep(spec: AgentSpec, notion: str, *, quick: bool):
+    """(K_grid, runs, eps_grid) of the regret-rate sweep. A user's (plug-in) privatizer runs at least
+    ucbvi.PLUGIN_MIN_RUNS runs under --quick too (ucbvi.regret: PLUGIN_MIN_RUNS says why)."""
+    from dpcheck.audits.lib import privatizers as pa
+    # LDP needs K >> E^2 ~ K / eps^2 before learning starts: its sweep sits at larger eps
+    grid = (0.5, 1, 2, 4) if notion == "JDP" else (8, 16, 32, 64)
+    K_grid, runs = ((2 ** np.arange(6, 14), 4) if quick else (2 ** np.arange(7, 15), 8))
+    if pa.is_plugin(spec.template):
+        runs = max(runs, ucbvi.PLUGIN_MIN_RUNS)
+    return K_grid, runs, [spec.epsilon * f for f in grid]
 
 
 DPUCBVIAudit.register(wrap=with_result_cache)

@@ -30,11 +30,14 @@ from dpcheck.audits.lib.ucbvi.assumptions import (monitored_run, _monitored_run,
                                                   explicit_bound_check)
 from dpcheck.audits.lib.ucbvi.regret import (regret_curves, _regret_curves, _agent_run, practical_noise,
                                              regret_checks, EXPONENT_BOUND, COST_K_PASS, COST_K_FAIL, COST_EPS,
-                                             rate_checks, width_slope, _band)
+                                             rate_checks, width_slope, _band, burn_in_end,
+                                             burn_in_unmeasurable, mark_unmeasurable,
+                                             PLUGIN_MIN_RUNS, BURN_IN_MARGIN)
 
 __all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUsersActions', 'jdp_blackbox_check',
            'ReplayPrivatizer', 'Recorder', 'dataflow_check', 'LocalMessage', 'ldp_message_check', 'whitebox_check',
            'monitored_run', '_monitored_run', 'assumption_checks', 'count_error_order_check', 'optimism_check',
            'explicit_bound', 'explicit_bound_check', 'regret_curves', '_regret_curves', '_agent_run',
            'practical_noise', 'regret_checks', 'EXPONENT_BOUND', 'COST_K_PASS', 'COST_K_FAIL', 'COST_EPS',
-           'rate_checks', 'width_slope', '_band']
+           'rate_checks', 'width_slope', '_band', 'burn_in_end', 'burn_in_unmeasurable', 'PLUGIN_MIN_RUNS', 'BURN_IN_MARGIN',
+           'mark_unmeasurable']
