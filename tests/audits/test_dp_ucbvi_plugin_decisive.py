@@ -14,7 +14,7 @@ from dpcheck.audits.lib import ucbvi
 from dpcheck.audits.lib.ucbvi import AgentSpec
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
 
-GAUSSIAN = f"{Path(__file__).resolve().parents[1] / 'examples' / 'my_privatizer.py'}:GaussianTreePrivatizer"
+GAUSSIAN = f"{Path(__file__).resolve().parents[2] / 'examples' / 'my_privatizer.py'}:GaussianTreePrivatizer"
 KG = 2 ** np.arange(6, 14)                      # the --quick K grid: window [1024, 4096]
 
 
