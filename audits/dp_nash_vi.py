@@ -313,16 +313,21 @@ class DPNashVIAudit(Audit):
                                  "common_random_numbers": "every regret run uses the same seed (paired costs)",
                                  "runs": len(jobs)}
         e = self.exe
+        # the private runs of one horizon share one batch of runs (lib.nash.regret_chunks): the same results as
+        # one run per job, a fraction of the per-episode Python loop
+        chunks = nash.regret_chunks(jobs)
+        self.config["regret"]["chunks"] = [list(c) for c in chunks]
         self.progress(f"regret: {len(jobs)} runs of DP-Nash-VI on stochastic pennies ({seeds} seeds each, "
-                      f"K <= {Kr}, {e.workers} worker(s))")
+                      f"K <= {Kr}) in {len(chunks)} batches, {e.workers} worker(s)")
         common = self.int_seed("regret", "common")
         # dpcheck.parallel directly for its per-chunk progress callback and cache label
-        out = run_chunks(nash.regret_job, len(jobs), self.seed_sequence("regret"), workers=e.workers,
-                         backend=e.backend, scheduler=e.scheduler, args=(jobs, game, common),
-                         progress=lambda i, n: self.progress(f"regret: {i}/{n} runs done"),
+        out = run_chunks(nash.regret_stack_job, len(chunks), self.seed_sequence("regret"), workers=e.workers,
+                         backend=e.backend, scheduler=e.scheduler, args=(chunks, jobs, game, common),
+                         progress=lambda i, n: self.progress(f"regret: {i}/{n} batches done"),
                          cache_dir=e.cache_dir, cache_key="dp_nash_vi:regret", say=self.progress,
                          cache_report=self.config["regret"].setdefault("cache", {}) if e.cache_dir else None)
-        results = {(j[0], j[1], j[3]): r for j, r in zip(jobs, out)}
+        by_job = {j: r for c, rs in zip(chunks, out) for j, r in zip(c, rs)}
+        results = {(j[0], j[1], j[3]): by_job[i] for i, j in enumerate(jobs)}
 
         self.add(nash.nonprivate_exponent_check(results[("none", None, Kr)], Kr, alpha=alpha, seed=seed,
                                                 game_name=game.name))
