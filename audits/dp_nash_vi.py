@@ -208,7 +208,7 @@ class DPNashVIAudit(Audit):
                            "above alpha (the report's 'family')"),
         })
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         lemma = "Lemma 5.1" if self.priv_notion == "JDP" else "Lemma 5.4"
         claim = own if own is not None else Claim(epsilon=eps, notion=self.priv_notion, source=f"{SOURCE}, {lemma}")
         self.progress(f"privacy: privatizer-level audits ({self.spec}, games setting: A*B joint actions, 2 families)")
@@ -218,14 +218,17 @@ class DPNashVIAudit(Audit):
         if self.priv_notion == "JDP":
             self.privacy_jdp(make, claim)
         self.config["time_privacy_s"] = round(time.perf_counter() - t0, 1)
+        self.config["cpu_privacy_s"] = round(time.process_time() - c0, 1)      # this process only
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.assumptions(assump_game, make)
         self.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)
+        self.config["cpu_assumptions_s"] = round(time.process_time() - c0, 1)
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.regret(regret_game)
         self.config["time_regret_s"] = round(time.perf_counter() - t0, 1)
+        self.config["cpu_regret_s"] = round(time.process_time() - c0, 1)
 
     # ------------------------------------------------------------------ privacy of the algorithm's outputs
     def privacy_jdp(self, make, claim) -> None:

@@ -39,6 +39,11 @@ def test_regret_chunks_stack_private_jobs_per_horizon_largest_first():
     assert sorted(chunks) == sorted([(0,), (1,), (2, 3, 5), (4, 6)])
     assert chunks[0] == (2, 3, 5)                            # the largest batch goes out first
     assert sorted(i for c in chunks for i in c) == list(range(len(jobs)))
+    # the default sweep: 8 private runs at one horizon become two batches of 4 (two workers share them)
+    eight = [("central", e, "strict", 800, 16) for e in (4.0, 8.0, 16.0, 32.0)] + \
+            [("local", e, "strict", 800, 16) for e in (8.0, 16.0, 32.0, 64.0)]
+    assert nash.regret_chunks(eight) == [(0, 1, 2, 3), (4, 5, 6, 7)]
+    assert nash.regret_chunks(eight[:6]) == [(0, 1, 2), (3, 4, 5)]
 
 
 def _priv(eps):

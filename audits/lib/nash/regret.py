@@ -70,12 +70,16 @@ def _privatizer_maker(spec, eps, calibration):
     return lambda: load_privatizer(spec, epsilon=eps, beta=BETA, calibration=calibration, width_mode="nominal")
 
 
-def regret_chunks(jobs) -> list[tuple[int, ...]]:
+STACK_MEMBERS = 4     # at most this many jobs per batch: two workers still get chunks of similar size
+
+
+def regret_chunks(jobs, max_members: int = STACK_MEMBERS) -> list[tuple[int, ...]]:
     """The regret grid's jobs cut into chunks of :func:`regret_stack_job`: the private jobs of one horizon K
-    form one chunk (one batch of runs, :class:`dpcheck.algorithms.privatizers.stacked.StackedPrivatizers`),
-    every non-private job is a chunk of its own. Largest first (the per-episode Python loop of a chunk
-    costs about K (1 + 0.15 (members - 1)), measured at runs = 16..64), so that workers end together.
-    Indices into ``jobs``, each chunk in job order."""
+    share batches of runs (:class:`dpcheck.algorithms.privatizers.stacked.StackedPrivatizers`), split into
+    near-equal parts of at most ``max_members`` in job order (the default grid's 8 runs at K = 8000: the
+    Central and the Local sweep, so no chunk holds most of the work); every non-private job is a chunk of
+    its own. Largest first (a chunk's per-episode loop costs about K (1 + 0.25 (members - 1)), measured at
+    runs = 16..128), so that the workers end together. Indices into ``jobs``, each chunk in job order."""
     stacks: dict = {}
     out = []
     for i, (spec, _, _, K, seeds) in enumerate(jobs):
@@ -83,8 +87,10 @@ def regret_chunks(jobs) -> list[tuple[int, ...]]:
             out.append((i,))
         else:
             stacks.setdefault((K, seeds), []).append(i)
-    out += [tuple(v) for v in stacks.values()]
-    cost = lambda c: jobs[c[0]][3] * (1 + 0.15 * (len(c) - 1))
+    for members in stacks.values():
+        parts = -(-len(members) // max_members)
+        out += [tuple(int(j) for j in part) for part in np.array_split(np.array(members), parts)]
+    cost = lambda c: jobs[c[0]][3] * (1 + 0.25 * (len(c) - 1))
     return sorted(out, key=cost, reverse=True)
 
 
