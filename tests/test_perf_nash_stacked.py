@@ -124,3 +124,22 @@ def test_assumption_batches_on_two_workers_equal_the_serial_calls():
     parallel = run_chunks(_assumption_batch, 2, 0, workers=2, args=(batches,))
     for got, want in zip(parallel, serial):
         assert [(c.id, c.verdict, c.measured) for c in got] == [(c.id, c.verdict, c.measured) for c in want]
+
+
+def test_stacked_release_post_processes_all_blocks_in_one_call_with_the_members_results():
+    members = [_priv(4.0), load_privatizer("local", epsilon=16.0, beta=0.1, calibration="strict",
+                                           width_mode="nominal")]
+    stack = StackedPrivatizers(members).start(32, 2, 2, 4, 50, np.random.default_rng(8), rewards=False)
+    alone = [m.start(16, 2, 2, 4, 50, np.random.default_rng(8), rewards=False) for m in
+             (_priv(4.0), load_privatizer("local", epsilon=16.0, beta=0.1, calibration="strict", width_mode="nominal"))]
+    assert stack._joint_release
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        states, actions = rng.integers(0, 2, size=(16, 3)), rng.integers(0, 4, size=(16, 2))
+        stack.observe(np.tile(states, (2, 1)), np.tile(actions, (2, 1)))
+        for m in alone:
+            m.observe(states, actions)
+        got, want = stack.release(), [m.release() for m in alone]
+        assert np.array_equal(got.transitions, np.concatenate([w.transitions for w in want]))
+        assert np.array_equal(got.visits, np.concatenate([w.visits for w in want]))
+    assert np.array_equal(stack.width, np.repeat([m.width for m in alone], 16))
