@@ -40,7 +40,7 @@ from dpcheck.audits.lib.nash import BETA, SOURCE
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.checks import INCONCLUSIVE, PASS, Check
 from dpcheck.claims import Claim
-from dpcheck.parallel import cached_call, run_chunks, with_result_cache
+from dpcheck.parallel import cached_call, with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
 
 # sizes of every part: (default, quick); the black box's samples are the audit's Defaults
@@ -262,25 +262,15 @@ class DPNashVIAudit(Audit):
         """lib.nash.assumption_checks in theory mode (all of them), then the optimism and certificate checks in
         practical mode (.practical). Each batch is one cached computation with --cache."""
         runs, K = self.exe.pick(*ASSUMPTION["runs"]), self.exe.pick(*ASSUMPTION["K"])
-        make_nom = nash.privatizer_factory(self.spec, self.eps, self.calibration, "nominal")
-        batches = [((game, make), dict(runs=runs, K=K, rng=self.rng("assumptions", "theory"), alpha=self.alpha)),
-                   ((game, make_nom), dict(runs=runs, K=K, rng=self.rng("assumptions", "practical"), mode="practical",
-                                           suffix=".practical", alpha=self.alpha))]
-        e = self.exe
-        if e.workers > 1 and e.cache_dir is None:
-            # the two batches are independent (each its own rng): side by side on two workers, the same results
-            self.progress(f"assumptions: theory and practical mode side by side, {runs} runs x K={K} on a T3 game")
-            theory, practical = run_chunks(_assumption_batch, 2, 0, workers=min(e.workers, 2), backend=e.backend,
-                                           scheduler=e.scheduler, args=(batches,))
-        else:
-            self.progress(f"assumptions: theory mode, {runs} runs x K={K} on a T3 game")
-            theory = cached_call("dp_nash_vi.assumptions", nash.assumption_checks, *batches[0][0], **batches[0][1])
-            self.progress("assumptions: practical mode (labelled; informative, no guarantee)")
-            practical = cached_call("dp_nash_vi.assumptions", nash.assumption_checks, *batches[1][0],
-                                    **batches[1][1])
-        for c in theory:
+        self.progress(f"assumptions: theory mode, {runs} runs x K={K} on a T3 game")
+        for c in cached_call("dp_nash_vi.assumptions", nash.assumption_checks, game, make, runs=runs, K=K,
+                             rng=self.rng("assumptions", "theory"), alpha=self.alpha):
             self.add(c)
-        for c in practical:
+        self.progress("assumptions: practical mode (labelled; informative, no guarantee)")
+        make_nom = nash.privatizer_factory(self.spec, self.eps, self.calibration, "nominal")
+        for c in cached_call("dp_nash_vi.assumptions", nash.assumption_checks, game, make_nom, runs=runs, K=K,
+                             rng=self.rng("assumptions", "practical"), mode="practical", suffix=".practical",
+                             alpha=self.alpha):
             if c.id.startswith(("assumption.optimism", "assumption.certificate")):
                 self.add(c)
 
@@ -357,12 +347,6 @@ class DPNashVIAudit(Audit):
             self.add(nash.cost_K_comparison(results, game, K_cost=K_cost, jdp_eps=gj[len(gj) // 2],
                                             ldp_eps=gl[len(gl) // 2], calibration=calibration, seed=seed,
                                             alpha=alpha))
-
-
-def _assumption_batch(i, _seed, batches):
-    """Chunk i of the assumption phase (run_chunks): lib.nash.assumption_checks on batches[i] = (args, kwargs)."""
-    args, kwargs = batches[i]
-    return nash.assumption_checks(*args, **kwargs)
 
 
 DPNashVIAudit.register(wrap=with_result_cache)

@@ -108,24 +108,6 @@ def test_solve_cce_groups_match_separate_calls():
     assert np.array_equal(both.basis, np.concatenate([o.basis for o in one]))
 
 
-def test_assumption_batches_on_two_workers_equal_the_serial_calls():
-    # audits/dp_nash_vi.py runs the theory and practical batches side by side when --workers > 1 (no --cache)
-    from dpcheck.algorithms.envs.generators import random_game
-    from dpcheck.audits.dp_nash_vi import _assumption_batch
-    from dpcheck.parallel import run_chunks
-    game = random_game(3, 2, 2, 3, np.random.default_rng(4))
-    make = nash.privatizer_factory("central", 1.0, "strict", "rigorous")
-    make_nom = nash.privatizer_factory("central", 1.0, "strict", "nominal")
-    batches = [((game, make), dict(runs=6, K=12, rng=np.random.default_rng(1), alpha=0.05)),
-               ((game, make_nom), dict(runs=6, K=12, rng=np.random.default_rng(2), mode="practical",
-                                       suffix=".practical", alpha=0.05))]
-    serial = [nash.assumption_checks(*a, **k) for a, k in
-              [(a, {**k, "rng": np.random.default_rng(s)}) for (a, k), s in zip(batches, (1, 2))]]
-    parallel = run_chunks(_assumption_batch, 2, 0, workers=2, args=(batches,))
-    for got, want in zip(parallel, serial):
-        assert [(c.id, c.verdict, c.measured) for c in got] == [(c.id, c.verdict, c.measured) for c in want]
-
-
 def test_stacked_release_post_processes_all_blocks_in_one_call_with_the_members_results():
     members = [_priv(4.0), load_privatizer("local", epsilon=16.0, beta=0.1, calibration="strict",
                                            width_mode="nominal")]
