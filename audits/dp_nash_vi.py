@@ -208,7 +208,7 @@ class DPNashVIAudit(Audit):
                            "above alpha (the report's 'family')"),
         })
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         lemma = "Lemma 5.1" if self.priv_notion == "JDP" else "Lemma 5.4"
         claim = own if own is not None else Claim(epsilon=eps, notion=self.priv_notion, source=f"{SOURCE}, {lemma}")
         self.progress(f"privacy: privatizer-level audits ({self.spec}, games setting: A*B joint actions, 2 families)")
@@ -218,14 +218,17 @@ class DPNashVIAudit(Audit):
         if self.priv_notion == "JDP":
             self.privacy_jdp(make, claim)
         self.config["time_privacy_s"] = round(time.perf_counter() - t0, 1)
+        self.config["cpu_privacy_s"] = round(time.process_time() - c0, 1)      # this process only
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.assumptions(assump_game, make)
         self.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)
+        self.config["cpu_assumptions_s"] = round(time.process_time() - c0, 1)
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.regret(regret_game)
         self.config["time_regret_s"] = round(time.perf_counter() - t0, 1)
+        self.config["cpu_regret_s"] = round(time.process_time() - c0, 1)
 
     # ------------------------------------------------------------------ privacy of the algorithm's outputs
     def privacy_jdp(self, make, claim) -> None:
@@ -313,16 +316,21 @@ class DPNashVIAudit(Audit):
                                  "common_random_numbers": "every regret run uses the same seed (paired costs)",
                                  "runs": len(jobs)}
         e = self.exe
+        # the private runs of one horizon share one batch of runs (lib.nash.regret_chunks): the same results as
+        # one run per job, a fraction of the per-episode Python loop
+        chunks = nash.regret_chunks(jobs)
+        self.config["regret"]["chunks"] = [list(c) for c in chunks]
         self.progress(f"regret: {len(jobs)} runs of DP-Nash-VI on stochastic pennies ({seeds} seeds each, "
-                      f"K <= {Kr}, {e.workers} worker(s))")
+                      f"K <= {Kr}) in {len(chunks)} batches, {e.workers} worker(s)")
         common = self.int_seed("regret", "common")
         # dpcheck.parallel directly for its per-chunk progress callback and cache label
-        out = run_chunks(nash.regret_job, len(jobs), self.seed_sequence("regret"), workers=e.workers,
-                         backend=e.backend, scheduler=e.scheduler, args=(jobs, game, common),
-                         progress=lambda i, n: self.progress(f"regret: {i}/{n} runs done"),
+        out = run_chunks(nash.regret_stack_job, len(chunks), self.seed_sequence("regret"), workers=e.workers,
+                         backend=e.backend, scheduler=e.scheduler, args=(chunks, jobs, game, common),
+                         progress=lambda i, n: self.progress(f"regret: {i}/{n} batches done"),
                          cache_dir=e.cache_dir, cache_key="dp_nash_vi:regret", say=self.progress,
                          cache_report=self.config["regret"].setdefault("cache", {}) if e.cache_dir else None)
-        results = {(j[0], j[1], j[3]): r for j, r in zip(jobs, out)}
+        by_job = {j: r for c, rs in zip(chunks, out) for j, r in zip(c, rs)}
+        results = {(j[0], j[1], j[3]): by_job[i] for i, j in enumerate(jobs)}
 
         self.add(nash.nonprivate_exponent_check(results[("none", None, Kr)], Kr, alpha=alpha, seed=seed,
                                                 game_name=game.name))

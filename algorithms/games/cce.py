@@ -76,7 +76,7 @@ def pure_cce(Qb: np.ndarray, Qu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray | None = None,
-                return_basis: bool = False):
+                return_basis: bool = False, groups: np.ndarray | None = None):
     """Batched tableau simplex for ``min_pi max_i (M pi)_i`` over the simplex.
 
     M: (n, m, d) constraint matrices (m = A + B rows, d = A * B columns).
@@ -84,6 +84,9 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     same stage game last episode. Where that basis is non-singular and still primal feasible for the new
     M, the simplex starts there (a warm start: DP-Nash-VI's stage games move a little per episode, so
     it usually needs 0-2 pivots instead of ~10); elsewhere it starts from the slack basis.
+    groups: optional (n,) labels: the batch's two shared decisions (the warm start's fallback when a basis is
+    singular, "not converged" at the iteration cap) are taken per group, so each group's result is what a
+    call on that group alone returns (several independent batches solved in one call).
     Returns (pi (n, d), converged (n,) bool), and the final bases (n, m) if ``return_basis``.
     """
     n, m, d = M.shape
@@ -98,7 +101,7 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     T[:, m, :d] = -1.0                                      # objective row of max 1'x
     basis = np.tile(np.arange(d, d + m), (n, 1))
     if basis0 is not None:
-        _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m)
+        _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m, groups)
     converged = np.zeros(n, dtype=bool)
     max_iter = max_iter if max_iter is not None else 50 * (m + d)
     tol = 1e-12
@@ -108,6 +111,7 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     # instances per step that DP-Nash-VI hands us, this beats compacting the batch every iteration.
     bland_after = 2 * (m + d)
     Tt = T.transpose(0, 2, 1)                               # a view: columns as rows, for one gather
+    done = None
     for it in range(max_iter):
         rc = T[:, m, :d + m]
         # Dantzig's rule (most negative reduced cost) first; Bland's rule (lowest index) after a few
@@ -137,6 +141,13 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
         factor[done] = 0.0
         T -= factor[:, :, None] * piv_row[:, None, :]
         basis[ar, leave] = np.where(done, basis[ar, leave], enter)
+    else:
+        if groups is not None and done is not None:
+            # the cap was hit: a group all of whose instances were done at the last check converged (alone,
+            # its call would have stopped there); done instances stay done, so that check decides
+            g = np.asarray(groups).reshape(n)
+            _, inv = np.unique(g, return_inverse=True)
+            converged = np.bincount(inv, weights=~done, minlength=inv.max() + 1)[inv] == 0
     x = np.zeros((n, d + m))
     np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
     x = np.clip(x[:, :d], 0.0, None)
@@ -148,11 +159,13 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     return pi, converged & ~bad
 
 
-def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int) -> None:
+def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None) -> None:
     """Re-express the slack tableau T (n, m+1, ncol) in the bases ``basis0`` where they are usable (in place).
 
     Usable: B (the basis columns of [G | I]) non-singular and B^-1 1 >= 0 (primal feasible). Elsewhere the
     slack basis stays. Profiled: plain fancy indexing and one batched solve (det only if that fails).
+    groups (n,) or None: when the batched solve fails, the det fallback is applied to the failing groups only
+    (each group as in a call of its own, :func:`simplex_cce`).
     """
     n, _, ncol = T.shape
     if basis0.shape != basis.shape or basis0.min() < 0 or basis0.max() >= ncol - 1:
@@ -163,10 +176,15 @@ def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int) ->
         rows = np.linalg.solve(B, T[:, :m, :])                                 # B^-1 [G | I | 1]
         idx = np.arange(n)
     except np.linalg.LinAlgError:
-        idx = np.flatnonzero(np.abs(np.linalg.det(B)) > 1e-9)
+        if groups is None:
+            idx, rows = _solve_nonsingular(B, T, m, np.arange(n))
+        else:
+            g = np.asarray(groups).reshape(n)
+            parts = [_solve_group(B, T, m, np.flatnonzero(g == v)) for v in np.unique(g)]
+            idx = np.concatenate([p[0] for p in parts])
+            rows = np.concatenate([p[1] for p in parts]) if idx.size else None
         if idx.size == 0:
             return
-        rows = np.linalg.solve(B[idx], T[idx, :m, :])
     feasible = (rows[:, :, -1] >= -1e-12).all(axis=1) & np.isfinite(rows).all(axis=(1, 2))
     if not feasible.all():
         idx, rows = idx[feasible], rows[feasible]
@@ -179,6 +197,20 @@ def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int) ->
     T[idx, :m, :] = rows
     T[idx, m, :] = obj
     basis[idx] = b0
+
+
+def _solve_nonsingular(B, T, m, ids):
+    """The fallback of :func:`_warm_start` on instances ``ids``: solve where |det B| > 1e-9."""
+    idx = ids[np.abs(np.linalg.det(B[ids])) > 1e-9]
+    return idx, (np.linalg.solve(B[idx], T[idx, :m, :]) if idx.size else np.empty((0, m, T.shape[2])))
+
+
+def _solve_group(B, T, m, ids):
+    """One group of :func:`_warm_start`: its batched solve, or the fallback if that group's solve fails."""
+    try:
+        return ids, np.linalg.solve(B[ids], T[ids, :m, :])
+    except np.linalg.LinAlgError:
+        return _solve_nonsingular(B, T, m, ids)
 
 
 def highs_cce(Mi: np.ndarray) -> np.ndarray:
@@ -228,7 +260,7 @@ class CCESolution:
 
 def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method: str = "auto",
               tol: float | None = None, hint: np.ndarray | None = None,
-              hint_basis: np.ndarray | None = None) -> CCESolution:
+              hint_basis: np.ndarray | None = None, groups: np.ndarray | None = None) -> CCESolution:
     """CCEs of every stage game in a batch. Qb, Qu: (..., A, B); returns a :class:`CCESolution`.
 
     method: "auto" (pure profiles, then batched simplex, then HiGHS for failures), "simplex"
@@ -239,6 +271,8 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
     simplex on stage games that barely changed. Any CCE satisfies the analysis (docs/derivations.md#readings); the choice
     stays deterministic given the history.
     hint_basis: optional (..., A + B) simplex bases (``CCESolution.basis`` of an earlier call): warm starts.
+    groups: optional (...) labels of independent batches solved in one call: each group's result is what a
+    call on that group alone returns (:func:`simplex_cce`); the HiGHS fallback and the checks are per instance.
     """
     Qb = np.asarray(Qb, dtype=float)
     Qu = np.asarray(Qu, dtype=float)
@@ -289,7 +323,8 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
         ids = np.flatnonzero(todo)
         M = Mall[ids]
         b0 = None if hint_basis is None else np.asarray(hint_basis).reshape(-1, A + B)[ids]
-        p, conv, bas = simplex_cce(M, basis0=b0, return_basis=True)
+        p, conv, bas = simplex_cce(M, basis0=b0, return_basis=True,
+                                   groups=None if groups is None else np.asarray(groups).reshape(-1)[ids])
         basis_out[ids] = bas
         res = np.max(np.einsum("nij,nj->ni", M, p), axis=1)
         good = conv & (res <= tol)

@@ -153,7 +153,7 @@ class DPNashVI:
         """LCB (line 11): clipped at 0."""
         return np.maximum(r + PVu - gamma - Gamma, 0.0)
 
-    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None, hint=None, hint_basis=None):
+    def plan(self, r, P_tilde, N_visits, E, iota, unvisited=None, hint=None, hint_basis=None, blocks=1):
         """One episode's backward pass for a batch of runs.
 
         r (H, S, A, B); P_tilde (runs, H, S, A, B, S); N_visits (runs, H, S, A, B) = N~;
@@ -161,6 +161,8 @@ class DPNashVI:
         hint (runs, H, S, A, B) or None: last episode's policy, reused where it is still a CCE (cce.py).
         hint_basis (runs, H, S, A + B) or None: the simplex bases of earlier episodes (warm starts); the
         updated bases come back in ``stats["basis"]``.
+        blocks: the runs are this many independent blocks (``run``'s common random numbers); the CCE solver
+        treats each block as a call of its own (cce.solve_cce's groups).
         Returns pi (runs, H, S, A, B), Qb, Qu (runs, H, S, A, B), Vb, Vu (runs, H+1, S), cce stats.
         """
         runs, H, S, A, B, _ = P_tilde.shape
@@ -171,6 +173,7 @@ class DPNashVI:
         pi = np.empty((runs, H, S, A, B))
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         slack = np.arange(A * B, A * B + A + B)                 # the simplex's cold-start basis
+        groups = None if blocks == 1 else np.repeat(np.arange(blocks), (runs // blocks) * S).reshape(runs, S)
         basis = (np.broadcast_to(slack, (runs, H, S, A + B)).copy() if hint_basis is None
                  else np.array(hint_basis, dtype=np.int64, copy=True))
         for h in range(H - 1, -1, -1):
@@ -192,6 +195,8 @@ class DPNashVI:
                 qb = np.where(unvisited[:, h], float(H), qb)
                 qu = np.where(unvisited[:, h], 0.0, qu)
             kw = {} if hint is None else {"hint": hint[:, h]}
+            if groups is not None:
+                kw["groups"] = groups
             if hint_basis is not None:
                 kw["hint_basis"] = basis[:, h]
             sol = self.cce(qb, qu, H=H, method=self.cce_method, **kw)
@@ -211,7 +216,8 @@ class DPNashVI:
         return pi, Qb, Qu, Vb, Vu, stats
 
     # ------------------------------------------------------------------ the episode loop
-    def run(self, game, K: int, rng: np.random.Generator, runs: int = 1, *, release_hook=None) -> NashVIResult:
+    def run(self, game, K: int, rng: np.random.Generator, runs: int = 1, *, release_hook=None,
+            blocks: int = 1) -> NashVIResult:
         """Play K episodes of self-play in ``game`` (a MarkovGame), ``runs`` independent copies at once.
 
         The algorithm does not check Assumption 3.1 itself (algorithms carry no checking
@@ -219,6 +225,10 @@ class DPNashVI:
         release_hook: called as ``release_hook(counts, privatizer)`` after every release, before planning
                  (checkers, e.g. audits/lib/tabular.CountAssumptionMonitor, which reads
                  ``privatizer.true_counts()`` there; the algorithm ignores it).
+        blocks:  common random numbers across blocks of runs (algorithms/privatizers/stacked.py): the runs are
+                 ``blocks`` equal blocks and every environment and policy draw of one block is replayed for
+                 each block; with a StackedPrivatizers of ``blocks`` members, block i is then draw for draw
+                 the run of ``runs / blocks`` runs with member i alone and the same ``rng``.
         """
         if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
             raise InputError(f"K must be a positive integer, got {K!r}")
@@ -230,6 +240,16 @@ class DPNashVI:
             if not hasattr(game, attr):
                 raise InputError(f"game must be a MarkovGame (missing {attr!r}); got {type(game).__name__}")
         K, runs = int(K), int(runs)
+        if isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 1 or runs % blocks:
+            raise InputError(f"blocks must be a positive integer dividing runs={runs}, got {blocks!r}")
+        blocks = int(blocks)
+        if blocks > 1 and getattr(self.privatizer, "blocks", None) != blocks:
+            raise InputError(f"blocks={blocks} needs a StackedPrivatizers of {blocks} members")
+        per_block = runs // blocks
+
+        def shared(draw):
+            # one block's draws, replayed for every block (common random numbers)
+            return draw if blocks == 1 else np.tile(draw, blocks)
         H, S, A, B = game.H, game.S, game.A, game.B
         r = np.asarray(game.r, dtype=float)
         init = np.asarray(game.init, dtype=float)
@@ -240,14 +260,18 @@ class DPNashVI:
             priv = NoPrivatizer()
         try:
             priv.start(runs, H, S, A * B, K, rng_noise, rewards=False)
-            E_raw = float(priv.width)
+            E_raw = float(priv.width) if blocks == 1 else np.asarray(priv.width, dtype=float)
         except DPCheckError:
             raise               # InputError stays bad input; MechanismError already names the privatizer
         except Exception as e:
             raise MechanismError(f"privatizer {priv!r} failed to start: {type(e).__name__}: {e}") from e
-        exact = E_raw == 0.0
+        exact = bool(np.all(E_raw == 0.0))
         # floor the width at 1 for private counts (keeps Lemma 5.8's hypothesis; docs/derivations.md#widths-e).
-        E = 0.0 if exact else max(E_raw, 1.0)
+        # Stacked privatizers: one E per run, shaped to broadcast against (runs, S, A, B) in the bonus
+        if blocks == 1:
+            E = 0.0 if exact else max(E_raw, 1.0)
+        else:
+            E = (np.zeros(runs) if exact else np.maximum(E_raw, 1.0)).reshape(runs, 1, 1, 1)
         iota = confidence_log(H, S, A, B, K, self.beta)
 
         rec = self.record_values
@@ -279,6 +303,8 @@ class DPNashVI:
         from dpcheck.algorithms.envs.games import MarkovGame
         from dpcheck.algorithms.envs._validate import sample_from_cdf
         fast_cdf = game.sampling_tables()[1] if (isinstance(game, MarkovGame) and not per_episode) else None
+        if blocks > 1 and fast_cdf is None:
+            raise InputError("blocks > 1 needs a MarkovGame without scripted users")
 
         for k in range(K):
             counts = self._release(priv)
@@ -299,7 +325,7 @@ class DPNashVI:
                 P_tilde = trans / visits[..., None]
                 N_bonus = visits
             pi, Qb, Qu, Vb, Vu, st = self.plan(r, P_tilde, N_bonus, E, iota, unvisited, hint=pi_prev,
-                                               hint_basis=basis_prev)
+                                               hint_basis=basis_prev, blocks=blocks)
             pi_prev = pi
             basis_prev = st.get("basis")
             for key in ("pure", "hint", "simplex", "highs"):
@@ -319,14 +345,17 @@ class DPNashVI:
 
             # deploy pi^k: (a, b) drawn JOINTLY from pi_h(.,.|s_h) with the policy stream (line 18)
             ep = {"episode": k} if per_episode else {}
-            s = game.reset(rng_env, runs, **ep)
+            s = game.reset(rng_env, runs, **ep) if blocks == 1 else shared(game.reset(rng_env, per_block))
             states[:, k, 0] = s
             for h in range(H):
                 cdf = np.cumsum(pi[ar, h, s].reshape(runs, A * B), axis=1)
-                u = rng_policy.random(runs) * cdf[:, -1]
+                u = shared(rng_policy.random(per_block)) * cdf[:, -1]
                 j = np.minimum((cdf <= u[:, None]).sum(axis=1), A * B - 1)
                 a, b = np.divmod(j, B)
-                if fast_cdf is not None:
+                if blocks > 1:
+                    # sample_from_cdf's inverse CDF with one block's uniforms for every block
+                    s = (fast_cdf[h, s, a, b] <= shared(rng_env.random(per_block))[:, None]).sum(axis=-1)
+                elif fast_cdf is not None:
                     s = sample_from_cdf(fast_cdf[h, s, a, b], rng_env)
                 else:
                     s, _ = game.step(h, s, a, b, rng_env, **ep)

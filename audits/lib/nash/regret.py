@@ -56,13 +56,72 @@ def regret_job(i, _seed, jobs, game, common_seed):
     """One regret run (a chunk of dpcheck.parallel.run_chunks): jobs[i] = (privatizer spec | "none", eps, calibration, K,
     seeds). Every job uses the SAME seed (common random numbers: the same environment, policy-sampling and
     noise streams), so R_priv - R_nonpriv is a paired difference and its spread across eps is small."""
-    from dpcheck.algorithms.privatizers import NoPrivatizer, load_privatizer
     spec, eps, calibration, K, seeds = jobs[i]
-    make = (lambda: NoPrivatizer()) if spec == "none" else (
-        lambda: load_privatizer(spec, epsilon=eps, beta=BETA, calibration=calibration, width_mode="nominal"))
+    make = _privatizer_maker(spec, eps, calibration)
     R, config = regret_curves(game, make, K=K, seeds=seeds, rng=np.random.default_rng(common_seed))
     g = plot_grid(K)
     return {"grid": g, "R": R[:, g - 1], "config": config}
+
+
+def _privatizer_maker(spec, eps, calibration):
+    from dpcheck.algorithms.privatizers import NoPrivatizer, load_privatizer
+    if spec == "none":
+        return lambda: NoPrivatizer()
+    return lambda: load_privatizer(spec, epsilon=eps, beta=BETA, calibration=calibration, width_mode="nominal")
+
+
+STACK_MEMBERS = 4     # at most this many jobs per batch: two workers still get chunks of similar size
+
+
+def regret_chunks(jobs, max_members: int = STACK_MEMBERS) -> list[tuple[int, ...]]:
+    """The regret grid's jobs cut into chunks of :func:`regret_stack_job`: the private jobs of one horizon K
+    share batches of runs (:class:`dpcheck.algorithms.privatizers.stacked.StackedPrivatizers`), split into
+    near-equal parts of at most ``max_members`` in job order (the default grid's 8 runs at K = 8000: the
+    Central and the Local sweep, so no chunk holds most of the work); every non-private job is a chunk of
+    its own. Largest first (a chunk's per-episode loop costs about K (1 + 0.25 (members - 1)), measured at
+    runs = 16..128), so that the workers end together. Indices into ``jobs``, each chunk in job order."""
+    stacks: dict = {}
+    out = []
+    for i, (spec, _, _, K, seeds) in enumerate(jobs):
+        if spec == "none":
+            out.append((i,))
+        else:
+            stacks.setdefault((K, seeds), []).append(i)
+    for members in stacks.values():
+        parts = -(-len(members) // max_members)
+        out += [tuple(int(j) for j in part) for part in np.array_split(np.array(members), parts)]
+    cost = lambda c: jobs[c[0]][3] * (1 + 0.25 * (len(c) - 1))
+    return sorted(out, key=cost, reverse=True)
+
+
+def regret_stack_job(i, _seed, chunks, jobs, game, common_seed):
+    """The jobs ``chunks[i]`` (indices into ``jobs``) as :func:`regret_job` returns them, in one batch of runs:
+    the members' privatizers stacked (StackedPrivatizers) and DPNashVI.run's ``blocks`` replaying one
+    block's environment and policy draws for every block, so each job's result is the run of its own from
+    the common seed, draw for draw (tests/test_perf_nash_stacked.py). A chunk of one job is regret_job."""
+    from dpcheck.algorithms.envs.game_planning import duality_gap
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
+    from dpcheck.algorithms.privatizers.stacked import StackedPrivatizers
+    idx = chunks[i]
+    if len(idx) == 1:
+        return [regret_job(idx[0], _seed, jobs, game, common_seed)]
+    members = [jobs[j] for j in idx]
+    K, seeds = members[0][3], members[0][4]
+    if any(m[0] == "none" or m[3] != K or m[4] != seeds for m in members):
+        raise ValueError("a stacked regret chunk holds private jobs of one horizon K and one number of seeds")
+    privs = [_privatizer_maker(spec, eps, cal)() for spec, eps, cal, _, _ in members]
+    res = DPNashVI(StackedPrivatizers(privs), beta=BETA, mode="practical").run(
+        game, K, np.random.default_rng(common_seed), runs=seeds * len(idx), blocks=len(idx))
+    R = np.cumsum(duality_gap(game, res.mu, res.nu), axis=1)       # (members * seeds, K)
+    g = plot_grid(K)
+    out = []
+    for b, p in enumerate(privs):
+        w = float(p.width)
+        config = {**res.config, "runs": seeds, "width_E": 0.0 if w == 0.0 else max(w, 1.0), "width_E_raw": w,
+                  "privatizer": type(p).__name__, "calibration": getattr(p, "calibration", None),
+                  "width_mode": getattr(p, "width_mode", None)}
+        out.append({"grid": g, "R": R[b * seeds:(b + 1) * seeds, g - 1], "config": config})
+    return out
 
 
 def nonprivate_exponent_check(base: dict, K: int, *, alpha: float, seed: int, game_name: str = "",
