@@ -98,7 +98,7 @@ def regret_stack_job(i, _seed, chunks, jobs, game, common_seed):
     """The jobs ``chunks[i]`` (indices into ``jobs``) as :func:`regret_job` returns them, in one batch of runs:
     the members' privatizers stacked (StackedPrivatizers) and DPNashVI.run's ``blocks`` replaying one
     block's environment and policy draws for every block, so each job's result is the run of its own from
-    the common seed, draw for draw (tests/test_perf_nash_stacked.py). A chunk of one job is regret_job."""
+    the common seed, draw for draw (tests/algorithms/games/test_stacked_regret_runs.py). A chunk of one job is regret_job."""
     from dpcheck.algorithms.envs.game_planning import duality_gap
     from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
     from dpcheck.algorithms.privatizers.stacked import StackedPrivatizers
