@@ -265,12 +265,34 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
             # workers die with this process, even on SIGKILL (no orphan keeps computing; see _die_with_parent)
             backend_ = LokyBackend(initializer=_die_with_parent, initargs=(os.getpid(),))
             par = Parallel(n_jobs=int(workers), backend=backend_, return_as="generator")
-            for i, r in zip(todo, par(delayed(fn)(i, seeds[i], *args) for i in todo)):
+            wfn = _InCallerContext.of(fn)
+            for i, r in zip(todo, par(delayed(wfn)(i, seeds[i], *args) for i in todo)):
                 store(i, r)
         return results
     finally:
         if cache is not None and cache_report is not None:
             cache_report.update(cache.report())
+
+
+class _InCallerContext:
+    """``fn`` as a worker process runs it: inside the caller's PASS level (:func:`dpcheck.stats.pass_level`,
+    the audit's own alpha). A context variable does not cross into another process, and a chunk that
+    decides a check (a probability_check, a regret fit) must decide it as it would in the caller:
+    otherwise ``--workers 2`` could turn the PASS of ``--workers 1`` into INCONCLUSIVE."""
+
+    def __init__(self, fn, pass_alpha):
+        self.fn, self.pass_alpha = fn, pass_alpha
+
+    @classmethod
+    def of(cls, fn):
+        from dpcheck.stats import _PASS_ALPHA
+        level = _PASS_ALPHA.get()
+        return fn if level is None else cls(fn, level)
+
+    def __call__(self, *args):
+        from dpcheck.stats import pass_level
+        with pass_level(self.pass_alpha):
+            return self.fn(*args)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -309,7 +331,7 @@ def _run_dask(fn, todo, seeds, args, scheduler, workers, store):
         client = Client(cluster)
     try:
         import cloudpickle
-        payload = cloudpickle.dumps((fn, tuple(args)))
+        payload = cloudpickle.dumps((_InCallerContext.of(fn), tuple(args)))
         futures = {client.submit(_call_payload, payload, i, seeds[i], pure=False): i for i in todo}
         for fut in as_completed(futures):
             store(futures[fut], fut.result())

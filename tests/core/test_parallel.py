@@ -22,6 +22,26 @@ def test_same_seed_same_results_for_any_worker_count():
     assert a != c
 
 
+def _pass_level(i, ss):
+    from dpcheck.stats import pass_alpha
+    return pass_alpha(0.001)
+
+
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_a_chunk_decides_at_the_callers_pass_level_in_any_worker(backend):
+    """A check decided inside a chunk uses the audit's PASS level (dpcheck.stats.pass_level) in a worker
+    process too: a context variable does not cross processes by itself, and --workers 2 turned
+    assumption PASSes into INCONCLUSIVE when it did not."""
+    if backend == "dask":
+        pytest.importorskip("dask.distributed")
+    from dpcheck.stats import pass_level
+    with pass_level(0.05):
+        one = run_chunks(_pass_level, 4, 0, workers=1)
+        two = run_chunks(_pass_level, 4, 0, workers=2, backend=backend)
+    assert one == two == [0.05] * 4
+    assert run_chunks(_pass_level, 4, 0, workers=2) == [0.001] * 4      # outside an audit: the level given
+
+
 def test_chunk_cache_resumes_without_recomputing(tmp_path):
     calls = []
 
