@@ -458,10 +458,12 @@ def test_example_privatizer_audits_cleanly_central(tmp_path):
 
 
 @pytest.mark.slow
-def test_example_privatizer_audits_cleanly_dp_ucbvi(tmp_path):
-    rc, checks, err = _cli(["dp_ucbvi", "--privatizer",
-                            f"{ROOT / 'examples' / 'my_privatizer.py'}:GaussianTreePrivatizer", "--quick"], tmp_path)
-    assert rc == 0, (err, {k: c["verdict"] for k, c in checks.items()})
+@pytest.mark.xdist_group("dp_ucbvi_plugin")
+def test_example_privatizer_audits_cleanly_dp_ucbvi(quick_audit):
+    # the run of tests/plugins/test_plugin_decisive.py[dp_ucbvi] (conftest's quick_audit, seed 0, one worker)
+    rc, rep = quick_audit("dp_ucbvi", "--privatizer", f"{ROOT / 'examples' / 'my_privatizer.py'}:GaussianTreePrivatizer")
+    checks = {c["id"]: c for c in rep["checks"]}
+    assert rc == 0, {k: c["verdict"] for k, c in checks.items()}
     assert checks["privacy.privatizer.blackbox"]["verdict"] == PASS
 
 
