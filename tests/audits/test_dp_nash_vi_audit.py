@@ -190,15 +190,15 @@ class FlakyPrivatizer(CentralPrivatizer):
 
 
 @pytest.mark.slow
-def test_cli_quick_with_the_example_user_privatizer(tmp_path):
-    import json
+@pytest.mark.xdist_group("dp_nash_vi_plugin")
+def test_cli_quick_with_the_example_user_privatizer(quick_audit):
     from pathlib import Path
-    from dpcheck.cli import main
 
+    # the run of tests/plugins/test_plugin_decisive.py[dp_nash_vi] (conftest's quick_audit): at the --quick
+    # black-box budget rather than --samples 5000, which sizes only the black boxes, none of whose verdicts is
+    # asserted here (whitebox.dp_event, the regret sweep and the presence of the checks do not depend on it)
     example = Path(__file__).resolve().parents[2] / "examples" / "my_privatizer.py"
-    code = main(["audit", "dp_nash_vi", "--quick", "--samples", "5000", "--privatizer",
-                 f"{example}:GaussianTreePrivatizer", "--out", str(tmp_path)])
-    rep = json.loads((tmp_path / "dp_nash_vi.json").read_text())
+    code, rep = quick_audit("dp_nash_vi", "--privatizer", f"{example}:GaussianTreePrivatizer")
     assert code in (0, 1) and rep["verdict"] in ("pass", "inconclusive", "fail")
     ids = {c["id"]: c for c in rep["checks"]}
     assert {"whitebox.dp_event", "privacy.privatizer.blackbox", "privacy.jdp.blackbox", "assumption.count_error",

@@ -209,10 +209,16 @@ def test_example_passes_its_standalone_audit_and_twin_fails(tmp_path):
 
 
 @pytest.mark.slow
-def test_example_passes_dp_apvi_and_twin_fails_the_counts_black_box(tmp_path):
-    rc, checks, err = _cli(["dp_apvi", "--privatizer", GOOD, "--epsilon", "1", "--quick"], tmp_path)
+@pytest.mark.xdist_group("dp_apvi_plugin")
+def test_example_passes_dp_apvi_and_twin_fails_the_counts_black_box(tmp_path, quick_audit):
+    # the example's run is that of tests/plugins/test_plugin_decisive.py[dp_apvi] (conftest's quick_audit, seed 0):
+    # eps = 1 is dp_apvi's default (audits/dp_apvi.py Defaults), so no --epsilon 1 there
+    from dpcheck.audits.dp_apvi import DPAPVIAudit
+    assert DPAPVIAudit.defaults.epsilon == 1.0
+    rc, rep = quick_audit("dp_apvi", "--privatizer", GOOD)
+    checks = {c["id"]: c for c in rep["checks"]}
     verdicts = {k: c["verdict"] for k, c in checks.items()}
-    assert rc == 0 and "inconclusive" not in verdicts.values(), (err, verdicts)
+    assert rc == 0 and "inconclusive" not in verdicts.values(), verdicts
     # a correct plug-in: no check INCONCLUSIVE because it assumed the built-in's noise law
     for i in ("privacy.blackbox.counts", "whitebox.noise_scale", "whitebox.sensitivity", "regret.privacy_cost.budget"):
         assert verdicts[i] == "pass", (i, checks[i]["reason"])

@@ -169,13 +169,16 @@ def test_example_passes_its_standalone_audit_and_twin_fails(tmp_path):
 
 
 @pytest.mark.slow
-def test_example_passes_dp_vapvi_and_twin_fails_its_declared_event(tmp_path):
+@pytest.mark.xdist_group("dp_vapvi_plugin")
+def test_example_passes_dp_vapvi_and_twin_fails_its_declared_event(tmp_path, quick_audit):
     """In DP-VAPVI the twin is caught by its own declaration (whitebox.dp_event: 3 rho > rho); the transcript
     black box at --quick (20 000 samples, claim eps 7.08 at delta 1e-5) does not reach it (eps_lb 3.8, measured):
     the standalone audit's black box, on the releases alone, is the one that fails it."""
-    rc, checks, err = _cli(["dp_vapvi", "--privatizer", GOOD, "--quick"], tmp_path)
+    # the example's run is that of tests/plugins/test_plugin_decisive.py[dp_vapvi] (conftest's quick_audit, seed 0)
+    rc, rep = quick_audit("dp_vapvi", "--privatizer", GOOD)
+    checks = {c["id"]: c for c in rep["checks"]}
     verdicts = {k: c["verdict"] for k, c in checks.items()}
-    assert rc == 0 and "inconclusive" not in verdicts.values(), (err, verdicts)
+    assert rc == 0 and "inconclusive" not in verdicts.values(), verdicts
     for i in ("privacy.blackbox.statistics", "whitebox.dp_event", "whitebox.noise_calibration", "whitebox.sensitivity"):
         assert verdicts[i] == "pass", (i, checks[i]["reason"])
     (tmp_path / "t").mkdir()

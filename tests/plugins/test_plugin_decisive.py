@@ -1,6 +1,6 @@
 """Issue 19, Done-when: a correct plug-in gives no INCONCLUSIVE verdict caused by an assumed noise law, in any
 algorithm audit that takes ``--privatizer file.py:Class``. Every such audit is run whole (``--quick``, seed 0,
-one worker, the audit's own sample budget) with the documented CORRECT example plug-in of its family
+one worker, the audit's own sample budget; conftest's shared quick_audit run) with the documented CORRECT example plug-in of its family
 (docs/privatizers.md), and no check may be INCONCLUSIVE: the checks that touch the privatizer follow its
 declared widths, events and claim (docs/privatizers.md). Measured at seed 0 (2026-11-27, 2 cores under ~8x load, wall
 seconds): dp_apvi 62, dp_vapvi 120, private_gfa 147, private_gfa_outcome 405, dp_ucbvi 789, private_linopt_po
@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-import dpcheck
 
 EX = Path(__file__).resolve().parents[2] / "examples"
 # audit -> the correct example plug-in of its family (docs/privatizers.md "Example:" lines)
@@ -25,7 +23,6 @@ PLUGINS = {
     "private_gfa": "my_selection.py:PermuteAndFlip",                  # selection mechanism
     "private_gfa_outcome": "my_selection.py:PermuteAndFlip",
 }
-SEED = 0
 
 
 def test_every_audit_that_takes_a_plugin_is_covered():
@@ -37,10 +34,15 @@ def test_every_audit_that_takes_a_plugin_is_covered():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("audit", sorted(PLUGINS))
-def test_a_correct_plugin_leaves_no_check_inconclusive(audit):
-    r = dpcheck.run(audit, quick=True, privatizer=str(EX / PLUGINS[audit]), seed=SEED, workers=1)
-    open_checks = {c["id"]: c.get("reason") for c in r.checks if c["verdict"] == "inconclusive"}
+@pytest.mark.parametrize("audit", [pytest.param(a, marks=pytest.mark.xdist_group(f"{a}_plugin"))
+                                   for a in sorted(PLUGINS)])
+def test_a_correct_plugin_leaves_no_check_inconclusive(audit, quick_audit):
+    # ``dpcheck audit AUDIT --quick --workers 1 --privatizer EXAMPLE`` at the default seed 0, shared with the
+    # other tests of the same command (tests/plugins/test_plugin_*.py, tests/audits/test_dp_nash_vi_audit.py)
+    code, r = quick_audit(audit, "--privatizer", str(EX / PLUGINS[audit]))
+    checks = r["checks"]
+    open_checks = {c["id"]: c.get("reason") for c in checks if c["verdict"] == "inconclusive"}
     assert not open_checks, open_checks
-    assert r.verdict == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r.checks if c["verdict"] != "pass"]
-    assert len(r.checks) >= 10
+    assert r["verdict"] == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in checks if c["verdict"] != "pass"]
+    assert code == 0
+    assert len(checks) >= 10

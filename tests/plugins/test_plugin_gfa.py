@@ -175,16 +175,18 @@ def test_standalone_audit_passes_the_example_and_fails_the_twin():
 
 
 @pytest.mark.slow
-def test_private_gfa_quick_with_the_example_plugin():
+@pytest.mark.xdist_group("private_gfa_plugin")
+def test_private_gfa_quick_with_the_example_plugin(quick_audit):
     """The algorithm audit with the plug-in inside: no check INCONCLUSIVE because of an assumed noise law."""
     import dpcheck
-    r = dpcheck.run("private_gfa", quick=True, privatizer=GOOD, workers=1)
-    checks = {c["id"]: c for c in r.checks}
+    # the run of tests/plugins/test_plugin_decisive.py[private_gfa] (conftest's quick_audit, seed 0, one worker)
+    code, r = quick_audit("private_gfa", "--privatizer", GOOD)
+    checks = {c["id"]: c for c in r["checks"]}
     assert "privacy.em_selection" not in checks                      # no closed form declared
     assert checks["privacy.selection.blackbox"]["verdict"] == "pass"
     assert checks["whitebox.composition"]["verdict"] == "pass"
     assert checks["assumption.selection_utility"]["verdict"] == "pass"
-    assert r.verdict == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r.checks if c["verdict"] != "pass"]
+    assert r["verdict"] == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r["checks"] if c["verdict"] != "pass"]
     # the twin inside the algorithm: its selection at the eps0 really used is caught black box
     twin = dpcheck.run("private_gfa", quick=True, privatizer=TWIN, workers=1)
     failed = {c["id"] for c in twin.checks if c["verdict"] == "fail"}

@@ -187,10 +187,11 @@ def test_standalone_audit_passes_the_example_and_fails_the_twin():
 
 
 @pytest.mark.slow
-def test_private_linopt_vi_quick_with_the_example_plugin():
-    import dpcheck
-    r = dpcheck.run("private_linopt_vi", quick=True, privatizer=GOOD, workers=1)
-    assert r.verdict == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r.checks if c["verdict"] != "pass"]
+@pytest.mark.xdist_group("private_linopt_vi_plugin")
+def test_private_linopt_vi_quick_with_the_example_plugin(quick_audit):
+    # the run of tests/plugins/test_plugin_decisive.py[private_linopt_vi] (conftest's quick_audit, seed 0)
+    code, r = quick_audit("private_linopt_vi", "--privatizer", GOOD)
+    assert r["verdict"] == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r["checks"] if c["verdict"] != "pass"]
 
 
 @pytest.mark.slow

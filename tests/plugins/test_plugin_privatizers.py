@@ -10,7 +10,7 @@ drawing ``rng.exponential`` / ``rng.uniform`` noise -- must be audited and pass.
 A tree whose node noise is redrawn at every release but keeps the tree's per-node scale 2 F H L / eps
 (TreeScaledFreshNoise) leaks only in the bulk, slowly with K: it is caught at the default budget (10^6
 samples) by the long configuration K = 32767 (audits/privatizers.LONG_STREAM_CONFIGS; measured eps_lb
-1.57 at eps = 1), not at --quick, where that configuration is skipped (146 streams: ~20% power).
+1.31 at eps = 1, seed 0), not at --quick, where that configuration is skipped (146 streams: ~20% power).
 """
 import json
 import os
@@ -122,9 +122,12 @@ class TreeFreshNoise(TreeLaplace):
 
     def _noisy_counts(self):
         bits = [j for j in range(levels(self.K)) if (self._t >> j) & 1]
-        B = np.zeros(self._alpha.shape[1:])
-        for j in bits:
-            B = B + self._alpha[j] + self._rng.laplace(0.0, self.scale(), B.shape)
+        B = self._alpha[bits].sum(0)
+        if bits:
+            # popcount(t) fresh Lap(b) per coordinate, summed: drawn as Gamma(m, b) - Gamma(m, b), the same
+            # law (Lap(b) = Exp(b) - Exp(b)) in two draws instead of m (~3x cheaper over 32767 releases)
+            m, b = len(bits), self.scale()
+            B = B + self._rng.gamma(m, b, B.shape) - self._rng.gamma(m, b, B.shape)
         return self._split(B)
 
 
@@ -458,10 +461,12 @@ def test_example_privatizer_audits_cleanly_central(tmp_path):
 
 
 @pytest.mark.slow
-def test_example_privatizer_audits_cleanly_dp_ucbvi(tmp_path):
-    rc, checks, err = _cli(["dp_ucbvi", "--privatizer",
-                            f"{ROOT / 'examples' / 'my_privatizer.py'}:GaussianTreePrivatizer", "--quick"], tmp_path)
-    assert rc == 0, (err, {k: c["verdict"] for k, c in checks.items()})
+@pytest.mark.xdist_group("dp_ucbvi_plugin")
+def test_example_privatizer_audits_cleanly_dp_ucbvi(quick_audit):
+    # the run of tests/plugins/test_plugin_decisive.py[dp_ucbvi] (conftest's quick_audit, seed 0, one worker)
+    rc, rep = quick_audit("dp_ucbvi", "--privatizer", f"{ROOT / 'examples' / 'my_privatizer.py'}:GaussianTreePrivatizer")
+    checks = {c["id"]: c for c in rep["checks"]}
+    assert rc == 0, {k: c["verdict"] for k, c in checks.items()}
     assert checks["privacy.privatizer.blackbox"]["verdict"] == PASS
 
 
