@@ -53,3 +53,9 @@ def quick_audit(tmp_path_factory):
             runs[key] = (code, json.loads((out / f"{name}.json").read_text()))
         return copy.deepcopy(runs[key])
     return run
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests first (stable order otherwise): with xdist the long end-to-end runs then start at once
+    instead of one of them being handed out last and leaving the other worker idle at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
