@@ -14,7 +14,7 @@ _layout.install(__name__, __path__)
 
 from dpcheck.claims import Claim
 from dpcheck.target import AuditTarget
-from dpcheck.search import PairSearch
+from dpcheck.target import PairSearch
 from dpcheck.checks import Check, PASS, FAIL, INCONCLUSIVE
 from dpcheck.errors import DPCheckError, InputError, MechanismError
 

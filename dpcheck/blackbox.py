@@ -526,11 +526,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     The anytime-valid sequential test (``--sequential``) is :func:`dpcheck.sequential.audit`, which takes
     these arguments plus ``sequential`` and comes back here when it is False.
     """
-    if isinstance(target, AuditTarget) and target.search is not None:   # find the pairs first (dpcheck.search)
-        from dpcheck.sequential import audit as with_search
-        return with_search(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
-                           scheduler=scheduler, progress=progress, selection_fraction=selection_fraction,
-                           cache_dir=cache_dir, event_bound=event_bound)
+    if isinstance(target, AuditTarget) and target.search is not None:
+        raise InputError(f"target {target.name!r} carries a PairSearch: audit it with dpcheck.audit (or "
+                         "dpcheck.sequential.audit), which finds its pairs first (dpcheck.search)")
     samples = check_arguments(target, samples, seed, alpha, selection_fraction)
     if event_bound not in EVENT_BOUNDS:
         raise InputError(f"event_bound must be one of {', '.join(EVENT_BOUNDS)}, got {event_bound!r}")

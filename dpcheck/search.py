@@ -22,58 +22,16 @@ needs a rarer event than the audit can certify ranks below one whose leak it can
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
+from dpcheck import blackbox as bb
+from dpcheck import events as ev
 from dpcheck.errors import InputError, MechanismError
+from dpcheck.target import PairSearch, _is_strategy  # noqa: F401  (PairSearch: dpcheck.search.PairSearch too)
 
 SEARCH_TAG = 0x5EA2C4        # the search's seed stream: SeedSequence([seed, SEARCH_TAG])
-
-
-@dataclass(frozen=True)
-class PairSearch:
-    """Where and how hard to look for the worst neighbouring pair.
-
-    domain:     ``domain(rng) -> (D, D')`` drawing one candidate pair from a numpy Generator, or a
-                hypothesis strategy of (D, D') tuples (explored by hypothesis with its ``target()``
-                guidance towards a larger estimated loss, from a seed derived from the audit's).
-    candidates: how many candidate pairs to estimate (default 64).
-    samples:    outputs per input of each candidate (default 2,000): the search's budget is
-                ``2 x candidates x samples`` outputs, on top of the audit's ``--samples``.
-    keep:       how many of the best candidates join the audited pairs (default 1; every extra pair
-                splits alpha further).
-    """
-
-    domain: Any
-    candidates: int = 64
-    samples: int = 2000
-    keep: int = 1
-
-    def __post_init__(self):
-        if not (callable(self.domain) or _is_strategy(self.domain)):
-            raise InputError("PairSearch.domain must be a function domain(rng) -> (D, D') or a hypothesis "
-                             f"strategy of (D, D') pairs, got {type(self.domain).__name__}")
-        for name, lo in (("candidates", 1), ("samples", 20), ("keep", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-                raise InputError(f"PairSearch.{name} must be an integer >= {lo}, got {v!r}")
-        if self.keep > self.candidates:
-            raise InputError(f"PairSearch.keep ({self.keep}) exceeds candidates ({self.candidates})")
-
-    def describe(self) -> str:
-        kind = "hypothesis strategy" if _is_strategy(self.domain) else getattr(self.domain, "__name__", "function")
-        return (f"{self.candidates} candidate pairs from {kind}, {self.samples} outputs per side each, "
-                f"best {self.keep} kept")
-
-
-def _is_strategy(x) -> bool:
-    try:
-        from hypothesis.strategies import SearchStrategy
-    except ImportError:                  # pragma: no cover - hypothesis is a dependency
-        return False
-    return isinstance(x, SearchStrategy)
 
 
 def _short(x, limit: int = 80) -> str:
@@ -93,7 +51,6 @@ def estimate(target, pair, rng_d, rng_dp, samples: int, n_cert: int, alpha_bound
     bound its best event (every event family, both directions) would certify at ``n_cert`` and
     ``alpha_bound``, with the black box's pessimistic selection projection, and the same with none (z = 0,
     which ranks pairs whose projected bound is -inf for all)."""
-    from dpcheck import events as ev
     d, dp = pair
     xs = ev.flat(np.asarray(target.sample(d, rng_d, samples)))
     ys = ev.flat(np.asarray(target.sample(dp, rng_dp, samples)))
@@ -111,7 +68,6 @@ def estimate(target, pair, rng_d, rng_dp, samples: int, n_cert: int, alpha_bound
 
 def search_pairs(target, samples: int, alpha: float, seed: int, selection_fraction: float, progress=None) -> tuple:
     """(pairs to audit: the target's own then the best found, the search record for the report)."""
-    from dpcheck import blackbox as bb
     s: PairSearch = target.search
     say = progress or (lambda msg: None)
     n_final = len(target.pairs) + s.keep

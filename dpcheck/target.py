@@ -83,6 +83,51 @@ def call_with_deadline(fn: Callable[[], Any], seconds: float | None, what: str) 
 
 
 @dataclass(frozen=True)
+class PairSearch:
+    """Where and how hard to look for the worst neighbouring pair.
+
+    domain:     ``domain(rng) -> (D, D')`` drawing one candidate pair from a numpy Generator, or a
+                hypothesis strategy of (D, D') tuples (explored by hypothesis with its ``target()``
+                guidance towards a larger estimated loss, from a seed derived from the audit's).
+    candidates: how many candidate pairs to estimate (default 64).
+    samples:    outputs per input of each candidate (default 2,000): the search's budget is
+                ``2 x candidates x samples`` outputs, on top of the audit's ``--samples``.
+    keep:       how many of the best candidates join the audited pairs (default 1; every extra pair
+                splits alpha further).
+    """
+
+    domain: Any
+    candidates: int = 64
+    samples: int = 2000
+    keep: int = 1
+
+    def __post_init__(self):
+        if not (callable(self.domain) or _is_strategy(self.domain)):
+            raise InputError("PairSearch.domain must be a function domain(rng) -> (D, D') or a hypothesis "
+                             f"strategy of (D, D') pairs, got {type(self.domain).__name__}")
+        for name, lo in (("candidates", 1), ("samples", 20), ("keep", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+                raise InputError(f"PairSearch.{name} must be an integer >= {lo}, got {v!r}")
+        if self.keep > self.candidates:
+            raise InputError(f"PairSearch.keep ({self.keep}) exceeds candidates ({self.candidates})")
+
+    def describe(self) -> str:
+        kind = "hypothesis strategy" if _is_strategy(self.domain) else getattr(self.domain, "__name__", "function")
+        return (f"{self.candidates} candidate pairs from {kind}, {self.samples} outputs per side each, "
+                f"best {self.keep} kept")
+
+
+def _is_strategy(x) -> bool:
+    try:
+        from hypothesis.strategies import SearchStrategy
+    except ImportError:                  # pragma: no cover - hypothesis is a dependency
+        return False
+    return isinstance(x, SearchStrategy)
+
+
+
+@dataclass(frozen=True)
 class AuditTarget:
     """A mechanism to audit.
 
@@ -117,7 +162,6 @@ class AuditTarget:
         if not callable(self.mechanism):
             raise InputError(f"target {self.name!r}: mechanism is not callable")
         pairs = list(self.pairs)
-        from dpcheck.search import PairSearch
         if self.search is not None and not isinstance(self.search, PairSearch):
             raise InputError(f"target {self.name!r}: search must be a dpcheck.PairSearch, got {type(self.search).__name__}")
         if not pairs and self.search is None:

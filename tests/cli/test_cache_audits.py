@@ -48,10 +48,12 @@ def test_dp_ucbvi_quick_rerun_reads_the_cache_and_reports_the_same(tmp_path):
 def test_dp_nash_vi_quick_caches_black_box_and_regret_runs(tmp_path):
     cache = tmp_path / "cache"
     code1, first = _run(tmp_path, "dp_nash_vi", cache, "r1", "--samples", "5000")
-    assert first["config"]["regret"]["cache"]["computed"] == first["config"]["regret"]["runs"]
+    # the regret runs are cached per chunk (the private runs of one horizon stacked: audits/lib/nash/regret.py)
+    made = first["config"]["regret"]["cache"]
+    assert made["computed"] == made["chunks"] > 0
     assert _cache_use(first)
     code2, second = _run(tmp_path, "dp_nash_vi", cache, "r2", "--samples", "5000")
     assert code1 == code2 and _checks(first) == _checks(second)
     reg = second["config"]["regret"]["cache"]
-    assert reg["hits"] == reg["chunks"] == first["config"]["regret"]["runs"] and reg["computed"] == 0
+    assert reg["hits"] == reg["chunks"] == made["chunks"] and reg["computed"] == 0
     assert all(u["hits"] == u["chunks"] for u in _cache_use(second).values())

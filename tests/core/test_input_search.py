@@ -158,3 +158,9 @@ def test_cli_domain_error_exits_2_with_one_line(tmp_path):
     p = _cli(f"{tmp_path / 't.py'}:bad", "--samples", "1000", "--out", str(tmp_path / "rep"), "--quiet")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "search domain of target 'bad' raised RuntimeError: boom" in p.stderr.strip().splitlines()[-1]
+
+
+def test_the_batch_black_box_alone_refuses_a_search_target_and_says_where_to_go():
+    from dpcheck.blackbox import audit as batch_only
+    with pytest.raises(InputError, match="carries a PairSearch: audit it with dpcheck.audit"):
+        batch_only(S.searched_correct, samples=1000)
