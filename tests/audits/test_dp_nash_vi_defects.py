@@ -4,6 +4,7 @@ Each defect is a small test-only subclass of DPNashVI (or a CCE stand-in); the a
 unchanged and must turn it into a failing check.
 """
 import numpy as np
+import pytest
 
 from dpcheck.algorithms.envs.generators import random_game
 from dpcheck.algorithms.games.cce import CCESolution, cce_residual, solve_cce
@@ -52,6 +53,7 @@ def by_id(checks):
     return {c.id: c for c in checks}
 
 
+@pytest.mark.slow
 def test_raw_counts_in_the_bonus_are_caught_by_the_jdp_audit():
     make = lambda: CentralPrivatizer(epsilon=1.0)
     res = audit(jdp_target(make, 1.0, algo_cls=RawCountBonus), samples=20_000, seed=1)

@@ -223,6 +223,7 @@ def test_planner_view_audit_catches_raw_counts_behind_honest_noisy_fields():
     assert ok.verdict == PASS
 
 
+@pytest.mark.slow
 def test_user_privatizer_audit_sees_the_planner_view(tmp_path):
     """For a user's class run_online audits every field of the release (N~, R~ and N^) black box
     (plugin_stream_search): a raw count behind honest noisy_* fields fails privacy.blackbox."""

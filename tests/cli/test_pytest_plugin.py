@@ -34,6 +34,7 @@ def test_the_plugin_is_declared_as_a_pytest11_entry_point():
     assert eps == {"dpcheck": "dpcheck.pytest_plugin"}
 
 
+@pytest.mark.slow
 def test_fixture_passes_a_correct_mechanism_and_fails_a_broken_one_with_the_reason(pytester):
     pytester.makepyfile(test_user=MECHANISMS + '''
 def test_good(dpcheck_audit):
@@ -55,6 +56,7 @@ def test_bad(dpcheck_audit):
     assert 'name="dpcheck_report"' in junit and "good.json" in junit and "bad.json" in junit
 
 
+@pytest.mark.slow
 def test_marker_runs_the_audit_before_the_test_and_hands_over_the_report(pytester):
     pytester.makepyfile(test_user=MECHANISMS + '''
 @pytest.mark.dpcheck("laplace_example", quick=True, seed=3)
@@ -80,6 +82,7 @@ def test_fixture_without_marker(dpcheck_report):
     res.stdout.no_fnmatch_line("*During handling of the above exception*")
 
 
+@pytest.mark.slow
 def test_inconclusive_warns_and_strict_fails(pytester):
     # an audit that ends INCONCLUSIVE (dpcheck.run replaced by one returning such a report)
     pytester.makepyfile(test_user='''

@@ -166,6 +166,7 @@ def test_linopt_long_horizon_exits_2(tmp_path, capsys, name):
     assert "H = 10^5" in err and "what fits: H <=" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["private_gfa", "private_gfa_outcome"])
 def test_gfa_huge_function_class_exits_2(tmp_path, capsys, name):
     from dpcheck.audits.lib import gfa

@@ -27,6 +27,7 @@ def _pass_level(i, ss):
     return pass_alpha(0.001)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "dask"])
 def test_a_chunk_decides_at_the_callers_pass_level_in_any_worker(backend):
     """A check decided inside a chunk uses the audit's PASS level (dpcheck.stats.pass_level) in a worker

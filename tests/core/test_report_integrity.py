@@ -319,6 +319,7 @@ def _old_set(tmp_path, out):
     return old
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 @pytest.mark.parametrize("after", [0, 2])
 def test_killed_rerun_never_leaves_a_mix_or_a_pass(tmp_path, sig, after):
@@ -369,6 +370,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_kill_during_parallel_work_leaves_no_worker(tmp_path, sig):

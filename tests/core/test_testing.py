@@ -44,6 +44,7 @@ def test_calibration_google_style():
     assert short >= 19 and ok >= 19
 
 
+@pytest.mark.slow
 def test_accepts_target_per_call_and_claim_override():
     t = AuditTarget("lap", M.laplace_count(1.0), [(0, 1)], Claim(epsilon=1.0))
     assert_dp(t, samples=20_000)

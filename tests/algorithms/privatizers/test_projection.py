@@ -73,12 +73,14 @@ def instances(draw):
     return np.array(y), n, band
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(instances())
 def test_optimum_equals_highs_on_hypothesis_instances(inst):
     assert_matches_highs(*inst)
 
 
+@pytest.mark.slow
 def test_optimum_equals_highs_on_random_batch_including_degenerate():
     rng = np.random.default_rng(7)
     cases = []
@@ -236,6 +238,7 @@ nonneg = st.one_of(st.floats(0, 1e3, allow_nan=False), st.sampled_from([0.0, 1.0
 @settings(max_examples=800, deadline=None)
 @given(st.integers(1, 7).flatmap(lambda S: st.lists(nonneg, min_size=S, max_size=S)), nonneg,
        st.one_of(st.floats(0, 200, allow_nan=False), st.just(0.0)))
+@pytest.mark.slow
 def test_offline_projection_equals_the_offline_spec_closed_form(y, m, E):
     """post_process_offline (band E/2, no shift) returns exactly the closed-form minimiser (Qiao & Wang 2022, eq. 3) on clipped inputs."""
     y = np.asarray(y, float)
