@@ -457,6 +457,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     samples = bb.check_arguments(target, samples, seed, alpha, frac)
     if sequential:
         check_options(cache_dir, workers, backend, scheduler)
+        if event_bound != "cp":
+            raise InputError(f"event_bound={event_bound!r} is the batch black box's: the sequential test "
+                             "certifies with e-processes (drop it, or sequential=False)")
     found = None
     if target.search is not None:     # the pairs to audit, found on outputs of their own (dpcheck.search)
         from dpcheck.search import search_pairs

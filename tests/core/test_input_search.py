@@ -164,3 +164,8 @@ def test_the_batch_black_box_alone_refuses_a_search_target_and_says_where_to_go(
     from dpcheck.blackbox import audit as batch_only
     with pytest.raises(InputError, match="carries a PairSearch: audit it with dpcheck.audit"):
         batch_only(S.searched_correct, samples=1000)
+
+
+def test_sequential_refuses_the_batch_event_bound_instead_of_ignoring_it():
+    with pytest.raises(InputError, match="event_bound='best' is the batch black box's"):
+        dpcheck.audit(S.obvious_pairs, samples=1000, sequential=True, event_bound="best")
