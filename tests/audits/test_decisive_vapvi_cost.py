@@ -28,6 +28,7 @@ def test_rate_grids_give_the_privacy_cost_its_own_window():
     assert dp_vapvi.rate_grids(20)[1] == dp_vapvi.rate_grids(20)[0]      # Appendix F keeps one grid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [9, 10, 15])
 def test_privacy_cost_slope_is_decisive_on_the_seeds_the_old_window_left_open(seed):
     # LIN-TAB seeds 9, 10, 15: in K = 1000..4000 the cost's slope was -0.75, -0.76, -0.69 (interval not inside

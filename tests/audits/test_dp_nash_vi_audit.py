@@ -70,6 +70,7 @@ def test_jdp_audit_does_not_flag_the_central_privatizer():
     assert res.verdict != "fail" and res.epsilon_lower_bound <= 1.0
 
 
+@pytest.mark.slow
 def test_ldp_audit_bounds_and_catches_the_paper_calibration():
     # strict calibration: eps-LDP under replacement; the audited statistic is the exact Laplace
     # privacy loss, so the bound is close to eps but not above it.
@@ -80,6 +81,7 @@ def test_ldp_audit_bounds_and_catches_the_paper_calibration():
     assert bad.verdict == "fail" and bad.epsilon_lower_bound > 1.0
 
 
+@pytest.mark.slow
 def test_assumption_checks_pass_and_say_when_vacuous():
     game = random_game(3, 2, 2, 3, np.random.default_rng(0))
     checks = {c.id: c for c in assumption_checks(game, lambda: CentralPrivatizer(epsilon=1.0), runs=120, K=30,
@@ -251,6 +253,7 @@ def _planted_results(cost, seeds=8, Ks=(1000, 2000, 4000, 8000), eps_grid=(4.0, 
     (lambda e, K: 400.0 / e ** 0.2, {"jdp_eps": "inconclusive"}),                            # not ~1/eps
     (lambda e, K: 0.05 * K / e, {"jdp_K": "inconclusive"}),                                  # linear in K
 ])
+@pytest.mark.slow
 def test_privacy_cost_checks_read_planted_scalings(cost, verdicts):
     from dpcheck.audits.lib.nash import regret_checks
     res = _planted_results(cost)

@@ -48,6 +48,7 @@ class NeverUpdates(DPNashVI):
         return self._frozen
 
 
+@pytest.mark.slow
 def test_a_learner_that_never_updates_still_fails_the_nonprivate_check():
     K = 1000
     R, _ = nash.regret_curves(stochastic_pennies(), lambda: NoPrivatizer(), K=K, seeds=8,

@@ -176,6 +176,7 @@ def test_notion_comes_from_the_declared_claim(tmp_path):
     assert AgentSpec(privatizer="none").notion() == "none"
 
 
+@pytest.mark.slow
 def test_one_privatizer_object_per_agent_configuration(monkeypatch):
     """The spec loads (and validates) its privatizer once; reads use that template, every run a copy of it;
     the template is neither pickled to workers nor part of the AgentSpec's fingerprint."""

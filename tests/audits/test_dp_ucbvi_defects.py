@@ -112,12 +112,14 @@ def test_removing_privacy_term_breaks_optimism():
     assert bad.verdict == "fail" and bad.measured["failures"] == 60
 
 
+@pytest.mark.slow
 def test_nonprivate_ucbvi_is_a_jdp_violation():
     check = jdp_blackbox_check(AgentSpec(privatizer="none", mode="practical"), ExecutionOptions(seed=0), samples=20_000)
     assert check.verdict == "fail"
     assert check.measured["epsilon_lower_bound"] > 3.0
 
 
+@pytest.mark.slow
 def test_dp_ucbvi_central_is_not_flagged():
     check = jdp_blackbox_check(AgentSpec(privatizer="central", mode="practical", width_mode="nominal"),
                                ExecutionOptions(seed=0), samples=20_000)

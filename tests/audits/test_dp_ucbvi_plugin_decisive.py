@@ -120,6 +120,7 @@ def _ids(spec, runs=8):
                                                       eps_grid=[0.5, 1, 2, 4])}
 
 
+@pytest.mark.slow
 def test_a_plugin_whose_width_puts_the_window_in_the_burn_in_gets_an_uninformative_pass(monkeypatch, tmp_path):
     _planted(monkeypatch)
     good = _ids(_plugin())

@@ -136,6 +136,7 @@ def test_redrawn_tree_noise_is_caught_by_the_tree_reuse_check():
     assert bad.measured["max_z_per_counter"]["p1"] > 6
 
 
+@pytest.mark.slow
 def test_refeaturised_rows_are_caught_by_the_sensitivity_search():
     env = tabular()
     good, flow = lib.stream_sensitivity_check(lib.LinOptSpec(), env, K=8, examples=15, seed=0)

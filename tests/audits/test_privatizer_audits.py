@@ -71,12 +71,14 @@ class NarrowWidth(CentralPrivatizer):
 
 
 # ------------------------------------------------------------------ black box
+@pytest.mark.slow
 def test_central_strict_passes_and_is_reasonably_tight():
     r = audit(ap.central_target(CentralPrivatizer(1.0)), samples=SAMPLES, seed=1)
     assert r.verdict == PASS
     assert 0.4 < r.epsilon_lower_bound <= 1.0
 
 
+@pytest.mark.slow
 def test_central_paper_calibration_is_only_2eps_under_replacement():
     """docs/derivations.md#neighbouring-relation: the paper's scale certifies 2 eps under replacement; the black-box bound exceeds eps."""
     r = audit(ap.central_target(CentralPrivatizer(1.0, calibration="paper")), samples=SAMPLES, seed=1)
@@ -214,6 +216,7 @@ class RawPlannerCounts(CentralPrivatizer):
                              noisy_visits=pc.noisy_visits, noisy_transitions=pc.noisy_transitions, width=pc.width)
 
 
+@pytest.mark.slow
 def test_planner_view_audit_catches_raw_counts_behind_honest_noisy_fields():
     honest_view = audit(ap.central_target(RawPlannerCounts(1.0), search=False), samples=50_000, seed=4)
     assert honest_view.verdict == PASS                       # the self-reported N^ look fine ...

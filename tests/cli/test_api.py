@@ -69,6 +69,7 @@ def test_unknown_targets_and_bad_kinds_are_input_errors():
         dpcheck.run("laplace_example", epsilom=1)       # a misspelt keyword is Python's own error
 
 
+@pytest.mark.slow
 def test_an_audit_target_object_is_audited_and_a_broken_one_fails(tmp_path):
     claim = Claim(epsilon=1.0, source="Laplace mechanism")
     good = AuditTarget(name="mine", mechanism=_laplace(1.0), pairs=[(0, 1)], claim=claim)

@@ -119,6 +119,7 @@ def test_composed_gaussians_add_their_rho(releases):
 
 
 # ------------------------------------------------------------------ composition
+@pytest.mark.slow
 def test_k_laplace_mechanisms_by_pld_lie_between_one_and_the_composition_theorems():
     import dp_accounting as dpa
     for eps0, k, delta in ((1.0, 5, 1e-12), (0.1, 10, 1e-6)):
@@ -306,6 +307,7 @@ def test_the_guard_leaves_legitimate_code_alone(snippet):
     assert not conversions(snippet), snippet
 
 
+@pytest.mark.slow
 def test_no_module_outside_the_accounting_module_converts_between_privacy_notions():
     offenders = []
     for folder in SCANNED:

@@ -35,6 +35,7 @@ class _Two(Audit):
 _Two.register()
 
 
+@pytest.mark.slow
 def test_claim_rows_reach_the_report_and_list(tmp_path, capsys):
     assert main(["audit", "_audit_base_two", "--out", str(tmp_path), "--quiet", "--quick"]) == 0
     import json

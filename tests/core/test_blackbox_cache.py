@@ -95,6 +95,7 @@ def _rewrite(path, f):
     path.write_bytes(cachefile.dumps(rec, result))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["ten_outputs", "truncated_file", "garbage", "other_key", "inf", "complex"])
 def test_a_damaged_chunk_is_recomputed_named_and_the_result_unchanged(tmp_path, damage):
     fresh = audit(target(M.laplace_count(1.0)), samples=N, seed=5)
@@ -135,6 +136,7 @@ def test_unfingerprintable_mechanism_runs_without_cache_and_says_so(tmp_path):
     assert _strip(r.to_dict()) == audit(target(mech), samples=N, seed=2).to_dict()
 
 
+@pytest.mark.slow
 def test_cache_with_two_workers_is_identical(tmp_path):
     one = audit(target(M.laplace_count(1.0)), samples=N, seed=6, cache_dir=tmp_path / "a", workers=1)
     two = audit(target(M.laplace_count(1.0)), samples=N, seed=6, cache_dir=tmp_path / "b", workers=2)

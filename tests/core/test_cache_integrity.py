@@ -51,6 +51,7 @@ def _target(mech):
 
 
 # ------------------------------------------------------------------ files the mechanism reads
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_changed_config_file_is_never_reused(tmp_path, workers):
     cfg = tmp_path / "cfg.json"

@@ -87,6 +87,7 @@ def test_the_search_ranks_by_what_would_certify():
     assert len(pairs) == 3 and pairs[:2] == list(S.searched.pairs)
 
 
+@pytest.mark.slow
 def test_a_hypothesis_strategy_domain_is_searched_deterministically():
     t = AuditTarget("h", S.count_with_hidden_leak, [], Claim(epsilon=S.EPS),
                     search=PairSearch(BITS_STRATEGY, candidates=100, samples=500))

@@ -52,6 +52,7 @@ def test_odds_ratio_lower_uninformative_counts():
 WORST = [(0.45, 0.1, 0.0), (0.01, 1.0, 0.0), (1e-3, 2.0, 0.0), (0.02, 0.5, 1e-3), (0.3, 0.2, 0.05)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q,eps,delta", WORST)
 def test_odds_bound_covers_at_the_boundary(q, eps, delta):
     # K1 ~ Bin(n, e^eps q + delta), K2 ~ Bin(n, q): the certified bound exceeds eps in at most ~alpha of
@@ -88,6 +89,7 @@ def target(mech, pairs=((0, 1),), claim=None):
     return AuditTarget(name="fdp", mechanism=mech, pairs=list(pairs), claim=claim or Claim(epsilon=1.0))
 
 
+@pytest.mark.slow
 def test_audit_lower_bound_valid_over_seeds_on_laplace():
     # Laplace eps = 1 (true eps 1) at alpha = 0.2, 40 fixed seeds: the reported bound exceeds 1 in at most
     # ~alpha of runs (the count an alpha-level bound allows, with binomial slack at 1e-3)

@@ -14,6 +14,7 @@ def _draw(i, ss, n):
     return np.random.default_rng(ss).laplace(size=n).sum()
 
 
+@pytest.mark.slow
 def test_same_seed_same_results_for_any_worker_count():
     a = run_chunks(_draw, 6, 123, workers=1, args=(1000,))
     b = run_chunks(_draw, 6, 123, workers=2, args=(1000,))

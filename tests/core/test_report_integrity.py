@@ -347,6 +347,7 @@ def test_killed_rerun_never_leaves_a_mix_or_a_pass(tmp_path, sig, after):
         assert not any(n.endswith((".md", ".html")) for n in files)    # the old views were removed
 
 
+@pytest.mark.slow
 def test_an_inherited_ignored_sigint_stays_ignored(tmp_path):
     """A background job of a non-interactive shell ignores SIGINT (POSIX); dpcheck keeps it ignored, so a
     Ctrl-C meant for the shell does not stop it, while SIGTERM still ends the run as an interruption."""
@@ -395,6 +396,7 @@ def test_kill_during_parallel_work_leaves_no_worker(tmp_path, sig):
         assert proc.returncode == 2 and rep["status"] == "interrupted" and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_user_target(tmp_path):
     """The `path.py:NAME` route (black-box audit of a user's mechanism), interrupted inside the mechanism."""
     f = tmp_path / "slow_target.py"
@@ -469,6 +471,7 @@ def _good_report(tmp_path) -> str:
     (lambda good: good.replace('"status": "complete"', '"status": "running"')
                       .replace('"complete": true', '"complete": false'), "says pass but is incomplete"),
 ])
+@pytest.mark.slow
 def test_report_command_on_bad_files_one_line_exit_2(tmp_path, content, needle):
     good = _good_report(tmp_path)
     bad = tmp_path / "bad.json"

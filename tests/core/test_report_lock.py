@@ -194,6 +194,7 @@ def _env(tmp_path):
     return env
 
 
+@pytest.mark.slow
 def test_a_real_audit_is_refused_while_another_process_holds_the_report_and_not_after_it_is_killed(tmp_path):
     """`dpcheck audit laplace_example --quick` (and `dpcheck report`) against a lock held by another
     process: exit 2 naming it, nothing written; after SIGKILL of the holder its lock file is left

@@ -92,6 +92,7 @@ def _cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "dpcheck", "audit", *args], cwd=cwd, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_cli_sequential_reports_samples_used(tmp_path):
     (tmp_path / "t.py").write_text(
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"

@@ -3,6 +3,7 @@ stopping, simulated on the Bernoulli streams the e-process sees, vectorised over
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from dpcheck import stats
@@ -37,6 +38,7 @@ def assert_at_most_alpha(k, runs, alpha=ALPHA):
     assert float(stats.cp_lower(k, runs, 0.001)) <= alpha
 
 
+@pytest.mark.slow
 def test_false_alarms_under_optional_stopping_on_a_correct_laplace():
     # 2000 runs of a correct Laplace (eps = 1) at the null's boundary, 4000 steps each; a run "stops" the
     # first time the e-process crosses 1/alpha, i.e. any stopping rule is covered

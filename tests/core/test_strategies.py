@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from dpcheck.algorithms.envs import MarkovGame, TabularMDP, Trajectories, optimal_values, policy_values, riverswim
@@ -69,6 +70,7 @@ def test_feasible_trajectories_follow_the_kernel(data):
     assert np.all(m.init[t.states[:, 0]] > 0)
 
 
+@pytest.mark.slow
 @FAST
 @given(neighbouring_trajectories(riverswim(H=3), n=4, feasible=False))
 def test_neighbouring_trajectories_differ_in_exactly_one(pair):

@@ -57,6 +57,7 @@ TARGETS = {
 @pytest.mark.parametrize("name", ["laplace_2pairs_approx",
                                   pytest.param("geometric_cells", marks=pytest.mark.slow),
                                   pytest.param("histogram_vector", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_two_workers_give_the_report_of_one(name):
     t = TARGETS[name]
     one = audit(t, samples=N, seed=3, workers=1)
@@ -140,6 +141,7 @@ def test_memory_estimate_is_independent_of_samples_and_pairs(monkeypatch):
         check_sampling_memory(t, 10**12, workers=2)
 
 
+@pytest.mark.slow
 def test_svt_three_pairs_runs_streamed():
     r = audit(_svt_target(3), samples=N, seed=1)
     assert r.verdict in ("pass", "inconclusive") and len(r.pairs_table) == 3
@@ -151,6 +153,7 @@ def _count_chunks(d):
             if isinstance(cachefile.loads(p.read_bytes())[1], dict)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["counts_too_large", "not_a_record"])
 def test_a_damaged_certification_chunk_is_recomputed(tmp_path, damage):
     t = TARGETS["laplace_2pairs_approx"]

@@ -27,6 +27,7 @@ def test_deterministic():
     assert a.to_dict() == b.to_dict()
 
 
+@pytest.mark.slow
 def test_calibration_google_style():
     # Google's statistical tests: accept a correct mechanism, reject noise 15 % short, each with
     # probability >= 0.9. Over 20 seeds at the defaults we require >= 19/20 of both.

@@ -95,6 +95,7 @@ def bad_file(tmp_path_factory):
     ("GlobalRandom", "not deterministic given the rng"),
     ("IgnoresRng", "ignore the rng"),
 ])
+@pytest.mark.slow
 def test_a_misbehaving_plugin_gets_one_line_naming_it(bad_file, name, words):
     with pytest.raises(MechanismError) as e:
         load_stream_privatizer(f"{bad_file}:{name}")
@@ -155,6 +156,7 @@ def test_radius_scaling_follows_the_plugins_own_constants():
     assert c.verdict == "pass" and abs(c.measured["expected_slope"] + 0.5) > 0.1
 
 
+@pytest.mark.slow
 def test_a_plugin_without_trees_is_audited_black_box_and_the_tree_checks_say_why_not(bad_file):
     env = lm2()
     spec = lib.LinOptSpec(plugin=f"{bad_file}:_Own")

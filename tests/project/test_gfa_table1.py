@@ -76,6 +76,7 @@ def test_evaluate_detects_violations(table1):
     assert f["E1"]["status"] == "holds"
 
 
+@pytest.mark.slow
 def test_tiny_end_to_end(table1, tmp_path):
     """H = 2 (27 hypotheses), K = 40, 4 runs: structure of results.json / report.md, and determinism."""
     argv = ["--H", "2", "--K", "40", "--runs", "4", "--boot", "50", "--no-robustness", "--seed", "5"]

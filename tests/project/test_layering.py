@@ -207,6 +207,7 @@ def test_a_broken_entry_point_is_named_and_does_not_hide_the_others():
     assert "broken = dpcheck.audits.does_not_exist failed to load (ModuleNotFoundError" in r.stdout
 
 
+@pytest.mark.slow
 def test_importing_the_core_imports_no_algorithm():
     r = _run("""
         import sys

@@ -50,6 +50,7 @@ def test_no_module_of_the_project_imports_the_bare_names():
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
 def test_a_checkout_maps_the_subpackages_to_its_own_folders():
     r = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import sys, dpcheck, dpcheck.algorithms.envs, dpcheck.audits.lib

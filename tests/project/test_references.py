@@ -69,6 +69,7 @@ def test_the_pattern_spares_legitimate_text(line):
     assert not spec_references(line)
 
 
+@pytest.mark.slow
 def test_no_reference_to_the_absent_specs():
     bad = []
     for path in _files("*.py", "*.md"):

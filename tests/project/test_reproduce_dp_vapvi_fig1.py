@@ -33,6 +33,7 @@ def tiny(tmp_path_factory):
     return out, json.loads((out / "results.json").read_text(), parse_constant=_strict)
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_report_json_and_plot(tiny):
     out, res = tiny
     assert res["schema"] == "dpcheck.reproduction/1"

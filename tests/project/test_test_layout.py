@@ -4,6 +4,8 @@ README's development section names the fast tier."""
 import re
 import subprocess
 from collections import Counter
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,6 +75,7 @@ def _shared_run_users():
     return out
 
 
+@pytest.mark.slow
 def test_tests_sharing_an_audit_run_are_grouped_on_one_worker():
     # without the group, -n auto may run both consumers of one shared run on different workers: each
     # pays the whole audit (correct, but the saving is lost)

@@ -35,6 +35,7 @@ def stage_games(max_a=4, max_b=4, H=5.0):
                               for _ in range(2)]))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(stage_games())
 def test_solution_is_a_cce_checked_by_brute_force(game):
@@ -50,6 +51,7 @@ def test_solution_is_a_cce_checked_by_brute_force(game):
     assert (pi * Qu).sum() <= (mu @ Qu).min() + 1e-8 * 5
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(stage_games(3, 3))
 def test_simplex_agrees_with_scipy_feasibility(game):

@@ -15,6 +15,7 @@ from dpcheck.audits.lib import nash
 from dpcheck.errors import InputError
 
 
+@pytest.mark.slow
 def test_stacked_regret_chunk_equals_one_run_per_job():
     game, K, seeds, common = stochastic_pennies(), 150, 4, 987
     jobs = [("central", 8.0, "strict", K, seeds), ("local", 32.0, "strict", K, seeds),

@@ -162,6 +162,7 @@ def test_messages_sampler_equals_enumeration_in_a_run():
 
 
 # ----------------------------------------------------------------------------------------------- EM pure DP
+@pytest.mark.slow
 def test_em_is_eps0_pure_dp_on_neighbouring_datasets():
     """EM pure DP: |ln Pr_D(f) - ln Pr_D'(f)| <= eps0 for random neighbouring GF-3 datasets (exact log-softmax)."""
     inst = gf3()

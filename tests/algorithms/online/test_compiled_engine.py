@@ -70,6 +70,7 @@ def _assert_same(a, b):
         assert np.array_equal(x, y)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["ucbvi", "central", "local", "stacked"])
 @pytest.mark.parametrize("ties,noise", [("random", "deterministic"), ("lowest", "bernoulli")])
 def test_engines_agree_on_riverswim(kind, ties, noise):

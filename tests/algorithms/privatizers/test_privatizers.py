@@ -48,6 +48,7 @@ def test_noise_scales_follow_the_spec(cal, rewards, factor):
     assert loc.noise_scale() == pytest.approx(factor * H / eps)
 
 
+@pytest.mark.slow
 def test_declared_events_give_eps_strict_and_2eps_paper_under_replacement():
     from dpcheck.accounting import pld_epsilon
     for cls in (CentralPrivatizer, LocalPrivatizer):

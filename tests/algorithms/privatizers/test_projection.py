@@ -116,6 +116,7 @@ def test_vectorised_over_leading_axes_equals_row_by_row():
         np.testing.assert_allclose(batch.value[idx], one.value[0], atol=1e-12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(instances())
 def test_canonical_point_is_the_euclidean_projection_onto_the_optimal_set(inst):
@@ -186,6 +187,7 @@ def test_offline_variant_has_no_shift_and_matches_closed_form():
     np.testing.assert_allclose(pp.visits, pp.transitions.sum(-1))
 
 
+@pytest.mark.slow
 def test_ignoring_nonnegativity_is_caught():
     """Planted defect: the LP solved without x >= 0 (shift y evenly into the band) fails the HiGHS test."""
     from dpcheck.algorithms.privatizers.projection import ProjectionResult
