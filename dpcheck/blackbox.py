@@ -602,12 +602,12 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     # certify) computes it meanwhile, in a thread (a pure function: the same value either way)
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as pool:
-        power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_b, eps_claim, delta)
+        power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_b, eps_claim, delta, event_bound)
                    if workers > 1 or backend != "local" else None)
         counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, exe, say,
                                                            reports)
         power = (power_f.result() if power_f is not None
-                 else stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta))
+                 else stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta, event_bound))
     cache_use = _merge_cache_reports(reports) if cache_dir is not None else None
 
     rows, prof, keep = [], [], {}
@@ -627,7 +627,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             eps_lb = stats.odds_eps_bound(kx, ky, n_cert, 2 * alpha_b, delta)
         else:
             eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
-        event_power = stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim, delta)
+        event_power = (stats.odds_detectable_epsilon(ky / n_cert, n_cert, 2 * alpha_b, eps_claim, delta)
+                       if methods[p] == "odds" else stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim,
+                                                                              delta))
         event = scorer.describe(t)
         rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
                      "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,

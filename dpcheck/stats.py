@@ -206,7 +206,41 @@ def detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, del
     return max(float(eps_claim), math.log((p_star - delta) / q))
 
 
-def budget_detectable_epsilon(n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
+def odds_detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
+    """:func:`detectable_epsilon` for an event certified by :func:`odds_eps_bound` at level ``alpha`` (the
+    audit spends both of the event's one-sided levels there, 2 alpha_b): the smallest true eps' whose event,
+    with p = e^eps' q + delta and both counts at their expected values n p and n q, is certified above
+    eps_claim. The certified bound at those counts is taken from :func:`odds_eps_approx` (Woolf's normal
+    law of ln psi): power is a median-case figure, not a certified statement, and the exact conditional
+    bound moves by far less than the sampling spread of the counts (tests/core/test_odds_bounds.py checks
+    that the exact test then detects about half the time). inf if no p <= 1 is detected."""
+    q = max(float(q_hat), 1.0 / n)
+    if q >= 1.0:
+        return math.inf
+
+    def caught(p):
+        return float(odds_eps_approx(n * p, n * q, n, alpha, delta)) > eps_claim
+
+    lo = min(1.0, delta + math.exp(eps_claim) * q)
+    hi = 1.0 - 0.5 / n
+    if lo >= hi or not caught(hi):
+        return math.inf
+    # odds_eps_approx grows with the count under D: bisection on p
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if caught(mid):
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo < 1e-9 * hi:
+            break
+    if hi <= delta:
+        return float(eps_claim)
+    return max(float(eps_claim), math.log((hi - delta) / q))
+
+
+def budget_detectable_epsilon(n: int, alpha: float, eps_claim: float, delta: float = 0.0,
+                              event_bound: str = "cp") -> float:
     """The sample budget's power: min over event masses q of :func:`detectable_epsilon`.
 
     The smallest true epsilon that an event of the best mass q under D' (searched on
@@ -214,10 +248,14 @@ def budget_detectable_epsilon(n: int, alpha: float, eps_claim: float, delta: flo
     samples per side at level alpha. It depends on the budget only, not on the event
     the search happened to choose, so an audit that found no leak because there is
     none is not mistaken for an under-powered one; :func:`detectable_epsilon` of the
-    chosen event is reported beside it.
+    chosen event is reported beside it. ``event_bound="best"`` (the audit may certify an event by the odds
+    ratio instead, blackbox.audit): the smaller of that and :func:`odds_detectable_epsilon` at 2 alpha, per q.
     """
     grid = np.unique(np.concatenate([np.geomspace(1.0 / n, 0.5, 48), [0.5]]))
-    return float(min(detectable_epsilon(q, n, alpha, eps_claim, delta) for q in grid))
+    cp = min(detectable_epsilon(q, n, alpha, eps_claim, delta) for q in grid)
+    if event_bound != "best":
+        return float(cp)
+    return float(min(cp, min(odds_detectable_epsilon(q, n, 2 * alpha, eps_claim, delta) for q in grid)))
 
 
 # ----------------------------------------------------------------------------- the two levels of a check

@@ -137,3 +137,46 @@ def test_odds_bound_chosen_and_higher_on_report_noisy_max():
 def test_unknown_event_bound_is_an_input_error():
     with pytest.raises(InputError, match="event_bound"):
         audit(target(M.laplace_count(1.0)), samples=1000, event_bound="fdp")
+
+
+# ------------------------------------------------------------------ power when the odds bound may certify
+@pytest.mark.slow
+@pytest.mark.parametrize("n,q,eps,delta", [(10_000, 0.3, 0.1, 0.0), (20_000, 0.05, 0.5, 0.0),
+                                           (10_000, 0.2, 0.3, 1e-4)])
+def test_odds_power_is_a_median_case_threshold_of_the_exact_test(n, q, eps, delta):
+    """At the eps' that odds_detectable_epsilon returns, the EXACT odds-ratio certification (what the audit
+    runs) exceeds the claim in about half of the draws: the power figure means what the report says."""
+    a2 = 0.025
+    e = stats.odds_detectable_epsilon(q, n, a2, eps, delta)
+    assert eps < e < 2 * eps
+    rng = np.random.default_rng(7)
+    p = math.exp(e) * q + delta
+    k1, k2 = rng.binomial(n, p, 300), rng.binomial(n, q, 300)
+    rate = np.mean([stats.odds_eps_bound(a, b, n, a2, delta) > eps for a, b in zip(k1, k2)])
+    assert 0.3 < rate < 0.7
+
+
+def test_budget_power_with_the_odds_bound_is_never_worse_and_better_at_small_eps():
+    a = 0.05 / 4
+    for n in (10**4, 10**5, 10**6):
+        for eps, delta in ((1.0, 0.0), (0.1, 0.0), (1.0, 1e-5)):
+            cp = stats.budget_detectable_epsilon(n, a, eps, delta)
+            best = stats.budget_detectable_epsilon(n, a, eps, delta, "best")
+            assert best <= cp
+    assert (stats.budget_detectable_epsilon(10**4, a, 0.1, 0.0, "best")
+            < 0.95 * stats.budget_detectable_epsilon(10**4, a, 0.1, 0.0))
+
+
+def test_an_audit_with_the_odds_bound_reports_the_odds_power():
+    """event_bound="best": the audit's power is the budget's under either bound, so it is never above the
+    Clopper-Pearson-only figure of the same budget (it was before: the CP figure was reported whichever bound
+    certified)."""
+    t = AuditTarget(name="lap01", mechanism=lambda c, rng, size: rng.laplace(float(c), 10.0, size),
+                    pairs=[(0, 1)], claim=Claim(epsilon=0.1))
+    cp = audit(t, samples=20_000, seed=3)
+    best = audit(t, samples=20_000, seed=3, event_bound="best")
+    assert best.power < cp.power
+    assert best.power == pytest.approx(stats.budget_detectable_epsilon(
+        best.certification_samples, best.alpha_per_bound, 0.1, 0.0, "best"), rel=1e-12)
+    assert cp.power == pytest.approx(stats.budget_detectable_epsilon(
+        cp.certification_samples, cp.alpha_per_bound, 0.1, 0.0), rel=1e-12)
