@@ -324,16 +324,15 @@ def plot_plan(spec: dict) -> dict:
 def _plot_png(spec: dict) -> str | None:
     """Render one plot spec to a base64 PNG (None if matplotlib is unavailable or the spec is empty)."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure      # no pyplot: no global figure registry, no GUI backend
     except ImportError:
         return None
     series = [s for s in spec.get("series") or [] if s.get("y") is not None]
     if not series:
         return None
     plan = plot_plan(spec)
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=90)
+    fig = Figure(figsize=(6.4, 3.8), dpi=90)
+    ax = fig.subplots()
     xlabel = spec.get("xlabel", "")
     if plan["kind"] == "bar":
         width = 0.8 / len(series)
@@ -392,10 +391,12 @@ def _plot_png(spec: dict) -> str | None:
     ax.set_ylabel(spec.get("ylabel", ""))
     if any(s.get("label") for s in series) or vlines:
         ax.legend(fontsize=7)
-    fig.tight_layout()
+    # fixed margins, not tight_layout(): that draws the figure once more only to measure it, which was 1/3 of
+    # a report's writing time (19 plots of dp_nash_vi --quick: 7.4 -> 4.9 CPU s); the labels fit these
+    # margins at this size (rotated category labels get a deeper bottom margin)
+    fig.subplots_adjust(left=0.12, right=0.97, top=0.9, bottom=0.28 if plan["rotate"] else 0.14)
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
-    plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode()
 
 
