@@ -110,6 +110,14 @@ def gaussian_noise(rng: np.random.Generator, runs: int, H: int, d: int, stds: di
     return VAPVINoise(g1, g2, g3, sym(Z1), sym(Z2))
 
 
+def gaussian_dp_event(stds: dict, sensitivities: dict, H: int):
+    """The DpEvent of the 5H releases: at each of the H steps, every statistic k released once with Gaussian
+    noise of std ``stds[k]`` for l2 sensitivity ``sensitivities[k]`` (noise multiplier std / Delta), composed."""
+    import dp_accounting
+    return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(stds[k] / sensitivities[k])
+                                          for _ in range(H) for k in STATISTICS])
+
+
 class RegressionPrivatizer:
     """The privatizer of DP-VAPVI's released regression statistics (Qiao & Wang, Offline RL with DP, docs/derivations.md#noise-calibration;
     docs/privatizers.md, "Offline linear"). At every step h DP-VAPVI releases Sigmatil_h = Sigma_h + (E/2) I + N1_h,
@@ -179,10 +187,7 @@ class GaussianRegressionPrivatizer(RegressionPrivatizer):
         return gaussian_noise(rng, runs, H, d, self.noise_stds(H, sensitivities))
 
     def dp_event(self, H, sensitivities):
-        import dp_accounting
-        std = self.noise_stds(H, sensitivities)
-        return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(std[k] / sensitivities[k])
-                                              for _ in range(H) for k in STATISTICS])
+        return gaussian_dp_event(self.noise_stds(H, sensitivities), sensitivities, H)
 
     @property
     def claim(self):
