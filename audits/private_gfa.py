@@ -34,52 +34,24 @@ from dpcheck.registry import PARALLEL, SetOption
 HZ = "He & Zhou (arXiv 2605.07049)"
 
 
-# The two claim tables. Almost every row names its algorithm's theorem, line of the algorithm or sensitivity,
-# and each table has rows the other lacks, so the tables are written out; the two blocks that differ only in
-# the algorithm and its theorem (the selection rows, the regret rows) are built once, by the two functions here.
-def _selection_rows(alg: int, theorem: str) -> tuple:
-    """The selection mechanism's rows (Section 3.3) for Algorithm ``alg`` and its regret Theorem ``theorem``."""
-    return (
-        ClaimRow("privacy.em_selection", "privacy",
-                 "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
-                 "(chi-square against the closed form)",
-                 f"{HZ}, Algorithm {alg} line 6, Algorithm 1 line 6", "gfa.selection_check"),
-        ClaimRow("privacy.selection.blackbox", "privacy",
-                 "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
-                 "of sensitivity Delta_S (black box, neighbouring score vectors)",
-                 f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
-        ClaimRow("assumption.selection_utility", "assumption",
-                 "the selection at eps0 concentrates: Pr[S(f) < max S - c (Delta_S / eps0)(ln N + t)] <= e^-t",
-                 f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem {theorem} (Algorithm {alg})",
-                 "gfa.selection_utility_check"),
-    )
-
-
-def _regret_rows(alg: int, theorem: str) -> tuple:
-    """The regret rows of Algorithm ``alg``, whose regret bound is Theorem ``theorem`` (Remark 3.7: non-private)."""
-    ref = f"{HZ}, Theorem {theorem} (Algorithm {alg})"
-    return (
-        ClaimRow("regret.exponent.private", "regret",
-                 "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
-                 ref, "gfa.regret_checks"),
-        ClaimRow("regret.exponent.nonprivate", "regret",
-                 "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-                 f"{HZ}, Remark 3.7", "gfa.regret_checks"),
-        ClaimRow("regret.privacy_cost.eps", "regret",
-                 "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
-                 ref, "gfa.regret_checks"),
-        ClaimRow("regret.output_policy", "regret",
-                 "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
-                 f"{ref} (PAC conversion)", "gfa.output_policy_check"),
-    )
-
-
+# The two claim tables, written out: almost every row names its algorithm's theorem, line of the algorithm,
+# sensitivity or spec claim, so only one row is the same word for word (and each table has rows the other lacks).
 ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
              f"{HZ}, Theorem 3.1 (Algorithm 1), Definition 2.3", "gfa.jdp_blackbox_check"),
-    *_selection_rows(1, "3.1"),
+    ClaimRow("privacy.em_selection", "privacy",
+             "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
+             "(chi-square against the closed form)",
+             f"{HZ}, Algorithm 1 line 6, Algorithm 1 line 6", "gfa.selection_check"),
+    ClaimRow("privacy.selection.blackbox", "privacy",
+             "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
+             "of sensitivity Delta_S (black box, neighbouring score vectors)",
+             f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
+    ClaimRow("assumption.selection_utility", "assumption",
+             "the selection at eps0 concentrates: Pr[S(f) < max S - c (Delta_S / eps0)(ln N + t)] <= e^-t",
+             f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.1 (Algorithm 1)", "gfa.selection_utility_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = 8H for neighbouring datasets (hypothesis search)",
              f"{HZ}, Section 3.3, Theorem 3.1 (Algorithm 1)", "gfa.sensitivity_check"),
@@ -98,7 +70,18 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
     ClaimRow("assumption.coverability", "assumption",
              "C_cov = max_h sum_(s,a) max_pi d_h^pi(s,a) computed exactly, attained by the optimal mu",
              f"{HZ}, Definition 2.2, Appendix D", "gfa.assumption_checks"),
-    *_regret_rows(1, "3.1"),
+    ClaimRow("regret.exponent.private", "regret",
+             "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
+             f"{HZ}, Theorem 3.1 (Algorithm 1)", "gfa.regret_checks"),
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
+             f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+    ClaimRow("regret.privacy_cost.eps", "regret",
+             "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
+             f"{HZ}, Theorem 3.1 (Algorithm 1)", "gfa.regret_checks"),
+    ClaimRow("regret.output_policy", "regret",
+             "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
+             f"{HZ}, Theorem 3.1 (Algorithm 1) (PAC conversion)", "gfa.output_policy_check"),
     # Appendix C concerns the linear design matrices of the proof approach Algorithm 1 replaces
     ClaimRow("assumption.design_monotonicity", "assumption",
              "privatised design matrices Lambda~_h^k stay PD but are not monotone in the Loewner order as data is "
@@ -116,7 +99,17 @@ ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
              "scripted users differing in user 1)",
              f"{HZ}, Theorem 3.4 (Algorithm 2), Definition 2.3", "gfa.jdp_blackbox_check"),
-    *_selection_rows(2, "3.4"),
+    ClaimRow("privacy.em_selection", "privacy",
+             "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
+             "(chi-square against the closed form)",
+             f"{HZ}, Algorithm 2 line 6, Algorithm 1 line 6", "gfa.selection_check"),
+    ClaimRow("privacy.selection.blackbox", "privacy",
+             "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
+             "of sensitivity Delta_S (black box, neighbouring score vectors)",
+             f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
+    ClaimRow("assumption.selection_utility", "assumption",
+             "the selection at eps0 concentrates: Pr[S(f) < max S - c (Delta_S / eps0)(ln N + t)] <= e^-t",
+             f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.4 (Algorithm 2)", "gfa.selection_utility_check"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "|S_D(f) - S_D'(f)| <= Delta_S = (H+1)^2 for neighbouring datasets (hypothesis search)",
              f"{HZ}, Section 3.3, Theorem 3.4 (Algorithm 2)", "gfa.sensitivity_check"),
@@ -136,7 +129,18 @@ ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
     ClaimRow("assumption.deterministic", "assumption",
              "deterministic transitions with outcome rewards",
              f"{HZ}, Definition 3.3 (Theorem 3.4)", "gfa.assumption_checks"),
-    *_regret_rows(2, "3.4"),
+    ClaimRow("regret.exponent.private", "regret",
+             "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
+             f"{HZ}, Theorem 3.4 (Algorithm 2)", "gfa.regret_checks"),
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
+             f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+    ClaimRow("regret.privacy_cost.eps", "regret",
+             "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
+             f"{HZ}, Theorem 3.4 (Algorithm 2)", "gfa.regret_checks"),
+    ClaimRow("regret.output_policy", "regret",
+             "output policy pi_hat = Unif(pi_1..pi_K): J(pi*) - J(pi_hat) = Regret / K",
+             f"{HZ}, Theorem 3.4 (Algorithm 2) (PAC conversion)", "gfa.output_policy_check"),
 )
 
 
