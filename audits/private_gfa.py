@@ -250,11 +250,8 @@ class _GFAAudit(Audit):
         self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
         law = gfa.selection_check(ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
                                   seed=self.int_seed("selection"))
-        if law is not None:
-            self.add(law)
-        else:
-            self.config["privacy.em_selection"] = ("not checked: the selection mechanism declares no closed form "
-                                                   "(log_probabilities); privacy.selection.blackbox is the evidence")
+        self.add_or_note(law, "privacy.em_selection", "not checked: the selection mechanism declares no closed "
+                         "form (log_probabilities); privacy.selection.blackbox is the evidence")
         # the mechanism alone at the eps0 it is really run at (2 Delta_S beta_used) and the audited Delta_S
         p = ag.privacy(K)
         eps0 = 2.0 * p.sensitivity * float(ag.temperature(K))
