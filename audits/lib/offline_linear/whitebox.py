@@ -161,14 +161,12 @@ def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: i
     next-step values Vtil_{h+1} in [0, H-h] and weights sigtil^2 in [1, H^2] (Algorithm 2 lines 7-8): the largest
     l2 change of each statistic, as a fraction of ``declared`` (name -> sensitivity at that H, callable)."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
-    from dpcheck.strategies import episode_actions, episode_states
+    from dpcheck.strategies import episode_actions, episode_sizes, episode_states
     best = {k: 0.0 for k in STATS}
 
     @st.composite
     def case(draw):
-        H = draw(st.integers(1, 3))
-        S = draw(st.integers(1, 3))
-        A = draw(st.integers(1, 2))
+        H, S, A = episode_sizes(draw)
         d = draw(st.integers(1, 3))
         unit = st.floats(-1, 1, allow_nan=False)
         raw = np.array(draw(st.lists(unit, min_size=S * A * d, max_size=S * A * d))).reshape(S, A, d)
