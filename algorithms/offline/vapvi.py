@@ -38,13 +38,14 @@ Dpen (Appendix F): give ``Dpen`` directly, or ``c_D`` with ``kappa > 0`` for the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from dpcheck.accounting import gaussian_rho, gaussian_sigma
 from dpcheck.errors import InputError
-from dpcheck.algorithms.envs._validate import check_rng, one_hot
+from dpcheck.algorithms.envs._validate import check_rng
+from dpcheck.algorithms.offline.result import OfflineResult
 from dpcheck.algorithms.offline.dataset import (
     OfflineDataset, TabularCounts, check_features, positive_budget, probability,
 )
@@ -196,7 +197,7 @@ class GaussianRegressionPrivatizer(RegressionPrivatizer):
 
 
 @dataclass(frozen=True)
-class LinearResult:
+class LinearResult(OfflineResult):
     """Output of DP-VAPVI / VAPVI / PEVI for a batch of runs (0-based h; runs first).
 
     policy         pi_hat_h(s) (runs, H, S) int; ``policy_probs`` (runs, H, S, A)
@@ -218,9 +219,6 @@ class LinearResult:
     config, dp_event
     """
 
-    policy: np.ndarray
-    values: np.ndarray
-    q_values: np.ndarray
     bellman: np.ndarray
     penalties: np.ndarray
     weights: np.ndarray
@@ -239,12 +237,6 @@ class LinearResult:
     additive: float
     max_feature_norm: float
     feature_bound: float
-    config: dict = field(default_factory=dict)
-    dp_event: object = None
-
-    @property
-    def policy_probs(self) -> np.ndarray:
-        return one_hot(self.policy, self.q_values.shape[-1])
 
     @property
     def feature_bound_violated(self) -> bool:
