@@ -106,11 +106,8 @@ class GFASelectionMechanismAudit(Audit):
         self.add(gfa.selection_dp_event_check(mech, eps, sens))
         law = selection_law_check(mech, eps, sens, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
                                   seed=self.int_seed("law"))
-        if law is not None:
-            self.add(law)
-        else:
-            self.config["selection_law"] = ("not checked: the mechanism declares no closed form "
-                                            "(log_probabilities); privacy.blackbox is the evidence")
+        self.add_or_note(law, "selection_law", "not checked: the mechanism declares no closed form "
+                         "(log_probabilities); privacy.blackbox is the evidence")
         self.add(gfa.selection_utility_check(mech, eps, sens, runs=exe.pick(20_000, 5_000), alpha=exe.alpha,
                                              seed=self.int_seed("utility")))
 

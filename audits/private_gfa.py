@@ -34,8 +34,20 @@ from dpcheck.registry import PARALLEL, SetOption
 HZ = "He & Zhou (arXiv 2605.07049)"
 
 
-# The two claim tables, written out: almost every row names its algorithm's theorem, line of the algorithm,
-# sensitivity or spec claim, so only one row is the same word for word (and each table has rows the other lacks).
+# The two claim tables, written out: almost every row names its algorithm's theorem, line of the algorithm or
+# sensitivity, and each table has rows the other lacks; the two rows that are the same word for word in both
+# (the selection mechanism's black box, the non-private learner) are written once, here.
+SELECTION_BLACKBOX_ROWS = (
+    ClaimRow("privacy.selection.blackbox", "privacy",
+             "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
+             "of sensitivity Delta_S (black box, neighbouring score vectors)",
+             f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
+)
+NONPRIVATE_ROWS = (
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
+             f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+)
 ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the selected functions f^(k) and the actions sent to all other users are (eps, delta)-JDP (black box, "
@@ -45,10 +57,7 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
              f"{HZ}, Algorithm 1 line 6, Algorithm 1 line 6", "gfa.selection_check"),
-    ClaimRow("privacy.selection.blackbox", "privacy",
-             "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
-             "of sensitivity Delta_S (black box, neighbouring score vectors)",
-             f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
+    *SELECTION_BLACKBOX_ROWS,
     ClaimRow("assumption.selection_utility", "assumption",
              "the selection at eps0 concentrates: Pr[S(f) < max S - c (Delta_S / eps0)(ln N + t)] <= e^-t",
              f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.1 (Algorithm 1)", "gfa.selection_utility_check"),
@@ -73,9 +82,7 @@ ALGORITHM_1_CLAIMS = (       # private_gfa: Algorithm 1, Theorem 3.1
     ClaimRow("regret.exponent.private", "regret",
              "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
              f"{HZ}, Theorem 3.1 (Algorithm 1)", "gfa.regret_checks"),
-    ClaimRow("regret.exponent.nonprivate", "regret",
-             "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-             f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+    *NONPRIVATE_ROWS,
     ClaimRow("regret.privacy_cost.eps", "regret",
              "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
              f"{HZ}, Theorem 3.1 (Algorithm 1)", "gfa.regret_checks"),
@@ -103,10 +110,7 @@ ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
              "f^(k) is drawn with Pr[f] = exp(beta_EM S(f)) / sum_g exp(beta_EM S(g)), beta_EM = eps0/(2 Delta_S) "
              "(chi-square against the closed form)",
              f"{HZ}, Algorithm 2 line 6, Algorithm 1 line 6", "gfa.selection_check"),
-    ClaimRow("privacy.selection.blackbox", "privacy",
-             "each update's selection mechanism (the exponential mechanism or a plug-in) is eps0-DP for scores "
-             "of sensitivity Delta_S (black box, neighbouring score vectors)",
-             f"{HZ}, Section 3.3, Lemma E.2", "gfa.selection_blackbox_check"),
+    *SELECTION_BLACKBOX_ROWS,
     ClaimRow("assumption.selection_utility", "assumption",
              "the selection at eps0 concentrates: Pr[S(f) < max S - c (Delta_S / eps0)(ln N + t)] <= e^-t",
              f"Dwork & Roth 2014, Thm 3.11; {HZ}, regret analysis of Theorem 3.4 (Algorithm 2)", "gfa.selection_utility_check"),
@@ -132,9 +136,7 @@ ALGORITHM_2_CLAIMS = (       # private_gfa_outcome: Algorithm 2, Theorem 3.4
     ClaimRow("regret.exponent.private", "regret",
              "privacy term of the regret O~(K^(3/5) eps^(-2/5)): increment exponent in K <= 3/5 + 0.1",
              f"{HZ}, Theorem 3.4 (Algorithm 2)", "gfa.regret_checks"),
-    ClaimRow("regret.exponent.nonprivate", "regret",
-             "non-private batched learner (B = ceil(sqrt K)): O~(sqrt(C_cov K)), increment exponent <= 1/2 + 0.1",
-             f"{HZ}, Remark 3.7", "gfa.regret_checks"),
+    *NONPRIVATE_ROWS,
     ClaimRow("regret.privacy_cost.eps", "regret",
              "privacy cost at fixed K scales like eps^(-2/5) (slope in [-1.1, 0]; fails if it grows with eps)",
              f"{HZ}, Theorem 3.4 (Algorithm 2)", "gfa.regret_checks"),
@@ -248,11 +250,8 @@ class _GFAAudit(Audit):
         self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
         law = gfa.selection_check(ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
                                   seed=self.int_seed("selection"))
-        if law is not None:
-            self.add(law)
-        else:
-            self.config["privacy.em_selection"] = ("not checked: the selection mechanism declares no closed form "
-                                                   "(log_probabilities); privacy.selection.blackbox is the evidence")
+        self.add_or_note(law, "privacy.em_selection", "not checked: the selection mechanism declares no closed "
+                         "form (log_probabilities); privacy.selection.blackbox is the evidence")
         # the mechanism alone at the eps0 it is really run at (2 Delta_S beta_used) and the audited Delta_S
         p = ag.privacy(K)
         eps0 = 2.0 * p.sensitivity * float(ag.temperature(K))

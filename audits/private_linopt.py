@@ -2,7 +2,7 @@
 Approximation"; Zhou 2022): ``dpcheck audit private_linopt_vi`` / ``private_linopt_po``.
 
 The module opens with the two claim tables (the rows both algorithms share are written once; the optimism
-row differs: C14 for Algorithm 1, C15 / C16 for Algorithm 2; the regret rows name each one's theorem). One
+row differs: C14 for Algorithm 1, C15 / C16 for Algorithm 2; most regret rows name each one's theorem). One
 base class holds ``run``; the two registered subclasses name the algorithm and its table.
 The check functions live in audits/lib/linopt/.
 
@@ -40,9 +40,10 @@ Z = "Zhou (Private linear mixture RL)"
 WEAK_EPS = (1e2, 10 ** 2.5, 1e3, 10 ** 3.5, 1e4)
 
 
-# The claim tables. Both algorithms share the privacy rows and the Assumption 2 / Lemma 3.1 rows word for
-# word (one tuple each, written once); the optimism row and the regret rows name each algorithm's own
-# equation or theorem and are written out in each table.
+# The claim tables. Both algorithms share the privacy rows, the Assumption 2 / Lemma 3.1 rows and two regret
+# rows (the non-private reduction, the radius scaling) word for word (one tuple each, written once); the
+# optimism row and the other regret rows name each algorithm's own equation or theorem and are written out in
+# each table.
 PRIVACY_ROWS = (
     ClaimRow("privacy.jdp.blackbox", "privacy",
              "the actions sent to all other users are (eps + eps^2/(16 H ln(4H/delta)), delta)-JDP (black box, "
@@ -85,6 +86,16 @@ ASSUMPTION_ROWS = (           # Assumption 2 and Lemma 3.1
              "theta_{h,p}, theta_{h,r} lie in their confidence ellipsoids for all k, h w.p. >= 1 - 3 alpha",
              f"{Z}, Lemma 3.1", "linopt.assumption_checks"),
 )
+NONPRIVATE_ROWS = (           # the non-private reduction of both algorithms
+    ClaimRow("regret.exponent.nonprivate", "regret",
+             "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
+             f"{Z}, Remark 6.7", "linopt.exponent_check"),
+)
+RADIUS_ROWS = (               # the confidence radius of both algorithms
+    ClaimRow("regret.radius_scaling", "regret",
+             "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
+             f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
+)
 VI_CLAIMS = (                 # private_linopt_vi: Algorithm 1, Thm 4.1, Thm 6.5 eq. 4
     *PRIVACY_ROWS,
     *ASSUMPTION_ROWS,
@@ -94,16 +105,12 @@ VI_CLAIMS = (                 # private_linopt_vi: Algorithm 1, Thm 4.1, Thm 6.5
     ClaimRow("regret.exponent", "regret",
              "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
              f"{Z}, Thm 6.5 eq. 4", "linopt.exponent_check"),
-    ClaimRow("regret.exponent.nonprivate", "regret",
-             "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
-             f"{Z}, Remark 6.7", "linopt.exponent_check"),
+    *NONPRIVATE_ROWS,
     ClaimRow("regret.privacy_scaling", "regret",
              "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 on a "
              "gapped instance); it never grows with eps",
              f"{Z}, Thm 6.5 eq. 4", "linopt.scaling_checks"),
-    ClaimRow("regret.radius_scaling", "regret",
-             "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
-             f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
+    *RADIUS_ROWS,
     ClaimRow("regret.explicit_bound", "regret",
              "R(K) <= the explicit bound of Thm 4.1 (T1 + T2 + T3) in every run, w.p. >= 1 - 4 alpha",
              f"{Z}, Thm 4.1 (T1 + T2 + T3)", "linopt.explicit_bound_check"),
@@ -117,16 +124,12 @@ PO_CLAIMS = (                 # private_linopt_po: Algorithm 2, Thm 5.1, Thm 6.5
     ClaimRow("regret.exponent", "regret",
              "Regret = O~(sqrt(T)) at fixed eps (weak-privacy range): increment exponent <= 0.5 + 0.1",
              f"{Z}, Thm 6.5 eq. 5", "linopt.exponent_check"),
-    ClaimRow("regret.exponent.nonprivate", "regret",
-             "the non-private reduction (Z = I) has O~(d sqrt(H^3 T)) regret: increment exponent <= 0.5 + 0.1",
-             f"{Z}, Remark 6.7", "linopt.exponent_check"),
+    *NONPRIVATE_ROWS,
     ClaimRow("regret.privacy_scaling", "regret",
              "the privacy cost R_private - R_nonprivate scales like eps^(-1/2) (between eps^-1.1 and eps^-0.2 on a "
              "gapped instance); it never grows with eps",
              f"{Z}, Thm 6.5 eq. 5", "linopt.scaling_checks"),
-    ClaimRow("regret.radius_scaling", "regret",
-             "beta_p(alpha) ~ eps^(-1/2) once the noise dominates",
-             f"{Z}, Thm 6.5 derivation", "linopt.radius_scaling_check"),
+    *RADIUS_ROWS,
     ClaimRow("regret.explicit_bound", "regret",
              "R(K) <= the explicit bound of Thm 5.1 (mirror + martingale + T1 + T2) in every run, w.p. >= 1 - 4 alpha",
              f"{Z}, Thm 5.1 (mirror + martingale + T1 + T2)", "linopt.explicit_bound_check"),

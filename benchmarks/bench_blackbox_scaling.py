@@ -32,15 +32,6 @@ def noisy_count(count, rng, size):
     return rng.laplace(float(count), 1.0, size)
 
 
-def best_of(fn, repeat):
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
-
-
 def cpu_run(fn):
     """(wall s, main-process CPU s, CPU s of its child processes (the loky workers), result)."""
     try:

@@ -2,21 +2,11 @@
 
     python benchmarks/bench_envs.py
 """
-import time
-
 import numpy as np
 
 from dpcheck.algorithms.envs import (greedy, nash_values, optimal_values, random_game, random_mdp, riverswim,
                              suboptimality, users_from_model)
-
-
-def best_of(f, n=5):
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from timing import best_of
 
 
 def main():

@@ -10,25 +10,16 @@ to discount a shared, noisy machine.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 from dpcheck import AuditTarget, Claim
 from dpcheck.blackbox import audit
+from timing import timed_best
 
 
 def noisy_count(count, rng, size):
     return rng.laplace(float(count), 1.0, size)
-
-
-def best_of(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def main(argv=None):
@@ -39,8 +30,8 @@ def main(argv=None):
     target = AuditTarget("laplace", noisy_count, [(0, 1)], Claim(epsilon=1.0))
     audit(target, samples=10**4)                                   # warm-up (imports, caches)
     rng = np.random.default_rng(0)
-    base, _ = best_of(lambda: rng.laplace(0.0, 1.0, 2 * a.samples), a.repeat)
-    t, res = best_of(lambda: audit(target, samples=a.samples, seed=0), a.repeat)
+    base, _ = timed_best(lambda: rng.laplace(0.0, 1.0, 2 * a.samples), a.repeat)
+    t, res = timed_best(lambda: audit(target, samples=a.samples, seed=0), a.repeat)
     print(f"numpy: 2 x {a.samples} Laplace draws      {base * 1e3:8.1f} ms")
     print(f"audit: {a.samples} samples per side       {t * 1e3:8.1f} ms")
     print(f"ratio audit / numpy                  {t / base:8.2f}   (target <= 3)")

@@ -13,21 +13,12 @@ threads (threadpoolctl; default 1: on a shared 2-core machine a 2-thread batched
 matrices was measured 5-10x slower than 1 thread).
 """
 import argparse
-import time
 
 import numpy as np
 
 from dpcheck.algorithms.envs import random_mdp
 from dpcheck.algorithms.linear import OPPO, UCRLVTR, PrivateLinOptPO, PrivateLinOptVI, lm2, tabular_as_linear
-
-
-def best(f, repeats):
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return min(ts)
+from timing import best_of
 
 
 def main(argv=None):
@@ -54,8 +45,8 @@ def main(argv=None):
     for env_name, env in envs.items():
         for _, private, plain in pairs:
             private.run(env, 4, np.random.default_rng(0), runs=runs)        # warm-up (imports dp_accounting)
-            tp = best(lambda: private.run(env, K, np.random.default_rng(1), runs=runs), args.repeats)
-            tn = best(lambda: plain.run(env, K, np.random.default_rng(1), runs=runs), args.repeats)
+            tp = best_of(lambda: private.run(env, K, np.random.default_rng(1), runs=runs), args.repeats)
+            tn = best_of(lambda: plain.run(env, K, np.random.default_rng(1), runs=runs), args.repeats)
             for alg, t in ((plain, tn), (private, tp)):
                 ratio = f"{tp / tn:26.2f}" if alg is private else ""
                 print(f"{env_name:<15} {alg.name:<19} {K * runs / t:9.0f} {1e6 * t / (K * runs):8.1f} {ratio}")

@@ -43,22 +43,15 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.dirname(HERE), HERE]       # dpcheck, and timing.py also when loaded by path (its test)
 
 from dpcheck.algorithms.offline import DPAPVI, DPVAPVI, OfflineDataset, appendix_f, tab_full  # noqa: E402
+from timing import best_of  # noqa: E402
 
 S, A, H = 8, 4, 10
 H_LIN = 20
 GOAL = 3.0
-
-
-def best(f, repeats):
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        f()
-        ts.append(time.perf_counter() - t)
-    return min(ts)
 
 
 def tabular(transitions, repeats):
@@ -72,15 +65,15 @@ def tabular(transitions, repeats):
     counts = data.counts()                              # warm-up: numba kernel (cached on disk after the first run)
     alg.run(counts, inst.mdp, rng)                      # warm-up: imports dp_accounting once
     t = {
-        "bincount": best(lambda: np.bincount(flat, minlength=H * S * A * S), repeats),
-        "index+bincount": best(lambda: np.bincount(
+        "bincount": best_of(lambda: np.bincount(flat, minlength=H * S * A * S), repeats),
+        "index+bincount": best_of(lambda: np.bincount(
             (((st[:, :H] * A + ac) * S + st[:, 1:]) + np.arange(H) * (S * A * S)).ravel(),
             minlength=H * S * A * S), repeats),
-        "counts() compiled": best(lambda: data.counts(engine="compiled", rewards=False), repeats),
-        "counts() numpy": best(lambda: data.counts(engine="numpy", rewards=False), repeats),
-        "DP-APVI": best(lambda: alg.run(data, inst.mdp, rng), repeats),
-        "DP-APVI (counts)": best(lambda: alg.run(counts, inst.mdp, rng), repeats),
-        "from_arrays": best(lambda: OfflineDataset.from_arrays(data.states, data.actions, data.rewards, S=S, A=A),
+        "counts() compiled": best_of(lambda: data.counts(engine="compiled", rewards=False), repeats),
+        "counts() numpy": best_of(lambda: data.counts(engine="numpy", rewards=False), repeats),
+        "DP-APVI": best_of(lambda: alg.run(data, inst.mdp, rng), repeats),
+        "DP-APVI (counts)": best_of(lambda: alg.run(counts, inst.mdp, rng), repeats),
+        "from_arrays": best_of(lambda: OfflineDataset.from_arrays(data.states, data.actions, data.rewards, S=S, A=A),
                             repeats),
     }
     return {"shape": {"S": S, "A": A, "H": H, "trajectories": n, "transitions": n * H},
@@ -106,9 +99,9 @@ def linear(transitions, repeats, profile=False):
     pair = (D.counts(), Dp.counts())
     alg.run(data, phi, rng)                             # warm-up: numba kernel, dp_accounting
     gram = {
-        "gram per-h matmul": best(lambda: [Phi_h[h].T @ Phi_h[h] for h in range(H_LIN)], repeats),
-        "gram batched matmul": best(lambda: np.matmul(Phi_h.transpose(0, 2, 1), Phi_h), repeats),
-        "gram einsum": best(lambda: np.einsum("nhi,nhj->hij", Phi, Phi, optimize=True), repeats),
+        "gram per-h matmul": best_of(lambda: [Phi_h[h].T @ Phi_h[h] for h in range(H_LIN)], repeats),
+        "gram batched matmul": best_of(lambda: np.matmul(Phi_h.transpose(0, 2, 1), Phi_h), repeats),
+        "gram einsum": best_of(lambda: np.einsum("nhi,nhj->hij", Phi, Phi, optimize=True), repeats),
     }
     t = dict(gram)
     t["gram"] = min(gram.values())
@@ -117,11 +110,11 @@ def linear(transitions, repeats, profile=False):
         P = phi[st[:, :H_LIN].T, ac.T]                  # (H, n, d)
         return np.matmul(P.transpose(0, 2, 1), P)
 
-    t["gather+gram"] = best(gather_gram, repeats)
-    t["counts() compiled"] = best(lambda: data.counts(engine="compiled"), repeats)
-    t["counts() numpy"] = best(lambda: data.counts(engine="numpy"), repeats)
-    t["DP-VAPVI"] = best(lambda: alg.run(data, phi, rng), repeats)
-    t["DP-VAPVI (counts)"] = best(lambda: alg.run(pair, phi, rng), repeats)
+    t["gather+gram"] = best_of(gather_gram, repeats)
+    t["counts() compiled"] = best_of(lambda: data.counts(engine="compiled"), repeats)
+    t["counts() numpy"] = best_of(lambda: data.counts(engine="numpy"), repeats)
+    t["DP-VAPVI"] = best_of(lambda: alg.run(data, phi, rng), repeats)
+    t["DP-VAPVI (counts)"] = best_of(lambda: alg.run(pair, phi, rng), repeats)
     prof = None
     if profile:
         import cProfile

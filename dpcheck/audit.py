@@ -278,6 +278,14 @@ class Audit(abc.ABC):
         claim["table"] = {"statement": row.statement, "source": row.source, "method": row.method}
         return self.ctx.add(replace(check, claim=claim))
 
+    def add_or_note(self, check: Check | None, key: str, note: str) -> Check | None:
+        """:meth:`add` ``check``; a check this configuration cannot run (None) leaves ``note``, why not, in the
+        config under ``key`` instead, so that the report says what was not checked."""
+        if check is None:
+            self.config[key] = note
+            return None
+        return self.add(check)
+
     def progress(self, msg: str) -> None:
         self.ctx.progress(msg)
 

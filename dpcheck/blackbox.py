@@ -471,6 +471,24 @@ def underpowered(power: float, eps_claim: float) -> bool:
     return power > (INCONCLUSIVE_FACTOR * eps_claim if eps_claim > 0 else 0.1)
 
 
+def verdict_of(refuted: str | None, power: float, eps_claim: float, *, found: str, passed: str) -> tuple[str, str]:
+    """(verdict, reason) of a black-box test, one rule for the batch and the sequential test: FAIL with the
+    ``refuted`` reason when the claim was refuted; else INCONCLUSIVE when the budget could not have detected a
+    violation (:func:`underpowered`; ``found`` says what was found with which budget); else PASS (``passed``)."""
+    if refuted is not None:
+        return FAIL, refuted
+    if underpowered(power, eps_claim):
+        return INCONCLUSIVE, (f"{found} could only detect a true eps of about {power:.4g} vs the claimed "
+                              f"{eps_claim:.4g}; use more samples")
+    return PASS, passed
+
+
+def tightness(eps_lb: float, eps_claim: float) -> float:
+    """eps_lb / eps_claim, the share of the claim the test certified (a claim of eps = 0: inf when a violation
+    was found, else 1)."""
+    return eps_lb / eps_claim if eps_claim > 0 else (math.inf if eps_lb > 0 else 1.0)
+
+
 def check_arguments(target, samples, seed, alpha, selection_fraction=SELECTION_FRACTION) -> int:
     """InputError unless the black box's arguments are valid (the batch and the sequential audit share it);
     returns ``samples`` as an int."""
@@ -659,28 +677,24 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     event, scorer, thr, (cx, cy), raw = keep["plot"]
     event = dict(event, count_d=w["count_d"], count_dprime=w["count_dprime"], n=n_cert,
                  p_lo=w["p_lo"], q_hi=w["q_hi"], bound_method=w["bound_method"])
-    tight = eps_lb / eps_claim if eps_claim > 0 else (math.inf if eps_lb > 0 else 1.0)
+    tight = tightness(eps_lb, eps_claim)
     power_ratio = power / eps_claim if eps_claim > 0 else math.inf
     exceeded = [r for r in prof if r["exceeded"]]
     conf = f"{1 - alpha:.0%}"
     dtxt = f" at delta={delta:g}" if delta else ""
-    if eps_lb > eps_claim or exceeded:
-        verdict = FAIL
-        if eps_lb > eps_claim:
-            reason = (f"eps >= {eps_lb:.4g}{dtxt} with {conf} confidence, above the claimed {eps_claim:.4g} "
-                      f"(event {event['text']}, pair {w['pair']} {w['direction']})")
-        else:
-            r = max(exceeded, key=lambda r: r["delta_lower_bound"] - r["delta_claimed"])
-            reason = (f"delta({r['epsilon']:.4g}) >= {r['delta_lower_bound']:.4g} with {conf} confidence, above "
-                      f"the claimed profile's {r['delta_claimed']:.4g} (pair {r['pair']} {r['direction']})")
-    elif underpowered(power, eps_claim):
-        verdict = INCONCLUSIVE
-        reason = (f"no violation found (eps_lb = {eps_lb:.4g}{dtxt}), but {samples} samples per side could only "
-                  f"detect a true eps of about {power:.4g} vs the claimed {eps_claim:.4g}; use more samples")
-    else:
-        verdict = PASS
-        reason = (f"eps_lb = {eps_lb:.4g}{dtxt} <= claimed {eps_claim:.4g} at {conf} (tightness {tight:.3g}; "
-                  f"would detect eps >= {power:.4g})")
+    refuted = None
+    if eps_lb > eps_claim:
+        refuted = (f"eps >= {eps_lb:.4g}{dtxt} with {conf} confidence, above the claimed {eps_claim:.4g} "
+                   f"(event {event['text']}, pair {w['pair']} {w['direction']})")
+    elif exceeded:
+        r = max(exceeded, key=lambda r: r["delta_lower_bound"] - r["delta_claimed"])
+        refuted = (f"delta({r['epsilon']:.4g}) >= {r['delta_lower_bound']:.4g} with {conf} confidence, above "
+                   f"the claimed profile's {r['delta_claimed']:.4g} (pair {r['pair']} {r['direction']})")
+    verdict, reason = verdict_of(
+        refuted, power, eps_claim,
+        found=f"no violation found (eps_lb = {eps_lb:.4g}{dtxt}), but {samples} samples per side",
+        passed=(f"eps_lb = {eps_lb:.4g}{dtxt} <= claimed {eps_claim:.4g} at {conf} (tightness {tight:.3g}; "
+                f"would detect eps >= {power:.4g})"))
     plots = [_distribution_plot(event, scorer, thr, cx, cy, raw, w)]
     if grid:
         plots.append(_profile_plot(claim, prof, grid))

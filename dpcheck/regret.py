@@ -26,7 +26,7 @@ the interval lies wholly beyond one bound errs at level alpha/2 on that side.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -34,8 +34,15 @@ from dpcheck.checks import Check, PASS, FAIL, INCONCLUSIVE
 from dpcheck.errors import InputError
 
 
+class _Fit:
+    """A fitted figure with its bootstrap CI (RegretFit, ScalingFit): a check reports it whole."""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
 @dataclass(frozen=True)
-class RegretFit:
+class RegretFit(_Fit):
     """Fitted exponent b of R(K) ~ K^b from the increments, with a bootstrap CI over seeds."""
 
     exponent: float
@@ -52,10 +59,6 @@ class RegretFit:
     interval: str = "percentile"
     ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
     pass_confidence: float | None = None
-
-    def to_dict(self) -> dict:
-        from dataclasses import asdict
-        return asdict(self)
 
     def summary(self) -> str:
         return (f"exponent {self.exponent:.3f}, {self.confidence:.0%} CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}] "
@@ -205,7 +208,7 @@ def increments_plot(fit: RegretFit, claimed: float | None = None) -> dict:
 
 
 @dataclass(frozen=True)
-class ScalingFit:
+class ScalingFit(_Fit):
     """Log-log slope of a cost y in a parameter x (e.g. privacy cost in eps), bootstrap CI over seeds."""
 
     slope: float
@@ -217,10 +220,6 @@ class ScalingFit:
     interval: str = "percentile"
     ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
     pass_confidence: float | None = None
-
-    def to_dict(self) -> dict:
-        from dataclasses import asdict
-        return asdict(self)
 
 
 def _pc(fit) -> float:

@@ -44,8 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpcheck import events as ev
-from dpcheck.blackbox import DIRECTIONS, LB_ALPHA_SHARE, AuditResult, claim_plan, underpowered
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS
+from dpcheck.blackbox import DIRECTIONS, LB_ALPHA_SHARE, AuditResult, claim_plan, tightness, verdict_of
 from dpcheck.errors import InputError
 from dpcheck.target import AuditTarget
 
@@ -345,22 +344,19 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
     w = max(rows, key=lambda r: r["log_e_value"])
     sc, t = events.get(slots.index((w["pair"], DIRECTIONS.index(w["direction"]), 0)), (None, math.inf))
     event = dict(sc.describe(t)) if sc is not None else {"text": "(none chosen)"}
-    tight = eps_lb / eps_claim if eps_claim > 0 else (math.inf if eps_lb > 0 else 1.0)
+    tight = tightness(eps_lb, eps_claim)
     conf = f"{1 - alpha:.0%}"
     dtxt = f" at delta={delta:g}" if delta else ""
+    refuted = None
     if stopped == "violation":
-        verdict = FAIL
-        reason = (f"sequential test rejected the claim (e-value {e_value:.3g} >= 1/alpha = {1 / alpha:.3g}) after "
-                  f"{used} of {samples} samples per side; eps > {eps_lb:.4g}{dtxt} with {conf} confidence "
-                  f"(claimed {eps_claim:.4g}; event {event['text']}, pair {w['pair']} {w['direction']})")
-    elif underpowered(power, eps_claim):
-        verdict = INCONCLUSIVE
-        reason = (f"no violation found in {used} samples per side (e-value {e_value:.3g}), but that budget could "
-                  f"only detect a true eps of about {power:.4g} vs the claimed {eps_claim:.4g}; use more samples")
-    else:
-        verdict = PASS
-        reason = (f"no violation in {used} samples per side (sequential, e-value {e_value:.3g} < {1 / alpha:.3g}); "
-                  f"eps_lb = {eps_lb:.4g}{dtxt} <= claimed {eps_claim:.4g} at {conf}; would detect eps >= {power:.4g}")
+        refuted = (f"sequential test rejected the claim (e-value {e_value:.3g} >= 1/alpha = {1 / alpha:.3g}) after "
+                   f"{used} of {samples} samples per side; eps > {eps_lb:.4g}{dtxt} with {conf} confidence "
+                   f"(claimed {eps_claim:.4g}; event {event['text']}, pair {w['pair']} {w['direction']})")
+    verdict, reason = verdict_of(
+        refuted, power, eps_claim,
+        found=f"no violation found in {used} samples per side (e-value {e_value:.3g}), but that budget",
+        passed=(f"no violation in {used} samples per side (sequential, e-value {e_value:.3g} < {1 / alpha:.3g}); "
+                f"eps_lb = {eps_lb:.4g}{dtxt} <= claimed {eps_claim:.4g} at {conf}; would detect eps >= {power:.4g}"))
     return SequentialAuditResult(
         verdict=verdict, reason=reason, epsilon_lower_bound=eps_lb, confidence=1 - alpha, samples=samples,
         selection_samples=sched[0], certification_samples=tested, event=event, pair=w["pair"],

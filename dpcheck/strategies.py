@@ -31,7 +31,7 @@ from hypothesis.extra import numpy as hnp
 from hypothesis.strategies import SearchStrategy
 
 __all__ = ["policies", "neighbouring", "seeds", "stochastic_rows", "reward_arrays", "initial_distribution",
-           "as_strategy", "SMALL"]
+           "as_strategy", "SMALL", "episode_sizes", "episode_states", "episode_actions"]
 
 SMALL = st.integers(1, 3)     # the default of every size argument
 
@@ -88,6 +88,23 @@ def policies(H, S, A, *, deterministic=None, batch=()) -> SearchStrategy:
             return draw(hnp.arrays(np.int64, shape, elements=st.integers(0, a - 1)))
         return stochastic_rows(draw, shape, a)
     return build()
+
+
+# ----------------------------------------------------------------------------- one episode, as lists
+def episode_sizes(draw, *, min_states: int = 1) -> tuple[int, int, int]:
+    """(H, S, A) drawn in that order: H in 1..3, S in ``min_states``..3, A in 1..2 (for composite strategies:
+    small enough that a search over neighbours covers them)."""
+    return draw(st.integers(1, 3)), draw(st.integers(min_states, 3)), draw(st.integers(1, 2))
+
+
+def episode_states(H: int, S: int) -> SearchStrategy:
+    """The H + 1 states s_1 .. s_{H+1} of one episode, a list of ints in 0..S-1."""
+    return st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1)
+
+
+def episode_actions(H: int, A: int) -> SearchStrategy:
+    """The H actions of one episode, a list of ints in 0..A-1."""
+    return st.lists(st.integers(0, A - 1), min_size=H, max_size=H)
 
 
 # ----------------------------------------------------------------------------- neighbouring pairs

@@ -16,10 +16,8 @@ steps (rho_k = w_k rho), so the composition is H rho-zCDP; it declares what it d
 """
 import math
 
-import numpy as np
-
 from dpcheck import Claim
-from dpcheck.algorithms.offline import RegressionPrivatizer, VAPVINoise
+from dpcheck.algorithms.offline import RegressionPrivatizer, gaussian_dp_event, gaussian_noise, gaussian_widths
 
 STATS = ("sigma_matrix", "beta_vector", "theta_vector", "lambda_matrix", "w_vector")
 WEIGHTS = {"sigma_matrix": 0.3, "lambda_matrix": 0.3, "beta_vector": 0.4 / 3, "theta_vector": 0.4 / 3,
@@ -47,30 +45,20 @@ class SplitBudgetGaussian(RegressionPrivatizer):
         r = self.step_budget(H)
         return {k: sensitivities[k] / math.sqrt(2.0 * r[k]) for k in STATS}
 
+    # Gaussian noise at these stds: the paper's law, so the library's Gaussian helpers draw it, bound it and
+    # declare it. draw: fresh N(0, std_k^2) per coordinate, matrices (Z + Z^T)/sqrt(2) (the Gaussian mechanism on
+    # (upper off-diagonal, diagonal/sqrt(2))); widths: Lemma D.2's form with these stds, ||N_i|| <= E/2 with
+    # E = sqrt(8 d) s_Z (2 + (log(5H/delta) / d)^(2/3)) (s_Z the larger matrix std), ||g|| <= L =
+    # s_g sqrt(2 d log(10 H d / delta)), s_g the largest of std(g2), std(g3), std(g1)/H (so ||g1|| <= H L);
+    # dp_event: the 5H Gaussian releases, each at noise multiplier std_k / Delta_k, composed.
     def draw(self, rng, runs, H, d, sensitivities):
-        std = self.noise_stds(H, sensitivities)
-        g = [rng.normal(0.0, std[k], size=(runs, H, d)) for k in ("beta_vector", "theta_vector", "w_vector")]
-        Z = [rng.normal(0.0, std[k], size=(runs, H, d, d)) for k in ("sigma_matrix", "lambda_matrix")]
-        # (Z + Z^T)/sqrt(2): the Gaussian mechanism on (upper off-diagonal, diagonal/sqrt(2)) with this std
-        sym = [(z + np.swapaxes(z, -1, -2)) / math.sqrt(2.0) for z in Z]
-        return VAPVINoise(g[0], g[1], g[2], sym[0], sym[1])
+        return gaussian_noise(rng, runs, H, d, self.noise_stds(H, sensitivities))
 
     def widths(self, H, d, sensitivities, delta):
-        """Lemma D.2's form with these stds: ||(Z + Z^T)/sqrt(2)|| <= E/2 with E = sqrt(8 d) s_Z (2 + (log(5H/delta)
-        / d)^(2/3)) (s_Z the larger matrix std), and ||g|| <= L = s_g sqrt(2 d log(10 H d / delta)), s_g the
-        largest of std(g2), std(g3), std(g1)/H (so ||g1|| <= H L)."""
-        std = self.noise_stds(H, sensitivities)
-        sz = max(std["sigma_matrix"], std["lambda_matrix"])
-        sg = max(std["theta_vector"], std["w_vector"], std["beta_vector"] / H)
-        E = math.sqrt(8.0 * d) * sz * (2.0 + (math.log(5.0 * H / delta) / d) ** (2.0 / 3.0))
-        L = sg * math.sqrt(2.0 * d * math.log(10.0 * H * d / delta))
-        return E, L
+        return gaussian_widths(self.noise_stds(H, sensitivities), H, d, delta)
 
     def dp_event(self, H, sensitivities):
-        import dp_accounting
-        std = self.noise_stds(H, sensitivities)
-        return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(std[k] / sensitivities[k])
-                                              for _ in range(H) for k in STATS])
+        return gaussian_dp_event(self.noise_stds(H, sensitivities), sensitivities, H)
 
     @property
     def claim(self):

@@ -36,6 +36,13 @@ def _mdp(mdp) -> TabularMDP:
     return mdp
 
 
+def _mdp_of(mdp, fc: FunctionClass) -> TabularMDP:
+    """The MDP, checked, for an assumption about the class ``fc`` on it: their (H, S, A) must agree."""
+    mdp = _mdp(mdp)
+    fc.check_shape(mdp.H, mdp.S, mdp.A, "the MDP")
+    return mdp
+
+
 # next-state tables per (immutable) MDP: the scan of P costs O(H S^2 A) and the learners evaluate once per update.
 # A declared memo (dpcheck.fingerprint.WeakMemo): its contents are derived from the MDP by next_state_table's
 # code, so the chunk cache's fingerprint skips them (a plain WeakKeyDictionary made every computation that
@@ -242,8 +249,7 @@ class Realizability:
 
 
 def realizability(mdp: TabularMDP, fc: FunctionClass, atol: float = FUNCTION_ATOL) -> Realizability:
-    mdp = _mdp(mdp)
-    fc.check_shape(mdp.H, mdp.S, mdp.A, "the MDP")
+    mdp = _mdp_of(mdp, fc)
     Q, _ = optimal_values(mdp)
     dist = np.abs(fc.values - Q[None]).max(axis=(1, 2, 3))
     hit = np.flatnonzero(dist <= atol)
@@ -267,8 +273,7 @@ class Completeness:
 
 
 def completeness(mdp: TabularMDP, fc: FunctionClass, atol: float = FUNCTION_ATOL) -> Completeness:
-    mdp = _mdp(mdp)
-    fc.check_shape(mdp.H, mdp.S, mdp.A, "the MDP")
+    mdp = _mdp_of(mdp, fc)
     per_step, violations, worst = [], [], 0.0
     for h in range(mdp.H):
         nxt = fc.layers[h + 1] if h + 1 < mdp.H else np.zeros((1, mdp.S, mdp.A))

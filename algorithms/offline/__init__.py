@@ -17,6 +17,7 @@ from dpcheck.algorithms.offline.apvi import DPAPVI, APVI, APVIResult, PenaltyCon
 from dpcheck.algorithms.privatizers.offline import OfflineCountPrivatizer
 from dpcheck.algorithms.offline.vapvi import (
     DPVAPVI, VAPVI, PEVI, LinearResult, VAPVINoise, PrivateStatistic, RegressionPrivatizer, GaussianRegressionPrivatizer,
+    gaussian_noise, gaussian_widths, gaussian_dp_event,
 )
 from dpcheck.algorithms.offline.instances import (
     OfflineInstance, Coverage, FeatureFigures, tab_full, tab_partial, lin_tab, appendix_f, action_code,
@@ -27,7 +28,7 @@ __all__ = [
     "OfflineDataset", "TabularCounts", "sample_counts", "check_features",
     "DPAPVI", "APVI", "APVIResult", "PenaltyConstants", "penalty", "OfflineCountPrivatizer",
     "DPVAPVI", "VAPVI", "PEVI", "LinearResult", "VAPVINoise", "PrivateStatistic", "RegressionPrivatizer",
-    "GaussianRegressionPrivatizer",
+    "GaussianRegressionPrivatizer", "gaussian_noise", "gaussian_widths", "gaussian_dp_event",
     "OfflineInstance", "Coverage", "FeatureFigures", "tab_full", "tab_partial", "lin_tab", "appendix_f",
     "action_code", "feature_figures", "empirical_coverage", "empirical_kappa", "xi_two_state",
 ]

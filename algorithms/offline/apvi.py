@@ -31,12 +31,13 @@ Penalty (one formula for every variant, so that the non-private reduction is the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from dpcheck.errors import InputError
-from dpcheck.algorithms.envs._validate import check_rng, one_hot
+from dpcheck.algorithms.envs._validate import check_rng
+from dpcheck.algorithms.offline.result import OfflineResult
 from dpcheck.algorithms.envs.tabular import TabularMDP
 from dpcheck.algorithms.privatizers.offline import OfflineCounts, OfflineGaussianPrivatizer, OfflineLaplacePrivatizer
 from dpcheck.algorithms.privatizers.projection import post_process_offline
@@ -87,7 +88,7 @@ def penalty(kernel, visits, V_next, *, E: float, iota: float, H: int, constants:
 
 
 @dataclass(frozen=True)
-class APVIResult:
+class APVIResult(OfflineResult):
     """Output of (DP-)APVI for a batch of runs (arrays: runs first, then the paper's indices, 0-based h).
 
     policy      pi_hat_h(s) greedy action (runs, H, S) int; ``policy_probs`` gives (runs, H, S, A)
@@ -105,9 +106,6 @@ class APVIResult:
     dp_event    dp_accounting event of the released counts (NonPrivateDpEvent with the noise off)
     """
 
-    policy: np.ndarray
-    values: np.ndarray
-    q_values: np.ndarray
     q_tilde: np.ndarray
     penalties: np.ndarray
     variances: np.ndarray
@@ -116,12 +114,6 @@ class APVIResult:
     width: float
     iota: float
     n: int
-    config: dict = field(default_factory=dict)
-    dp_event: object = None
-
-    @property
-    def policy_probs(self) -> np.ndarray:
-        return one_hot(self.policy, self.q_values.shape[-1])
 
     def summary(self) -> str:
         runs, H, S, A = self.q_values.shape

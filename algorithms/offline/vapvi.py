@@ -38,13 +38,14 @@ Dpen (Appendix F): give ``Dpen`` directly, or ``c_D`` with ``kappa > 0`` for the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from dpcheck.accounting import gaussian_rho, gaussian_sigma
 from dpcheck.errors import InputError
-from dpcheck.algorithms.envs._validate import check_rng, one_hot
+from dpcheck.algorithms.envs._validate import check_rng
+from dpcheck.algorithms.offline.result import OfflineResult
 from dpcheck.algorithms.offline.dataset import (
     OfflineDataset, TabularCounts, check_features, positive_budget, probability,
 )
@@ -108,6 +109,14 @@ def gaussian_noise(rng: np.random.Generator, runs: int, H: int, d: int, stds: di
     Z2 = rng.normal(0.0, stds["lambda_matrix"], size=(runs, H, d, d))
     sym = lambda Z: (Z + np.swapaxes(Z, -1, -2)) / math.sqrt(2.0)
     return VAPVINoise(g1, g2, g3, sym(Z1), sym(Z2))
+
+
+def gaussian_dp_event(stds: dict, sensitivities: dict, H: int):
+    """The DpEvent of the 5H releases: at each of the H steps, every statistic k released once with Gaussian
+    noise of std ``stds[k]`` for l2 sensitivity ``sensitivities[k]`` (noise multiplier std / Delta), composed."""
+    import dp_accounting
+    return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(stds[k] / sensitivities[k])
+                                          for _ in range(H) for k in STATISTICS])
 
 
 class RegressionPrivatizer:
@@ -179,10 +188,7 @@ class GaussianRegressionPrivatizer(RegressionPrivatizer):
         return gaussian_noise(rng, runs, H, d, self.noise_stds(H, sensitivities))
 
     def dp_event(self, H, sensitivities):
-        import dp_accounting
-        std = self.noise_stds(H, sensitivities)
-        return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(std[k] / sensitivities[k])
-                                              for _ in range(H) for k in STATISTICS])
+        return gaussian_dp_event(self.noise_stds(H, sensitivities), sensitivities, H)
 
     @property
     def claim(self):
@@ -191,7 +197,7 @@ class GaussianRegressionPrivatizer(RegressionPrivatizer):
 
 
 @dataclass(frozen=True)
-class LinearResult:
+class LinearResult(OfflineResult):
     """Output of DP-VAPVI / VAPVI / PEVI for a batch of runs (0-based h; runs first).
 
     policy         pi_hat_h(s) (runs, H, S) int; ``policy_probs`` (runs, H, S, A)
@@ -213,9 +219,6 @@ class LinearResult:
     config, dp_event
     """
 
-    policy: np.ndarray
-    values: np.ndarray
-    q_values: np.ndarray
     bellman: np.ndarray
     penalties: np.ndarray
     weights: np.ndarray
@@ -234,12 +237,6 @@ class LinearResult:
     additive: float
     max_feature_norm: float
     feature_bound: float
-    config: dict = field(default_factory=dict)
-    dp_event: object = None
-
-    @property
-    def policy_probs(self) -> np.ndarray:
-        return one_hot(self.policy, self.q_values.shape[-1])
 
     @property
     def feature_bound_violated(self) -> bool:

@@ -106,11 +106,11 @@ def _dataset_strategy(H: int, S: int, A: int, max_n: int):
     """Hypothesis strategy: (states (n, H+1), actions (n, H), rewards (n, H)) with sum_h r_h <= 1 (the reward
     normalisation every sensitivity bound needs): one reward in {0, 1/2, 1} at one step."""
     from hypothesis import strategies as st
+    from dpcheck.strategies import episode_actions, episode_states
 
     def traj():
-        return st.tuples(st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
-                         st.lists(st.integers(0, A - 1), min_size=H, max_size=H),
-                         st.integers(0, H - 1), st.sampled_from([0.0, 0.5, 1.0]))
+        return st.tuples(episode_states(H, S), episode_actions(H, A), st.integers(0, H - 1),
+                         st.sampled_from([0.0, 0.5, 1.0]))
 
     return st.lists(traj(), min_size=0, max_size=max_n), traj()
 

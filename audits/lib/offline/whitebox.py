@@ -95,6 +95,7 @@ def sensitivity_search_check(spec: APVISpec, *, examples: int = 200, seed: int =
     step-swapping pair is added to show the bound is attained."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
     from dpcheck.algorithms.offline import OfflineDataset
+    from dpcheck.strategies import episode_actions, episode_sizes, episode_states
     priv = spec.make().privatizer
     declared_of = (lambda H: math.sqrt(2.0 * H)) if spec.gaussian else (lambda H: 4.0 * H)
     if priv is not None and hasattr(priv, "sensitivity"):
@@ -103,12 +104,9 @@ def sensitivity_search_check(spec: APVISpec, *, examples: int = 200, seed: int =
 
     @st.composite
     def neighbours(draw):
-        H = draw(st.integers(1, 3))
-        S = draw(st.integers(2, 3))
-        A = draw(st.integers(1, 2))
+        H, S, A = episode_sizes(draw, min_states=2)
         n = draw(st.integers(1, 6))
-        traj = st.tuples(st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
-                         st.lists(st.integers(0, A - 1), min_size=H, max_size=H))
+        traj = st.tuples(episode_states(H, S), episode_actions(H, A))
         data = draw(st.lists(traj, min_size=n, max_size=n))
         new = draw(traj)
         pos = draw(st.integers(0, n - 1))

@@ -161,13 +161,12 @@ def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: i
     next-step values Vtil_{h+1} in [0, H-h] and weights sigtil^2 in [1, H^2] (Algorithm 2 lines 7-8): the largest
     l2 change of each statistic, as a fraction of ``declared`` (name -> sensitivity at that H, callable)."""
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    from dpcheck.strategies import episode_actions, episode_sizes, episode_states
     best = {k: 0.0 for k in STATS}
 
     @st.composite
     def case(draw):
-        H = draw(st.integers(1, 3))
-        S = draw(st.integers(1, 3))
-        A = draw(st.integers(1, 2))
+        H, S, A = episode_sizes(draw)
         d = draw(st.integers(1, 3))
         unit = st.floats(-1, 1, allow_nan=False)
         raw = np.array(draw(st.lists(unit, min_size=S * A * d, max_size=S * A * d))).reshape(S, A, d)
@@ -179,9 +178,7 @@ def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: i
             V[h] = np.array(draw(st.lists(frac, min_size=S, max_size=S))) * (H - h)
         sig2 = 1 + np.array(draw(st.lists(frac, min_size=H * S * A, max_size=H * S * A))).reshape(H, S, A) * (H * H - 1)
         K = draw(st.integers(1, 3))
-        traj = st.tuples(st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
-                         st.lists(st.integers(0, A - 1), min_size=H, max_size=H),
-                         st.lists(frac, min_size=H, max_size=H))
+        traj = st.tuples(episode_states(H, S), episode_actions(H, A), st.lists(frac, min_size=H, max_size=H))
         rest = draw(st.lists(traj, min_size=K - 1, max_size=K - 1))
         x, y = draw(traj), draw(traj)
         return H, phi, V, sig2, rest, x, y

@@ -108,10 +108,10 @@ def sensitivity_search(template, *, kind: str, H=2, S=3, A=2, K=6, rewards=True,
     Returns {"max_distance": [per family], "worst_pair_distance": [...], "examples": n}.
     """
     from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    from dpcheck.strategies import episode_actions, episode_states
 
     def traj():
-        return st.tuples(st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
-                         st.lists(st.integers(0, A - 1), min_size=H, max_size=H),
+        return st.tuples(episode_states(H, S), episode_actions(H, A),
                          st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=H, max_size=H)).map(
             lambda t: Trajectory(tuple(t[0]), tuple(t[1]), tuple(t[2])))
 
