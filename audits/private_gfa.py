@@ -234,7 +234,7 @@ class _GFAAudit(Audit):
         self.regret()
 
     def appendix_c(self) -> None:
-        """G24 / G25 (audits/lib/gfa_harness.py, He & Zhou 2026 Appendix C): why the linear-design proof approach fails under privatisation (reported checks)."""
+        """Appendix C (a) / (b) (audits/lib/gfa_harness.py, He & Zhou 2026 Appendix C): why the linear-design proof approach fails under privatisation (reported checks)."""
         from dpcheck.audits.lib.gfa_harness import appendix_c_checks
         self.progress(f"{self.name}: Appendix C harness (privatised design matrices)")
         for c in appendix_c_checks(self.int_seed("appendix_c"), self.exe.quick):

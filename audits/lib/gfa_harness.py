@@ -1,5 +1,6 @@
-"""The Appendix C harness of He & Zhou (He & Zhou 2026, Appendix C; the two facts are named G24 and G25 below): why the rare-switching
-analysis of prior private linear-MDP work does not go through once the design matrices are privatised.
+"""The Appendix C harness of He & Zhou (He & Zhou 2026, Appendix C; its claims (a) and (b), named C(a) and C(b)
+below): why the rare-switching analysis of prior private linear-MDP work does not go through once the design
+matrices are privatised.
 
 A model-free private LSVI-type learner keeps, per step h, a privatised design matrix
 
@@ -11,10 +12,10 @@ of the noise part lies in [Sigma, 3 Sigma] = [lambda_min, lambda_max] of its Ass
 policy at k only if det(Lambda~_h^k) > 2 det(Lambda~_h^{k~}) for some h (k~ = the last switch). Non-privately
 (N = 0, shift = ridge lambda) both facts the analysis needs are true; privately they are not:
 
-* G24 -- monotonicity: Lambda_h^k >= Lambda_h^{k'} (Loewner) for k >= k' non-privately; privatised matrices
+* C(a) -- monotonicity: Lambda_h^k >= Lambda_h^{k'} (Loewner) for k >= k' non-privately; privatised matrices
   stay positive definite but are NOT monotone, so at a switch the product over h of the det ratios need not
   exceed 2 (the factors for h != h* can be < 1) and the O(ln K) switch count is not justified.
-* G25 -- the norm ratio: phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches (the
+* C(b) -- the norm ratio: phi^T (Lambda~^{k~})^{-1} phi <= 2 phi^T (Lambda~^k)^{-1} phi between switches (the
   determinant lemma, non-privately) fails, by a factor that grows exponentially in d.
 
 Public functions:
@@ -22,18 +23,18 @@ Public functions:
     design_sequence(d, ...)        the released matrices Lambda~_h^k, k = 1..K, of the companion Privatizer
                                    (``dpcheck.algorithms.linear.privatizer.Privatizer``: its calibrated node noise,
                                    its shift, its symmetric-Gaussian binary tree), random unit features
-    monotonicity_figures(seq)      G24 (i) fraction of k with lambda_min(Lambda~^{k+1} - Lambda~^k) < 0,
+    monotonicity_figures(seq)      C(a) (i) fraction of k with lambda_min(Lambda~^{k+1} - Lambda~^k) < 0,
                                    positive definiteness, (ii) det-ratio products at the switches,
                                    (iii) switches vs the non-private bound H d log2(1 + K/(d lambda))
-    quadratic_ratio_figures(seq)   G25 (ii) max_phi ratio = lambda_max((Lambda~^k)^{1/2} (Lambda~^{k~})^{-1}
+    quadratic_ratio_figures(seq)   C(b) (ii) max_phi ratio = lambda_max((Lambda~^k)^{1/2} (Lambda~^{k~})^{-1}
                                    (Lambda~^k)^{1/2}) at every non-switch k vs its last switch
-    ratio_construction(d, lo, hi)  G25 (i) the worked construction on the noise range [lo, hi]
-    switch_product_construction(d, lo, hi)   G24 (ii) the same idea for the switch-counting step
+    ratio_construction(d, lo, hi)  C(b) (i) the worked construction on the noise range [lo, hi]
+    switch_product_construction(d, lo, hi)   C(a) (ii) the same idea for the switch-counting step
     design_monotonicity_check(...) -> Check ``assumption.design_monotonicity``
     quadratic_ratio_check(...)     -> Check ``assumption.quadratic_ratio``
     appendix_c_checks(seed, quick) -> both checks (the audit's one-call entry point)
 
-What PASS and FAIL mean. Appendix C states G24 and G25 as facts about why a proof step fails; these checks are
+What PASS and FAIL mean. Appendix C states C(a) and C(b) as facts about why a proof step fails; these checks are
 *demonstrations*: a check PASSES when the numerical demonstration of the paper's statement succeeds on the
 design matrices it is given, and FAILS when it does not -- e.g. for non-private matrices (``epsilon = inf``:
 the Privatizer's ridge reduction, noise off, Lambda^k = ridge I + data), which ARE monotone and satisfy the
@@ -54,7 +55,7 @@ SOURCE = ("He & Zhou, Towards Differentially Private RL with General Function Ap
           "(critique of rare switching in private linear-MDP analyses)")
 DIMS = (2, 4, 8)
 # epsilon = 1: the Privatizer's default budget (noise >> data: the rule never switches within K = 2^12);
-# epsilon = 1000: a low-noise calibration at which the rare-switching rule does fire, so G24 (ii)/(iii) have
+# epsilon = 1000: a low-noise calibration at which the rare-switching rule does fire, so C(a) (ii)/(iii) have
 # switches to look at.
 EPSILONS = (1.0, 1000.0)
 CONSTRUCTION_DIMS = tuple(range(1, 11))
@@ -133,7 +134,7 @@ def design_sequence(d: int, *, H: int = 2, K: int = 4096, epsilon: float = 1.0, 
                           epsilon=float(epsilon), delta=float(delta), alpha=float(alpha), seed=int(seed))
 
 
-# ----------------------------------------------------------------------------- G24
+# ----------------------------------------------------------------------------- C(a)
 def switches(logdets: np.ndarray) -> np.ndarray:
     """The rare-switching rule on log det(Lambda~_h^k) (K, H): switch at k (0-based, k >= 1) iff
     log det_h^k > ln 2 + log det_h^{k~} for some h, k~ the last switch (k = 0, the first policy, counts as
@@ -147,7 +148,7 @@ def switches(logdets: np.ndarray) -> np.ndarray:
 
 
 def monotonicity_figures(seq: DesignSequence) -> dict:
-    """G24 (i)-(iii) on one run.
+    """C(a) (i)-(iii) on one run.
 
     (i)  ``fraction_nonmonotone``: fraction of (k, h) with lambda_min(Lambda~^{k+1} - Lambda~^k) < -TOL * scale;
          ``min_increment_eigenvalue`` (the most negative one, and relative to the shift); ``positive_definite``
@@ -180,7 +181,7 @@ def monotonicity_figures(seq: DesignSequence) -> dict:
 
 
 def switch_product_construction(d: int, low: float, high: float) -> dict:
-    """G24 (ii) worked on the noise range [low, high] (ours, in the spirit of G25's construction): H = 2, no
+    """C(a) (ii) worked on the noise range [low, high] (ours, in the spirit of C(b)'s construction): H = 2, no
     data before k~; between k~ and k step 1 gets g e_1 e_1^T with its noise part unchanged at high I, and
     step 2 gets no new direction while its noise part moves from high I to low I. With g = 3 high (any
     g > high makes step 1 switch) the rule switches at k (det ratio (high + g)/high = 4 > 2 at h = 1) while
@@ -244,7 +245,7 @@ def design_monotonicity_check(*, dims=DIMS, epsilons=EPSILONS, H: int = 2, K: in
                                                          r["fraction_product_below_2"] for r in switched},
                 "confidence": 1.0, "dims": list(dims), "epsilons": list(epsilons), "K": K, "H": H, "seed": seed}
     if failures:
-        verdict, reason = FAIL, "G24 not demonstrated: " + "; ".join(failures[:3]) + (
+        verdict, reason = FAIL, "C(a) not demonstrated: " + "; ".join(failures[:3]) + (
             f" (+{len(failures) - 3} more)" if len(failures) > 3 else "")
     else:
         verdict = PASS
@@ -262,11 +263,11 @@ def design_monotonicity_check(*, dims=DIMS, epsilons=EPSILONS, H: int = 2, K: in
         details={"monte_carlo": runs, "constructions": constructions,
                  "method": "Privatizer (Zhou 2022, Section 6.1) Gram counter, random unit features; "
                            "the construction uses the Privatizer's Assumption-2 noise range [lambda_min, lambda_max]",
-                 "pass_means": "the numerical demonstration of G24 succeeded (it fails on monotone, e.g. non-private, "
+                 "pass_means": "the numerical demonstration of C(a) succeeded (it fails on monotone, e.g. non-private, "
                                "design matrices)"})
 
 
-# ----------------------------------------------------------------------------- G25
+# ----------------------------------------------------------------------------- C(b)
 def max_quadratic_ratio(reference: np.ndarray, current: np.ndarray) -> np.ndarray:
     """max_phi phi^T reference^{-1} phi / phi^T current^{-1} phi = lambda_max(current^{1/2} reference^{-1}
     current^{1/2}) = the largest eigenvalue of C^{-1} current C^{-T}, reference = C C^T (batched over the
@@ -279,7 +280,7 @@ def max_quadratic_ratio(reference: np.ndarray, current: np.ndarray) -> np.ndarra
 
 
 def quadratic_ratio_figures(seq: DesignSequence) -> dict:
-    """G25 (ii) on one run: for every k that is not a switch and every h, the max-phi ratio between the last
+    """C(b) (ii) on one run: for every k that is not a switch and every h, the max-phi ratio between the last
     switch's matrix and Lambda~_h^k; ``fraction_above_2`` and ``max_ratio``."""
     L = seq.matrices
     sign, logdet = np.linalg.slogdet(L)
@@ -294,7 +295,7 @@ def quadratic_ratio_figures(seq: DesignSequence) -> dict:
 
 
 def ratio_construction(d: int, low: float, high: float) -> dict:
-    """G25 (i): noise part high I at k~ and low I at k (the ends of the noise range), no data before k~, data
+    """C(b) (i): noise part high I at k~ and low I at k (the ends of the noise range), no data before k~, data
     g e_1 e_1^T between them. No switch while (g + low) low^(d-1) <= 2 high^d; at the largest such g,
     g* = 2 high^d / low^(d-1) - low, the ratio for phi = e_1 is (g* + low) / high = 2 (high/low)^(d-1)
     (= 2 * 3^(d-1) for the Privatizer's [Sigma, 3 Sigma]). Built and measured numerically: the det ratio, the
@@ -317,10 +318,10 @@ def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, eps
     phi^T (Lambda~^k)^{-1} phi can exceed 2 for privatised matrices, by a factor exponential in d.
 
     PASS iff, on the Privatizer's noise range [lambda_min, lambda_max] of every calibration, the worked
-    construction (G25 (i)) holds for d = ``construction_dims``: no switch is triggered, the measured ratio equals
+    construction (C(b) (i)) holds for d = ``construction_dims``: no switch is triggered, the measured ratio equals
     its closed form 2 (hi/lo)^(d-1), it exceeds 2 for every d >= 2, and ln(ratio) grows linearly in d with
     slope ln(hi/lo) > 0 (exponential blow-up). FAIL otherwise -- e.g. without noise (lo = hi = ridge) the
-    ratio stays <= 2. The Monte Carlo of G25 (ii) (fraction of non-switch (k, h) with ratio > 2, the
+    ratio stays <= 2. The Monte Carlo of C(b) (ii) (fraction of non-switch (k, h) with ratio > 2, the
     maximum) is reported and does not enter the verdict: the failure is a worst case inside the noise event
     the analysis conditions on, not a typical draw.
     """
@@ -360,7 +361,7 @@ def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, eps
                 "confidence": 1.0, "construction_dims": list(construction_dims), "dims": list(dims),
                 "epsilons": list(epsilons), "K": K, "H": H, "seed": seed}
     if failures:
-        verdict, reason = FAIL, "G25 not demonstrated: " + "; ".join(failures[:3]) + (
+        verdict, reason = FAIL, "C(b) not demonstrated: " + "; ".join(failures[:3]) + (
             f" (+{len(failures) - 3} more)" if len(failures) > 3 else "")
     else:
         verdict = PASS
@@ -377,9 +378,9 @@ def quadratic_ratio_check(*, dims=DIMS, construction_dims=CONSTRUCTION_DIMS, eps
                   "non-privately by the determinant lemma) fails for privatised matrices; the ratio can reach "
                   "2 * 3^(d-1) without a switch (blows up exponentially in d)",
         details={"constructions": constructions, "monte_carlo": runs,
-                 "method": "G25 (i) construction on the Privatizer's Assumption-2 noise range, d = 1..10, measured "
-                           "with numpy; G25 (ii) Monte Carlo of the Privatizer's releases (reported only)",
-                 "pass_means": "the numerical demonstration of G25 succeeded (it fails when the noise range is a "
+                 "method": "C(b) (i) construction on the Privatizer's Assumption-2 noise range, d = 1..10, measured "
+                           "with numpy; C(b) (ii) Monte Carlo of the Privatizer's releases (reported only)",
+                 "pass_means": "the numerical demonstration of C(b) succeeded (it fails when the noise range is a "
                                "point, e.g. non-private design matrices)"})
 
 

@@ -1,4 +1,4 @@
-"""audits/lib/gfa_harness.py: the Appendix C harness (He & Zhou 2026 G24, G25, Appendix C).
+"""audits/lib/gfa_harness.py: the Appendix C harness (He & Zhou 2026 C(a), C(b), Appendix C).
 
 Known answers: the worked constructions' closed forms, the max-phi ratio against the generalised eigenvalue
 problem, the rare-switching rule on hand-built log-dets, the noise-free design = ridge I + Gram exactly. The

@@ -99,7 +99,8 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
     crit = float(sst.norm.ppf(1 - alpha / (2 * max(tests, 1)))) / math.sqrt(runs)
     indep = Check(id="whitebox.noise_independence", kind="whitebox",
                   verdict=FAIL if worst > tolerance + crit else PASS,
-                  claim={"statement": "a fresh, independent noise draw for every step h", "source": f"{SOURCE}, A8"},
+                  claim={"statement": "a fresh, independent noise draw for every step h",
+                         "source": f"{SOURCE}, footnote 8 (one iid draw per step h: the 5H-fold composition)"},
                   measured={"max_abs_correlation": worst, "tests": tests, "runs": runs, "confidence": 1 - alpha},
                   reason=f"max |corr| across steps {worst:.3g} ({'>' if worst > tolerance + crit else '<='} "
                          f"{tolerance:g} + {crit:.3g})")
