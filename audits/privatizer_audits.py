@@ -501,7 +501,7 @@ class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
                  f"{OFFLINE}, Lemma D.1, Lemma E.16/E.17", "privatizers.dp_event_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox", "each release's noise has the declared std",
                  f"{OFFLINE}, docs/derivations.md#noise-calibration", "offline_linear.regression_noise_checks"),
-        ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h", f"{OFFLINE}, A8",
+        ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h", f"{OFFLINE}, footnote 8",
                  "offline_linear.regression_noise_checks"),
         ClaimRow("assumption.noise_bound", "assumption", "w.p. >= 1 - delta the noise stays within the declared (E, L)",
                  f"{OFFLINE}, Lemma D.2", "offline_linear.regression_noise_checks"),

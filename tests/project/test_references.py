@@ -29,6 +29,9 @@ FORBIDDEN = {
     # E1.. and S-1.. are the reproduction scripts' own claims (defined there), not spec labels
     "labelled claim": re.compile(r"\b(?:[Cc]laims?|[Aa]mbiguit(?:y|ies)|[Pp]itfalls?) (?!E\d|S-\d)[A-Z]{1,2}-?\d{1,2}\b"),
     "hyphenated label": re.compile(r"\b(?:T|L)-\d{1,2}\b"),
+    # a source that ends in bare labels after the paper's name ("{SOURCE}, A8"), or two-digit G labels
+    "trailing label": re.compile(r"\},? (?:[ACGNP]\d{1,2}(?:, )?)+[\"']"),
+    "G label": re.compile(r"\bG\d{2}\b"),
     "label list": re.compile(r"\((?:[ABGP]\d{1,2}|N(?:[3-9]|\d\d)|C(?:[3-9]|\d\d)[a-d]?)(?:(?:, |/| / |-)(?:[A-Z]\d{1,2}[a-d]?))*\)"),
 }
 # Names a module defines itself (so they resolve in the repository), not spec labels.

@@ -11,7 +11,7 @@ import numpy as np
 
 from dpcheck.checks import INCONCLUSIVE, PASS, Check, invariant_check, probability_check, vacuous
 from dpcheck.errors import InputError
-from dpcheck.audits.lib.linopt.spec import LinOptSpec, REL_TOL, SOURCE, SPEC
+from dpcheck.audits.lib.linopt.spec import LinOptSpec, REL_TOL, SOURCE
 
 
 # ----------------------------------------------------------------------------- assumptions
@@ -139,7 +139,7 @@ def assumption2_alone_check(priv, sizes, *, runs: int, seed: int, alpha: float, 
             worst[f"nu_{side}"] = max(worst[f"nu_{side}"], float(w.max()) / nu if nu > 0 else float(w.max()))
     claim = {"statement": "w.p. >= 1 - alpha, for all k, h: lambda_min(Z) >= lambda_min, ||Z|| <= lambda_max, "
                           "||z||_{Z^-1} <= nu (both sides, the privatizer's declared constants)",
-             "source": f"{SOURCE}, Assumption 2; {SPEC} C8"}
+             "source": f"{SOURCE}, Assumption 2 and Section 6.1 (the noise radii)"}
     return probability_check(id="assumption.regularizer", failures=int(failed.sum()), runs=int(runs), beta=beta,
                              alpha=alpha, claim=claim,
                              details={"constants": c.__dict__, "K": sizes.K, "H": sizes.H, "d1": sizes.d1,

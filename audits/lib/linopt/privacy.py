@@ -201,7 +201,9 @@ def plugin_calibration_check(spec: LinOptSpec, priv, sizes) -> Check:
                    "noise": getattr(t, "noise", None)}
         if t.node_scale > 0 and float(t.sensitivity) < want * (1 - REL_TOL):
             bad.append(c)
-    claim = {"statement": statement, "source": f"{SOURCE}, Lemma 6.1, proof of Thm 6.4; {SPEC} C9, C10, A7"}
+    claim = {"statement": statement,
+             "source": (f"{SOURCE}, Lemma 6.1, proof of Thm 6.4 (per-counter sensitivities and zCDP); "
+                        "docs/derivations.md#neighbouring-relation (replacement vs add/remove)")}
     measured = {"per_counter": rows, "m": sizes.m, "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
     if bad:
         c = bad[0]
