@@ -223,7 +223,7 @@ class _PrivateLinOptAudit(Audit):
         self.progress(f"{self.name}: regret in the weak-privacy range (K = {K})")
         runs = exe.pick(6, 4)
         weak = self.weak_eps
-        grid = lib.regret_grid(spec, env, K=K, runs=runs, seed=exe.seed + 2, eps_grid=weak)
+        grid = lib.regret_grid(spec, env, K=K, runs=runs, seed=exe.seed + 2, eps_grid=weak, exe=exe)
         label = f"{spec.label} (eps = {weak[-1]:g})"
         self.add(lib.exponent_check(grid["private"][weak[-1]], K, id="regret.exponent", alpha=exe.alpha,
                                     seed=exe.seed, label=label))

@@ -25,17 +25,28 @@ def _curve(spec: LinOptSpec, env, epsilon, K: int, runs: int, seed: int) -> dict
             "saturated": float(res.upper_clip_fraction.mean()), "optimal_value": res.optimal_value}
 
 
-def regret_grid(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, eps_grid) -> dict:
+def _curve_chunk(i, _chunk_seed, spec: LinOptSpec, env, configs, K: int, runs: int, seed: int) -> dict:
+    """Chunk i of the regret grid (dpcheck.parallel.run_chunks): the configuration ``configs[i]`` (an eps, or
+    None for the non-private instantiation) from the common ``seed``, not the chunk's own."""
+    return _curve(spec, env, configs[i], K, runs, seed)
+
+
+def regret_grid(spec: LinOptSpec, env, *, K: int, runs: int, seed: int, eps_grid, exe=None) -> dict:
     """Cumulative exact pseudo-regret curves (runs, K) of the private algorithm at every eps of ``eps_grid``
     and of the non-private instantiation, common random numbers (the same seed for every configuration),
-    with each configuration's explicit bound on R(K) (Theorem 4.1; Theorem 5.1). Each configuration goes through
-    dpcheck.parallel.cached_call (``--cache DIR`` stores it; a rerun resumes)."""
-    from dpcheck.parallel import cached_call
+    with each configuration's explicit bound on R(K) (Theorem 4.1; Theorem 5.1). One chunk per configuration
+    (dpcheck.parallel.run_chunks with ``exe``'s workers, backend and --cache, dpcheck.audit.ExecutionOptions;
+    None: in this process, no cache): the result does not depend on the number of workers."""
+    from dpcheck.parallel import run_chunks
+    configs = [float(e) for e in eps_grid] + [None]
+    par = {} if exe is None else dict(workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
+                                      cache_dir=exe.cache_dir, say=exe.progress)
+    curves = run_chunks(_curve_chunk, len(configs), seed, args=(spec, env, configs, K, runs, seed),
+                        cache_key="private_linopt:regret", **par)
     out = {"eps": list(eps_grid), "private": {}, "bound": {}, "saturated": {}, "K": K}
-    for eps in eps_grid:
-        c = cached_call("private_linopt.regret_curve", _curve, spec, env, float(eps), K, runs, seed)
+    for eps, c in zip(eps_grid, curves):
         out["private"][eps], out["bound"][eps], out["saturated"][eps] = c["R"], c["bound"], c["saturated"]
-    c = cached_call("private_linopt.regret_curve", _curve, spec, env, None, K, runs, seed)
+    c = curves[-1]
     out["nonprivate"], out["nonprivate_bound"], out["optimal_value"] = c["R"], c["bound"], c["optimal_value"]
     return out
 
