@@ -293,7 +293,8 @@ class _GFAAudit(Audit):
             self.alg, self.inst, K_grid=z["K_grid"], eps_K=z["eps_K"], eps_grid=z["eps_grid"], K_eps=z["K_eps"],
             runs=z["runs"], runs_np=z["runs_np"], delta=self.delta, tuning=self.params.tuning, C_cov=self.C_cov,
             seed=self.int_seed("regret") % (2 ** 31), alpha=exe.alpha, sensitivity=self.sensitivity,
-            progress=self.progress, name=self.name, runs_K=z.get("runs_K"), mechanism=self.mechanism)
+            progress=self.progress, name=self.name, runs_K=z.get("runs_K"), mechanism=self.mechanism, exe=exe,
+            cache_report=self.config.setdefault("regret_cache", {}) if exe.cache_dir else None)
         for c in checks:
             self.add(c)
         B, eta, _ = gfa.tuned(self.alg, self.inst, z["K_eps"], z["eps_K"], delta=self.delta,

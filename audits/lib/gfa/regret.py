@@ -38,7 +38,8 @@ def _final_regret(agent, mdp, K, runs, seed):
 
 def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np: int, delta: float,
                   tuning: str, C_cov: float, seed: int, sensitivity="paper", agent_class=None, progress=None,
-                  K_of_eps: dict | None = None, name: str = "private_gfa", runs_of_eps: dict | None = None, mechanism=None):
+                  K_of_eps: dict | None = None, name: str = "private_gfa", runs_of_eps: dict | None = None, mechanism=None,
+                  exe=None, cache_report: dict | None = None):
     """Final cumulative regret of the private learner for every eps of ``eps_list`` at the episode counts
     ``K_of_eps[eps]`` (default: all of ``K_grid``) -> {eps: (runs_of_eps.get(eps, runs), len)}, and of the non-private batched
     learner (B = ceil(sqrt K), Remark 3.7) over ``K_grid`` (runs_np, G). One batch of runs per K (B depends
@@ -48,33 +49,54 @@ def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np:
     increments of a curve, not differences of independent runs. On a gapped instance the batched learners
     make the same selections at every K (the regret is B(K) times a per-run constant), so the increments'
     spread shrinks from ~the regret's own spread to near zero (measured on Appendix D: per-run correlation
-    across K ~1.0 non-private, 0.4-0.8 private; docs/private_gfa.md "Rate checks")."""
+    across K ~1.0 non-private, 0.4-0.8 private; docs/private_gfa.md "Rate checks").
+
+    ``exe`` (dpcheck.audit.ExecutionOptions): every (learner, K) batch of runs is one chunk of
+    dpcheck.parallel.run_chunks over its workers (largest K x runs first, so the workers end together), with its
+    --cache (``cache_report`` receives the chunk cache's use); the results do not depend on the number of
+    workers. None: the batches run here, one after another, through dpcheck.parallel.cached_call."""
     from dpcheck.algorithms.gfa import NonPrivateGeneralMDP, NonPrivateOutcomeRL, remark_3_7_batch_size
     mdp, fc = inst.mdp, inst.fclass
     s1 = inst.s1
-    priv = {}
+    jobs = []                                            # (eps or None, learner, K, runs, seed)
     for eps in eps_list:
-        rows = []
         for K in (K_of_eps or {}).get(eps, K_grid):
             B, eta, _ = tuned(algorithm, inst, int(K), eps, delta=delta, tuning=tuning, C_cov=C_cov,
                               sensitivity=sensitivity)
             ag = make_agent(algorithm, fc, epsilon=eps, delta=delta, B=B, eta=eta, sensitivity=sensitivity, s1=s1,
                             agent_class=agent_class, mechanism=mechanism)
-            rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K),
-                                    int((runs_of_eps or {}).get(eps, runs)), seed))
-        priv[eps] = np.stack(rows, axis=1)
-        if progress:
-            progress(f"{name}: regret at eps = {eps:g} done")
-    rows = []
+            jobs.append((eps, ag, int(K), int((runs_of_eps or {}).get(eps, runs)), seed))
     for K in K_grid:
         _, _, eta_np = tuned(algorithm, inst, int(K), max(eps_list), delta=delta, tuning=tuning, C_cov=C_cov,
                              sensitivity=sensitivity)
         NP = NonPrivateGeneralMDP if algorithm == 1 else NonPrivateOutcomeRL
         kw = {"s1": s1} if algorithm == 1 else {}
-        ag = NP(fc, B=remark_3_7_batch_size(int(K)), eta=eta_np, **kw)
-        rows.append(cached_call("private_gfa.regret", _final_regret, ag, mdp, int(K), runs_np,
-                                seed + 7919))
-    return priv, np.stack(rows, axis=1)
+        jobs.append((None, NP(fc, B=remark_3_7_batch_size(int(K)), eta=eta_np, **kw), int(K), runs_np,
+                     seed + 7919))
+    if exe is None:
+        finals = [cached_call("private_gfa.regret", _final_regret, ag, mdp, K, r, sd) for _, ag, K, r, sd in jobs]
+    else:
+        from dpcheck.parallel import run_chunks
+        order = sorted(range(len(jobs)), key=lambda j: -jobs[j][2] * jobs[j][3])
+        batches = tuple((jobs[j][1], jobs[j][2], jobs[j][3], jobs[j][4]) for j in order)
+        if progress:
+            progress(f"{name}: regret, {len(jobs)} batches of runs over {exe.workers} worker(s)")
+        out = run_chunks(_final_regret_chunk, len(batches), seed, args=(batches, mdp), workers=exe.workers,
+                         backend=exe.backend, scheduler=exe.scheduler, cache_dir=exe.cache_dir,
+                         cache_key=f"{name}:regret", say=progress, cache_report=cache_report)
+        finals = [None] * len(jobs)
+        for j, r in zip(order, out):
+            finals[j] = r
+    priv = {eps: np.stack([f for (e, *_), f in zip(jobs, finals) if e == eps], axis=1) for eps in eps_list}
+    Rn = np.stack([f for (e, *_), f in zip(jobs, finals) if e is None], axis=1)
+    return priv, Rn
+
+
+def _final_regret_chunk(i, _chunk_seed, batches, mdp):
+    """Chunk i of :func:`regret_curves`: the final regret of batches[i] = (learner, K, runs, seed), from its
+    own seed (common random numbers), not the chunk's."""
+    ag, K, runs, seed = batches[i]
+    return _final_regret(ag, mdp, K, runs, seed)
 
 
 def appendix_bound(algorithm: int, *, K: int, H: int, N: int, C_cov: float, epsilon: float, delta: float,
@@ -155,7 +177,8 @@ def _one_sided_confidence(check: Check, alpha: float) -> Check:
 
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
-                  agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None, mechanism=None) -> list[Check]:
+                  agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None, mechanism=None,
+                  exe=None, cache_report: dict | None = None) -> list[Check]:
     """The rate checks: the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails). A pass whose interval lies wholly
@@ -172,7 +195,8 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     priv, Rn = regret_curves(algorithm, inst, K_grid=K_grid, eps_list=eps_all, runs=runs, runs_np=runs_np,
                              delta=delta, tuning=tuning, C_cov=C_cov, seed=seed, sensitivity=sensitivity,
                              agent_class=agent_class, progress=progress, K_of_eps=K_of_eps, name=name,
-                             runs_of_eps={eps_K: runs_K} if runs_K else None, mechanism=mechanism)
+                             runs_of_eps={eps_K: runs_K} if runs_K else None, mechanism=mechanism, exe=exe,
+                             cache_report=cache_report)
     base = {"instance": inst.name, "tuning": tuning, "delta": delta, "runs_private": runs, "runs_nonprivate": runs_np,
             "runs_private_K_sweep": runs_K or runs,
             "K_grid": K_grid, "mean_regret_nonprivate": Rn.mean(0).tolist(),
