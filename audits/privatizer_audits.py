@@ -136,7 +136,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
     black-box audit (tight for the built-ins, searched for a user's class), the declared DpEvent, the
     white-box checks of the built-ins and Assumption 3.1 over repetitions."""
 
-    kind: ClassVar[str]                       # "central" | "local": the built-in audited, the default --privatizer
+    kind: ClassVar[str]                       # "central" | "local": the default --privatizer
     uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
     defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)     # both audits
     options = (
@@ -150,10 +150,6 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
     )
     # the white-box instance (dp_event, sensitivity): small enough to search, L = 3 tree levels
     H, S, A, K = 2, 3, 2, 6
-
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        cls.privatizers = (cls.kind,)         # the built-in --privatizer names it accepts: its own kind
 
     def privatizer(self):
         """(privatizer, rewards) from --privatizer / --epsilon / --set; records them in the config."""
@@ -239,6 +235,7 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     algorithm = "Central Privatizer (binary tree mechanism)"
     notion = "JDP"
     summary = "epsilon-JDP (DP-UCBVI Lemma 5.1; DP-Nash-VI Lemma 5.1)"
+    privatizers = ("central",)
     claims = CENTRAL_CLAIMS
     kind = "central"
 
@@ -261,6 +258,7 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
     algorithm = "Local Privatizer (Laplace randomiser)"
     notion = "LDP"
     summary = "epsilon-LDP (DP-UCBVI Lemma 5.6; DP-Nash-VI Lemma 5.4)"
+    privatizers = ("local",)
     claims = LOCAL_CLAIMS
     kind = "local"
 
