@@ -274,14 +274,14 @@ def resolve(target, options, given):
         name = target.name
         spec = user_target_spec(name, target)
     elif isinstance(target, str):
-        reg = registry.load()
-        if target in reg:
-            name, spec = target, reg[target]
+        found = registry.find(target) if ":" not in target else None
+        if found is not None:
+            name, spec = target, found
         elif ":" in target:
             user_target_spec(target).check_options(options, given)   # before importing the user's file
             name, spec = target, user_target_spec(target, resolve_target(target))
         else:
-            known = ", ".join(sorted(reg)) or "(none)"
+            known = ", ".join(sorted(registry.load())) or "(none)"
             raise InputError(f"no audit named {target!r} (registered: {known}); "
                              "for your own mechanism use path/to/file.py:NAME")
     else:

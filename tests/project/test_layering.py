@@ -187,6 +187,38 @@ def test_the_registry_loads_entry_points_only():
     assert "no audit named 'dp_ucbvi'" in r.stdout and "pip install -e ." in r.stdout
 
 
+def test_every_built_in_audit_has_an_entry_named_after_it_that_registers_it():
+    # `dpcheck audit NAME` imports the entry named NAME alone (registry.find); a wrong module there
+    # would cost the start-up saving (find falls back to importing all), never the audit
+    import tomllib
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["dpcheck.audits"]
+    from dpcheck import registry
+    built_in = {name: spec.run.__module__ for name, spec in registry.load().items()
+                if spec.run.__module__.startswith("dpcheck.audits.")}      # other tests register their own
+    assert built_in == declared
+
+
+def test_finding_an_audit_imports_its_module_only_and_falls_back_to_all():
+    r = _run("""
+        import sys
+        from dpcheck import registry
+        spec = registry.find("dp_ucbvi")
+        assert spec is not None and spec.name == "dp_ucbvi"
+        loaded = sorted(m for m in sys.modules if m.startswith("dpcheck.audits.") and m.count(".") == 2 and m != "dpcheck.audits.lib")
+        print("ONE", loaded)
+        # an entry named after a module (a plug-in's usual form) is found by importing every entry
+        import importlib.metadata as md
+        real = md.entry_points
+        md.entry_points = lambda **kw: [md.EntryPoint("my_plugin_module", "dpcheck.audits.examples", "dpcheck.audits")]
+        registry._REGISTRY.clear(); registry._loaded = False
+        sys.modules.pop("dpcheck.audits.examples", None)
+        print("FALLBACK", registry.find("laplace_example") is not None, registry.find("nope"))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "ONE ['dpcheck.audits.dp_ucbvi']" in r.stdout, r.stdout
+    assert "FALLBACK True None" in r.stdout, r.stdout
+
+
 @pytest.mark.slow
 def test_a_broken_entry_point_is_named_and_does_not_hide_the_others():
     r = _run("""
