@@ -21,7 +21,8 @@ an object it calls, the code itself. :func:`fingerprint` walks the object graph 
   must not depend on whether they were computed yet).
 
 Nothing depends on ``id()``, string hashing or memory addresses, so the fingerprint is the same
-in every process and run for an unchanged computation. What cannot be walked (an object with
+in every process and run for an unchanged computation; nor on which submodules of a package were imported
+before (a package's submodule attributes are walked whether or not they were bound yet). What cannot be walked (an object with
 no pickle reduction, a C extension instance without state) raises :class:`Unfingerprintable`:
 the caller then runs without the cache rather than key on something weaker (a name).
 
@@ -119,6 +120,30 @@ def _stable_module_name(name) -> str:
         if f:
             return "file:" + os.path.realpath(f)
     return str(name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _find_submodule(package: str, name: str) -> bool:
+    try:
+        return importlib.util.find_spec(f"{package}.{name}") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _submodule(mod, name: str):
+    """The submodule ``name`` of the package ``mod`` if it has one (imported now if it was not yet), else None.
+
+    A package gains an attribute for each submodule when that submodule is imported, by anyone: without
+    this, a function naming ``search`` (say ``re.search``) and the package ``dpcheck`` would fingerprint
+    differently before and after something imported ``dpcheck.search`` in the same process, and a second
+    audit run in one process would miss its cache."""
+    if not hasattr(mod, "__path__") or not _find_submodule(mod.__name__, name):
+        return None
+    try:
+        import importlib
+        return importlib.import_module(f"{mod.__name__}.{name}")
+    except Exception:  # noqa: BLE001 - a submodule that cannot be imported cannot be reached either
+        return None
 
 
 def _library_version(mod) -> str:
@@ -295,9 +320,10 @@ class _Hasher:
             self.w("lib", _library_version(mod))
             return
         for n in sorted(set(names)):
-            if n in vars(mod):
+            v = vars(mod)[n] if n in vars(mod) else _submodule(mod, n)
+            if v is not None or n in vars(mod):
                 self.w("modattr", n)
-                self.obj(vars(mod)[n], names=names)
+                self.obj(v, names=names)
 
     def code(self, co: types.CodeType) -> None:
         self.w("code", co.co_name, co.co_argcount, co.co_posonlyargcount, co.co_kwonlyargcount, co.co_flags,

@@ -262,3 +262,34 @@ def test_a_compiled_regex_is_fingerprinted_by_its_pattern_and_flags():
     assert fingerprint(re.compile("a+")) == fingerprint(re.compile("a+"))
     assert fingerprint(re.compile("a+")) != fingerprint(re.compile("b+"))
     assert fingerprint(re.compile("a+")) != fingerprint(re.compile("a+", re.I))
+
+
+def _package(tmp_path, name, scale):
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub.py").write_text(f"SCALE = {scale}\n")
+    (tmp_path / f"{name}_user.py").write_text(textwrap.dedent(f"""
+        import {name}
+
+        def f(x):
+            return x * {name}.sub.SCALE      # reaches the submodule through the package's attribute
+    """))
+
+
+def test_key_does_not_depend_on_whether_a_submodule_was_imported_yet(tmp_path):
+    # a package gains an attribute per submodule when anyone imports it; the key of a function that
+    # names the package must not change with that (a second audit run in one process missed its cache)
+    _package(tmp_path, "fp_pkg_a", 1.0)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        user_a = importlib.import_module("fp_pkg_a_user")
+        before = fingerprint(user_a.f)
+        assert "fp_pkg_a.sub" in sys.modules       # the fingerprint reached it (and imported it) itself
+        importlib.import_module("fp_pkg_a.sub")
+        assert fingerprint(user_a.f) == before
+        # and what the submodule holds is in the key
+        sys.modules["fp_pkg_a.sub"].SCALE = 2.0
+        assert fingerprint(user_a.f) != before
+    finally:
+        sys.path.remove(str(tmp_path))
