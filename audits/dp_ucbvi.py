@@ -212,7 +212,7 @@ class DPUCBVIAudit(Audit):
             self.add(c)
         if self.agent_notion in ("JDP", "LDP"):
             for c in ucbvi.count_error_order_check(spec, K_grid=exe.pick((256, 1024, 4096), (128, 512, 2048)),
-                                                   runs=exe.pick(20, 10), seed=seed, alpha=alpha):
+                                                   runs=exe.pick(20, 10), seed=seed, alpha=alpha, exe=exe):
                 self.add(c)
         self.progress("dp_ucbvi: optimism and explicit bound (theory mode)")
         self.add(ucbvi.optimism_check(theory, small, K=K, runs=runs, seed=seed, alpha=alpha, run=batch))

@@ -28,8 +28,9 @@ def test_dp_ucbvi_quick_rerun_reads_the_cache_and_reports_the_same(tmp_path):
     code1, first = _run(tmp_path, "dp_ucbvi", cache, "r1")
     chunks = sorted(cache.rglob("chunk-*.dpchunk"))
     use1 = _cache_use(first)
-    # the privatizer's stream and the agent's actions, each audited black box with the cache
-    assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox"} <= set(use1)
+    # the privatizer's stream and the agent's actions, each audited black box with the cache, and the
+    # count-error batches (one chunk per (eps, K), reported on the eps check)
+    assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox", "assumption.count_error_order_eps"} <= set(use1)
     assert all(u["computed"] == u["chunks"] and u["hits"] == 0 for u in use1.values())
     # plus one file per computation cached whole (regret curves, monitored batch, ...: dpcheck.parallel.cached_call)
     assert len(chunks) == sum(u["chunks"] for u in use1.values()) + first["config"]["result_cache"]["computed"]

@@ -69,42 +69,64 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
     return checks
 
 
+def _max_error(spec: AgentSpec, eps: float, K: int, runs: int, seed: int) -> np.ndarray:
+    """max over episodes of max |N^ - N| per run: the privatizer alone at ``eps`` on K - 1 fixed one-step
+    trajectories (H = 1, S = 2, A = 1), its noise from ``seed``."""
+    H, S, A = 1, 2, 1
+    p = replace(spec, epsilon=float(eps)).make_privatizer()
+    p.start(runs, H, S, A, K, np.random.default_rng(seed))
+    st = np.zeros((runs, H + 1), dtype=np.int64)
+    ac = np.zeros((runs, H), dtype=np.int64)
+    rw = np.zeros((runs, H))
+    worst = np.zeros(runs)
+    for _ in range(K - 1):
+        p.observe(st, ac, rw)
+        c, t = p.release(), p.true_counts()
+        worst = np.maximum(worst, np.abs(np.asarray(c.noisy_transitions) - t.transitions).reshape(runs, -1).max(1))
+    return worst
+
+
+def _max_error_chunk(i, _chunk_seed, spec: AgentSpec, configs, runs: int, seed: int) -> np.ndarray:
+    """Chunk i (dpcheck.parallel.run_chunks): the (eps, K) batch ``configs[i]``, from the common ``seed``."""
+    eps, K = configs[i]
+    return _max_error(spec, eps, K, runs, seed)
+
+
 def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_grid=(0.5, 1.0, 2.0, 4.0),
-                            runs: int = 20, seed: int = 0, alpha: float = 0.05) -> list[Check]:
+                            runs: int = 20, seed: int = 0, alpha: float = 0.05, exe=None) -> list[Check]:
     """the count-error order: order of max |N^ - N|: Central (H/eps) polylog(K) (slope -1 in eps, < 0.25 in K); Local
     (H/eps) sqrt(K) (slope -1 in eps, 0.5 in K). The noise does not depend on the data (docs/derivations.md#widths-e), so
     the privatizer alone is run on fixed trajectories (H = 1, S = 2, A = 1). Each check FAILs only if the
     two-sided (1 - alpha) percentile bootstrap interval over the runs lies wholly outside its range (level
     alpha/2 per side when the interval is valid). The eps slope is -1 exactly whenever the noise is scale
     x Lap(1/eps) (the same draws at every eps: common random numbers). False-alarm rates over audit seeds
-    (--quick, default; central and local): benchmarks/false_alarm.py."""
+    (--quick, default; central and local): benchmarks/false_alarm.py.
+
+    The (eps, K) batches run as chunks (dpcheck.parallel.run_chunks with ``exe``'s workers, backend and
+    --cache, dpcheck.audit.ExecutionOptions; None: in this process, no cache), each from the common ``seed``:
+    the result does not depend on the number of workers."""
+    from dpcheck.parallel import run_chunks
     from dpcheck.regret import fit_scaling
     notion = spec.notion()
     H, S, A = 1, 2, 1
-
-    def max_error(eps, K):
-        p = replace(spec, epsilon=float(eps)).make_privatizer()
-        p.start(runs, H, S, A, K, np.random.default_rng(seed))
-        st = np.zeros((runs, H + 1), dtype=np.int64)
-        ac = np.zeros((runs, H), dtype=np.int64)
-        rw = np.zeros((runs, H))
-        worst = np.zeros(runs)
-        for _ in range(K - 1):
-            p.observe(st, ac, rw)
-            c, t = p.release(), p.true_counts()
-            worst = np.maximum(worst, np.abs(np.asarray(c.noisy_transitions) - t.transitions).reshape(runs, -1).max(1))
-        return worst
-
-    err = lambda e, k: cached_call("dp_ucbvi.count_error", max_error, e, k)   # one cached batch per (eps, K)
-    by_eps = np.stack([err(e, int(K_grid[1])) for e in eps_grid], axis=1)
-    by_K = np.stack([err(eps_grid[1], int(k)) for k in K_grid], axis=1)
+    K_mid = int(K_grid[1])
+    configs = [(float(e), K_mid) for e in eps_grid]                       # the eps sweep at the middle K
+    configs += [(float(eps_grid[1]), int(k)) for k in K_grid if (float(eps_grid[1]), int(k)) not in configs]
+    par = {} if exe is None else dict(workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler,
+                                      cache_dir=exe.cache_dir, say=exe.progress)
+    cache: dict = {}
+    errors = dict(zip(configs, run_chunks(_max_error_chunk, len(configs), seed, args=(spec, configs, runs, seed),
+                                          cache_key="dp_ucbvi:count_error", cache_report=cache, **par)))
+    by_eps = np.stack([errors[(float(e), K_mid)] for e in eps_grid], axis=1)
+    by_K = np.stack([errors[(float(eps_grid[1]), int(k))] for k in K_grid], axis=1)
     fe = fit_scaling(np.asarray(eps_grid, float), by_eps, alpha=alpha, seed=seed)
     src = f"{SOURCE}, Lemma {'5.1' if notion == 'JDP' else '5.6'} (Lemmas 5.1/5.6)"
     det = {"agent": spec.describe(), "runs": runs, "H": H, "S": S, "A": A}
     ylabel = "max |N^ - N|"
     out = [slope_check(fe, bound=-1 + 0.15, lower=-1 - 0.15, id="assumption.count_error_order_eps",
                        statement="max |N^ - N| scales like 1/eps", source=src, xname="eps",
-                       details={**det, "K": int(K_grid[1])}, kind="assumption", ylabel=ylabel)]
+                       details={**det, "K": int(K_grid[1]), **({"cache": cache} if par.get("cache_dir") else {})},
+                       kind="assumption", ylabel=ylabel)]        # the chunks of both checks: one cache entry
     if notion == "JDP":
         # over a short K range a polylog has a sizeable log-log slope (0.3 on [128, 2048]); the
         # typical size b_c sqrt(L) sqrt(2 log m), b_c ~ L, predicts the K-dependence
