@@ -1,4 +1,5 @@
 import json
+import pytest
 
 from hypothesis import given, strategies as st
 
@@ -174,3 +175,24 @@ def test_plots_with_inf_and_nan_points_still_render():
                                                measured={}, details={"plots": [bad, empty, broken]})])))
     html = rpt.to_html(rep)
     assert html.count("<img ") >= 1 and "privacy.blackbox" in html
+
+
+@pytest.mark.parametrize("ys,narrow", [([1e-4, 1e-2, 1.0, 10.0], False), ([0.3, 0.5, 0.7], True)])
+def test_log_axes_have_plain_labels_and_minor_ticks_only_when_narrow(ys, narrow):
+    # plain "%g" labels (matplotlib's default typesets each in mathtext, a third of the plotting time);
+    # a range of a decade or more drops the minor ticks, a narrower one keeps them labelled, so the axis
+    # always carries numbers
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    spec = {"title": "t", "kind": "line", "logy": True,
+            "series": [{"label": "a", "x": list(range(len(ys))), "y": ys}]}
+    fig = rpt.plot_figure(spec)
+    FigureCanvasAgg(fig).draw()
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.yaxis.get_majorticklabels() + ax.yaxis.get_minorticklabels()
+              if t.get_text()]
+    assert labels and not any("$" in t for t in labels)
+    assert all(float(t) > 0 for t in labels)
+    minor = [t.get_text() for t in ax.yaxis.get_minorticklabels() if t.get_text()]
+    assert bool(minor) == narrow
+    assert (len(ax.yaxis.get_minorticklocs()) > 0) == narrow
