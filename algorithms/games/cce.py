@@ -76,7 +76,7 @@ def pure_cce(Qb: np.ndarray, Qu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray | None = None,
-                return_basis: bool = False, groups: np.ndarray | None = None):
+                return_basis: bool = False, groups: np.ndarray | None = None, compiled: bool | None = None):
     """Batched tableau simplex for ``min_pi max_i (M pi)_i`` over the simplex.
 
     M: (n, m, d) constraint matrices (m = A + B rows, d = A * B columns).
@@ -87,6 +87,8 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     groups: optional (n,) labels: the batch's two shared decisions (the warm start's fallback when a basis is
     singular, "not converged" at the iteration cap) are taken per group, so each group's result is what a
     call on that group alone returns (several independent batches solved in one call).
+    compiled: run the pivoting loop in the numba kernel (algorithms/games/_cce_kernels.py), which gives the
+    numpy loop's result bit for bit; None (default): the kernel if numba is installed, else the numpy loop.
     Returns (pi (n, d), converged (n,) bool), and the final bases (n, m) if ``return_basis``.
     """
     n, m, d = M.shape
@@ -110,6 +112,17 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     # All instances are pivoted together; finished ones get a zero update. For the handful of
     # instances per step that DP-Nash-VI hands us, this beats compacting the batch every iteration.
     bland_after = 2 * (m + d)
+    kernel = None if compiled is False else _pivot_kernel()
+    if compiled and kernel is None:
+        from dpcheck.errors import InputError
+        raise InputError("simplex_cce(compiled=True) needs numba, which is not installed")
+    if kernel is not None:
+        done = np.zeros(n, dtype=bool)
+        if kernel(T, basis, max_iter, bland_after, tol, done):
+            converged[:] = True
+        elif groups is not None and max_iter > 0:
+            converged = _groups_done(groups, done, n)
+        return _solution(T, basis, converged, n, m, d, return_basis)
     Tt = T.transpose(0, 2, 1)                               # a view: columns as rows, for one gather
     done = None
     for it in range(max_iter):
@@ -143,11 +156,20 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
         basis[ar, leave] = np.where(done, basis[ar, leave], enter)
     else:
         if groups is not None and done is not None:
-            # the cap was hit: a group all of whose instances were done at the last check converged (alone,
-            # its call would have stopped there); done instances stay done, so that check decides
-            g = np.asarray(groups).reshape(n)
-            _, inv = np.unique(g, return_inverse=True)
-            converged = np.bincount(inv, weights=~done, minlength=inv.max() + 1)[inv] == 0
+            converged = _groups_done(groups, done, n)
+    return _solution(T, basis, converged, n, m, d, return_basis)
+
+
+def _groups_done(groups, done, n):
+    """The iteration cap was hit: a group all of whose instances were done at the last check converged
+    (alone, its call would have stopped there); done instances stay done, so that check decides."""
+    g = np.asarray(groups).reshape(n)
+    _, inv = np.unique(g, return_inverse=True)
+    return np.bincount(inv, weights=~done, minlength=inv.max() + 1)[inv] == 0
+
+
+def _solution(T, basis, converged, n, m, d, return_basis):
+    """pi from the final tableaux of :func:`simplex_cce` (clipped at 0, renormalised; uniform if all 0)."""
     x = np.zeros((n, d + m))
     np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
     x = np.clip(x[:, :d], 0.0, None)
@@ -157,6 +179,21 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     if return_basis:
         return pi, converged & ~bad, basis
     return pi, converged & ~bad
+
+
+_KERNEL = []
+
+
+def _pivot_kernel():
+    """The numba pivoting loop (algorithms/games/_cce_kernels.py), or None if numba is not installed.
+    Imported once per process (numba's on-disk cache, ``cache=True``, as the other kernels of the repo)."""
+    if not _KERNEL:
+        try:
+            from dpcheck.algorithms.games._cce_kernels import pivot_loop
+        except ImportError:
+            pivot_loop = None
+        _KERNEL.append(pivot_loop)
+    return _KERNEL[0]
 
 
 def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None) -> None:

@@ -1,0 +1,126 @@
+"""numba kernel of the pivoting loop of :func:`dpcheck.algorithms.games.cce.simplex_cce`.
+
+The numpy loop pivots all instances of a batch together, one iteration at a time, until every instance is
+done; a done instance gets a zero update (``T -= 0 * piv_row``). This kernel keeps that iteration-major
+order and repeats the loop's arithmetic element by element in the same order -- the same entering column
+(Dantzig's ``argmin``, first minimum, first NaN; Bland's first negative reduced cost after ``bland_after``
+iterations), the same ratio test with numpy's NaN-propagating ``min`` and the same tie-break on the basis
+index, ``piv_row = T[leave] / pivval`` and ``T[r] - f_r * piv_row`` with ``f_leave = pivval - 1`` -- so it
+returns the same tableau bit for bit (tests/algorithms/games/test_cce_kernel.py holds it to that). It has no
+reductions whose summation order could differ (only divisions, products, differences, comparisons).
+
+The zero updates of done instances are kept too (they can flip the sign of a zero, and turn an infinity
+into NaN); once one leaves an instance's tableau unchanged bit for bit, every later one does as well (the
+same tableau gives the same pivot row), so the instance is frozen and skipped from then on.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _entering(T, i, m, nv, it, bland_after, tol):
+    """(entering column, done) of instance ``i`` at iteration ``it``, as the numpy loop decides them."""
+    if it < bland_after:
+        enter = 0
+        best = T[i, m, 0]
+        if not math.isnan(best):
+            for c in range(1, nv):
+                v = T[i, m, c]
+                if math.isnan(v):                   # numpy's argmin: the first NaN wins
+                    enter = c
+                    break
+                if v < best:
+                    best = v
+                    enter = c
+        return enter, T[i, m, enter] >= -tol
+    for c in range(nv):
+        if T[i, m, c] < -tol:
+            return c, False
+    return 0, True
+
+
+@njit(cache=True)
+def pivot_loop(T, basis, max_iter, bland_after, tol, done):
+    """Run the simplex iterations of ``simplex_cce`` on T (n, m+1, ncol) and basis (n, m), in place.
+
+    done (n,) bool, out: each instance's done flag at the last check (the numpy loop's ``done``).
+    Returns True if the loop stopped because every instance was done (numpy's ``break``), False if it
+    hit ``max_iter``.
+    """
+    n, m1, ncol = T.shape
+    m = m1 - 1
+    nv = ncol - 1                                   # columns [x | slack]; the last one is the rhs
+    big = np.iinfo(np.int64).max
+    frozen = np.zeros(n, dtype=np.bool_)
+    enter = np.zeros(n, dtype=np.int64)
+    ratio = np.empty(m)
+    piv_row = np.empty(ncol)
+    factor = np.empty(m1)
+    thr_mul = 1 + 1e-12
+    for it in range(max_iter):
+        all_done = True
+        for i in range(n):
+            if frozen[i]:
+                continue
+            e, dn = _entering(T, i, m, nv, it, bland_after, tol)
+            enter[i] = e
+            done[i] = dn
+            if not dn:
+                all_done = False
+        if all_done:
+            return True
+        for i in range(n):
+            if frozen[i]:
+                continue
+            e = enter[i]
+            dn = done[i]
+            # ratio test: rhs / col where col > tol, else inf; numpy's min propagates NaN
+            best = np.inf
+            isnan_best = False
+            for r in range(m):
+                c = T[i, r, e]
+                q = T[i, r, ncol - 1] / c if c > tol else np.inf
+                ratio[r] = q
+                if math.isnan(q):
+                    isnan_best = True
+                elif q < best:
+                    best = q
+            if isnan_best:
+                best = np.nan
+            thr = best * thr_mul + 1e-15
+            leave = 0
+            lb = big
+            for r in range(m):
+                if ratio[r] <= thr and basis[i, r] < lb:
+                    lb = basis[i, r]
+                    leave = r
+            pivval = T[i, leave, e]
+            div = 1.0 if dn else pivval
+            for c in range(ncol):
+                piv_row[c] = T[i, leave, c] / div
+            if dn:
+                # the zero update: T - 0 * piv_row; frozen once it changes no bit
+                changed = False
+                for r in range(m1):
+                    for c in range(ncol):
+                        old = T[i, r, c]
+                        new = old - 0.0 * piv_row[c]
+                        if new != old or (new == 0.0 and math.copysign(1.0, new) != math.copysign(1.0, old)):
+                            changed = True
+                        T[i, r, c] = new
+                if not changed:
+                    frozen[i] = True
+                continue
+            for r in range(m1):
+                factor[r] = T[i, r, e]
+            factor[leave] = pivval - 1.0
+            for r in range(m1):
+                f = factor[r]
+                for c in range(ncol):
+                    T[i, r, c] = T[i, r, c] - f * piv_row[c]
+            basis[i, leave] = e
+    return False
