@@ -124,3 +124,102 @@ def pivot_loop(T, basis, max_iter, bland_after, tol, done):
                     T[i, r, c] = T[i, r, c] - f * piv_row[c]
             basis[i, leave] = e
     return False
+
+
+@njit(cache=True)
+def pure_profiles(qb, qu):
+    """:func:`~dpcheck.algorithms.games.cce.pure_cce` and the all-pure residual of ``solve_cce`` for qb, qu (n, A, B).
+
+    Returns (found (n,) bool, j (n,) the first pure CCE in a*B + b order (0 if none), residual (n,)): residual is
+    ``max(max_a' qb[a', b] - qb[a, b], qu[a, b] - min_b' qu[a, b'])`` at j, numpy's NaN-propagating max/min.
+    """
+    n, A, B = qb.shape
+    found = np.zeros(n, dtype=np.bool_)
+    jout = np.zeros(n, dtype=np.int64)
+    residual = np.empty(n)
+    colmax = np.empty(B)
+    rowmin = np.empty(A)
+    for i in range(n):
+        for b in range(B):
+            v = qb[i, 0, b]
+            for a in range(1, A):
+                w = qb[i, a, b]
+                if math.isnan(v):
+                    break
+                if math.isnan(w) or w > v:
+                    v = w
+            colmax[b] = v
+        for a in range(A):
+            v = qu[i, a, 0]
+            for b in range(1, B):
+                w = qu[i, a, b]
+                if math.isnan(v):
+                    break
+                if math.isnan(w) or w < v:
+                    v = w
+            rowmin[a] = v
+        j = 0
+        for a in range(A):
+            for b in range(B):
+                if qb[i, a, b] >= colmax[b] and qu[i, a, b] <= rowmin[a]:
+                    found[i] = True
+                    j = a * B + b
+                    break
+            if found[i]:
+                break
+        jout[i] = j
+        a, b = j // B, j % B
+        rmax = colmax[b] - qb[i, a, b]
+        rmin = qu[i, a, b] - rowmin[a]
+        residual[i] = rmax if (rmax >= rmin or math.isnan(rmax)) else rmin
+    return found, jout, residual
+
+
+@njit(cache=True)
+def constraint_rows(qb, qu):
+    """:func:`~dpcheck.algorithms.games.cce.constraint_matrix` of qb, qu (n, A, B): M (n, A + B, A * B)."""
+    n, A, B = qb.shape
+    M = np.empty((n, A + B, A * B))
+    for i in range(n):
+        for a2 in range(A):
+            for a in range(A):
+                for b in range(B):
+                    M[i, a2, a * B + b] = qb[i, a2, b] - qb[i, a, b]
+        for b2 in range(B):
+            for a in range(A):
+                for b in range(B):
+                    M[i, A + b2, a * B + b] = qu[i, a, b] - qu[i, a, b2]
+    return M
+
+
+@njit(cache=True)
+def slack_tableau(M):
+    """The slack-basis tableau of ``simplex_cce`` for M (n, m, d): T (n, m + 1, d + m + 1) and basis (n, m).
+
+    ``G = M / s + 2`` with ``s = max |M|`` (numpy's NaN-propagating max; 1 where s is not > 0), ``[G | I | 1]``
+    above the objective row ``[-1 ... -1 | 0 | 0]``.
+    """
+    n, m, d = M.shape
+    ncol = d + m + 1
+    T = np.zeros((n, m + 1, ncol))
+    basis = np.empty((n, m), dtype=np.int64)
+    for i in range(n):
+        s = abs(M[i, 0, 0])
+        for r in range(m):
+            for c in range(d):
+                v = abs(M[i, r, c])
+                if math.isnan(s):
+                    break
+                if math.isnan(v) or v > s:
+                    s = v
+        if not s > 0:
+            s = 1.0
+        for r in range(m):
+            for c in range(d):
+                T[i, r, c] = M[i, r, c] / s + 2.0
+            T[i, r, d + r] = 1.0
+            T[i, r, ncol - 1] = 1.0
+            basis[i, r] = d + r
+        for c in range(d):
+            T[i, m, c] = -1.0
+    return T, basis

@@ -87,21 +87,27 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     groups: optional (n,) labels: the batch's two shared decisions (the warm start's fallback when a basis is
     singular, "not converged" at the iteration cap) are taken per group, so each group's result is what a
     call on that group alone returns (several independent batches solved in one call).
-    compiled: run the pivoting loop in the numba kernel (algorithms/games/_cce_kernels.py), which gives the
-    numpy loop's result bit for bit; None (default): the kernel if numba is installed, else the numpy loop.
+    compiled: build the tableau and run the pivoting loop in the numba kernels (algorithms/games/_cce_kernels.py),
+    which give the numpy code's result bit for bit; None (default): the kernels if numba is installed, else numpy.
     Returns (pi (n, d), converged (n,) bool), and the final bases (n, m) if ``return_basis``.
     """
     n, m, d = M.shape
-    scale = np.abs(M).max(axis=(1, 2))
-    scale = np.where(scale > 0, scale, 1.0)
-    G = M / scale[:, None, None] + 2.0                      # entries in [1, 3]: the LP is bounded
-    ncol = d + m + 1
-    T = np.zeros((n, m + 1, ncol))
-    T[:, :m, :d] = G
-    T[:, :m, d:d + m] = np.eye(m)
-    T[:, :m, -1] = 1.0
-    T[:, m, :d] = -1.0                                      # objective row of max 1'x
-    basis = np.tile(np.arange(d, d + m), (n, 1))
+    kern = None if compiled is False else _kernels()
+    if compiled and kern is None:
+        from dpcheck.errors import InputError
+        raise InputError("simplex_cce(compiled=True) needs numba, which is not installed")
+    if kern is not None:
+        T, basis = kern.slack_tableau(np.ascontiguousarray(M, dtype=float))
+    else:
+        scale = np.abs(M).max(axis=(1, 2))
+        scale = np.where(scale > 0, scale, 1.0)
+        G = M / scale[:, None, None] + 2.0                  # entries in [1, 3]: the LP is bounded
+        T = np.zeros((n, m + 1, d + m + 1))
+        T[:, :m, :d] = G
+        T[:, :m, d:d + m] = np.eye(m)
+        T[:, :m, -1] = 1.0
+        T[:, m, :d] = -1.0                                  # objective row of max 1'x
+        basis = np.tile(np.arange(d, d + m), (n, 1))
     if basis0 is not None:
         _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m, groups)
     converged = np.zeros(n, dtype=bool)
@@ -112,13 +118,9 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     # All instances are pivoted together; finished ones get a zero update. For the handful of
     # instances per step that DP-Nash-VI hands us, this beats compacting the batch every iteration.
     bland_after = 2 * (m + d)
-    kernel = None if compiled is False else _pivot_kernel()
-    if compiled and kernel is None:
-        from dpcheck.errors import InputError
-        raise InputError("simplex_cce(compiled=True) needs numba, which is not installed")
-    if kernel is not None:
+    if kern is not None:
         done = np.zeros(n, dtype=bool)
-        if kernel(T, basis, max_iter, bland_after, tol, done):
+        if kern.pivot_loop(T, basis, max_iter, bland_after, tol, done):
             converged[:] = True
         elif groups is not None and max_iter > 0:
             converged = _groups_done(groups, done, n)
@@ -181,19 +183,19 @@ def _solution(T, basis, converged, n, m, d, return_basis):
     return pi, converged & ~bad
 
 
-_KERNEL = []
+_KERNELS = []
 
 
-def _pivot_kernel():
-    """The numba pivoting loop (algorithms/games/_cce_kernels.py), or None if numba is not installed.
-    Imported once per process (numba's on-disk cache, ``cache=True``, as the other kernels of the repo)."""
-    if not _KERNEL:
+def _kernels():
+    """The numba kernels (algorithms/games/_cce_kernels.py), or None if numba is not installed. Imported once
+    per process; compiled once per machine (numba's on-disk cache, ``cache=True``, as the repo's other kernels)."""
+    if not _KERNELS:
         try:
-            from dpcheck.algorithms.games._cce_kernels import pivot_loop
+            from dpcheck.algorithms.games import _cce_kernels
         except ImportError:
-            pivot_loop = None
-        _KERNEL.append(pivot_loop)
-    return _KERNEL[0]
+            _cce_kernels = None
+        _KERNELS.append(_cce_kernels)
+    return _KERNELS[0]
 
 
 def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None) -> None:
@@ -331,23 +333,32 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
     todo = np.ones(n, dtype=bool)
     n_pure = n_simplex = n_highs = 0
     basis_out = np.full((n, A + B), -1, dtype=np.int64)         # -1: not settled by the simplex
+    kern = _kernels()
+    if kern is not None:
+        qb, qu = np.ascontiguousarray(qb), np.ascontiguousarray(qu)
     if method == "auto":
-        found, j = pure_cce(qb, qu)
+        if kern is not None:
+            found, j, res_pure = kern.pure_profiles(qb, qu)     # pure_cce and the residual below, bit for bit
+        else:
+            found, j = pure_cce(qb, qu)
         pi[found, j[found]] = 1.0
         todo = ~found
         n_pure = int(found.sum())
         if n_pure == n:
             # every stage game has a pure CCE (the common case once a game is learned): its residual
             # is the best deviation gain at that cell, without building the (A+B) x AB constraints
-            a, b = np.divmod(j, B)
-            ar = np.arange(n)
-            res_max = qb[ar, :, b].max(axis=1) - qb[ar, a, b]
-            res_min = qu[ar, a, b] - qu[ar, a, :].min(axis=1)
-            residual = np.maximum(res_max, res_min)
+            if kern is not None:
+                residual = res_pure
+            else:
+                a, b = np.divmod(j, B)
+                ar = np.arange(n)
+                res_max = qb[ar, :, b].max(axis=1) - qb[ar, a, b]
+                res_min = qu[ar, a, b] - qu[ar, a, :].min(axis=1)
+                residual = np.maximum(res_max, res_min)
             return CCESolution(pi=pi.reshape(lead + (A, B)), residual=residual.reshape(lead), tol=tol,
                                n_pure=n_pure, n_simplex=0, n_highs=0, n_hint=0,
                                basis=basis_out.reshape(lead + (A + B,)))
-    Mall = constraint_matrix(qb, qu)
+    Mall = constraint_matrix(qb, qu) if kern is None else kern.constraint_rows(qb, qu)
     n_hint = 0
     if hint is not None and method == "auto" and todo.any():
         ids = np.flatnonzero(todo)

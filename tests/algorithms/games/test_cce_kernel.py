@@ -21,8 +21,10 @@ pytest.importorskip("numba")
 def same(a, b):
     """Equal bit for bit: values, and the sign of every zero."""
     a, b = np.asarray(a), np.asarray(b)
-    return (a.shape == b.shape and np.array_equal(a, b)
-            and (a.dtype.kind != "f" or np.array_equal(np.signbit(a), np.signbit(b))))
+    if a.dtype.kind != "f":
+        return a.shape == b.shape and np.array_equal(a, b)
+    return (a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+            and np.array_equal(np.signbit(a) & ~np.isnan(a), np.signbit(b) & ~np.isnan(b)))
 
 
 def both(M, **kw):
@@ -90,7 +92,7 @@ def test_solve_cce_is_unchanged_by_the_kernel(monkeypatch):
     hint_basis = solve_cce(Qb + rng.normal(0, 0.2, Qb.shape), Qu, H=3.0, method="simplex").basis
     kw = dict(H=3.0, hint_basis=hint_basis, groups=np.repeat([0, 1], 20))
     got = solve_cce(Qb, Qu, **kw)
-    monkeypatch.setattr(cce, "_pivot_kernel", lambda: None)
+    monkeypatch.setattr(cce, "_kernels", lambda: None)
     want = solve_cce(Qb, Qu, **kw)
     assert got.n_simplex > 0
     for f in ("pi", "residual", "basis"):
@@ -106,7 +108,7 @@ def test_dp_nash_vi_run_is_identical_with_the_numpy_fallback(monkeypatch):
         return DPNashVI(mode="practical", record_values=True).run(game, 40, np.random.default_rng(9), runs=3)
 
     got = run()
-    monkeypatch.setattr(cce, "_pivot_kernel", lambda: None)
+    monkeypatch.setattr(cce, "_kernels", lambda: None)
     want = run()
     assert got.cce_stats["simplex"] > 0
     for f in ("pi", "Qb", "Qu", "Vb", "Vu", "certificate", "mu", "nu", "mu_out", "nu_out", "delta", "k_out",
@@ -116,6 +118,23 @@ def test_dp_nash_vi_run_is_identical_with_the_numpy_fallback(monkeypatch):
 
 
 def test_compiled_true_without_numba_is_an_input_error(monkeypatch):
-    monkeypatch.setattr(cce, "_pivot_kernel", lambda: None)
+    monkeypatch.setattr(cce, "_kernels", lambda: None)
     with pytest.raises(InputError, match="numba"):
         simplex_cce(np.zeros((1, 2, 1)), compiled=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 4), st.integers(1, 4), st.integers(1, 9), st.booleans())
+def test_pure_profiles_and_constraints_kernels_equal_numpy(seed, A, B, n, degenerate):
+    from dpcheck.algorithms.games import _cce_kernels as k
+    rng = np.random.default_rng(seed)
+    Qb, Qu = games(rng, n, A, B, degenerate)
+    Qb[0, 0, 0] = np.nan if seed % 7 == 0 else Qb[0, 0, 0]   # numpy's max/min propagate NaN; so must the kernel
+    found, j, residual = k.pure_profiles(Qb, Qu)
+    want_found, want_j = cce.pure_cce(Qb, Qu)
+    assert same(found, want_found) and same(j, want_j)
+    a, b = np.divmod(j, B)
+    ar = np.arange(n)
+    want_res = np.maximum(Qb[ar, :, b].max(axis=1) - Qb[ar, a, b], Qu[ar, a, b] - Qu[ar, a, :].min(axis=1))
+    assert same(residual, want_res)
+    assert same(k.constraint_rows(Qb, Qu), constraint_matrix(Qb, Qu))
