@@ -223,3 +223,71 @@ def slack_tableau(M):
         for c in range(d):
             T[i, m, c] = -1.0
     return T, basis
+
+
+@njit(cache=True)
+def basis_columns(T, basis0, m):
+    """B (n, m, m) with ``B[i, r, j] = T[i, r, basis0[i, j]]``: the warm start's basis matrices (a copy)."""
+    n = T.shape[0]
+    B = np.empty((n, m, m))
+    for i in range(n):
+        for r in range(m):
+            for j in range(m):
+                B[i, r, j] = T[i, r, basis0[i, j]]
+    return B
+
+
+@njit(cache=True)
+def primal_feasible(rows):
+    """``(rows[:, :, -1] >= -1e-12).all(axis=1) & isfinite(rows).all(axis=(1, 2))`` of rows (n, m, ncol)."""
+    n, m, ncol = rows.shape
+    ok = np.ones(n, dtype=np.bool_)
+    for i in range(n):
+        for r in range(m):
+            if not rows[i, r, ncol - 1] >= -1e-12:
+                ok[i] = False
+                break
+            for c in range(ncol):
+                if not math.isfinite(rows[i, r, c]):
+                    ok[i] = False
+                    break
+            if not ok[i]:
+                break
+    return ok
+
+
+@njit(cache=True)
+def objective_coefficients(T, idx, b0, m):
+    """``T[idx, m, :][k, b0[k]]`` (k, m): the objective row's entries at the warm start's basic columns."""
+    k = idx.shape[0]
+    out = np.empty((k, 1, m))
+    for q in range(k):
+        for j in range(m):
+            out[q, 0, j] = T[idx[q], m, b0[q, j]]
+    return out
+
+
+@njit(cache=True)
+def warm_write(T, basis, idx, b0, rows, prod):
+    """In place: ``T[idx, :m] = rows``, ``T[idx, m] = T[idx, m] - prod[:, 0]``, ``basis[idx] = b0``."""
+    m = rows.shape[1]
+    ncol = T.shape[2]
+    for q in range(idx.shape[0]):
+        i = idx[q]
+        for c in range(ncol):
+            T[i, m, c] = T[i, m, c] - prod[q, 0, c]
+        for r in range(m):
+            for c in range(ncol):
+                T[i, r, c] = rows[q, r, c]
+            basis[i, r] = b0[q, r]
+
+
+@njit(cache=True)
+def basic_solution(T, basis):
+    """x (n, ncol - 1): x[i, basis[i, r]] = T[i, r, -1] (the rhs), 0 elsewhere (``np.put_along_axis`` into zeros)."""
+    n, m1, ncol = T.shape
+    x = np.zeros((n, ncol - 1))
+    for i in range(n):
+        for r in range(m1 - 1):
+            x[i, basis[i, r]] = T[i, r, ncol - 1]
+    return x

@@ -109,7 +109,7 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
         T[:, m, :d] = -1.0                                  # objective row of max 1'x
         basis = np.tile(np.arange(d, d + m), (n, 1))
     if basis0 is not None:
-        _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m, groups)
+        _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m, groups, kern)
     converged = np.zeros(n, dtype=bool)
     max_iter = max_iter if max_iter is not None else 50 * (m + d)
     tol = 1e-12
@@ -124,7 +124,7 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
             converged[:] = True
         elif groups is not None and max_iter > 0:
             converged = _groups_done(groups, done, n)
-        return _solution(T, basis, converged, n, m, d, return_basis)
+        return _solution(T, basis, converged, n, m, d, return_basis, kern)
     Tt = T.transpose(0, 2, 1)                               # a view: columns as rows, for one gather
     done = None
     for it in range(max_iter):
@@ -170,10 +170,13 @@ def _groups_done(groups, done, n):
     return np.bincount(inv, weights=~done, minlength=inv.max() + 1)[inv] == 0
 
 
-def _solution(T, basis, converged, n, m, d, return_basis):
+def _solution(T, basis, converged, n, m, d, return_basis, kern=None):
     """pi from the final tableaux of :func:`simplex_cce` (clipped at 0, renormalised; uniform if all 0)."""
-    x = np.zeros((n, d + m))
-    np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
+    if kern is not None:
+        x = kern.basic_solution(T, basis)                   # (n, d + m), as below: the same view is clipped
+    else:
+        x = np.zeros((n, d + m))
+        np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
     x = np.clip(x[:, :d], 0.0, None)
     tot = x.sum(axis=1, keepdims=True)
     bad = ~(tot[:, 0] > 0)
@@ -198,19 +201,24 @@ def _kernels():
     return _KERNELS[0]
 
 
-def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None) -> None:
+def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None, kern=None) -> None:
     """Re-express the slack tableau T (n, m+1, ncol) in the bases ``basis0`` where they are usable (in place).
 
     Usable: B (the basis columns of [G | I]) non-singular and B^-1 1 >= 0 (primal feasible). Elsewhere the
     slack basis stays. Profiled: plain fancy indexing and one batched solve (det only if that fails).
     groups (n,) or None: when the batched solve fails, the det fallback is applied to the failing groups only
-    (each group as in a call of its own, :func:`simplex_cce`).
+    (each group as in a call of its own, :func:`simplex_cce`). kern: the numba kernels (the same arithmetic; the
+    solve and the product stay in numpy) or None.
     """
     n, _, ncol = T.shape
     if basis0.shape != basis.shape or basis0.min() < 0 or basis0.max() >= ncol - 1:
         return
-    ar = np.arange(n)[:, None]
-    B = T.transpose(0, 2, 1)[ar, basis0, :m].transpose(0, 2, 1)               # (n, m, m): B[:, r, j] = T[:, r, b_j]
+    if kern is not None:
+        basis0 = np.ascontiguousarray(basis0)
+        B = kern.basis_columns(T, basis0, m)
+    else:
+        ar = np.arange(n)[:, None]
+        B = T.transpose(0, 2, 1)[ar, basis0, :m].transpose(0, 2, 1)           # (n, m, m): B[:, r, j] = T[:, r, b_j]
     try:
         rows = np.linalg.solve(B, T[:, :m, :])                                 # B^-1 [G | I | 1]
         idx = np.arange(n)
@@ -224,12 +232,20 @@ def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, gr
             rows = np.concatenate([p[1] for p in parts]) if idx.size else None
         if idx.size == 0:
             return
-    feasible = (rows[:, :, -1] >= -1e-12).all(axis=1) & np.isfinite(rows).all(axis=(1, 2))
+    if kern is not None:
+        feasible = kern.primal_feasible(rows)
+    else:
+        feasible = (rows[:, :, -1] >= -1e-12).all(axis=1) & np.isfinite(rows).all(axis=(1, 2))
     if not feasible.all():
         idx, rows = idx[feasible], rows[feasible]
         if idx.size == 0:
             return
     b0 = basis0[idx]
+    if kern is not None:
+        # the same product as below (numpy's matmul: its BLAS summation order), the rest in the kernels
+        prod = np.matmul(kern.objective_coefficients(T, idx, b0, m), rows)
+        kern.warm_write(T, basis, idx, b0, np.ascontiguousarray(rows), prod)
+        return
     obj = T[idx, m, :]
     # eliminate the basic columns from the objective row: row - sum_i row[basis_i] * (B^-1 A)_i
     obj = obj - np.matmul(obj[np.arange(idx.size)[:, None], b0][:, None, :], rows)[:, 0]
