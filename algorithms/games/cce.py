@@ -19,7 +19,10 @@ How it is solved (all stage games of a step, and all runs, at once; no per-(h,s)
    (value ``<= 0`` because a CCE exists, Algorithm 1 line 14). With ``G = M / s + 2`` (entries in ``[1, 3]``,
    ``s = max |M|``) the substitution ``x = pi / v`` turns it into ``max 1'x s.t. G x <= 1, x >= 0``,
    whose slack basis is feasible: no phase 1. We solve these tiny LPs with a tableau simplex written
-   in numpy over all instances at once, Bland's rule (no cycling on these degenerate problems).
+   in numpy over all instances at once, Bland's rule (no cycling on these degenerate problems). With numba
+   installed, its elementwise parts (and those of step 1) run in the kernels of ``_cce_kernels.py``, which
+   repeat the numpy arithmetic in the same order (bit for bit; the LAPACK solve, matmul and einsum reductions
+   stay in numpy).
 3. Every solution is clipped at 0, renormalised and VERIFIED: ``max(M pi) <= tol`` with
    ``tol = 1e-8 H`` (Algorithm 1 line 14). Instances that fail (or whose simplex hit the iteration cap) are
    re-solved with ``scipy.optimize.linprog(method="highs")``, objective 0, as the canonical
