@@ -1,4 +1,4 @@
-"""The numba pivoting loop of the CCE simplex (algorithms/games/_cce_kernels.py) against the numpy loop.
+"""The numba kernels of the CCE solver (algorithms/games/_cce_kernels.py) against the numpy code they replace.
 
 The kernel must return what the numpy loop returns bit for bit (pi, convergence flags, bases, even the sign
 of zeros), for warm starts, groups, iteration caps and degenerate stage games, so that swapping it in
