@@ -19,7 +19,10 @@ How it is solved (all stage games of a step, and all runs, at once; no per-(h,s)
    (value ``<= 0`` because a CCE exists, Algorithm 1 line 14). With ``G = M / s + 2`` (entries in ``[1, 3]``,
    ``s = max |M|``) the substitution ``x = pi / v`` turns it into ``max 1'x s.t. G x <= 1, x >= 0``,
    whose slack basis is feasible: no phase 1. We solve these tiny LPs with a tableau simplex written
-   in numpy over all instances at once, Bland's rule (no cycling on these degenerate problems).
+   in numpy over all instances at once, Bland's rule (no cycling on these degenerate problems). With numba
+   installed, its elementwise parts (and those of step 1) run in the kernels of ``_cce_kernels.py``, which
+   repeat the numpy arithmetic in the same order (bit for bit; the LAPACK solve, matmul and einsum reductions
+   stay in numpy).
 3. Every solution is clipped at 0, renormalised and VERIFIED: ``max(M pi) <= tol`` with
    ``tol = 1e-8 H`` (Algorithm 1 line 14). Instances that fail (or whose simplex hit the iteration cap) are
    re-solved with ``scipy.optimize.linprog(method="highs")``, objective 0, as the canonical
@@ -76,7 +79,7 @@ def pure_cce(Qb: np.ndarray, Qu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray | None = None,
-                return_basis: bool = False, groups: np.ndarray | None = None):
+                return_basis: bool = False, groups: np.ndarray | None = None, compiled: bool | None = None):
     """Batched tableau simplex for ``min_pi max_i (M pi)_i`` over the simplex.
 
     M: (n, m, d) constraint matrices (m = A + B rows, d = A * B columns).
@@ -87,21 +90,29 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     groups: optional (n,) labels: the batch's two shared decisions (the warm start's fallback when a basis is
     singular, "not converged" at the iteration cap) are taken per group, so each group's result is what a
     call on that group alone returns (several independent batches solved in one call).
+    compiled: build the tableau and run the pivoting loop in the numba kernels (algorithms/games/_cce_kernels.py),
+    which give the numpy code's result bit for bit; None (default): the kernels if numba is installed, else numpy.
     Returns (pi (n, d), converged (n,) bool), and the final bases (n, m) if ``return_basis``.
     """
     n, m, d = M.shape
-    scale = np.abs(M).max(axis=(1, 2))
-    scale = np.where(scale > 0, scale, 1.0)
-    G = M / scale[:, None, None] + 2.0                      # entries in [1, 3]: the LP is bounded
-    ncol = d + m + 1
-    T = np.zeros((n, m + 1, ncol))
-    T[:, :m, :d] = G
-    T[:, :m, d:d + m] = np.eye(m)
-    T[:, :m, -1] = 1.0
-    T[:, m, :d] = -1.0                                      # objective row of max 1'x
-    basis = np.tile(np.arange(d, d + m), (n, 1))
+    kern = None if compiled is False else _kernels()
+    if compiled and kern is None:
+        from dpcheck.errors import InputError
+        raise InputError("simplex_cce(compiled=True) needs numba, which is not installed")
+    if kern is not None:
+        T, basis = kern.slack_tableau(np.ascontiguousarray(M, dtype=float))
+    else:
+        scale = np.abs(M).max(axis=(1, 2))
+        scale = np.where(scale > 0, scale, 1.0)
+        G = M / scale[:, None, None] + 2.0                  # entries in [1, 3]: the LP is bounded
+        T = np.zeros((n, m + 1, d + m + 1))
+        T[:, :m, :d] = G
+        T[:, :m, d:d + m] = np.eye(m)
+        T[:, :m, -1] = 1.0
+        T[:, m, :d] = -1.0                                  # objective row of max 1'x
+        basis = np.tile(np.arange(d, d + m), (n, 1))
     if basis0 is not None:
-        _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m, groups)
+        _warm_start(T, basis, np.asarray(basis0, dtype=np.int64), m, groups, kern)
     converged = np.zeros(n, dtype=bool)
     max_iter = max_iter if max_iter is not None else 50 * (m + d)
     tol = 1e-12
@@ -110,6 +121,13 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     # All instances are pivoted together; finished ones get a zero update. For the handful of
     # instances per step that DP-Nash-VI hands us, this beats compacting the batch every iteration.
     bland_after = 2 * (m + d)
+    if kern is not None:
+        done = np.zeros(n, dtype=bool)
+        if kern.pivot_loop(T, basis, max_iter, bland_after, tol, done):
+            converged[:] = True
+        elif groups is not None and max_iter > 0:
+            converged = _groups_done(groups, done, n)
+        return _solution(T, basis, converged, n, m, d, return_basis, kern)
     Tt = T.transpose(0, 2, 1)                               # a view: columns as rows, for one gather
     done = None
     for it in range(max_iter):
@@ -143,13 +161,25 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
         basis[ar, leave] = np.where(done, basis[ar, leave], enter)
     else:
         if groups is not None and done is not None:
-            # the cap was hit: a group all of whose instances were done at the last check converged (alone,
-            # its call would have stopped there); done instances stay done, so that check decides
-            g = np.asarray(groups).reshape(n)
-            _, inv = np.unique(g, return_inverse=True)
-            converged = np.bincount(inv, weights=~done, minlength=inv.max() + 1)[inv] == 0
-    x = np.zeros((n, d + m))
-    np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
+            converged = _groups_done(groups, done, n)
+    return _solution(T, basis, converged, n, m, d, return_basis)
+
+
+def _groups_done(groups, done, n):
+    """The iteration cap was hit: a group all of whose instances were done at the last check converged
+    (alone, its call would have stopped there); done instances stay done, so that check decides."""
+    g = np.asarray(groups).reshape(n)
+    _, inv = np.unique(g, return_inverse=True)
+    return np.bincount(inv, weights=~done, minlength=inv.max() + 1)[inv] == 0
+
+
+def _solution(T, basis, converged, n, m, d, return_basis, kern=None):
+    """pi from the final tableaux of :func:`simplex_cce` (clipped at 0, renormalised; uniform if all 0)."""
+    if kern is not None:
+        x = kern.basic_solution(T, basis)                   # (n, d + m), as below: the same view is clipped
+    else:
+        x = np.zeros((n, d + m))
+        np.put_along_axis(x, basis, T[:, :m, -1], axis=1)
     x = np.clip(x[:, :d], 0.0, None)
     tot = x.sum(axis=1, keepdims=True)
     bad = ~(tot[:, 0] > 0)
@@ -159,19 +189,39 @@ def simplex_cce(M: np.ndarray, max_iter: int | None = None, basis0: np.ndarray |
     return pi, converged & ~bad
 
 
-def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None) -> None:
+_KERNELS = []
+
+
+def _kernels():
+    """The numba kernels (algorithms/games/_cce_kernels.py), or None if numba is not installed. Imported once
+    per process; compiled once per machine (numba's on-disk cache, ``cache=True``, as the repo's other kernels)."""
+    if not _KERNELS:
+        try:
+            from dpcheck.algorithms.games import _cce_kernels
+        except ImportError:
+            _cce_kernels = None
+        _KERNELS.append(_cce_kernels)
+    return _KERNELS[0]
+
+
+def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None, kern=None) -> None:
     """Re-express the slack tableau T (n, m+1, ncol) in the bases ``basis0`` where they are usable (in place).
 
     Usable: B (the basis columns of [G | I]) non-singular and B^-1 1 >= 0 (primal feasible). Elsewhere the
     slack basis stays. Profiled: plain fancy indexing and one batched solve (det only if that fails).
     groups (n,) or None: when the batched solve fails, the det fallback is applied to the failing groups only
-    (each group as in a call of its own, :func:`simplex_cce`).
+    (each group as in a call of its own, :func:`simplex_cce`). kern: the numba kernels (the same arithmetic; the
+    solve and the product stay in numpy) or None.
     """
     n, _, ncol = T.shape
     if basis0.shape != basis.shape or basis0.min() < 0 or basis0.max() >= ncol - 1:
         return
-    ar = np.arange(n)[:, None]
-    B = T.transpose(0, 2, 1)[ar, basis0, :m].transpose(0, 2, 1)               # (n, m, m): B[:, r, j] = T[:, r, b_j]
+    if kern is not None:
+        basis0 = np.ascontiguousarray(basis0)
+        B = kern.basis_columns(T, basis0, m)
+    else:
+        ar = np.arange(n)[:, None]
+        B = T.transpose(0, 2, 1)[ar, basis0, :m].transpose(0, 2, 1)           # (n, m, m): B[:, r, j] = T[:, r, b_j]
     try:
         rows = np.linalg.solve(B, T[:, :m, :])                                 # B^-1 [G | I | 1]
         idx = np.arange(n)
@@ -185,12 +235,20 @@ def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, gr
             rows = np.concatenate([p[1] for p in parts]) if idx.size else None
         if idx.size == 0:
             return
-    feasible = (rows[:, :, -1] >= -1e-12).all(axis=1) & np.isfinite(rows).all(axis=(1, 2))
+    if kern is not None:
+        feasible = kern.primal_feasible(rows)
+    else:
+        feasible = (rows[:, :, -1] >= -1e-12).all(axis=1) & np.isfinite(rows).all(axis=(1, 2))
     if not feasible.all():
         idx, rows = idx[feasible], rows[feasible]
         if idx.size == 0:
             return
     b0 = basis0[idx]
+    if kern is not None:
+        # the same product as below (numpy's matmul: its BLAS summation order), the rest in the kernels
+        prod = np.matmul(kern.objective_coefficients(T, idx, b0, m), rows)
+        kern.warm_write(T, basis, idx, b0, np.ascontiguousarray(rows), prod)
+        return
     obj = T[idx, m, :]
     # eliminate the basic columns from the objective row: row - sum_i row[basis_i] * (B^-1 A)_i
     obj = obj - np.matmul(obj[np.arange(idx.size)[:, None], b0][:, None, :], rows)[:, 0]
@@ -294,23 +352,32 @@ def solve_cce(Qb: np.ndarray, Qu: np.ndarray, H: float | None = None, *, method:
     todo = np.ones(n, dtype=bool)
     n_pure = n_simplex = n_highs = 0
     basis_out = np.full((n, A + B), -1, dtype=np.int64)         # -1: not settled by the simplex
+    kern = _kernels()
+    if kern is not None:
+        qb, qu = np.ascontiguousarray(qb), np.ascontiguousarray(qu)
     if method == "auto":
-        found, j = pure_cce(qb, qu)
+        if kern is not None:
+            found, j, res_pure = kern.pure_profiles(qb, qu)     # pure_cce and the residual below, bit for bit
+        else:
+            found, j = pure_cce(qb, qu)
         pi[found, j[found]] = 1.0
         todo = ~found
         n_pure = int(found.sum())
         if n_pure == n:
             # every stage game has a pure CCE (the common case once a game is learned): its residual
             # is the best deviation gain at that cell, without building the (A+B) x AB constraints
-            a, b = np.divmod(j, B)
-            ar = np.arange(n)
-            res_max = qb[ar, :, b].max(axis=1) - qb[ar, a, b]
-            res_min = qu[ar, a, b] - qu[ar, a, :].min(axis=1)
-            residual = np.maximum(res_max, res_min)
+            if kern is not None:
+                residual = res_pure
+            else:
+                a, b = np.divmod(j, B)
+                ar = np.arange(n)
+                res_max = qb[ar, :, b].max(axis=1) - qb[ar, a, b]
+                res_min = qu[ar, a, b] - qu[ar, a, :].min(axis=1)
+                residual = np.maximum(res_max, res_min)
             return CCESolution(pi=pi.reshape(lead + (A, B)), residual=residual.reshape(lead), tol=tol,
                                n_pure=n_pure, n_simplex=0, n_highs=0, n_hint=0,
                                basis=basis_out.reshape(lead + (A + B,)))
-    Mall = constraint_matrix(qb, qu)
+    Mall = constraint_matrix(qb, qu) if kern is None else kern.constraint_rows(qb, qu)
     n_hint = 0
     if hint is not None and method == "auto" and todo.any():
         ids = np.flatnonzero(todo)

@@ -21,6 +21,19 @@ from dpcheck.errors import InputError
 
 __all__ = ["StackedPrivatizers"]
 
+_KERNEL = []
+
+
+def _release_kernel():
+    """``_stacked_kernels.release_rows`` (numba), or None if numba is not installed; imported once per process."""
+    if not _KERNEL:
+        try:
+            from dpcheck.algorithms.privatizers._stacked_kernels import release_rows
+        except ImportError:
+            release_rows = None
+        _KERNEL.append(release_rows)
+    return _KERNEL[0]
+
 
 class StackedPrivatizers:
     """Members ``privatizers[i]`` on blocks of ``runs / n`` runs each; ``width`` is per run, shape (runs,).
@@ -57,6 +70,11 @@ class StackedPrivatizers:
         self._joint_release = (all(type(m).release is CountPrivatizer.release for m in self.members)
                                and not (widths == 0).all() and 2 <= S <= pj._COLUMN_MAX_S
                                and self.per_block * H * S * A >= pj._COLUMN_MIN_ROWS)
+        # its numba kernel (_stacked_kernels.py, numpy's result bit for bit) where numpy's row sum is a left fold
+        self._release_kernel = _release_kernel() if self._joint_release and S < 8 else None
+        if self._release_kernel is not None:
+            self._Erow = np.repeat(widths, self.per_block * H * S * A)
+            self._network = np.array(pj.sorting_network(S), dtype=np.int64).reshape(-1, 2)
         return self
 
     def _release_jointly(self):
@@ -68,8 +86,13 @@ class StackedPrivatizers:
         nv = np.concatenate([x[0] for x in noisy], axis=0)
         nt = np.concatenate([x[1] for x in noisy], axis=0)
         rw = None if noisy[0][2] is None else np.concatenate([x[2] for x in noisy], axis=0)
-        E = self._width.reshape((-1,) + (1,) * (nv.ndim - 1))
         S = nt.shape[-1]
+        if self._release_kernel is not None:
+            ok, trans, visits = self._release_kernel(nt.reshape(-1, S), nv.reshape(-1), self._Erow, self._network)
+            if ok:
+                return PrivateCounts(visits=visits.reshape(nv.shape), transitions=trans.reshape(nt.shape), rewards=rw,
+                                     noisy_visits=nv, noisy_transitions=nt, width=self._width)
+        E = self._width.reshape((-1,) + (1,) * (nv.ndim - 1))
         res = pj._project(nt, nv, E / 4.0, False)
         trans = res.counts + (E / (2.0 * S))[..., None]
         return PrivateCounts(visits=pj._sum_last(trans), transitions=trans, rewards=rw, noisy_visits=nv,
