@@ -117,12 +117,13 @@ def test_dp_ucbvi_killed_twice_resumes_to_the_identical_report(tmp_path, quick_a
            [(c["id"], c["verdict"], c["measured"]) for c in ref["checks"]]
     rc = third["config"]["result_cache"]
     hits = [c["label"] for c in rc["calls"] if c["status"] == "hit"]
-    assert "dp_ucbvi.monitored_run" in hits and "dp_ucbvi.regret_curves" in hits and "dp_ucbvi.count_error" in hits
+    assert "dp_ucbvi.monitored_run" in hits and "dp_ucbvi.regret_curves" in hits
     assert rc["computed"] >= 1 and rc["recomputed"] == []          # the last kill left work to do
     _assert_nothing_stored_was_recomputed(third, stored)
-    # the black-box audits (finished before the first kill) are read back whole
+    # the black-box audits (finished before the first kill) and the count-error batches (chunks, finished
+    # before the second) are read back whole
     bb = {c["id"]: c["details"]["cache"] for c in third["checks"] if "cache" in c.get("details", {})}
-    assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox"} <= set(bb)
+    assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox", "assumption.count_error_order_eps"} <= set(bb)
     assert all(u["hits"] == u["chunks"] and u["computed"] == 0 for u in bb.values())
     # a fourth run reads everything back
     _, fourth = _complete("dp_ucbvi", "r4", tmp_path, cache)
