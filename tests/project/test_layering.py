@@ -187,6 +187,7 @@ def test_the_registry_loads_entry_points_only():
     assert "no audit named 'dp_ucbvi'" in r.stdout and "pip install -e ." in r.stdout
 
 
+@pytest.mark.slow           # imports every audit module (about 3.7 s)
 def test_every_built_in_audit_has_an_entry_named_after_it_that_registers_it():
     # `dpcheck audit NAME` imports the entry named NAME alone (registry.find); a wrong module there
     # would cost the start-up saving (find falls back to importing all), never the audit
