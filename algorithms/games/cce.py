@@ -33,6 +33,7 @@ any CCE satisfies the analysis.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,19 +190,17 @@ def _solution(T, basis, converged, n, m, d, return_basis, kern=None):
     return pi, converged & ~bad
 
 
-_KERNELS = []
-
-
+@functools.lru_cache(maxsize=None)
 def _kernels():
     """The numba kernels (algorithms/games/_cce_kernels.py), or None if numba is not installed. Imported once
-    per process; compiled once per machine (numba's on-disk cache, ``cache=True``, as the repo's other kernels)."""
-    if not _KERNELS:
-        try:
-            from dpcheck.algorithms.games import _cce_kernels
-        except ImportError:
-            _cce_kernels = None
-        _KERNELS.append(_cce_kernels)
-    return _KERNELS[0]
+    per process (an lru_cache, not a list filled on first use: the chunk cache's fingerprint walks this
+    function's code, not its cache, so the key does not depend on whether the kernels were loaded yet);
+    compiled once per machine (numba's on-disk cache, ``cache=True``, as the repo's other kernels)."""
+    try:
+        from dpcheck.algorithms.games import _cce_kernels
+    except ImportError:
+        return None
+    return _cce_kernels
 
 
 def _warm_start(T: np.ndarray, basis: np.ndarray, basis0: np.ndarray, m: int, groups=None, kern=None) -> None:

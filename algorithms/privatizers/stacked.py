@@ -13,6 +13,7 @@ alone, draw for draw.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -21,18 +22,16 @@ from dpcheck.errors import InputError
 
 __all__ = ["StackedPrivatizers"]
 
-_KERNEL = []
-
-
+@functools.lru_cache(maxsize=None)
 def _release_kernel():
-    """``_stacked_kernels.release_rows`` (numba), or None if numba is not installed; imported once per process."""
-    if not _KERNEL:
-        try:
-            from dpcheck.algorithms.privatizers._stacked_kernels import release_rows
-        except ImportError:
-            release_rows = None
-        _KERNEL.append(release_rows)
-    return _KERNEL[0]
+    """``_stacked_kernels.release_rows`` (numba), or None if numba is not installed; imported once per process.
+    (An lru_cache, not a module-level list filled on first use: the chunk cache's fingerprint walks this
+    function's code, not its cache, so the key does not depend on whether the kernel was loaded yet.)"""
+    try:
+        from dpcheck.algorithms.privatizers._stacked_kernels import release_rows
+    except ImportError:
+        return None
+    return release_rows
 
 
 class StackedPrivatizers:
