@@ -434,6 +434,7 @@ def _local_imports(co, package):
     for c in _all_codes(co):
         consts = []
         current = None
+        parents: list = []
         for ins in dis.get_instructions(c):
             if ins.opname == "LOAD_CONST":
                 consts.append(ins.argval)
@@ -449,10 +450,16 @@ def _local_imports(co, package):
                 out.append(current)
                 # "import a.b" binds a; its attributes are reached by name
                 parts = name.split(".")
-                for i in range(1, len(parts)):
-                    out.append((".".join(parts[:i]), {parts[i]}))
+                parents = [(".".join(parts[:i]), {parts[i]}) for i in range(1, len(parts))]
+                out.extend(parents)
             elif ins.opname == "IMPORT_FROM" and current is not None:
                 current[1].add(ins.argval)
+                # "from a.b import c" (and "import a.b as c") bind no name for the packages above a.b: the code
+                # cannot reach their other attributes, so they are not walked (walking the package dpcheck for
+                # every name of such a function reached dpcheck.run, the whole API and every registered audit)
+                if parents and out[-len(parents):] == parents:     # appended by this statement's IMPORT_NAME
+                    del out[-len(parents):]
+                parents = []
     return tuple((m, frozenset(a)) for m, a in out)
 
 

@@ -293,3 +293,33 @@ def test_key_does_not_depend_on_whether_a_submodule_was_imported_yet(tmp_path):
         assert fingerprint(user_a.f) != before
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_from_import_does_not_walk_the_packages_above_the_module(tmp_path):
+    # "from pkg.sub import SCALE" binds no name for pkg: pkg's other attributes (here a function that happens to
+    # share a name the code uses, as dpcheck.run did) are not in the key; "import pkg.sub" binds pkg, so they are
+    pkg = tmp_path / "fp_pkg_c"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def run(x):\n    return x\n")
+    (pkg / "sub.py").write_text("SCALE = 1.0\n")
+    (tmp_path / "fp_pkg_c_user.py").write_text(textwrap.dedent("""
+        def f(agent):
+            from fp_pkg_c.sub import SCALE
+            return agent.run(SCALE)
+
+        def g(agent):
+            import fp_pkg_c.sub
+            return agent.run(fp_pkg_c.sub.SCALE)
+    """))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        user = importlib.import_module("fp_pkg_c_user")
+        pkg_mod = importlib.import_module("fp_pkg_c")
+        f0, g0 = fingerprint(user.f), fingerprint(user.g)
+        pkg_mod.run = lambda x: 2 * x
+        assert fingerprint(user.f) == f0          # not reachable from f
+        assert fingerprint(user.g) != g0          # reachable by name from g
+        sys.modules["fp_pkg_c.sub"].SCALE = 2.0
+        assert fingerprint(user.f) != f0          # what f imports is in its key
+    finally:
+        sys.path.remove(str(tmp_path))
