@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from dpcheck.algorithms.privatizers._projection_kernel import lp_row
+
 NONE, CENTRAL, LOCAL = 0, 1, 2
 
 
@@ -60,7 +62,6 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
     var_coef = np.empty(HSA)
     ys = np.empty(S)
     csum = np.empty(S)
-    x = np.empty(S)
     V = np.empty(S)
     Vn = np.empty(S)
     V2 = np.empty(S)
@@ -88,56 +89,8 @@ def run_episodes(n, e0, H, S, A, kind, E, iota, c_var, c_rew, c_priv, any_privat
                 shift = Er / (2.0 * S)
                 for row in range(HSA):
                     # the Section 5.1.1 LP of this row (projection._project_columns, with_value=False),
-                    # written out here: a call costs more than the row (array refcounts)
-                    off = HSA + row * S
-                    n_row = B[row]
-                    lo_end = n_row - band
-                    hi_end = n_row + band
-                    infeasible = hi_end < 0.0
-                    g0 = _max(B[off], 0.0)                           # sum y^+ left to right, unsorted (as numpy)
-                    for j in range(1, S):
-                        g0 = g0 + _max(B[off + j], 0.0)
-                    need = (g0 < lo_end) or (g0 > hi_end)
-                    target = hi_end if g0 > hi_end else lo_end
-                    theta = 0.0
-                    if need and target > 0.0 and not infeasible:
-                        for j in range(S):
-                            ys[j] = B[off + j]
-                        if network.shape[0] > 0:                   # decreasing sort: numpy's Batcher network, as
-                            for p in range(network.shape[0]):      # projection._project_columns (branch-free)
-                                i = network[p, 0]
-                                j = network[p, 1]
-                                a = ys[i]
-                                b = ys[j]
-                                ys[i] = _max(a, b)
-                                ys[j] = _min(a, b)
-                        else:                                      # S > 12 or S = 1: insertion sort, same values
-                            for j in range(1, S):
-                                v = ys[j]
-                                i = j
-                                while i > 0 and ys[i - 1] < v:
-                                    ys[i] = ys[i - 1]
-                                    i -= 1
-                                ys[i] = v
-                        csum[0] = ys[0]
-                        for j in range(1, S):
-                            csum[j] = csum[j - 1] + ys[j]
-                        # the largest j with ys[j] + th_j >= 0 (j = S when none is), found from the
-                        # top down: the same th_j values as numpy's forward scan, fewer divisions
-                        theta = (target - csum[S - 1]) / float(S)
-                        for j in range(S - 1, -1, -1):
-                            th = (target - csum[j]) / float(j + 1)
-                            if ys[j] + th >= 0.0:
-                                theta = th
-                                break
-                    keep = 0.0 if ((need and target <= 0.0) or infeasible) else 1.0
-                    for j in range(S):
-                        x[j] = _max(B[off + j] + theta, 0.0) * keep
-                    tot = 0.0
-                    for j in range(S):
-                        v = x[j] + shift
-                        trans[row * S + j] = v
-                        tot = v if j == 0 else tot + v
+                    # inlined (algorithms/privatizers/_projection_kernel.py)
+                    tot = lp_row(B, HSA + row * S, S, B[row], band, shift, network, ys, csum, trans, row * S)
                     visits[row] = tot
             # ---------------------------------------------------------------- eq. 1 + static bonus
             # exact counts change only in the H rows the last episode visited: recompute those (the

@@ -16,6 +16,8 @@ import math
 import numpy as np
 from numba import njit
 
+from dpcheck.algorithms.privatizers._projection_kernel import lp_row
+
 
 @njit(cache=True)
 def release_rows(Y, nv, Erow, network):
@@ -37,45 +39,6 @@ def release_rows(Y, nv, Erow, network):
     csum = np.empty(S)
     for r in range(M):
         band = Erow[r] / 4.0
-        shift = Erow[r] / (2.0 * S)
-        lo_end = nv[r] - band
-        hi_end = nv[r] + band
-        infeasible = hi_end < 0.0
-        a0 = Y[r, 0]
-        g0 = a0 if a0 >= 0.0 else 0.0
-        for j in range(1, S):
-            a = Y[r, j]
-            g0 = g0 + (a if a >= 0.0 else 0.0)
-        need = (g0 < lo_end) or (g0 > hi_end)
-        target = hi_end if g0 > hi_end else lo_end
-        theta = 0.0
-        if need and target > 0.0 and not infeasible:
-            for j in range(S):
-                ys[j] = Y[r, j]
-            for p in range(network.shape[0]):               # decreasing: the max goes to the lower index
-                i = network[p, 0]
-                j = network[p, 1]
-                a = ys[i]
-                b = ys[j]
-                ys[i] = a if a >= b else b
-                ys[j] = a if a <= b else b
-            csum[0] = ys[0]
-            for j in range(1, S):
-                csum[j] = csum[j - 1] + ys[j]
-            # the largest j with ys[j] + th_j >= 0 (j = S when none is): numpy's forward scan keeps the last
-            theta = (target - csum[S - 1]) / float(S)
-            for j in range(S - 1, -1, -1):
-                th = (target - csum[j]) / float(j + 1)
-                if ys[j] + th >= 0.0:
-                    theta = th
-                    break
-        keep = 0.0 if ((need and target <= 0.0) or infeasible) else 1.0
-        tot = 0.0
-        for j in range(S):
-            v = Y[r, j] + theta
-            x = (v if v >= 0.0 else 0.0) * keep
-            t = x + shift
-            trans[r, j] = t
-            tot = t if j == 0 else tot + t
+        tot = lp_row(Y[r], 0, S, nv[r], band, Erow[r] / (2.0 * S), network, ys, csum, trans[r], 0)
         visits[r] = tot
     return True, trans, visits
