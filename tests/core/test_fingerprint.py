@@ -264,23 +264,25 @@ def test_a_compiled_regex_is_fingerprinted_by_its_pattern_and_flags():
     assert fingerprint(re.compile("a+")) != fingerprint(re.compile("a+", re.I))
 
 
-def _package(tmp_path, name, scale):
+def _package(tmp_path, name, user, init=""):
+    """Package ``name`` (``__init__`` = ``init``, submodule ``sub`` with SCALE = 1.0) and the module
+    ``<name>_user`` holding the code ``user``."""
     pkg = tmp_path / name
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "sub.py").write_text(f"SCALE = {scale}\n")
-    (tmp_path / f"{name}_user.py").write_text(textwrap.dedent(f"""
-        import {name}
-
-        def f(x):
-            return x * {name}.sub.SCALE      # reaches the submodule through the package's attribute
-    """))
+    (pkg / "__init__.py").write_text(init)
+    (pkg / "sub.py").write_text("SCALE = 1.0\n")
+    (tmp_path / f"{name}_user.py").write_text(textwrap.dedent(user))
 
 
 def test_key_does_not_depend_on_whether_a_submodule_was_imported_yet(tmp_path):
     # a package gains an attribute per submodule when anyone imports it; the key of a function that
     # names the package must not change with that (a second audit run in one process missed its cache)
-    _package(tmp_path, "fp_pkg_a", 1.0)
+    _package(tmp_path, "fp_pkg_a", """
+        import fp_pkg_a
+
+        def f(x):
+            return x * fp_pkg_a.sub.SCALE      # reaches the submodule through the package's attribute
+    """)
     sys.path.insert(0, str(tmp_path))
     try:
         user_a = importlib.import_module("fp_pkg_a_user")
@@ -298,11 +300,7 @@ def test_key_does_not_depend_on_whether_a_submodule_was_imported_yet(tmp_path):
 def test_from_import_does_not_walk_the_packages_above_the_module(tmp_path):
     # "from pkg.sub import SCALE" binds no name for pkg: pkg's other attributes (here a function that happens to
     # share a name the code uses, as dpcheck.run did) are not in the key; "import pkg.sub" binds pkg, so they are
-    pkg = tmp_path / "fp_pkg_c"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("def run(x):\n    return x\n")
-    (pkg / "sub.py").write_text("SCALE = 1.0\n")
-    (tmp_path / "fp_pkg_c_user.py").write_text(textwrap.dedent("""
+    _package(tmp_path, "fp_pkg_c", """
         def f(agent):
             from fp_pkg_c.sub import SCALE
             return agent.run(SCALE)
@@ -310,7 +308,7 @@ def test_from_import_does_not_walk_the_packages_above_the_module(tmp_path):
         def g(agent):
             import fp_pkg_c.sub
             return agent.run(fp_pkg_c.sub.SCALE)
-    """))
+    """, init="def run(x):\n    return x\n")
     sys.path.insert(0, str(tmp_path))
     try:
         user = importlib.import_module("fp_pkg_c_user")
