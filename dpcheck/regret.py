@@ -350,7 +350,7 @@ def window_growth(fit) -> float | None:
     return float(D[sel].sum()) / total
 
 
-def exponent_regime(check: Check, fit, floor: float = 0.25) -> Check:
+def exponent_regime(check: Check, fit, floor: float = 0.25, *, claim_flat: bool = False) -> Check:
     """Say whether an exponent check was informative. An interval wholly below ``floor`` means the
     increments shrink over the window (the regret saturates -- finite-time learning of a pure equilibrium,
     a window past the sqrt(K) phase -- or a privacy term constant in K is still being paid off): the pass
@@ -363,7 +363,13 @@ def exponent_regime(check: Check, fit, floor: float = 0.25) -> Check:
     a K^(1/2) curve over the last three of eight doublings accrues 0.71 there, a linear one 0.875). The
     mean curve is then not in doubt against "at most K^(1/2)", but the increments are near zero, their
     logarithms are noise and the interval is too wide to measure a rate (the default run's longer grid, or
-    a harder instance, would). A FAIL is never changed."""
+    a harder instance, would). A FAIL is never changed.
+
+    ``claim_flat``: the check's claim is itself a quantity flat in K up to polylog (DP-UCBVI's JDP privacy
+    cost, Qiao & Wang 2023, Theorem 5.2: an additive S^2 A H^3 / eps term). Shrinking increments are then
+    what the claim predicts, and an interval wholly below ``floor`` is evidence for it (it excludes every
+    exponent >= floor at the check's confidence): the PASS stays plain and says so. The flattening branch
+    for an INCONCLUSIVE check is unchanged (there the interval does not exclude growth)."""
     from dataclasses import replace as _replace
     from dpcheck.checks import qualify
     if check.verdict == INCONCLUSIVE:
@@ -379,6 +385,9 @@ def exponent_regime(check: Check, fit, floor: float = 0.25) -> Check:
     if check.verdict != PASS:
         return check
     lo, hi = fit.ci
+    if hi < floor and claim_flat:
+        return _replace(check, reason=check.reason + f"; the increments shrink over the window (CI upper end "
+                                                      f"{hi:.2f} < {floor:g}): the quantity bends flat, as claimed")
     if hi < floor:
         return qualify(check, "uninformative",
                        f"exponent CI below {floor:g}: the increments shrink over the window (the regret saturates, "

@@ -196,3 +196,52 @@ def test_one_privatizer_object_per_agent_configuration(monkeypatch):
     assert a.privatizer.get_params() == spec.template.get_params()
     assert "template" not in pickle.loads(pickle.dumps(spec)).__dict__
     assert fingerprint(spec) == fingerprint(AgentSpec(privatizer="central", epsilon=0.5))   # no template built
+
+
+# ----------------------------------------------------------------------------- --quick's second regret look
+def _escalation_run(monkeypatch, tmp_path, first: dict, second: dict, *argv):
+    """Run ``dpcheck audit dp_ucbvi`` with privacy and assumption steps stubbed out and regret_checks replaced by
+    one that returns ``first`` (then ``second``) verdicts; returns (the calls' (K_max, runs, alpha), report)."""
+    from dpcheck.audits import dp_ucbvi as mod
+    from dpcheck.audits.lib import ucbvi as lib
+    from dpcheck.checks import Check
+    calls = []
+
+    def fake(spec, env, *, K_grid, runs, seed, alpha, eps_grid, progress=None):
+        calls.append((int(K_grid[-1]), runs, alpha))
+        table = first if len(calls) == 1 else second
+        return [Check(id=cid, kind="regret", verdict=v, claim={}, measured={}, reason=f"look {len(calls)}")
+                for cid, v in table.items()]
+    monkeypatch.setattr(lib, "regret_checks", fake)
+    monkeypatch.setattr(mod.DPUCBVIAudit, "privacy", lambda self, spec, practical: None)
+    monkeypatch.setattr(mod.DPUCBVIAudit, "assumptions", lambda self, spec, theory: None)
+    main(["audit", "dp_ucbvi", "--out", str(tmp_path), "--quiet", "--workers", "1", *argv])
+    return calls, json.loads((tmp_path / "dp_ucbvi.json").read_text())
+
+
+IDS = ("regret.exponent.jdp", "regret.privacy_cost.jdp_K", "regret.privacy_cost.jdp_eps")
+
+
+def test_quick_decides_inconclusive_rate_checks_on_the_default_sweep_at_half_alpha(monkeypatch, tmp_path):
+    first = dict(zip(IDS, ("inconclusive", "pass", "inconclusive")))
+    second = dict(zip(IDS, ("fail", "fail", "pass")))          # the second look's jdp_K is not taken
+    calls, rep = _escalation_run(monkeypatch, tmp_path, first, second, "--quick")
+    share = rep["family"]["alpha_per_check"]
+    assert calls == [(2 ** 13, 4, pytest.approx(share / 2)), (2 ** 14, 8, pytest.approx(share / 2))]
+    got = {c["id"]: c for c in rep["checks"]}
+    assert {i: got[i]["verdict"] for i in IDS} == dict(zip(IDS, ("fail", "pass", "pass")))
+    assert got["regret.exponent.jdp"]["details"]["escalated_from"]["verdict"] == "inconclusive"
+    assert "second look" in got["regret.exponent.jdp"]["reason"] and "second look" not in got[IDS[1]]["reason"]
+    esc = rep["config"]["regret_sweep"]["escalated"]
+    assert esc["checks"] == [IDS[0], IDS[2]] and esc["runs"] == 8
+
+
+def test_quick_takes_one_look_when_decided_and_default_one_look_at_full_alpha(monkeypatch, tmp_path):
+    decided = dict(zip(IDS, ("pass", "pass", "fail")))
+    calls, rep = _escalation_run(monkeypatch, tmp_path / "q", decided, {}, "--quick")
+    assert calls == [(2 ** 13, 4, pytest.approx(rep["family"]["alpha_per_check"] / 2))]
+    assert "escalated" not in rep["config"]["regret_sweep"]
+    undecided = dict(zip(IDS, ("inconclusive",) * 3))
+    calls, rep = _escalation_run(monkeypatch, tmp_path / "d", undecided, decided)
+    assert calls == [(2 ** 14, 8, pytest.approx(rep["family"]["alpha_per_check"]))]      # no second look
+    assert {c["id"]: c["verdict"] for c in rep["checks"]} == undecided

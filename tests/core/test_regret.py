@@ -169,6 +169,26 @@ def test_exponent_regime_marks_a_saturated_pass_uninformative():
     assert c.verdict == "fail" and "qualifier" not in c.details                # a FAIL is never qualified
 
 
+def test_shrinking_increments_are_a_plain_pass_when_the_claim_is_a_flat_quantity():
+    """DP-UCBVI's JDP privacy cost is claimed flat in K (an additive term): an interval wholly below the floor
+    excludes growth and is evidence for the claim, not an uninformative pass; a growing cost still FAILs."""
+    from dpcheck.regret import exponent_regime, slope_check
+    rng = np.random.default_rng(3)
+    flat = 200 - 150 * K ** -0.5 + rng.normal(0, 1e-3, (5, K.size))
+    fit = fit_increment_exponent(K, flat)
+    c = slope_check(fit, bound=0.35, fail_above=0.6, id="regret.privacy_cost.jdp_K", xname="K", statement="flat",
+                    source="test", details={})
+    assert fit.ci[1] < 0.25 and c.verdict == "pass"
+    assert exponent_regime(c, fit).details["qualifier"] == "uninformative"
+    out = exponent_regime(c, fit, claim_flat=True)
+    assert out.verdict == "pass" and "qualifier" not in out.details and "bends flat" in out.reason
+    linear = 0.2 * K + rng.normal(0, 1, (5, K.size))
+    fit = fit_increment_exponent(K, linear)
+    c = slope_check(fit, bound=0.35, fail_above=0.6, id="regret.privacy_cost.jdp_K", xname="K", statement="flat",
+                    source="test", details={})
+    assert exponent_regime(c, fit, claim_flat=True).verdict == "fail"
+
+
 def test_an_inconclusive_exponent_on_flattened_regret_is_an_uninformative_pass():
     """Regret that has flattened in the window (dp_ucbvi --quick --seed 3: increments 34, 56, 82, 40, 20, 27,
     13) has a wide interval around a negative exponent: PASS (uninformative), never a silent INCONCLUSIVE;
