@@ -232,7 +232,7 @@ class DPUCBVIAudit(Audit):
         K_grid, runs, eps_grid = regret_sweep(spec, notion, quick=exe.quick)
         self.config["regret_sweep"] = {"K_grid": K_grid.tolist(), "runs": runs, "epsilons": eps_grid}
         checks = ucbvi.regret_checks(practical, env, K_grid=K_grid, runs=runs, seed=exe.seed + 3,
-                                     alpha=exe.alpha / looks, eps_grid=eps_grid, progress=self.progress)
+                                     alpha=exe.alpha / looks, eps_grid=eps_grid, progress=self.progress, exe=exe)
         if looks == 2:
             checks = self.regret_escalation(practical, env, notion, checks)
         for c in checks:
@@ -261,7 +261,7 @@ class DPUCBVIAudit(Audit):
                       f"default sweep (K up to {int(K_grid[-1])}, {runs} runs)")
         second = {c.id: c for c in ucbvi.regret_checks(practical, env, K_grid=K_grid, runs=runs, seed=exe.seed + 3,
                                                        alpha=exe.alpha / 2, eps_grid=eps_grid,
-                                                       progress=self.progress)}
+                                                       progress=self.progress, exe=exe)}
         self.config["regret_sweep"]["escalated"] = {
             "checks": undecided, "K_grid": K_grid.tolist(), "runs": runs,
             "why": "inconclusive on the --quick sweep; decided on the default sweep, each look failing at half "

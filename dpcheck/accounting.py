@@ -138,13 +138,13 @@ def rho_from_mu(mu: float) -> float:
 def gaussian_delta(m: float, eps: float) -> float:
     """Exact privacy profile of the Gaussian mechanism with noise multiplier m (Balle & Wang 2018, Thm. 8):
     delta(eps) = Phi(1/(2m) - eps m) - e^eps Phi(-1/(2m) - eps m)."""
-    from scipy.stats import norm
+    from scipy.special import log_ndtr, ndtr   # Phi and log Phi (what scipy.stats.norm evaluates; lighter import)
     if m == 0:
         return 1.0
     if math.isinf(m):
         return 0.0
-    second = math.exp(min(700.0, eps + float(norm.logcdf(-0.5 / m - eps * m))))     # e^eps Phi(.) in log space
-    return max(0.0, float(norm.cdf(0.5 / m - eps * m)) - second)
+    second = math.exp(min(700.0, eps + float(log_ndtr(-0.5 / m - eps * m))))     # e^eps Phi(.) in log space
+    return max(0.0, float(ndtr(0.5 / m - eps * m)) - second)
 
 
 def gaussian_epsilon(m: float, delta: float) -> float:

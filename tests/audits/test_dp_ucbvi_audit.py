@@ -207,7 +207,7 @@ def _escalation_run(monkeypatch, tmp_path, first: dict, second: dict, *argv):
     from dpcheck.checks import Check
     calls = []
 
-    def fake(spec, env, *, K_grid, runs, seed, alpha, eps_grid, progress=None):
+    def fake(spec, env, *, K_grid, runs, seed, alpha, eps_grid, progress=None, exe=None):
         calls.append((int(K_grid[-1]), runs, alpha))
         table = first if len(calls) == 1 else second
         return [Check(id=cid, kind="regret", verdict=v, claim={}, measured={}, reason=f"look {len(calls)}")

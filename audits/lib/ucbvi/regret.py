@@ -23,6 +23,28 @@ def _regret_curves(spec: AgentSpec, env, K: int, runs: int, seed: int) -> np.nda
     return _agent_run(spec, env, K, runs, seed, monitor=False).cumulative_regret
 
 
+def _curve_chunk(i, _chunk_seed, specs, env, K: int, runs: int, seed: int) -> np.ndarray:
+    """Chunk i of :func:`regret_curve_set`: the curves of ``specs[i]`` from the common ``seed``, not the chunk's."""
+    return _regret_curves(specs[i], env, K, runs, seed)
+
+
+def regret_curve_set(specs, env, K: int, runs: int, seed: int, exe=None, cache_report: dict | None = None) -> list:
+    """:func:`regret_curves` of every spec of ``specs`` (one batch of ``runs`` runs each, common ``seed``).
+
+    With ``exe`` (dpcheck.audit.ExecutionOptions) one chunk per spec through dpcheck.parallel.run_chunks: the
+    curves run side by side on ``exe``'s workers, --cache stores each as it finishes (label
+    "dp_ucbvi.regret_curves"; a killed run resumes from the finished ones) and ``cache_report`` receives the
+    chunk cache's report. The result does not depend on the workers: every curve is a function of its spec
+    and ``seed`` alone. Without ``exe``: in this process, through the active result cache."""
+    if exe is None:
+        return [regret_curves(s, env, K, runs, seed) for s in specs]
+    from dpcheck.parallel import run_chunks
+    return run_chunks(_curve_chunk, len(specs), seed, args=(list(specs), env, int(K), int(runs), int(seed)),
+                      workers=exe.workers, backend=exe.backend, scheduler=exe.scheduler, cache_dir=exe.cache_dir,
+                      cache_key="dp_ucbvi.regret_curves", say=exe.progress,
+                      cache_report=cache_report if exe.cache_dir else None)
+
+
 def _agent_run(spec: AgentSpec, env, K: int, runs: int, seed: int, **run_kw):
     """One vectorised batch of ``runs`` runs of the agent, seeded by ``seed`` (the unit that is cached)."""
     return spec.make().run(env, K, np.random.default_rng(seed), runs=runs, **run_kw)
@@ -96,12 +118,13 @@ def mark_unmeasurable(check: Check, why: str) -> Check:
 
 
 def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: float, eps_grid,
-                  progress=None) -> list[Check]:
+                  progress=None, exe=None) -> list[Check]:
     """Theorems 5.2 / 5.7 in practical mode: exponent of the increments, privacy cost in K and in eps.
 
     ``eps_grid``: the (nominal, practical-calibration) eps of the sweep; the exponent and the
     cost in K use eps_grid[1]. Runs the sweep (every curve from the same seed: common random
-    numbers) and hands the curves to :func:`rate_checks`, which holds the statistics.
+    numbers; on ``exe``'s workers, :func:`regret_curve_set`) and hands the curves to :func:`rate_checks`,
+    which holds the statistics.
     """
     say = progress or (lambda m: None)
     K_grid = np.asarray(K_grid, dtype=int)
@@ -112,8 +135,11 @@ def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: 
     base = replace(spec, privatizer="none", agent_class=None, mode="practical")
     say(f"dp_ucbvi: regret curves, K = {K}, {runs} runs, {spec.privatizer} eps={eps_main:g} (practical noise)")
     at = K_grid - 1
-    R_np = regret_curves(base, env, K, runs, seed)[:, at]
-    curves = {float(e): regret_curves(practical_noise(spec, H, K, e), env, K, runs, seed)[:, at] for e in eps_grid}
+    cache: dict = {}
+    got = regret_curve_set([base] + [practical_noise(spec, H, K, e) for e in eps_grid], env, K, runs, seed,
+                           exe=exe, cache_report=cache)
+    R_np = got[0][:, at]
+    curves = {float(e): c[:, at] for e, c in zip(eps_grid, got[1:])}
     slope, statement = -1.0, None
     unmeasurable = None
     from dpcheck.audits.lib import privatizers as pa
@@ -131,6 +157,8 @@ def regret_checks(spec: AgentSpec, env, *, K_grid, runs: int, seed: int, alpha: 
         checks = [mark_unmeasurable(c, unmeasurable) if c.id in (f"regret.exponent.{tag}",
                                                                   f"regret.privacy_cost.{tag}_K") else c
                   for c in checks]
+    if cache:          # --cache: how the curves were read back or computed, on the first check (one cache entry)
+        checks[0] = replace(checks[0], details={**checks[0].details, "cache": cache})
     return checks
 
 
