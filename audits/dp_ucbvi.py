@@ -262,17 +262,25 @@ class DPUCBVIAudit(Audit):
         second = {c.id: c for c in ucbvi.regret_checks(practical, env, K_grid=K_grid, runs=runs, seed=exe.seed + 3,
                                                        alpha=exe.alpha / 2, eps_grid=eps_grid,
                                                        progress=self.progress, exe=exe)}
-        self.config["regret_sweep"]["escalated"] = {
+        esc = self.config["regret_sweep"]["escalated"] = {
             "checks": undecided, "K_grid": K_grid.tolist(), "runs": runs,
             "why": "inconclusive on the --quick sweep; decided on the default sweep, each look failing at half "
                    "the check's alpha share (audits/dp_ucbvi.py regret_escalation)"}
+        # --cache: each sweep's cache report stays in one place whichever checks are replaced: the first look's
+        # on its check (regret_checks puts it on the first), the second look's here
+        second_cache = next((c.details["cache"] for c in second.values() if "cache" in c.details), None)
+        if second_cache is not None:
+            esc["cache"] = second_cache
         out = []
         for c in checks:
             if c.id in undecided:
                 c2 = second[c.id]
+                details = {k: v for k, v in c2.details.items() if k != "cache"}
+                if "cache" in c.details:
+                    details["cache"] = c.details["cache"]
                 c = replace(c2, reason=c2.reason + " [second look: the --quick sweep was inconclusive]",
-                            details={**c2.details, "escalated_from": {"K_grid": self.config["regret_sweep"]["K_grid"],
-                                                                      "verdict": c.verdict, "reason": c.reason}})
+                            details={**details, "escalated_from": {"K_grid": self.config["regret_sweep"]["K_grid"],
+                                                                   "verdict": c.verdict, "reason": c.reason}})
             out.append(c)
         return out
 

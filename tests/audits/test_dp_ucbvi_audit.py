@@ -210,8 +210,11 @@ def _escalation_run(monkeypatch, tmp_path, first: dict, second: dict, *argv):
     def fake(spec, env, *, K_grid, runs, seed, alpha, eps_grid, progress=None, exe=None):
         calls.append((int(K_grid[-1]), runs, alpha))
         table = first if len(calls) == 1 else second
-        return [Check(id=cid, kind="regret", verdict=v, claim={}, measured={}, reason=f"look {len(calls)}")
-                for cid, v in table.items()]
+        out = [Check(id=cid, kind="regret", verdict=v, claim={}, measured={}, reason=f"look {len(calls)}")
+               for cid, v in table.items()]
+        if out:                                         # as regret_checks under --cache: the report on the first
+            out[0].details["cache"] = {"look": len(calls)}
+        return out
     monkeypatch.setattr(lib, "regret_checks", fake)
     monkeypatch.setattr(mod.DPUCBVIAudit, "privacy", lambda self, spec, practical: None)
     monkeypatch.setattr(mod.DPUCBVIAudit, "assumptions", lambda self, spec, theory: None)
@@ -234,6 +237,9 @@ def test_quick_decides_inconclusive_rate_checks_on_the_default_sweep_at_half_alp
     assert "second look" in got["regret.exponent.jdp"]["reason"] and "second look" not in got[IDS[1]]["reason"]
     esc = rep["config"]["regret_sweep"]["escalated"]
     assert esc["checks"] == [IDS[0], IDS[2]] and esc["runs"] == 8
+    # each sweep's cache report survives once: the first look's on its first check, the second look's in the config
+    assert got[IDS[0]]["details"]["cache"] == {"look": 1} and esc["cache"] == {"look": 2}
+    assert all("cache" not in got[i]["details"] for i in IDS[1:])
 
 
 def test_quick_takes_one_look_when_decided_and_default_one_look_at_full_alpha(monkeypatch, tmp_path):
