@@ -202,7 +202,8 @@ class DPNashVIAudit(Audit):
             "regret_game": ("stochastic pennies S=2, A=B=2, H=2 (algorithms/games/testbeds.py): mixed equilibria in "
                             "every reached stage game and stochastic transitions, so the regret stays in the sqrt(K) "
                             "regime over the window"),
-            "cce_solver": "pure profiles + batched numpy simplex, HiGHS fallback, verified at 1e-8 H",
+            "cce_solver": ("pure profiles, last CCE if still one, warm-started simplex (the compiled backward pass of "
+                           "algorithms/games/_plan_kernel.py where numba is installed), HiGHS fallback, verified at 1e-8 H"),
             "confidence": (f"each check at 1 - alpha/{self.family_size()} = {1 - self.alpha:.4g} (black-box bounds split "
                            "that alpha internally), so no correct implementation FAILs any check with probability "
                            "above alpha (the report's 'family')"),

@@ -32,6 +32,7 @@ Choices the paper leaves to us (docs/derivations.md#constants, #readings) (docum
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ import numpy as np
 from dpcheck.algorithms.games.cce import solve_cce
 from dpcheck.errors import DPCheckError, InputError, MechanismError
 
+ENGINES = ("auto", "numpy", "compiled")
 __all__ = ["DPNashVI", "NashVIResult", "THEORY_CONSTANTS", "PRACTICAL_CONSTANTS", "confidence_log"]
 
 THEORY_CONSTANTS = {"C1": 2.0, "C2": 10.0}       # docs/derivations.md#constants (derived minimal values)
@@ -89,6 +91,18 @@ class NashVIResult:
     Vu: np.ndarray | None = None
 
 
+@functools.lru_cache(maxsize=None)
+def _load_plan_kernel():
+    """algorithms/games/_plan_kernel.py, or None if numba is not installed. Imported once per process (an
+    lru_cache, as cce._kernels: the chunk cache's fingerprint walks code, not a filled-in global); compiled once
+    per machine (numba's on-disk cache)."""
+    try:
+        from dpcheck.algorithms.games import _plan_kernel
+    except ImportError:
+        return None
+    return _plan_kernel
+
+
 class DPNashVI:
     """DP-Nash-VI (Qiao & Wang 2024, Algorithm 1) with any CountPrivatizer.
 
@@ -98,12 +112,19 @@ class DPNashVI:
     mode:       "theory" (C1 = 2, C2 = 10) or "practical" (labelled scaled constants).
     C1, C2:     override the mode's constants.
     record_values: keep pi, Qb, Qu, Vb, Vu of every episode (for the UCB/LCB and CCE checks).
+    engine:     how ``plan`` runs. "auto" (default): the numba kernel of algorithms/games/_plan_kernel.py where
+                numba is installed and none of ``bonuses``, ``upper_q``, ``lower_q``, ``cce`` is overridden (a
+                subclass that changes one of them runs its own code), else numpy; "numpy": always the numpy
+                path (the reference); "compiled": the kernel or an InputError saying why not.
     """
 
     cce = staticmethod(solve_cce)
 
     def __init__(self, privatizer=None, *, beta: float = 0.1, mode: str = "theory", C1: float | None = None,
-                 C2: float | None = None, record_values: bool = False, cce_method: str = "auto"):
+                 C2: float | None = None, record_values: bool = False, cce_method: str = "auto",
+                 engine: str = "auto"):
+        if engine not in ENGINES:
+            raise InputError(f"engine must be one of {ENGINES}, got {engine!r}")
         if mode not in ("theory", "practical"):
             raise InputError(f"mode must be 'theory' or 'practical', got {mode!r}")
         if not (isinstance(beta, (int, float)) and 0 < beta < 1):
@@ -121,6 +142,7 @@ class DPNashVI:
         self.C1, self.C2 = consts["C1"], consts["C2"]
         self.record_values = bool(record_values)
         self.cce_method = cce_method
+        self.engine = engine
 
     def __repr__(self):
         return (f"DPNashVI(privatizer={self.privatizer!r}, beta={self.beta:g}, mode={self.mode!r}, "
@@ -164,7 +186,11 @@ class DPNashVI:
         blocks: the runs are this many independent blocks (``run``'s common random numbers); the CCE solver
         treats each block as a call of its own (cce.solve_cce's groups).
         Returns pi (runs, H, S, A, B), Qb, Qu (runs, H, S, A, B), Vb, Vu (runs, H+1, S), cce stats.
+        With the compiled engine (``engine``), each stage game is solved on its own: ``blocks`` needs no grouping.
         """
+        kern = self._plan_kernel()
+        if kern is not None:
+            return self._plan_compiled(kern, r, P_tilde, N_visits, E, iota, unvisited, hint, hint_basis)
         runs, H, S, A, B, _ = P_tilde.shape
         Qb = np.empty((runs, H, S, A, B))
         Qu = np.empty((runs, H, S, A, B))
@@ -212,6 +238,71 @@ class DPNashVI:
             stats["highs"] += sol.n_highs
             stats["hint"] += getattr(sol, "n_hint", 0)
             stats["max_residual"] = max(stats["max_residual"], float(np.max(sol.residual)))
+        stats["basis"] = basis
+        return pi, Qb, Qu, Vb, Vu, stats
+
+    def _plan_kernel(self):
+        """The numba module of algorithms/games/_plan_kernel.py if ``plan`` may use it (see ``engine``), else None."""
+        if self.engine == "numpy":
+            return None
+        cls = type(self)
+        own = [n for n in ("bonuses", "upper_q", "lower_q", "cce") if n in vars(self)
+               or getattr(cls, n) is not getattr(DPNashVI, n)]
+        why = (f"{cls.__name__} overrides {', '.join(own)}" if own else
+               f"cce_method={self.cce_method!r} (the kernel is the 'auto' solver)" if self.cce_method != "auto" else None)
+        kern = None if why else _load_plan_kernel()
+        if kern is None and why is None:
+            why = "numba is not installed"
+        if kern is None and self.engine == "compiled":
+            raise InputError(f"engine='compiled' is not available: {why}")
+        return kern
+
+    def _plan_compiled(self, kern, r, P_tilde, N_visits, E, iota, unvisited, hint, hint_basis):
+        """``plan`` by the numba kernel, one call per step h; stage games the kernel could not settle (simplex
+        not converged or not verified) are solved by HiGHS here, as cce.solve_cce does."""
+        from dpcheck.algorithms.games.cce import constraint_matrix, highs_cce
+
+        runs, H, S, A, B, _ = P_tilde.shape
+        Qb = np.empty((runs, H, S, A, B))
+        Qu = np.empty((runs, H, S, A, B))
+        Vb = np.zeros((runs, H + 1, S))
+        Vu = np.zeros((runs, H + 1, S))
+        pi = np.empty((runs, H, S, A, B))
+        stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
+        E_run = np.ascontiguousarray(np.broadcast_to(np.asarray(E, dtype=float).reshape(-1), (runs,)))
+        unv = (np.zeros((runs, S, A, B), dtype=bool) if unvisited is None else None)
+        slack = np.arange(A * B, A * B + A + B)
+        basis = (np.broadcast_to(slack, (runs, H, S, A + B)).copy() if hint_basis is None
+                 else np.array(hint_basis, dtype=np.int64, copy=True))
+        r = np.asarray(r, dtype=float)
+        tol = 1e-8 * H
+        out = [np.empty((runs, S, A, B)) for _ in range(3)]
+        vb_h, vu_h, residual = np.empty((runs, S)), np.empty((runs, S)), np.empty((runs, S))
+        status = np.empty((runs, S), dtype=np.int64)
+        for h in range(H - 1, -1, -1):
+            qb, qu, p = out
+            bas = np.ascontiguousarray(basis[:, h])
+            hint_h = np.ascontiguousarray(hint[:, h], dtype=float) if hint is not None else out[2]
+            kern.plan_step(np.ascontiguousarray(r[h]), np.ascontiguousarray(P_tilde[:, h], dtype=float),
+                           np.ascontiguousarray(N_visits[:, h], dtype=float), np.ascontiguousarray(Vb[:, h + 1]),
+                           np.ascontiguousarray(Vu[:, h + 1]), E_run, float(iota), self.C1, self.C2, float(H),
+                           unv if unvisited is None else np.ascontiguousarray(unvisited[:, h]),
+                           hint_h if hint is not None else np.zeros((runs, S, A, B)), hint is not None,
+                           bas, hint_basis is not None, tol, qb, qu, p, vb_h, vu_h, status, residual)
+            for i, s in zip(*np.nonzero(status == kern.NEEDS_FALLBACK)):
+                Mi = constraint_matrix(qb[i, s], qu[i, s])
+                x = highs_cce(Mi)
+                p[i, s] = x.reshape(A, B)
+                residual[i, s] = float(np.max(Mi @ x))
+                vb_h[i, s], vu_h[i, s] = float(np.sum(p[i, s] * qb[i, s])), float(np.sum(p[i, s] * qu[i, s]))
+            if (residual > tol).any():
+                raise ArithmeticError(f"CCE verification failed: residual {residual.max():.3g} > tol {tol:.3g} "
+                                      "even after the HiGHS fallback")
+            Qb[:, h], Qu[:, h], pi[:, h], Vb[:, h], Vu[:, h], basis[:, h] = qb, qu, p, vb_h, vu_h, bas
+            for key, code in (("pure", kern.PURE), ("hint", kern.HINT), ("simplex", kern.SIMPLEX),
+                              ("highs", kern.NEEDS_FALLBACK)):
+                stats[key] += int(np.count_nonzero(status == code))
+            stats["max_residual"] = max(stats["max_residual"], float(residual.max()))
         stats["basis"] = basis
         return pi, Qb, Qu, Vb, Vu, stats
 
@@ -373,7 +464,8 @@ class DPNashVI:
                   "privatizer": type(priv).__name__,
                   "calibration": getattr(priv, "calibration", None),
                   "width_mode": getattr(priv, "width_mode", None),
-                  "cce_solver": "pure profiles, last episode's CCE if still one, numpy simplex, HiGHS fallback",
+                  "cce_solver": "pure profiles, last episode's CCE if still one, warm-started simplex, HiGHS fallback",
+                  "plan_engine": "numpy" if self._plan_kernel() is None else "compiled (algorithms/games/_plan_kernel.py)",
                   "delta_init": "inf (docs/derivations.md#readings)"}
         result = NashVIResult(
             mu_out=pi_out.sum(axis=-1), nu_out=pi_out.sum(axis=-2), delta=delta, k_out=k_out,
