@@ -299,9 +299,20 @@ def _die_with_parent(parent_pid: int) -> None:
     """Initializer of the loky workers: on Linux, ask the kernel to SIGTERM this worker when the
     process that started it dies (prctl PR_SET_PDEATHSIG), so a killed ``dpcheck audit`` (even
     SIGKILL, which it cannot handle) leaves no worker finishing its chunk and idling for minutes.
-    Elsewhere a no-op: joblib then stops the workers only when the parent exits normally."""
+    Elsewhere a no-op: joblib then stops the workers only when the parent exits normally.
+
+    Also lifts loky's memory-leak heuristic (a worker whose RSS grew 300 MB past its size after its first task
+    is replaced): a chunk's peak is bounded by design (dpcheck.limits checks it before the run), and a worker
+    that ran a large chunk keeps its numpy arenas and the numba kernels it loaded, so the heuristic only
+    restarted healthy workers (dp_nash_vi's JDP black box: each restart re-imported dpcheck and numba, ~2 s of
+    an idle core per restart in a 17 s phase)."""
     import signal
     import sys
+    try:
+        from joblib.externals.loky import process_executor
+        process_executor._MAX_MEMORY_LEAK_SIZE = 1 << 62
+    except (ImportError, AttributeError):
+        pass
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -195,3 +195,26 @@ def test_an_interrupted_run_resumes_from_its_finished_chunks(tmp_path, monkeypat
     out = run_chunks(_killable, 5, 3, cache_dir=tmp_path, cache_report=rep)
     assert rep["hits"] == 3 and rep["computed"] == 2
     assert out == run_chunks(_killable, 5, 3)
+
+
+_HELD = []
+
+
+def _grow_and_report_pid(i, _seed):
+    """A chunk that leaves 350 MB behind in its worker (as numpy arenas and loaded kernels do) and lasts past
+    loky's 1 s memory-check delay."""
+    import os
+    import time
+    _HELD.append(np.ones(350 * 2**20 // 8))
+    time.sleep(1.2)
+    return os.getpid()
+
+
+@pytest.mark.slow
+def test_workers_are_not_replaced_when_their_memory_grows():
+    """loky replaces a worker whose RSS grew 300 MB past its size after its first task; each replacement
+    re-imports dpcheck and numba in the middle of a phase. Our workers lift that heuristic (chunks are bounded
+    by dpcheck.limits), so 6 chunks on 2 workers run in 2 processes."""
+    pytest.importorskip("psutil")            # loky's memory check needs it; without it there is nothing to lift
+    pids = run_chunks(_grow_and_report_pid, 6, 0, workers=2)
+    assert len(set(pids)) == 2
