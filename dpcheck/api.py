@@ -136,11 +136,13 @@ class Report:
 
 # ------------------------------------------------------------------ options (validated once, here)
 def make_options(values: Mapping[str, Any], *, strict: bool = False, extra: Mapping[str, Any] | None = None,
-                 force_workers: bool = False):
+                 force_workers: bool = False, default_workers: bool = False):
     """(AuditOptions, the set of option names given): ``values`` maps AuditOptions fields (the common
     options, dpcheck.options.COMMON) to what the caller gave; None means not given. Every value is
     parsed and the parallel options are checked for consistency. Which options the audit uses is
-    checked later against its registration (AuditSpec.check_options)."""
+    checked later against its registration (AuditSpec.check_options).
+    default_workers: when no workers are given, use the command line's default (dpcheck.options.default_workers:
+    $DPCHECK_WORKERS, else every usable CPU) for local runs that are not sequential; otherwise 1."""
     import importlib.util
     from dpcheck.context import AuditOptions
     from dpcheck.options import COMMON, cpu_limit
@@ -159,6 +161,9 @@ def make_options(values: Mapping[str, Any], *, strict: bool = False, extra: Mapp
                              "cluster's workers run the chunks: drop --workers")
         if importlib.util.find_spec("distributed") is None:
             raise InputError("--backend dask needs dask.distributed: pip install 'dpcheck[dask]'")
+    if default_workers and "workers" not in given and options.backend == "local" and not options.sequential:
+        from dpcheck.options import default_workers as cli_default
+        options.workers = cli_default()
     n_cpu = cpu_limit()
     if options.workers > n_cpu and not force_workers:
         raise InputError(f"--workers {options.workers} is more than the {n_cpu} CPU(s) this process may use "
@@ -314,11 +319,13 @@ class Run:
     its report writer. :meth:`execute` runs it under the report lock."""
 
     def __init__(self, target, values: Mapping[str, Any], *, strict=False, extra=None, force_workers=False,
-                 memory_limit=None, out=None, json_path=None, progress: Callable[[str], None] | None = None):
+                 memory_limit=None, out=None, json_path=None, progress: Callable[[str], None] | None = None,
+                 default_workers: bool = False):
         from dpcheck import report as rpt
         from dpcheck.context import AuditContext
         from dpcheck.options import parse_size
-        self.options, given = make_options(values, strict=strict, extra=extra, force_workers=force_workers)
+        self.options, given = make_options(values, strict=strict, extra=extra, force_workers=force_workers,
+                                           default_workers=default_workers)
         limit = parse_size(memory_limit) if memory_limit is not None else None
         self.name, self.spec = resolve(target, self.options, given)
         self.run = with_memory_limit(self.spec.run, limit)

@@ -78,8 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "certification together); an integer (1e6 allowed) in [20, 1e12]")
     a.add_argument("--seed", metavar="S", help="one seed fixes everything, in [0, 2^32 - 1] (default 0)")
     a.add_argument("--alpha", metavar="A", help="error probability of each check, in (0, 1) (default 0.05)")
-    a.add_argument("--workers", metavar="W", help="parallel worker processes (default 1; at most the number of CPUs "
-                   "unless --force-workers)")
+    a.add_argument("--workers", metavar="W", help="parallel worker processes, or 'auto' (default: $DPCHECK_WORKERS, "
+                   "else auto = every CPU this process may use; results are identical for any W; at most the "
+                   "number of CPUs unless --force-workers)")
     a.add_argument("--force-workers", action="store_true", help="allow --workers above the number of CPUs")
     a.add_argument("--backend", choices=("local", "dask"), help="local (default) or dask")
     a.add_argument("--scheduler", metavar="ADDR",
@@ -219,7 +220,7 @@ def cmd_audit(args) -> int:
     r = Run(args.target, {name: getattr(args, name, None) for name in COMMON}, strict=args.strict,
             extra=_parse_extra(args.extra), force_workers=args.force_workers, memory_limit=args.memory_limit,
             out=args.out, json_path=args.json_path if args.json_path not in (None, "-") else None,
-            progress=progress)
+            progress=progress, default_workers=True)
     # one run at a time per report: the lock is taken before any report file is touched and held
     # past the last write; a second run stops here, exit 2, having written nothing (dpcheck.report_lock)
     with r.lock():

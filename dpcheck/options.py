@@ -124,11 +124,24 @@ def parse_seed(value) -> int:
     return s
 
 
-def parse_workers(value) -> int:
-    w = parse_int("--workers", value)
+WORKERS_ENV = "DPCHECK_WORKERS"     # the command line's default --workers (else 'auto')
+
+
+def parse_workers(value, name: str = "--workers") -> int:
+    """An integer >= 1, or 'auto': every CPU this process may use (:func:`cpu_limit`)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return cpu_limit()
+    w = parse_int(name, value)
     if w < 1:
-        raise InputError(f"--workers must be an integer >= 1, got {value!r}")
+        raise InputError(f"{name} must be an integer >= 1 or 'auto', got {value!r}")
     return w
+
+
+def default_workers() -> int:
+    """The command line's --workers when none is given: $DPCHECK_WORKERS, else 'auto' (every usable CPU; the
+    results are identical for any number of workers, so only the time changes)."""
+    value = os.environ.get(WORKERS_ENV, "").strip()
+    return parse_workers(value, f"${WORKERS_ENV}") if value else cpu_limit()
 
 
 def parse_timeout(value) -> float:

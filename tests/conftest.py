@@ -11,6 +11,10 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The command line's default --workers is every CPU (dpcheck.options.default_workers); the suite already runs
+# one audit per xdist worker, so audits it starts use one worker unless a test says otherwise (the default
+# itself: tests/cli/test_default_workers.py and the main job's test).
+os.environ.setdefault("DPCHECK_WORKERS", "1")
 
 
 def _control_family_error(monkeypatch):

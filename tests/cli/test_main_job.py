@@ -4,6 +4,7 @@ This is what a newcomer and every CI pipeline runs first; it must pass (exit 0) 
 implementation and leave the JSON, Markdown, HTML (with plots) and JUnit reports behind.
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -12,11 +13,14 @@ import pytest
 
 @pytest.mark.slow
 def test_main_job_passes_on_defaults_and_writes_reports(tmp_path):
+    from dpcheck.options import cpu_limit
+    env = {k: v for k, v in os.environ.items() if k != "DPCHECK_WORKERS"}      # the true default: every CPU
     out = subprocess.run([sys.executable, "-m", "dpcheck", "audit", "dp_nash_vi", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     rep = json.loads((tmp_path / "dp_nash_vi.json").read_text())
     assert rep["schema"] == "dpcheck.report/1" and rep["verdict"] == "pass" and rep["complete"]
+    assert rep["options"]["workers"] == cpu_limit()
     kinds = {c["kind"] for c in rep["checks"]}
     assert kinds == {"privacy", "whitebox", "assumption", "regret"}
     for c in rep["checks"]:
