@@ -188,9 +188,6 @@ class DPNashVI:
         Returns pi (runs, H, S, A, B), Qb, Qu (runs, H, S, A, B), Vb, Vu (runs, H+1, S), cce stats.
         With the compiled engine (``engine``), each stage game is solved on its own: ``blocks`` needs no grouping.
         """
-        kern = self._plan_kernel()
-        if kern is not None:
-            return self._plan_compiled(kern, r, P_tilde, N_visits, E, iota, unvisited, hint, hint_basis)
         runs, H, S, A, B, _ = P_tilde.shape
         Qb = np.empty((runs, H, S, A, B))
         Qu = np.empty((runs, H, S, A, B))
@@ -199,9 +196,15 @@ class DPNashVI:
         pi = np.empty((runs, H, S, A, B))
         stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         slack = np.arange(A * B, A * B + A + B)                 # the simplex's cold-start basis
-        groups = None if blocks == 1 else np.repeat(np.arange(blocks), (runs // blocks) * S).reshape(runs, S)
         basis = (np.broadcast_to(slack, (runs, H, S, A + B)).copy() if hint_basis is None
                  else np.array(hint_basis, dtype=np.int64, copy=True))
+        stats["basis"] = basis
+        kern = self._plan_kernel()
+        if kern is not None:
+            self._plan_compiled(kern, r, P_tilde, N_visits, E, iota, unvisited, hint, hint_basis is not None,
+                                (pi, Qb, Qu, Vb, Vu, stats))
+            return pi, Qb, Qu, Vb, Vu, stats
+        groups = None if blocks == 1 else np.repeat(np.arange(blocks), (runs // blocks) * S).reshape(runs, S)
         for h in range(H - 1, -1, -1):
             P = P_tilde[:, h]
             vb, vu = Vb[:, h + 1], Vu[:, h + 1]
@@ -238,7 +241,6 @@ class DPNashVI:
             stats["highs"] += sol.n_highs
             stats["hint"] += getattr(sol, "n_hint", 0)
             stats["max_residual"] = max(stats["max_residual"], float(np.max(sol.residual)))
-        stats["basis"] = basis
         return pi, Qb, Qu, Vb, Vu, stats
 
     def _plan_kernel(self):
@@ -257,38 +259,30 @@ class DPNashVI:
             raise InputError(f"engine='compiled' is not available: {why}")
         return kern
 
-    def _plan_compiled(self, kern, r, P_tilde, N_visits, E, iota, unvisited, hint, hint_basis):
-        """``plan`` by the numba kernel, one call per step h; stage games the kernel could not settle (simplex
+    def _plan_compiled(self, kern, r, P_tilde, N_visits, E, iota, unvisited, hint, warm, out):
+        """``plan`` by the numba kernel, one call per step h, into ``out`` = plan's (pi, Qb, Qu, Vb, Vu, stats)
+        (stats["basis"]: the bases, warm starts if ``warm``); stage games the kernel could not settle (simplex
         not converged or not verified) are solved by HiGHS here, as cce.solve_cce does."""
         from dpcheck.algorithms.games.cce import constraint_matrix, highs_cce
 
+        pi, Qb, Qu, Vb, Vu, stats = out
+        basis = stats["basis"]
         runs, H, S, A, B, _ = P_tilde.shape
-        Qb = np.empty((runs, H, S, A, B))
-        Qu = np.empty((runs, H, S, A, B))
-        Vb = np.zeros((runs, H + 1, S))
-        Vu = np.zeros((runs, H + 1, S))
-        pi = np.empty((runs, H, S, A, B))
-        stats = {"pure": 0, "hint": 0, "simplex": 0, "highs": 0, "max_residual": -np.inf}
         E_run = np.ascontiguousarray(np.broadcast_to(np.asarray(E, dtype=float).reshape(-1), (runs,)))
         unv = (np.zeros((runs, S, A, B), dtype=bool) if unvisited is None else None)
-        slack = np.arange(A * B, A * B + A + B)
-        basis = (np.broadcast_to(slack, (runs, H, S, A + B)).copy() if hint_basis is None
-                 else np.array(hint_basis, dtype=np.int64, copy=True))
         r = np.asarray(r, dtype=float)
         tol = 1e-8 * H
-        out = [np.empty((runs, S, A, B)) for _ in range(3)]
+        qb, qu, p = (np.empty((runs, S, A, B)) for _ in range(3))       # one step's outputs
         vb_h, vu_h, residual = np.empty((runs, S)), np.empty((runs, S)), np.empty((runs, S))
         status = np.empty((runs, S), dtype=np.int64)
         for h in range(H - 1, -1, -1):
-            qb, qu, p = out
             bas = np.ascontiguousarray(basis[:, h])
-            hint_h = np.ascontiguousarray(hint[:, h], dtype=float) if hint is not None else out[2]
+            hint_h = np.ascontiguousarray(hint[:, h], dtype=float) if hint is not None else p   # p: not read
             kern.plan_step(np.ascontiguousarray(r[h]), np.ascontiguousarray(P_tilde[:, h], dtype=float),
                            np.ascontiguousarray(N_visits[:, h], dtype=float), np.ascontiguousarray(Vb[:, h + 1]),
                            np.ascontiguousarray(Vu[:, h + 1]), E_run, float(iota), self.C1, self.C2, float(H),
                            unv if unvisited is None else np.ascontiguousarray(unvisited[:, h]),
-                           hint_h if hint is not None else np.zeros((runs, S, A, B)), hint is not None,
-                           bas, hint_basis is not None, tol, qb, qu, p, vb_h, vu_h, status, residual)
+                           hint_h, hint is not None, bas, warm, tol, qb, qu, p, vb_h, vu_h, status, residual)
             for i, s in zip(*np.nonzero(status == kern.NEEDS_FALLBACK)):
                 Mi = constraint_matrix(qb[i, s], qu[i, s])
                 x = highs_cce(Mi)
@@ -303,8 +297,6 @@ class DPNashVI:
                               ("highs", kern.NEEDS_FALLBACK)):
                 stats[key] += int(np.count_nonzero(status == code))
             stats["max_residual"] = max(stats["max_residual"], float(residual.max()))
-        stats["basis"] = basis
-        return pi, Qb, Qu, Vb, Vu, stats
 
     # ------------------------------------------------------------------ the episode loop
     def run(self, game, K: int, rng: np.random.Generator, runs: int = 1, *, release_hook=None,
