@@ -40,7 +40,7 @@ from dpcheck.audits.lib.nash import BETA, SOURCE
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.checks import INCONCLUSIVE, PASS, Check
 from dpcheck.claims import Claim
-from dpcheck.parallel import cached_call, with_result_cache
+from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
 
 # sizes of every part: (default, quick); the black box's samples are the audit's Defaults
@@ -221,15 +221,11 @@ class DPNashVIAudit(Audit):
         self.config["time_privacy_s"] = round(time.perf_counter() - t0, 1)
         self.config["cpu_privacy_s"] = round(time.process_time() - c0, 1)      # this process only
 
+        # the assumption batches and the regret batches are chunks of one pool: neither waits for the other
         t0, c0 = time.perf_counter(), time.process_time()
-        self.assumptions(assump_game, make)
-        self.config["time_assumptions_s"] = round(time.perf_counter() - t0, 1)
-        self.config["cpu_assumptions_s"] = round(time.process_time() - c0, 1)
-
-        t0, c0 = time.perf_counter(), time.process_time()
-        self.regret(regret_game)
-        self.config["time_regret_s"] = round(time.perf_counter() - t0, 1)
-        self.config["cpu_regret_s"] = round(time.process_time() - c0, 1)
+        self.regret(regret_game, self.assumption_batches(assump_game, make))
+        self.config["time_assumptions_regret_s"] = round(time.perf_counter() - t0, 1)
+        self.config["cpu_assumptions_regret_s"] = round(time.process_time() - c0, 1)      # this process only
 
     # ------------------------------------------------------------------ privacy of the algorithm's outputs
     def privacy_jdp(self, make, claim) -> None:
@@ -259,26 +255,24 @@ class DPNashVIAudit(Audit):
                                "the audit did not separate the non-private baseline; its power is in doubt")))
 
     # ------------------------------------------------------------------ assumptions
-    def assumptions(self, game, make) -> None:
-        """lib.nash.assumption_checks in theory mode (all of them), then the optimism and certificate checks in
-        practical mode (.practical). Each batch is one cached computation with --cache."""
+    def assumption_batches(self, game, make) -> dict:
+        """lib.nash.assumption_checks in theory mode (all of them), then in practical mode (.practical: the optimism
+        and certificate checks only), as two chunks that :meth:`regret` runs beside its own. Returns the chunks'
+        arguments and how to turn their results into checks."""
         runs, K = self.exe.pick(*ASSUMPTION["runs"]), self.exe.pick(*ASSUMPTION["K"])
-        self.progress(f"assumptions: theory mode, {runs} runs x K={K} on a T3 game")
-        for c in cached_call("dp_nash_vi.assumptions", nash.assumption_checks, game, make, runs=runs, K=K,
-                             rng=self.rng("assumptions", "theory"), alpha=self.alpha):
-            self.add(c)
-        self.progress("assumptions: practical mode (labelled; informative, no guarantee)")
+        self.progress(f"assumptions: theory and practical mode (labelled; informative, no guarantee), {runs} runs "
+                      f"x K={K} on a T3 game, beside the regret runs")
         make_nom = nash.privatizer_factory(self.spec, self.eps, self.calibration, "nominal")
-        for c in cached_call("dp_nash_vi.assumptions", nash.assumption_checks, game, make_nom, runs=runs, K=K,
-                             rng=self.rng("assumptions", "practical"), mode="practical", suffix=".practical",
-                             alpha=self.alpha):
-            if c.id.startswith(("assumption.optimism", "assumption.certificate")):
-                self.add(c)
+        batches = [(make, self.rng("assumptions", "theory"), "theory", ""),
+                   (make_nom, self.rng("assumptions", "practical"), "practical", ".practical")]
+        keep = [lambda c: True, lambda c: c.id.startswith(("assumption.optimism", "assumption.certificate"))]
+        return {"args": (batches, game, runs, K, self.alpha), "keep": keep}
 
     # ------------------------------------------------------------------ regret
-    def regret(self, game) -> None:
+    def regret(self, game, assumptions: dict) -> None:
         """The regret grid (non-private and private runs at the eps sweep and the cost horizons, one chunk
-        each, common random numbers), then regret.exponent.nonprivate here and the private rate checks in
+        each, common random numbers) and the ``assumptions`` batches (:meth:`assumption_batches`) in one pool,
+        then the assumption checks, regret.exponent.nonprivate here and the private rate checks in
         lib.nash.regret_checks / cost_K_comparison."""
         from dpcheck.parallel import run_chunks
 
@@ -322,14 +316,30 @@ class DPNashVIAudit(Audit):
         chunks = nash.regret_chunks(jobs)
         self.config["regret"]["chunks"] = [list(c) for c in chunks]
         self.progress(f"regret: {len(jobs)} runs of DP-Nash-VI on stochastic pennies ({seeds} seeds each, "
-                      f"K <= {Kr}) in {len(chunks)} batches, {e.workers} worker(s)")
+                      f"K <= {Kr}) in {len(chunks)} batches after the 2 assumption batches, {e.workers} worker(s)")
         common = self.int_seed("regret", "common")
+        # the two assumption batches first (short: their checks are reported, and kept if a regret run fails,
+        # as soon as both are in), then the regret batches largest first
+        tasks = ([(nash.assumption_batch, i, assumptions["args"]) for i in range(2)]
+                 + [(nash.regret_stack_job, i, (chunks, jobs, game, common)) for i in range(len(chunks))])
+        batches, out = {}, [None] * len(chunks)
+
+        def take(i, r):
+            if i >= 2:
+                out[i - 2] = r
+                return
+            batches[i] = r
+            if len(batches) == 2:
+                for b, keep in enumerate(assumptions["keep"]):
+                    for c in batches[b]:
+                        if keep(c):
+                            self.add(c)
         # dpcheck.parallel directly for its per-chunk progress callback and cache label
-        out = run_chunks(nash.regret_stack_job, len(chunks), self.seed_sequence("regret"), workers=e.workers,
-                         backend=e.backend, scheduler=e.scheduler, args=(chunks, jobs, game, common),
-                         progress=lambda i, n: self.progress(f"regret: {i}/{n} batches done"),
-                         cache_dir=e.cache_dir, cache_key="dp_nash_vi:regret", say=self.progress,
-                         cache_report=self.config["regret"].setdefault("cache", {}) if e.cache_dir else None)
+        run_chunks(task_chunk, len(tasks), self.seed_sequence("regret"), workers=e.workers,
+                   backend=e.backend, scheduler=e.scheduler, args=(tasks,), on_result=take,
+                   progress=lambda i, n: self.progress(f"assumptions and regret: {i}/{n} batches done"),
+                   cache_dir=e.cache_dir, cache_key="dp_nash_vi:assumptions+regret", say=self.progress,
+                   cache_report=self.config["regret"].setdefault("cache", {}) if e.cache_dir else None)
         by_job = {j: r for c, rs in zip(chunks, out) for j, r in zip(c, rs)}
         results = {(j[0], j[1], j[3]): by_job[i] for i, j in enumerate(jobs)}
 
@@ -348,6 +358,14 @@ class DPNashVIAudit(Audit):
             self.add(nash.cost_K_comparison(results, game, K_cost=K_cost, jdp_eps=gj[len(gj) // 2],
                                             ldp_eps=gl[len(gl) // 2], calibration=calibration, seed=seed,
                                             alpha=alpha))
+
+
+def task_chunk(i, seed, tasks):
+    """Chunk i of a pool of unlike chunks (dpcheck.parallel.run_chunks): tasks[i] = (fn, j, args), run as
+    fn(j, seed, *args) -- the regret batches (lib.nash.regret_stack_job) and the assumption batches
+    (lib.nash.assumption_batch) of :meth:`DPNashVIAudit.regret`."""
+    fn, j, args = tasks[i]
+    return fn(j, seed, *args)
 
 
 DPNashVIAudit.register(wrap=with_result_cache)

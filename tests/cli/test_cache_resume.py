@@ -144,16 +144,14 @@ def test_dp_nash_vi_killed_in_its_regret_runs_resumes_to_the_identical_report(tm
     extra = ("--samples", "5000")
     p1 = tmp_path / "k1" / "dp_nash_vi.json"
     proc = _start("dp_nash_vi", cache, p1.parent, *extra)
-    # after both assumption batches are reported and two regret runs are stored
+    # after both assumption batches are reported and two regret runs are stored (they share one pool of chunks)
     _kill_when(proc, lambda: ("assumption.certificate.practical" in _ids(_streamed(p1))
-                              and _labels(cache).count("dp_nash_vi:regret") >= 2))
+                              and _labels(cache).count("dp_nash_vi:assumptions+regret") >= 4))
     stored = _stored_keys(cache)
     code2, resumed = _complete("dp_nash_vi", "r2", tmp_path, cache, *extra)
     code0, ref = quick_audit("dp_nash_vi", *extra)
     assert resumed["complete"] is True and code2 == code0
     assert _comparable(resumed) == _comparable(ref)
-    rc = resumed["config"]["result_cache"]
-    assert [c["status"] for c in rc["calls"] if c["label"] == "dp_nash_vi.assumptions"] == ["hit", "hit"]
     _assert_nothing_stored_was_recomputed(resumed, stored)
     reg = resumed["config"]["regret"]["cache"]
-    assert reg["hits"] >= 2 and reg["computed"] >= 1 and reg["hits"] + reg["computed"] == reg["chunks"]
+    assert reg["hits"] >= 4 and reg["computed"] >= 1 and reg["hits"] + reg["computed"] == reg["chunks"]

@@ -12,6 +12,13 @@ from dpcheck.audits.lib.nash.scenario import BETA, SOURCE, soften, vacuous
 
 
 # ------------------------------------------------------------------ assumptions
+def assumption_batch(i, _seed, batches, game, runs: int, K: int, alpha: float) -> list[Check]:
+    """:func:`assumption_checks` as chunk i of dpcheck.parallel.run_chunks: batches[i] = (make_privatizer, rng,
+    mode, suffix) (the dp_nash_vi audit runs its theory and practical batches beside its regret batches)."""
+    make, rng, mode, suffix = batches[i]
+    return assumption_checks(game, make, runs=runs, K=K, rng=rng, mode=mode, suffix=suffix, alpha=alpha)
+
+
 def assumption_checks(game, make_privatizer, *, runs: int, K: int, rng, mode: str = "theory",
                       suffix: str = "", C1=None, C2=None, algo_cls=None, alpha: float = 0.05) -> list[Check]:
     """Assumption 3.1 (via audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm
