@@ -263,7 +263,7 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
             from joblib import Parallel, delayed
             from joblib.parallel import LokyBackend
             # workers die with this process, even on SIGKILL (no orphan keeps computing; see _die_with_parent)
-            backend_ = LokyBackend(initializer=_die_with_parent, initargs=(os.getpid(),))
+            backend_ = LokyBackend(initializer=_worker_init, initargs=(os.getpid(),))
             par = Parallel(n_jobs=int(workers), backend=backend_, return_as="generator")
             wfn = _InCallerContext.of(fn)
             for i, r in zip(todo, par(delayed(wfn)(i, seeds[i], *args) for i in todo)):
@@ -295,24 +295,33 @@ class _InCallerContext:
             return self.fn(*args)
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """Initializer of the loky workers: on Linux, ask the kernel to SIGTERM this worker when the
-    process that started it dies (prctl PR_SET_PDEATHSIG), so a killed ``dpcheck audit`` (even
-    SIGKILL, which it cannot handle) leaves no worker finishing its chunk and idling for minutes.
-    Elsewhere a no-op: joblib then stops the workers only when the parent exits normally.
+def _worker_init(parent_pid: int) -> None:
+    """Initializer of the loky workers: :func:`_keep_grown_workers`, then :func:`_die_with_parent`."""
+    _keep_grown_workers()
+    _die_with_parent(parent_pid)
 
-    Also lifts loky's memory-leak heuristic (a worker whose RSS grew 300 MB past its size after its first task
-    is replaced): a chunk's peak is bounded by design (dpcheck.limits checks it before the run), and a worker
-    that ran a large chunk keeps its numpy arenas and the numba kernels it loaded, so the heuristic only
+
+def _keep_grown_workers() -> None:
+    """Lift loky's memory-leak heuristic in this worker (a worker whose RSS grew 300 MB past its size after its
+    first task is replaced): a chunk's peak is bounded by design (dpcheck.limits checks it before the run), and a
+    worker that ran a large chunk keeps its numpy arenas and the numba kernels it loaded, so the heuristic only
     restarted healthy workers (dp_nash_vi's JDP black box: each restart re-imported dpcheck and numba, ~2 s of
     an idle core per restart in a 17 s phase)."""
-    import signal
-    import sys
     try:
         from joblib.externals.loky import process_executor
         process_executor._MAX_MEMORY_LEAK_SIZE = 1 << 62
     except (ImportError, AttributeError):
         pass
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """On Linux, ask the kernel to SIGTERM this loky worker when the
+    process that started it dies (prctl PR_SET_PDEATHSIG), so a killed ``dpcheck audit`` (even
+    SIGKILL, which it cannot handle) leaves no worker finishing its chunk and idling for minutes.
+    Elsewhere a no-op: joblib then stops the workers only when the parent exits normally.
+    """
+    import signal
+    import sys
     if not sys.platform.startswith("linux"):
         return
     try:
