@@ -31,6 +31,7 @@ Penalty (one formula for every variant, so that the non-private reduction is the
 from __future__ import annotations
 
 import math
+from functools import partial
 from dataclasses import dataclass
 
 import numpy as np
@@ -258,7 +259,7 @@ class DPAPVI:
         policy = np.argmax(Qbar, axis=-1)                         # lowest index on ties
         return APVIResult(policy=policy, values=V, q_values=Qbar, q_tilde=Qtil, penalties=Gamma, variances=var,
                           kernel=kernel, counts=private, width=E, iota=iota, n=counts.n, config=self.config,
-                          dp_event=self.dp_event(H))
+                          declare=partial(self.dp_event, H))
 
 
 class APVI(DPAPVI):

@@ -38,6 +38,7 @@ Dpen (Appendix F): give ``Dpen`` directly, or ``c_D`` with ``kappa > 0`` for the
 from __future__ import annotations
 
 import math
+from functools import partial
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +110,12 @@ def gaussian_noise(rng: np.random.Generator, runs: int, H: int, d: int, stds: di
     Z2 = rng.normal(0.0, stds["lambda_matrix"], size=(runs, H, d, d))
     sym = lambda Z: (Z + np.swapaxes(Z, -1, -2)) / math.sqrt(2.0)
     return VAPVINoise(g1, g2, g3, sym(Z1), sym(Z2))
+
+
+def _non_private_event():
+    """The DpEvent of a learner that releases nothing private (read lazily: OfflineResult.declare)."""
+    import dp_accounting
+    return dp_accounting.NonPrivateDpEvent()
 
 
 def gaussian_dp_event(stds: dict, sensitivities: dict, H: int):
@@ -503,7 +510,7 @@ class DPVAPVI:
             min_eig_sigma=eig_s, min_eig_lambda=eig_l, not_pd_sigma=(eig_s <= 0).sum(axis=1),
             not_pd_lambda=(eig_l <= 0).sum(axis=1), K=K, E=E, L=L, Dpen=Dpen, additive=additive,
             max_feature_norm=float(np.sqrt((phi ** 2).sum(-1)).max()), feature_bound=self.feature_bound,
-            config=self.config, dp_event=self.dp_event(H))
+            config=self.config, declare=partial(self.dp_event, H))
 
     def _penalty(self, h, Lam, phi, additive, min_eig, bellman, V_next):
         """Line 11: Gamma_h = C sqrt(d) ||phi||_{Lambdatil_h^{-1}} + Dpen/K; +inf on runs where Lambdatil_h is
@@ -553,7 +560,6 @@ class PEVI:
     def run(self, data, features, rng: np.random.Generator | None = None) -> LinearResult:
         """data: OfflineDataset with rewards or TabularCounts with reward sums; features (S, A, d).
         ``rng`` is unused (PEVI is deterministic) and accepted for a uniform call signature."""
-        import dp_accounting
         D, _ = _as_counts(data, False)
         runs, H, S, A = D.visits.shape
         phi = check_features(features, S, A)
@@ -585,4 +591,4 @@ class PEVI:
             private_statistics=(), min_eig_sigma=None, min_eig_lambda=eig, not_pd_sigma=None,
             not_pd_lambda=(eig <= 0).sum(axis=1), K=K, E=0.0, L=0.0, Dpen=0.0, additive=0.0,
             max_feature_norm=float(np.sqrt((phi ** 2).sum(-1)).max()), feature_bound=math.inf,
-            config={**self.config, "beta_used": beta}, dp_event=dp_accounting.NonPrivateDpEvent())
+            config={**self.config, "beta_used": beta}, declare=_non_private_event)
