@@ -331,11 +331,21 @@ class Run:
         self.run = with_memory_limit(self.spec.run, limit)
         self.out = Path(out) if out is not None else None
         self.stem = report_stem(self.name)
-        self.writer = rpt.ReportWriter(self.out, self.stem, json_path) if self.out is not None else None
+        self.writer = (rpt.ReportWriter(self.out, self.stem, json_path, plots=self._plot_prefetch())
+                       if self.out is not None else None)
         self.stream_failed: list[OSError] = []
         self.ctx = AuditContext(self.name, self.options, progress=progress,
                                 on_check=self._stream if self.writer is not None else None)
         self.paths: dict = {}
+
+    def _plot_prefetch(self):
+        """With more than one local worker, the HTML's plots are rendered in a side process as the checks
+        arrive (dpcheck.sidework); with one, at the end in this process, as always."""
+        o = self.options
+        if o.workers > 1 and o.backend == "local":
+            from dpcheck.sidework import PlotPrefetch
+            return PlotPrefetch()
+        return None
 
     def _stream(self, rep):   # the report so far (status running, never pass) after every finished check
         try:

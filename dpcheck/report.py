@@ -460,12 +460,14 @@ def _vclass(c: dict) -> str:
     return "qualified" if qualifier(c) else c["verdict"]
 
 
-def to_html(rep: dict) -> str:
+def to_html(rep: dict, png=None) -> str:
     """One page: verdict banner and summary table, then a gallery of every plot, then the checks collapsed.
 
     The first screen holds the verdict, the summary (one line per check; the full reason
     is in the tooltip and in the check's section) and the start of the plot gallery.
+    ``png(spec)`` renders one plot (default: here; dpcheck.sidework.PlotPrefetch: rendered ahead).
     """
+    png_of = png or _plot_png
     e = html.escape
     v = rep["verdict"]
     rid = rep.get("run_id", "")
@@ -494,7 +496,7 @@ def to_html(rep: dict) -> str:
             if not isinstance(spec, dict):
                 continue
             try:
-                png = _plot_png(spec)
+                png = png_of(spec)
             except Exception:  # a malformed plot must not cost the report: the figures are in the JSON
                 png = None
             if png:
@@ -636,7 +638,8 @@ class ReportWriter:
     ``stream`` refuse a complete one, since only ``finish`` may commit a run.
     """
 
-    def __init__(self, out_dir, stem: str, json_path=None):
+    def __init__(self, out_dir, stem: str, json_path=None, plots=None):
+        self.plots = plots          # a dpcheck.sidework.PlotPrefetch: the HTML's plots rendered as checks arrive
         self.out_dir = Path(out_dir)
         self.stem = stem
         self.main = self.out_dir / f"{stem}.json"
@@ -664,6 +667,8 @@ class ReportWriter:
         _atomic_write(self.out_dir / f"{self.stem}.junit.xml", to_junit(rep))
         if self.copy is not None:
             _atomic_write(self.copy, text)
+        if self.plots is not None:
+            self.plots.prefetch(rep)
 
     def finish(self, rep: dict) -> dict:
         """The JSON (the commit point of the run), then the ``--json`` copy, the JUnit, the Markdown
@@ -672,7 +677,12 @@ class ReportWriter:
         paths = {"json": self.main, "md": self.out_dir / f"{self.stem}.md",
                  "html": self.out_dir / f"{self.stem}.html", "junit": self.out_dir / f"{self.stem}.junit.xml"}
         text = _json_text(rep)
-        views = [(paths["junit"], to_junit(rep)), (paths["md"], to_markdown(rep)), (paths["html"], to_html(rep))]
+        try:
+            html_text = to_html(rep, png=self.plots.png if self.plots is not None else None)
+        finally:
+            if self.plots is not None:
+                self.plots.close()
+        views = [(paths["junit"], to_junit(rep)), (paths["md"], to_markdown(rep)), (paths["html"], html_text)]
         _atomic_write(self.main, text)
         if self.copy is not None:
             paths["json_copy"] = _atomic_write(self.copy, text)
