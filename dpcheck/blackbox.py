@@ -213,8 +213,11 @@ def uninformative_pass(check: Check) -> Check:
 # so that memory does not grow with ``samples``:
 #   selection pass (one pair at a time): the chunks holding the first ``selection`` outputs of the
 #     pair's two inputs, kept (at most SELECTION_CAP per side) while the events are chosen;
-#   certification pass (all pairs, in the workers): every chunk holding certification outputs is
-#     drawn again from its seed, reduced to the counts of the chosen events (plus the little a plot
+#     The last of those chunks usually holds certification outputs too (the selection ends inside
+#     it): they are kept, and counted here as soon as the pair's events are chosen, instead of being
+#     drawn a second time (at 10^5 per side, a third of the draw);
+#   certification pass (all pairs, in the workers): every other chunk holding certification outputs
+#     is drawn from its seed, reduced to the counts of the chosen events (plus the little a plot
 #     needs) and dropped, CERT_BLOCK chunks of one input per task. The counts are sums over chunks, so
 #     they equal counts over the whole sample, whatever the blocks.
 def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list):
@@ -248,21 +251,37 @@ def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: lis
             raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
                                  f"for different inputs or chunks: {sorted(map(str, {x.shape[1:], shape}))}")
         lo = max(n_sel - c * CHUNK, 0)        # the chunk's selection outputs are not certified
-        x = ev.flat(x)[lo:]
-        pos = c * CHUNK + lo - n_sel          # where the chunk starts in the certification sample
-        scores = {}
-        for k, (scorer, t) in enumerate(pair):
-            if id(scorer) not in scores:
-                scores[id(scorer)] = scorer.score(x)
-            counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
-        if pos < PLOT_SAMPLES:
-            plots.append(scores[id(first)][:PLOT_SAMPLES - pos].astype(float))
-        if cells.size:
-            ix = first.cell_index(x)
-            cells += np.bincount(ix[ix >= 0], minlength=cells.size)
-        del x, scores
+        _reduce(ev.flat(x)[lo:], c * CHUNK + lo - n_sel, pair, counts, plots, cells)
+        del x
     plot = np.concatenate(plots) if plots else np.zeros(0)
     return {"counts": counts, "plot": plot, "cells": cells}
+
+
+def _reduce(x, pos: int, pair: tuple, counts, plots: list, cells) -> None:
+    """Add certification outputs ``x`` (flat; starting at position ``pos`` of the certification sample)
+    to the counts of the pair's events, the plot's first PLOT_SAMPLES scores and the cell counts."""
+    first = pair[0][0]
+    scores = {}
+    for k, (scorer, t) in enumerate(pair):
+        if id(scorer) not in scores:
+            scores[id(scorer)] = scorer.score(x)
+        counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
+    if pos < PLOT_SAMPLES:
+        plots.append(scores[id(first)][:PLOT_SAMPLES - pos].astype(float))
+    if cells.size:
+        ix = first.cell_index(x)
+        cells += np.bincount(ix[ix >= 0], minlength=cells.size)
+
+
+def _count_rest(rest, pair: tuple) -> dict:
+    """:func:`_count_block`'s record of the certification outputs the selection pass already drew (the
+    rest of the chunk the selection sample ends in), counted in this process."""
+    first = pair[0][0]
+    counts = np.zeros(len(pair), dtype=np.int64)
+    plots: list = []
+    cells = np.zeros(first.cells.size if isinstance(first, ev.CellScorer) else 0, dtype=np.int64)
+    _reduce(ev.flat(rest), 0, pair, counts, plots, cells)
+    return {"counts": counts, "plot": plots[0] if plots else np.zeros(0), "cells": cells}
 
 
 def _cache_label(target, samples, seed, part: str = "") -> str:
@@ -350,19 +369,22 @@ def _run(target, samples, seed, exe: dict, fn, args, indices, label, say, report
 
 
 def _draw_selection(target, samples, seed, p, n_sel, exe, say, reports):
-    """The first n_sel outputs of each input of pair p (the selection pass)."""
+    """The first n_sel outputs of each input of pair p (the selection pass), and the rest of the chunks
+    drawn for them: the first certification outputs of each input (empty when n_sel fills whole chunks)."""
     from dpcheck.target import output_problem
     sizes, inputs, _ = _layout(target, samples)
     idx = _selection_indices(p, n_sel, sizes)
     parts = _run(target, samples, seed, exe, _draw_chunk, (target, inputs, sizes), idx, f"selection pair {p}",
                  say, reports, lambda i, out: output_problem(out, sizes[i % len(sizes)]))
-    outs = []
+    outs, rest = [], []
     for j in (2 * p, 2 * p + 1):
         try:
-            outs.append(np.concatenate([parts[i] for i in idx if i // len(sizes) == j])[:n_sel])
+            drawn = np.concatenate([parts[i] for i in idx if i // len(sizes) == j])
         except ValueError as e:
             raise MechanismError(f"mechanism of target {target.name!r} returned outputs of varying shape: {e}") from e
-    return outs
+        outs.append(drawn[:n_sel])
+        rest.append(drawn[n_sel:])
+    return outs, rest
 
 
 def _count_problem(events_p: tuple, cert: int):
@@ -381,11 +403,13 @@ def _count_problem(events_p: tuple, cert: int):
     return check
 
 
-def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, reports):
+def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, reports, rests: dict):
     """The certification pass: per input, the counts of its pair's events, the eps-bound event's first
-    PLOT_SAMPLES certification scores and, for a cell event, its cell counts (summed over chunks)."""
+    PLOT_SAMPLES certification scores and, for a cell event, its cell counts (summed over chunks).
+    ``rests[j]``: input j's record (:func:`_count_rest`) of the certification outputs the selection pass
+    drew; the pass draws the chunks after them."""
     sizes, inputs, _ = _layout(target, samples)
-    first = n_sel // CHUNK
+    first = -(-n_sel // CHUNK)              # the first chunk the selection pass did not draw
     idx = [j * len(sizes) + c for j in range(len(inputs)) for c in range(first, len(sizes), CERT_BLOCK)]
     counts = [np.zeros(len(events[j // 2]), dtype=np.int64) for j in range(len(inputs))]
     cells = [None] * len(inputs)
@@ -404,6 +428,8 @@ def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, repor
         c0 = i % len(sizes)
         return sum(sizes[c] - max(n_sel - c * CHUNK, 0) for c in range(c0, min(c0 + CERT_BLOCK, len(sizes))))
 
+    for j, r in rests.items():              # ahead of every drawn chunk of input j (the plot's order)
+        add(j * len(sizes) + first - 1, r)
     _run(target, samples, seed, exe, _count_block, (target, inputs, sizes, n_sel, shape, events), idx,
          "certification", say, reports, _count_problem(lambda i: events[i // len(sizes) // 2], cert), add,
          unit=f"blocks of up to {CERT_BLOCK} x {CHUNK} outputs")
@@ -573,8 +599,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     methods = []         # per pair: how its eps-bound event is certified ("cp" or "odds")
     kind, shape = None, None
     chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
+    rests: dict = {}     # input -> counts of the certification outputs the selection pass drew (_count_rest)
     for p in range(n_pairs):
-        xd, xdp = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
+        (xd, xdp), rest = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
         if shape is None:
             kind, shape = ev.output_kind(xd, target.output), xd.shape[1:]
         got = {xd.shape[1:], xdp.shape[1:], shape}
@@ -613,6 +640,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         chosen.append([first[:3]]
                       + [choose([ev.Objective("difference", eps=e)], alpha_prof)[:3] for e in grid])
         del split, sorts, fits
+        pair_events = tuple((sc, t) for _, sc, t in chosen[-1])
+        for j, x in zip((2 * p, 2 * p + 1), rest):
+            if len(x):
+                rests[j] = _count_rest(x, pair_events)
+        del rest
 
     say(f"{target.name}: certifying {len(chosen[0])} event(s) per pair on {n_cert} outputs per side")
     events = tuple(tuple((sc, t) for _, sc, t in ch) for ch in chosen)
@@ -623,7 +655,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_b, eps_claim, delta, event_bound)
                    if workers > 1 or backend != "local" else None)
         counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, exe, say,
-                                                           reports)
+                                                           reports, rests)
         power = (power_f.result() if power_f is not None
                  else stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta, event_bound))
     cache_use = _merge_cache_reports(reports) if cache_dir is not None else None

@@ -203,7 +203,8 @@ def test_cli_files_read_at_import_are_part_of_the_key_of_the_file_s_functions(tm
 def _fill(tmp_path):
     fresh = audit(_target(_cfg_mech_const()), samples=N, seed=5)
     audit(_target(_cfg_mech_const()), samples=N, seed=5, cache_dir=tmp_path / "c")
-    return fresh, _chunks(tmp_path / "c")[0]
+    # the victim: a selection chunk (the outputs themselves; the certification records hold only counts)
+    return fresh, max(_chunks(tmp_path / "c"), key=lambda p: p.stat().st_size)
 
 
 def _cfg_mech_const():
