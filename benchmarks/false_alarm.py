@@ -211,7 +211,8 @@ def measure(group: str, config: str, seeds: int, progress=print) -> list[dict]:
 # the audit's verdict (dpcheck.audit.Audit.family_size), and no check may be INCONCLUSIVE too often.
 AUDITS = ("laplace_example", "dp_apvi", "dp_vapvi", "dp_ucbvi", "dp_nash_vi", "private_linopt_vi",
           "private_linopt_po", "private_gfa", "private_gfa_outcome", "central_privatizer", "local_privatizer",
-          "offline_gaussian_privatizer", "offline_laplace_privatizer")
+          "offline_gaussian_privatizer", "offline_laplace_privatizer", "offline_count_privatizer",
+          "offline_regression_privatizer", "linear_stream_privatizer", "gfa_selection_mechanism", "diffprivlib")
 # issue 17: no check INCONCLUSIVE in more than this share of the seeds
 DECISIVE = {"quick": 0.10, "default": 0.05}
 SHORT = {"pass": "p", "fail": "f", "inconclusive": "i"}

@@ -106,3 +106,10 @@ def test_quick_jdp_rate_checks_are_decisive_at_the_family_share():
         assert verdicts.count("inconclusive") <= 2, (cid, verdicts)
     seed3 = counts["regret.exponent.jdp"][3]
     assert seed3.verdict == "pass" and seed3.details["qualifier"] == "uninformative", seed3.reason
+
+
+def test_whole_audit_benchmark_covers_every_registered_audit():
+    """issue 17: the audit-level false-alarm table measures every built-in audit (an audit registered later
+    and forgotten here would have no false-alarm row)."""
+    from dpcheck import registry
+    assert set(registry.load()) <= set(_bench().AUDITS)
