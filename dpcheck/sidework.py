@@ -78,9 +78,14 @@ class PlotPrefetch:
     renderer :func:`dpcheck.report.to_html` uses: the side process's PNG when it delivered one, else
     the plot rendered here (the same function)."""
 
+    #: how long the final write waits, in all, for PNGs the side process has not delivered yet (seconds);
+    #: past it, the rest are rendered here (a side process that hangs must not hold the report back)
+    WAIT = 120.0
+
     def __init__(self, side: SideProcess | None = None):
         self.side = side if side is not None else SideProcess()
         self.futures: dict[str, Future | None] = {}
+        self._deadline = None
 
     def prefetch(self, rep: dict) -> None:
         from dpcheck.report import _plot_png
@@ -91,11 +96,14 @@ class PlotPrefetch:
 
     def png(self, spec: dict) -> str | None:
         from dpcheck.report import _plot_png
+        import time
         fut = self.futures.get(_key(spec))
         if fut is not None:
+            if self._deadline is None:
+                self._deadline = time.monotonic() + self.WAIT
             try:
-                return fut.result()
-            except Exception:      # the side process died or raised: render it here
+                return fut.result(timeout=max(0.0, self._deadline - time.monotonic()))
+            except Exception:      # the side process died, raised or is too slow: render it here
                 pass
         return _plot_png(spec)
 

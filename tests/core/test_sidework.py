@@ -99,3 +99,15 @@ def test_a_two_worker_run_writes_the_html_dpcheck_report_renders(tmp_path):
     assert (again / "laplace_example.html").read_text() == html_run
     assert "data:image/png;base64" in html_run
     assert json.loads((out / "laplace_example.json").read_text())["complete"] is True
+
+
+def test_a_side_process_that_never_delivers_holds_the_report_back_at_most_the_wait(monkeypatch):
+    rep = _report_with_plots()
+
+    class Hanging(SideProcess):
+        def submit(self, fn, *args):
+            return Future()                                   # never completes
+    pf = PlotPrefetch(Hanging())
+    monkeypatch.setattr(PlotPrefetch, "WAIT", 0.2)
+    pf.prefetch(rep)
+    assert rpt.to_html(rep, png=pf.png) == rpt.to_html(rep)
