@@ -237,11 +237,7 @@ def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: lis
     event's scores of the certification outputs among the first PLOT_SAMPLES, "cells": for a cell
     event, its cell counts (else empty)}."""
     j, c0 = divmod(i, len(sizes))
-    pair = events[j // 2]
-    first = pair[0][0]
-    counts = np.zeros(len(pair), dtype=np.int64)
-    plots = []
-    cells = np.zeros(first.cells.size if isinstance(first, ev.CellScorer) else 0, dtype=np.int64)
+    tally = _Tally(events[j // 2])
     parent = seed_seq.spawn_key[:-1]
     for c in range(c0, min(c0 + CERT_BLOCK, len(sizes))):
         ss = np.random.SeedSequence(seed_seq.entropy, spawn_key=parent + (j * len(sizes) + c,),
@@ -251,37 +247,41 @@ def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: lis
             raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
                                  f"for different inputs or chunks: {sorted(map(str, {x.shape[1:], shape}))}")
         lo = max(n_sel - c * CHUNK, 0)        # the chunk's selection outputs are not certified
-        _reduce(ev.flat(x)[lo:], c * CHUNK + lo - n_sel, pair, counts, plots, cells)
+        tally.add(ev.flat(x)[lo:], c * CHUNK + lo - n_sel)
         del x
-    plot = np.concatenate(plots) if plots else np.zeros(0)
-    return {"counts": counts, "plot": plot, "cells": cells}
+    return tally.record()
 
 
-def _reduce(x, pos: int, pair: tuple, counts, plots: list, cells) -> None:
-    """Add certification outputs ``x`` (flat; starting at position ``pos`` of the certification sample)
-    to the counts of the pair's events, the plot's first PLOT_SAMPLES scores and the cell counts."""
-    first = pair[0][0]
-    scores = {}
-    for k, (scorer, t) in enumerate(pair):
-        if id(scorer) not in scores:
-            scores[id(scorer)] = scorer.score(x)
-        counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
-    if pos < PLOT_SAMPLES:
-        plots.append(scores[id(first)][:PLOT_SAMPLES - pos].astype(float))
-    if cells.size:
-        ix = first.cell_index(x)
-        cells += np.bincount(ix[ix >= 0], minlength=cells.size)
+class _Tally:
+    """What certification keeps of some certification outputs of one input (the record of
+    :func:`_count_block`): the counts of its pair's events, the eps-bound event's scores among the
+    first PLOT_SAMPLES of the certification sample, and a cell event's cell counts. Used in the
+    workers for drawn blocks, and in the main process for the certification outputs the selection
+    pass already drew (the rest of the chunk the selection sample ends in)."""
 
+    def __init__(self, pair: tuple):
+        self.pair, self.first = pair, pair[0][0]
+        self.counts = np.zeros(len(pair), dtype=np.int64)
+        self.plots: list = []
+        self.cells = np.zeros(self.first.cells.size if isinstance(self.first, ev.CellScorer) else 0,
+                              dtype=np.int64)
 
-def _count_rest(rest, pair: tuple) -> dict:
-    """:func:`_count_block`'s record of the certification outputs the selection pass already drew (the
-    rest of the chunk the selection sample ends in), counted in this process."""
-    first = pair[0][0]
-    counts = np.zeros(len(pair), dtype=np.int64)
-    plots: list = []
-    cells = np.zeros(first.cells.size if isinstance(first, ev.CellScorer) else 0, dtype=np.int64)
-    _reduce(ev.flat(rest), 0, pair, counts, plots, cells)
-    return {"counts": counts, "plot": plots[0] if plots else np.zeros(0), "cells": cells}
+    def add(self, x, pos: int) -> None:
+        """Outputs ``x`` (flat), starting at position ``pos`` of the certification sample."""
+        scores = {}
+        for k, (scorer, t) in enumerate(self.pair):
+            if id(scorer) not in scores:
+                scores[id(scorer)] = scorer.score(x)
+            self.counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
+        if pos < PLOT_SAMPLES:
+            self.plots.append(scores[id(self.first)][:PLOT_SAMPLES - pos].astype(float))
+        if self.cells.size:
+            ix = self.first.cell_index(x)
+            self.cells += np.bincount(ix[ix >= 0], minlength=self.cells.size)
+
+    def record(self) -> dict:
+        plot = np.concatenate(self.plots) if self.plots else np.zeros(0)
+        return {"counts": self.counts, "plot": plot, "cells": self.cells}
 
 
 def _cache_label(target, samples, seed, part: str = "") -> str:
@@ -406,7 +406,7 @@ def _count_problem(events_p: tuple, cert: int):
 def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, reports, rests: dict):
     """The certification pass: per input, the counts of its pair's events, the eps-bound event's first
     PLOT_SAMPLES certification scores and, for a cell event, its cell counts (summed over chunks).
-    ``rests[j]``: input j's record (:func:`_count_rest`) of the certification outputs the selection pass
+    ``rests[j]``: input j's record (:class:`_Tally`) of the certification outputs the selection pass
     drew; the pass draws the chunks after them."""
     sizes, inputs, _ = _layout(target, samples)
     first = -(-n_sel // CHUNK)              # the first chunk the selection pass did not draw
@@ -599,7 +599,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     methods = []         # per pair: how its eps-bound event is certified ("cp" or "odds")
     kind, shape = None, None
     chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
-    rests: dict = {}     # input -> counts of the certification outputs the selection pass drew (_count_rest)
+    rests: dict = {}     # input -> record (_Tally) of the certification outputs the selection pass drew
     for p in range(n_pairs):
         (xd, xdp), rest = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
         if shape is None:
@@ -643,7 +643,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         pair_events = tuple((sc, t) for _, sc, t in chosen[-1])
         for j, x in zip((2 * p, 2 * p + 1), rest):
             if len(x):
-                rests[j] = _count_rest(x, pair_events)
+                tally = _Tally(pair_events)
+                tally.add(ev.flat(x), 0)
+                rests[j] = tally.record()
         del rest
 
     say(f"{target.name}: certifying {len(chosen[0])} event(s) per pair on {n_cert} outputs per side")

@@ -59,9 +59,9 @@ def _side_init(parent_pid: int) -> None:
     _worker_init(parent_pid)
 
 
-def plot_specs(rep: dict):
-    """Every plot spec of a report dict, in the order the HTML shows them."""
-    for c in rep.get("checks") or []:
+def plot_specs(rep: dict, start: int = 0):
+    """Every plot spec of a report dict (of its checks from index ``start`` on), in the order the HTML shows them."""
+    for c in (rep.get("checks") or [])[start:]:
         for spec in (c.get("details") or {}).get("plots", []) or []:
             if isinstance(spec, dict):
                 yield spec
@@ -86,13 +86,15 @@ class PlotPrefetch:
         self.side = side if side is not None else SideProcess()
         self.futures: dict[str, Future | None] = {}
         self._deadline = None
+        self._seen = 0          # checks already prefetched (a streamed report only ever appends checks)
 
     def prefetch(self, rep: dict) -> None:
         from dpcheck.report import _plot_png
-        for spec in plot_specs(rep):
+        for spec in plot_specs(rep, self._seen):
             key = _key(spec)
             if key not in self.futures:
                 self.futures[key] = self.side.submit(_plot_png, spec)
+        self._seen = len(rep.get("checks") or [])
 
     def png(self, spec: dict) -> str | None:
         from dpcheck.report import _plot_png
