@@ -485,13 +485,13 @@ class UniformSelectionNonPrivate(UniformSelection):
         super().__init__(function_class, epsilon=float("inf"), B=B, eta=eta, tie_breaking=tie_breaking)
 
 
-def _outcome_quick_regret(seed, agent_class=None):
+def _outcome_quick_regret(seed, agent_class=None, config="quick"):
     from dpcheck.algorithms.gfa import per_start_coverability
     from dpcheck.audits.private_gfa import PrivateGFAOutcomeAudit
     inst = appendix_d("easy")
     C = per_start_coverability(inst.mdp, inst.fclass).value
     from dpcheck.stats import pass_level
-    z = PrivateGFAOutcomeAudit.sizes["quick"]
+    z = PrivateGFAOutcomeAudit.sizes[config]
     share = 0.05 / sum(r.tests for r in PrivateGFAOutcomeAudit.claims)   # the audit's family-wise share
     with pass_level(0.05):        # as in the audit: FAIL at the share, PASS at alpha = 0.05
         checks = gfa.regret_checks(2, inst, K_grid=z["K_grid"], eps_K=z["eps_K"], eps_grid=z["eps_grid"],
@@ -514,6 +514,19 @@ def test_outcome_quick_rate_checks_are_decisive_on_the_reference(seed):
     c = checks["regret.exponent.private"]
     assert c.verdict == "pass", c.reason
     assert c.details["sides"].startswith("one-sided")
+
+
+@pytest.mark.slow
+def test_outcome_default_private_exponent_is_measured_where_the_cost_grows():
+    """private_gfa_outcome's default K sweep ends where the privacy cost stops growing (K = 2^12 at eps 8): its
+    K-exponent is a plain PASS in the growing regime (interval's lower end >= 0.25), not an uninformative pass
+    of a flat window nor an INCONCLUSIVE one. The earlier window, K = 2^10..2^14 with 24 runs, measured the
+    flat part: INCONCLUSIVE on 8 of 60 default audits and an uninformative PASS on most of the rest."""
+    c = _outcome_quick_regret(0, config="default")["regret.exponent.private"]
+    assert c.verdict == "pass", c.reason
+    assert "qualifier" not in c.details, c.reason
+    assert "growing regime" in c.reason
+    assert c.measured["seeds"] == 96
 
 
 def test_one_sided_claims_use_one_sided_bounds():
