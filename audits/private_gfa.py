@@ -227,31 +227,44 @@ class _GFAAudit(Audit):
 
     def run(self) -> None:
         self.setup()
+        self.side = []
         self.privacy()
         self.assumptions()
         if self.alg == 1:
             self.appendix_c()
         self.regret()
 
+    def beside_regret(self, take, fn, *args, **kw) -> None:
+        """Run fn(*args, **kw) in the regret sweeps' pool, as one of its first chunks (gfa.regret_curves ``side``):
+        a check that would run alone in this process while the workers idle runs beside the regret batches
+        instead; ``take(result)`` adds its checks as soon as it is in. The result is the same: each such check
+        draws from its own seed."""
+        self.side.append((take, (fn, args, kw)))
+
     def appendix_c(self) -> None:
-        """Appendix C (a) / (b) (audits/lib/gfa_harness.py, He & Zhou 2026 Appendix C): why the linear-design proof approach fails under privatisation (reported checks)."""
+        """Appendix C (a) / (b) (audits/lib/gfa_harness.py, He & Zhou 2026 Appendix C): why the linear-design proof
+        approach fails under privatisation (reported checks), beside the regret sweeps."""
         from dpcheck.audits.lib.gfa_harness import appendix_c_checks
-        self.progress(f"{self.name}: Appendix C harness (privatised design matrices)")
-        for c in appendix_c_checks(self.int_seed("appendix_c"), self.exe.quick):
-            self.add(c)
+
+        def take(checks):
+            for c in checks:
+                self.add(c)
+        self.beside_regret(take, appendix_c_checks, self.int_seed("appendix_c"), self.exe.quick)
 
     # -- privacy -----------------------------------------------------------------------------
     def privacy(self) -> None:
         import copy
         exe, ag, inst = self.exe, self.agent, self.inst
         name = self.name
-        self.progress(f"{name}: privacy (composition, selection law, sensitivity search, data flow, black box)")
+        self.progress(f"{name}: privacy (composition, data flow, black boxes; the selection law and the sensitivity "
+                      "search run beside the regret sweeps)")
         K = self.K
         self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
-        law = gfa.selection_check(ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
-                                  seed=self.int_seed("selection"))
-        self.add_or_note(law, "privacy.em_selection", "not checked: the selection mechanism declares no closed "
-                         "form (log_probabilities); privacy.selection.blackbox is the evidence")
+        self.beside_regret(lambda law: self.add_or_note(
+            law, "privacy.em_selection", "not checked: the selection mechanism declares no closed form "
+            "(log_probabilities); privacy.selection.blackbox is the evidence"),
+            gfa.selection_check, ag, K, draws=exe.pick(200_000, 50_000), alpha=exe.alpha,
+            seed=self.int_seed("selection"))
         # the mechanism alone at the eps0 it is really run at (2 Delta_S beta_used) and the audited Delta_S
         p = ag.privacy(K)
         eps0 = 2.0 * p.sensitivity * float(ag.temperature(K))
@@ -262,7 +275,7 @@ class _GFAAudit(Audit):
                                               backend=exe.backend, scheduler=exe.scheduler,
                                               progress=exe.progress, cache_dir=exe.cache_dir))
         init = gfa.public_init(ag, inst.mdp)
-        self.add(gfa.sensitivity_check(ag, init, examples=exe.pick(150, 40), seed=exe.seed))
+        self.beside_regret(self.add, gfa.sensitivity_check, ag, init, examples=exe.pick(150, 40), seed=exe.seed)
         small = copy.copy(ag)
         small.B = min(ag.B, 3)
         self.add(gfa.score_dataset_check(small, inst.mdp, K=exe.pick(24, 12), runs=exe.pick(4, 2),
@@ -294,7 +307,8 @@ class _GFAAudit(Audit):
             runs=z["runs"], runs_np=z["runs_np"], delta=self.delta, tuning=self.params.tuning, C_cov=self.C_cov,
             seed=self.int_seed("regret") % (2 ** 31), alpha=exe.alpha, sensitivity=self.sensitivity,
             progress=self.progress, name=self.name, runs_K=z.get("runs_K"), mechanism=self.mechanism, exe=exe,
-            cache_report=self.config.setdefault("regret_cache", {}) if exe.cache_dir else None)
+            cache_report=self.config.setdefault("regret_cache", {}) if exe.cache_dir else None,
+            side=[work for _, work in self.side], on_side=lambda j, r: self.side[j][0](r))
         for c in checks:
             self.add(c)
         B, eta, _ = gfa.tuned(self.alg, self.inst, z["K_eps"], z["eps_K"], delta=self.delta,

@@ -2,7 +2,8 @@
 same ``measured`` figures (exact, floats included; NaN equals NaN), and the same overall verdict.
 
 ``python scripts/compare_reports.py A.json B.json`` exits 0 when they match, else prints every
-difference and exits 1. Used to verify that a refactoring of an audit leaves its report unchanged at
+difference and exits 1. ``--any-order``: the same checks in any order, each compared with the check of the
+same id (for a change that only moves work, so that checks stream in another order). Used to verify that a refactoring of an audit leaves its report unchanged at
 the same seed (claim, details and reason may change; they are not compared).
 """
 from __future__ import annotations
@@ -23,8 +24,10 @@ def same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
-def differences(a: dict, b: dict) -> list[str]:
+def differences(a: dict, b: dict, any_order: bool = False) -> list[str]:
     ca, cb = a.get("checks", []), b.get("checks", [])
+    if any_order:
+        ca, cb = sorted(ca, key=lambda c: c["id"]), sorted(cb, key=lambda c: c["id"])
     out = []
     if a.get("verdict") != b.get("verdict"):
         out.append(f"overall verdict differs: A {a.get('verdict')!r}, B {b.get('verdict')!r}")
@@ -39,15 +42,17 @@ def differences(a: dict, b: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    argv = list(sys.argv[1:] if argv is None else argv)
+    any_order = "--any-order" in argv
+    argv = [x for x in argv if x != "--any-order"]
     if len(argv) != 2:
-        print("usage: python scripts/compare_reports.py A.json B.json", file=sys.stderr)
+        print("usage: python scripts/compare_reports.py [--any-order] A.json B.json", file=sys.stderr)
         return 2
     with open(argv[0]) as f:
         a = json.load(f)
     with open(argv[1]) as f:
         b = json.load(f)
-    diff = differences(a, b)
+    diff = differences(a, b, any_order)
     if diff:
         print("\n".join(diff))
         return 1

@@ -472,6 +472,25 @@ def test_regret_curves_use_common_random_numbers_across_k():
     assert gfa.settled_runs([256, 512, 1024], Rn)["share"] >= 0.75
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_side_work_runs_in_the_regret_pool_and_changes_nothing(workers):
+    """regret_curves(side=...): the audit's serial checks run as the pool's first chunks; each result reaches
+    on_side, and the regret runs are the same as without side work (and as the serial path, exe=None)."""
+    from dpcheck.algorithms.gfa import per_start_coverability
+    inst = appendix_d("easy")
+    C = per_start_coverability(inst.mdp, inst.fclass).value
+    kw = dict(K_grid=[64, 128], eps_list=[8.0], runs=2, runs_np=2, delta=1e-5, tuning="theory", C_cov=C, seed=5)
+    got = {}
+    side = [(np.add, (1, 2), {}), (np.linspace, (0.0, 1.0), {"num": 3})]
+    priv, Rn = gfa.regret_curves(2, inst, exe=ExecutionOptions(seed=0, workers=workers), side=side,
+                                 on_side=got.__setitem__, **kw)
+    assert got[0] == 3 and got[1].tolist() == [0.0, 0.5, 1.0]
+    priv0, Rn0 = gfa.regret_curves(2, inst, **kw)
+    assert np.array_equal(Rn, Rn0) and np.array_equal(priv[8.0], priv0[8.0])
+    with pytest.raises(ValueError, match="on_side"):
+        gfa.regret_curves(2, inst, side=side, **kw)
+
+
 class UniformSelection(PrivateOutcomeRL):
     """Planted defect for the rate checks: the learner ignores the scores (selects uniformly), so it never
     learns and its regret (and privacy cost) grows linearly in K."""

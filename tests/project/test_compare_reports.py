@@ -49,3 +49,19 @@ def test_any_changed_figure_verdict_or_order_is_reported(tmp_path, capsys):
         change(b)
         assert _run(tmp_path, REPORT, b) == 1
     assert "differs" in capsys.readouterr().out
+
+
+def test_any_order_matches_moved_checks_but_not_changed_ones(tmp_path):
+    b = copy.deepcopy(REPORT)
+    b["checks"].reverse()
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    pa.write_text(json.dumps(REPORT))
+    pb.write_text(json.dumps(b))
+    assert _module().main(["--any-order", str(pa), str(pb)]) == 0
+    b["checks"][0]["measured"]["slope"] = 0.5
+    pb.write_text(json.dumps(b))
+    assert _module().main(["--any-order", str(pa), str(pb)]) == 1
+    b = copy.deepcopy(REPORT)
+    b["checks"].pop()
+    pb.write_text(json.dumps(b))
+    assert _module().main([str(pa), "--any-order", str(pb)]) == 1

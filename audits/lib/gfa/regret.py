@@ -39,7 +39,7 @@ def _final_regret(agent, mdp, K, runs, seed):
 def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np: int, delta: float,
                   tuning: str, C_cov: float, seed: int, sensitivity="paper", agent_class=None, progress=None,
                   K_of_eps: dict | None = None, name: str = "private_gfa", runs_of_eps: dict | None = None, mechanism=None,
-                  exe=None, cache_report: dict | None = None):
+                  exe=None, cache_report: dict | None = None, side=(), on_side=None):
     """Final cumulative regret of the private learner for every eps of ``eps_list`` at the episode counts
     ``K_of_eps[eps]`` (default: all of ``K_grid``) -> {eps: (runs_of_eps.get(eps, runs), len)}, and of the non-private batched
     learner (B = ceil(sqrt K), Remark 3.7) over ``K_grid`` (runs_np, G). One batch of runs per K (B depends
@@ -54,7 +54,11 @@ def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np:
     ``exe`` (dpcheck.audit.ExecutionOptions): every (learner, K) batch of runs is one chunk of
     dpcheck.parallel.run_chunks over its workers (largest K x runs first, so the workers end together), with its
     --cache (``cache_report`` receives the chunk cache's use); the results do not depend on the number of
-    workers. None: the batches run here, one after another, through dpcheck.parallel.cached_call."""
+    workers. None: the batches run here, one after another, through dpcheck.parallel.cached_call.
+
+    ``side``: other work of the audit, (fn, args, kwargs) run as the pool's first chunks (fn(*args, **kwargs) in a worker,
+    the audit's serial checks beside the regret runs, so no core idles while they run), each result handed to
+    ``on_side(j, result)`` as soon as it is in. The regret results do not depend on them."""
     from dpcheck.algorithms.gfa import NonPrivateGeneralMDP, NonPrivateOutcomeRL, remark_3_7_batch_size
     mdp, fc = inst.mdp, inst.fclass
     s1 = inst.s1
@@ -73,29 +77,43 @@ def regret_curves(algorithm: int, inst, *, K_grid, eps_list, runs: int, runs_np:
         kw = {"s1": s1} if algorithm == 1 else {}
         jobs.append((None, NP(fc, B=remark_3_7_batch_size(int(K)), eta=eta_np, **kw), int(K), runs_np,
                      seed + 7919))
+    side = tuple(side)
+    if side and on_side is None:
+        raise ValueError("regret_curves: side work needs on_side to receive its results")
     if exe is None:
+        for j, (fn, args, kw) in enumerate(side):
+            on_side(j, fn(*args, **kw))
         finals = [cached_call("private_gfa.regret", _final_regret, ag, mdp, K, r, sd) for _, ag, K, r, sd in jobs]
     else:
         from dpcheck.parallel import run_chunks
         order = sorted(range(len(jobs)), key=lambda j: -jobs[j][2] * jobs[j][3])
         batches = tuple((jobs[j][1], jobs[j][2], jobs[j][3], jobs[j][4]) for j in order)
         if progress:
-            progress(f"{name}: regret, {len(jobs)} batches of runs over {exe.workers} worker(s)")
-        out = run_chunks(_final_regret_chunk, len(batches), seed, args=(batches, mdp), workers=exe.workers,
-                         backend=exe.backend, scheduler=exe.scheduler, cache_dir=exe.cache_dir,
-                         cache_key=f"{name}:regret", say=progress, cache_report=cache_report)
+            extra = f" after {len(side)} other check(s)" if side else ""
+            progress(f"{name}: regret, {len(jobs)} batches of runs{extra} over {exe.workers} worker(s)")
         finals = [None] * len(jobs)
-        for j, r in zip(order, out):
-            finals[j] = r
+
+        def take(i, r):
+            if i < len(side):
+                on_side(i, r)
+            else:
+                finals[order[i - len(side)]] = r
+        run_chunks(_pool_chunk, len(side) + len(batches), seed, args=(side, batches, mdp), workers=exe.workers,
+                   backend=exe.backend, scheduler=exe.scheduler, cache_dir=exe.cache_dir,
+                   cache_key=f"{name}:regret", say=progress, cache_report=cache_report, on_result=take)
     priv = {eps: np.stack([f for (e, *_), f in zip(jobs, finals) if e == eps], axis=1) for eps in eps_list}
     Rn = np.stack([f for (e, *_), f in zip(jobs, finals) if e is None], axis=1)
     return priv, Rn
 
 
-def _final_regret_chunk(i, _chunk_seed, batches, mdp):
-    """Chunk i of :func:`regret_curves`: the final regret of batches[i] = (learner, K, runs, seed), from its
-    own seed (common random numbers), not the chunk's."""
-    ag, K, runs, seed = batches[i]
+def _pool_chunk(i, _chunk_seed, side, batches, mdp):
+    """Chunk i of :func:`regret_curves`: side[i] = (fn, args, kwargs) -> fn(*args, **kwargs) for the first len(side) chunks, then
+    the final regret of batches[i - len(side)] = (learner, K, runs, seed), from its own seed (common random
+    numbers), not the chunk's."""
+    if i < len(side):
+        fn, args, kw = side[i]
+        return fn(*args, **kw)
+    ag, K, runs, seed = batches[i - len(side)]
     return _final_regret(ag, mdp, K, runs, seed)
 
 
@@ -178,12 +196,13 @@ def _one_sided_confidence(check: Check, alpha: float) -> Check:
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
                   agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None, mechanism=None,
-                  exe=None, cache_report: dict | None = None) -> list[Check]:
+                  exe=None, cache_report: dict | None = None, side=(), on_side=None) -> list[Check]:
     """The rate checks: the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails). A pass whose interval lies wholly
     below 0.25 (regret saturating in the window) is marked uninformative. ``runs_K``: runs of the private K
-    sweep at eps_K (default ``runs``; the eps sweep keeps ``runs``)."""
+    sweep at eps_K (default ``runs``; the eps sweep keeps ``runs``). ``side``, ``on_side``: other work run in the
+    same pool (:func:`regret_curves`)."""
     from dpcheck.regret import fit_increment_exponent, fit_scaling, slope_check
     K_grid = [int(k) for k in K_grid]
     thm = THEOREM[algorithm]
@@ -196,7 +215,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                              delta=delta, tuning=tuning, C_cov=C_cov, seed=seed, sensitivity=sensitivity,
                              agent_class=agent_class, progress=progress, K_of_eps=K_of_eps, name=name,
                              runs_of_eps={eps_K: runs_K} if runs_K else None, mechanism=mechanism, exe=exe,
-                             cache_report=cache_report)
+                             cache_report=cache_report, side=side, on_side=on_side)
     base = {"instance": inst.name, "tuning": tuning, "delta": delta, "runs_private": runs, "runs_nonprivate": runs_np,
             "runs_private_K_sweep": runs_K or runs,
             "K_grid": K_grid, "mean_regret_nonprivate": Rn.mean(0).tolist(),
