@@ -578,15 +578,15 @@ def test_one_sided_claims_use_one_sided_bounds():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("defect", ["private", "nonprivate"])
-def test_outcome_quick_rate_checks_do_not_pass_a_learner_that_never_learns(monkeypatch, defect):
-    """The same sizes with a learner that selects uniformly (the private one, or the non-private batched one
-    of Remark 3.7): its K-exponent is not passed (the bound is vacuous at these K, so a FAIL is softened to
-    INCONCLUSIVE)."""
+@pytest.mark.parametrize("defect,config", [("private", "quick"), ("nonprivate", "quick"), ("private", "default")])
+def test_outcome_quick_rate_checks_do_not_pass_a_learner_that_never_learns(monkeypatch, defect, config):
+    """The same sizes (and the default's) with a learner that selects uniformly (the private one, or the
+    non-private batched one of Remark 3.7): its K-exponent is not passed (the bound is vacuous at these K, so a
+    FAIL is softened to INCONCLUSIVE)."""
     import dpcheck.algorithms.gfa
     if defect == "nonprivate":
         monkeypatch.setattr(dpcheck.algorithms.gfa, "NonPrivateOutcomeRL", UniformSelectionNonPrivate)
-    checks = _outcome_quick_regret(0, agent_class=UniformSelection if defect == "private" else None)
+    checks = _outcome_quick_regret(0, agent_class=UniformSelection if defect == "private" else None, config=config)
     c = checks[f"regret.exponent.{defect}"]
     assert c.verdict != "pass", c.reason
     assert c.measured.get("ci") is None or c.measured["ci"][0] > 0.7, c.reason
