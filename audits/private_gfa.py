@@ -256,8 +256,8 @@ class _GFAAudit(Audit):
         import copy
         exe, ag, inst = self.exe, self.agent, self.inst
         name = self.name
-        self.progress(f"{name}: privacy (composition, data flow, black boxes; the selection law and the sensitivity "
-                      "search run beside the regret sweeps)")
+        self.progress(f"{name}: privacy (composition, data flow, black boxes; the selection law, the sensitivity "
+                      "search and the score-dataset check run beside the regret sweeps)")
         K = self.K
         self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
         self.beside_regret(lambda law: self.add_or_note(
@@ -278,8 +278,8 @@ class _GFAAudit(Audit):
         self.beside_regret(self.add, gfa.sensitivity_check, ag, init, examples=exe.pick(150, 40), seed=exe.seed)
         small = copy.copy(ag)
         small.B = min(ag.B, 3)
-        self.add(gfa.score_dataset_check(small, inst.mdp, K=exe.pick(24, 12), runs=exe.pick(4, 2),
-                                         seed=self.int_seed("score_dataset")))
+        self.beside_regret(self.add, gfa.score_dataset_check, small, inst.mdp, K=exe.pick(24, 12),
+                           runs=exe.pick(4, 2), seed=self.int_seed("score_dataset"))
         one = copy.copy(ag)
         one.B = 1                  # B = 1: the most updates (and data-dependent draws) the adversary sees
         self.add(gfa.jdp_blackbox_check(one, inst.mdp, exe, K=4, samples=self.samples()))
@@ -302,6 +302,12 @@ class _GFAAudit(Audit):
         exe = self.exe
         z = self.sizes["quick" if exe.quick else "default"]
         self.progress(f"{self.name}: regret sweeps ({self.params.tuning} tuning)")
+        B, eta, _ = gfa.tuned(self.alg, self.inst, z["K_eps"], z["eps_K"], delta=self.delta,
+                              tuning=self.params.tuning, C_cov=self.C_cov, sensitivity=self.sensitivity)
+        ag = gfa.make_agent(self.alg, self.inst.fclass, epsilon=z["eps_K"], delta=self.delta, B=B, eta=eta,
+                            sensitivity=self.sensitivity, s1=self.inst.s1, mechanism=self.mechanism)
+        self.beside_regret(self.add, gfa.output_policy_check, ag, self.inst, K=z["K_eps"], runs=z["runs"],
+                           alpha=exe.alpha, seed=self.int_seed("output_policy") % (2 ** 31))
         checks = gfa.regret_checks(
             self.alg, self.inst, K_grid=z["K_grid"], eps_K=z["eps_K"], eps_grid=z["eps_grid"], K_eps=z["K_eps"],
             runs=z["runs"], runs_np=z["runs_np"], delta=self.delta, tuning=self.params.tuning, C_cov=self.C_cov,
@@ -311,12 +317,6 @@ class _GFAAudit(Audit):
             side=[work for _, work in self.side], on_side=lambda j, r: self.side[j][0](r))
         for c in checks:
             self.add(c)
-        B, eta, _ = gfa.tuned(self.alg, self.inst, z["K_eps"], z["eps_K"], delta=self.delta,
-                              tuning=self.params.tuning, C_cov=self.C_cov, sensitivity=self.sensitivity)
-        ag = gfa.make_agent(self.alg, self.inst.fclass, epsilon=z["eps_K"], delta=self.delta, B=B, eta=eta,
-                            sensitivity=self.sensitivity, s1=self.inst.s1, mechanism=self.mechanism)
-        self.add(gfa.output_policy_check(ag, self.inst, K=z["K_eps"], runs=z["runs"], alpha=exe.alpha,
-                                         seed=self.int_seed("output_policy") % (2 ** 31)))
 
 
 class PrivateGFAAudit(_GFAAudit):
