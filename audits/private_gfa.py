@@ -190,6 +190,7 @@ class _GFAAudit(Audit):
 
     # -- configuration ---------------------------------------------------------------------
     def setup(self):
+        self.side = []          # (take, (fn, args, kwargs)): checks run beside the regret batches (beside_regret)
         fc = mdp = None
         if self.params.function_class:
             fc, mdp = gfa.load_function_class(self.params.function_class, self.alg)
@@ -227,7 +228,6 @@ class _GFAAudit(Audit):
 
     def run(self) -> None:
         self.setup()
-        self.side = []
         self.privacy()
         self.assumptions()
         if self.alg == 1:
