@@ -256,8 +256,8 @@ class _GFAAudit(Audit):
         import copy
         exe, ag, inst = self.exe, self.agent, self.inst
         name = self.name
-        self.progress(f"{name}: privacy (composition, sensitivity search, data flow, black boxes; the selection law "
-                      "and the score-dataset check run beside the regret sweeps)")
+        self.progress(f"{name}: privacy (composition, data flow, black boxes; the sensitivity search, the selection "
+                      "law and the score-dataset check run beside the regret sweeps)")
         K = self.K
         self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
         self.beside_regret(lambda law: self.add_or_note(
@@ -275,11 +275,9 @@ class _GFAAudit(Audit):
                                               backend=exe.backend, scheduler=exe.scheduler,
                                               progress=exe.progress, cache_dir=exe.cache_dir))
         init = gfa.public_init(ag, inst.mdp)
-        # here, not beside the regret batches: hypothesis draws ~5% of its choices from constants it mines from the
-        # project modules loaded in the process that runs it, so in a dask worker (other modules) the search
-        # meets other examples (max change 16 instead of 12.25 at --quick --seed 3); in this process it is
-        # the search every backend reports
-        self.add(gfa.sensitivity_check(ag, init, examples=exe.pick(150, 40), seed=exe.seed))
+        # beside the regret batches like the checks below: its examples depend on its seed only, in any process
+        # (dpcheck.hypothesis_search; before it, a dask worker's other modules gave other examples)
+        self.beside_regret(self.add, gfa.sensitivity_check, ag, init, examples=exe.pick(150, 40), seed=exe.seed)
         small = copy.copy(ag)
         small.B = min(ag.B, 3)
         self.beside_regret(self.add, gfa.score_dataset_check, small, inst.mdp, K=exe.pick(24, 12),

@@ -89,8 +89,9 @@ def search_pairs(target, samples: int, alpha: float, seed: int, selection_fracti
         return proj, plug
 
     say(f"{target.name}: input search: {s.describe()}")
+    engine = None
     if _is_strategy(s.domain):
-        _explore_strategy(s, evaluate, int(root.generate_state(1)[0]))
+        engine = _explore_strategy(s, evaluate, int(root.generate_state(1)[0]))
     else:
         rng = np.random.default_rng(draw_seq)
         for k in range(s.candidates):
@@ -117,6 +118,8 @@ def search_pairs(target, samples: int, alpha: float, seed: int, selection_fracti
         "top": [{"candidate": r[2], "estimate": _finite(r[0]), "plug_in_estimate": _finite(r[1])}
                 for r in ranked[:10]],
     }
+    if engine is not None:
+        record["hypothesis"] = engine
     return list(target.pairs) + [r[3] for r in chosen], record
 
 
@@ -124,17 +127,14 @@ def _finite(x: float):
     return None if not math.isfinite(x) else round(float(x), 6)
 
 
-def _explore_strategy(s: PairSearch, evaluate: Callable, seed: int) -> None:
-    """Candidates from a hypothesis strategy: hypothesis generates them (deterministically from ``seed``)
-    and ``hypothesis.target`` steers it towards pairs with a larger estimated loss."""
-    from hypothesis import HealthCheck, Phase, given, settings, target as steer
-    from hypothesis import seed as fix_seed
+def _explore_strategy(s: PairSearch, evaluate: Callable, seed: int) -> dict:
+    """Candidates from a hypothesis strategy: hypothesis generates them (deterministically from ``seed``,
+    :func:`dpcheck.hypothesis_search.explore`) and ``hypothesis.target`` steers it towards pairs with a
+    larger estimated loss. Returns the search's provenance."""
+    from hypothesis import Phase, target as steer
+    from dpcheck.hypothesis_search import explore
     errors: list = []
 
-    @fix_seed(seed)
-    @settings(max_examples=s.candidates, database=None, deadline=None, derandomize=False,
-              phases=(Phase.generate, Phase.target), suppress_health_check=list(HealthCheck))
-    @given(s.domain)
     def run(pair):
         if errors:
             return
@@ -148,9 +148,10 @@ def _explore_strategy(s: PairSearch, evaluate: Callable, seed: int) -> None:
             steer(float(np.clip(proj if math.isfinite(proj) else -1.0, -1.0, 1e6)), label="projected bound")
             steer(float(np.clip(plug if math.isfinite(plug) else -1.0, -1.0, 1e6)), label="plug-in bound")
 
-    run()
+    engine = explore(run, s.domain, examples=s.candidates, seed=seed, phases=(Phase.generate, Phase.target))
     if errors:
         e = errors[0]
         if isinstance(e, (InputError, MechanismError)):
             raise e
         raise MechanismError(f"the search over a hypothesis strategy raised {type(e).__name__}: {e}") from e
+    return engine

@@ -278,7 +278,7 @@ def test_sensitivity_search_attains_the_declared_vector_bound():
     decl = {k: (lambda H: 1.0) for k in ol.STATS}
     fw = ol.feature_worst_case(np.array([[[1.0, 0.0]], [[-1.0, 0.0]], [[0.0, 1.0]]]), 3)
     assert math.isclose(fw["w_vector"], 2 * 3) and math.isclose(fw["sigma_matrix"], 1.0)
-    ratios = ol.sensitivity_search(decl, 1.0, examples=15)
+    ratios = ol.sensitivity_search(decl, 1.0, examples=15)["ratios"]
     assert set(ratios) == set(ol.STATS) and all(v >= 0 for v in ratios.values())
 
 

@@ -136,15 +136,13 @@ def extreme_class(H: int, N: int = 24, S: int = 2, A: int = 2, seed: int = 0):
 def sensitivity_search(agent, init, *, examples: int = 200, max_n: int = 3, seed: int = 0) -> dict:
     """max over neighbouring datasets D ~ D' (one trajectory replaced; hypothesis, guided to large changes
     with ``target``) of max_f |S_D(f) - S_D'(f)|, through the learner's own scoring (``dataset_scores``)."""
-    from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    from hypothesis import strategies as st, target as hyp_target
+    from dpcheck.hypothesis_search import explore
     fc = agent.fclass
     H, S, A = fc.H, fc.S, fc.A
     data, traj = _dataset_strategy(H, S, A, max_n)
     best = {"d": 0.0, "pair": None}
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(data, traj, traj, st.integers(0, max_n))
     def search(rest, x, y, pos):
         pos = min(pos, len(rest))
         dx = rest[:pos] + [x] + rest[pos:]
@@ -156,8 +154,8 @@ def sensitivity_search(agent, init, *, examples: int = 200, max_n: int = 3, seed
         if d > best["d"]:
             best["d"], best["pair"] = d, {"D": dx, "D_prime": dy}
 
-    search()
-    return {"max_change": best["d"], "examples": examples, "worst_pair": best["pair"],
+    searched = explore(search, data, traj, traj, st.integers(0, max_n), examples=examples, seed=seed)
+    return {"max_change": best["d"], "examples": examples, "worst_pair": best["pair"], "hypothesis": searched,
             "class": repr(fc), "H": H, "S": S, "A": A}
 
 

@@ -170,7 +170,8 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     re-computed after insertion (rows re-featurised with the current value function) moves nodes that do
     not contain the user: FAIL. Also reported: the billboard premise (actions sent to the other users
     unchanged under a replayed transcript, Theorem 6.4) -- one counterexample fails."""
-    from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    from hypothesis import strategies as st, target as hyp_target
+    from dpcheck.hypothesis_search import explore
     from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
     from dpcheck.algorithms.linear import COUNTERS
     H, S, A = env.H, env.S, env.A
@@ -215,14 +216,11 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     for j in range(K - 1):
         evaluate(j, [0] + [S - 1] * H, [1.0] * H)
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(st.integers(0, K - 2), st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
-           st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=H, max_size=H))
     def search(j, states, rewards):
         hyp_target(float(evaluate(j, states, rewards)))
 
-    search()
+    searched = explore(search, st.integers(0, K - 2), st.lists(st.integers(0, S - 1), min_size=H + 1, max_size=H + 1),
+                       st.lists(st.sampled_from([0.0, 0.5, 1.0]), min_size=H, max_size=H), examples=examples, seed=seed)
     over = [c for c in COUNTERS if worst[c]["total"] > declared[c] * (1 + REL_TOL)]
     many = [c for c in COUNTERS if worst[c]["nodes_touched"] > sizes.m]
     mu = math.sqrt(sum((worst[c]["total"] / t.node_scale) ** 2 for c, t in priv.trees(sizes).items()
@@ -248,7 +246,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
                   measured={"per_counter": worst, "declared_sensitivity": declared, "m": sizes.m,
                             "gdp_mu_realised": mu, "examples": found["examples"], "confidence": 1.0,
                             "epsilon_lower_bound": None, "samples": found["examples"]},
-                  details={"agent": spec.describe(), "K": K, "witness": found["witness"],
+                  details={"agent": spec.describe(), "K": K, "witness": found["witness"], "hypothesis": searched,
                            "method": "hypothesis over the replaced user's position and trajectory; one random "
                                      "transcript (random_transcript: the value functions vary over [0, H]) replayed "
                                      "on both sides; node changes from the exact prefix sums"},

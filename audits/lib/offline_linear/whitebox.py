@@ -159,8 +159,10 @@ def _step_statistics(phi, traj_states, traj_actions, traj_rewards, V, sig2, h):
 def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: int = 0) -> dict:
     """Hypothesis search over neighbouring datasets (one trajectory replaced) with features ||phi|| <= B,
     next-step values Vtil_{h+1} in [0, H-h] and weights sigtil^2 in [1, H^2] (Algorithm 2 lines 7-8): the largest
-    l2 change of each statistic, as a fraction of ``declared`` (name -> sensitivity at that H, callable)."""
-    from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    l2 change of each statistic, as a fraction of ``declared`` (name -> sensitivity at that H, callable).
+    Returns {"ratios": {statistic: largest fraction}, "hypothesis": dpcheck.hypothesis_search.provenance}."""
+    from hypothesis import strategies as st, target as hyp_target
+    from dpcheck.hypothesis_search import explore
     from dpcheck.strategies import episode_actions, episode_sizes, episode_states
     best = {k: 0.0 for k in STATS}
 
@@ -183,9 +185,6 @@ def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: i
         x, y = draw(traj), draw(traj)
         return H, phi, V, sig2, rest, x, y
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(case())
     def search(c):
         H, phi, V, sig2, rest, x, y = c
         DX, DY = rest + [x], rest + [y]
@@ -199,8 +198,8 @@ def sensitivity_search(declared: dict, B: float, *, examples: int = 200, seed: i
                 worst = max(worst, r)
         hyp_target(worst)
 
-    search()
-    return best
+    searched = explore(search, case(), examples=examples, seed=seed)
+    return {"ratios": best, "hypothesis": searched}
 
 
 def feature_worst_case(phi, H: int) -> dict:
@@ -223,7 +222,8 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     rho = sum over the 5H releases of Delta^2 / (2 std^2) (searched Delta, the algorithm's std) <= claim."""
     B = algo.feature_bound
     sens_at = {k: (lambda Hh, k=k: algo.sensitivities(Hh)[k]) for k in STATS}
-    ratios = sensitivity_search(sens_at, B, examples=examples)
+    found = sensitivity_search(sens_at, B, examples=examples)
+    ratios = found["ratios"]
     fw = feature_worst_case(phi, H)
     decl, std = algo.sensitivities(H), algo.noise_stds(H)
     feat_ratio = {k: fw[k] / decl[k] for k in STATS}
@@ -257,7 +257,9 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
                  measured={"searched_ratio": ratios, "feature_ratio": feat_ratio, "declared": decl,
                            "rho_realised": rho_real, "epsilon_lower_bound": None, "confidence": 1.0,
                            "samples": examples},
-                 details={"feature_bound": B, "matrix_neighbour": algo.matrix_neighbour}, reason=reason)
+                 details={"feature_bound": B, "matrix_neighbour": algo.matrix_neighbour,
+                          "hypothesis": found["hypothesis"]},
+                 reason=reason)
 
 
 def equivalent_gaussian(stats) -> float:

@@ -107,7 +107,8 @@ def sensitivity_search(template, *, kind: str, H=2, S=3, A=2, K=6, rewards=True,
 
     Returns {"max_distance": [per family], "worst_pair_distance": [...], "examples": n}.
     """
-    from hypothesis import HealthCheck, given, settings, strategies as st, target as hyp_target
+    from hypothesis import strategies as st, target as hyp_target
+    from dpcheck.hypothesis_search import explore
     from dpcheck.strategies import episode_actions, episode_states
 
     def traj():
@@ -130,18 +131,15 @@ def sensitivity_search(template, *, kind: str, H=2, S=3, A=2, K=6, rewards=True,
 
     best = {"d": None}
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(traj(), traj())
     def search(x, y):
         d = dist(x, y)
         hyp_target(sum(d))
         best["d"] = d if best["d"] is None else [max(a, b) for a, b in zip(best["d"], d)]
 
-    search()
+    searched = explore(search, traj(), traj(), examples=examples, seed=seed)
     wx, wy = worst_case_pair(H, S, A)
     return {"max_distance": best["d"], "worst_pair_distance": dist(wx, wy), "examples": examples,
-            "instance": {"H": H, "S": S, "A": A, "K": K, "position": position}}
+            "hypothesis": searched, "instance": {"H": H, "S": S, "A": A, "K": K, "position": position}}
 
 
 def sensitivity_check(template, *, kind: str, claim, H=2, S=3, A=2, K=6, rewards=True, examples=300) -> Check:
