@@ -23,6 +23,14 @@ WINDOWS = {"2^9..2^12": (2 ** 9, 2 ** 12), "2^9..2^13": (2 ** 9, 2 ** 13), "2^9.
            "2^10..2^14": (2 ** 10, 2 ** 14)}
 
 
+def instance():
+    """The audit's default instance for Algorithm 2 and its per-start coverability C_cov."""
+    from dpcheck.algorithms.gfa import per_start_coverability
+    from dpcheck.audits.lib import gfa
+    inst = gfa.instance_with_class(2, None, None)
+    return inst, per_start_coverability(inst.mdp, inst.fclass).value
+
+
 def curves(seed: int, runs: int, keep: str | None = None):
     """(private (runs, 6), non-private (24, 6)) final regrets on K_FULL; ``keep``: a folder where they are saved
     as c_SEED_RUNS.npz and read back on a rerun."""
@@ -31,10 +39,8 @@ def curves(seed: int, runs: int, keep: str | None = None):
     if path and os.path.exists(path):
         d = np.load(path)
         return d["priv"], d["Rn"]
-    from dpcheck.algorithms.gfa import per_start_coverability
     from dpcheck.audits.lib import gfa
-    inst = gfa.instance_with_class(2, None, None)
-    C = per_start_coverability(inst.mdp, inst.fclass).value
+    inst, C = instance()
     priv, Rn = gfa.regret_curves(2, inst, K_grid=list(K_FULL), eps_list=[8.0], runs=runs, runs_np=24, delta=1e-5,
                                  tuning="theory", C_cov=C, seed=seed)
     if path:
@@ -42,22 +48,19 @@ def curves(seed: int, runs: int, keep: str | None = None):
     return priv[8.0], Rn
 
 
-def decide(P, Rn, window, seed: int, share: float) -> tuple[str, float]:
-    """The check's verdict letter and its one-sided PASS upper bound (nan when no exponent is fitted)."""
-    from dpcheck.audits.lib.gfa.regret import _difference, _regime, _upper_bound_fit
-    from dpcheck.regret import fit_increment_exponent, slope_check
+def decide(P, Rn, window, seed: int, share: float, inst_C) -> tuple[str, float]:
+    """The check's verdict letter and its one-sided PASS upper bound (nan when no exponent is fitted), by the
+    audit's own decision (audits/lib/gfa/regret.py private_exponent_check) on the window's columns."""
+    from dpcheck.audits.lib.gfa import _difference, private_exponent_check
     from dpcheck.stats import pass_level
+    inst, C = inst_C
     sel = [j for j, k in enumerate(K_FULL) if window[0] <= k <= window[1]]
-    D = _difference(P[:, sel], Rn[:, sel])
-    if np.any(np.diff(D.mean(0)) <= 0):
-        return "Pu", float("nan")               # the cost stops growing on the grid: no exponent
     with pass_level(0.05):
-        fit = _upper_bound_fit(fit_increment_exponent, [K_FULL[j] for j in sel], D, alpha=share, seed=seed,
-                               interval="t")
-    c = _regime(slope_check(fit, bound=0.7, id="regret.exponent.private", statement="", source="", xname="K",
-                            details={}), fit, "K^(3/5)")
+        c = private_exponent_check(2, inst, [K_FULL[j] for j in sel], _difference(P[:, sel], Rn[:, sel]), eps=8.0,
+                                   delta=1e-5, C_cov=C, sensitivity="paper", alpha=share, seed=seed, details={})
     letter = c.verdict[0].upper() + ("u" if "qualifier" in c.details else "")
-    return letter, float(fit.ci_pass[1])
+    fit = c.details.get("fit")
+    return letter, float(fit["ci_pass"][1]) if fit else float("nan")
 
 
 def main(argv=None) -> int:
@@ -72,6 +75,7 @@ def main(argv=None) -> int:
     lo, hi = (int(x) for x in a.seeds.split("-"))
     groups = [int(g) for g in a.groups.split(",") if int(g) <= a.runs]
     share = 0.05 / sum(r.tests for r in PrivateGFAOutcomeAudit.claims)
+    inst_C = instance()
     tally = collections.defaultdict(collections.Counter)
     upper = collections.defaultdict(list)
     for seed in range(lo, hi + 1):
@@ -79,7 +83,7 @@ def main(argv=None) -> int:
         for wname, w in WINDOWS.items():
             for g in groups:
                 for i in range(a.runs // g):
-                    v, u = decide(P[i * g:(i + 1) * g], Rn, w, seed, share)
+                    v, u = decide(P[i * g:(i + 1) * g], Rn, w, seed, share, inst_C)
                     tally[(wname, g)][v] += 1
                     if np.isfinite(u):
                         upper[(wname, g)].append(u)

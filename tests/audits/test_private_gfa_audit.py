@@ -230,6 +230,32 @@ def test_output_policy_identity_and_bounds(gf):
     assert np_t == np_t2 and p_t / p_t2 == pytest.approx(32 ** 0.4)
 
 
+def test_private_exponent_decision_on_known_curves(gf):
+    """regret.exponent.private (gfa.private_exponent_check, the decision the audit and
+    benchmarks/gfa_outcome_window.py share) on costs with known exponents: K^0.45 passes in the growing
+    regime; K^1.6 fails where the theorem's bound is below K J* (K up to 2^20 on GF-3) and is inconclusive
+    where it is vacuous (K up to 2^11); a flat cost is an uninformative pass."""
+    from dpcheck.algorithms.gfa import coverability
+    C = coverability(gf.mdp, gf.fclass).value
+    rng = np.random.default_rng(0)
+
+    def decide(K, D):
+        return gfa.private_exponent_check(1, gf, K, D, eps=64.0, delta=1e-5, C_cov=C, sensitivity="paper",
+                                          alpha=0.05 / 12, seed=0, details={})
+
+    small, large = [2 ** k for k in range(8, 12)], [2 ** k for k in range(17, 21)]
+    for K in (small, large):
+        Kn = np.asarray(K, float)
+        slow = decide(K, 3 * Kn ** 0.45 * (1 + 0.05 * rng.standard_normal((24, 4))))
+        assert slow.verdict == "pass" and "qualifier" not in slow.details and slow.details["fit"]["ci_pass"][1] < 0.7
+        steep = decide(K, 1e-3 * Kn ** 1.6 * (1 + 0.05 * rng.standard_normal((24, 4))))
+        vacuous = steep.details["bound_vacuity"]["vacuous"]
+        assert vacuous == (K is small)
+        assert steep.verdict == ("inconclusive" if vacuous else "fail")
+        flat = decide(K, 50 + rng.standard_normal((24, 4)))
+        assert flat.verdict == "pass" and flat.details["qualifier"] == "uninformative"
+
+
 @pytest.mark.slow
 def test_regret_checks_on_a_small_grid(gf):
     """Known behaviour on GF-3 (theory tuning): the privacy cost falls with eps; every check carries its

@@ -193,6 +193,52 @@ def _one_sided_confidence(check: Check, alpha: float) -> Check:
     return replace(check, measured=m)
 
 
+def _exponent(algorithm, inst, K_grid, R, bound, *, id, statement, source, details, ylabel, term, eps, delta,
+              C_cov, sensitivity, alpha, seed):
+    """One regret term's increment exponent against ``bound``, one-sided (ONE_SIDED), and whether the
+    theorem's bound for that term is vacuous on the grid: (check, fit, vacuous, vacuity record)."""
+    from dpcheck.regret import fit_increment_exponent, slope_check
+    fit = _upper_bound_fit(fit_increment_exponent, K_grid, R, alpha=alpha, seed=seed, interval="t")
+    c = slope_check(fit, bound=bound, id=id, statement=statement, source=source, xname="K",
+                    details={**details, "sides": ONE_SIDED}, ylabel=ylabel)
+    c = _one_sided_confidence(c, alpha)
+    vac, info = _bound_vacuity(algorithm, inst, K_grid, eps, delta, C_cov,
+                               _declared_sensitivity(algorithm, inst, sensitivity), term)
+    return c, fit, vac, info
+
+
+def private_exponent_check(algorithm: int, inst, K_grid, D, *, eps: float, delta: float, C_cov: float,
+                           sensitivity, alpha: float, seed: int, details: dict) -> Check:
+    """regret.exponent.private from the privacy costs ``D`` (runs, len(K_grid)) = private regret minus the mean
+    non-private regret at each K (:func:`_difference`), measured at ``eps``: the exponent of the mean cost's
+    increments <= 3/5 + 0.1 (one-sided, ONE_SIDED); a FAIL where the theorem's bound is vacuous on the grid
+    is softened (:func:`_soft_fail`), a PASS in the shrinking regime marked uninformative (:func:`_regime`).
+    The one decision of this check: the audit (:func:`regret_checks`) and benchmarks/gfa_outcome_window.py use it."""
+    thm = THEOREM[algorithm]
+    K_grid = [int(k) for k in K_grid]
+    incr = np.diff(D.mean(0))
+    if np.any(incr <= 0):
+        # a cost that stops growing somewhere on the grid is no evidence against "at most K^(3/5)" (a cost
+        # growing like a power of K increases at every step), but it leaves no exponent to fit
+        return qualify(Check(id="regret.exponent.private", kind="regret", verdict=PASS,
+                             claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
+                                    "source": f"{SOURCE}, {thm}"},
+                             measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha,
+                                       "seeds": int(D.shape[0])},
+                             details=details,
+                             reason="the mean privacy cost does not increase everywhere on the K grid"),
+                       "uninformative", "the mean privacy cost stops growing somewhere on the K grid (it has "
+                       "flattened, or is within noise of a constant), so no exponent can be fitted; the cost "
+                       "is not growing, its rate is not measured")
+    c, fit, vac, info = _exponent(
+        algorithm, inst, K_grid, D, 0.7, id="regret.exponent.private",
+        statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): exponent of its "
+                  "increments <= 3/5 + 0.1", source=f"{SOURCE}, {thm}", details=details,
+        ylabel="privacy cost increment", term="private", eps=eps, delta=delta, C_cov=C_cov,
+        sensitivity=sensitivity, alpha=alpha, seed=seed)
+    return _regime(_soft_fail(c, vac, info), fit, "K^(3/5)")
+
+
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
                   agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None, mechanism=None,
@@ -203,7 +249,7 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     below 0.25 (regret saturating in the window) is marked uninformative. ``runs_K``: runs of the private K
     sweep at eps_K (default ``runs``; the eps sweep keeps ``runs``). ``side``, ``on_side``: other work run in the
     same pool (:func:`regret_curves`)."""
-    from dpcheck.regret import fit_increment_exponent, fit_scaling, slope_check
+    from dpcheck.regret import fit_scaling, slope_check
     K_grid = [int(k) for k in K_grid]
     thm = THEOREM[algorithm]
     eps_all = sorted(set([eps_K, *eps_grid]))
@@ -223,39 +269,10 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                                     for e in eps_all}}
     out = []
 
-    def exponent(R, bound, id, statement, source, details, ylabel, term):
-        """One regret term's increment exponent against ``bound``, one-sided (ONE_SIDED), and whether the
-        theorem's bound for that term is vacuous on the grid."""
-        fit = _upper_bound_fit(fit_increment_exponent, K_grid, R, alpha=alpha, seed=seed, interval="t")
-        c = slope_check(fit, bound=bound, id=id, statement=statement, source=source, xname="K",
-                        details={**details, "sides": ONE_SIDED}, ylabel=ylabel)
-        c = _one_sided_confidence(c, alpha)
-        vac, info = _bound_vacuity(algorithm, inst, K_grid, eps_K, delta, C_cov, _declared_sensitivity(algorithm,
-                                   inst, sensitivity), term)
-        return c, fit, vac, info
-
     # privacy term vs K
-    D = _difference(priv[eps_K], Rn)
-    incr = np.diff(D.mean(0))
-    if np.any(incr <= 0):
-        # a cost that stops growing somewhere on the grid is no evidence against "at most K^(3/5)" (a cost
-        # growing like a power of K increases at every step), but it leaves no exponent to fit
-        out.append(qualify(Check(id="regret.exponent.private", kind="regret", verdict=PASS,
-                                 claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
-                                        "source": f"{SOURCE}, {thm}"},
-                                 measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha,
-                                           "seeds": runs_K or runs},
-                                 details={**base, "epsilon": eps_K},
-                                 reason="the mean privacy cost does not increase everywhere on the K grid"),
-                           "uninformative", "the mean privacy cost stops growing somewhere on the K grid (it has "
-                           "flattened, or is within noise of a constant), so no exponent can be fitted; the cost "
-                           "is not growing, its rate is not measured"))
-    else:
-        c, fit, vac, info = exponent(
-            D, 0.7, "regret.exponent.private", "privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) "
-            "eps^(-2/5)): exponent of its increments <= 3/5 + 0.1", f"{SOURCE}, {thm}", {**base, "epsilon": eps_K},
-            "privacy cost increment", "private")
-        out.append(_regime(_soft_fail(c, vac, info), fit, "K^(3/5)"))
+    out.append(private_exponent_check(algorithm, inst, K_grid, _difference(priv[eps_K], Rn), eps=eps_K, delta=delta,
+                                      C_cov=C_cov, sensitivity=sensitivity, alpha=alpha, seed=seed,
+                                      details={**base, "epsilon": eps_K}))
     # non-private term vs K (Remark 3.7)
     incr = np.diff(Rn.mean(0))
     settled = settled_runs(K_grid, Rn)
@@ -267,10 +284,12 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                          details=base, reason="the mean non-private regret does not increase over the K grid: "
                                               "no exponent can be fitted"), settled, Rn, 0.6))
     else:
-        c, fit, vac, info = exponent(
-            Rn, 0.6, "regret.exponent.nonprivate", "non-private batched learner (B = ceil(sqrt K)): Regret = "
-            "O~(sqrt(C_cov K)); exponent of the increments <= 1/2 + 0.1", f"{SOURCE}, Remark 3.7, {thm}", base,
-            "regret increment", "nonprivate")
+        c, fit, vac, info = _exponent(
+            algorithm, inst, K_grid, Rn, 0.6, id="regret.exponent.nonprivate",
+            statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); exponent of the "
+                      "increments <= 1/2 + 0.1", source=f"{SOURCE}, Remark 3.7, {thm}", details=base,
+            ylabel="regret increment", term="nonprivate", eps=eps_K, delta=delta, C_cov=C_cov,
+            sensitivity=sensitivity, alpha=alpha, seed=seed)
         c = _settled_regime(c, settled, Rn, 0.6)      # before _soft_fail: a FAIL is never changed
         out.append(_regime(_soft_fail(c, vac, info), fit, "sqrt(K)"))
     # privacy cost vs eps at K_eps
