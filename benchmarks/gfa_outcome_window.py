@@ -51,13 +51,13 @@ def curves(seed: int, runs: int, keep: str | None = None):
 def decide(P, Rn, window, seed: int, share: float, inst_C) -> tuple[str, float]:
     """The check's verdict letter and its one-sided PASS upper bound (nan when no exponent is fitted), by the
     audit's own decision (audits/lib/gfa/regret.py private_exponent_check) on the window's columns."""
-    from dpcheck.audits.lib.gfa import _difference, private_exponent_check
+    from dpcheck.audits.lib.gfa import RateSetting, _difference, private_exponent_check
     from dpcheck.stats import pass_level
     inst, C = inst_C
     sel = [j for j, k in enumerate(K_FULL) if window[0] <= k <= window[1]]
+    rates = RateSetting(2, inst, tuple(K_FULL[j] for j in sel), 8.0, 1e-5, C, "paper", share, seed)
     with pass_level(0.05):
-        c = private_exponent_check(2, inst, [K_FULL[j] for j in sel], _difference(P[:, sel], Rn[:, sel]), eps=8.0,
-                                   delta=1e-5, C_cov=C, sensitivity="paper", alpha=share, seed=seed, details={})
+        c = private_exponent_check(rates, _difference(P[:, sel], Rn[:, sel]), {})
     letter = c.verdict[0].upper() + ("u" if "qualifier" in c.details else "")
     fit = c.details.get("fit")
     return letter, float(fit["ci_pass"][1]) if fit else float("nan")

@@ -30,6 +30,9 @@ A memo table declared as such (:class:`WeakMemo`, or any object whose class sets
 ``__fingerprint_memo__ = True``) is hashed by its class alone: it holds values derived from its keys by
 code that is hashed where it is called (e.g. ``dpcheck.algorithms.gfa.evaluation.next_state_table``), so whether it
 was filled yet must not change the key (and a ``weakref.WeakKeyDictionary`` has no deterministic reduction).
+The same declaration fits an object that computes nothing, such as a lock that only orders work
+(``dpcheck.hypothesis_search._PoolGuard``); a bare lock stays unfingerprintable, since it may guard state
+that does change what is computed.
 
 A class may list in ``__fingerprint_transient__`` the instance attributes that are scratch state of
 one call sequence, written before they are read by every use (``UserPairs._episode``: the episode in

@@ -26,7 +26,20 @@ import threading
 from contextlib import contextmanager
 from typing import Callable
 
-_LOCK = threading.RLock()      # the pool is process-wide: one pinned search at a time per process
+import hypothesis      # a module-level name: the chunk cache keys a search on hypothesis.__version__ (fingerprint)
+
+
+class _PoolGuard:
+    """The pool is process-wide: one pinned search at a time per process. The guard orders work and computes
+    nothing, so a computation that runs a search is keyed by this class alone (dpcheck.fingerprint's memo rule),
+    not refused as unpicklable state."""
+    __fingerprint_memo__ = True
+
+    def __init__(self):
+        self.lock = threading.RLock()
+
+
+_GUARD = _PoolGuard()
 
 
 def _pool_hooks():
@@ -58,7 +71,7 @@ def without_local_constants():
         yield False
         return
     providers, empty = hooks
-    with _LOCK:
+    with _GUARD.lock:
         mined = providers._get_local_constants
         providers._get_local_constants = lambda: empty
         providers.CONSTANTS_CACHE.cache.clear()
@@ -71,7 +84,6 @@ def without_local_constants():
 
 def provenance(seed: int) -> dict:
     """What a searched figure depends on, for a check's details."""
-    import hypothesis
     return {"engine": f"hypothesis {hypothesis.__version__}", "seed": int(seed),
             "local_constants": "excluded" if controls_local_constants() else
             "not controlled (this hypothesis version has no pool dpcheck knows how to empty)"}

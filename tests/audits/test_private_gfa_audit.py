@@ -240,8 +240,8 @@ def test_private_exponent_decision_on_known_curves(gf):
     rng = np.random.default_rng(0)
 
     def decide(K, D):
-        return gfa.private_exponent_check(1, gf, K, D, eps=64.0, delta=1e-5, C_cov=C, sensitivity="paper",
-                                          alpha=0.05 / 12, seed=0, details={})
+        rates = gfa.RateSetting(1, gf, tuple(K), 64.0, 1e-5, C, "paper", 0.05 / 12, 0)
+        return gfa.private_exponent_check(rates, D, {})
 
     small, large = [2 ** k for k in range(8, 12)], [2 ** k for k in range(17, 21)]
     for K in (small, large):

@@ -135,3 +135,14 @@ def test_the_pool_is_restored_when_the_search_raises():
     with without_local_constants() as pinned:
         assert pinned and len(providers._get_local_constants().integers) == 0
     assert providers._get_local_constants is mined
+
+
+def test_a_search_can_be_cached_and_is_keyed_on_the_hypothesis_version(monkeypatch):
+    # the chunk cache keys side work that runs a search (private_gfa's sensitivity check beside the regret
+    # batches): the guard's lock must not make it unfingerprintable, and another hypothesis draws other examples
+    import hypothesis
+    from dpcheck.audits.lib import gfa
+    from dpcheck.fingerprint import fingerprint
+    key = fingerprint(gfa.sensitivity_check)
+    monkeypatch.setattr(hypothesis, "__version__", "0.0.1")
+    assert fingerprint(gfa.sensitivity_check) != key

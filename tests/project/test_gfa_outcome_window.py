@@ -17,7 +17,7 @@ def _bench():
 
 
 def test_window_benchmark_letters_are_the_audit_verdicts():
-    from dpcheck.audits.lib.gfa import _difference, private_exponent_check
+    from dpcheck.audits.lib.gfa import RateSetting, _difference, private_exponent_check
     from dpcheck.stats import pass_level
     b = _bench()
     inst_C = b.instance()
@@ -30,9 +30,8 @@ def test_window_benchmark_letters_are_the_audit_verdicts():
         letter, upper = b.decide(P, Rn, b.WINDOWS["2^9..2^12"], 0, 0.05 / 12, inst_C)
         sel = slice(0, 4)
         with pass_level(0.05):
-            c = private_exponent_check(2, inst_C[0], list(b.K_FULL[sel]), _difference(P[:, sel], Rn[:, sel]), eps=8.0,
-                                       delta=1e-5, C_cov=inst_C[1], sensitivity="paper", alpha=0.05 / 12, seed=0,
-                                       details={})
+            rates = RateSetting(2, inst_C[0], b.K_FULL[sel], 8.0, 1e-5, inst_C[1], "paper", 0.05 / 12, 0)
+            c = private_exponent_check(rates, _difference(P[:, sel], Rn[:, sel]), {})
         assert letter == c.verdict[0].upper() + ("u" if "qualifier" in c.details else "")
         assert np.isnan(upper) == (name == "flat")
         letters[name] = letter

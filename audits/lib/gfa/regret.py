@@ -6,7 +6,7 @@ sub-optimality = Regret / K.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -193,49 +193,59 @@ def _one_sided_confidence(check: Check, alpha: float) -> Check:
     return replace(check, measured=m)
 
 
-def _exponent(algorithm, inst, K_grid, R, bound, *, id, statement, source, details, ylabel, term, eps, delta,
-              C_cov, sensitivity, alpha, seed):
-    """One regret term's increment exponent against ``bound``, one-sided (ONE_SIDED), and whether the
-    theorem's bound for that term is vacuous on the grid: (check, fit, vacuous, vacuity record)."""
-    from dpcheck.regret import fit_increment_exponent, slope_check
-    fit = _upper_bound_fit(fit_increment_exponent, K_grid, R, alpha=alpha, seed=seed, interval="t")
-    c = slope_check(fit, bound=bound, id=id, statement=statement, source=source, xname="K",
-                    details={**details, "sides": ONE_SIDED}, ylabel=ylabel)
-    c = _one_sided_confidence(c, alpha)
-    vac, info = _bound_vacuity(algorithm, inst, K_grid, eps, delta, C_cov,
-                               _declared_sensitivity(algorithm, inst, sensitivity), term)
-    return c, fit, vac, info
+@dataclass(frozen=True)
+class RateSetting:
+    """What every K-exponent decision of one regret sweep is made against: the algorithm (1 or 2) on ``inst``
+    over ``K_grid`` at ``eps`` (the K sweep's epsilon), the theorem's constants for the vacuity test
+    (:func:`_bound_vacuity`), and the audit's ``alpha`` and bootstrap ``seed``."""
+    algorithm: int
+    inst: object
+    K_grid: tuple
+    eps: float
+    delta: float
+    C_cov: float
+    sensitivity: object       # "paper" | "telescoping" | "binary" | a number (_declared_sensitivity)
+    alpha: float
+    seed: int
+
+    def exponent(self, R, bound, term: str, **check):
+        """One regret term's increment exponent against ``bound``, one-sided (ONE_SIDED), and whether the
+        theorem's bound for ``term`` is vacuous on the grid: (check, fit, vacuous, vacuity record). ``check``:
+        slope_check's id, statement, source, details, ylabel."""
+        from dpcheck.regret import fit_increment_exponent, slope_check
+        K = list(self.K_grid)
+        fit = _upper_bound_fit(fit_increment_exponent, K, R, alpha=self.alpha, seed=self.seed, interval="t")
+        c = slope_check(fit, bound=bound, xname="K", **{**check, "details": {**check["details"], "sides": ONE_SIDED}})
+        vac, info = _bound_vacuity(self.algorithm, self.inst, K, self.eps, self.delta, self.C_cov,
+                                   _declared_sensitivity(self.algorithm, self.inst, self.sensitivity), term)
+        return _one_sided_confidence(c, self.alpha), fit, vac, info
 
 
-def private_exponent_check(algorithm: int, inst, K_grid, D, *, eps: float, delta: float, C_cov: float,
-                           sensitivity, alpha: float, seed: int, details: dict) -> Check:
+def private_exponent_check(rates: RateSetting, D, details: dict) -> Check:
     """regret.exponent.private from the privacy costs ``D`` (runs, len(K_grid)) = private regret minus the mean
-    non-private regret at each K (:func:`_difference`), measured at ``eps``: the exponent of the mean cost's
-    increments <= 3/5 + 0.1 (one-sided, ONE_SIDED); a FAIL where the theorem's bound is vacuous on the grid
-    is softened (:func:`_soft_fail`), a PASS in the shrinking regime marked uninformative (:func:`_regime`).
+    non-private regret at each K (:func:`_difference`): the exponent of the mean cost's increments <= 3/5 + 0.1
+    (one-sided, ONE_SIDED); a FAIL where the theorem's bound is vacuous on the grid is softened
+    (:func:`_soft_fail`), a PASS in the shrinking regime marked uninformative (:func:`_regime`).
     The one decision of this check: the audit (:func:`regret_checks`) and benchmarks/gfa_outcome_window.py use it."""
-    thm = THEOREM[algorithm]
-    K_grid = [int(k) for k in K_grid]
+    source = f"{SOURCE}, {THEOREM[rates.algorithm]}"
     incr = np.diff(D.mean(0))
     if np.any(incr <= 0):
         # a cost that stops growing somewhere on the grid is no evidence against "at most K^(3/5)" (a cost
         # growing like a power of K increases at every step), but it leaves no exponent to fit
         return qualify(Check(id="regret.exponent.private", kind="regret", verdict=PASS,
                              claim={"statement": "privacy term of the regret grows at most like K^(3/5)",
-                                    "source": f"{SOURCE}, {thm}"},
-                             measured={"mean_increments": incr.tolist(), "confidence": 1 - alpha,
+                                    "source": source},
+                             measured={"mean_increments": incr.tolist(), "confidence": 1 - rates.alpha,
                                        "seeds": int(D.shape[0])},
                              details=details,
                              reason="the mean privacy cost does not increase everywhere on the K grid"),
                        "uninformative", "the mean privacy cost stops growing somewhere on the K grid (it has "
                        "flattened, or is within noise of a constant), so no exponent can be fitted; the cost "
                        "is not growing, its rate is not measured")
-    c, fit, vac, info = _exponent(
-        algorithm, inst, K_grid, D, 0.7, id="regret.exponent.private",
+    c, fit, vac, info = rates.exponent(
+        D, 0.7, "private", id="regret.exponent.private", source=source, details=details,
         statement="privacy term Regret_private - Regret_nonprivate = O~(K^(3/5) eps^(-2/5)): exponent of its "
-                  "increments <= 3/5 + 0.1", source=f"{SOURCE}, {thm}", details=details,
-        ylabel="privacy cost increment", term="private", eps=eps, delta=delta, C_cov=C_cov,
-        sensitivity=sensitivity, alpha=alpha, seed=seed)
+                  "increments <= 3/5 + 0.1", ylabel="privacy cost increment")
     return _regime(_soft_fail(c, vac, info), fit, "K^(3/5)")
 
 
@@ -270,9 +280,8 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     out = []
 
     # privacy term vs K
-    out.append(private_exponent_check(algorithm, inst, K_grid, _difference(priv[eps_K], Rn), eps=eps_K, delta=delta,
-                                      C_cov=C_cov, sensitivity=sensitivity, alpha=alpha, seed=seed,
-                                      details={**base, "epsilon": eps_K}))
+    rates = RateSetting(algorithm, inst, tuple(K_grid), eps_K, delta, C_cov, sensitivity, alpha, seed)
+    out.append(private_exponent_check(rates, _difference(priv[eps_K], Rn), {**base, "epsilon": eps_K}))
     # non-private term vs K (Remark 3.7)
     incr = np.diff(Rn.mean(0))
     settled = settled_runs(K_grid, Rn)
@@ -284,12 +293,10 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                          details=base, reason="the mean non-private regret does not increase over the K grid: "
                                               "no exponent can be fitted"), settled, Rn, 0.6))
     else:
-        c, fit, vac, info = _exponent(
-            algorithm, inst, K_grid, Rn, 0.6, id="regret.exponent.nonprivate",
-            statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); exponent of the "
-                      "increments <= 1/2 + 0.1", source=f"{SOURCE}, Remark 3.7, {thm}", details=base,
-            ylabel="regret increment", term="nonprivate", eps=eps_K, delta=delta, C_cov=C_cov,
-            sensitivity=sensitivity, alpha=alpha, seed=seed)
+        c, fit, vac, info = rates.exponent(
+            Rn, 0.6, "nonprivate", id="regret.exponent.nonprivate", source=f"{SOURCE}, Remark 3.7, {thm}",
+            details=base, statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); "
+                                    "exponent of the increments <= 1/2 + 0.1", ylabel="regret increment")
         c = _settled_regime(c, settled, Rn, 0.6)      # before _soft_fail: a FAIL is never changed
         out.append(_regime(_soft_fail(c, vac, info), fit, "sqrt(K)"))
     # privacy cost vs eps at K_eps
