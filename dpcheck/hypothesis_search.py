@@ -6,15 +6,17 @@ examples it draws depend on more than the search itself:
 
 * ``derandomize=True`` seeds the run from a digest of the test function's *source text*: editing a comment
   in the search changes every figure, and a build without sources falls back to the function's name.
-* hypothesis (6.155, the release this was written against) draws about 5% of its integers, floats and strings from a pool of constants it mines
-  from every *local* module loaded in the process (not stdlib, not site-packages). Which modules count and
+* hypothesis (6.155, the release this was written against) draws about 5% of its integers, floats and
+  strings from constants, half of those (when both pools hold a permitted value) from a pool it mines from
+  every *local* module loaded in the process (not stdlib, not site-packages). Which modules count and
   which are loaded differ between an editable and a wheel install, between the main process and a dask or
   loky worker, and with whatever the user's own project has imported; the mining also writes cache files
   under ``.hypothesis/`` in the working directory.
 
 :func:`explore` runs a search with an explicit seed (``hypothesis.seed``) and, while it runs, an empty local
 pool (hypothesis's built-in constants stay: they are part of the hypothesis version). What remains is the
-hypothesis version itself, which every report records through :func:`provenance`.
+hypothesis version itself, which every check that runs a search records (:func:`provenance`) and the chunk
+cache keys on.
 
 The pool is reached through hypothesis internals (``providers._get_local_constants``). If a hypothesis
 release removes them, searches still run and :func:`provenance` says the pool is not controlled;
