@@ -146,3 +146,34 @@ def test_a_search_can_be_cached_and_is_keyed_on_the_hypothesis_version(monkeypat
     key = fingerprint(gfa.sensitivity_check)
     monkeypatch.setattr(hypothesis, "__version__", "0.0.1")
     assert fingerprint(gfa.sensitivity_check) != key
+
+
+_FRESH = """
+import sys
+from hypothesis import given, seed, settings, strategies as st
+from dpcheck.hypothesis_search import explore
+LOCAL_CONSTANTS = (123457, 765431, 0.3125)    # this file is a local module: plain hypothesis mines these
+seen = []
+
+
+def body(x):
+    seen.append(x)
+
+
+if sys.argv[1] == "dpcheck":
+    explore(body, st.integers(0, 10**6), examples=50, seed=1)
+else:
+    seed(1)(settings(max_examples=50, database=None)(given(st.integers(0, 10**6))(body)))()
+"""
+
+
+def test_a_search_writes_nothing_into_the_working_directory(tmp_path):
+    # plain hypothesis caches the constants it mines under ./.hypothesis/ (the control); a dpcheck audit run
+    # from a user's folder must not leave that behind
+    import subprocess
+    for how, expect in (("dpcheck", False), ("plain", True)):
+        cwd = tmp_path / how
+        cwd.mkdir()
+        (cwd / "probe.py").write_text(_FRESH)
+        subprocess.run([sys.executable, "probe.py", how], cwd=cwd, check=True, timeout=120)
+        assert (cwd / ".hypothesis").exists() == expect, how
