@@ -84,10 +84,12 @@ def without_local_constants():
             providers.CONSTANTS_CACHE.cache.clear()
 
 
-def provenance(seed: int) -> dict:
-    """What a searched figure depends on, for a check's details."""
+def provenance(seed: int, pinned: bool | None = None) -> dict:
+    """What a searched figure depends on, for a check's details; ``pinned``: whether the search ran without the
+    mined pool (default: whether this hypothesis lets :func:`without_local_constants` empty it)."""
+    pinned = controls_local_constants() if pinned is None else pinned
     return {"engine": f"hypothesis {hypothesis.__version__}", "seed": int(seed),
-            "local_constants": "excluded" if controls_local_constants() else
+            "local_constants": "excluded" if pinned else
             "not controlled (this hypothesis version has no pool dpcheck knows how to empty)"}
 
 
@@ -105,6 +107,6 @@ def explore(body: Callable, *strategies, examples: int, seed: int, phases=None) 
     if hasattr(settings, "backend"):        # an alternative backend (crosshair, ...) draws other examples
         kw["backend"] = "hypothesis"
     run = fix_seed(int(seed))(settings(**kw)(given(*strategies)(body)))
-    with without_local_constants():
+    with without_local_constants() as pinned:
         run()
-    return provenance(seed)
+    return provenance(seed, pinned)
