@@ -26,7 +26,7 @@ before (a package's submodule attributes are walked whether or not they were bou
 no pickle reduction, a C extension instance without state) raises :class:`Unfingerprintable`:
 the caller then runs without the cache rather than key on something weaker (a name).
 
-A memo table declared as such (:class:`WeakMemo`, or any object whose class sets
+A memo table declared as such (:class:`WeakMemo`, :class:`Memo`, or any object whose class sets
 ``__fingerprint_memo__ = True``) is hashed by its class alone: it holds values derived from its keys by
 code that is hashed where it is called (e.g. ``dpcheck.algorithms.gfa.evaluation.next_state_table``), so whether it
 was filled yet must not change the key (and a ``weakref.WeakKeyDictionary`` has no deterministic reduction).
@@ -78,6 +78,17 @@ class WeakMemo(weakref.WeakKeyDictionary):
 
     Declares itself a memo to :func:`fingerprint`, which hashes it by its class only: its contents are
     a function of its keys, so they must not enter a cache key (see the module docstring)."""
+
+    __fingerprint_memo__ = True
+
+
+class Memo(dict):
+    """A memo with keys of any kind: of values derived from its keys by the code that reads it, or of what has
+    been done once in this process (a plug-in class loaded from its spec, a configuration probed).
+
+    Declared like :class:`WeakMemo`: hashed by its class only, so a key does not depend on what the process
+    did before (which plug-ins an earlier in-process audit loaded). What the computation then uses (the
+    privatizer object, its class) enters the key where it is passed, not through the memo."""
 
     __fingerprint_memo__ = True
 

@@ -39,6 +39,7 @@ import math
 
 import numpy as np
 
+from dpcheck.fingerprint import Memo
 from dpcheck.errors import InputError, MechanismError
 from dpcheck.loading import call_plugin, probe_rng_use
 from dpcheck.algorithms.linear.regularizers import COUNTERS, Assumption2, LinearSizes, Regularizer
@@ -223,4 +224,4 @@ def probe(p: StreamPrivatizer, label: str) -> None:
                   "different generators): no noise is drawn from it, so nothing is private")
 
 
-_CLASSES: dict = {}
+_CLASSES: Memo = Memo()     # spec -> [class, probed] in this process (a declared memo: not part of any cache key)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpcheck.fingerprint import Memo
 from dpcheck.loading import probe_rng_use
 
 SIZES = dict(runs=2, H=2, S=2, A=2, K=3)
-_PROBED: set = set()
+_PROBED: Memo = Memo()      # configurations probed in this process (a declared memo: not part of any cache key)
 
 
 FIELDS = ("visits", "transitions", "rewards", "noisy_visits", "noisy_transitions")
@@ -81,4 +82,4 @@ def check_rng_use(make, label: str, key=None, rewards: bool = True) -> None:
     except _CannotRun:  # a plug-in that cannot run the tiny model: the audit itself reports what it did
         return
     if key is not None:
-        _PROBED.add(key)
+        _PROBED[key] = True

@@ -400,3 +400,43 @@ def test_the_recorder_itself_does_not_enter_a_key():
     before = fingerprint(loading.load_object)
     out, files = filereads.record(lambda: fingerprint(loading.load_object))
     assert out == before and files == []
+
+
+# ------------------------------------------------------------------ keys independent of the process's history
+_LOADERS_SCRIPT = textwrap.dedent('''
+    import json, sys
+    from dpcheck.fingerprint import fingerprint
+    from dpcheck.algorithms.privatizers.loader import (load_privatizer, load_offline_privatizer,
+                                                       load_regression_privatizer)
+    from dpcheck.algorithms.linear.loader import load_stream_privatizer
+    from dpcheck.algorithms.gfa.selection import load_selection_mechanism
+    loaders = dict(privatizer=load_privatizer, offline=load_offline_privatizer,
+                   regression=load_regression_privatizer, stream=load_stream_privatizer,
+                   selection=load_selection_mechanism)
+    before = {k: fingerprint(f) for k, f in loaders.items()}
+    ex = sys.argv[1]
+    load_privatizer(ex + "/my_privatizer.py:GaussianTreePrivatizer", epsilon=1.0)
+    load_stream_privatizer(ex + "/my_stream_privatizer.py:AnalyticGaussianTrees", epsilon=1.0, delta=0.1)
+    load_selection_mechanism(ex + "/my_selection.py:" + sys.argv[2])
+    load_offline_privatizer(ex + "/offline_privatizer.py:GeometricCountPrivatizer", epsilon=1.0)
+    load_regression_privatizer(ex + "/regression_privatizer.py:SplitBudgetGaussian", rho=1.0)
+    after = {k: fingerprint(f) for k, f in loaders.items()}
+    print(json.dumps({k: before[k] == after[k] for k in loaders}))
+''')
+
+
+def test_a_loaders_key_does_not_depend_on_the_plugins_this_process_loaded_before():
+    """The loaders remember which plug-ins they loaded and probed (once per process). Those memos must not
+    enter a cache key: once they did, a key depended on every plug-in loaded earlier in the process, so
+    with an editable install (dpcheck walked as user code) a second in-process audit (the Python API, the
+    pytest plugin, a notebook) recomputed chunks it had stored, and walking every remembered class made
+    the key itself slow (the --cache rerun of dp_ucbvi took 48 CPU s instead of 11 after the suite's
+    plug-in tests)."""
+    import ast
+    sel = next(n.name for n in ast.parse((ROOT / "examples" / "my_selection.py").read_text()).body
+               if isinstance(n, ast.ClassDef))
+    out = subprocess.run([sys.executable, "-c", _LOADERS_SCRIPT, str(ROOT / "examples"), sel],
+                         capture_output=True, text=True, cwd=str(ROOT), timeout=300)
+    assert out.returncode == 0, out.stderr
+    same = json.loads(out.stdout.strip().splitlines()[-1])
+    assert same == {k: True for k in same} and len(same) == 5, same
