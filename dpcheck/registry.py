@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from dpcheck.errors import InputError
+from dpcheck.fingerprint import Memo
 from dpcheck.options import COMMON, DEFAULT_USES, PARALLEL, SetOption, check_uses, parse_set  # noqa: F401
 
 
@@ -56,9 +57,12 @@ class AuditSpec:
         return options_dataclass(f"{self.name}_options", self.options)
 
 
-_REGISTRY: dict[str, AuditSpec] = {}
+# What this process has registered (declared memos, dpcheck.fingerprint.Memo): no computation reads them, so a
+# cache key that reaches them (an audit class -> Audit.register -> register) must not change with what other
+# audits the process has loaded or a user has registered since.
+_REGISTRY: Memo = Memo()            # name -> AuditSpec
 _loaded = False
-_LOAD_ERRORS: dict[str, str] = {}   # entry point -> why it failed to load (named by get())
+_LOAD_ERRORS: Memo = Memo()         # entry point -> why it failed to load (named by get())
 
 
 def register(name: str, *, algorithm: str, notion: str, claim: str,

@@ -440,3 +440,20 @@ def test_a_loaders_key_does_not_depend_on_the_plugins_this_process_loaded_before
     assert out.returncode == 0, out.stderr
     same = json.loads(out.stdout.strip().splitlines()[-1])
     assert same == {k: True for k in same} and len(same) == 5, same
+
+
+def test_an_audit_classs_key_does_not_depend_on_what_else_is_registered():
+    """An audit class reaches the registry (Audit.register -> dpcheck.registry.register): a key holding one
+    must not change when the process registers another audit (the first CLI run loads every built-in; the
+    Python API and the pytest plugin register more)."""
+    from dpcheck import registry
+    from dpcheck.audits.private_gfa import PrivateGFAAudit
+    registry.get("private_gfa")                      # the built-ins loaded, as in any audit run
+    before = fingerprint(PrivateGFAAudit)
+    name = "zz_test_registered_later"
+    try:
+        registry.register(name, algorithm="a test audit", notion="DP", claim="nothing")(lambda ctx: None)
+        assert name in registry._REGISTRY
+        assert fingerprint(PrivateGFAAudit) == before
+    finally:
+        registry._REGISTRY.pop(name, None)
