@@ -62,6 +62,7 @@ shows it as its own state, e.g. ``PASS (vacuous)``, so nobody takes it for evide
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import json
@@ -703,15 +704,11 @@ def _remove(path: Path) -> None:
         pass
 
 
-_UMASK: list = []
-
-
+@functools.lru_cache(maxsize=1)     # read once per process (os.umask can only be read by setting it)
 def _umask() -> int:
-    if not _UMASK:
-        m = os.umask(0o022)
-        os.umask(m)
-        _UMASK.append(m)
-    return _UMASK[0]
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
 
 
 def _atomic_write(path: Path, text: str) -> Path:

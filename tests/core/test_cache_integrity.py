@@ -440,6 +440,28 @@ def test_a_loaders_key_does_not_depend_on_the_plugins_this_process_loaded_before
     assert same == {k: True for k in same} and len(same) == 5, same
 
 
+_REPORT_WRITE_SCRIPT = """
+import json, pathlib, sys, tempfile
+from dpcheck import report
+from dpcheck.fingerprint import fingerprint
+before = fingerprint(report._atomic_write)
+with tempfile.TemporaryDirectory() as d:
+    report._atomic_write(pathlib.Path(d) / "r.json", "{}")
+print(json.dumps(fingerprint(report._atomic_write) == before))
+"""
+
+
+def test_writing_a_report_does_not_change_the_keys_that_reach_the_report_writer():
+    """The report writer reads the process's umask once and remembers it. Many check functions reach the
+    writer in the object graph (through the Python API), so the memo must not enter a key: once it did,
+    every such key changed after the process's first report (found by fingerprinting dpcheck's functions
+    before and after in-process audits). A fresh process, so that the memo starts empty."""
+    out = subprocess.run([sys.executable, "-c", _REPORT_WRITE_SCRIPT], capture_output=True, text=True,
+                         cwd=str(ROOT), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) is True
+
+
 @pytest.mark.slow
 def test_an_audit_classs_key_does_not_depend_on_what_else_is_registered():
     """An audit class reaches the registry (Audit.register -> dpcheck.registry.register): a key holding one
