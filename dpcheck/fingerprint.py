@@ -36,7 +36,8 @@ that does change what is computed.
 
 A class may list in ``__fingerprint_transient__`` the instance attributes that are scratch state of
 one call sequence, written before they are read by every use (``UserPairs._episode``: the episode in
-flight, set by ``reset`` before ``step`` reads it); they are left out of the key.
+flight, set by ``reset`` before ``step`` reads it); they are left out of the key. The caches a library class
+fills on first use are listed in ``_LIBRARY_TRANSIENT`` (a hypothesis strategy's) and left out the same way.
 
 Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises
 into) change its key once filled, so a rerun may recompute rather than read back (never the
@@ -393,12 +394,26 @@ class _Hasher:
             self.module(m, attrs | names)
 
 
+# Library classes whose instances fill caches on first use: the instance-dict keys left out of the key
+# (by the qualified name of a class in the instance's MRO). A hypothesis strategy records that it was
+# validated in a dict keyed by id() and memoises its label, repr, emptiness and (a lazy strategy) the
+# strategy its definition builds: all derived from the definition, which stays in the key.
+_LIBRARY_TRANSIENT = {
+    "hypothesis.strategies.SearchStrategy": (
+        "validate_called", "cached_is_empty", "cached_is_cacheable", "cached_has_reusable_values",
+        "_cached_repr", "_SearchStrategy__label", "_LazyStrategy__wrapped_strategy",
+        "_LazyStrategy__representation"),
+}
+
+
 def _cached_property_names(t: type) -> frozenset:
     """Instance-dict keys the key leaves out: where ``t``'s functools.cached_property attributes store
-    their values, and the scratch attributes its classes declare in ``__fingerprint_transient__``."""
+    their values, the scratch attributes its classes declare in ``__fingerprint_transient__``, and a
+    library class's caches (:data:`_LIBRARY_TRANSIENT`)."""
     out = set()
     for c in getattr(t, "__mro__", (t,)):
         out.update(vars(c).get("__fingerprint_transient__", ()))
+        out.update(_LIBRARY_TRANSIENT.get(f"{getattr(c, '__module__', '')}.{getattr(c, '__qualname__', '')}", ()))
         for name, v in vars(c).items():
             if isinstance(v, functools.cached_property):
                 out.add(v.attrname or name)

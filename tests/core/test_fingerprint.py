@@ -321,3 +321,21 @@ def test_from_import_does_not_walk_the_packages_above_the_module(tmp_path):
         assert fingerprint(user.f) != f0          # what f imports is in its key
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_a_hypothesis_strategy_keys_the_same_before_and_after_it_is_drawn_from():
+    """A strategy fills caches on first use (validation recorded under id(), its repr, label, emptiness,
+    a lazy strategy's built strategy): none may enter the key, which must stay a function of the
+    definition (dpcheck.fingerprint._LIBRARY_TRANSIENT)."""
+    import hypothesis.strategies as st
+    from hypothesis import Phase, find, settings
+
+    from dpcheck.algorithms.envs.strategies import markov_games, tabular_mdps
+    fresh = [st.lists(st.integers(0, 3), min_size=1).map(sum), tabular_mdps(), markov_games()]
+    before = [fingerprint(s) for s in fresh]
+    for s in fresh:
+        find(s, lambda v: True, settings=settings(max_examples=1, database=None, phases=[Phase.generate]))
+        repr(s)
+    assert [fingerprint(s) for s in fresh] == before
+    assert fingerprint(st.integers(0, 3)) == fingerprint(st.integers(0, 3))
+    assert fingerprint(st.integers(0, 3)) != fingerprint(st.integers(0, 4))     # the definition still counts
