@@ -462,6 +462,52 @@ def test_writing_a_report_does_not_change_the_keys_that_reach_the_report_writer(
     assert json.loads(out.stdout.strip().splitlines()[-1]) is True
 
 
+_PROBE_SCRIPT = '''
+import importlib, inspect, json, os, pkgutil, sys
+os.environ["MPLBACKEND"] = "Agg"
+import dpcheck.algorithms, dpcheck.audits
+from dpcheck.cli import main
+from dpcheck.fingerprint import Unfingerprintable, fingerprint
+funcs = {}
+for pkg in (dpcheck.algorithms, dpcheck.audits):
+    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        mod = importlib.import_module(m.name)
+        funcs.update({f"{m.name}.{n}": f for n, f in vars(mod).items()
+                      if inspect.isfunction(f) and f.__module__ == m.name})
+def keys():
+    out = {}
+    for k, f in funcs.items():
+        try:
+            out[k] = fingerprint(f)
+        except Unfingerprintable:
+            out[k] = None
+    return out
+before = keys()
+ex, out = sys.argv[1], sys.argv[2]
+for args in (["laplace_example"],
+             ["offline_count_privatizer", "--privatizer", ex + "/offline_privatizer.py:GeometricCountPrivatizer"]):
+    try:
+        main(["audit", *args, "--quick", "--samples", "20000", "--workers", "1", "--out", out, "--quiet"])
+    except SystemExit as e:
+        assert e.code in (0, None), e.code
+after = keys()
+print(json.dumps({"functions": len(before), "changed": sorted(k for k in before if before[k] != after[k])}))
+'''
+
+
+@pytest.mark.slow
+def test_no_module_level_functions_key_changes_after_in_process_audits(tmp_path):
+    """The net under this section's other tests: fingerprint every module-level function of dpcheck.algorithms and
+    dpcheck.audits (530), run two audits in the same process (the Python API's and the pytest plugin's
+    situation: a black box, a plug-in loaded and probed, reports written), fingerprint them again. Any
+    process-lifetime memo reachable from a key shows up here (the report writer's umask memo changed six)."""
+    out = subprocess.run([sys.executable, "-c", _PROBE_SCRIPT, str(ROOT / "examples"), str(tmp_path)],
+                         capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["functions"] > 400 and res["changed"] == [], res
+
+
 @pytest.mark.slow
 def test_an_audit_classs_key_does_not_depend_on_what_else_is_registered():
     """An audit class reaches the registry (Audit.register -> dpcheck.registry.register): a key holding one
