@@ -514,7 +514,7 @@ def test_regret_curves_use_common_random_numbers_across_k():
     assert gfa.settled_runs([256, 512, 1024], Rn)["share"] >= 0.75
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])   # 2: a loky pool (~3 s)
 def test_side_work_runs_in_the_regret_pool_and_changes_nothing(workers):
     """regret_curves(side=...): the audit's serial checks run as the pool's first chunks; each result reaches
     on_side, and the regret runs are the same as without side work (and as the serial path, exe=None)."""

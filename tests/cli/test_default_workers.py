@@ -24,6 +24,7 @@ def test_auto_is_every_usable_cpu():
             parse_workers(bad)
 
 
+@pytest.mark.slow
 def test_the_command_line_uses_every_cpu_unless_told(tmp_path, monkeypatch):
     monkeypatch.delenv("DPCHECK_WORKERS", raising=False)
     assert _workers(tmp_path) == (0, cpu_limit())

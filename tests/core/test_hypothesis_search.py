@@ -50,6 +50,7 @@ def test_the_installed_hypothesis_has_the_pool_dpcheck_empties():
     assert provenance(4) == {"engine": provenance(4)["engine"], "seed": 4, "local_constants": "excluded"}
 
 
+@pytest.mark.slow
 def test_examples_do_not_depend_on_the_modules_loaded(tmp_path):
     before = _pinned_draws()
     plain_before = _plain_draws()
@@ -96,6 +97,7 @@ def test_the_pool_changes_a_plain_search(monkeypatch):
     assert _plain_draws() != empty
 
 
+@pytest.mark.slow
 def test_examples_depend_on_the_seed_not_on_the_source_of_the_search():
     a, b = [], []
 

@@ -4,6 +4,8 @@ process does: fail to start, raise, or never be used."""
 import json
 from concurrent.futures import Future
 
+import pytest
+
 from dpcheck import AuditTarget, Claim, api, report as rpt
 from dpcheck.sidework import PlotPrefetch, SideProcess, plot_specs
 
@@ -84,6 +86,7 @@ def test_writer_prefetches_while_streaming_and_closes_at_finish(tmp_path):
     assert paths["html"].read_text() == (plain / "lap.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_two_worker_run_writes_the_html_dpcheck_report_renders(tmp_path):
     """End to end: the HTML of a --workers 2 run (plots from the side process) is byte for byte the one
     `dpcheck report` renders from its JSON in one process."""
