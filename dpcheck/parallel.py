@@ -352,6 +352,9 @@ def _run_dask(fn, todo, seeds, args, scheduler, workers, store):
     try:
         import cloudpickle
         payload = cloudpickle.dumps((_InCallerContext.of(fn), tuple(args)))
+        # sent once to every worker, not once per task: the target (a learner's tables, a function class)
+        # can be megabytes, and embedded in every task it made graphs of tens of MB per pass
+        payload = client.scatter(payload, broadcast=True)
         futures = {client.submit(_call_payload, payload, i, seeds[i], pure=False): i for i in todo}
         for fut in as_completed(futures):
             store(futures[fut], fut.result())

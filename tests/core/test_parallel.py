@@ -73,6 +73,26 @@ def test_dask_backend_matches_local():
     assert a == b
 
 
+def _size(i, ss, big):
+    return float(big[i]) + np.random.default_rng(ss).random()
+
+
+@pytest.mark.slow
+def test_dask_sends_large_arguments_once_not_with_every_chunk():
+    """A chunk's arguments (the target: a learner's tables, a function class) can be megabytes. Embedded in
+    every task they made dask graphs of tens of MB per pass (dask warned "Sending large graph", 45 MiB in
+    private_gfa's dask test); scattered once, the graph stays small and the results are the same."""
+    pytest.importorskip("dask.distributed")
+    import warnings
+    big = np.arange(2 * 10**6, dtype=float)            # 16 MB; 12 chunks would embed ~190 MB
+    local = run_chunks(_size, 12, 3, args=(big,))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        on_dask = run_chunks(_size, 12, 3, backend="dask", workers=1, args=(big,))
+    assert on_dask == local
+    assert not [w for w in seen if "large graph" in str(w.message)], [str(w.message)[:80] for w in seen]
+
+
 @pytest.mark.slow
 def test_unreachable_dask_scheduler_is_bad_input():
     pytest.importorskip("dask.distributed")
