@@ -346,8 +346,10 @@ def _run_dask(fn, todo, seeds, args, scheduler, workers, store):
         except (OSError, TimeoutError) as e:
             raise InputError(f"cannot reach the dask scheduler at {scheduler!r}: {e}") from None
     else:
+        # ":0": any free port for the scheduler's HTTP server (None still takes 8787, and a second run on the
+        # machine then warned "Port 8787 is already in use")
         cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
+                               host="127.0.0.1", dashboard_address=":0")
         client = Client(cluster)
     try:
         import cloudpickle

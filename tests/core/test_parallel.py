@@ -94,6 +94,28 @@ def test_dask_sends_large_arguments_once_not_with_every_chunk():
 
 
 @pytest.mark.slow
+def test_a_dask_run_beside_another_on_the_machine_does_not_warn_about_its_port():
+    """dpcheck's local dask cluster takes any free port for the scheduler's HTTP server: with 8787 taken (by
+    another run, here a bound socket) there is no "Port 8787 is already in use" warning."""
+    pytest.importorskip("dask.distributed")
+    import socket
+    import warnings
+    holder = socket.socket()
+    try:
+        holder.bind(("", 8787))
+        holder.listen()
+    except OSError:
+        pass                                            # already taken by someone else: as good
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            run_chunks(_draw, 2, 0, backend="dask", workers=1, args=(10,))
+    finally:
+        holder.close()
+    assert not [w for w in seen if "already in use" in str(w.message)], [str(w.message)[:80] for w in seen]
+
+
+@pytest.mark.slow
 def test_unreachable_dask_scheduler_is_bad_input():
     pytest.importorskip("dask.distributed")
     with pytest.raises(InputError, match="cannot reach the dask scheduler"):
