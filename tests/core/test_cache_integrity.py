@@ -403,6 +403,15 @@ def test_the_recorder_itself_does_not_enter_a_key():
 
 
 # ------------------------------------------------------------------ keys independent of the process's history
+def _fresh_process(script: str, *argv, cwd=ROOT, timeout=300):
+    """Run ``script`` in a fresh interpreter (so every per-process memo starts empty); the JSON of its last
+    line of output."""
+    out = subprocess.run([sys.executable, "-c", script, *map(str, argv)], capture_output=True, text=True,
+                         cwd=str(cwd), timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 _LOADERS_SCRIPT = textwrap.dedent('''
     import json, sys
     from dpcheck.fingerprint import fingerprint
@@ -433,10 +442,7 @@ def test_a_loaders_key_does_not_depend_on_the_plugins_this_process_loaded_before
     pytest plugin, a notebook) recomputed chunks it had stored, and walking every remembered class made
     the key itself slow (the --cache rerun of dp_ucbvi took 48 CPU s instead of 11 after the suite's
     plug-in tests)."""
-    out = subprocess.run([sys.executable, "-c", _LOADERS_SCRIPT, str(ROOT / "examples")],
-                         capture_output=True, text=True, cwd=str(ROOT), timeout=300)
-    assert out.returncode == 0, out.stderr
-    same = json.loads(out.stdout.strip().splitlines()[-1])
+    same = _fresh_process(_LOADERS_SCRIPT, ROOT / "examples")
     assert same == {k: True for k in same} and len(same) == 5, same
 
 
@@ -456,10 +462,7 @@ def test_writing_a_report_does_not_change_the_keys_that_reach_the_report_writer(
     writer in the object graph (through the Python API), so the memo must not enter a key: once it did,
     every such key changed after the process's first report (found by fingerprinting dpcheck's functions
     before and after in-process audits). A fresh process, so that the memo starts empty."""
-    out = subprocess.run([sys.executable, "-c", _REPORT_WRITE_SCRIPT], capture_output=True, text=True,
-                         cwd=str(ROOT), timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout.strip().splitlines()[-1]) is True
+    assert _fresh_process(_REPORT_WRITE_SCRIPT) is True
 
 
 _PROBE_SCRIPT = '''
@@ -501,10 +504,7 @@ def test_no_module_level_functions_key_changes_after_in_process_audits(tmp_path)
     dpcheck.audits (530), run two audits in the same process (the Python API's and the pytest plugin's
     situation: a black box, a plug-in loaded and probed, reports written), fingerprint them again. Any
     process-lifetime memo reachable from a key shows up here (the report writer's umask memo changed six)."""
-    out = subprocess.run([sys.executable, "-c", _PROBE_SCRIPT, str(ROOT / "examples"), str(tmp_path)],
-                         capture_output=True, text=True, cwd=str(tmp_path), timeout=600)
-    assert out.returncode == 0, out.stderr
-    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res = _fresh_process(_PROBE_SCRIPT, ROOT / "examples", tmp_path, cwd=tmp_path, timeout=600)
     assert res["functions"] > 400 and res["changed"] == [], res
 
 
