@@ -110,6 +110,21 @@ class CountAssumptionMonitor:
         releases carry no N^ (``noise_seen`` False): then it is unknown, and checks() says so."""
         return self.noise_ratio <= 1.0
 
+    def good_event_check(self, *, id: str, beta: float, alpha: float, claim: dict, details: dict,
+                         what: str = "the good event |N^ - N| <= E/4") -> Check:
+        """The good event as a probability check (``good_event_lemma``'s hypothesis, w.p. >= 1 - beta/3; ``beta``
+        is that level). INCONCLUSIVE when the releases carried no N^ (``noise_seen`` False: a user's
+        privatizer may leave noisy_* None): the event was never observed, and counting every run as good would
+        pass a privatizer whose N^ errors exceed E/4 at every release."""
+        if self.releases and not self.noise_seen:
+            return Check(id=id, kind="assumption", verdict=INCONCLUSIVE, claim=claim,
+                         measured={"confidence": None, "runs": self.runs},
+                         details={**details, "good_event": "unobservable (the releases carry no N^)"},
+                         reason="the releases carry no N^ (noisy_visits / noisy_transitions are None): the good "
+                                "event |N^ - N| <= E/4 cannot be observed")
+        return probability_check(id=id, failures=int((~self.good_event).sum()), runs=self.runs, beta=beta,
+                                 alpha=alpha, claim=claim, details=details, what=what)
+
     def checks(self, *, beta: float, alpha: float, prefix: str = "assumption") -> list:
         claim_base = {"source": self.source}
         fails = self.error_ratio > 1.0

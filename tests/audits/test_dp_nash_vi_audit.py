@@ -339,3 +339,23 @@ def test_claim_table_rows_cite_the_paper_and_name_an_existing_checker():
               "regret.exponent.nonprivate", "regret.privacy_cost.ldp_K", "regret.privacy_cost.jdp_vs_ldp_K"):
         assert DPNashVIAudit.row(i) is not None, i
     assert DPNashVIAudit.row("assumption.count_error.practical") is None   # never added
+
+
+class _HiddenNoise(CentralPrivatizer):
+    """Releases without N^ (noisy_* None, which the interface allows)."""
+
+    def release(self):
+        from dpcheck.algorithms.privatizers.base import PrivateCounts
+        c = super().release()
+        return PrivateCounts(visits=c.visits, transitions=c.transitions, rewards=c.rewards,
+                             noisy_visits=None, noisy_transitions=None, width=c.width)
+
+
+def test_unobservable_good_event_is_reported_inconclusive():
+    """Without N^ the good event (Lemma 5.8's hypothesis) cannot be observed: the check is in the report as
+    INCONCLUSIVE, with the reason, not left out."""
+    game = random_game(2, 2, 2, 2, np.random.default_rng(0))
+    checks = {c.id: c for c in assumption_checks(game, lambda: _HiddenNoise(epsilon=1.0), runs=10, K=8,
+                                                 rng=np.random.default_rng(1))}
+    good = checks["assumption.good_event"]
+    assert good.verdict == "inconclusive" and "carry no N^" in good.reason

@@ -88,6 +88,27 @@ def test_too_small_width_fails_assumption_3_1():
     assert all(c.verdict == "pass" for c in ok.values()), [c.reason for c in ok.values()]
 
 
+class HiddenNoiseTinyWidth(TinyWidthCentral):
+    """Defect as above, and the releases omit N^ (noisy_* None, which the interface allows)."""
+
+    def release(self):
+        from dpcheck.algorithms.privatizers.base import PrivateCounts
+        c = super().release()
+        return PrivateCounts(visits=c.visits, transitions=c.transitions, rewards=c.rewards,
+                             noisy_visits=None, noisy_transitions=None, width=c.width)
+
+
+def test_unobservable_good_event_is_inconclusive_not_pass():
+    """Without N^ the good event |N^ - N| <= E/4 is never observed: counting every run as good passed this
+    privatizer, whose N^ errors exceed E/4 in every run."""
+    env = random_mdp(3, 2, 3, np.random.default_rng(0), reward_noise="bernoulli")
+    spec = AgentSpec(privatizer=HiddenNoiseTinyWidth, mode="theory")
+    checks = {c.id: c for c in assumption_checks(spec, env, K=32, runs=40, seed=0, alpha=0.05)}
+    good = checks["assumption.good_event"]
+    assert good.verdict == "inconclusive" and "carry no N^" in good.reason
+    assert checks["assumption.count_error"].verdict == "fail"
+
+
 def _deterministic_chain():
     # deterministic transitions and rewards: the non-private estimates are exact after one visit,
     # so any optimism failure comes from the privacy noise (and the privacy term must cover it)
