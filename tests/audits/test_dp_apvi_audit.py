@@ -89,10 +89,51 @@ def test_reused_noise_is_caught_by_the_independence_check():
                                                              rng=np.random.default_rng(0), alpha=0.05)}
     assert checks["whitebox.noise_independence"].verdict == "fail"
     assert checks["whitebox.noise_independence"].measured["max_abs_correlation"] > 0.9
-    honest = {c.id: c for c in lo.noise_calibration_checks(APVISpec(), runs=3000, rng=np.random.default_rng(0),
+
+
+@pytest.mark.slow
+def test_correct_noise_passes_scale_and_independence_at_the_audits_runs():
+    honest = {c.id: c for c in lo.noise_calibration_checks(APVISpec(), runs=50_000, rng=np.random.default_rng(0),
                                                             alpha=0.05)}
     assert honest["whitebox.noise_independence"].verdict == "pass"
     assert honest["whitebox.noise_scale"].verdict == "pass"
+
+
+class QuietGaussianPrivatizer(OfflineGaussianPrivatizer):
+    """Defect: draws 0.96 x the declared std (variance 0.92 x, so rho 1.085 x the claim); the DpEvent and the
+    PLD read the declared sigma and cannot see it."""
+
+    def _noise(self, rng, shape, H):
+        return rng.normal(0.0, 0.96 * self.sigma(H), size=shape)
+
+
+class SharedStepNoisePrivatizer(OfflineGaussianPrivatizer):
+    """Defect: one draw per (run, step) added to every count of that step (pairs and triples alike)."""
+
+    def noisy_counts(self, pair, triple, rng):
+        R, H = pair.shape[:2]
+        g = rng.normal(0.0, self.sigma(H), size=(R, H))
+        return pair + g[:, :, None, None], triple + g[:, :, None, None, None]
+
+
+def test_slightly_too_little_noise_fails_the_noise_scale_check():
+    """A two-sided +-10% band passed this privatizer (worst variance ratio 0.917): less noise than the claim
+    needs must FAIL once the interval lies below 1, and a PASS certifies the variance to 2%."""
+    spec = APVISpec(algorithm=_with_privatizer(QuietGaussianPrivatizer))
+    checks = {c.id: c for c in lo.noise_calibration_checks(spec, runs=20_000, rng=np.random.default_rng(0),
+                                                            alpha=0.05 / 20)}
+    assert checks["whitebox.noise_scale"].verdict == "fail"
+    assert "less noise than the claim needs" in checks["whitebox.noise_scale"].reason
+
+
+def test_noise_shared_by_the_counts_of_a_step_fails_the_independence_check():
+    """Fresh noise per count, not only per step: one draw shared by every count of a step was passed when only
+    the same count at two steps was compared."""
+    spec = APVISpec(algorithm=_with_privatizer(SharedStepNoisePrivatizer))
+    checks = {c.id: c for c in lo.noise_calibration_checks(spec, runs=2000, rng=np.random.default_rng(0),
+                                                            alpha=0.05)}
+    indep = checks["whitebox.noise_independence"]
+    assert indep.verdict == "fail" and indep.measured["max_abs_correlation"] > 0.9, indep.reason
 
 
 def _count_checks(spec, seed=0, runs=300):

@@ -11,6 +11,7 @@ import numpy as np
 
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, probability_check
 
+from dpcheck.audits.lib.privatizers import VARIANCE_RESOLUTION, VARIANCE_TOLERANCE, variance_band
 from dpcheck.audits.lib.offline_linear.setup import SOURCE, STATS
 from dpcheck.audits.lib.offline_linear.statistics import claimed_sensitivities, sym_vector
 
@@ -52,8 +53,9 @@ def regression_release_target(priv, *, H: int = 3, d: int = 2, seed: int = 0, pi
 def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alpha: float, delta: float = 0.1,
                             tolerance: float = 0.1) -> list:
     """The regression privatizer's noise alone, at the sensitivities of docs/derivations.md#neighbouring-relation: whitebox.noise_calibration (measured
-    variance of each release vs its declared ``noise_stds``, chi-square interval, tolerance band as
-    :func:`noise_calibration_check`; INCONCLUSIVE if no stds are declared), whitebox.noise_independence (one
+    variance of each release vs its declared ``noise_stds``, chi-square interval, judged one-sidedly as
+    :func:`noise_calibration_check` (dpcheck.audits.lib.privatizers.variance_band); INCONCLUSIVE if no stds are
+    declared), whitebox.noise_independence (one
     draw reused across steps: |corr| beyond the tolerance), assumption.noise_bound (Lemma D.2 with its own
     (E, L) at ``delta``: a probability check over ``runs``)."""
     from scipy import stats as sst
@@ -77,16 +79,20 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
             lo, hi = ratio * n / sst.chi2.ppf(1 - a / 2, n), ratio * n / sst.chi2.ppf(a / 2, n)
             plo, phi_ = ratio * n / sst.chi2.ppf(1 - a_pass / 2, n), ratio * n / sst.chi2.ppf(a_pass / 2, n)
             rows[k] = {"declared_std": want[k], "variance_ratio": ratio, "interval": [lo, hi]}
-            if hi < 1 - tolerance or lo > 1 + tolerance:
-                bad.append(f"{k}: variance {ratio:.3g} x declared (interval [{lo:.3g}, {hi:.3g}])")
-            elif plo < 1 - tolerance or phi_ > 1 + tolerance:
-                unsure.append(f"{k}: interval [{plo:.3g}, {phi_:.3g}] reaches beyond 1 +- {tolerance:g}")
+            band = variance_band((lo, hi), (plo, phi_))
+            if band in ("low", "high"):
+                bad.append(f"{k}: variance {ratio:.3g} x declared (interval [{lo:.3g}, {hi:.3g}]"
+                           + (": less noise than declared)" if band == "low" else ")"))
+            elif band == "unsure":
+                unsure.append(f"{k}: interval [{plo:.3g}, {phi_:.3g}] not within [1 - {VARIANCE_RESOLUTION:g}, "
+                              f"1 + {VARIANCE_TOLERANCE:g}] (more runs)")
         cal = Check(id="whitebox.noise_calibration", kind="whitebox",
                     verdict=FAIL if bad else INCONCLUSIVE if unsure else PASS,
                     claim={"statement": "each release's noise has the std the privatizer declares", "source": src},
                     measured={"statistics": rows, "confidence": 1 - alpha, "runs": runs},
                     reason="; ".join(bad or unsure) or
-                    f"all 5 releases within {tolerance:.0%} of their declared variance "
+                    f"all 5 releases within [1 - {VARIANCE_RESOLUTION:g}, 1 + {VARIANCE_TOLERANCE:g}] x their declared "
+                    "variance "
                     f"({min(r['variance_ratio'] for r in rows.values()):.3f}..{max(r['variance_ratio'] for r in rows.values()):.3f})")
     worst, tests = 0.0, 0
     for k in STATS:

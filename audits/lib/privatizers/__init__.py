@@ -40,7 +40,8 @@ from dpcheck.audits.lib.privatizers.offline_counts import (
 )
 from dpcheck.audits.lib.privatizers.whitebox import (
     EPS_SLACK, dp_event_check, family_vectors_central, family_vectors_local, sensitivity_search, sensitivity_check,
-    tree_covariance_z, tree_noise_structure, release_error_structure, tree_reuse_check,
+    tree_covariance_z, tree_noise_structure, release_error_structure, tree_reuse_check, VARIANCE_RESOLUTION,
+    VARIANCE_TOLERANCE, variance_band,
 )
 from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
 

@@ -27,6 +27,31 @@ from dpcheck.audits.lib.privatizers.targets import _flat_release, _flat_true
 
 EPS_SLACK = 2e-3          # relative + absolute slack on PLD epsilons (discretisation, not privacy)
 
+# The measured noise variance over the variance the claim needs (ratio r), judged one-sidedly where privacy is
+# at stake. Less noise breaks the claim: r < 1 with confidence FAILs, and a PASS must certify r >= 1 -
+# VARIANCE_RESOLUTION (for Gaussian noise rho <= rho_claim / 0.98 = 1.02 rho_claim; for Laplace noise, whose
+# scale is sqrt(var / 2), eps <= eps_claim / sqrt(0.98) = 1.01 eps_claim). More noise costs utility only: it
+# FAILs beyond 1 + VARIANCE_TOLERANCE (a calibration other than the paper's, e.g. rho used as an epsilon) and
+# a PASS must certify r <= 1 + VARIANCE_TOLERANCE. A two-sided +-10% band used to pass r = 0.917, i.e.
+# rho 1.09 x the claim, that no other check could see (the DpEvent and the PLD read the declared noise).
+VARIANCE_RESOLUTION = 0.02
+VARIANCE_TOLERANCE = 0.1
+
+
+def variance_band(fail_interval, pass_interval, resolution: float = VARIANCE_RESOLUTION,
+                  tolerance: float = VARIANCE_TOLERANCE) -> str | None:
+    """The verdict rule above for a variance ratio (measured / claimed): "low" (FAIL: less noise than the claim
+    needs), "high" (FAIL: a different calibration), "unsure" (INCONCLUSIVE: more repetitions needed) or None
+    (PASS). ``fail_interval``: the ratio's interval at the FAIL level (the audit's share of alpha);
+    ``pass_interval``: at the PASS level (dpcheck.stats.pass_alpha)."""
+    if fail_interval[1] < 1.0:
+        return "low"
+    if fail_interval[0] > 1.0 + tolerance:
+        return "high"
+    if pass_interval[0] < 1.0 - resolution or pass_interval[1] > 1.0 + tolerance:
+        return "unsure"
+    return None
+
 
 # ============================================================ white box: declared DpEvent vs claim
 def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -> Check:
