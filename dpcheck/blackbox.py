@@ -207,6 +207,27 @@ def uninformative_pass(check: Check) -> Check:
     return check
 
 
+def blind_pair_pass(check: Check, reachable: float | None, how: str) -> Check:
+    """The pair's side of :func:`uninformative_pass`: a black-box PASS on a pair whose own privacy loss stays
+    within the claim even under a mechanism spending about UNINFORMATIVE_EXCESS x its budget cannot have seen such
+    an excess, whatever the samples. ``reachable``: the largest epsilon that pair can show under that mechanism
+    (computed by the audit from the pair and the declared mechanism; None when it cannot be computed, and the
+    check is left as it is); ``how`` says what was computed, for the reason. Such a PASS is PASS
+    (uninformative), with the figure in the reason and in ``details["pair_reachable_epsilon"]``."""
+    from dpcheck.checks import qualify
+    claimed = check.measured.get("epsilon_claimed")
+    if check.verdict != PASS or reachable is None or not claimed or not claimed > 0:
+        return check
+    det = dict(check.details, pair_reachable_epsilon=float(reachable))
+    check = Check(id=check.id, kind=check.kind, verdict=check.verdict, claim=check.claim, measured=check.measured,
+                  details=det, reason=check.reason)
+    if reachable <= claimed and check.details.get("qualifier") is None:
+        return qualify(check, "uninformative",
+                       f"this pair's privacy loss is at most eps = {reachable:.3g} {how}, within the claimed "
+                       f"{claimed:g}: no sample size could see such an excess on it")
+    return check
+
+
 # ------------------------------------------------------------------ sampling (streamed)
 # The draw is cut into chunks of CHUNK outputs per input (chunk i: input i // len(sizes), chunk
 # i % len(sizes), child seed i of the audit's seed; dpcheck.parallel). It is consumed in two passes,

@@ -373,3 +373,24 @@ def test_the_uninformative_rule_never_touches_a_fail_and_skips_eps_zero_claims()
     assert uninformative_pass(zero) is zero
     edge = Check(verdict="pass", measured={"power": 2.0, "epsilon_claimed": 1.0}, **base)
     assert uninformative_pass(edge) is edge
+
+
+def test_a_pass_on_a_pair_that_cannot_show_a_2x_excess_is_uninformative():
+    """dpcheck.blackbox.blind_pair_pass: the pair's own reach, whatever the samples. A Gaussian pair at GDP
+    mu = 0.1 under a claim of (1, 1e-5): a mechanism with half its noise (mu 0.2) reaches eps 0.73 on it."""
+    from dpcheck.accounting import gaussian_epsilon
+    from dpcheck.blackbox import blind_pair_pass
+    base = dict(id="privacy.release.blackbox", kind="privacy", claim={}, reason="r")
+    ok = Check(verdict="pass", details={}, measured={"power": 1.5, "epsilon_claimed": 1.0}, **base)
+    reach = gaussian_epsilon(1 / 0.2, 1e-5)
+    assert reach < 1.0
+    q = blind_pair_pass(ok, reach, "under a mechanism 2x over its claim")
+    assert q.verdict == "pass" and q.details["qualifier"] == "uninformative"
+    assert "this pair's privacy loss is at most eps" in q.reason and q.details["pair_reachable_epsilon"] == reach
+    # a pair that can show more than the claim keeps its plain PASS (the figure is still reported)
+    far = blind_pair_pass(ok, 1.7, "x")
+    assert "qualifier" not in far.details and far.details["pair_reachable_epsilon"] == 1.7
+    # never a FAIL, never without a figure
+    fail = Check(verdict="fail", details={}, measured={"epsilon_claimed": 1.0}, **base)
+    assert blind_pair_pass(fail, 0.1, "x") is fail
+    assert blind_pair_pass(ok, None, "x") is ok

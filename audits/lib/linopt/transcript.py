@@ -10,7 +10,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from dpcheck import accounting
 from dpcheck.audit import ExecutionOptions
+from dpcheck.blackbox import blind_pair_pass
 from dpcheck.checks import FAIL, PASS, Check, invariant_check
 from dpcheck.errors import InputError
 from dpcheck.audits.lib.linopt.spec import LinOptSpec, REL_TOL, SOURCE, sizes_for
@@ -307,8 +309,10 @@ def release_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = Execut
     """C11, C11d: the Privatizer's released stream (what every planner reads; the billboard of Thm 6.4) is
     (eps', delta)-DP in one user, black box: user 1 replaced (:func:`jdp_users`), one random transcript
     replayed on both sides (the claim holds for every transcript), the optimal Gaussian statistic of the
-    implied node vector. Unlike the action black box it sees the data at any eps, so a tree with too little
-    noise fails it."""
+    implied node vector. Unlike the action black box it sees the data at any eps, so a tree with far too little
+    noise (1/30 of it) fails it. This pair carries only a fraction of the worst case's GDP mu: when even a tree
+    2x over the claim would show no more than the claim on it, the PASS is uninformative
+    (dpcheck.blackbox.blind_pair_pass)."""
     from dpcheck import AuditTarget
     from dpcheck.algorithms.linear import COUNTERS
     seed = exe.seed
@@ -341,7 +345,20 @@ def release_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = Execut
     det.update(agent=spec.describe(), K=K, gdp_mu_of_this_pair=mu,
                adversary="the Privatizer's releases {Lambda^k, u^k} (tree nodes implied by them), user 1 replaced, "
                          "one random transcript replayed on both sides")
-    return replace(check, details=det, reason=check.reason + f" (this pair's GDP mu = {mu:.3g})")
+    check = replace(check, details=det, reason=check.reason + f" (this pair's GDP mu = {mu:.3g})")
+    # the pair's own reach: its node vectors are a mu-GDP Gaussian release, a fraction phi of the declared worst
+    # case's mu (Privatizer.gdp_mu; Dong, Roth & Su 2022, Cor. 3.3). A tree of the same shape whose worst case
+    # is 2 x the claimed eps has mu* = 1 / gaussian_multiplier_for(2 eps, delta) there and phi mu* on this pair:
+    # if that shows no more than the claim, the black box cannot see a 2x defect on this pair
+    worst = priv.gdp_mu(sizes) if _tree_based(spec, priv) and callable(getattr(priv, "gdp_mu", None)) else None
+    reachable = None
+    if worst and mu > 0 and claim.delta and claim.epsilon > 0:
+        phi = mu / worst
+        check = replace(check, details=dict(check.details, pair_fraction_of_worst_case_mu=phi))
+        reachable = accounting.gaussian_epsilon(
+            accounting.gaussian_multiplier_for(2 * claim.epsilon, claim.delta) / phi, claim.delta)
+    return blind_pair_pass(check, reachable, "under a tree whose worst case is 2x the claim (this pair carries "
+                           f"{mu / worst if worst else 0:.3g} of the worst case's GDP mu)")
 
 
 def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0, d1: int = 2, d2: int = 2,
