@@ -191,6 +191,19 @@ def test_defect_stale_score_caught_by_the_data_flow_check(gf, ad2):
 def test_jdp_black_box_does_not_flag_the_correct_learner(gf):
     bb = gfa.jdp_blackbox_check(_agent(gf, B=1), gf.mdp, ExecutionOptions(seed=0), K=4, samples=10_000)
     assert bb.verdict != "fail" and bb.measured["epsilon_lower_bound"] <= 1.0
+    # the scripted pair moves the scores far less than their sensitivity: even at 2x the declared eps0 it shows
+    # less than the claim, so a PASS there is no evidence and says so (a learner 20x too hot passed plainly)
+    assert bb.details["pair_reachable_epsilon"] < bb.measured["epsilon_claimed"]
+    assert bb.verdict != "pass" or bb.details["qualifier"] == "uninformative"
+
+
+def test_pair_reach_is_zero_for_identical_users_and_grows_with_the_temperature(gf):
+    from dpcheck.audits.lib.gfa.privacy import jdp_users, pair_reach
+    ag = _agent(gf, B=1)
+    U, U2 = jdp_users(ag, gf.mdp, 4)
+    assert pair_reach(ag, gf.mdp, U, U, 4, runs=2) == 0.0
+    r1, r2 = (pair_reach(ag, gf.mdp, U, U2, 4, factor=f, runs=2) for f in (1.0, 2.0))
+    assert 0 < r1 < r2 < ag.claim.epsilon
 
 
 # ------------------------------------------------------------------------------------- assumptions

@@ -98,7 +98,49 @@ def jdp_blackbox_check(agent, mdp, exe: ExecutionOptions = ExecutionOptions(), *
                                                      "with reward 1 at step H"},
                adversary=f"f^(k) of updates 2..M (M = {p.M}) and the actions sent to users 2..K (one sample = one "
                          "whole run)", declaration=p.to_dict())
-    return replace(check, details=det)
+    from dpcheck.blackbox import UNINFORMATIVE_EXCESS, blind_pair_pass
+    reach = pair_reach(agent, mdp, U, U2, K, factor=UNINFORMATIVE_EXCESS, seed=exe.seed)
+    return blind_pair_pass(replace(check, details=det), reach,
+                           f"under the declared selection law at {UNINFORMATIVE_EXCESS:g}x its per-update eps0, along "
+                           "sampled histories (the scripted pair moves the scores far less than their sensitivity)")
+
+
+def pair_reach(agent, mdp, U, U2, K: int, *, factor: float = 2.0, runs: int = 8, seed: int = 0) -> float | None:
+    """The privacy loss the pair (U, U') shows on the selected functions when every update selects by the
+    declared law at ``factor`` x the declared per-update eps0 (the mechanism's ``log_probabilities``): per
+    update, max over f of |log Pr_U[f] - log Pr_U'[f]| given the same history, summed over the updates (the
+    actions sent are a function of the selections and the users' fixed states). The scores are those of the
+    data the update sees (:meth:`dataset_scores`) along ``runs`` histories sampled under U; the largest sum is
+    returned. None when the law has no closed form or the class is too large to score whole.
+
+    An estimate, not a bound over every history: it decides only whether a black-box PASS is marked
+    uninformative, never a verdict."""
+    if agent.fclass.N > 1 << 16 or not math.isfinite(agent.temperature(K)):
+        return None
+    p = agent.privacy(K)
+    fu, fu2 = getattr(U, "users", U), getattr(U2, "users", U2)
+    init = public_init(agent, mdp)
+    res = agent.run(U, K, np.random.default_rng(seed), runs=runs, record=True)
+    best = 0.0
+    for r in range(runs):
+        pol = agent.fclass.greedy_policies(res.selected[r])                  # (M, H, S)
+        total = 0.0
+        for i in range(1, p.M):
+            n = min(K, i * p.B)                                              # episodes the update sees
+            ep = np.arange(n)
+            owner = ep // p.B                                                # the update whose policy acted
+            sc = []
+            for users in (fu, fu2):
+                st = np.asarray(users.states)[:n]
+                h = np.arange(mdp.H)
+                acts = pol[owner[:, None], h[None, :], st[:, :mdp.H]]
+                sc.append(agent.dataset_scores(st, acts, np.asarray(users.rewards)[:n], init))
+            lp = [agent.mechanism.log_probabilities(s_[None], factor * p.eps0, p.sensitivity) for s_ in sc]
+            if lp[0] is None:
+                return None
+            total += float(np.max(np.abs(lp[0] - lp[1])))
+        best = max(best, total)
+    return best
 
 
 # ----------------------------------------------------------------------------- privacy: white box
