@@ -121,8 +121,9 @@ class DPNashVIAudit(Audit):
                  "Vu_h^k <= V_h^{pi^k} <= Vb_h^k for the correlated policy w.p. >= 1 - 2 beta/3",
                  f"{Q}, used in Lemma B.8 {THEORY}", ASSUMPTIONS),
         ClaimRow("assumption.certificate_chain", "assumption",
-                 "Delta_final <= (1/K) sum_k (Vb_1^k - Vu_1^k)(s_1) in every run (an invariant)",
-                 f"{Q}, Theorem 4.2 proof, eq. 50", ASSUMPTIONS),
+                 "Delta_final = min_k (Vb_1^k - Vu_1^k)(s_1) of the recorded values and pi^out = pi^kbar at its "
+                 "earliest minimiser (hence Delta_final <= the mean over k) in every run (an invariant; vacuous when "
+                 "every certificate is H)", f"{Q}, Algorithm 1 lines 20-24; Theorem 4.2 proof, eq. 50", ASSUMPTIONS),
         ClaimRow("assumption.certificate", "assumption",
                  "duality gap of (mu^out, nu^out) <= Delta_final on Lemma B.7's good event (w.p. >= 1 - 2 beta/3)",
                  f"{Q}, Theorem 4.2 proof with Lemma B.7 {THEORY}", ASSUMPTIONS),

@@ -92,11 +92,68 @@ def test_assumption_checks_pass_and_say_when_vacuous():
     assert all(c.verdict == "pass" for c in checks.values()), {k: c.reason for k, c in checks.items()}
     assert "vacuous" in checks["assumption.optimism"].details        # theory bonus saturates at H
     assert "vacuously" in checks["assumption.optimism"].reason
-    # non-vacuous: exact counts, practical constants strong enough for the good event
+    # non-vacuous: exact counts, practical constants (C1 = 2, C2 = 0.2, used here before, keep Qb_h >= H - h at
+    # every entry at K = 300: that pass was vacuous too)
     checks = {c.id: c for c in assumption_checks(game, lambda: NoPrivatizer(), runs=20, K=300,
-                                                 rng=np.random.default_rng(2), mode="practical", C1=2.0, C2=0.2)}
+                                                 rng=np.random.default_rng(2), mode="practical")}
     assert checks["assumption.optimism"].verdict != "fail"
     assert "vacuous" not in checks["assumption.optimism"].details
+
+
+_PRACTICAL = ("assumption.optimism", "assumption.optimism_correlated", "assumption.certificate",
+              "assumption.certificate_chain")
+
+
+def test_practical_mode_bounds_true_by_construction_are_vacuous():
+    """DP-Nash-VI's practical constants with the Central privatizer's nominal E (~300 at K = 40): Qb_h >= H - h and
+    Qu_h = 0 at all but a few entries and Delta_final = H in every run, so optimism, the sandwich and the
+    certificate cannot fail. They used to pass plainly (vacuity was flagged only when EVERY episode saturated)."""
+    from dpcheck.audits.lib.nash import privatizer_factory
+    game = random_game(3, 2, 2, 3, np.random.default_rng(0))
+    make = privatizer_factory("central", 1.0, "strict", "nominal")
+    checks = {c.id: c for c in assumption_checks(game, make, runs=60, K=40, rng=np.random.default_rng(1),
+                                                 mode="practical")}
+    frac = checks["assumption.optimism"].details["config"]["informative_fraction"]
+    assert frac["certificate (Delta_final < H)"] == 0.0 and frac["ucb (Qb_h < H - h)"] < 0.01
+    for i in _PRACTICAL:
+        assert checks[i].verdict == "pass" and checks[i].details["qualifier"] == "vacuous", (i, checks[i].reason)
+    assert "below 1%" in checks["assumption.optimism"].reason
+
+
+def test_practical_mode_exact_counts_are_informative():
+    """The positive control of the rule above: exact counts (NoPrivatizer) at K = 300 leave a quarter of the
+    entries informative on either side and Delta_final < H in every run: no check is qualified."""
+    game = random_game(3, 2, 2, 3, np.random.default_rng(0))
+    checks = {c.id: c for c in assumption_checks(game, lambda: NoPrivatizer(), runs=20, K=300,
+                                                 rng=np.random.default_rng(2), mode="practical")}
+    for i in _PRACTICAL:
+        assert checks[i].verdict != "fail" and "qualifier" not in checks[i].details, (i, checks[i].reason)
+
+
+def test_untested_when_the_informative_runs_cannot_fail_the_check():
+    from dpcheck.audits.lib.nash.assumptions import untested
+    assert untested({"x": 0.5}, 60, 120, 2 * 0.1 / 3, 0.05) is None
+    assert "below 1%" in untested({"x": 0.5, "y": 0.005}, 60, 120, 2 * 0.1 / 3, 0.05)
+    # 3 informative runs of 120: even 3 failures leave the failure rate's lower bound below beta
+    assert "could not FAIL" in untested({"x": 0.5}, 3, 120, 2 * 0.1 / 3, 0.05)
+
+
+def test_certificate_chain_catches_an_output_policy_from_the_wrong_episode():
+    """Delta_final <= mean_k certificate is min <= mean, true of any numbers; the chain checks the selection of
+    Algorithm 1 lines 20-24 instead. pi^out taken from the last episode with Delta_final left correct passed
+    the old check; it fails now."""
+    from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
+
+    class LastEpisodeOut(DPNashVI):
+        def run(self, *a, **kw):
+            res = super().run(*a, **kw)
+            res.mu_out, res.nu_out = res.mu[:, -1].copy(), res.nu[:, -1].copy()
+            return res
+
+    game = random_game(3, 2, 2, 3, np.random.default_rng(0))
+    c = {c.id: c for c in assumption_checks(game, lambda: NoPrivatizer(), runs=20, K=300, rng=np.random.default_rng(2),
+                                            mode="practical", algo_cls=LastEpisodeOut)}["assumption.certificate_chain"]
+    assert c.verdict == "fail" and c.details["wrong_pi_out"] > 0 and c.details["wrong_delta"] == 0
 
 
 def test_regret_curves_are_exact_and_nondecreasing():
@@ -286,7 +343,7 @@ def test_notion_comes_from_the_declared_claim():
 
 
 def test_certificate_chain_is_an_invariant_one_broken_run_fails_it():
-    """Delta_final <= mean_k certificate holds always (Theorem 4.2): one run that breaks it must fail the audit.
+    """Delta_final = min_k certificate holds always (Algorithm 1 lines 20-24): one run that breaks it must fail the audit.
     (It used to be counted as one failure of a probability check at beta, which 1 run in 40 passed.)"""
     from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
 
