@@ -182,8 +182,10 @@ class DPUCBVIAudit(Audit):
             claim = ucbvi.claim_for(spec)
             pb = dict(source=claim.source)
             template = pa.ClaimedTemplate(p, claim, True)
-            if notion == "LDP" and callable(getattr(p, "message", None)):
-                self.add(pa.plugin_blackbox(template, exe, search="message", id="privacy.ldp.blackbox", **pb))
+            if notion == "LDP":
+                # eps-LDP is about one user's message; INCONCLUSIVE without message() (the stream cannot show it)
+                self.add(pa.plugin_message_blackbox(template, exe, id="privacy.ldp.blackbox",
+                                                    stream_id="privacy.privatizer.blackbox", **pb))
             self.add(pa.plugin_blackbox(template, exe, search="stream", id="privacy.privatizer.blackbox", **pb))
             if notion == "JDP":
                 self.add(ucbvi.jdp_blackbox_check(practical, exe, samples=samples))

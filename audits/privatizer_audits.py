@@ -33,7 +33,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 from dpcheck.audit import Audit, ClaimRow, Defaults
-from dpcheck.checks import INCONCLUSIVE, Check
 from dpcheck.errors import InputError
 from dpcheck.registry import PARALLEL, SetOption
 
@@ -268,15 +267,9 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
     def check_plugin_blackbox(self, p, template, claim, rewards) -> None:
         """privacy.blackbox (one user's message, searched) and privacy.blackbox.stream of a user's class."""
         par = self.plugin_options(claim, rewards)
-        if callable(getattr(p, "message", None)):
-            self.progress(f"{self.kind} privatizer (plug-in): black-box search on one user's message")
-            self.add(pa.plugin_blackbox(template, self.exe, search="message", **par))
-        else:
-            self.add(Check(id="privacy.blackbox", kind="privacy", verdict=INCONCLUSIVE,
-                           claim=dict(claim.to_dict(), statement=claim.describe(), source=claim.source),
-                           measured={"epsilon_lower_bound": None, "confidence": None, "samples": 0},
-                           details={}, reason="no message(states, actions, rewards, rng) method: one user's "
-                                              "message cannot be audited; see privacy.blackbox.stream"))
+        self.progress(f"{self.kind} privatizer (plug-in): black-box search on one user's message")
+        # INCONCLUSIVE without message(): the stream below cannot establish eps-LDP
+        self.add(pa.plugin_message_blackbox(template, self.exe, stream_id="privacy.blackbox.stream", **par))
         # the released stream (sums of messages) is a post-processing of the messages: a valid, weaker
         # bound, and the only one that sees the counts the planner reads
         self.progress(f"{self.kind} privatizer (plug-in): black-box search on the released stream")

@@ -122,8 +122,10 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
     claimed = pa.ClaimedTemplate(p, claim, False)
     if exe is not None and pa.is_plugin(p):
         pb = dict(source=claim.source, A=AB, rewards=False)
-        if kind == "local" and callable(getattr(p, "message", None)):
-            out.append(pa.plugin_blackbox(claimed, exe, search="message", id="privacy.ldp.blackbox", **pb))
+        if kind == "local":
+            # eps-LDP is about one pair's message; INCONCLUSIVE without message() (the stream cannot show it)
+            out.append(pa.plugin_message_blackbox(claimed, exe, id="privacy.ldp.blackbox",
+                                                  stream_id="privacy.privatizer.blackbox", **pb))
         out.append(pa.plugin_blackbox(claimed, exe, search="stream", id="privacy.privatizer.blackbox", **pb))
         return out
     if kind == "central":

@@ -9,7 +9,8 @@ is :func:`dpcheck.audits.lib.privatizers.whitebox.sensitivity_check`):
 * ``targets`` -- black-box targets of the built-in online privatizers: :func:`central_target` (the released
   stream), :func:`local_target` (one user's message).
 * ``plugin_search`` -- a user's (plug-in) privatizer, black box only, nothing assumed about its noise:
-  :func:`plugin_stream_search`, :func:`plugin_message_search`, :func:`plugin_blackbox`.
+  :func:`plugin_stream_search`, :func:`plugin_message_search`, :func:`plugin_blackbox`, :func:`plugin_message_blackbox` (the eps-LDP check:
+  INCONCLUSIVE for a class without ``message``).
 * ``declared`` -- what a privatizer declares (:func:`declaration`, :func:`claim_for_families`,
   :func:`width_eps_slope`) and which kind it is (:func:`privatizer_notion`, :func:`is_plugin`).
 * ``whitebox`` -- :func:`dp_event_check` (the declared DpEvent's PLD against the Claim),
@@ -31,7 +32,7 @@ from dpcheck.audits.lib.privatizers.plugin_search import (
     STREAM_CONFIGS, MESSAGE_HORIZONS, PILOT_SAMPLES, Z_KEEP, FORMS, SUBSETS, VIEWS_SEARCHED, STATISTICS,
     STREAM_STEPS, SEARCH_SALT, LONG_STREAM_CONFIGS, LONG_STREAM_STEPS, LONG_PILOT, LONG_MIN_STREAMS,
     StatisticParams, StreamStatistics, MessageStatistics, stream_samples, plugin_stream_search,
-    plugin_message_search, PRIVATIZER_SAMPLES, plugin_blackbox,
+    plugin_message_search, PRIVATIZER_SAMPLES, plugin_blackbox, plugin_message_blackbox,
 )
 from dpcheck.audits.lib.privatizers.targets import VIEWS, released_stream, central_target, local_target
 from dpcheck.audits.lib.privatizers.offline_counts import (
@@ -52,7 +53,7 @@ __all__ = [
     "SUBSETS", "VIEWS_SEARCHED", "STATISTICS", "STREAM_STEPS", "SEARCH_SALT", "LONG_STREAM_CONFIGS",
     "LONG_STREAM_STEPS", "LONG_PILOT", "LONG_MIN_STREAMS", "StatisticParams", "StreamStatistics",
     "MessageStatistics", "stream_samples", "plugin_stream_search", "plugin_message_search", "PRIVATIZER_SAMPLES",
-    "plugin_blackbox", "VIEWS", "released_stream", "central_target", "local_target", "offline_worst_datasets",
+    "plugin_blackbox", "plugin_message_blackbox", "VIEWS", "released_stream", "central_target", "local_target", "offline_worst_datasets",
     "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
     "offline_sensitivity_check", "offline_noise_checks", "EPS_SLACK", "dp_event_check", "family_vectors_central",
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",

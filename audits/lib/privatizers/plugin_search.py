@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcheck.checks import Check
+from dpcheck.checks import INCONCLUSIVE, Check
 
 from dpcheck.audits.lib.privatizers.neighbours import Trajectory, background, worst_case_pair
 
@@ -541,3 +541,21 @@ def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1
     if "long_configurations_skipped" in info:
         details["long_configurations_skipped"] = info["long_configurations_skipped"]
     return replace(check, details=details, reason=f"{check.reason} [searched {search}: {chosen}]")
+
+
+def plugin_message_blackbox(template, exe=None, *, stream_id: str, id="privacy.blackbox", **kw) -> Check:
+    """The eps-LDP check of a plug-in privatizer: what the adversary sees under LDP is one user's message, so the
+    claim is audited on ``message(states, actions, rewards, rng)`` (:func:`plugin_blackbox`, ``search="message"``,
+    ``kw`` passed on). A class without a callable ``message`` gets an INCONCLUSIVE check instead: the released
+    stream (``stream_id``, a post-processing of the messages) bounds eps from below but cannot establish eps-LDP,
+    and leaving the row out would let the report PASS without it. ``template``: a :class:`ClaimedTemplate`."""
+    p = getattr(template, "privatizer", template)
+    if callable(getattr(p, "message", None)):
+        return plugin_blackbox(template, exe, search="message", id=id, **kw)
+    claim = template.claim
+    source = kw.get("source") or claim.source
+    return Check(id=id, kind="privacy", verdict=INCONCLUSIVE,
+                 claim=dict(claim.to_dict(), statement=claim.describe(), source=source),
+                 measured={"epsilon_lower_bound": None, "confidence": None, "samples": 0},
+                 details={}, reason=f"no message(states, actions, rewards, rng) method: one user's message cannot be "
+                                    f"audited, so eps-LDP is not established; see {stream_id}")
