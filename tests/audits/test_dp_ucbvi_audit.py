@@ -251,3 +251,55 @@ def test_quick_takes_one_look_when_decided_and_default_one_look_at_full_alpha(mo
     calls, rep = _escalation_run(monkeypatch, tmp_path / "d", undecided, decided)
     assert calls == [(2 ** 14, 8, pytest.approx(rep["family"]["alpha_per_check"]))]      # no second look
     assert {c["id"]: c["verdict"] for c in rep["checks"]} == undecided
+
+
+# ----------------------------------------------------------------------------- practical mode: a miss is no FAIL
+def _planted_rate_checks(cost_power):
+    """rate_checks on paired planted curves: UCBVI 3 sqrt(K), the private agent + 40 K^cost_power / eps with 0.1%
+    noise per run and K (the --quick grid, 4 runs)."""
+    from dpcheck.audits.lib.ucbvi import rate_checks
+    K_grid = 2 ** np.arange(6, 14)
+    rng = np.random.default_rng(0)
+    base = 3 * np.sqrt(K_grid)[None, :] * np.ones((4, 1))
+    curves = {e: base + 40 * K_grid ** cost_power / e * (1 + 1e-3 * rng.standard_normal((4, K_grid.size)))
+              for e in (0.5, 1.0, 2.0, 4.0)}
+    return {c.id: c for c in rate_checks(K_grid, base, curves, eps_main=1.0, notion="JDP", alpha=0.05, seed=0)}
+
+
+def test_practical_mode_rate_miss_is_inconclusive_not_fail():
+    """The rate checks run on practical-mode curves (BonusConstants.practical): Theorem 5.2 is not guaranteed
+    there, so a linear privacy cost (planted) that crosses both K-checks' FAIL bounds is INCONCLUSIVE, marked as
+    a miss; it used to FAIL. A flat-ish cost still passes."""
+    bad = _planted_rate_checks(1.0)
+    for cid in ("regret.exponent.jdp", "regret.privacy_cost.jdp_K"):
+        c = bad[cid]
+        assert c.verdict == "inconclusive" and c.details["practical_miss"] is True, c.reason
+        assert c.reason.startswith("practical mode (no guarantee)") and c.measured["ci"][0] > 0.9
+    good = _planted_rate_checks(0.3)
+    assert good["regret.privacy_cost.jdp_K"].verdict == "pass"
+    assert not any(c.details.get("practical_miss") for c in good.values())
+
+
+def test_quick_second_look_keeps_a_practical_miss(monkeypatch, tmp_path):
+    """A softened miss is final (as the FAIL it was): the second look decides only the undecided checks, so it
+    can never turn a miss into a PASS."""
+    from dpcheck.audits import dp_ucbvi as mod
+    from dpcheck.audits.lib import ucbvi as lib
+    from dpcheck.checks import Check
+    calls = []
+
+    def fake(spec, env, *, K_grid, runs, seed, alpha, eps_grid, progress=None, exe=None):
+        calls.append(int(K_grid[-1]))
+        if len(calls) == 1:
+            miss = lib.soften_practical(Check(id=IDS[0], kind="regret", verdict="fail", claim={}, measured={},
+                                              reason="exponent > 0.6"))
+            return [miss, Check(id=IDS[1], kind="regret", verdict="inconclusive", claim={}, measured={}, reason="wide")]
+        return [Check(id=i, kind="regret", verdict="pass", claim={}, measured={}, reason="look 2") for i in IDS[:2]]
+    monkeypatch.setattr(lib, "regret_checks", fake)
+    monkeypatch.setattr(mod.DPUCBVIAudit, "privacy", lambda self, spec, practical: None)
+    monkeypatch.setattr(mod.DPUCBVIAudit, "assumptions", lambda self, spec, theory: None)
+    main(["audit", "dp_ucbvi", "--quick", "--out", str(tmp_path), "--quiet", "--workers", "1"])
+    got = {c["id"]: c for c in json.loads((tmp_path / "dp_ucbvi.json").read_text())["checks"]}
+    assert len(calls) == 2 and got[IDS[1]]["verdict"] == "pass"
+    assert got[IDS[0]]["verdict"] == "inconclusive" and got[IDS[0]]["details"]["practical_miss"]
+    assert "escalated_from" not in got[IDS[0]]["details"]

@@ -31,7 +31,7 @@ from dpcheck.audits.lib.ucbvi.assumptions import (monitored_run, _monitored_run,
 from dpcheck.audits.lib.ucbvi.regret import (regret_curves, _regret_curves, _agent_run, practical_noise,
                                              regret_checks, EXPONENT_BOUND, COST_K_PASS, COST_K_FAIL, COST_EPS,
                                              rate_checks, width_slope, _band, burn_in_end,
-                                             burn_in_unmeasurable, mark_unmeasurable,
+                                             burn_in_unmeasurable, mark_unmeasurable, soften_practical,
                                              PLUGIN_MIN_RUNS, BURN_IN_MARGIN, regret_curve_set)
 
 __all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUsersActions', 'jdp_blackbox_check',
@@ -40,4 +40,4 @@ __all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUse
            'explicit_bound', 'explicit_bound_check', 'regret_curves', '_regret_curves', '_agent_run',
            'practical_noise', 'regret_checks', 'EXPONENT_BOUND', 'COST_K_PASS', 'COST_K_FAIL', 'COST_EPS',
            'rate_checks', 'width_slope', '_band', 'burn_in_end', 'burn_in_unmeasurable', 'PLUGIN_MIN_RUNS', 'BURN_IN_MARGIN',
-           'mark_unmeasurable', 'regret_curve_set']
+           'mark_unmeasurable', 'soften_practical', 'regret_curve_set']
