@@ -56,7 +56,8 @@ class DPUCBVIAudit(Audit):
                  "the released count stream is eps-DP in one user's data (black box)",
                  f"{QW}, Lemma 5.1", "privatizers.central_target"),
         ClaimRow("privacy.jdp.blackbox", "privacy",
-                 "the actions sent to all other users are eps-JDP (black box, scripted users)",
+                 "the actions sent to all other users are eps-JDP (black box, scripted users; uninformative "
+                 "unless the same agent on the exact counts at the same width E is told apart)",
                  f"{QW}, Theorem 5.2, Definition 2.2; Lemma 5.1", "ucbvi.jdp_blackbox_check"),
         ClaimRow("privacy.ldp.blackbox", "privacy",
                  "one user's message to the server is eps-LDP (black box)",

@@ -146,3 +146,52 @@ def test_dp_ucbvi_central_is_not_flagged():
                                ExecutionOptions(seed=0), samples=20_000)
     assert check.verdict != "fail"
     assert check.measured["epsilon_lower_bound"] <= 1.0
+
+
+# ----------------------------------------------------------------------------- the JDP black box's positive control
+_AUDIT_JDP = dict(privatizer="central", mode="practical", width_mode="nominal")    # as the dp_ucbvi audit runs it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("defect", [RawKernelDPUCBVI, RawBonusDPUCBVI])
+def test_raw_count_planners_get_no_plain_jdp_pass(defect):
+    """In the audit's JDP scenario (K = 4, H = 2, practical constants, E ~ 83.5) Q~ saturates, so even a planner
+    reading the raw counts sends the same actions on both neighbours (eps_lb = 0). That used to be a plain PASS
+    for RawKernelDPUCBVI; the positive control (the agent on the exact counts at the same E) shows no leak
+    either, so the PASS is uninformative (RawBonusDPUCBVI saturates everywhere: vacuous)."""
+    check = jdp_blackbox_check(AgentSpec(agent_class=defect, **_AUDIT_JDP), ExecutionOptions(seed=0), samples=20_000)
+    assert check.verdict != "pass" or check.details.get("qualifier") in ("uninformative", "vacuous"), check.reason
+
+
+@pytest.mark.slow
+def test_jdp_pass_is_uninformative_where_exact_counts_leak_nothing():
+    check = jdp_blackbox_check(AgentSpec(**_AUDIT_JDP), ExecutionOptions(seed=0), samples=20_000)
+    assert check.verdict == "pass" and check.details["qualifier"] == "uninformative", check.reason
+    ctl = check.details["positive_control"]
+    assert ctl["verdict"] != "fail" and ctl["width_E"] == pytest.approx(83.5, rel=0.01)
+
+
+@pytest.mark.slow
+def test_jdp_pass_is_plain_where_the_control_sees_the_exact_counts():
+    """Bonus constants with a privacy term 1/N~ (no saturation): the agent on the exact counts is told apart
+    (eps_lb > 1), so the correct agent's PASS is evidence and stays unqualified."""
+    small = BonusConstants(mode="practical", iota=1.0, c_variance=0.0, c_reward=0.0, c_privacy=1 / 83.5,
+                           privacy_scales_with_HS=False, c_correction=0.0)
+    check = jdp_blackbox_check(AgentSpec(constants=small, **_AUDIT_JDP), ExecutionOptions(seed=0), samples=20_000)
+    assert check.verdict == "pass" and "qualifier" not in check.details, check.reason
+    assert check.details["positive_control"]["verdict"] == "fail"
+    assert check.details["positive_control"]["epsilon_lower_bound"] > 1.0
+
+
+def test_exact_counts_control_releases_the_post_processed_exact_counts():
+    from dpcheck.audits.lib.ucbvi.privacy import ExactCounts
+    p = ExactCounts(8.0).start(2, 2, 2, 2, 3, np.random.default_rng(0))
+    states = np.array([[0, 1, 1], [0, 0, 1]])
+    actions = np.array([[1, 0], [0, 0]])
+    p.observe(states, actions, np.ones((2, 2)))
+    rel = p.release()
+    tc = p.true_counts()
+    assert p.width == 8.0 and rel.width == 8.0
+    np.testing.assert_allclose(rel.visits, tc.visits + 4.0)                 # N~ = N + E/2 (Section 5.1.1 LP, no noise)
+    np.testing.assert_allclose(rel.transitions, tc.transitions + 2.0)       # + E/(2S)
+    np.testing.assert_allclose(rel.rewards, tc.rewards)
