@@ -7,7 +7,8 @@ assembles, public so that tests, benchmarks and other game audits can call them 
   games setting: joint actions A*B, rewards=False, so 2 stream families).
 * Assumptions: :func:`assumption_checks` -- Assumption 3.1 and the good event of Lemma 5.8 (from
   audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm planned with), CCE,
-  UCB/LCB (Lemma B.7; Lemma B.8) and the certificate (Theorem 4.2), in theory or practical mode.
+  UCB/LCB (Lemma B.7; Lemma B.8) and the certificate (Theorem 4.2), in theory or practical mode; vacuous
+  where the bound is true by construction at almost every entry (:data:`MIN_INFORMATIVE`, :func:`untested`).
 * Regret: :func:`regret_curves` (exact duality-gap regret), :func:`regret_job` (one run of the regret
   grid, common random numbers), :func:`nonprivate_exponent_check` (the one check that can FAIL),
   :func:`regret_checks` (increment exponent, privacy cost against eps and K), :func:`cost_K_comparison`
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from dpcheck.audits.lib.nash.scenario import (SOURCE, BETA, REGRET_TOLERANCE, soften, vacuous, jdp_scenario,
                                               audit_constants, jdp_mechanism, jdp_target, ldp_target)
-from dpcheck.audits.lib.nash.assumptions import (assumption_batch, assumption_checks)
+from dpcheck.audits.lib.nash.assumptions import (assumption_batch, assumption_checks, MIN_INFORMATIVE, untested)
 from dpcheck.audits.lib.nash.privatizers import (theorem_privacy_term, cost_eps_slope, declared_width,
                                                  width_matched_grid, _width_matched, privatizer_checks,
                                                  privatizer_factory, accepts)
@@ -36,7 +37,7 @@ from dpcheck.audits.lib.nash.regret import (regret_curves, NONPRIVATE_FROM, EXPO
                                             band_series, regime, with_reason, regret_plot, local_slopes_plot)
 
 __all__ = ['SOURCE', 'BETA', 'REGRET_TOLERANCE', 'soften', 'vacuous', 'jdp_scenario', 'audit_constants',
-           'jdp_mechanism', 'jdp_target', 'ldp_target', 'assumption_batch', 'assumption_checks', 'theorem_privacy_term', 'cost_eps_slope',
+           'jdp_mechanism', 'jdp_target', 'ldp_target', 'assumption_batch', 'assumption_checks', 'MIN_INFORMATIVE', 'untested', 'theorem_privacy_term', 'cost_eps_slope',
            'declared_width', 'width_matched_grid', '_width_matched', 'privatizer_checks', 'privatizer_factory',
            'accepts', 'regret_curves', 'NONPRIVATE_FROM', 'EXPONENT_INTERVAL', 'k_grid', 'plot_grid', 'regret_job', 'regret_chunks', 'regret_stack_job', 'STACK_MEMBERS',
            'nonprivate_exponent_check', 'regret_checks', 'cost_K_comparison', 'band_series', 'regime', 'with_reason',

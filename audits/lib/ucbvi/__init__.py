@@ -5,13 +5,15 @@ claim); the functions here take an :class:`AgentSpec` -- a picklable description
 agent class (a variant, a planted defect) can be audited from a test -- and return finished
 :class:`dpcheck.checks.Check` objects:
 
-* privacy: :func:`jdp_blackbox_check` (eps-JDP of the actions sent to the other users, black box),
+* privacy: :func:`jdp_blackbox_check` (eps-JDP of the actions sent to the other users, black box, with its
+  positive control :class:`ExactCounts` / :class:`ExactCountsActions`),
   :func:`ldp_message_check` (eps-LDP of one user's message), :func:`dataflow_check` (the agent reads only
   the release: the Billboard lemma's premise), :func:`whitebox_check` (the declared DpEvent, PLD);
 * Assumption 3.1 and the lemmas built on it: :func:`monitored_run` + :func:`assumption_checks`,
   :func:`count_error_order_check`, :func:`optimism_check`;
 * regret: :func:`explicit_bound_check` (eq. 75), :func:`regret_checks` / :func:`rate_checks` (the exponent
-  and the privacy-cost scaling in K and eps, practical mode, reports/reproductions/dp_ucbvi_fig1/README.md).
+  and the privacy-cost scaling in K and eps, practical mode, reports/reproductions/dp_ucbvi_fig1/README.md; a
+  miss is inconclusive, :func:`soften_practical`).
 
 Expensive batches go through :func:`dpcheck.parallel.cached_call`, so ``--cache DIR`` stores them and a
 rerun resumes from them.
@@ -22,7 +24,8 @@ One module a concern, their names re-exported here (``ucbvi.rate_checks`` in a c
 from __future__ import annotations
 
 from dpcheck.audits.lib.ucbvi.spec import (SOURCE, VACUOUS, AgentSpec, claim_for)
-from dpcheck.audits.lib.ucbvi.privacy import (jdp_users, OtherUsersActions, jdp_blackbox_check, ReplayPrivatizer,
+from dpcheck.audits.lib.ucbvi.privacy import (jdp_users, OtherUsersActions, ExactCounts, ExactCountsActions,
+                                              jdp_blackbox_check, ReplayPrivatizer,
                                               Recorder, dataflow_check, LocalMessage, ldp_message_check,
                                               whitebox_check)
 from dpcheck.audits.lib.ucbvi.assumptions import (monitored_run, _monitored_run, assumption_checks,
@@ -34,7 +37,7 @@ from dpcheck.audits.lib.ucbvi.regret import (regret_curves, _regret_curves, _age
                                              burn_in_unmeasurable, mark_unmeasurable, soften_practical,
                                              PLUGIN_MIN_RUNS, BURN_IN_MARGIN, regret_curve_set)
 
-__all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUsersActions', 'jdp_blackbox_check',
+__all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUsersActions', 'ExactCounts', 'ExactCountsActions', 'jdp_blackbox_check',
            'ReplayPrivatizer', 'Recorder', 'dataflow_check', 'LocalMessage', 'ldp_message_check', 'whitebox_check',
            'monitored_run', '_monitored_run', 'assumption_checks', 'count_error_order_check', 'optimism_check',
            'explicit_bound', 'explicit_bound_check', 'regret_curves', '_regret_curves', '_agent_run',
