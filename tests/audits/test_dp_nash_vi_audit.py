@@ -416,3 +416,29 @@ def test_unobservable_good_event_is_reported_inconclusive():
                                                  rng=np.random.default_rng(1))}
     good = checks["assumption.good_event"]
     assert good.verdict == "inconclusive" and "carry no N^" in good.reason
+
+
+@pytest.mark.slow
+def test_jdp_pass_is_uninformative_when_the_power_control_cannot_see_raw_counts(tmp_path, monkeypatch):
+    """privacy.jdp.power runs under --quick too; when the scenario cannot tell the non-private Nash-VI from the
+    claim, privacy.jdp.blackbox's PASS is no evidence and is marked uninformative."""
+    import json
+    from dpcheck.algorithms.privatizers import NoPrivatizer
+    from dpcheck.audits.lib import nash as nash_lib
+    from dpcheck.cli import main
+    from dpcheck.target import AuditTarget
+    real = nash_lib.jdp_target
+
+    def blind(make, eps, **kw):
+        t = real(make, eps, **kw)
+        if isinstance(make(), NoPrivatizer):       # a scenario in which raw counts leave no trace
+            t = AuditTarget(name=t.name, mechanism=lambda d, rng, size: np.zeros(size, dtype=np.int64),
+                            pairs=t.pairs, claim=t.claim, output="discrete")
+        return t
+    monkeypatch.setattr(nash_lib, "jdp_target", blind)
+    main(["audit", "dp_nash_vi", "--quick", "--out", str(tmp_path), "--quiet"])
+    by_id = {c["id"]: c for c in json.loads((tmp_path / "dp_nash_vi.json").read_text())["checks"]}
+    assert by_id["privacy.jdp.power"]["verdict"] == "inconclusive"
+    jdp = by_id["privacy.jdp.blackbox"]
+    assert jdp["verdict"] == "pass" and jdp["details"]["qualifier"] == "uninformative", jdp["reason"]
+    assert "non-private Nash-VI only eps_lb" in jdp["reason"]
