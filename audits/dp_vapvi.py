@@ -26,8 +26,9 @@ the paper's Gaussian noise (docs/privatizers.md, "Offline linear"), built with `
 noise calibration compares with its declared stds, the privacy-cost slope in rho with its widths' exponent.
 
 Modes: "theory" uses C = 1 and the surrogate Dpen = H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d)
-(c_D = 1); at every feasible K its Dpen/K exceeds H, so validity, pessimism and the rate bounds hold only
-vacuously (the report says so). "practical" (the default for the utility checks) uses C = 2, c_D = 1e-3:
+(c_D = 1); at every feasible K its Dpen/K exceeds H, so validity, pessimism and the sub-optimality bound hold
+only vacuously, and the value error and privacy cost rates (below Theorem 4.1's K > max M_i, Qhat = 0) are
+INCONCLUSIVE (the report says why). "practical" (the default for the utility checks) uses C = 2, c_D = 1e-3:
 informative, without guarantee, so a miss there is inconclusive (:meth:`Audit.soften`).
 
 The budget: ``--set rho=R`` (default 1), or ``--epsilon E`` (with ``--delta``, default 1e-5) for the rho whose
@@ -290,17 +291,13 @@ class DPVAPVIAudit(Audit):
         H, d = setup.H, setup.features.shape[2]
         over = th.penalty_constant(H, d) / max(K_grid)
         if self.mode == "theory" and over >= H:
-            # the theorem's own bound (>= Dpen H / K >= H) exceeds the largest possible gap at every K of the
-            # grid: nothing can contradict it, and with Gamma >= H the policy is a tie-break, so no fit is run
-            why = (f"theory Dpen/K = {over:.4g} >= H = {H} at every K <= {max(K_grid)}: the bound exceeds H "
-                   "(the penalties force Qhat = 0)")
-            from dpcheck.checks import invariant_check
-            for row in self.claims:
-                if row.kind == "regret":
-                    self.add(invariant_check(id=row.id, kind="regret", violations=0, total=len(K_grid),
-                                             claim={"statement": row.statement, "source": row.source},
-                                             details={"mode": "theory", "K_grid": list(K_grid)},
-                                             what="bound larger than H", vacuous=why))
+            # Gamma >= H at every K of the grid: the sub-optimality bound (>= Dpen H / K >= H) is vacuously true,
+            # the value error's lemma and the privacy cost's scaling are not established (saturated_rate_checks)
+            rows = [(r.id, r.statement, r.source) for r in self.claims if r.kind == "regret"]
+            floor = ol.sample_size_floor(th, H, d, setup.kappa)
+            for c in ol.saturated_rate_checks(rows, H=H, K_grid=K_grid, Dpen=th.penalty_constant(H, d), K_floor=floor,
+                                              K_cost=K_cost, K_rho=K_rho):
+                self.add(c)
             return
         pr = self.make(min(rho_grid), "practical")
         sat = pr.penalty_constant(H, d) / max(K_grid)

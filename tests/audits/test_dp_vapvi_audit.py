@@ -313,10 +313,56 @@ def test_cli_theory_mode_reports_vacuity_not_failure(tmp_path):
     rep = json.loads((tmp_path / "dp_vapvi.json").read_text())
     ids = {c["id"]: c for c in rep["checks"]}
     assert code == 0
-    for i in ("assumption.penalty_validity", "assumption.pessimism", "regret.subopt.K", "regret.value_error.K",
-              "regret.privacy_cost.K", "regret.privacy_cost.rho"):
+    for i in ("assumption.penalty_validity", "assumption.pessimism", "regret.subopt.K"):
         assert ids[i]["verdict"] == "pass" and ids[i]["details"]["qualifier"] == "vacuous", i
-    assert "exceeds H" in ids["regret.subopt.K"]["reason"]
+    assert "exceeds any gap" in ids["regret.subopt.K"]["reason"]
+    # the value error's lemma and the privacy cost's scaling are not established by a bound above H
+    for i in ("regret.value_error.K", "regret.privacy_cost.K", "regret.privacy_cost.rho"):
+        assert ids[i]["verdict"] == "inconclusive" and "max M_i" in ids[i]["reason"], i
+
+
+def test_sample_size_floor_is_the_stated_part_of_max_M_i(lin_tab):
+    # Appendix A.2 with the algorithm's own E, L: on LIN-TAB (H = 3, d = 4, kappa = 0.145) M_4's H^6 E^2/kappa^2
+    # dominates, ~8.3e7; kappa = 0 (Assumption 2.2 broken) leaves the condition unmeetable
+    a = _algo(lin_tab, mode="theory")
+    H, d = lin_tab.H, lin_tab.features.shape[2]
+    E, _ = a.widths(H, d)
+    floor = ol.sample_size_floor(a, H, d, lin_tab.kappa)
+    assert floor == pytest.approx(H ** 6 * E * E / lin_tab.kappa ** 2) and 8e7 < floor < 9e7
+    assert ol.sample_size_floor(a, H, d, 0.0) == math.inf
+
+
+def test_saturated_theory_rates_pass_only_the_upper_bound(lin_tab):
+    """Theory mode, Dpen/K >= H on the grid: only regret.subopt.K (an upper bound above H) passes, vacuously; the
+    value error (Lemma D.16 needs K >= max M_i) and the privacy cost (scaling claims) are INCONCLUSIVE. They all
+    passed as 'vacuous' before."""
+    from dpcheck.audits.dp_vapvi import DPVAPVIAudit, rate_grids
+    a = _algo(lin_tab, mode="theory")
+    H, d = lin_tab.H, lin_tab.features.shape[2]
+    K_grid, K_cost, K_rho = rate_grids(H)
+    rows = [(r.id, r.statement, r.source) for r in DPVAPVIAudit.claims if r.kind == "regret"]
+    cs = {c.id: c for c in ol.saturated_rate_checks(rows, H=H, K_grid=K_grid, Dpen=a.penalty_constant(H, d),
+                                                    K_floor=ol.sample_size_floor(a, H, d, lin_tab.kappa),
+                                                    K_cost=K_cost, K_rho=K_rho)}
+    assert set(cs) == {r[0] for r in rows}
+    assert cs["regret.subopt.K"].verdict == "pass" and cs["regret.subopt.K"].details["qualifier"] == "vacuous"
+    for i in ("regret.value_error.K", "regret.privacy_cost.K", "regret.privacy_cost.rho"):
+        assert cs[i].verdict == "inconclusive" and "qualifier" not in cs[i].details, i
+    assert "Lemma D.16" in cs["regret.value_error.K"].reason
+    assert cs["regret.privacy_cost.K"].details["K_grid"] == list(K_cost)
+
+
+def test_theory_mode_audit_rates_are_not_all_vacuous_passes(tmp_path, monkeypatch):
+    # the audit's theory branch end to end, privacy and assumptions left out (they do not touch the rates)
+    from dpcheck.audits import dp_vapvi
+    monkeypatch.setattr(dp_vapvi.DPVAPVIAudit, "privacy", lambda self: None)
+    monkeypatch.setattr(dp_vapvi.DPVAPVIAudit, "assumptions", lambda self: None)
+    main(["audit", "dp_vapvi", "--quick", "--set", "mode=theory", "--out", str(tmp_path), "--quiet"])
+    rep = json.loads((tmp_path / "dp_vapvi.json").read_text())
+    v = {c["id"]: c["verdict"] for c in rep["checks"]}
+    assert v == {"regret.subopt.K": "pass", "regret.value_error.K": "inconclusive",
+                 "regret.privacy_cost.K": "inconclusive", "regret.privacy_cost.rho": "inconclusive"}
+    assert rep["verdict"] == "inconclusive"
 
 
 @pytest.mark.slow

@@ -16,7 +16,9 @@ table is :func:`dpcheck.audits.lib.offline_linear.rates.rate_checks`):
   transcript for datasets differing in ONE trajectory), :func:`policy_target` (the output policy).
 * ``assumptions`` -- :func:`noise_bound_check` (Lemma D.2), :func:`utility_checks` (penalty validity Lemma D.13,
   pessimism Lemma D.3), :func:`coverage_check` (kappa, Assumption 2.2), :func:`feature_norm_check` (Section 2).
-* ``rates`` -- :func:`rate_checks` (sub-optimality and value error vs K, the privacy cost vs K and vs rho).
+* ``rates`` -- :func:`rate_checks` (sub-optimality and value error vs K, the privacy cost vs K and vs rho),
+  :func:`saturated_rate_checks` (the same rows when the theory penalties exceed H), :func:`sample_size_floor`
+  (the stated part of Theorem 4.1's max M_i).
 * ``standalone`` -- the regression privatizer alone (``offline_regression_privatizer``).
 * ``userdata`` -- :func:`load_linear_data` (an .npz with states, actions, rewards and features),
   :func:`user_setup`, :func:`check_data_size`.
@@ -40,7 +42,7 @@ from dpcheck.audits.lib.offline_linear.targets import (
 from dpcheck.audits.lib.offline_linear.assumptions import (
     noise_bound_check, coverage_check, feature_norm_check, true_errors, sample_split, utility_checks,
 )
-from dpcheck.audits.lib.offline_linear.rates import rate_checks
+from dpcheck.audits.lib.offline_linear.rates import rate_checks, sample_size_floor, saturated_rate_checks
 from dpcheck.audits.lib.offline_linear.standalone import (
     standalone_sensitivities, regression_release_target, regression_noise_checks,
 )
@@ -52,6 +54,7 @@ __all__ = [
     "replicate", "noise_calibration_check", "noise_independence_check", "sensitivity_search", "feature_worst_case",
     "sensitivity_check", "equivalent_gaussian", "dp_event_checks", "neighbour_datasets", "transcript_llr",
     "statistics_target", "policy_target", "noise_bound_check", "coverage_check", "feature_norm_check",
-    "true_errors", "sample_split", "utility_checks", "rate_checks", "standalone_sensitivities",
+    "true_errors", "sample_split", "utility_checks", "rate_checks", "sample_size_floor", "saturated_rate_checks",
+    "standalone_sensitivities",
     "regression_release_target", "regression_noise_checks",
 ]

@@ -81,6 +81,75 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
                    "dominates it")
 
 
+def sample_size_floor(algo, H: int, d: int, kappa: float) -> float:
+    """The stated part of Theorem 4.1's sample-size condition K > max{M_1, M_2, M_3, M_4} (Appendix A.2), with
+    the algorithm's own widths E, L (Lemma D.2), lambda and delta:
+
+        M_1 = max{2 lambda, 128 log(2dH/delta), 128 H^4 log(2dH/delta) / kappa^2, sqrt(2) L / sqrt(d kappa)}
+        M_3 = max{512 H^4 log(2dH/delta) / kappa^2, 4 lambda H^2 / kappa}
+        M_4 = max{H^2 L^2 / (d kappa), H^6 E^2 / kappa^2, H^4 kappa}
+
+    M_2 is stated only up to O~ and is left out, so this is a lower bound on max M_i: a K below it is outside
+    Theorem 4.1 and Lemma D.16 (a K above it may still be below M_2). inf when kappa = 0 (Assumption 2.2 fails)."""
+    if not kappa > 0:
+        return math.inf
+    E, L = algo.widths(H, d)
+    lam, log_ = algo.lam, math.log(2.0 * d * H / algo.delta)
+    m1 = max(2 * lam, 128 * log_, 128 * H ** 4 * log_ / kappa ** 2, math.sqrt(2) * L / math.sqrt(d * kappa))
+    m3 = max(512 * H ** 4 * log_ / kappa ** 2, 4 * lam * H * H / kappa)
+    m4 = max(H * H * L * L / (d * kappa), H ** 6 * E * E / kappa ** 2, H ** 4 * kappa)
+    return float(max(m1, m3, m4))
+
+
+def saturated_rate_checks(rows, *, H: int, K_grid, Dpen: float, K_floor: float, K_cost=None, K_rho=None) -> list:
+    """The regret.* rows when the theory penalty's additive part Dpen/K is >= H at every K of ``K_grid`` (theory
+    mode: Dpen = H^2 L/kappa + H^4 E sqrt(d)/kappa^1.5 + H^3 sqrt(d), Theorem 4.1), so every Gamma_h >= H and
+    DP-VAPVI's Qhat is 0 (its policy a tie-break). ``rows``: (id, statement, source) of the regret claims;
+    ``K_floor``: :func:`sample_size_floor`; ``K_cost`` / ``K_rho``: the privacy cost's own K (default K_grid).
+
+    * regret.subopt.K is an upper bound, and eq. 10's right side is >= Dpen H / K >= H^2 >= H, the largest possible
+      gap: nothing can contradict it -- PASS (vacuous);
+    * regret.value_error.K (Lemma D.16) holds only for K >= max M_i, and with Qhat = 0 the value error is
+      ||V*_h|| whatever K is -- INCONCLUSIVE;
+    * regret.privacy_cost.K / .rho are scaling claims (slope -1 in K, -1/2 in rho; eq. 11 comparison), not
+      bounds a large Dpen makes true: where DP-VAPVI's pessimistic value is clipped to 0 and the noise-off
+      counterpart's (Dpen = H^3 sqrt(d) only) is not, their difference measures the clipping, not the 1/K
+      term; and Theorem 4.1 compares the two only for K > max M_i -- INCONCLUSIVE.
+    Nothing here is a PASS that was not established."""
+    from dpcheck.checks import invariant_check
+    grids = {"regret.privacy_cost.K": tuple(K_cost or K_grid),
+             "regret.privacy_cost.rho": (K_rho,) if K_rho is not None else tuple(K_grid)}
+    out = []
+    for rid, statement, source in rows:
+        grid = grids.get(rid, tuple(K_grid))
+        lo, hi = min(grid), max(grid)
+        over = Dpen / hi
+        ks = f"K = {lo}" if lo == hi else f"K in [{lo}, {hi}]"
+        sat = (f"theory Dpen/K >= {over:.4g}" + (f" >= H = {H}: the penalties force Qhat = 0" if over >= H else "")
+               + f" at {ks}")
+        below = (f"{ks} is below Theorem 4.1's sample-size condition K > max M_i (its stated part alone, M_1, M_3, "
+                 f"M_4 of Appendix A.2, is {K_floor:.4g})" if hi < K_floor else
+                 f"{ks} reaches the stated part of Theorem 4.1's max M_i ({K_floor:.4g}); M_2, stated only up to O~, "
+                 "may still exceed it")
+        claim = {"statement": statement, "source": source}
+        det = {"mode": "theory", "K_grid": list(grid)}
+        if rid == "regret.subopt.K":
+            out.append(invariant_check(id=rid, kind="regret", violations=0, total=len(grid), claim=claim,
+                                       details=det, what="bound larger than H",
+                                       vacuous=f"{sat}; eq. 10's bound >= Dpen H/K >= H^2 exceeds any gap"))
+            continue
+        if rid == "regret.value_error.K":
+            why = f"{sat}, so Vtil = 0 and the value error is ||V*_h|| at every K; {below}: Lemma D.16 says nothing here"
+        else:
+            why = (f"{sat}; a slope claim is not made true by a large bound: while DP-VAPVI's value is clipped to 0 and "
+                   f"the noise-off counterpart's (Dpen = H^3 sqrt(d)) is not, the cost measures that clipping, not "
+                   f"eq. 11's privacy term; {below}")
+        out.append(Check(id=rid, kind="regret", verdict=INCONCLUSIVE, claim=claim,
+                         measured={"Dpen_over_K_at_max_K": over, "H": H, "sample_size_floor": K_floor, "K_max": hi},
+                         details=det, reason=why))
+    return out
+
+
 def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: int, seed: int, alpha: float,
                 mode: str, progress=None, rho_exponent: float = -0.5, K_cost=None) -> list:
     """Sub-optimality and value error of DP-VAPVI vs K (Theorem 4.1: main term ~ K^{-1/2}; upper bounds:
