@@ -442,3 +442,36 @@ def test_dominated_gap_keeps_the_verdict_unless_the_bound_dominates(case):
     before = _slope_check_of(gaps, K)
     after = ol_rates._dominated_gap(before, K, gaps, bounds, alpha=0.01, seed=0, delta=0.1, H=3)
     assert after.verdict == before.verdict != "pass"
+
+
+# ------------------------------------------------------------------ regret.privacy_cost: no positive curve, no PASS
+def _cost_check(cost, x=(0.25, 0.5, 1.0, 2.0, 4.0)):
+    return ol_rates._privacy_cost_check(np.asarray(x), cost, "rho", expected=-0.5, tolerance=0.15, alpha=0.05,
+                                        seed=0, statement="s", source="s", details={})
+
+
+def test_privacy_cost_within_noise_of_zero_is_inconclusive_not_pass():
+    # a cost of 0.5 at the smallest rho and pure noise elsewhere: nothing ~ rho^-1/2 was measured (it was a PASS)
+    rng = np.random.default_rng(0)
+    cost = rng.normal(0.0, 1e-3, size=(200, 5))
+    cost[:, 0] += 0.5
+    c = _cost_check(cost)
+    assert c.verdict == "inconclusive" and "qualifier" not in c.details
+    assert c.details["within_noise_of_zero"] and not c.details["significantly_negative"]
+
+
+def test_significantly_negative_privacy_cost_is_reported_and_inconclusive():
+    rng = np.random.default_rng(1)
+    x = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+    cost = 0.1 * x ** -0.5 + rng.normal(0.0, 1e-3, size=(200, 5))
+    cost[:, -1] = -0.05 + rng.normal(0.0, 1e-3, size=200)        # the DP estimate above the noise-off one
+    c = _cost_check(cost, x)
+    assert c.verdict == "inconclusive" and c.details["significantly_negative"] == [4.0]
+    assert "significantly negative at rho = [4.0]" in c.reason
+
+
+def test_positive_privacy_cost_with_the_claimed_slope_passes():
+    rng = np.random.default_rng(2)
+    x = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+    cost = 0.1 * x ** -0.5 * np.exp(rng.normal(0.0, 0.05, size=(200, 5)))
+    assert _cost_check(cost, x).verdict == "pass"

@@ -19,20 +19,42 @@ from dpcheck.audits.lib.offline_linear.assumptions import sample_split, true_err
 
 def _privacy_cost_check(x, cost, xname: str, *, expected: float, tolerance: float, alpha: float, seed: int,
                         statement: str, source: str, details: dict) -> Check:
-    """regret.privacy_cost.<xname>: the slope of the paired privacy cost (runs, len(x)) in x. Where the mean
-    cost is <= 0 somewhere on the grid it is within noise of zero: the claim (a lower-order term) is not in
-    doubt, but there is no positive curve to fit, so the check is PASS (uninformative), not inconclusive."""
+    """regret.privacy_cost.<xname>: the slope of the paired privacy cost (runs, len(x)) in x (scaling_check).
+
+    Where the mean cost is <= 0 at some point of the grid there is no positive curve to fit, so the slope claim is
+    not tested: INCONCLUSIVE, never PASS. The reason says, for each such point, whether the mean is significantly
+    negative (its two-sided Student t interval at level alpha / len(x) lies below 0) or within noise of 0. Not
+    even a significantly negative cost is a FAIL: what is measured is Vtil_1(noise off) - Vtil_1(DP-VAPVI), the
+    learner's own pessimistic estimate, and Theorem 4.1 does not order the two estimates (DP-VAPVI's Lambdatil_h
+    carries the (E/2) I shift of Lemma D.2, which shrinks its elliptical penalty, and zero-mean noise in wtil_h that
+    the clip of Qhat to [0, H - h + 1] turns into a bias of either sign); eq. 11 compares upper bounds on the
+    sub-optimality, not these values."""
+    from scipy.special import stdtrit
     from dpcheck.regret import fit_scaling, scaling_check
     cid = f"regret.privacy_cost.{xname}"
-    if np.all(cost.mean(0) > 0):
+    m = cost.mean(0)
+    if np.all(m > 0):
         fit = fit_scaling(x, cost, alpha=alpha, seed=seed)
         return scaling_check(fit, expected=expected, tolerance=tolerance, id=cid, source=source,
                              what="Vtil_1(noise off) - Vtil_1(DP-VAPVI)", xname=xname, details=details)
-    c = Check(id=cid, kind="regret", verdict=PASS, claim={"statement": statement, "source": source},
-              measured={"mean_cost": cost.mean(0).tolist(), "confidence": 1.0},
-              reason=f"the mean privacy cost is <= 0 at some {xname} of the grid")
-    return qualify(c, "uninformative", f"the privacy cost is within noise of zero at some {xname} of the grid, so "
-                   f"no slope in {xname} can be fitted; the cost is not large, its rate is not measured")
+    n = cost.shape[0]
+    se = cost.std(0, ddof=1) / math.sqrt(n) if n > 1 else np.full_like(m, np.inf)
+    t = float(stdtrit(max(n - 1, 1), 1 - alpha / (2 * len(m))))
+    upper = m + t * se
+    grid = [float(v) for v in x]
+    negative = [g for g, mu, up in zip(grid, m, upper) if mu <= 0 and up < 0]
+    zero = [g for g, mu, up in zip(grid, m, upper) if mu <= 0 and not up < 0]
+    parts = ([f"significantly negative at {xname} = {negative}"] if negative else []) + \
+            ([f"within noise of 0 at {xname} = {zero}"] if zero else [])
+    return Check(id=cid, kind="regret", verdict=INCONCLUSIVE, claim={"statement": statement, "source": source},
+                 measured={"mean_cost": m.tolist(), "upper": upper.tolist(), "confidence": 1 - alpha / len(m),
+                           "runs": n},
+                 details=dict(details, significantly_negative=negative, within_noise_of_zero=zero),
+                 reason=(f"the mean privacy cost is <= 0 at some {xname} of the grid ({'; '.join(parts)}): no slope in "
+                         f"{xname} can be fitted, the claimed scaling is not tested. A negative cost contradicts no "
+                         "statement of Theorem 4.1 (it compares bounds, not the learner's pessimistic values), so it "
+                         "is not a FAIL"))
+
 
 def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, delta: float, H: int) -> Check:
     """regret.subopt.K when the realised gap's own slope is not below the bound: is the gap dominated by the
@@ -116,7 +138,6 @@ def saturated_rate_checks(rows, *, H: int, K_grid, Dpen: float, K_floor: float, 
       counterpart's (Dpen = H^3 sqrt(d) only) is not, their difference measures the clipping, not the 1/K
       term; and Theorem 4.1 compares the two only for K > max M_i -- INCONCLUSIVE.
     Nothing here is a PASS that was not established."""
-    from dpcheck.checks import invariant_check
     grids = {"regret.privacy_cost.K": tuple(K_cost or K_grid),
              "regret.privacy_cost.rho": (K_rho,) if K_rho is not None else tuple(K_grid)}
     out = []
