@@ -475,3 +475,35 @@ def test_positive_privacy_cost_with_the_claimed_slope_passes():
     x = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
     cost = 0.1 * x ** -0.5 * np.exp(rng.normal(0.0, 0.05, size=(200, 5)))
     assert _cost_check(cost, x).verdict == "pass"
+
+
+# ------------------------------------------------------------------ regret.subopt.K: fewer than 3 K with a positive gap
+_K5 = np.array([1000.0, 1400, 2000, 2800, 4000])
+
+
+def _subopt(gaps, bounds):
+    return ol_rates._subopt_check(_K5, gaps, bounds, alpha=0.01, seed=0, delta=0.1, H=3, mode="practical",
+                                  details={})
+
+
+def test_zero_gap_at_every_K_is_an_uninformative_pass():
+    c = _subopt(np.zeros((200, 5)), np.full((200, 5), 5.0))
+    assert c.verdict == "pass" and c.details["qualifier"] == "uninformative"
+
+
+def test_two_K_with_a_positive_gap_are_inconclusive_not_a_vacuous_pass():
+    # a gap at the two LARGEST K only (it appears as K grows), bound >= H: nothing is established (it was PASS
+    # 'vacuous' whichever K had the gap)
+    gaps = np.zeros((200, 5))
+    gaps[:30, 3:] = 0.2
+    c = _subopt(gaps, np.full((200, 5), 5.0))
+    assert c.verdict == "inconclusive" and c.measured["informative_points"] == 2 and "qualifier" not in c.details
+
+
+def test_two_K_with_a_positive_gap_pass_when_the_bound_dominates():
+    gaps = np.zeros((200, 5))
+    gaps[:30, :2] = 0.05
+    bounds = np.broadcast_to(2.0 * (_K5 / 1000) ** -0.6, (200, 5)).copy()
+    c = _subopt(gaps, bounds)
+    assert c.verdict == "pass" and c.details["qualifier"] == "uninformative" and c.details["bound"]["runs_above_bound"] == 0
+    assert "K^" not in c.reason.split("lies below")[0]          # no fitted slope to quote

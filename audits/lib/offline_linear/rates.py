@@ -70,7 +70,8 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
     <= delta of the runs (Clopper-Pearson upper bound, PASS level) and (b) the mean bound falls at least like
     K^{-0.4} (studentised bootstrap interval below -0.4, PASS level), each at half the PASS level; the bound is
     also below H at the largest K (else it says nothing). Otherwise the check is returned unchanged: this
-    is only a route to PASS, never a new FAIL, and a gap slope that FAILs in theory mode is never touched."""
+    is only a route to PASS (for an inconclusive fit, a practical-mode miss, or fewer than 3 K with a positive
+    gap), never a new FAIL, and a gap slope that FAILs in theory mode is never touched."""
     from dataclasses import replace as _replace
     from dpcheck.regret import fit_scaling, pass_interval
     from dpcheck.stats import cp_upper, pass_alpha
@@ -90,9 +91,10 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
     check = _replace(check, details=det)
     if not (hi <= delta and b_hi <= -0.4 and b_mean[-1] < H):
         return check
-    gfit = det.get("fit", {})
+    gfit = det.get("fit")
+    shape = f"~ K^{gfit['slope']:.2f} " if gfit else ""
     passed = _replace(check, verdict=PASS,
-                      reason=(f"realised gap ~ K^{gfit.get('slope', float('nan')):.2f} (mean {gaps.mean(0)[0]:.3g} -> "
+                      reason=(f"realised gap {shape}(mean {gaps.mean(0)[0]:.3g} -> "
                               f"{gaps.mean(0)[-1]:.3g}) lies below the bound 2 sum_h E_pi*[Gamma_h] (mean "
                               f"{b_mean[0]:.3g} -> {b_mean[-1]:.3g} < H = {H}) in {runs - over}/{runs} runs at every K "
                               f"(rate above it <= {hi:.3g} <= delta = {delta:g}), and the bound falls like "
@@ -101,6 +103,47 @@ def _dominated_gap(check: Check, K, gaps, bounds, *, alpha: float, seed: int, de
                    "the realised gap is in its instance-dependent regime (flat while the data cannot resolve the "
                    "margin of the wrong action), so its own slope measures no rate; the claim's K^{-1/2} bound "
                    "dominates it")
+
+
+def _subopt_check(K, gaps, bounds, *, alpha: float, seed: int, delta: float, H: int, mode: str,
+                  details: dict) -> Check:
+    """regret.subopt.K from the realised gaps (runs, len(K)) and eq. 10's bound 2 sum_h E_pi*[Gamma_h] per run.
+
+    A K where the learned policy is optimal in every run (mean gap 0) satisfies any bound and has no logarithm:
+    the fit uses the K with a positive mean gap, the others are reported. Then
+    * gap 0 in every run at every K: the upper bound holds outright -- PASS (uninformative: no rate measured);
+    * fewer than 3 K with a positive mean gap otherwise: no slope to fit -- INCONCLUSIVE (as DP-APVI's
+      regret.suboptimality.n), unless the bound dominates the gap (:func:`_dominated_gap`);
+    * else the slope of the mean gap (<= -0.4, :func:`dpcheck.regret.slope_check`); an inconclusive fit, or a
+      practical-mode miss, may still pass through :func:`_dominated_gap`."""
+    from dpcheck.regret import fit_scaling, slope_check
+    src = f"{SOURCE}, Theorem 4.1, eq. 10"
+    statement = "v* - v^{pi_hat} <= O~(sqrt(d) sum_h E_pi*[||phi||_{Lambda*^-1}]) + Dpen H/K ~ K^{-1/2}"
+    keep = gaps.mean(0) > 0
+    det = dict(details, zero_gap_fraction=float((gaps == 0).mean()), K_with_zero_mean_gap=K[~keep].tolist())
+    if not keep.any():
+        c = invariant_check(id="regret.subopt.K", kind="regret", violations=0, total=int(gaps.size),
+                            claim={"statement": statement, "source": src}, details=det,
+                            what="v* - v^pi_hat = 0 <= the bound")
+        return qualify(c, "uninformative", "the learned policy is optimal in every run at every K: the upper bound "
+                       "holds with gap 0, its K^{-1/2} rate is not measured")
+    if keep.sum() < 3:
+        c = Check(id="regret.subopt.K", kind="regret", verdict=INCONCLUSIVE,
+                  claim={"statement": statement, "source": src},
+                  measured={"informative_points": int(keep.sum()), "gap_mean": gaps.mean(0).tolist()}, details=det,
+                  reason=f"a positive mean gap at only {int(keep.sum())} of {len(K)} K (K = {K[keep].tolist()}): "
+                         "fewer than 3 points to fit a rate")
+        return _dominated_gap(c, K, gaps, bounds, alpha=alpha, seed=seed, delta=delta, H=H)
+    fit = fit_scaling(K[keep], gaps[:, keep], alpha=alpha, seed=seed)
+    c = slope_check(fit, bound=-0.4, id="regret.subopt.K", xname="K", ylabel="v* - v^pi_hat", statement=statement,
+                    source=src, details=det)
+    if c.verdict == INCONCLUSIVE or (c.verdict == FAIL and mode == "practical"):
+        # a practical-mode miss of the gap's slope is softened to INCONCLUSIVE by the audit anyway (no guarantee)
+        c = _dominated_gap(c, K, gaps, bounds, alpha=alpha, seed=seed, delta=delta, H=H)
+    if c.verdict == PASS and fit.ci[1] < -1.5:
+        c = qualify(c, "uninformative", "the gap vanishes faster than any power of K in this window (the learned "
+                    "policy becomes optimal); the bound is not contradicted, its rate is not measured")
+    return c
 
 
 def sample_size_floor(algo, H: int, d: int, kappa: float) -> float:
@@ -207,35 +250,10 @@ def rate_checks(make, inst, *, K_grid, rho_grid, K_rho: int, rho: float, runs: i
             r = base.run((D, Dp), inst.features, rng)
             cost.append((vap.run((D, Dp), inst.features, rng).values[:, 0] - r.values[:, 0]) @ inst.mdp.init)
     gaps, verr, cost, bounds = (np.stack(x, axis=1) for x in (gaps, verr, cost, bounds))
-    checks = []
+    det = {"mode": mode, "rho": rho, "runs": runs}
+    checks = [_subopt_check(np.asarray(K_grid, float), gaps, bounds, alpha=alpha, seed=seed, delta=base.delta, H=H,
+                            mode=mode, details=det)]
     src = f"{SOURCE}, Theorem 4.1"
-    # a K where the learned policy is optimal in every run (mean gap 0) satisfies any bound trivially and has
-    # no logarithm: the fit uses the K with a positive mean gap, the others are reported
-    keep = gaps.mean(0) > 0
-    Kg = np.asarray(K_grid, float)
-    det = {"mode": mode, "rho": rho, "runs": runs, "zero_gap_fraction": float((gaps == 0).mean()),
-           "K_with_zero_mean_gap": Kg[~keep].tolist()}
-    if keep.sum() < 3:
-        c = qualify(invariant_check(id="regret.subopt.K", kind="regret", violations=0, total=int(gaps.size),
-                                    claim={"statement": "v* - v^pi_hat ~ K^{-1/2} (upper bound)",
-                                           "source": f"{src}, eq. 10 (Theorem 4.1, eq. 10)"}, details=det,
-                                    what="sub-optimality bound"),
-                    "vacuous", "the learned policy is optimal in (almost) every run: fewer than 3 K with a positive gap")
-        checks.append(c)
-        gaps = None
-    if gaps is not None:
-        fit = fit_scaling(Kg[keep], gaps[:, keep], alpha=alpha, seed=seed)
-        c = slope_check(fit, bound=-0.4, id="regret.subopt.K", xname="K", ylabel="v* - v^pi_hat",
-                        statement="v* - v^{pi_hat} <= O~(sqrt(d) sum_h E_pi*[||phi||_{Lambda*^-1}]) + Dpen H/K ~ K^{-1/2}",
-                        source=f"{src}, eq. 10", details=det)
-    if gaps is not None and (c.verdict == INCONCLUSIVE or (c.verdict == FAIL and mode == "practical")):
-        # a practical-mode miss of the gap's slope is softened to INCONCLUSIVE by the audit anyway (no guarantee)
-        c = _dominated_gap(c, Kg, gaps, bounds, alpha=alpha, seed=seed, delta=base.delta, H=H)
-    if gaps is not None and c.verdict == PASS and fit.ci[1] < -1.5:
-        c = qualify(c, "uninformative", "the gap vanishes faster than any power of K in this window (the learned "
-                    "policy becomes optimal); the bound is not contradicted, its rate is not measured")
-    if gaps is not None:
-        checks.append(c)
     fit = fit_scaling(K_grid, verr, alpha=alpha, seed=seed)
     checks.append(slope_check(fit, bound=-0.4, id="regret.value_error.K", xname="K", ylabel="sup_h ||V*_h - Vtil_h||",
                               statement="sup_h ||V*_h - Vtil_h||_inf <= O~(H^2 sqrt(d)/sqrt(kappa K)) (+ privacy term)",
