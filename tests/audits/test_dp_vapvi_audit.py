@@ -507,3 +507,17 @@ def test_two_K_with_a_positive_gap_pass_when_the_bound_dominates():
     c = _subopt(gaps, bounds)
     assert c.verdict == "pass" and c.details["qualifier"] == "uninformative" and c.details["bound"]["runs_above_bound"] == 0
     assert "K^" not in c.reason.split("lies below")[0]          # no fitted slope to quote
+
+
+def test_privacy_cost_claims_name_the_value_estimate_they_measure():
+    # what rate_checks measures is Vtil_1(noise off) - Vtil_1(DP-VAPVI), the learner's pessimistic estimate, not the
+    # sub-optimality of eq. 11: the claim table and the check's own claim say so
+    from dpcheck.audits.dp_vapvi import DPVAPVIAudit
+    for rid in ("regret.privacy_cost.K", "regret.privacy_cost.rho"):
+        assert "pessimistic value estimate" in DPVAPVIAudit.row(rid).statement, rid
+    rng = np.random.default_rng(2)
+    x = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+    c = ol_rates._privacy_cost_check(x, 0.1 * x ** -0.5 * np.exp(rng.normal(0.0, 0.05, size=(200, 5))), "rho",
+                                     expected=-0.5, tolerance=0.15, alpha=0.05, seed=0, statement="the statement",
+                                     source="s", details={})
+    assert c.claim["statement"] == "the statement"
