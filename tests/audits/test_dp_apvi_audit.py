@@ -432,3 +432,40 @@ def test_dataflow_check_sees_raw_data_read_after_the_release():
     bad = lo.dataflow_check(APVISpec(algorithm=RawVisitsAPVI), inst, n=10**4, runs=10, seed=0)
     assert bad.verdict == "fail", bad.reason
     assert lo.dataflow_check(APVISpec(noise_off=True), inst, n=10**4, runs=10, seed=0).verdict == "fail"
+
+
+# ---------------------------------------------------------------- regret.suboptimality.budget: the gap's privacy part
+class BudgetBlindAPVI(DPAPVI):
+    """Defect: the noise and the width E are those of rho = 0.3 whatever budget the algorithm is given, so its
+    gap does not depend on the budget at all."""
+
+    def __init__(self, rho=None, **kw):
+        super().__init__(rho=rho, **kw)
+        if self.privatizer is not None:
+            self.privatizer = OfflineGaussianPrivatizer(0.3, beta=self.delta)
+
+
+def _budget_check(**spec_kw):
+    wide = tab_full(np.random.default_rng(7), S=5, A=5, H=3)
+    spec = APVISpec(mechanism="gaussian", budget=1.0, delta=0.1, mode="practical", **spec_kw)
+    E = dataclasses.replace(spec, noise_off=False, algorithm=None).make().width(3, 5, 5)
+    return lo.suboptimality_budget_check(spec, wide, n=int(round(40 * E)), budget_factors=(0.1, 0.3, 1, 3, 10),
+                                         runs=200, seed=3, alpha=0.05)
+
+
+def test_budget_check_passes_the_papers_gaussian_on_its_privacy_part():
+    c = _budget_check()
+    assert c.verdict == "pass" and c.measured["slope"] < -0.5
+    assert c.details["width_exponent"] == -0.5 and min(c.details["privacy_part_mean"]) > 0
+
+
+@pytest.mark.parametrize("plant", ["noise_off", "budget_blind"])
+def test_budget_check_does_not_pass_a_gap_whose_privacy_part_does_not_fall(plant):
+    # the old rule ("the gap does not grow": slope <= 0.1) passed both: with the noise off the gap is flat, and a
+    # privatizer deaf to the budget leaves it flat too
+    c = _budget_check(noise_off=True) if plant == "noise_off" else _budget_check(algorithm=BudgetBlindAPVI)
+    assert c.verdict != "pass"
+    if plant == "noise_off":
+        assert c.verdict == "inconclusive" and c.details["no_privacy_part_budgets"] == c.details["budgets"]
+    else:
+        assert abs(c.measured["slope"]) < 0.1
