@@ -21,6 +21,9 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
   declared DpEvent (``declare()``: from its parameters and the sizes, nothing run), against its Claim.
 * ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks (online)
   and the noise bound (offline, Lemma C.2).
+* ``whitebox.noise_scale`` / ``whitebox.noise_independence`` (offline) -- the noise the audited class draws at
+  H = 3 against the variance its claim implies (eq. 2): the black box and the DpEvent run at H = 1, so a noise
+  computed for H = 1 at every horizon would otherwise pass.
 
 Paper calibration under replacement (docs/derivations.md#neighbouring-relation, Qiao & Wang 2024): the paper calibrates to the
 add/remove sensitivity H per family, so under the replacement relation of its own definitions the
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from dpcheck.algorithms.offline import DPAPVI
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.registry import PARALLEL, SetOption
@@ -101,6 +105,13 @@ OFFLINE_ROWS = (               # the offline noise bound and the released counts
              "P~ is a distribution",
              f"{OFFLINE}, eq. 5, Remark 3.3", "check_noise"),
 )
+OFFLINE_NOISE_ROWS = (         # the noise actually drawn at H = 3 (the black box and the DpEvent run at H = 1)
+    ClaimRow("whitebox.noise_scale", "whitebox",
+             "at H = 3 the noise drawn has the variance the claim implies (2H/rho; 2 (4H/eps)^2)",
+             f"{OFFLINE}, eq. 2, docs/derivations.md#noise-calibration", "check_noise_scale"),
+    ClaimRow("whitebox.noise_independence", "whitebox", "fresh noise for every step h",
+             f"{OFFLINE}, eq. 2, Lemma C.1", "check_noise_scale"),
+)
 OFFLINE_GAUSSIAN_CLAIMS = (    # offline_gaussian_privatizer: rho-zCDP
     ClaimRow("privacy.blackbox", "privacy",
              "n' = {n + N(0, 2H/rho)}^+ is rho-zCDP in one trajectory",
@@ -111,6 +122,7 @@ OFFLINE_GAUSSIAN_CLAIMS = (    # offline_gaussian_privatizer: rho-zCDP
     ClaimRow("whitebox.sensitivity", "whitebox",
              "one replaced trajectory moves each family by <= sqrt(2H) in l2",
              f"{OFFLINE}, docs/derivations.md#neighbouring-relation", "check_sensitivity"),
+    *OFFLINE_NOISE_ROWS,
     *OFFLINE_ROWS,
 )
 OFFLINE_LAPLACE_CLAIMS = (     # offline_laplace_privatizer: eps-DP
@@ -123,6 +135,7 @@ OFFLINE_LAPLACE_CLAIMS = (     # offline_laplace_privatizer: eps-DP
     ClaimRow("whitebox.sensitivity", "whitebox",
              "one replaced trajectory moves both families by <= 4H in l1",
              f"{OFFLINE}, docs/derivations.md#noise-calibration", "check_sensitivity"),
+    *OFFLINE_NOISE_ROWS,
     *OFFLINE_ROWS,
 )
 
@@ -281,9 +294,21 @@ OFFLINE_USES = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cach
 REGRESSION_NOISE_RUNS = 50_000    # offline_regression_privatizer's noise checks, default and --quick alike (~1 s)
 
 
+class APVIWithPrivatizerClass(DPAPVI):
+    """DP-APVI with the AUDITED count privatizer class in place of the built-in one, at any budget
+    (``privatizer_class(budget, beta=delta)``), so that :func:`dpcheck.audits.lib.offline.noise_calibration_checks`
+    sweeps budgets through the very class under audit (``APVISpec(algorithm=..., extra={"privatizer_class": ...})``)."""
+
+    def __init__(self, rho=None, *, epsilon=None, privatizer_class=None, **kw):
+        super().__init__(rho=rho, epsilon=epsilon, **kw)
+        if self.privatizer is not None and privatizer_class is not None:
+            self.privatizer = privatizer_class(self.rho if self.rho is not None else self.epsilon, beta=self.delta)
+
+
 class OfflinePrivatizerAudit(PrivatizerAudit):
-    """What the two offline privatizer audits share: black box on the released counts n', the PLD of
-    the declared DpEvent, the brute-force sensitivity and the uniform noise bound (Theorem 3.4 / Lemma C.1; Lemma C.2)."""
+    """What the offline count privatizer audits share: black box on the released counts n', the PLD of
+    the declared DpEvent, the brute-force sensitivity, the noise drawn at H = 3 and the uniform noise bound
+    (Theorem 3.4 / Lemma C.1; eq. 2; Lemma C.2)."""
 
     gaussian: ClassVar[bool]
     uses = OFFLINE_USES
@@ -296,7 +321,23 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
         self.check_blackbox(priv)
         self.check_dp_event(priv)
         self.check_sensitivity(priv)
+        self.check_noise_scale(priv)
         self.check_noise(priv)
+
+    def check_noise_scale(self, priv) -> None:
+        """whitebox.noise_scale / noise_independence: the noise the audited class DRAWS at H = 3 (S = A = 2), through
+        DP-APVI's release, against the variance its claim implies (2H/rho; 2 (4H/eps)^2), at budget x {1/4, 1, 4}
+        (audits/lib/offline/whitebox.py). The black box and the DpEvent run at H = 1 and the sensitivity check reads
+        the declared sigma: without this, noise drawn for H = 1 at every horizon (rho-zCDP claimed, 3 rho at H = 3)
+        passed. Cost: ~0.1 s (5000 runs; --quick 2000)."""
+        from dpcheck.audits.lib import offline
+        from dpcheck.audits.lib.offline import APVISpec
+        spec = APVISpec(mechanism="gaussian" if self.gaussian else "laplace",
+                        budget=float(priv.rho if self.gaussian else priv.epsilon), delta=float(priv.beta),
+                        algorithm=APVIWithPrivatizerClass, extra={"privatizer_class": type(priv)})
+        for c in offline.noise_calibration_checks(spec, runs=self.exe.pick(5000, 2000), rng=self.rng("noise-scale"),
+                                                  alpha=self.exe.alpha):
+            self.add(c)
 
     def check_blackbox(self, priv) -> None:
         """privacy.blackbox: one trajectory of 21 replaced by the worst case; LLR of the declared noise."""

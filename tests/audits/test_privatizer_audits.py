@@ -6,6 +6,7 @@ Defects are subclasses injected into the same audit functions the registered aud
 * the Local privatizer with Laplace scale 1/eps, not 3H/eps  -> privacy.blackbox, whitebox.dp_event
 * a projection that ignores nonnegativity                    -> assumption.valid_transition
 * an E smaller than the noise can honour                     -> assumption.count_error
+* offline noise drawn for H = 1 at every horizon             -> whitebox.noise_scale (offline_gaussian/laplace)
 """
 import numpy as np
 import pytest
@@ -266,3 +267,42 @@ def test_monitor_without_noisy_counts_does_not_fail_no_underestimation():
     mon.update(rel, true)
     c = {c.id: c for c in mon.checks(beta=0.1, alpha=0.05)}["assumption.no_underestimation"]
     assert c.verdict == "fail"
+
+
+# ------------------------------------------------------------------ offline privatizers: the noise drawn at H > 1
+from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer  # noqa: E402
+
+
+class NoiseForOneStep(OfflineGaussianPrivatizer):
+    """Defect: the noise std is sigma(1) = sqrt(2/rho) at every horizon (declared sigma(H), DpEvent and width
+    unchanged): 3 rho-zCDP at H = 3. The black box and the DpEvent run at H = 1, the sensitivity check reads the
+    declared sigma: only a check of the noise drawn at H > 1 sees it."""
+
+    def _noise(self, rng, shape, H):
+        return rng.normal(0.0, self.sigma(1), size=shape)
+
+
+class LaplaceForOneStep(OfflineLaplacePrivatizer):
+    """The same defect in the Laplace privatizer: scale 4/eps instead of 4H/eps."""
+
+    def _noise(self, rng, shape, H):
+        return rng.laplace(0.0, self.scale(1), size=shape)
+
+
+@pytest.mark.parametrize("name,planted,expected", [
+    ("offline_gaussian_privatizer", None, PASS), ("offline_gaussian_privatizer", NoiseForOneStep, FAIL),
+    ("offline_laplace_privatizer", None, PASS), ("offline_laplace_privatizer", LaplaceForOneStep, FAIL)])
+def test_offline_privatizer_audits_check_the_noise_drawn_at_H_3(monkeypatch, name, planted, expected):
+    from dpcheck.context import AuditContext, AuditOptions
+    from dpcheck.registry import get
+    from dpcheck.audits import privatizer_audits as pva
+    cls = pva.OfflineGaussianPrivatizerAudit if "gaussian" in name else pva.OfflineLaplacePrivatizerAudit
+    monkeypatch.setattr(cls, "check_blackbox", lambda self, priv: None)          # H = 1: blind to this defect
+    if planted is not None:
+        monkeypatch.setattr(cls, "privatizer", lambda self: planted(1.0))
+    ctx = AuditContext(name, AuditOptions(quick=True, seed=0))
+    get(name).run(ctx)
+    v = {c.id: c.verdict for c in ctx.checks}
+    assert v["whitebox.noise_scale"] == expected, v
+    # what the audit ran before: all of it passes the planted privatizer
+    assert v["whitebox.dp_event"] == v["whitebox.sensitivity"] == v["assumption.noise_bound"] == PASS
