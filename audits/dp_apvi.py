@@ -298,8 +298,7 @@ class DPAPVIAudit(Audit):
             self.add(offline.zcdp_conversion_check(spec, H, approx=approx))
         for c in offline.sensitivity_checks(spec, examples=exe.pick(200, 60)):
             self.add(c)
-        # 50,000 runs under --quick too (~1 s): a PASS must certify the variance to 2% (privatizers.variance_band)
-        for c in offline.noise_calibration_checks(spec, runs=50_000, rng=self.rng("noise-calibration"),
+        for c in offline.noise_calibration_checks(spec, runs=offline.CALIBRATION_RUNS, rng=self.rng("noise-calibration"),
                                                   alpha=exe.alpha):
             self.add(c)
 

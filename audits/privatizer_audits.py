@@ -335,7 +335,7 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
         spec = APVISpec(mechanism="gaussian" if self.gaussian else "laplace",
                         budget=float(priv.rho if self.gaussian else priv.epsilon), delta=float(priv.beta),
                         algorithm=APVIWithPrivatizerClass, extra={"privatizer_class": type(priv)})
-        for c in offline.noise_calibration_checks(spec, runs=self.exe.pick(5000, 2000), rng=self.rng("noise-scale"),
+        for c in offline.noise_calibration_checks(spec, runs=offline.CALIBRATION_RUNS, rng=self.rng("noise-scale"),
                                                   alpha=self.exe.alpha):
             self.add(c)
 
@@ -504,8 +504,7 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
     def check_noise_scale(self, priv) -> None:
         """whitebox.noise_scale / noise_independence through DP-APVI's release (audits/lib/offline/whitebox.py)."""
         from dpcheck.audits.lib import offline
-        # 50,000 runs under --quick too (~1 s): a PASS must certify the variance to 2% (privatizers.variance_band)
-        for c in offline.noise_calibration_checks(self.spec, runs=50_000,
+        for c in offline.noise_calibration_checks(self.spec, runs=offline.CALIBRATION_RUNS,
                                                   rng=self.rng("noise-scale"), alpha=self.exe.alpha):
             self.add(c)
 

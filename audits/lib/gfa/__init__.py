@@ -32,7 +32,7 @@ from dpcheck.audits.lib.gfa.instance import (SOURCE, THEOREM, NPZ_KEYS, load_fun
                                              SEC_NL, CLASS_COPIES, audit_episodes, class_cost, check_class_size,
                                              default_instance, instance_with_class, make_agent, public_init, describe)
 from dpcheck.audits.lib.gfa.privacy import (_RUN_CHUNK, UsersWithInit, jdp_users, SelectionsAndActions,
-                                            jdp_blackbox_check, _dataset_strategy, _arrays, extreme_class,
+                                            jdp_blackbox_check, pair_reach, _dataset_strategy, _arrays, extreme_class,
                                             sensitivity_search, sensitivity_check, _chisq_power, selection_check,
                                             observed_updates, composition_check, _literal_scores, score_dataset_check,
                                             _outcome_rewards)
@@ -50,7 +50,7 @@ from dpcheck.audits.lib.gfa.mechanism import (SELECTION_SOURCE, selection_pairs,
 __all__ = ['SOURCE', 'THEOREM', 'NPZ_KEYS', 'load_function_class', 'SEC_EPISODE', 'SEC_N2', 'SEC_NL', 'CLASS_COPIES',
            'audit_episodes', 'class_cost', 'check_class_size', 'default_instance', 'instance_with_class',
            'make_agent', 'public_init', 'describe', '_RUN_CHUNK', 'UsersWithInit', 'jdp_users',
-           'SelectionsAndActions', 'jdp_blackbox_check', '_dataset_strategy', '_arrays', 'extreme_class',
+           'SelectionsAndActions', 'jdp_blackbox_check', 'pair_reach', '_dataset_strategy', '_arrays', 'extreme_class',
            'sensitivity_search', 'sensitivity_check', '_chisq_power', 'selection_check', 'observed_updates',
            'composition_check', '_literal_scores', 'score_dataset_check', '_outcome_rewards', 'assumption_checks',
            'REFERENCE', 'tuned', '_final_regret', 'regret_curves', 'appendix_bound', '_bound_vacuity', '_soft_fail',

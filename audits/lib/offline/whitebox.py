@@ -169,6 +169,11 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
     return pc.noisy_visits - v, pc.noisy_transitions - t
 
 
+# repetitions of noise_calibration_checks in the audits (default and --quick alike, ~1 s): enough for a PASS to
+# certify the variance to 2% (dpcheck.audits.lib.privatizers.variance_band; 5,000 left Laplace noise INCONCLUSIVE)
+CALIBRATION_RUNS = 50_000
+
+
 def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H: int = 3, S: int = 2, A: int = 2,
                              factors=(0.25, 1.0, 4.0), tolerance: float = 0.1) -> list[Check]:
     """whitebox.noise_scale (noise variance) and whitebox.noise_independence (fresh noise for every count and

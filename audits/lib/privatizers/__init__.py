@@ -57,5 +57,6 @@ __all__ = [
     "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
     "offline_sensitivity_check", "offline_noise_checks", "EPS_SLACK", "dp_event_check", "family_vectors_central",
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
-    "release_error_structure", "tree_reuse_check", "assumption_checks",
+    "release_error_structure", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band",
+    "assumption_checks",
 ]
