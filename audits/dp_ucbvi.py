@@ -10,10 +10,8 @@ hold only vacuously (the report says so) and rates are meaningless. Rate checks 
 the actions carry the most information about the data (practical). ``--set mode=...`` forces one
 mode everywhere.
 
-Each rate check crosses its FAIL bound only where the theorem's rate is contradicted, at level alpha/2 of a
-studentised bootstrap interval; in practical mode the theorem is not guaranteed, so such a miss is reported
-INCONCLUSIVE (ucbvi.soften_practical, :meth:`Audit.soften`, as DP-Nash-VI's practical-mode checks): a rate check
-never FAILs. Their false-alarm rates over audit seeds: benchmarks/false_alarm.py.
+Each rate check FAILs only where the theorem is contradicted, at level alpha/2 of a studentised
+bootstrap interval; their false-alarm rates over audit seeds: benchmarks/false_alarm.py.
 """
 from __future__ import annotations
 
@@ -29,7 +27,6 @@ from dpcheck.parallel import with_result_cache
 from dpcheck.registry import PARALLEL, SetOption
 
 QW = "Qiao & Wang 2023"
-PRACTICAL = "[practical mode: softened, a miss is inconclusive]"
 
 
 class DPUCBVIAudit(Audit):
@@ -94,21 +91,21 @@ class DPUCBVIAudit(Audit):
                  "w.p. >= 1 - beta",
                  f"{QW}, Theorem 4.1 / Lemma C.9, eq. 75", "ucbvi.explicit_bound_check"),
         ClaimRow("regret.exponent.jdp", "regret", "Regret(K) = O~(sqrt(K)): exponent of the increments <= 0.5 + 0.1",
-                 f"{QW}, Theorem 5.2; reports/reproductions/dp_ucbvi_fig1/README.md {PRACTICAL}", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.2; reports/reproductions/dp_ucbvi_fig1/README.md", "ucbvi.rate_checks"),
         ClaimRow("regret.exponent.ldp", "regret", "Regret(K) = O~(sqrt(K)): exponent of the increments <= 0.5 + 0.1",
-                 f"{QW}, Theorem 5.7; reports/reproductions/dp_ucbvi_fig1/README.md {PRACTICAL}", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.7; reports/reproductions/dp_ucbvi_fig1/README.md", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.jdp_K", "regret",
                  "the privacy cost Regret_DP - Regret_UCBVI is an additive S^2 A H^3/eps term, flat in K",
-                 f"{QW}, Theorem 5.2 {PRACTICAL}", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.2", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.ldp_K", "regret",
                  "the privacy cost Regret_DP - Regret_UCBVI grows like S^2 A sqrt(H^5 T)/eps",
-                 f"{QW}, Theorem 5.7 {PRACTICAL}", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.7", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.jdp_eps", "regret", "the privacy cost at fixed K scales like 1/eps "
                  "(a plug-in privatizer: like its width E(eps))",
-                 f"{QW}, Theorem 5.2 through Assumption 3.1 {PRACTICAL}", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.2 through Assumption 3.1", "ucbvi.rate_checks"),
         ClaimRow("regret.privacy_cost.ldp_eps", "regret", "the privacy cost at fixed K scales like 1/eps "
                  "(a plug-in privatizer: like its width E(eps))",
-                 f"{QW}, Theorem 5.7 through Assumption 3.1 {PRACTICAL}", "ucbvi.rate_checks"),
+                 f"{QW}, Theorem 5.7 through Assumption 3.1", "ucbvi.rate_checks"),
     )
     options = (
         SetOption("calibration", str, choices=("paper", "strict"), default="strict",
@@ -256,11 +253,9 @@ class DPUCBVIAudit(Audit):
         passes on well-gapped instances), so the instance is kept and the run extended. Validity: each look
         FAILs at half the check's share of --alpha, so a correct implementation FAILs through either look
         with probability <= the share (Bonferroni over the two looks; a look that is not taken only lowers
-        it). Measured: benchmarks/false_alarm.py, dp_ucbvi --quick. A practical-mode miss (a crossed FAIL bound,
-        reported INCONCLUSIVE: ucbvi.soften_practical) is not undecided: it is kept, as a FAIL was, so a second
-        look can never turn it into a PASS."""
+        it). Measured: benchmarks/false_alarm.py, dp_ucbvi --quick."""
         from dpcheck.checks import INCONCLUSIVE
-        undecided = [c.id for c in checks if c.verdict == INCONCLUSIVE and not c.details.get("practical_miss")]
+        undecided = [c.id for c in checks if c.verdict == INCONCLUSIVE]
         if not undecided:
             return checks
         exe = self.exe

@@ -27,9 +27,7 @@ Which checks can FAIL (read from audits/dp_ucbvi.py and audits/dp_nash_vi.py, ce
 the default of both audits; ``--privatizer local`` measures dp_ucbvi's checks under --privatizer local):
 
 measured here (statistical, no earlier validity measurement):
-  dp_ucbvi   regret.exponent.<notion>, regret.privacy_cost.<notion>_K / _eps   (rate_checks; practical mode:
-             softened since a crossed FAIL bound contradicts no guarantee, so they no longer FAIL; the rows
-             still measure how often they end INCONCLUSIVE)
+  dp_ucbvi   regret.exponent.<notion>, regret.privacy_cost.<notion>_K / _eps   (rate_checks)
              assumption.count_error_order_eps, assumption.count_error_order_K  (count_error_order_check)
   dp_ucbvi / dp_nash_vi   whitebox.tree_noise_reuse (max |z| < 6 on the tree's covariance)
   dp_nash_vi regret.exponent.nonprivate (the one regret check the audit does not soften)
@@ -45,8 +43,7 @@ valid by construction (not re-measured):
       whitebox.dp_event, whitebox.sensitivity, privacy.dataflow, assumption.sum_consistency,
       .no_underestimation, .valid_transition, .monotone, .cce, .certificate_chain.
   never FAIL: dp_nash_vi's practical-mode checks (``Audit.soften``: a miss is inconclusive) -- every
-      regret.exponent.jdp/.ldp, regret.privacy_cost.*, and the *.practical assumption checks; dp_ucbvi's
-      rate checks (ucbvi.soften_practical, the same rule);
+      regret.exponent.jdp/.ldp, regret.privacy_cost.*, and the *.practical assumption checks;
       privacy.jdp.power (pass / inconclusive).
 """
 from __future__ import annotations

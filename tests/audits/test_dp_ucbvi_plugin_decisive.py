@@ -180,11 +180,10 @@ def test_example_gaussian_plugin_quick_k_checks_are_decisive_at_seed_0():
 
 
 @pytest.mark.slow
-def test_planted_linear_privacy_cost_is_caught_through_the_plugin_path_too():
+def test_planted_linear_privacy_cost_fails_through_the_plugin_path_too():
     """The capped-counts agent of tests/project/test_false_alarm.py (N~ capped at 2E: the privacy term of the
     bonus never falls below 1/2, the cost grows linearly) with the example plug-in and its 8-run --quick
-    sweep: both K-checks cross their FAIL bounds, reported INCONCLUSIVE as a practical-mode miss
-    (ucbvi.soften_practical; the burn-in rule only ever reads a PASS)."""
+    sweep: both K-checks FAIL (the burn-in rule only ever reads a PASS)."""
     from dpcheck.algorithms.online.ucbvi import DPUCBVI
     from dpcheck.audits.dp_ucbvi import regret_sweep
     from dpcheck.stats import pass_level
@@ -199,5 +198,5 @@ def test_planted_linear_privacy_cost_is_caught_through_the_plugin_path_too():
     with pass_level(0.05):
         ids = {c.id: c for c in ucbvi.regret_checks(spec, _env(0), K_grid=K_grid, runs=runs, seed=3,
                                                     alpha=0.05 / 23, eps_grid=eps_grid)}
-    for cid in ("regret.privacy_cost.jdp_K", "regret.exponent.jdp"):
-        assert ids[cid].verdict == INCONCLUSIVE and ids[cid].details["practical_miss"], ids[cid].reason
+    assert ids["regret.privacy_cost.jdp_K"].verdict == FAIL, ids["regret.privacy_cost.jdp_K"].reason
+    assert ids["regret.exponent.jdp"].verdict == FAIL, ids["regret.exponent.jdp"].reason

@@ -12,8 +12,7 @@ agent class (a variant, a planted defect) can be audited from a test -- and retu
 * Assumption 3.1 and the lemmas built on it: :func:`monitored_run` + :func:`assumption_checks`,
   :func:`count_error_order_check`, :func:`optimism_check`;
 * regret: :func:`explicit_bound_check` (eq. 75), :func:`regret_checks` / :func:`rate_checks` (the exponent
-  and the privacy-cost scaling in K and eps, practical mode, reports/reproductions/dp_ucbvi_fig1/README.md; a
-  miss is inconclusive, :func:`soften_practical`).
+  and the privacy-cost scaling in K and eps, practical mode, reports/reproductions/dp_ucbvi_fig1/README.md).
 
 Expensive batches go through :func:`dpcheck.parallel.cached_call`, so ``--cache DIR`` stores them and a
 rerun resumes from them.
@@ -34,7 +33,7 @@ from dpcheck.audits.lib.ucbvi.assumptions import (monitored_run, _monitored_run,
 from dpcheck.audits.lib.ucbvi.regret import (regret_curves, _regret_curves, _agent_run, practical_noise,
                                              regret_checks, EXPONENT_BOUND, COST_K_PASS, COST_K_FAIL, COST_EPS,
                                              rate_checks, width_slope, _band, burn_in_end,
-                                             burn_in_unmeasurable, mark_unmeasurable, soften_practical,
+                                             burn_in_unmeasurable, mark_unmeasurable,
                                              PLUGIN_MIN_RUNS, BURN_IN_MARGIN, regret_curve_set)
 
 __all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUsersActions', 'ExactCounts', 'ExactCountsActions', 'jdp_blackbox_check',
@@ -43,4 +42,4 @@ __all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUse
            'explicit_bound', 'explicit_bound_check', 'regret_curves', '_regret_curves', '_agent_run',
            'practical_noise', 'regret_checks', 'EXPONENT_BOUND', 'COST_K_PASS', 'COST_K_FAIL', 'COST_EPS',
            'rate_checks', 'width_slope', '_band', 'burn_in_end', 'burn_in_unmeasurable', 'PLUGIN_MIN_RUNS', 'BURN_IN_MARGIN',
-           'mark_unmeasurable', 'soften_practical', 'regret_curve_set']
+           'mark_unmeasurable', 'regret_curve_set']

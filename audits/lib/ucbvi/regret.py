@@ -196,12 +196,6 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     Measured false-alarm rates of all three on the reference implementation: benchmarks/false_alarm.py.
     ``cost_eps_slope`` (default -1): the claimed slope in eps; a user's privatizer claims the slope of its
       own width E(eps) (:func:`width_slope`), the band and FAIL side move with it.
-
-    The curves are practical-mode runs (BonusConstants.practical, the practical noise of :func:`practical_noise`):
-    with constants below the paper's, optimism (Lemma C.11) and with it Theorems 5.2 / 5.7 are not guaranteed,
-    so a crossing of a FAIL bound above contradicts no guarantee. It is reported as INCONCLUSIVE (the one rule,
-    :meth:`dpcheck.audit.Audit.soften`, as DP-Nash-VI's practical-mode checks) with ``details["practical_miss"]``
-    set, and the audit's second look (audits/dp_ucbvi.py regret_escalation) leaves it as it is.
     """
     tag = notion.lower()    # check ids: regret.exponent.jdp, regret.privacy_cost.jdp_K, ... (as in dp_nash_vi)
     from dpcheck.regret import fit_increment_exponent, fit_scaling, regret_exponent_check
@@ -259,19 +253,7 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
         statement=statement + f"; FAIL only if it grows faster than that as eps decreases (slope < {lo_eps:.3g})",
         source=SOURCE,
         xname="eps", details={"agent": agent, "mode": "practical", "K": K, "eps_grid": list(map(float, eps_grid))}))
-    return [soften_practical(c) for c in checks]
-
-
-def soften_practical(check: Check) -> Check:
-    """A practical-mode rate check: a FAIL contradicts no guarantee (constants below the paper's), so it becomes
-    INCONCLUSIVE (:meth:`dpcheck.audit.Audit.soften`) and ``details["practical_miss"]`` records that the statistic
-    crossed its FAIL bound (a miss, final: evidence against the implementation, not a lack of data)."""
-    from dpcheck.audit import Audit
-    from dpcheck.checks import FAIL
-    out = Audit.soften(check, True)
-    if check.verdict == FAIL:
-        out = replace(out, details={**out.details, "practical_miss": True})
-    return out
+    return checks
 
 
 def width_slope(spec: AgentSpec, env, K: int, eps_grid) -> tuple[float, str]:
