@@ -247,7 +247,8 @@ def test_private_exponent_decision_on_known_curves(gf):
     """regret.exponent.private (gfa.private_exponent_check, the decision the audit and
     benchmarks/gfa_outcome_window.py share) on costs with known exponents: K^0.45 passes in the growing
     regime; K^1.6 fails where the theorem's bound is below K J* (K up to 2^20 on GF-3) and is inconclusive
-    where it is vacuous (K up to 2^11); a flat cost is an uninformative pass."""
+    where it is vacuous (K up to 2^11); a flat cost (mean increments within noise of 0, some <= 0) is
+    INCONCLUSIVE: no exponent is defined (it used to be PASS (uninformative) without any fit)."""
     from dpcheck.algorithms.gfa import coverability
     C = coverability(gf.mdp, gf.fclass).value
     rng = np.random.default_rng(0)
@@ -266,7 +267,26 @@ def test_private_exponent_decision_on_known_curves(gf):
         assert vacuous == (K is small)
         assert steep.verdict == ("inconclusive" if vacuous else "fail")
         flat = decide(K, 50 + rng.standard_normal((24, 4)))
-        assert flat.verdict == "pass" and flat.details["qualifier"] == "uninformative"
+        assert flat.verdict == "inconclusive" and "qualifier" not in flat.details
+        assert "does not increase" in flat.reason
+
+
+def test_private_exponent_is_not_passed_when_one_mean_increment_dips(gf):
+    """A privacy cost linear in K (exponent 1, far above 3/5 + 0.1) whose mean dips once on the grid (e.g. the
+    non-private mean is larger at that K) has no exponent to fit there: INCONCLUSIVE naming the step, never a
+    PASS (the old rule read the dip as "the cost is not growing" and passed it, uninformative)."""
+    rng = np.random.default_rng(0)
+    K = [2 ** k for k in range(9, 16)]
+    D = 0.3 * np.asarray(K, float)[None, :] + rng.normal(0, 5, size=(32, len(K)))
+    D[:, 2] = D[:, 1] - 1.0                                        # the mean cost falls on [1024, 2048]
+    rates = gfa.RateSetting(1, gf, tuple(K), 16.0, 1e-5, 3.52, "paper", 0.05 / 20, 0)
+    c = gfa.private_exponent_check(rates, D, {})
+    assert c.verdict == "inconclusive", c.reason
+    assert "[1024, 2048]" in c.reason and "qualifier" not in c.details
+    # the same cost without the dip is fitted and fails where the theorem's bound is below K J* (GF-3, K <= 2^15)
+    # or is softened to INCONCLUSIVE where it is vacuous: never a PASS either way
+    D[:, 2] = 0.3 * K[2] + rng.normal(0, 5, size=32)
+    assert gfa.private_exponent_check(rates, D, {}).verdict != "pass"
 
 
 @pytest.mark.slow
