@@ -87,25 +87,39 @@ def test_benchmark_cli_writes_the_table_and_json(tmp_path, capsys):
 @pytest.mark.slow
 def test_quick_jdp_rate_checks_are_decisive_at_the_family_share():
     """Issue 17: dp_ucbvi's JDP exponent was INCONCLUSIVE in 11 of 60 --quick runs, mostly where the regret
-    had flattened in the fit window (audit seed 3: exponent -0.28, interval [-5.5, 5.0]). At the audit's
-    family share (23 checks) with PASS at its alpha, and flattened regret reported as PASS (uninformative),
-    at most 10% of the seeds 0..19 stay inconclusive; none FAILs."""
+    had flattened in the fit window (audit seed 3: exponent -0.28, interval [-5.5, 5.0]). Such a run is
+    INCONCLUSIVE with the flattening in its reason (dpcheck.regret.exponent_regime; it used to be PASS
+    (uninformative), which no interval supported). As the audit does (audits/dp_ucbvi.py regret_escalation):
+    each look at half the family share (23 checks), PASS at the audit's alpha, and a rate check the quick sweep
+    leaves INCONCLUSIVE decided on the default sweep. Over seeds 0..19 none FAILs; after the second look
+    regret.exponent.jdp stays inconclusive on 2 seeds (2, 3) and regret.privacy_cost.jdp_K on 3 (2, 3, 19) --
+    15%, above issue 17's 10%: the price of not passing what the intervals cannot establish."""
     from dpcheck.audits.lib.ucbvi import rate_checks
     from dpcheck.stats import pass_level
     fa = _bench()
-    counts = {}
+    share = 0.05 / 23
+    ids = ("regret.exponent.jdp", "regret.privacy_cost.jdp_K", "regret.privacy_cost.jdp_eps")
+    counts, first_looks = {}, {}
     for s in range(20):
         K_grid, R_np, curves, ss = fa.ucbvi_curves(s, "quick")
         with pass_level(0.05):
-            checks = rate_checks(K_grid, R_np, curves, eps_main=1.0, notion="JDP", alpha=0.05 / 23, seed=ss)
-        for c in checks:
-            counts.setdefault(c.id, []).append(c)
-    for cid in ("regret.exponent.jdp", "regret.privacy_cost.jdp_K", "regret.privacy_cost.jdp_eps"):
+            first = {c.id: c for c in rate_checks(K_grid, R_np, curves, eps_main=1.0, notion="JDP", alpha=share / 2,
+                                                  seed=ss)}
+        first_looks[s] = first
+        if any(first[i].verdict == "inconclusive" for i in ids):
+            K_grid, R_np, curves, ss = fa.ucbvi_curves(s, "default")
+            with pass_level(0.05):
+                second = {c.id: c for c in rate_checks(K_grid, R_np, curves, eps_main=1.0, notion="JDP",
+                                                       alpha=share / 2, seed=ss)}
+            first = {i: (second[i] if c.verdict == "inconclusive" else c) for i, c in first.items()}
+        for i in ids:
+            counts.setdefault(i, []).append(first[i])
+    for cid in ids:
         verdicts = [c.verdict for c in counts[cid]]
         assert "fail" not in verdicts, cid
-        assert verdicts.count("inconclusive") <= 2, (cid, verdicts)
-    seed3 = counts["regret.exponent.jdp"][3]
-    assert seed3.verdict == "pass" and seed3.details["qualifier"] == "uninformative", seed3.reason
+        assert verdicts.count("inconclusive") <= 3, (cid, verdicts)
+    seed3 = first_looks[3]["regret.exponent.jdp"]
+    assert seed3.verdict == "inconclusive" and "looks flat in the window" in seed3.reason, seed3.reason
 
 
 def test_whole_audit_benchmark_covers_every_registered_audit():

@@ -79,8 +79,9 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
                    tolerance: float = 0.1) -> Check:
     """Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / Theorems 4.1, 5.1: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
     grid <= 0.5 + tolerance (dpcheck.regret), fitted on the increments after the over-exploration phase
-    (:func:`learning_window`); a window where the increments shrink is an uninformative pass
-    (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
+    (:func:`learning_window`); a window where the increments shrink (their interval below 0.25) is an
+    uninformative pass, one whose regret only looks flat with an interval that cannot decide stays
+    inconclusive with that regime in its reason (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
     shrinking, is an uninformative pass (:func:`_exploration_ends_in_last_doubling`); a run still exploring at
     the largest K is inconclusive."""
     from dpcheck.regret import exponent_regime, fit_increment_exponent, regret_exponent_check
@@ -110,8 +111,7 @@ def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *
     ends inside the last doubling of the grid, so :func:`learning_window` finds fewer than two post-exploration
     increments and no exponent can be fitted there. If the last two mean increments nevertheless grow like K^b
     with b's interval (at the FAIL level) wholly below 0.25 (they shrink or barely grow: the uninformative pass of
-    dpcheck.regret.exponent_regime, without its wide-interval "flattening" branch; a linear
-    curve has b = 1), the regret is flattening -- the gapped instance's "linear, then bounded" -- and the check
+    dpcheck.regret.exponent_regime, which rests on the interval; a linear curve has b = 1), the regret is flattening -- the gapped instance's "linear, then bounded" -- and the check
     is a PASS (uninformative) saying so: the run measures no rate, but nothing in it is in doubt against
     O~(sqrt T). Anything else (increments still growing, as on a linear-regret agent, or an interval reaching
     0.25) stays ``undecided`` (INCONCLUSIVE); the caller's check was not a FAIL, so no FAIL is ever changed."""

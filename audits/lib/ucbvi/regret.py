@@ -232,7 +232,8 @@ def rate_checks(K_grid, R_np, curves: dict, *, eps_main: float, notion: str, alp
     jdp = notion == "JDP"
     key = "JDP" if jdp else "LDP"
     # JDP claims a flat cost: shrinking increments confirm it (a plain PASS); LDP claims sqrt(K) growth, which
-    # shrinking increments cannot show (PASS (uninformative)). A wide interval over a flattened mean: uninformative
+    # shrinking increments cannot show (PASS (uninformative)). A wide interval over a flattened mean stays
+    # INCONCLUSIVE, the regime in its reason
     checks.append(exponent_regime(slope_check(
         ck, bound=COST_K_PASS[key], fail_above=COST_K_FAIL[key], id=f"regret.privacy_cost.{tag}_K",
         statement=("exponent of the increments of the privacy cost Regret_DP(K) - Regret_UCBVI(K) "
