@@ -98,7 +98,7 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
                                  f"K = {K} (over-exploration phase, length ~ beta_p^2): no sqrt(T) phase to fit")
         return _exploration_ends_in_last_doubling(undecided, curves, grid, K, alpha=alpha, seed=seed, label=label,
                                                   src=src, tolerance=tolerance)
-    fit = fit_increment_exponent(grid, curves[:, grid - 1], window=window, alpha=alpha, seed=seed)
+    fit = fit_increment_exponent(grid, curves[:, grid - 1], window=window, alpha=alpha, seed=seed, interval="t")
     check = regret_exponent_check(fit, claimed=0.5, tolerance=tolerance, id=id, source=src, what=label,
                                   details={"window_rule": "increments after the per-episode rate fell below half "
                                                           "its initial (linear-phase) value"})
@@ -120,7 +120,7 @@ def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *
     if left.size < 2:
         return undecided
     last = (float(left[-2]), float(left[-1]))
-    fit = fit_increment_exponent(grid, curves[:, grid - 1], window=last, alpha=alpha, seed=seed)
+    fit = fit_increment_exponent(grid, curves[:, grid - 1], window=last, alpha=alpha, seed=seed, interval="t")
     check = exponent_regime(regret_exponent_check(
         fit, claimed=0.5, tolerance=tolerance, id=undecided.id, source=src, what=label,
         details={"window_rule": "no post-exploration window of two increments (learning_window); fitted on the "
@@ -207,7 +207,7 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int, x_map: dict | None = 
                       reason=f"only {int(keep.sum())} eps of the grid cost clearly more regret than the non-private "
                              f"run at K = {grid['K']}: no slope to fit")]
     x = np.asarray([x_map[e] for e in eps] if x_map is not None else eps, dtype=float)[keep]
-    fit = fit_scaling(x, cost[:, keep], alpha=alpha, seed=seed)
+    fit = fit_scaling(x, cost[:, keep], alpha=alpha, seed=seed, interval="t")
     return [slope_check(fit, bound=-0.2, lower=-1.1, fail_above=0.0, fail_below=None, id="regret.privacy_scaling",
                         statement=statement, source=src, xname="eps", details=details,
                         ylabel="R_private(K) - R_nonprivate(K)")]
