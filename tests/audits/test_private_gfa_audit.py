@@ -489,10 +489,11 @@ def _exponent_check(R, bound=0.6, K=(512, 1024, 2048, 4096), seed=0):
     return c, fit
 
 
-def test_settled_runs_make_an_inconclusive_nonprivate_exponent_an_uninformative_pass():
+def test_settled_runs_explain_an_inconclusive_nonprivate_exponent_and_leave_it_inconclusive():
     """Runs whose regret is B(K) x one constant (settled within the same batches at every K) plus one run
     that settles differently at the smallest K: the interval is wide (INCONCLUSIVE); with >= 75% settled runs
-    the check is PASS (uninformative) with the reason, never a plain PASS."""
+    the reason says so, and the check stays INCONCLUSIVE (it used to be PASS (uninformative): the settled runs'
+    own exponent is the batch size's by construction and tests nothing)."""
     from dpcheck.algorithms.gfa import remark_3_7_batch_size
     K = (512, 1024, 2048, 4096)
     B = np.array([remark_3_7_batch_size(k) for k in K], float)
@@ -503,10 +504,36 @@ def test_settled_runs_make_an_inconclusive_nonprivate_exponent_an_uninformative_
     assert c.verdict == "inconclusive"
     s = gfa.settled_runs(K, R)
     assert (s["runs"], s["of"]) == (11, 12)
-    out = gfa._settled_regime(c, s, R, 0.6)
-    assert out.verdict == "pass" and out.details["qualifier"] == "uninformative"
+    out = gfa._settled_regime(c, s, R)
+    assert out.verdict == "inconclusive" and "qualifier" not in out.details
     assert "11 of 12 runs" in out.reason and "batch size" in out.reason
     assert out.details["settled_runs"]["exponent"] <= 0.6
+
+
+def test_settled_runs_never_pass_a_learner_whose_other_runs_grow_faster_than_claimed():
+    """Three quarters of the runs settled (B(K) x c), a quarter growing like K^0.9 with a heavy-tailed scale:
+    the mean's increment exponent is far above 0.6 and its interval straddles the bound. Only the interval may
+    pass the check: the settled-runs rule used to make 190 of 200 such INCONCLUSIVEs PASS (uninformative)."""
+    from dpcheck.algorithms.gfa import remark_3_7_batch_size
+    from dpcheck.regret import fit_increment_exponent, slope_check
+    Kg = [2 ** k for k in range(9, 16)]
+    B = np.array([remark_3_7_batch_size(k) for k in Kg], float)
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for trial in range(10):
+        R = np.zeros((128, len(Kg)))
+        R[:96] = B[None, :] * rng.uniform(0.1, 1.0, size=(96, 1))
+        R[96:] = (0.02 * np.asarray(Kg, float)[None, :] ** 0.9 * rng.lognormal(-2, 2, size=(32, 1))
+                  + B[None, :] * rng.uniform(0.1, 1, size=(32, 1)) + rng.normal(0, 0.01, size=(32, len(Kg))))
+        fit = gfa._upper_bound_fit(fit_increment_exponent, Kg, R, alpha=0.05 / 20, seed=trial, interval="t")
+        c = slope_check(fit, bound=0.6, xname="K", id="regret.exponent.nonprivate", statement="", source="",
+                        details={"K_grid": Kg})
+        s = gfa.settled_runs(Kg, R)
+        assert s["share"] >= gfa.SETTLED_SHARE
+        out = gfa._settled_regime(c, s, R)
+        verdicts.append((c.verdict, out.verdict))
+    assert ("inconclusive", "inconclusive") in verdicts
+    assert all(v == w for v, w in verdicts), verdicts
 
 
 def test_settled_rule_never_passes_a_learner_that_stops_learning():
@@ -520,15 +547,14 @@ def test_settled_rule_never_passes_a_learner_that_stops_learning():
     assert c.verdict == "fail"
     s = gfa.settled_runs(K, lin)
     assert s["runs"] == 0
-    assert gfa._settled_regime(c, s, lin, 0.6).verdict == "fail"
+    assert gfa._settled_regime(c, s, lin).verdict == "fail"
     inc = replace_verdict(c, "inconclusive")
-    assert gfa._settled_regime(inc, s, lin, 0.6).verdict == "inconclusive"
+    assert gfa._settled_regime(inc, s, lin).verdict == "inconclusive"
     forced = {**s, "share": 1.0, "runs": 12, "mask": np.ones(12, bool)}
-    assert gfa._settled_regime(c, forced, lin, 0.6).verdict == "fail"
-    # settled runs whose own exponent exceeds the bound are not passed
-    assert gfa._settled_regime(inc, forced, lin, 0.6).verdict == "inconclusive"
+    assert gfa._settled_regime(c, forced, lin).verdict == "fail"
+    assert gfa._settled_regime(inc, forced, lin).verdict == "inconclusive"
     half = {**s, "share": 0.5}
-    assert gfa._settled_regime(inc, half, lin, 0.6).verdict == "inconclusive"
+    assert gfa._settled_regime(inc, half, lin).verdict == "inconclusive"
 
 
 def replace_verdict(check, verdict):
