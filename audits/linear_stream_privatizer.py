@@ -51,8 +51,8 @@ class LinearStreamPrivatizerAudit(Audit):
                  f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox", "node noise drawn once and reused; releases symmetric",
                  f"Chan, Shi & Song 2011; {Z}, Section 6.1", "linopt.tree_reuse_check"),
-        ClaimRow("assumption.regularizer", "assumption", "Assumption 2 (lambda_min, lambda_max, nu) for all k, h "
-                 "w.p. >= 1 - alpha", f"{Z}, Assumption 2", "linopt.assumption2_alone_check"),
+        ClaimRow("assumption.regularizer", "assumption", "Assumption 2 (lambda_min, lambda_max, nu) for all k = 1..K "
+                 "(release 1 included), h, w.p. >= 1 - alpha; Z, z = release - exact sums", f"{Z}, Assumption 2", "linopt.assumption2_alone_check"),
     )
 
     def run(self) -> None:

@@ -179,6 +179,85 @@ def test_assumption2_of_the_privatizer_alone():
     assert bad.verdict == "fail"
 
 
+class _LazyState:
+    """The paper's trees without the positive-definiteness shift until the first item is in: Lambda^1 = Z^1 = 0
+    (release 1, with which Algorithm 1 plans episode 1, violates lambda_min; every later one is the paper's)."""
+
+    def __init__(self, inner):
+        self.t = inner
+
+    def observe(self, *rows):
+        self.t.observe(*rows)
+
+    def _unshift(self, out):
+        if self.t.episodes:
+            return out
+        Lp, up, Lr, ur = out
+        return Lp - self.t.shift_p * self.t._eye_p, up, Lr - self.t.shift_r * self.t._eye_r, ur
+
+    def release(self):
+        return self._unshift(self.t.release())
+
+    def regularization(self):
+        return self._unshift(self.t.regularization())
+
+    def exact(self):
+        return self.t.exact()
+
+
+class _HidesNoise(_LazyState):
+    """Releases carry an extra 50 I in Lambda (far above the declared lambda_max) that regularization() does not
+    report: the self-reported Z meets Assumption 2, the released one does not."""
+
+    def release(self):
+        Lp, up, Lr, ur = self.t.release()
+        return Lp + 50.0 * self.t._eye_p, up, Lr + 50.0 * self.t._eye_r, ur
+
+    def regularization(self):
+        return self.t.regularization()
+
+
+class _NoExact(_LazyState):
+    """The paper's releases, but no exact(): the perturbation can only be self-reported."""
+
+    def release(self):
+        return self.t.release()
+
+    def regularization(self):
+        return self.t.regularization()
+
+    def __getattribute__(self, item):
+        if item == "exact":
+            raise AttributeError(item)
+        return object.__getattribute__(self, item)
+
+
+def _with_state(state_class):
+    class P(Privatizer):
+        def start(self, runs, sizes, rng, alpha):
+            return state_class(super().start(runs, sizes, rng, alpha))
+    return P(1.0)
+
+
+def test_assumption2_alone_examines_release_1_and_measures_the_perturbation_itself():
+    """Release 1 (no data yet) is one of the "all k" of Assumption 2: a plug-in whose Z^1 = 0 FAILs (the check
+    used to start after the first insertion and passed it in 100 of 100 runs). The perturbation is release() -
+    exact(), not the plug-in's own regularization(): a release noisier than it reports FAILs; without exact()
+    the check is INCONCLUSIVE where it would pass (the paper's trees, self-reported)."""
+    sizes = LinearSizes(16, 2, 2, 2)
+    kw = dict(runs=80, seed=0, alpha=0.05, beta=0.05)
+    lazy = lib.assumption2_alone_check(_with_state(_LazyState), sizes, **kw)
+    assert lazy.verdict == "fail" and lazy.details["runs_outside_constants"] == 80
+    assert lazy.details["worst_ratio_to_declared"]["lambda_min_p"] == pytest.approx(0.0, abs=1e-9)
+    hides = lib.assumption2_alone_check(_with_state(_HidesNoise), sizes, **kw)
+    assert hides.verdict == "fail" and hides.details["runs_misreporting_regularization"] == 80
+    blind = lib.assumption2_alone_check(_with_state(_NoExact), sizes, **kw)
+    assert blind.verdict == "inconclusive" and "no exact()" in blind.reason
+    paper = lib.assumption2_alone_check(Privatizer(1.0), sizes, **kw)
+    assert paper.verdict == "pass" and paper.details["perturbation"] == "release() - exact()"
+    assert paper.details["runs_misreporting_regularization"] == 0 and paper.details["releases_per_run"] == 16
+
+
 @pytest.mark.slow
 def test_standalone_audit_passes_the_example_and_fails_the_twin():
     import dpcheck
