@@ -213,9 +213,17 @@ def scaling_checks(grid: dict, *, alpha: float, seed: int, x_map: dict | None = 
                         ylabel="R_private(K) - R_nonprivate(K)")]
 
 
+RADIUS_SLOPE, RADIUS_TOL = -0.5, 0.02      # Theorem 6.5: beta_p ~ sqrt(lambda_max_p) ~ eps^(-1/2)
+
+
 def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
-    """Theorem 6.5 (deterministic): at fixed K, H, d, alpha, beta_p(alpha) ~ eps^(-1/2) once the noise terms dominate:
-    fitted slope of ln beta_p on ln eps over eps in [0.01, 1] within -0.5 +- 0.02."""
+    """Theorem 6.5 (deterministic): at fixed K, H, d, alpha, beta_p(alpha) ~ eps^(-1/2) once the noise terms
+    dominate, over eps in [0.01, 1]. The paper's Privatizer: the fitted slope of ln beta_p on ln eps lies within
+    -0.5 +- 0.02 (its derivation: lambda_max_p ~ 1/eps), else FAIL. A plug-in is held to the same claim as an
+    upper bound (the privacy term is O~(eps^(-1/2)); a calibration with less noise at small eps is within it):
+    FAIL if the fitted slope is below -0.52 (beta_p grows faster than eps^(-1/2) as eps falls), PASS if no local
+    slope between neighbouring eps is below -0.52, else INCONCLUSIVE. Its own lambda_max_p(eps) is reported
+    but sets no expectation (half its slope would pass any calibration, e.g. noise ~ eps^(-2))."""
     eps = np.logspace(-2, 0, 9)
     sizes = sizes_for(env, K)
     betas, lmax = [], []
@@ -225,20 +233,36 @@ def radius_scaling_check(spec: LinOptSpec, env, K: int) -> Check:
         lmax.append(algo.regularizer.constants(sizes, spec.alpha).lambda_max_p)
     lx, ly = np.log(eps), np.log(betas)
     slope = float(np.polyfit(lx, ly, 1)[0])
-    # beta_p is dominated by sqrt(d1 lambda_max_p) once the noise dominates, and the paper's lambda_max_p ~ 1/eps;
-    # a plug-in's own calibration sets its lambda_max_p(eps), so its radius is expected to follow sqrt of that
-    expected = -0.5 if spec.plugin is None else 0.5 * float(np.polyfit(lx, np.log(lmax), 1)[0])
-    ok = abs(slope - expected) <= 0.02
-    return Check(id="regret.radius_scaling", kind="regret", verdict=PASS if ok else FAIL,
+    local = np.diff(ly) / np.diff(lx)
+    steepest = float(local.min())
+    lo, hi = RADIUS_SLOPE - RADIUS_TOL, RADIUS_SLOPE + RADIUS_TOL
+    if spec.plugin is None:
+        verdict = PASS if lo <= slope <= hi else FAIL
+        why = f"slope of ln beta_p vs ln eps = {slope:.4f} ({'within' if verdict == PASS else 'outside'} -0.5 +- 0.02)"
+    elif slope < lo:
+        verdict = FAIL
+        why = (f"slope of ln beta_p vs ln eps = {slope:.4f} < {lo:g}: beta_p (hence the privacy term) grows faster "
+               "than eps^(-1/2) as eps falls")
+    elif steepest >= lo:
+        verdict = PASS
+        why = (f"slope of ln beta_p vs ln eps = {slope:.4f}, steepest local slope {steepest:.4f} >= {lo:g}: beta_p "
+               "grows no faster than eps^(-1/2) on [0.01, 1]")
+    else:
+        verdict = INCONCLUSIVE
+        why = (f"slope of ln beta_p vs ln eps = {slope:.4f} >= {lo:g}, but the local slope reaches {steepest:.4f} "
+               "between neighbouring eps: steeper than eps^(-1/2) on part of [0.01, 1]")
+    return Check(id="regret.radius_scaling", kind="regret", verdict=verdict,
                  claim={"statement": "beta_p(alpha) (hence the privacy term) scales as eps^(-1/2): slope -0.5 +- 0.02 "
-                                     "on eps in [0.01, 1]",
+                                     "on eps in [0.01, 1] (a plug-in: no steeper than -0.5 - 0.02)",
                         "source": f"{SOURCE}, Thm 6.5 (derivation)"},
-                 measured={"slope": slope, "expected_slope": expected, "confidence": 1.0},
+                 measured={"slope": slope, "expected_slope": RADIUS_SLOPE, "steepest_local_slope": steepest,
+                           "confidence": 1.0},
                  details={"eps": eps.tolist(), "beta_p": betas, "lambda_max_p": lmax, "K": K, "agent": spec.describe(),
-                          "expected": "-0.5 (the paper's Privatizer)" if spec.plugin is None else
-                          "half the slope of the plug-in's own declared lambda_max_p(eps)"},
-                 reason=f"slope of ln beta_p vs ln eps = {slope:.4f} ({'within' if ok else 'outside'} "
-                        f"{expected:.3g} +- 0.02)")
+                          "local_slopes": local.tolist(),
+                          "lambda_max_p_slope": float(np.polyfit(lx, np.log(lmax), 1)[0]),
+                          "expected": "-0.5 +- 0.02 (the paper's Privatizer)" if spec.plugin is None else
+                          "no steeper than -0.52 anywhere on the grid (Thm 6.5's O~(eps^(-1/2)) as an upper bound)"},
+                 reason=why)
 
 
 def explicit_bound_check(grid: dict, spec: LinOptSpec, *, alpha: float = 0.05) -> Check:
