@@ -393,6 +393,35 @@ def test_privacy_scaling_fails_when_the_cost_grows_with_eps():
     assert len(g) > 2
 
 
+def _bound_grid(runs, R_final, bound, eps=(1e2, 1e3, 1e4), K=1024, v_star=1.5):
+    """A regret grid for explicit_bound_check: every eps's runs end at ``R_final`` (runs,) -- the same values at
+    every eps, as common random numbers make them alike -- under the bound ``bound``."""
+    R = np.zeros((runs, K))
+    R[:, -1] = R_final
+    return {"eps": list(eps), "K": K, "optimal_value": v_star, "private": {e: R.copy() for e in eps},
+            "bound": {e: float(bound) for e in eps}}
+
+
+def test_explicit_bound_judges_each_eps_on_its_own_runs_not_the_pooled_correlated_ones():
+    """The eps of the regret grid share one seed, so run i at one eps is not a new sample of run i at another.
+    6 runs per eps, no violation, beta = 4 alpha = 0.2: 6 runs cannot establish a failure rate <= 0.2 (the
+    exact 97.5% upper bound of 0/6 is 0.46), so the check is INCONCLUSIVE; pooling 3 x 6 = 18 "runs" passed it.
+    30 runs per eps pass; a violation in every run of one eps FAILs; a bound above K V_1^* at every eps is a
+    vacuous PASS (R(K) <= K V_1^* always)."""
+    spec = lib.LinOptSpec()
+    ok = np.linspace(100, 200, 6)
+    c = lib.explicit_bound_check(_bound_grid(6, ok, 1000.0), spec, alpha=0.05)
+    assert c.verdict == "inconclusive", c.reason
+    assert c.measured["eps_tested"] == 3 and all(r["verdict"] == "inconclusive" for r in c.details["per_eps"])
+    assert lib.explicit_bound_check(_bound_grid(30, np.linspace(100, 200, 30), 1000.0), spec,
+                                    alpha=0.05).verdict == "pass"
+    bad = _bound_grid(6, ok, 1000.0)
+    bad["private"][1e3][:, -1] = 1200.0
+    assert lib.explicit_bound_check(bad, spec, alpha=0.05).verdict == "fail"
+    trivial = lib.explicit_bound_check(_bound_grid(6, ok, 2000.0), spec, alpha=0.05)    # K V* = 1536
+    assert trivial.verdict == "pass" and trivial.details["qualifier"] == "vacuous"
+
+
 # ----------------------------------------------------------------------------- the CLI
 def test_claim_tables_and_options(capsys):
     for name in ("private_linopt_vi", "private_linopt_po"):
