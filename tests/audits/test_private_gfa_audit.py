@@ -289,6 +289,26 @@ def test_private_exponent_is_not_passed_when_one_mean_increment_dips(gf):
     assert gfa.private_exponent_check(rates, D, {}).verdict != "pass"
 
 
+def test_privacy_cost_in_eps_is_not_passed_when_the_mean_cost_is_not_positive_at_some_eps():
+    """regret.privacy_cost.eps fits the log of the mean cost: where that mean is <= 0 the log is undefined (the
+    fit clips it at a tiny value), so a PASS is INCONCLUSIVE with the eps named (it was PASS (uninformative)). On
+    the default grid of five eps the middle one has no weight in the slope (log 64 is the grid's mean), so a
+    cost <= 0 there leaves a slope in [-1.1, 0]. A cost ~ eps^(-2/5), positive everywhere, passes; one growing
+    with eps fails."""
+    rng = np.random.default_rng(0)
+    eps = [4.0, 16.0, 64.0, 256.0, 1024.0]
+    noise = lambda: rng.normal(0, 1, size=(24, 5))
+    kw = dict(alpha=0.05 / 12, seed=0, source="test", details={})
+    good = 100 * np.asarray(eps) ** -0.4 + noise()
+    assert gfa.privacy_cost_eps_check(eps, good, **kw).verdict == "pass"
+    dips = good.copy()
+    dips[:, 2] = noise()[:, 2] - 3.0                            # the mean cost is ~ -3 at eps = 64
+    c = gfa.privacy_cost_eps_check(eps, dips, **kw)
+    assert c.verdict == "inconclusive" and "eps = 64" in c.reason and "qualifier" not in c.details
+    grows = 2 * np.asarray(eps) ** 0.5 + noise()
+    assert gfa.privacy_cost_eps_check(eps, grows, **kw).verdict == "fail"
+
+
 @pytest.mark.slow
 def test_regret_checks_on_a_small_grid(gf):
     """Known behaviour on GF-3 (theory tuning): the privacy cost falls with eps; every check carries its

@@ -40,6 +40,7 @@ from dpcheck.audits.lib.gfa.assumptions import (assumption_checks, REFERENCE)
 from dpcheck.audits.lib.gfa.regret import (tuned, _final_regret, regret_curves, appendix_bound, _bound_vacuity,
                                            _soft_fail, _difference, ONE_SIDED, _upper_bound_fit,
                                            _one_sided_confidence, regret_checks, private_exponent_check, RateSetting,
+                                           privacy_cost_eps_check,
                                            SETTLED_SHARE, settled_runs,
                                            _settled_regime, _ols_slope, _declared_sensitivity, _regime,
                                            output_policy_check)
@@ -55,7 +56,7 @@ __all__ = ['SOURCE', 'THEOREM', 'NPZ_KEYS', 'load_function_class', 'SEC_EPISODE'
            'composition_check', '_literal_scores', 'score_dataset_check', '_outcome_rewards', 'assumption_checks',
            'REFERENCE', 'tuned', '_final_regret', 'regret_curves', 'appendix_bound', '_bound_vacuity', '_soft_fail',
            '_difference', 'ONE_SIDED', '_upper_bound_fit', '_one_sided_confidence', 'regret_checks',
-           'private_exponent_check', 'RateSetting', 'SETTLED_SHARE',
+           'private_exponent_check', 'RateSetting', 'privacy_cost_eps_check', 'SETTLED_SHARE',
            'settled_runs', '_settled_regime', '_ols_slope', '_declared_sensitivity', '_regime', 'output_policy_check',
            'SELECTION_SOURCE', 'selection_pairs', 'SelectionDraws', 'selection_blackbox_check',
            'selection_utility_check', 'selection_dp_event_check']
