@@ -488,9 +488,16 @@ def test_quick_audit_end_to_end(tmp_path, name):
     # at eps = 10^4 the bonus no longer saturates: optimism is checked for real there
     assert "qualifier" not in ids["assumption.optimism.weak_privacy"]["details"]
     assert all(c["verdict"] != "fail" for c in ids.values())
-    # issue 17 item 4: decisive on the reference (PO's exponent at eps = 10^4 used to be inconclusive at K = 8192)
-    assert all(c["verdict"] != "inconclusive" for c in ids.values()), \
+    # issue 17 item 4: decisive on the reference (PO's exponent at eps = 10^4 used to be inconclusive at K = 8192),
+    # except VI's regret.exponent at seed 0: every run's last increment is ~0 (one exactly 0), the studentised
+    # interval over 4 runs spans ~[-25, 13] (bootstrap resamples of zero increments dominate its standard error),
+    # so it is INCONCLUSIVE with the flattening in its reason; it was PASS (uninformative) on the percentile
+    # interval, which is anti-conservative at 4 runs (dpcheck/regret.py, "Intervals")
+    undecided = {c["id"] for c in ids.values() if c["verdict"] == "inconclusive"}
+    assert undecided <= ({"regret.exponent"} if name == "private_linopt_vi" else set()), \
         [(c["id"], c["reason"]) for c in ids.values() if c["verdict"] == "inconclusive"]
+    for cid in undecided:
+        assert "regime" in ids[cid]["details"] and ids[cid]["details"]["fit"]["interval"] == "t", ids[cid]["reason"]
     # eps = 1 on LM-2 is the noise-dominated regime (proofs of Theorems 6.4-6.5, docs/derivations.md#noise-calibration): the black box and optimism say so
     assert ids["privacy.jdp.blackbox"]["details"].get("qualifier") == "vacuous"
     assert ids["whitebox.dp_event"]["measured"]["epsilon_achieved"] <= ids["whitebox.dp_event"]["measured"]["epsilon_claimed"]
