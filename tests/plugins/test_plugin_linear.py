@@ -287,8 +287,12 @@ def test_standalone_audit_passes_the_example_and_fails_the_twin():
 @pytest.mark.xdist_group("private_linopt_vi_plugin")
 def test_private_linopt_vi_quick_with_the_example_plugin(quick_audit):
     # the run of tests/plugins/test_plugin_decisive.py[private_linopt_vi] (conftest's quick_audit, seed 0)
+    # nothing fails; only regret.exponent may stay open (4 runs whose last increment is ~0: the studentised
+    # interval cannot decide, docs/private_linopt.md "Rates"), never because of the plug-in's noise law
     code, r = quick_audit("private_linopt_vi", "--privatizer", GOOD)
-    assert r["verdict"] == "pass", [(c["id"], c["verdict"], c.get("reason")) for c in r["checks"] if c["verdict"] != "pass"]
+    not_pass = {c["id"]: c["verdict"] for c in r["checks"] if c["verdict"] != "pass"}
+    assert not_pass in ({}, {"regret.exponent": "inconclusive"}), \
+        [(c["id"], c["verdict"], c.get("reason")) for c in r["checks"] if c["verdict"] != "pass"]
 
 
 @pytest.mark.slow
