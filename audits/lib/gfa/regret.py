@@ -365,7 +365,7 @@ def _settled_regime(check: Check, settled: dict, R) -> Check:
     if R is not None:
         Rs = np.asarray(R, dtype=float)[settled["mask"]]
         inc = np.diff(Rs.mean(0))
-        det["settled_runs"]["exponent"] = (float("nan") if np.any(inc <= 0) else       # every settled run: 0 regret
+        det["settled_runs"]["exponent"] = (float("nan") if np.any(inc <= 0) else   # the settled mean does not grow
                                            _ols_slope(np.log(np.asarray(check.details["K_grid"][:-1], dtype=float)),
                                                       np.log(inc)))
     why = (f"{settled['runs']} of {settled['of']} runs settle within the same first batches at every K (regret = "

@@ -117,9 +117,9 @@ def _perturbation(state, tol: float):
     disagrees with it beyond ``tol`` relative to the sums' scale, (runs,) bool. A state without ``exact()``:
     the self-reported ``regularization()`` and None (nothing to compare it with)."""
     from dpcheck.algorithms.linear.stream_privatizer import GuardedState
+    released = [np.asarray(x, dtype=np.float64) for x in state.release()]
     if not hasattr(state.inner if isinstance(state, GuardedState) else state, "exact"):
         return tuple(np.asarray(x, dtype=np.float64) for x in state.regularization()), None
-    released = [np.asarray(x, dtype=np.float64) for x in state.release()]
     exact = [np.asarray(x, dtype=np.float64) for x in state.exact()]
     own = [np.asarray(x, dtype=np.float64) for x in state.regularization()]
     Z = tuple(r - e for r, e in zip(released, exact))
