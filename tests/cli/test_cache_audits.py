@@ -32,8 +32,11 @@ def test_dp_ucbvi_quick_rerun_reads_the_cache_and_reports_the_same(tmp_path):
     # count-error batches (one chunk per (eps, K), reported on the eps check)
     assert {"privacy.privatizer.blackbox", "privacy.jdp.blackbox", "assumption.count_error_order_eps"} <= set(use1)
     assert all(u["computed"] == u["chunks"] and u["hits"] == 0 for u in use1.values())
-    # plus one file per computation cached whole (regret curves, monitored batch, ...: dpcheck.parallel.cached_call)
-    assert len(chunks) == sum(u["chunks"] for u in use1.values()) + first["config"]["result_cache"]["computed"]
+    # plus one file per computation cached whole (regret curves, monitored batch, ...: dpcheck.parallel.cached_call),
+    # plus the chunks of --quick's second regret look when it was taken (its record is in the run's config)
+    esc = first["config"]["regret_sweep"].get("escalated", {}).get("cache")
+    assert len(chunks) == (sum(u["chunks"] for u in use1.values()) + first["config"]["result_cache"]["computed"]
+                           + (esc["chunks"] if esc else 0))
     assert len({u["key"] for u in use1.values()}) == len(use1)           # different checks, different chunks
     code2, second = _run(tmp_path, "dp_ucbvi", cache, "r2")
     assert code1 == code2
@@ -41,6 +44,9 @@ def test_dp_ucbvi_quick_rerun_reads_the_cache_and_reports_the_same(tmp_path):
     use2 = _cache_use(second)
     assert set(use2) == set(use1)
     assert all(u["hits"] == u["chunks"] and u["computed"] == 0 and u["recomputed"] == [] for u in use2.values())
+    if esc:
+        esc2 = second["config"]["regret_sweep"]["escalated"]["cache"]
+        assert esc2["hits"] == esc2["chunks"] == esc["chunks"] and esc2["computed"] == 0
     rc = second["config"]["result_cache"]
     assert rc["computed"] == 0 and rc["recomputed"] == [] and rc["hits"] == len(rc["calls"]) > 0
 
