@@ -230,13 +230,14 @@ def test_quick_decides_inconclusive_rate_checks_on_the_default_sweep_at_half_alp
     second = dict(zip(IDS, ("fail", "fail", "pass")))          # the second look's jdp_K is not taken
     calls, rep = _escalation_run(monkeypatch, tmp_path, first, second, "--quick")
     share = rep["family"]["alpha_per_check"]
-    assert calls == [(2 ** 13, 4, pytest.approx(share / 2)), (2 ** 14, 8, pytest.approx(share / 2))]
+    # the second look on the default sweep's K grid with ESCALATION_RUNS (16) runs
+    assert calls == [(2 ** 13, 4, pytest.approx(share / 2)), (2 ** 14, 16, pytest.approx(share / 2))]
     got = {c["id"]: c for c in rep["checks"]}
     assert {i: got[i]["verdict"] for i in IDS} == dict(zip(IDS, ("fail", "pass", "pass")))
     assert got["regret.exponent.jdp"]["details"]["escalated_from"]["verdict"] == "inconclusive"
     assert "second look" in got["regret.exponent.jdp"]["reason"] and "second look" not in got[IDS[1]]["reason"]
     esc = rep["config"]["regret_sweep"]["escalated"]
-    assert esc["checks"] == [IDS[0], IDS[2]] and esc["runs"] == 8
+    assert esc["checks"] == [IDS[0], IDS[2]] and esc["runs"] == 16
     # each sweep's cache report survives once: the first look's on its first check, the second look's in the config
     assert got[IDS[0]]["details"]["cache"] == {"look": 1} and esc["cache"] == {"look": 2}
     assert all("cache" not in got[i]["details"] for i in IDS[1:])
