@@ -224,7 +224,7 @@ def blind_pair_pass(check: Check, reachable: float | None, how: str) -> Check:
     if reachable <= claimed and check.details.get("qualifier") is None:
         return qualify(check, "uninformative",
                        f"this pair's privacy loss is at most eps = {reachable:.3g} {how}, within the claimed "
-                       f"{claimed:g}: no sample size could see such an excess on it")
+                       f"{claimed:g}: more samples would not show such an excess on this pair")
     return check
 
 
