@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from numbers import Real
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -218,9 +218,7 @@ def blind_pair_pass(check: Check, reachable: float | None, how: str) -> Check:
     claimed = check.measured.get("epsilon_claimed")
     if check.verdict != PASS or reachable is None or not claimed or not claimed > 0:
         return check
-    det = dict(check.details, pair_reachable_epsilon=float(reachable))
-    check = Check(id=check.id, kind=check.kind, verdict=check.verdict, claim=check.claim, measured=check.measured,
-                  details=det, reason=check.reason)
+    check = replace(check, details=dict(check.details, pair_reachable_epsilon=float(reachable)))
     if reachable <= claimed and check.details.get("qualifier") is None:
         return qualify(check, "uninformative",
                        f"this pair's privacy loss is at most eps = {reachable:.3g} {how}, within the claimed "

@@ -351,14 +351,14 @@ def release_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = Execut
     # is 2 x the claimed eps has mu* = 1 / gaussian_multiplier_for(2 eps, delta) there and phi mu* on this pair:
     # if that shows no more than the claim, the black box cannot see a 2x defect on this pair
     worst = priv.gdp_mu(sizes) if _tree_based(spec, priv) and callable(getattr(priv, "gdp_mu", None)) else None
-    reachable = None
-    if worst and mu > 0 and claim.delta and claim.epsilon > 0:
-        phi = mu / worst
-        check = replace(check, details=dict(check.details, pair_fraction_of_worst_case_mu=phi))
-        reachable = accounting.gaussian_epsilon(
-            accounting.gaussian_multiplier_for(2 * claim.epsilon, claim.delta) / phi, claim.delta)
-    return blind_pair_pass(check, reachable, "under a tree whose worst case is 2x the claim (this pair carries "
-                           f"{mu / worst if worst else 0:.3g} of the worst case's GDP mu)")
+    if not (worst and mu > 0 and claim.delta and claim.epsilon > 0):
+        return check
+    phi = mu / worst
+    check = replace(check, details=dict(check.details, pair_fraction_of_worst_case_mu=phi))
+    reachable = accounting.gaussian_epsilon(
+        accounting.gaussian_multiplier_for(2 * claim.epsilon, claim.delta) / phi, claim.delta)
+    return blind_pair_pass(check, reachable, f"under a tree whose worst case is 2x the claim (this pair carries "
+                           f"{phi:.3g} of the worst case's GDP mu)")
 
 
 def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0, d1: int = 2, d2: int = 2,
