@@ -93,6 +93,54 @@ def test_t_interval_is_centred_and_wider_than_percentile_at_few_seeds():
         fit_scaling(K, R, interval="normal")
 
 
+# ----------------------------------------------------------------------------- the two-point (Fieller) interval
+def _two_increments(rng, n, first, last, sd_first, sd_last):
+    """Cumulative regret on the grid (64, 128, 256) of n runs whose two increments are normal."""
+    d = np.c_[rng.normal(first, sd_first, n), rng.normal(last, sd_last, n)]
+    return np.array([64, 128, 256]), np.c_[np.zeros(n), np.cumsum(d, axis=1)]
+
+
+def test_fieller_bounds_hold_the_true_exponent_at_their_level_on_normal_increments():
+    # known answer: increments 100 and 100 * 2^0.5 (exponent 0.5), sd 30, 5 runs: each one-sided end of the
+    # (1 - 0.1) interval errs with probability 0.05 (Fieller's set is exact for normal pairs)
+    rng = np.random.default_rng(3)
+    over = under = 0
+    for r in range(2000):
+        K2, R2 = _two_increments(rng, 5, 100.0, 100.0 * 2 ** 0.5, 30.0, 30.0)
+        lo, hi = fit_increment_exponent(K2, R2, alpha=0.1, interval="fieller", n_boot=10).ci
+        over += hi < 0.5
+        under += lo > 0.5
+    assert 0.03 < over / 2000 < 0.07 and 0.03 < under / 2000 < 0.07, (over, under)
+
+
+def test_t_plus_fieller_decides_a_flattening_window_that_t_cannot_and_never_passes_doubling_increments():
+    # four runs whose increments fall from ~215 to ~3 (Private-LinOpt-VI --quick at eps = 10^4, the regret bends
+    # flat): the log of resampled near-zero means leaves "t" undecided, Fieller's bound on the ratio decides
+    K2 = np.array([2048, 4096, 8192])
+    R2 = np.c_[np.zeros(4), np.cumsum([[209.5, 3.4], [253.6, 2.9], [214.5, 8.6], [219.5, 0.0]], axis=1)]
+    t = fit_increment_exponent(K2, R2, alpha=0.003, interval="t")
+    both = fit_increment_exponent(K2, R2, alpha=0.003, interval="t+fieller")
+    assert t.ci[1] > 0.6 and both.ci[1] < 0.25, (t.ci, both.ci)
+    assert "intersected with the Fieller interval" in both.method
+    # linear regret (each increment doubles) is never under the bound 0.6, whatever the noise
+    rng = np.random.default_rng(8)
+    for _ in range(300):
+        K2, R2 = _two_increments(rng, 4, 100.0, 200.0, 30.0, 60.0)
+        assert fit_increment_exponent(K2, R2, alpha=0.05, interval="t+fieller", n_boot=200).ci[1] > 0.6
+
+
+def test_t_plus_fieller_is_exact_on_runs_that_share_an_exponent_and_differ_in_scale():
+    # one run costs 3x another throughout: Fieller alone is unbounded (the first increments of 4 lognormal
+    # scales are not significantly positive at t_3), the log-scale "t" part is exact, so the intersection is
+    c = np.array([0.1, 0.2, 1.0, 5.0])[:, None]
+    R2 = c * (np.array([64.0, 128, 256, 512]) ** 0.5)[None, :]
+    Kq = np.array([64, 128, 256, 512])
+    f = fit_increment_exponent(Kq, R2, interval="fieller")
+    both = fit_increment_exponent(Kq, R2, interval="t+fieller")
+    assert f.ci == (float("-inf"), float("inf"))
+    assert both.ci[0] == pytest.approx(0.5, abs=1e-6) and both.ci[1] == pytest.approx(0.5, abs=1e-6)
+
+
 # ----------------------------------------------------------------------------- dp_ucbvi rate checks (issue 9)
 KG = 2 ** np.arange(6, 14)
 EPS = (0.5, 1.0, 2.0, 4.0)
