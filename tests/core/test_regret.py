@@ -83,7 +83,8 @@ def test_t_interval_keeps_its_coverage_with_four_seeds_where_the_percentile_one_
 def test_t_interval_is_centred_and_wider_than_percentile_at_few_seeds():
     rng = np.random.default_rng(5)
     R = np.cumsum(np.abs(rng.normal(1, 0.5, (4, K.size))) * K ** 0.5, axis=1)
-    p = fit_increment_exponent(K, R, seed=1)
+    p = fit_increment_exponent(K, R, seed=1, interval="percentile")
+    assert fit_increment_exponent(K, R, seed=1).interval == "t"        # the default: valid at few seeds
     t = fit_increment_exponent(K, R, seed=1, interval="t")
     assert p.exponent == t.exponent
     assert t.ci[0] < p.ci[0] and t.ci[1] > p.ci[1]

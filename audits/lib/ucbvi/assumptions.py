@@ -95,7 +95,7 @@ def count_error_order_check(spec: AgentSpec, *, K_grid=(256, 1024, 4096), eps_gr
     """the count-error order: order of max |N^ - N|: Central (H/eps) polylog(K) (slope -1 in eps, < 0.25 in K); Local
     (H/eps) sqrt(K) (slope -1 in eps, 0.5 in K). The noise does not depend on the data (docs/derivations.md#widths-e), so
     the privatizer alone is run on fixed trajectories (H = 1, S = 2, A = 1). Each check FAILs only if the
-    two-sided (1 - alpha) percentile bootstrap interval over the runs lies wholly outside its range (level
+    two-sided (1 - alpha) studentised bootstrap interval over the runs (dpcheck.regret's default "t") lies wholly outside its range (level
     alpha/2 per side when the interval is valid). The eps slope is -1 exactly whenever the noise is scale
     x Lap(1/eps) (the same draws at every eps: common random numbers). False-alarm rates over audit seeds
     (--quick, default; central and local): benchmarks/false_alarm.py.
