@@ -92,6 +92,8 @@ def test_t_interval_is_centred_and_wider_than_percentile_at_few_seeds():
     assert t.interval == "t" and "t bootstrap" in t.method
     with pytest.raises(InputError):
         fit_scaling(K, R, interval="normal")
+    with pytest.raises(InputError):
+        fit_scaling(K, R, interval="t+fieller")       # a two-point interval of increments, not of a scaling
 
 
 # ----------------------------------------------------------------------------- the two-point (Fieller) interval
