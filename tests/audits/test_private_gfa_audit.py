@@ -530,6 +530,39 @@ def test_settled_runs_explain_an_inconclusive_nonprivate_exponent_and_leave_it_i
     assert out.details["settled_runs"]["exponent"] <= 0.6
 
 
+def test_the_nonprivate_window_from_1024_decides_runs_that_settle_late_at_512_and_never_passes_linear_regret():
+    """private_gfa_outcome fits the non-private exponent from K = 1024 (its size table's np_from): runs that all
+    grow like B(K) from there, a few of which settled late inside K = 512's batches, are INCONCLUSIVE over the
+    whole grid (the mean's exponent ~0.55 against 0.6) and PASS from 1024 on; linear regret is not passed on
+    either window."""
+    from dpcheck.algorithms.gfa import remark_3_7_batch_size
+    from dpcheck.audits.private_gfa import PrivateGFAOutcomeAudit
+    assert {z["np_from"] for z in PrivateGFAOutcomeAudit.sizes.values()} == {1024}
+    K = (512, 1024, 2048, 4096)
+    B = np.array([remark_3_7_batch_size(k) for k in K], float)
+    rates = gfa.RateSetting(2, None, K, 8.0, 1e-5, 1.0, 1.0, 0.05 / 14, 0)
+    rng = np.random.default_rng(4)
+    m = rng.choice([0.5, 1.25, 1.625, 2.125, 2.625], size=24)
+    R = m[:, None] * B[None, :]
+    # three runs settle later inside K = 512's batches: more regret there, so a first increment near 0 (seen on
+    # Appendix D, e.g. regret 83.4, 84, 120.8, 168 at K = 512 ... 4096)
+    R[:3, 0] = np.array([1.38, 1.38, 1.3]) * m[:3] * B[0]
+    from dpcheck.regret import fit_increment_exponent, slope_check
+    from dpcheck.stats import pass_level
+
+    def verdict(R, window):
+        with pass_level(0.05):
+            fit = gfa._upper_bound_fit(fit_increment_exponent, list(K), R, alpha=rates.alpha, seed=0,
+                                       interval="t", window=window)
+        return slope_check(fit, bound=0.6, xname="K", id="regret.exponent.nonprivate", statement="", source="",
+                           details={}).verdict
+
+    assert verdict(R, None) == "inconclusive"
+    assert verdict(R, (1024, 2048)) == "pass"
+    linear = np.asarray(K, float)[None, :] * rng.uniform(0.05, 0.1, size=(24, 1))
+    assert verdict(linear, (1024, 2048)) != "pass" and verdict(linear, None) != "pass"
+
+
 def test_settled_runs_never_pass_a_learner_whose_other_runs_grow_faster_than_claimed():
     """Three quarters of the runs settled (B(K) x c), a quarter growing like K^0.9 with a heavy-tailed scale:
     the mean's increment exponent is far above 0.6 and its interval straddles the bound. Only the interval may
@@ -637,7 +670,7 @@ def _outcome_quick_regret(seed, agent_class=None, config="quick"):
         checks = gfa.regret_checks(2, inst, K_grid=z["K_grid"], eps_K=z["eps_K"], eps_grid=z["eps_grid"],
                                    K_eps=z["K_eps"], runs=z["runs"], runs_np=z["runs_np"], delta=1e-5,
                                    tuning="theory", C_cov=C, seed=seed, alpha=share, agent_class=agent_class,
-                                   runs_K=z.get("runs_K"))
+                                   runs_K=z.get("runs_K"), np_from=z.get("np_from"))
     return {c.id: c for c in checks}
 
 

@@ -208,13 +208,15 @@ class RateSetting:
     alpha: float
     seed: int
 
-    def exponent(self, R, bound, term: str, **check):
+    def exponent(self, R, bound, term: str, *, window=None, **check):
         """One regret term's increment exponent against ``bound``, one-sided (ONE_SIDED), and whether the
         theorem's bound for ``term`` is vacuous on the grid: (check, fit, vacuous, vacuity record). ``check``:
-        slope_check's id, statement, source, details, ylabel."""
+        slope_check's id, statement, source, details, ylabel; ``window``: (K_lo, K_hi) of the increments'
+        left ends (default: all of the grid)."""
         from dpcheck.regret import fit_increment_exponent, slope_check
         K = list(self.K_grid)
-        fit = _upper_bound_fit(fit_increment_exponent, K, R, alpha=self.alpha, seed=self.seed, interval="t")
+        fit = _upper_bound_fit(fit_increment_exponent, K, R, alpha=self.alpha, seed=self.seed, interval="t",
+                               window=window)
         c = slope_check(fit, bound=bound, xname="K", **{**check, "details": {**check["details"], "sides": ONE_SIDED}})
         vac, info = _bound_vacuity(self.algorithm, self.inst, K, self.eps, self.delta, self.C_cov,
                                    _declared_sensitivity(self.algorithm, self.inst, self.sensitivity), term)
@@ -255,13 +257,15 @@ def private_exponent_check(rates: RateSetting, D, details: dict) -> Check:
 def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps: int, runs: int, runs_np: int,
                   delta: float, tuning: str, C_cov: float, seed: int, alpha: float, sensitivity="paper",
                   agent_class=None, progress=None, name: str = "private_gfa", runs_K: int | None = None, mechanism=None,
-                  exe=None, cache_report: dict | None = None, side=(), on_side=None) -> list[Check]:
+                  exe=None, cache_report: dict | None = None, side=(), on_side=None,
+                  np_from: int | None = None) -> list[Check]:
     """The rate checks: the privacy term's increment exponent in K (<= 3/5 + 0.1, at eps_K), the
     non-private batched learner's (<= 1/2 + 0.1), the privacy cost's slope in eps at K_eps (the bound's
     -2/5; [-1.1, 0] consistent, a CI wholly above 0 fails). A pass whose interval lies wholly
     below 0.25 (regret saturating in the window) is marked uninformative. ``runs_K``: runs of the private K
-    sweep at eps_K (default ``runs``; the eps sweep keeps ``runs``). ``side``, ``on_side``: other work run in the
-    same pool (:func:`regret_curves`)."""
+    sweep at eps_K (default ``runs``; the eps sweep keeps ``runs``). ``np_from``: the first K of the
+    non-private exponent's window (default: the grid's first; fixed by the audit's size table, never chosen from
+    the run's data). ``side``, ``on_side``: other work run in the same pool (:func:`regret_curves`)."""
     K_grid = [int(k) for k in K_grid]
     thm = THEOREM[algorithm]
     eps_all = sorted(set([eps_K, *eps_grid]))
@@ -295,9 +299,10 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
                          details=base, reason="the mean non-private regret does not increase over the K grid: "
                                               "no exponent can be fitted"), settled, Rn))
     else:
+        window = None if np_from is None else (int(np_from), K_grid[-2])
         c, fit, vac, info = rates.exponent(
             Rn, 0.6, "nonprivate", id="regret.exponent.nonprivate", source=f"{SOURCE}, Remark 3.7, {thm}",
-            details=base, statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); "
+            window=window, details=base if window is None else {**base, "window": list(window)}, statement="non-private batched learner (B = ceil(sqrt K)): Regret = O~(sqrt(C_cov K)); "
                                     "exponent of the increments <= 1/2 + 0.1", ylabel="regret increment")
         c = _settled_regime(c, settled, Rn)      # before _soft_fail: a FAIL is never changed
         out.append(_regime(_soft_fail(c, vac, info), fit, "sqrt(K)"))
