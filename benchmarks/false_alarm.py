@@ -109,7 +109,7 @@ def legacy_privacy_cost_K(K_grid, R_np, R_priv, seed):
     from dpcheck.regret import fit_scaling
     cost = np.maximum(R_priv - R_np, 1e-9)
     late = K_grid >= K_grid[-4]
-    lo, hi = fit_scaling(K_grid[late], cost[:, late], alpha=ALPHA, seed=seed).ci
+    lo, hi = fit_scaling(K_grid[late], cost[:, late], alpha=ALPHA, seed=seed, interval="percentile").ci
     b = 0.35 if PRIVATIZER["name"] == "central" else 0.65
     return "pass" if hi <= b else "fail" if lo > b else "inconclusive"
 
