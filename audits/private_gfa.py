@@ -353,10 +353,11 @@ class PrivateGFAOutcomeAudit(_GFAAudit):
     # sweep (runs_K) set the interval's width: 48 under --quick, 96 by default (the one-sided 95% upper bound
     # <= 0.58 on 16 of 16 regret seeds, <= 0.64 with 48 runs on 32;
     # benchmarks/results/gfa_outcome_window.md); the eps sweep and the output policy keep 24.
-    # The non-private exponent is fitted from K = 1024 (np_from): on Appendix D the batched learner's runs have
-    # settled by then (regret = B(K) x one constant per run, B = ceil(sqrt K)), and over the whole grid from 512
-    # the few runs that settle inside K = 512's batches pull the mean's exponent to ~0.55 against the bound 0.6,
-    # leaving it INCONCLUSIVE in 21 of 60 --quick seeds (benchmarks/results/false_alarm_audits.md).
+    # The non-private exponent is fitted from K = 1024 (np_from): on Appendix D nearly every run of the batched
+    # learner has settled by then (regret = B(K) x one constant per run, B = ceil(sqrt K)). Over the whole grid
+    # from 512 the few runs that settle late inside K = 512's batches pulled the mean's exponent to ~0.55 against
+    # the bound 0.6: INCONCLUSIVE in 21 of 60 --quick seeds, 7 of 60 from 1024 (a run that settles only by 2048;
+    # benchmarks/results/false_alarm_audits.md).
     sizes = {"default": {"K_grid": tuple(2 ** k for k in range(9, 13)), "eps_K": 8.0,
                          "eps_grid": (4.0, 16.0, 64.0, 256.0, 1024.0), "K_eps": 2048, "runs": 24, "runs_np": 24,
                          "runs_K": 96, "np_from": 1024},

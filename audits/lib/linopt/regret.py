@@ -79,10 +79,11 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
                    tolerance: float = 0.1) -> Check:
     """Theorem 6.5, eq. 4 / Theorem 6.5, eq. 5 / Theorems 4.1, 5.1: Regret = O~(sqrt(T)) at fixed eps: exponent of the increments of R over a doubling K
     grid <= 0.5 + tolerance (dpcheck.regret), fitted on the increments after the over-exploration phase
-    (:func:`learning_window`), with dpcheck.regret's "t+fieller" interval (the studentised bootstrap interval intersected
-    with Fieller's bound on the ratio of the window's last and first mean increments, each at half the level; on this instance the regret drops from ~215 per doubling to ~0
-    and the logarithm of resampled near-zero means alone left the "t" interval undecided in 62% of --quick
-    seeds, benchmarks/results/false_alarm_audits.md); a window where the increments shrink (their interval below 0.25) is an
+    (:func:`learning_window`), with dpcheck.regret's "t+fieller" interval (the studentised bootstrap interval
+    intersected with Fieller's bound on the ratio of the window's last and first mean increments, each at half the
+    level; on this instance the regret drops from ~215 per doubling to ~0, and the logarithm of resampled
+    near-zero means left the "t" interval alone undecided in 62% of --quick seeds,
+    benchmarks/results/false_alarm_audits.md); a window where the increments shrink (their interval below 0.25) is an
     uninformative pass, one whose regret only looks flat with an interval that cannot decide stays
     inconclusive with that regime in its reason (exponent_regime); a run whose exploration ends inside the last doubling, with the last two increments
     shrinking, is an uninformative pass (:func:`_exploration_ends_in_last_doubling`); a run still exploring at
