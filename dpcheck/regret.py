@@ -42,7 +42,7 @@ window are not used. Same assumption as "t": the seeds' increments are close eno
 quantile.
 
 "t+fieller": the intersection of "t" and "fieller", each at level alpha/2, so each end still errs with
-probability <= alpha/2 (a union bound over the two intervals). Neither dominates: "t" works on the log scale
+probability <= alpha/2 (a union bound over the two intervals); two disjoint intervals give their hull. Neither dominates: "t" works on the log scale
 and is exact for runs that share an exponent but differ in scale, where Fieller's ratio is unbounded because
 four lognormal first increments are not significantly positive under a normal model; Fieller decides the
 flattening windows "t" cannot (tests/core/test_regret.py). In 100 simulated draws of 4 or 6 runs of K^0.5
@@ -119,7 +119,10 @@ def _interval(estimate: float, boots: np.ndarray, n: int, alpha: float, interval
 
 
 def _intersect(i1, i2) -> tuple[float, float]:
-    return float(max(i1[0], i2[0])), float(min(i1[1], i2[1]))
+    """The intersection of two intervals; if they are disjoint (an event of probability <= alpha when both are
+    valid, so a sign the model is off), their hull: never a narrower, incoherent lo > hi."""
+    lo, hi = max(i1[0], i2[0]), min(i1[1], i2[1])
+    return (float(lo), float(hi)) if lo <= hi else (float(min(i1[0], i2[0])), float(max(i1[1], i2[1])))
 
 
 def _fieller_interval(ends: np.ndarray, log_ratio: float, alpha: float) -> tuple[float, float]:
@@ -217,14 +220,13 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
         ci = (b - half, b + half)
         half = stderr * float(ndtri(1 - a_pass / 2)) if np.isfinite(stderr) else float("inf")
         ci_pass = (b - half, b + half)
-    if interval == "fieller":
+    if interval in ("fieller", "t+fieller"):
         ends, ratio = D[:, sel][:, [0, -1]], float(x[-1] - x[0])
-        ci = _fieller_interval(ends, ratio, alpha)
-        ci_pass = _fieller_interval(ends, ratio, a_pass)
-    elif interval == "t+fieller":
-        ends, ratio = D[:, sel][:, [0, -1]], float(x[-1] - x[0])
-        ci, ci_pass = (_intersect(_interval(b, boots, n, a / 2, "t") if n > 1 else (-np.inf, np.inf),
-                                  _fieller_interval(ends, ratio, a / 2)) for a in (alpha, a_pass))
+        if interval == "fieller":
+            ci, ci_pass = (_fieller_interval(ends, ratio, a) for a in (alpha, a_pass))
+        else:
+            ci, ci_pass = (_intersect(_interval(b, boots, n, a / 2, "t") if n > 1 else (-np.inf, np.inf),
+                                      _fieller_interval(ends, ratio, a / 2)) for a in (alpha, a_pass))
     per_seed = tuple(fit(D[i, sel]) for i in range(n))
     logD = np.log(np.maximum(Dm, tiny))
     local = tuple(float(s) for s in np.diff(logD) / np.diff(x))

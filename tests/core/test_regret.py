@@ -132,6 +132,12 @@ def test_t_plus_fieller_decides_a_flattening_window_that_t_cannot_and_never_pass
         assert fit_increment_exponent(K2, R2, alpha=0.05, interval="t+fieller", n_boot=200).ci[1] > 0.6
 
 
+def test_disjoint_intervals_give_their_hull_not_an_empty_interval():
+    from dpcheck.regret import _intersect
+    assert _intersect((0.1, 0.3), (0.2, 0.7)) == (0.2, 0.3)
+    assert _intersect((0.1, 0.3), (0.5, 0.7)) == (0.1, 0.7)
+
+
 def test_t_plus_fieller_is_exact_on_runs_that_share_an_exponent_and_differ_in_scale():
     # one run costs 3x another throughout: Fieller alone is unbounded (the first increments of 4 lognormal
     # scales are not significantly positive at t_3), the log-scale "t" part is exact, so the intersection is

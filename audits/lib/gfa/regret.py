@@ -290,7 +290,8 @@ def regret_checks(algorithm: int, inst, *, K_grid, eps_K: float, eps_grid, K_eps
     out.append(private_exponent_check(rates, _difference(priv[eps_K], Rn), {**base, "epsilon": eps_K}))
     # non-private term vs K (Remark 3.7)
     window = None if np_from is None else (int(np_from), K_grid[-2])
-    incr = np.diff(Rn.mean(0))[np.asarray(K_grid[:-1]) >= (K_grid[0] if window is None else window[0])]
+    first = K_grid[0] if window is None else window[0]
+    incr = np.diff(Rn.mean(0))[np.asarray(K_grid[:-1]) >= first]      # the mean increments the fit would use
     settled = settled_runs(K_grid, Rn)
     if np.any(incr <= 0):
         out.append(_settled_regime(Check(id="regret.exponent.nonprivate", kind="regret", verdict=INCONCLUSIVE,
