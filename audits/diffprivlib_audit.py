@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from dpcheck.audit import Audit, ClaimRow, Defaults
-from dpcheck.registry import PARALLEL
+from dpcheck.registry import SAMPLING
 
 DELTA = 1e-5          # delta of the approximate-DP mechanisms
 DOMAIN = (0.0, 10.0)  # bounded-domain mechanisms: inputs 0 and 1 sit at the lower edge
@@ -225,7 +225,7 @@ class DiffprivlibAudit(Audit):
     algorithm = "diffprivlib.mechanisms (IBM), every mechanism"
     notion = "DP"
     summary = "each mechanism (eps, delta)-DP at its documented calibration"
-    uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = SAMPLING
     defaults = Defaults(epsilon=1.0, samples=SAMPLES)
     claims = CLAIMS
 

@@ -39,7 +39,7 @@ from dpcheck.audits.lib.offline.spec import _repeat
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 QW = "Qiao & Wang, Offline RL with DP"
 MECHANISMS = ("gaussian", "laplace")
@@ -172,7 +172,7 @@ class DPAPVIAudit(Audit):
         SetOption("data", str, help="PATH.npz: your dataset (states (n, H+1), actions (n, H), S, A; optional "
                                     "behaviour (H, S, A), with it P, r, init: the true MDP) for the data checks"),
     )
-    uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("delta", "privatizer", *SAMPLING)
 
     # -- configuration ---------------------------------------------------------------------
     def spec(self) -> tuple[APVISpec, tuple | None]:

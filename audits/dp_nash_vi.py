@@ -41,7 +41,7 @@ from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.checks import INCONCLUSIVE, PASS, Check, qualify
 from dpcheck.claims import Claim
 from dpcheck.parallel import with_result_cache
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 # sizes of every part: (default, quick); the black box's samples are the audit's Defaults
 ASSUMPTION = {"runs": (300, 120), "K": (300, 120)}
@@ -66,7 +66,7 @@ class DPNashVIAudit(Audit):
     summary = "eps-JDP (Central) / eps-LDP (Local); UCB/LCB; Regret O~(sqrt(H^2 SABT) + privacy term)"
     privatizers = ("central", "local")
     # no --delta: the claim is pure eps-JDP / eps-LDP
-    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("privatizer", *SAMPLING)
     options = (SetOption("calibration", str, choices=("paper", "strict"), default="strict",
                          help="noise scale: strict = the replacement neighbouring relation, paper = the "
                               "papers' add/remove scales"),)

@@ -24,7 +24,7 @@ from dpcheck.audits.lib.ucbvi import AgentSpec
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 QW = "Qiao & Wang 2023"
 
@@ -116,7 +116,7 @@ class DPUCBVIAudit(Audit):
         SetOption("mode", str, choices=("theory", "practical"),
                   help="run every check in this mode (default: each check in its own mode)"),
     )
-    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("privatizer", *SAMPLING)
     privatizers = ("central", "local")
 
     def run(self) -> None:

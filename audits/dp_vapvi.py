@@ -49,7 +49,7 @@ from dpcheck.audits.lib.offline_linear.targets import _counts
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 QW = "Qiao & Wang, Offline RL with DP"
 BIG_FEATURES_SAMPLES = (20_000, 5_000)      # (default, --quick) black-box samples when S A d^2 > 2000
@@ -164,7 +164,7 @@ class DPVAPVIAudit(Audit):
                   help="B in the noise calibration (default max(1, max ||phi||): privacy holds for any features)"),
         SetOption("delta", float, bounds=(0, 1), default=0.1, help="the utility failure probability delta"),
     )
-    uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("delta", "privatizer", *SAMPLING)
     privatizers = ("gaussian",)      # and file.py:Class: a RegressionPrivatizer of the released statistics
 
     # ------------------------------------------------------------------ configuration

@@ -7,7 +7,7 @@ mechanism is calibrated to and claims. It is also the template of an algorithm a
 from __future__ import annotations
 
 from dpcheck.audit import Audit, ClaimRow, Defaults
-from dpcheck.registry import PARALLEL
+from dpcheck.registry import SAMPLING
 
 SOURCE = "Dwork, McSherry, Nissim & Smith 2006, Laplace mechanism"
 
@@ -17,7 +17,7 @@ class LaplaceExample(Audit):
     algorithm = "Laplace mechanism (example)"
     notion = "DP"
     summary = "epsilon = 1"
-    uses = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = SAMPLING
     defaults = Defaults(epsilon=1.0, samples=(10**6, 10**5))
     claims = (
         ClaimRow("privacy.blackbox", "privacy", "a count of sensitivity 1 plus Lap(1/eps) is eps-DP",

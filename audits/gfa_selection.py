@@ -22,7 +22,7 @@ import numpy as np
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.audits.lib import gfa
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 HZ = "He & Zhou (arXiv 2605.07049)"
 
@@ -72,7 +72,7 @@ class GFASelectionMechanismAudit(Audit):
     notion = "DP"
     summary = "each selection eps-DP for scores of sensitivity Delta (Section 3.3, Lemma E.2); utility e^-t tail"
     privatizers = ("exponential",)
-    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("privatizer", *SAMPLING)
     options = (SetOption("sensitivity", float, bounds=(0, None), default=1.0,
                          help="the score sensitivity Delta the mechanism is run for"),)
     defaults = Defaults(epsilon=1.0, samples=(10**6, 2 * 10**5))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.audits.lib import linopt as lib
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 Z = "Zhou (Private linear mixture RL)"
 
@@ -30,7 +30,7 @@ class LinearStreamPrivatizerAudit(Audit):
     notion = "JDP"
     summary = "the released statistics are (eps', delta)-DP in one user (Thm 6.4); Assumption 2 constants hold"
     privatizers = ("paper",)
-    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("privatizer", *SAMPLING)
     options = (
         SetOption("delta", float, bounds=(0, 1), default=0.1, help="the JDP delta"),
         SetOption("utility_alpha", float, bounds=(0, 1), default=0.05,

@@ -29,7 +29,7 @@ from dpcheck.audits.lib import gfa
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
 from dpcheck.parallel import with_result_cache
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 HZ = "He & Zhou (arXiv 2605.07049)"
 
@@ -183,7 +183,7 @@ class _GFAAudit(Audit):
 
     alg: int = 0
     notion = "JDP"
-    uses = ("epsilon", "delta", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("delta", "privatizer", *SAMPLING)
     privatizers = ("exponential",)      # or file.py:Class, a dpcheck.algorithms.gfa.SelectionMechanism
     defaults = Defaults(epsilon=1.0, samples=(100_000, 20_000),     # both audits
                         samples_for=(("privacy.selection.blackbox", (10**6, 2 * 10**5)),))

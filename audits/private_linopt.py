@@ -34,7 +34,7 @@ from dataclasses import replace
 from dpcheck.audits.lib import linopt as lib
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.parallel import with_result_cache
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 Z = "Zhou (Private linear mixture RL)"
 WEAK_EPS = (1e2, 10 ** 2.5, 1e3, 10 ** 3.5, 1e4)
@@ -153,7 +153,7 @@ class _PrivateLinOptAudit(Audit):
         SetOption("target", str, choices=("paper", "exact"), default="paper",
                   help="claim eps + eps^2/(16 H ln(4H/delta)) (paper) or calibrate to exactly eps (Theorem 6.4)"),
     )
-    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("privatizer", *SAMPLING)
     # --privatizer paper (the Section 6.1 Privatizer, default) or file.py:Class, a researcher's
     # dpcheck.algorithms.linear.StreamPrivatizer built as Class(epsilon=, delta=) (docs/privatizers.md)
     privatizers = ("paper",)

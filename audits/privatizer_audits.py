@@ -38,7 +38,7 @@ from typing import ClassVar
 from dpcheck.algorithms.offline import DPAPVI
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
-from dpcheck.registry import PARALLEL, SetOption
+from dpcheck.registry import SAMPLING, SetOption
 
 from dpcheck.audits.lib import privatizers as pa
 
@@ -149,7 +149,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
     white-box checks of the built-ins and Assumption 3.1 over repetitions."""
 
     kind: ClassVar[str]                       # "central" | "local": the default --privatizer
-    uses = ("epsilon", "privatizer", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
+    uses = ("privatizer", *SAMPLING)
     defaults = Defaults(epsilon=1.0, samples=pa.PRIVATIZER_SAMPLES)     # both audits
     options = (
         SetOption("calibration", str, choices=("paper", "strict"), default="strict",
@@ -290,7 +290,6 @@ class LocalPrivatizerAudit(OnlinePrivatizerAudit):
 
 
 # ============================================================ offline (DP-APVI)
-OFFLINE_USES = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
 REGRESSION_NOISE_RUNS = 50_000    # offline_regression_privatizer's noise checks, default and --quick alike (~1 s)
 
 
@@ -311,7 +310,7 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
     (Theorem 3.4 / Lemma C.1; eq. 2; Lemma C.2)."""
 
     gaussian: ClassVar[bool]
-    uses = OFFLINE_USES
+    uses = SAMPLING
 
     def privatizer(self):
         raise NotImplementedError
@@ -377,7 +376,7 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
     algorithm = "DP-APVI Gaussian count privatizer"
     notion = "zCDP"
     summary = "rho-zCDP (Qiao & Wang 2022, Lemma C.1)"
-    uses = ("delta", *OFFLINE_USES)
+    uses = ("delta", *SAMPLING)
     options = (SetOption("rho", float, bounds=(0, None),
                          help="the zCDP budget (default 1; or chosen by --epsilon with --delta, default 1e-5)"),)
     defaults = Defaults(samples=pa.PRIVATIZER_SAMPLES)            # the budget is rho (--set rho)
@@ -431,7 +430,7 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
     notion = "zCDP/DP"
     summary = "the privatizer's own claim (rho-zCDP or eps-DP) in one trajectory; Lemma C.2's width"
     privatizers = ("gaussian", "laplace")
-    uses = ("delta", "privatizer", *OFFLINE_USES)
+    uses = ("delta", "privatizer", *SAMPLING)
     options = (SetOption("rho", float, bounds=(0, None), help="a zCDP budget (the Gaussian built-in: default 1)"),
                SetOption("beta", float, bounds=(0, 1), default=0.1,
                          help="the width's failure probability (the paper's utility delta, not the DP delta)"))
@@ -522,7 +521,7 @@ class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
     notion = "zCDP"
     summary = "the privatizer's own claim for the 5H releases, one trajectory replaced; Lemma D.2's widths"
     privatizers = ("gaussian",)
-    uses = ("privatizer", *OFFLINE_USES)
+    uses = ("privatizer", *SAMPLING)
     options = (SetOption("rho", float, bounds=(0, None), help="the zCDP budget passed to the privatizer (default 1)"),
                SetOption("beta", float, bounds=(0, 1), default=0.1, help="the failure probability delta of Lemma D.2"))
     defaults = Defaults(samples=pa.PRIVATIZER_SAMPLES)            # the budget is rho (--set rho)

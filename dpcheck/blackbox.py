@@ -528,6 +528,12 @@ def verdict_of(refuted: str | None, power: float, eps_claim: float, *, found: st
     return PASS, passed
 
 
+def reason_terms(alpha: float, delta: float) -> tuple[str, str]:
+    """How a black-box reason states its confidence ("95%") and the delta its epsilon is at (" at delta=1e-05",
+    or nothing for pure DP): the batch and the sequential test word their verdicts alike."""
+    return f"{1 - alpha:.0%}", (f" at delta={delta:g}" if delta else "")
+
+
 def tightness(eps_lb: float, eps_claim: float) -> float:
     """eps_lb / eps_claim, the share of the claim the test certified (a claim of eps = 0: inf when a violation
     was found, else 1)."""
@@ -733,8 +739,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     tight = tightness(eps_lb, eps_claim)
     power_ratio = power / eps_claim if eps_claim > 0 else math.inf
     exceeded = [r for r in prof if r["exceeded"]]
-    conf = f"{1 - alpha:.0%}"
-    dtxt = f" at delta={delta:g}" if delta else ""
+    conf, dtxt = reason_terms(alpha, delta)
     refuted = None
     if eps_lb > eps_claim:
         refuted = (f"eps >= {eps_lb:.4g}{dtxt} with {conf} confidence, above the claimed {eps_claim:.4g} "

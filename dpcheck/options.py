@@ -7,7 +7,7 @@ Every value is parsed here once, at the boundary; an audit reads the parsed valu
 
 The declaration an audit makes when it registers (:func:`dpcheck.registry.register`)::
 
-    @register("my_audit", ..., uses=("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick"),
+    @register("my_audit", ..., uses=("delta", *SAMPLING),
               options=(SetOption("calibration", str, choices=("paper", "strict"), default="strict",
                                  help="noise calibration"),
                        SetOption("beta", float, bounds=(0, 1), help="failure probability")))
@@ -38,6 +38,8 @@ COMMON = {
 }
 PARALLEL = ("workers", "backend", "scheduler")     # every audit whose work goes through dpcheck.parallel
 DEFAULT_USES = ("seed", "alpha")                    # an audit that declares nothing: only these
+# every audit that samples a mechanism through dpcheck.blackbox (its budget, workers, --quick and cache)
+SAMPLING = ("epsilon", "samples", "seed", "alpha", *PARALLEL, "quick", "cache_dir")
 
 MIN_SAMPLES = 20
 MAX_SAMPLES = 10**12        # outputs per side; the memory check (dpcheck.limits) bounds what actually runs

@@ -22,7 +22,7 @@ from typing import Callable
 
 from dpcheck.errors import InputError
 from dpcheck.fingerprint import Memo
-from dpcheck.options import COMMON, DEFAULT_USES, PARALLEL, SetOption, check_uses, parse_set  # noqa: F401
+from dpcheck.options import COMMON, DEFAULT_USES, PARALLEL, SAMPLING, SetOption, check_uses, parse_set  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,8 @@ def register(name: str, *, algorithm: str, notion: str, claim: str,
 
     uses:     the common options the audit reads (AuditOptions field names: epsilon, delta,
               privatizer, samples, seed, alpha, workers, backend, scheduler, quick, cache_dir,
-              timeout; ``*PARALLEL`` for the three parallel ones). Default: seed and alpha only.
+              timeout; ``*PARALLEL`` for the three parallel ones, ``SAMPLING`` for what a
+              sampling audit honours). Default: seed and alpha only.
     options:  its ``--set`` keys, a tuple of SetOption (name, type, choices, default, help, bounds).
     validate: ``validate(options)`` for constraints between options (raise InputError); it runs
               after the values are parsed and before the audit starts.

@@ -44,7 +44,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dpcheck import events as ev
-from dpcheck.blackbox import DIRECTIONS, LB_ALPHA_SHARE, AuditResult, claim_plan, tightness, verdict_of
+from dpcheck.blackbox import (DIRECTIONS, LB_ALPHA_SHARE, AuditResult, claim_plan, reason_terms, tightness,
+                              verdict_of)
 from dpcheck.errors import InputError
 from dpcheck.target import AuditTarget
 
@@ -345,8 +346,7 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
     sc, t = events.get(slots.index((w["pair"], DIRECTIONS.index(w["direction"]), 0)), (None, math.inf))
     event = dict(sc.describe(t)) if sc is not None else {"text": "(none chosen)"}
     tight = tightness(eps_lb, eps_claim)
-    conf = f"{1 - alpha:.0%}"
-    dtxt = f" at delta={delta:g}" if delta else ""
+    conf, dtxt = reason_terms(alpha, delta)
     refuted = None
     if stopped == "violation":
         refuted = (f"sequential test rejected the claim (e-value {e_value:.3g} >= 1/alpha = {1 / alpha:.3g}) after "

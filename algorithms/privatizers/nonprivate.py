@@ -11,7 +11,22 @@ import numpy as np
 from dpcheck.algorithms.privatizers.base import CompiledNoise, CountPrivatizer, Declaration, PrivateCounts
 
 
-class NoPrivatizer(CountPrivatizer):
+class ExactRelease:
+    """The noise hooks of a count privatizer that adds none: nothing drawn, nothing kept beyond the counts,
+    the counts released as they are. Mixed in before :class:`CountPrivatizer` by :class:`NoPrivatizer` and by
+    the audits' positive controls (``dpcheck.audits.lib.ucbvi.ExactCounts``), which differ only in E."""
+
+    def _start_noise(self, rng):
+        pass
+
+    def _ingest(self, visits, transitions, rewards):
+        pass
+
+    def _noisy_counts(self):
+        return self._N.copy(), self._Ntr.copy(), None if self._R is None else self._R.copy()
+
+
+class NoPrivatizer(ExactRelease, CountPrivatizer):
     """Exact counts, E = 0 (non-private baselines)."""
 
     name = "none"
@@ -44,16 +59,8 @@ class NoPrivatizer(CountPrivatizer):
     def compiled_noise(self) -> CompiledNoise | None:
         """The "exact" process: no noise, the counts released as they are."""
         self._require_started()
-        return CompiledNoise("exact") if self._runs_as(NoPrivatizer) else None
-
-    def _start_noise(self, rng):
-        pass
-
-    def _ingest(self, visits, transitions, rewards):
-        pass
-
-    def _noisy_counts(self):
-        return self._N.copy(), self._Ntr.copy(), None if self._R is None else self._R.copy()
+        # the mixed-in hooks count as NoPrivatizer's own: a subclass that overrides one is not exact
+        return CompiledNoise("exact") if self._runs_as(NoPrivatizer, ("_start_noise", "_compute_width")) else None
 
     def _compute_width(self) -> float:
         return 0.0

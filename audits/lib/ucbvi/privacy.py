@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from dpcheck.algorithms.privatizers.base import CountPrivatizer
+from dpcheck.algorithms.privatizers.nonprivate import ExactRelease
 from dpcheck.audit import ExecutionOptions
 from dpcheck.checks import Check, FAIL, INCONCLUSIVE, invariant_check, vacuous
 from dpcheck.audits.lib.ucbvi.spec import AgentSpec, SOURCE, claim_for
@@ -48,7 +49,7 @@ class OtherUsersActions:
         return res.actions[:, 1:, :].reshape(int(size), -1).astype(np.int64)
 
 
-class ExactCounts(CountPrivatizer):
+class ExactCounts(ExactRelease, CountPrivatizer):
     """The positive control of the JDP black box: the exact counts, post-processed with the width E of the
     privatizer under audit (N~ = N + E/2, the Section 5.1.1 LP on N^ = N), no noise. An agent on it plans
     with the same E, hence the same bonus saturation, as on the real release, but reads the data itself:
@@ -64,15 +65,6 @@ class ExactCounts(CountPrivatizer):
     @property
     def claim(self):
         return None
-
-    def _start_noise(self, rng):
-        pass
-
-    def _ingest(self, visits, transitions, rewards):
-        pass
-
-    def _noisy_counts(self):
-        return self._N.copy(), self._Ntr.copy(), None if self._R is None else self._R.copy()
 
     def _compute_width(self) -> float:
         return self.width_declared

@@ -177,6 +177,17 @@ def test_no_privatizer_plans_the_exact_process_and_other_classes_none():
     assert CountPrivatizer.compiled_noise(object()) is None     # the default: the Python path
 
 
+@pytest.mark.parametrize("hook", ["_start_noise", "_ingest", "_noisy_counts", "_compute_width"])
+def test_a_no_privatizer_subclass_that_overrides_a_noise_hook_is_not_planned_exact(hook):
+    """The no-noise hooks are mixed in (ExactRelease), not NoPrivatizer's own members: a subclass that adds
+    noise in any of them must leave the exact plan, or the compiled engine would run it noiseless."""
+    from dpcheck.algorithms.privatizers.nonprivate import NoPrivatizer
+    base = getattr(NoPrivatizer, hook)
+    Noisy = type("Noisy", (NoPrivatizer,), {hook: lambda self, *a, **k: base(self, *a, **k)})
+    p = Noisy().start(2, 2, 2, 3, 2, np.random.default_rng(0))
+    assert p.compiled_noise() is None
+
+
 def test_the_compiled_engine_never_asks_what_class_a_privatizer_is():
     src = (ROOT / "algorithms/online/compiled.py").read_text()
     for name in ("CentralPrivatizer", "LocalPrivatizer", "NoPrivatizer", "BinaryMechanism", "laplace"):
