@@ -246,6 +246,6 @@ def test_plugin_without_declared_variance_is_inconclusive_on_the_scale_only(bad_
     pl = OfflinePlugin.load(f"{bad_file}:Base", epsilon=1.0, beta=0.1)
     spec = APVISpec(mechanism=pl.label, budget=pl.budget, plugin=pl)
     assert spec.declared_variance(3) is None
-    scale, indep = lo.noise_calibration_checks(spec, runs=500, rng=np.random.default_rng(0), alpha=0.05)
+    scale, indep = lo.noise_calibration_checks(spec, runs=20_000, rng=np.random.default_rng(0), alpha=0.05)
     assert scale.verdict == "inconclusive" and "declares no noise_variance" in scale.reason
     assert indep.verdict == "pass"

@@ -22,13 +22,23 @@ def selection_pairs(sensitivity: float, N: int = 64) -> list:
     """Neighbouring score vectors (u, u') with max_f |u(f) - u'(f)| = Delta: the all-zero vector against one
     entry raised by Delta and every other lowered by Delta, over 2 entries (tight for report-noisy-max with
     exponential noise, i.e. permute-and-flip: Pr[entry 2] goes from 1/2 to e^-eps / 2) and over N entries
-    (tight for the exponential mechanism as N grows: Pr[entry 1] goes from 1/N to ~ e^eps / N)."""
+    (tight for the exponential mechanism as N grows: Pr[entry 1] goes from 1/N to ~ e^eps / N) with the FIRST
+    and with the LAST entry raised, and a fixed uneven vector (scores spread over [0, 4 Delta], seed 0) with a
+    middle entry raised. A mechanism that depends on the entries' order or on ties (keep the top k by a stable
+    sort, then select) can be exact on the first entry and leak on the last: the top-8 exponential mechanism
+    never picks entry 63 of the zero vector and picks it 19% of the time once it is raised (eps infinite),
+    which the first-entry pairs alone passed."""
+    d = float(sensitivity)
     out = []
-    for n in (2, int(N)):
+    for n, j in ((2, 0), (int(N), 0), (int(N), int(N) - 1)):
         u = np.zeros(n)
-        v = np.full(n, -float(sensitivity))
-        v[0] = float(sensitivity)
+        v = np.full(n, -d)
+        v[j] = d
         out.append((u, v))
+    u = np.random.default_rng(0).uniform(0.0, 4.0 * d, int(N))
+    v = u - d
+    v[int(N) // 2] = u[int(N) // 2] + d
+    out.append((u, v))
     return out
 
 

@@ -112,8 +112,36 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
     reason = check.reason + (f"; the calibration achieves eps = {m['epsilon_pld']:.4g} at delta = {spec.delta:g} "
                              f"(claimed {claim.epsilon:.4g}{mu}; "
                              f"eps = {m['epsilon_at_delta_1e6']:.4g} at delta = 1e-6)")
-    return replace(check, measured=m, reason=reason,
-                   details=dict(check.details, agent=spec.describe(), privatizer=priv.describe(sizes, spec.alpha)))
+    out = replace(check, measured=m, reason=reason,
+                  details=dict(check.details, agent=spec.describe(), privatizer=priv.describe(sizes, spec.alpha)))
+    drawn = _drawn_trees_event(priv, sizes)
+    if drawn is not None and out.verdict == PASS:
+        # the declaration is the privatizer's word; the trees are what its noise is drawn from. A plug-in that
+        # calibrates each of the four trees to the whole budget and declares one Gaussian passed on its word
+        # (eps 3.3 drawn against 1 claimed)
+        tc = pa.dp_event_check(drawn, claim, label=f"the trees drawn ({pa.privatizer_class(priv).__name__}.trees())")
+        m.update(epsilon_pld_of_trees=tc.measured.get("epsilon_pld"))
+        if tc.verdict != PASS:
+            out = replace(out, verdict=tc.verdict, measured=m,
+                          reason=(f"the declared DpEvent is within the claim, but the four trees the noise is drawn "
+                                  f"from compose beyond it: {tc.reason} (the declaration does not describe the noise)"))
+    return out
+
+
+def _drawn_trees_event(priv, sizes):
+    """The composition of the TreeCounter events of ``priv.trees(sizes)`` when its noise is drawn from them (the
+    built-in Privatizer and tree-based plug-ins), else None."""
+    import dp_accounting
+    from dpcheck.algorithms.privatizers import TreeCounter
+    if not getattr(priv, "tree_based", True) or getattr(priv, "noise_off", False) or not callable(getattr(priv, "trees", None)):
+        return None
+    try:
+        trees = priv.trees(sizes, "replacement")
+    except Exception:                       # noqa: BLE001 - a plug-in without trees for these sizes: nothing to add
+        return None
+    if not isinstance(trees, dict) or not trees or not all(isinstance(t, TreeCounter) for t in trees.values()):
+        return None
+    return dp_accounting.ComposedDpEvent([t.dp_event() for t in trees.values()])
 
 
 def calibration_check(spec: LinOptSpec, env, K: int) -> Check:

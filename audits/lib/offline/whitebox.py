@@ -169,6 +169,22 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
     return pc.noisy_visits - v, pc.noisy_transitions - t
 
 
+def _zero_count_noise(algo, H, S, A, runs, rng):
+    """The noise the privatizer adds to counts that are 0, before the clip at 0 (its ``noisy_counts`` hook on
+    all-zero counts): [("pair", (R,H,S,A)), ("triple", (R,H,S,A,S))]; [] for a privatizer without that hook
+    (the noise off, or a plug-in that overrides ``privatize`` as a whole). The paper's noise does not depend
+    on the count (eq. 2); a privatizer that leaves zero counts unnoised releases which counts are 0 exactly
+    (a 0 -> 1 change of one count is then visible with certainty), which the draws far above 0 cannot show."""
+    from dpcheck.algorithms.privatizers.offline import OfflineCountPrivatizer
+    priv = getattr(algo, "privatizer", None)
+    hook = None if priv is None else getattr(pa.privatizer_class(priv), "noisy_counts", None)   # the user's class
+    if priv is None or hook is None or hook is OfflineCountPrivatizer.noisy_counts:
+        return []
+    pair, triple = np.zeros((runs, H, S, A)), np.zeros((runs, H, S, A, S))
+    zp, zt = priv.noisy_counts(pair, triple, rng)
+    return [("pair", np.asarray(zp, float) - pair), ("triple", np.asarray(zt, float) - triple)]
+
+
 # repetitions of noise_calibration_checks in the audits (default and --quick alike, ~1 s): enough for a PASS to
 # certify the variance to 2% (dpcheck.audits.lib.privatizers.variance_band; 5,000 left Laplace noise INCONCLUSIVE)
 CALIBRATION_RUNS = 50_000
@@ -195,10 +211,11 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     from scipy.stats import norm
     rows, bad, unsure, unknown = [], [], [], []
     from dpcheck.stats import pass_alpha
-    m = len(factors) * 2 * 2
+    if 1.0 not in factors:
+        raise ValueError("noise_calibration_checks: factors must include 1 (the audited budget)")
+    m = len(factors) * 2 * 2 + 2
     zq = float(norm.ppf(1 - alpha / (2 * m)))                   # FAIL: the audit's share of alpha
     zq_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))  # PASS: its alpha (dpcheck.stats.pass_alpha)
-    corr_rows, corr_bad, corr_unsure = [], [], []
     for f in factors:
         b = spec.budget * f
         algo = spec.make(budget=b)
@@ -211,7 +228,10 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
             unknown.append(b)
             if f != 1.0:
                 continue
-        for fam, z in (("pair", npair), ("triple", ntrip)):
+        families = [("pair", npair), ("triple", ntrip)]
+        if f == 1.0:
+            families += [(f"{fam} at n = 0", z) for fam, z in _zero_count_noise(algo, H, S, A, runs, rng)]
+        for fam, z in families:
             if undeclared:
                 break
             x = z.reshape(-1)
@@ -232,44 +252,32 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
             elif band == "unsure" or pmci[0] < -tolerance or pmci[1] > tolerance:
                 unsure.append(row)
         if f == 1.0:
-            ws = {fam: z.reshape(runs, H, -1) / math.sqrt(var) for fam, z in (("pair", npair), ("triple", ntrip))}
-
-            def corr(fam, what, prod):
-                prod = prod.reshape(-1)
-                corr_rows.append({"family": fam, "between": what, "correlation": float(prod.mean()),
-                                  "se": float(prod.std(ddof=1) / math.sqrt(prod.size))})
-            for fam, w in ws.items():
-                for h1 in range(H):
-                    for h2 in range(h1 + 1, H):
-                        corr(fam, f"one count at steps {h1 + 1} and {h2 + 1}", w[:, h1] * w[:, h2])
-                if w.shape[2] > 1:
-                    corr(fam, "two counts of one step", w * np.roll(w, -1, axis=2))
-            # a pair count (h,s,a) and the triple count (h,s,a,s'=0) of the same step
-            corr("pair/triple", "N(h,s,a) and N(h,s,a,0)", ws["pair"] * ws["triple"].reshape(runs, H, -1, S)[..., 0])
-    npairs = max(1, len(corr_rows))
-    zc = float(norm.ppf(1 - alpha / (2 * npairs)))
-    zc_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * npairs)))
-    for r in corr_rows:
-        lo_, hi_ = r["correlation"] - zc * r["se"], r["correlation"] + zc * r["se"]
-        if lo_ > tolerance or hi_ < -tolerance:
-            corr_bad.append(r)
-        elif r["correlation"] - zc_pass * r["se"] < -tolerance or r["correlation"] + zc_pass * r["se"] > tolerance:
-            corr_unsure.append(r)
-    top = max(corr_rows, key=lambda r: abs(r["correlation"])) if corr_rows else None
+            # every pair of released coordinates, pair and triple counts of every step (D = H S A (S + 1))
+            labels = ([f"n'(h={h + 1},s={i},a={a})" for h in range(H) for i in range(S) for a in range(A)]
+                      + [f"n'(h={h + 1},s={i},a={a},s'={j})" for h in range(H) for i in range(S) for a in range(A)
+                         for j in range(S)])
+            screen = pa.correlation_screen(np.concatenate([npair.reshape(runs, -1), ntrip.reshape(runs, -1)], axis=1),
+                                           labels, alpha=alpha, tolerance=tolerance)
+    w0 = screen["worst"][0] if screen["worst"] else None
     indep = Check(
         id="whitebox.noise_independence", kind="whitebox",
-        verdict=FAIL if corr_bad else INCONCLUSIVE if corr_unsure else PASS,
+        verdict={"fail": FAIL, "unsure": INCONCLUSIVE, "pass": PASS}[screen["verdict"]],
         claim=_claim_dict(spec, "independent noise for every count and every step h (never one draw reused "
-                                "across h)", f"{SOURCE}, eq. 2, Lemma C.1"),
-        measured={"rows": corr_rows, "max_abs_correlation": abs(top["correlation"]) if top else 0.0,
+                                "across h, across counts, or between a pair count and its triple counts)",
+                          f"{SOURCE}, eq. 2, Lemma C.1"),
+        measured={"worst": screen["worst"], "pairs": screen["pairs"],
+                  "max_abs_correlation": abs(w0["correlation"]) if w0 else 0.0, "noise_free": screen["flat"],
                   "confidence": 1 - alpha, "epsilon_lower_bound": None, "samples": runs},
-        details={"test": f"interval mean product +- z_(1 - alpha/(2 x {npairs})) se vs +-{tolerance:g}"},
-        reason=(f"noise of {corr_bad[0]['between']} ({corr_bad[0]['family']}) is correlated: "
-                f"{corr_bad[0]['correlation']:.3f}" if corr_bad else
-                f"correlation of {corr_unsure[0]['between']} ({corr_unsure[0]['family']}) not within +-{tolerance:g} "
-                f"(more runs)" if corr_unsure else
-                f"no correlation across steps, across the counts of a step or between pair and triple counts "
-                f"(max |corr| {abs(top['correlation']) if top else 0:.3g})"))
+        details={"test": f"correlation of every pair of the {len(labels)} released counts (pair and triple, every "
+                         f"step), mean product +- z se, Bonferroni over {screen['pairs']}, vs +-{tolerance:g} "
+                         "(dpcheck.audits.lib.privatizers.correlation_screen)"},
+        reason=(f"noise of {w0['between'][0]} and {w0['between'][1]} is correlated ({w0['correlation']:.3f}): "
+                "one draw serves two counts, so a combination of the release is noise-free"
+                if screen["verdict"] == "fail" else
+                f"correlation of {w0['between'][0]} and {w0['between'][1]} ({w0['correlation']:.3f}) not established "
+                f"within +-{tolerance:g} (more runs)" if screen["verdict"] == "unsure" else
+                f"no correlation between any two of the {len(labels)} released counts ({screen['pairs']} pairs, "
+                f"max |corr| {abs(w0['correlation']) if w0 else 0:.3g})"))
     if unknown:
         return [Check(id="whitebox.noise_scale", kind="whitebox", verdict=INCONCLUSIVE,
                       claim=_claim_dict(spec, "the injected noise has the variance the privatizer declares"),

@@ -14,6 +14,7 @@ from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, probability_check
 from dpcheck.audits.lib.privatizers import VARIANCE_RESOLUTION, VARIANCE_TOLERANCE, variance_band
 from dpcheck.audits.lib.offline_linear.setup import SOURCE, STATS
 from dpcheck.audits.lib.offline_linear.statistics import claimed_sensitivities, sym_vector
+from dpcheck.audits.lib.offline_linear.whitebox import release_independence_check
 
 
 # ============================================================================ the regression privatizer alone
@@ -94,22 +95,8 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
                     f"all 5 releases within [1 - {VARIANCE_RESOLUTION:g}, 1 + {VARIANCE_TOLERANCE:g}] x their declared "
                     "variance "
                     f"({min(r['variance_ratio'] for r in rows.values()):.3f}..{max(r['variance_ratio'] for r in rows.values()):.3f})")
-    worst, tests = 0.0, 0
-    for k in STATS:
-        X = z[k] / np.maximum(z[k].std(0), 1e-300)
-        for i in range(X.shape[2]):
-            C = (X[:, :, i].T @ X[:, :, i]) / runs
-            r = C[np.triu_indices(H, 1)]
-            tests += r.size
-            worst = max(worst, float(np.abs(r).max()) if r.size else 0.0)
-    crit = float(sst.norm.ppf(1 - alpha / (2 * max(tests, 1)))) / math.sqrt(runs)
-    indep = Check(id="whitebox.noise_independence", kind="whitebox",
-                  verdict=FAIL if worst > tolerance + crit else PASS,
-                  claim={"statement": "a fresh, independent noise draw for every step h",
-                         "source": f"{SOURCE}, footnote 8 (one iid draw per step h: the 5H-fold composition)"},
-                  measured={"max_abs_correlation": worst, "tests": tests, "runs": runs, "confidence": 1 - alpha},
-                  reason=f"max |corr| across steps {worst:.3g} ({'>' if worst > tolerance + crit else '<='} "
-                         f"{tolerance:g} + {crit:.3g})")
+    indep = release_independence_check(z, runs=runs, alpha=alpha, tolerance=tolerance,
+                                       source=f"{SOURCE}, footnote 8 (one iid draw per step h: the 5H-fold composition)")
     E, L = priv.widths(H, d, sens, delta)
     g = [np.linalg.norm(np.asarray(x), axis=-1) for x in (noise.g1, noise.g2, noise.g3)]
     nm = [np.abs(np.linalg.eigvalsh(np.asarray(x))).max(-1) for x in (noise.N1, noise.N2)]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcheck.checks import INCONCLUSIVE, Check
+from dpcheck.checks import FAIL, INCONCLUSIVE, Check
 
 from dpcheck.audits.lib.privatizers.neighbours import Trajectory, background, worst_case_pair
 
@@ -158,7 +158,8 @@ class StreamStatistics:
                 out.append(1)
         return out
 
-    def _run(self, user, rng, size, consume):
+    def stream(self, user, rng, size, consume):
+        """Run ``size`` streams with ``user`` at ``position``; ``consume(t, release vector)`` after each episode."""
         p = copy.deepcopy(self.template)
         p.start(size, self.H, self.S, self.A, self.K, rng, rewards=self.rewards)
         o = background(self.H)
@@ -173,7 +174,7 @@ class StreamStatistics:
         def consume(t, x):
             acc[t - 1] = _moments(x, acc[t - 1])
 
-        self._run(user, rng, size, consume)
+        self.stream(user, rng, size, consume)
         return (acc[0][0], np.stack([a[1] for a in acc]), np.stack([a[2] for a in acc]),
                 np.stack([a[3] for a in acc]))
 
@@ -194,7 +195,7 @@ class StreamStatistics:
                     for k in sub:
                         out[:, v, k] += sc
 
-        self._run(user, rng, int(size), consume)
+        self.stream(user, rng, int(size), consume)
         return out.reshape(int(size), -1)
 
 
@@ -534,6 +535,17 @@ def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1
                       pilot=pilot, progress=exe.progress)
     res = exe.audit(target, info["chosen"]["samples"], seed)
     check = res.to_check(id=id, kind="privacy", claim_source=source)
+    from dpcheck.audits.lib.privatizers.degeneracy import stream_degeneracy
+    deg = stream_degeneracy(template, H=H, S=S, A=A, rewards=rewards, seed=seed) if search == "stream" else None
+    if deg is not None:
+        terms = " + ".join(f"{c:g} x [{k}]" for k, c in deg["direction"].items())
+        return replace(check, verdict=FAIL, details=dict(check.details, degenerate_combination=deg, search=info["search"]),
+                       reason=(f"a combination of the released stream carries no noise and moves with the user: "
+                               f"{terms} ... = {deg['value_D']:.6g} under D and {deg['value_D_prime']:.6g} under D' in "
+                               f"every one of {deg['streams_per_side']} fresh streams per side (K = {deg['K']}), so "
+                               f"the event 'it equals {deg['value_D']:.6g}' has probability 1 vs 0: no finite epsilon "
+                               f"holds (noise reused across releases, e.g. one draw per tree level); the learned "
+                               f"statistics showed eps_lb = {res.epsilon_lower_bound:.4g}"))
     chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
     details = dict(check.details, search=info["search"], chosen=info["chosen"],
                    pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],

@@ -53,6 +53,46 @@ def variance_band(fail_interval, pass_interval, resolution: float = VARIANCE_RES
     return None
 
 
+def correlation_screen(W, labels, *, alpha: float, tolerance: float = 0.1) -> dict:
+    """Independence of every pair of released noise coordinates: W (runs, D) holds ``runs`` independent draws of
+    the D coordinates' noise (``labels[j]`` names column j). Each column is standardised with its own mean and
+    sd; the correlation of columns i < j is the mean product, its standard error the sd of the products over
+    sqrt(runs). Every one of the D (D - 1) / 2 pairs is judged (Bonferroni): "fail" if one interval at the FAIL
+    level (alpha) lies wholly beyond +-``tolerance``, "unsure" if one at the PASS level
+    (dpcheck.stats.pass_alpha) reaches beyond it, else "pass". A coordinate without noise (sd 0) is "fail"
+    (it is released exactly) unless it is also constant across draws of the data, which W cannot tell: it
+    is reported and judged by the caller's variance checks.
+
+    Checking only chosen pairs (one count at two steps, neighbours in the release's order) missed noise shared
+    across states or between a pair count and its last triple count: a noise-free contrast of two released
+    coordinates, infinite privacy loss, that the per-coordinate black box statistics cannot see either.
+    Returns {"verdict", "pairs", "worst": [rows, |corr| first], "flat": the labels of the noise-free columns}."""
+    from scipy.stats import norm
+    from dpcheck.stats import pass_alpha
+    W = np.asarray(W, dtype=float)
+    n, D = W.shape
+    sd = W.std(0)
+    flat = [labels[j] for j in np.flatnonzero(sd <= 1e-12 * np.maximum(1.0, np.abs(W).max(0)))]
+    live = np.flatnonzero(sd > 1e-12 * np.maximum(1.0, np.abs(W).max(0)))
+    Z = (W[:, live] - W[:, live].mean(0)) / sd[live]
+    C = Z.T @ Z / n
+    Q = (Z * Z).T @ (Z * Z) / n                      # mean of squared products
+    iu = np.triu_indices(live.size, 1)
+    r, se = C[iu], np.sqrt(np.maximum(Q[iu] - C[iu] ** 2, 0.0) / n)
+    m = max(r.size, 1)
+    z_fail = float(norm.ppf(1 - alpha / (2 * m)))
+    z_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))
+    dist = np.abs(r) - z_fail * se                   # > tolerance: wholly beyond +-tolerance
+    reach = np.abs(r) + z_pass * se
+    order = np.argsort(-np.abs(r))[:5]
+    worst = [{"between": [labels[live[iu[0][k]]], labels[live[iu[1][k]]]], "correlation": float(r[k]),
+              "se": float(se[k])} for k in order]
+    verdict = ("fail" if (r.size and dist.max() > tolerance) else
+               "unsure" if (r.size and reach.max() > tolerance) else "pass")
+    return {"verdict": verdict, "pairs": int(r.size), "worst": worst, "flat": flat, "tolerance": tolerance,
+            "z_fail": z_fail, "z_pass": z_pass}
+
+
 # ============================================================ white box: declared DpEvent vs claim
 def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -> Check:
     """whitebox.dp_event: the PLD of the declared DpEvent against the claim.

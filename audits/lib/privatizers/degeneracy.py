@@ -1,0 +1,62 @@
+"""A black-box finding the learned statistics cannot make: a linear combination of a plug-in privatizer's released
+stream that carries no noise and moves with the replaced user (noise reused across releases), an exact violation
+of any finite epsilon (:func:`stream_degeneracy`; used by :func:`dpcheck.audits.lib.privatizers.plugin_blackbox`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dpcheck.audits.lib.privatizers.neighbours import worst_case_pair
+from dpcheck.audits.lib.privatizers.plugin_search import StreamStatistics
+
+DEGENERACY_K = 8           # releases of the probe's stream: 3 tree levels, so a node noise reused across one
+DEGENERACY_RUNS = 4_000     # streams per side and half (well above the release's dimension, checked below)
+
+
+def stream_degeneracy(template, *, H=1, S=2, A=1, rewards=True, seed=0, K: int = DEGENERACY_K,
+                      runs: int = DEGENERACY_RUNS) -> dict | None:
+    """An exact leak that the learned statistics cannot see: a linear combination of the K releases (all of them,
+    every coordinate, both views) that carries no noise and moves with the replaced user. A tree whose node noise
+    is drawn once per level instead of once per node releases B(1) = c1 + z0, B(2) = c1 + c2 + z1 and
+    B(3) = c1 + c2 + c3 + z1 + z0, so B(3) - B(2) - B(1) = c3 - c1 exactly: every single release has the
+    right law (the per-coordinate statistics and the accuracy checks pass), and epsilon is infinite.
+
+    The user is first of K (in every tree level she appears in). The release vectors of ``runs`` streams per side
+    (worst-case pair) give a pooled covariance; its null directions v (eigenvalues <= 1e-9 x the largest) are
+    found on the first half of the streams and tested on the second, fresh half: v.B must be constant on each
+    side and differ between the sides. Then {v.B = v.B(D)} has probability 1 under D and 0 under D' on the
+    fresh half, an exact violation of any finite epsilon (and of any delta < 1). A post-processing relation
+    (N~ from N^) is data-independent, the same on both sides, and is not reported. Returns None, or the
+    evidence (the direction's largest entries, the two sides' values)."""
+    x, y = worst_case_pair(H, S, A)
+    stats = StreamStatistics(template, K, 1, H=H, S=S, A=A, rewards=rewards)
+    rng = np.random.default_rng([int(seed), 0x5EED, 0xDE6E])
+
+    def streams(user, n):
+        out = []
+        stats.stream(user, rng, n, lambda t, v: out.append(np.asarray(v, float)))
+        return np.concatenate(out, axis=1)            # (n, K x J): every release, every coordinate
+    XD, XY = streams(x, 2 * runs), streams(y, 2 * runs)
+    dim = XD.shape[1]
+    if runs < 10 * dim:                              # a sample covariance of rank < dim has spurious null directions
+        return None
+    fit = np.concatenate([XD[:runs] - XD[:runs].mean(0), XY[:runs] - XY[:runs].mean(0)])
+    C = fit.T @ fit / fit.shape[0]
+    w, V = np.linalg.eigh(C)
+    top = max(float(w[-1]), 1e-300)
+    null = V[:, w <= 1e-9 * top]
+    if not null.size:
+        return None
+    a, b = XD[runs:] @ null, XY[runs:] @ null                 # the fresh halves, projected
+    scale = 1e-6 * (1.0 + np.abs(np.concatenate([a, b])).max(0))
+    constant = (np.ptp(a, axis=0) <= scale) & (np.ptp(b, axis=0) <= scale)
+    apart = np.abs(a.mean(0) - b.mean(0)) > 100 * scale
+    hit = np.flatnonzero(constant & apart)
+    if not hit.size:
+        return None
+    v = null[:, hit[0]]
+    big = np.argsort(-np.abs(v))[:4]
+    J = dim // K
+    return {"K": K, "streams_per_side": runs, "dimension": dim, "null_directions": int(null.shape[1]),
+            "direction": {f"release {int(i) // J + 1}, coordinate {int(i) % J}": round(float(v[i]), 4) for i in big},
+            "value_D": float(a[:, hit[0]].mean()), "value_D_prime": float(b[:, hit[0]].mean())}

@@ -1,0 +1,246 @@
+"""Plug-ins that break their privacy claim in ways each check used to pass (a mutation hunt over the offline,
+online tabular and function-approximation families). Every mutant below passed its audit before; each test
+names the check that now catches it and, beside it, the correct twin that must still pass.
+
+- offline counts: one noise draw shared by two counts (across states; a pair count and its last triple
+  count), zero counts left unnoised, noise sized for H = 1 at every horizon with an honest DpEvent;
+- DP-VAPVI's regression statistics: one draw shared by two releases, or copied across a vector;
+- online count streams: a binary tree whose node noise is drawn once per level (B(3) - B(2) - B(1) = c3 - c1);
+- LinOpt stream privatizers: each of the four trees calibrated to the whole budget, one Gaussian declared;
+- GFA selection: keep the top 8 scores (stable ties), then the exponential mechanism.
+"""
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+from dpcheck.audits.lib import privatizers as pa
+
+OFFLINE = textwrap.dedent('''
+import math
+import numpy as np
+import dp_accounting
+from dpcheck import Claim
+from dpcheck.algorithms.privatizers import OfflineCountPrivatizer
+
+
+class Honest(OfflineCountPrivatizer):
+    name = "honest"
+
+    def __init__(self, rho=1.0, beta=0.1):
+        self.rho, self.beta = float(rho), float(beta)
+
+    def _sd(self, H):
+        return math.sqrt(2.0 * H / self.rho)
+
+    def width(self, H, S, A):
+        return 4.0 * math.sqrt(H * math.log(4.0 * H * S * S * A / self.beta) / self.rho)
+
+    def noisy_counts(self, pair, triple, rng):
+        H = pair.shape[1]
+        return pair + rng.normal(0, self._sd(H), pair.shape), triple + rng.normal(0, self._sd(H), triple.shape)
+
+    def noise_variance(self, H):
+        return self._sd(H) ** 2
+
+    def sensitivity(self, H):
+        return math.sqrt(2.0 * H)
+
+    def dp_event(self, H):
+        fam = dp_accounting.GaussianDpEvent(self._sd(H) / math.sqrt(2.0 * H))
+        return dp_accounting.ComposedDpEvent([fam, fam])
+
+    @property
+    def claim(self):
+        return Claim(rho=self.rho, notion="zCDP", source="test")
+
+
+class SharedAcrossStates(Honest):
+    def noisy_counts(self, pair, triple, rng):
+        R, H, S, A = pair.shape
+        zt = rng.normal(0, self._sd(H), (R, H, 1, A, S))
+        return pair + rng.normal(0, self._sd(H), pair.shape), triple + np.broadcast_to(zt, triple.shape)
+
+
+class PairReusesLastTriple(Honest):
+    def noisy_counts(self, pair, triple, rng):
+        zt = rng.normal(0, self._sd(pair.shape[1]), triple.shape)
+        return pair + zt[..., -1], triple + zt
+
+
+class ZeroCountsUnnoised(Honest):
+    def noisy_counts(self, pair, triple, rng):
+        p, t = Honest.noisy_counts(self, pair, triple, rng)
+        return np.where(pair > 0, p, 0.0), np.where(triple > 0, t, 0.0)
+
+
+class SizedForOneStep(Honest):
+    def _sd(self, H):
+        return math.sqrt(2.0 / self.rho)
+''')
+
+
+@pytest.fixture(scope="module")
+def offline_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("mutants") / "offline_mutants.py"
+    p.write_text(OFFLINE)
+    return str(p)
+
+
+def _offline_checks(path, cls):
+    from dpcheck.audits.lib import offline as lo
+    from dpcheck.audits.lib.offline import APVISpec, OfflinePlugin
+    plugin = OfflinePlugin.load(f"{path}:{cls}", rho=1.0, beta=0.1)
+    spec = APVISpec(mechanism=plugin.label, budget=plugin.budget, delta=0.1, plugin=plugin)
+    out = lo.noise_calibration_checks(spec, runs=20_000, rng=np.random.default_rng(4), alpha=0.05)
+    return {c.id: c for c in out}
+
+
+# ------------------------------------------------------------------ the screen itself (known answers)
+def test_correlation_screen_passes_independent_noise_and_fails_any_shared_draw():
+    rng = np.random.default_rng(0)
+    labels = [f"c{j}" for j in range(30)]
+    for W in (rng.normal(size=(20_000, 30)), rng.laplace(size=(20_000, 30))):
+        assert pa.correlation_screen(W, labels, alpha=0.05)["verdict"] == "pass"
+        shared = W.copy()
+        shared[:, 7] = -2.0 * shared[:, 23]                       # one draw, two coordinates
+        sc = pa.correlation_screen(shared, labels, alpha=0.05)
+        assert sc["verdict"] == "fail" and set(sc["worst"][0]["between"]) == {"c7", "c23"}
+        half = W.copy()
+        half[:, 3] = (W[:, 3] + W[:, 4]) / math.sqrt(2.0)        # correlation 0.71
+        assert pa.correlation_screen(half, labels, alpha=0.05)["verdict"] == "fail"
+    few = rng.normal(size=(300, 30))                              # too few runs to certify |corr| <= 0.1
+    assert pa.correlation_screen(few, labels, alpha=0.05)["verdict"] == "unsure"
+
+
+# ------------------------------------------------------------------ offline counts
+@pytest.mark.parametrize("cls, check", [("SharedAcrossStates", "whitebox.noise_independence"),
+                                        ("PairReusesLastTriple", "whitebox.noise_independence"),
+                                        ("ZeroCountsUnnoised", "whitebox.noise_scale")])
+def test_offline_noise_checks_catch_shared_draws_and_unnoised_zero_counts(offline_file, cls, check):
+    honest = _offline_checks(offline_file, "Honest")
+    assert {c.verdict for c in honest.values()} == {"pass"}
+    assert _offline_checks(offline_file, cls)[check].verdict == "fail"
+
+
+@pytest.mark.slow
+def test_offline_count_privatizer_fails_noise_sized_for_one_step_on_its_dp_event(offline_file, tmp_path):
+    from dpcheck.cli import main
+    args = ["audit", "offline_count_privatizer", "--quick", "--workers", "1", "--set", "rho=1", "--quiet"]
+    assert main(args + ["--privatizer", f"{offline_file}:Honest", "--out", str(tmp_path / "h")]) == 0
+    assert main(args + ["--privatizer", f"{offline_file}:SizedForOneStep", "--out", str(tmp_path / "m")]) == 1
+    import json
+    rep = json.loads((tmp_path / "m" / "offline_count_privatizer.json").read_text())
+    ev = next(c for c in rep["checks"] if c["id"] == "whitebox.dp_event")
+    assert ev["verdict"] == "fail" and "H=3" in ev["reason"]
+
+
+# ------------------------------------------------------------------ DP-VAPVI's regression statistics
+def test_release_independence_catches_noise_shared_between_releases_or_coordinates():
+    from dpcheck.audits.lib.offline_linear import release_independence_check
+    rng = np.random.default_rng(1)
+    runs, H = 20_000, 3
+    noise = {"sigma_matrix": rng.normal(size=(runs, H, 3)), "beta_vector": rng.normal(size=(runs, H, 2)),
+             "theta_vector": rng.normal(size=(runs, H, 2)), "lambda_matrix": rng.normal(size=(runs, H, 3)),
+             "w_vector": rng.normal(size=(runs, H, 2))}
+    assert release_independence_check(noise, runs=runs, alpha=0.05).verdict == "pass"
+    gram = dict(noise, lambda_matrix=noise["sigma_matrix"].copy())                  # N2 = N1
+    assert release_independence_check(gram, runs=runs, alpha=0.05).verdict == "fail"
+    vec = dict(noise, w_vector=np.repeat(noise["w_vector"][..., :1], 2, axis=2))      # one draw per vector
+    c = release_independence_check(vec, runs=runs, alpha=0.05)
+    assert c.verdict == "fail" and "w_vector" in c.reason
+
+
+# ------------------------------------------------------------------ online count streams
+def _reuse_per_level_class():
+    from dpcheck.algorithms.privatizers import BinaryMechanism, CentralPrivatizer
+
+    class PerLevelTree(BinaryMechanism):
+        """One noise vector per tree level, reused by every later node of that level: each release has a
+        correct tree's law, and B(3) - B(2) - B(1) = c3 - c1 exactly."""
+
+        def _draw(self, i):
+            if not hasattr(self, "_lvl"):
+                self._lvl = {}
+            if i not in self._lvl:
+                self._lvl[i] = self.counter.draw(self.rng, self.shape)
+            self.last_noise = self._lvl[i]
+            return self._lvl[i]
+
+    class ReusePerLevel(CentralPrivatizer):
+        name = "reuse_per_level"
+
+        def _start_noise(self, rng):
+            nv, nt, nr = self._sizes()
+            self._tree = PerLevelTree(self.tree(), (self.runs, nv + nt + nr), rng)
+    return ReusePerLevel
+
+
+def test_stream_degeneracy_finds_node_noise_reused_per_level_and_spares_correct_streams():
+    from dpcheck.algorithms.privatizers import load_privatizer
+    from dpcheck.audits.lib.privatizers import stream_degeneracy
+    for spec in ("central", "local"):
+        assert stream_degeneracy(load_privatizer(spec, epsilon=1.0), seed=0) is None
+    ev = stream_degeneracy(_reuse_per_level_class()(epsilon=1.0), seed=0)
+    assert ev is not None and abs(ev["value_D"] - ev["value_D_prime"]) > 1e-3
+
+
+# ------------------------------------------------------------------ GFA selection
+def test_selection_black_box_catches_a_top_k_exponential_mechanism():
+    from dpcheck.algorithms.gfa import SelectionMechanism
+    from dpcheck.audits.lib import gfa
+
+    class TopK(SelectionMechanism):
+        """Keep the 8 best scores (stable order on ties), then the exponential mechanism among them."""
+        name = "top_k"
+
+        def select(self, scores, epsilon, sensitivity, rng):
+            scores = np.asarray(scores, float)
+            order = np.argsort(-scores, axis=1, kind="stable")[:, :8]
+            top = np.take_along_axis(scores, order, axis=1) * epsilon / (2 * sensitivity)
+            pick = np.argmax(top + rng.gumbel(size=top.shape), axis=1)
+            return order[np.arange(len(order)), pick]
+
+    c = gfa.selection_blackbox_check(TopK(), 1.0, 1.0, samples=20_000, seed=3)
+    assert c.verdict == "fail"
+    assert c.measured["epsilon_lower_bound"] > 3
+
+
+# ------------------------------------------------------------------ LinOpt stream privatizers
+def test_linopt_dp_event_holds_the_trees_drawn_not_only_the_declaration():
+    import dp_accounting
+    from dpcheck.algorithms.linear import Privatizer
+    from dpcheck.algorithms.privatizers import TreeCounter
+    from dpcheck.audits.lib import linopt as lib
+
+    class WholeBudgetPerTree(Privatizer):
+        """Each of the four trees with a tenth of the paper's node noise (the paper's accounting has a large
+        slack), and the paper's DpEvent declared unchanged."""
+
+        def trees(self, sizes, neighbouring="replacement"):
+            return {c: TreeCounter(t.horizon, node_scale=t.node_scale / 10.0, sensitivity=t.sensitivity,
+                                   noise="gaussian", symmetric=t.symmetric)
+                    for c, t in super().trees(sizes, neighbouring).items()}
+
+        def dp_event(self, sizes, neighbouring="replacement"):
+            return dp_accounting.ComposedDpEvent([t.dp_event() for t in Privatizer.trees(self, sizes, neighbouring)
+                                                  .values()])
+    from dpcheck.algorithms.linear import lm2
+    env = lm2()
+    assert lib.dp_event_check(lib.LinOptSpec(epsilon=1.0, delta=0.1), env, 256).verdict == "pass"
+    c = lib.dp_event_check(lib.LinOptSpec(epsilon=1.0, delta=0.1, privatizer_class=WholeBudgetPerTree), env, 256)
+    assert c.verdict == "fail" and "trees" in c.reason
+
+
+@pytest.mark.slow
+def test_plugin_black_box_fails_a_tree_that_reuses_node_noise_per_level():
+    """Before, the learned per-coordinate statistics chose K = 2 (no level used twice) and passed it at any budget;
+    central_privatizer, dp_ucbvi and dp_nash_vi all said PASS."""
+    from dpcheck.audit import ExecutionOptions
+    cls = _reuse_per_level_class()
+    p = cls(epsilon=1.0)
+    template = pa.ClaimedTemplate(p, pa.claim_for_families(p, True), True)
+    c = pa.plugin_blackbox(template, ExecutionOptions(seed=0), search="stream", samples=20_000)
+    assert c.verdict == "fail" and "carries no noise" in c.reason
+    assert c.details["degenerate_combination"]["K"] == 8
