@@ -75,6 +75,14 @@ class ZeroCountsUnnoised(Honest):
         return np.where(pair > 0, p, 0.0), np.where(triple > 0, t, 0.0)
 
 
+class ExactNtil(Honest):
+    """Honest noisy counts reported, but the planner handed the exact counts."""
+    def privatize(self, pair, triple, rng):
+        out = Honest.privatize(self, pair, triple, rng)
+        return type(out)(visits=np.asarray(pair, float).copy(), transitions=np.asarray(triple, float).copy(),
+                         noisy_visits=out.noisy_visits, noisy_transitions=out.noisy_transitions, width=out.width)
+
+
 class SizedForOneStep(Honest):
     def _sd(self, H):
         return math.sqrt(2.0 / self.rho)
@@ -134,6 +142,18 @@ def test_offline_count_privatizer_fails_noise_sized_for_one_step_on_its_dp_event
     rep = json.loads((tmp_path / "m" / "offline_count_privatizer.json").read_text())
     ev = next(c for c in rep["checks"] if c["id"] == "whitebox.dp_event")
     assert ev["verdict"] == "fail" and "H=3" in ev["reason"]
+
+
+@pytest.mark.slow
+def test_offline_plugin_black_box_watches_what_the_planner_reads(offline_file):
+    """The counts black box read only the noisy n' a plug-in reports; a plug-in that hands the planner the exact
+    counts passed it (dp_apvi then failed only through its policy black box, when that happened to leak)."""
+    from dpcheck.audits.lib.offline import OfflinePlugin
+    from dpcheck.blackbox import audit
+    for cls, verdict in (("Honest", "pass"), ("ExactNtil", "fail")):
+        priv = OfflinePlugin.load(f"{offline_file}:{cls}", rho=1.0, beta=0.1).make(1.0, 0.1)
+        tgt, _ = pa.offline_privatizer_plugin_target(priv, H=1, seed=0, pilot=5_000)
+        assert audit(tgt, samples=20_000, seed=1).verdict == verdict, cls
 
 
 # ------------------------------------------------------------------ DP-VAPVI's regression statistics
@@ -244,3 +264,22 @@ def test_plugin_black_box_fails_a_tree_that_reuses_node_noise_per_level():
     c = pa.plugin_blackbox(template, ExecutionOptions(seed=0), search="stream", samples=20_000)
     assert c.verdict == "fail" and "carries no noise" in c.reason
     assert c.details["degenerate_combination"]["K"] == 8
+
+
+def test_a_tree_plugins_blind_release_pass_is_uninformative_as_the_builtins_is():
+    """The loader's guard hides a plug-in's gdp_mu, so its blind-pair PASS stayed a plain PASS; the worst case's mu
+    now comes from the Gaussian trees its noise is drawn from."""
+    import os
+    from dpcheck import accounting
+    from dpcheck.algorithms.linear import LinearSizes, load_stream_privatizer
+    from dpcheck.audits.lib.linopt import LinOptSpec
+    from dpcheck.audits.lib.linopt.transcript import _worst_case_mu
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    good = os.path.join(root, "examples", "my_stream_privatizer.py") + ":AnalyticGaussianTrees"
+    spec = LinOptSpec(plugin=good)
+    priv = load_stream_privatizer(good, epsilon=1.0, delta=0.1)
+    sizes = LinearSizes(64, 1, 2, 2)
+    mu = _worst_case_mu(spec, priv, sizes)
+    trees = priv.trees(sizes, "replacement")
+    assert mu == pytest.approx(accounting.gaussian_mu((t.sensitivity, t.node_scale) for t in trees.values()))
+    assert 0 < mu < math.inf

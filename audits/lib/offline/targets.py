@@ -97,13 +97,17 @@ def counts_target(spec: APVISpec, *, H: int = 2, S: int = 2, A: int = 1, data=No
         cols = np.arange(mu.size) if mu.size <= 4096 else np.flatnonzero(diff)
 
         def release(which, rng, size):
-            out = np.empty((size, cols.size))
+            # n' and the ntil the planner reads: a plug-in's post-processing that reads the exact counts leaks
+            # through ntil alone (both are watched; ntil of a correct plug-in is a post-processing of n')
+            out = np.empty((size, 2 * cols.size))
             for i in range(0, size, per):
                 k = min(per, size - i)
                 pc = algo.private_counts(_repeat(keys[which], k), rng)
-                out[i:i + k] = _flat(pc.noisy_visits, pc.noisy_transitions)[:, cols]
+                out[i:i + k, :cols.size] = _flat(pc.noisy_visits, pc.noisy_transitions)[:, cols]
+                out[i:i + k, cols.size:] = _flat(pc.visits, pc.transitions)[:, cols]
             return out
-        t, info = pa.offline_plugin_target(release, ("D", "D'"), (mu - mu_p)[cols], spec.claim(),
+        shift = (mu - mu_p)[cols]
+        t, info = pa.offline_plugin_target(release, ("D", "D'"), np.concatenate([shift, shift]), spec.claim(),
                                            name=f"{type(algo).__name__}[{spec.plugin.label}]", seed=seed)
     else:
         t = AuditTarget(name=f"{type(algo).__name__}.released_counts", mechanism=mechanism, pairs=[("D", "D'")],

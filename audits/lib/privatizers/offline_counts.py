@@ -96,7 +96,8 @@ def offline_plugin_target(release, pair, d, claim, *, name: str, seed: int = 0, 
 def offline_privatizer_plugin_target(priv, *, H=1, S=2, A=1, seed=0, pilot=PILOT_SAMPLES):
     """:func:`offline_target` for a plug-in offline count privatizer: the same neighbouring datasets
     (:func:`offline_worst_datasets`), its ``privatize`` called with the sampler's Generator, and no noise law
-    assumed (:func:`offline_plugin_target`: differing counts + learned statistics). Returns (target, details)."""
+    assumed (:func:`offline_plugin_target`: differing counts + learned statistics), on the noisy counts n' and
+    the post-processed ntil the planner reads. Returns (target, details)."""
     from dpcheck.algorithms.privatizers.offline import dataset_counts
     D, Dp = offline_worst_datasets(H, S, A)
 
@@ -106,11 +107,14 @@ def offline_privatizer_plugin_target(priv, *, H=1, S=2, A=1, seed=0, pilot=PILOT
     base = {tuple(D): dataset_counts(*_dataset_arrays(D, 1), S, A), tuple(Dp): dataset_counts(*_dataset_arrays(Dp, 1), S, A)}
 
     def release(dataset, rng, size):
+        # both what the plug-in reports (n') and what the planner reads (ntil): a plug-in's own post-processing
+        # that reads the exact counts (ntil from n, or an LP centred on n) leaks through ntil alone
         pair, triple = base[dataset]
         out = priv.privatize(np.repeat(pair, size, 0), np.repeat(triple, size, 0), rng)
-        return flat(out.noisy_visits, out.noisy_transitions)
+        return np.concatenate([flat(out.noisy_visits, out.noisy_transitions), flat(out.visits, out.transitions)], axis=1)
 
     d = flat(*base[tuple(D)])[0] - flat(*base[tuple(Dp)])[0]
+    d = np.concatenate([d, d])
     return offline_plugin_target(release, (tuple(D), tuple(Dp)), d, priv.claim, name=getattr(priv, "name", "plugin"),
                                  seed=seed, pilot=pilot)
 
