@@ -211,7 +211,10 @@ class DPUCBVIAudit(Audit):
         runs = exe.pick(300, 120)  # >= 109 runs: 0 failures certify beta/3 = 0.033
         K = exe.pick(256, 64)
         batch = ucbvi.monitored_run(theory, small, K=K, runs=runs, seed=seed)   # feeds Lemma 5.4, the good event, monotonicity and optimism (Lemma C.11)
-        for c in ucbvi.assumption_checks(theory, small, K=K, runs=runs, seed=seed, alpha=alpha, run=batch):
+        # monotonicity reads a practical-mode batch too: in theory mode Q~ = H everywhere, the min and clip idle
+        practical = ucbvi.monitored_run(replace(spec, mode="practical"), small, K=K, runs=exe.pick(60, 30), seed=seed + 1)
+        for c in ucbvi.assumption_checks(theory, small, K=K, runs=runs, seed=seed, alpha=alpha, run=batch,
+                                         monotone_runs=(practical,)):
             self.add(c)
         if self.agent_notion in ("JDP", "LDP"):
             for c in ucbvi.count_error_order_check(spec, K_grid=exe.pick((256, 1024, 4096), (128, 512, 2048)),

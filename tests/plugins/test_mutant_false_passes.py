@@ -283,3 +283,67 @@ def test_a_tree_plugins_blind_release_pass_is_uninformative_as_the_builtins_is()
     trees = priv.trees(sizes, "replacement")
     assert mu == pytest.approx(accounting.gaussian_mu((t.sensitivity, t.node_scale) for t in trees.values()))
     assert 0 < mu < math.inf
+
+
+# ------------------------------------------------------------------ algorithm-side mutants (built-in privatizers)
+def test_dp_apvi_dataflow_catches_a_fallback_decided_on_raw_counts(monkeypatch):
+    """The uniform fallback decided on the raw n(s,a) <= E instead of ntil: at n = 10^4 every raw count is far above
+    E, so datasets A and B took the same branch; where counts are near E they do not."""
+    from dpcheck.algorithms.offline import DPAPVI, tab_full
+    from dpcheck.audits.lib import offline as lo
+    from dpcheck.audits.lib.offline import APVISpec
+    inst = tab_full(np.random.default_rng(0), S=2, A=2, H=3)
+    spec = APVISpec(mechanism="gaussian", budget=1.0, delta=0.1)
+    assert lo.dataflow_check(spec, inst, n=10**4, runs=20, seed=3).verdict == "pass"
+    real = DPAPVI.private_counts
+
+    def leaky(self, counts, rng):
+        out = real(self, counts, rng)
+        E = out.width
+        covered = counts.visits > E                                # the raw count decides the fallback
+        return type(out)(visits=np.where(covered, np.maximum(out.visits, E + 1.0), 0.0),
+                         transitions=np.where(covered[..., None], out.transitions, 0.0),
+                         noisy_visits=out.noisy_visits, noisy_transitions=out.noisy_transitions, width=E)
+    monkeypatch.setattr(DPAPVI, "private_counts", leaky)
+    c = lo.dataflow_check(spec, inst, n=10**4, runs=20, seed=3)
+    assert c.verdict == "fail" and str(c.details["n"][1]) in c.reason
+
+
+def test_dp_ucbvi_dataflow_sees_a_planner_that_reads_the_privatizers_true_counts():
+    from dpcheck.algorithms.online.ucbvi import DPUCBVI
+    from dpcheck.audits.lib.ucbvi import AgentSpec
+    from dpcheck.audits.lib.ucbvi.privacy import dataflow_check
+
+    class TrueCountsBonus(DPUCBVI):
+        """The bonus from the privatizer's true_counts() (documented for checkers only)."""
+
+        def _estimates(self, counts):
+            P, r, n = super()._estimates(counts)
+            return P, r, np.asarray(self.privatizer.true_counts().visits, float) + counts.width / 2
+
+    assert dataflow_check(AgentSpec(mode="practical"), seed=0).verdict == "pass"
+    assert dataflow_check(AgentSpec(agent_class=TrueCountsBonus, mode="practical"), seed=0).verdict == "fail"
+
+
+def test_dp_ucbvi_monotone_check_reads_a_batch_where_the_min_and_clip_act(monkeypatch):
+    """In theory mode Q~ = H everywhere: an agent without the min with Q~^{k-1} and the clip at H held "in all
+    cases". The practical batch exercises them; a theory batch alone is marked vacuous."""
+    from dpcheck.algorithms.envs.generators import random_mdp
+    from dpcheck.algorithms.online import ucbvi as U
+    from dpcheck.audits.lib import ucbvi
+    from dpcheck.audits.lib.ucbvi import AgentSpec
+    env = random_mdp(3, 2, 3, np.random.default_rng(0), reward_noise="bernoulli")
+    theory, practical = AgentSpec(mode="theory"), AgentSpec(mode="practical")
+
+    def monotone(**kw):
+        batch = ucbvi.monitored_run(theory, env, K=64, runs=20, seed=0)
+        more = (ucbvi.monitored_run(practical, env, K=64, runs=20, seed=1),) if kw.get("practical") else ()
+        cs = ucbvi.assumption_checks(theory, env, K=64, runs=20, seed=0, alpha=0.05, run=batch, monotone_runs=more)
+        return next(c for c in cs if c.id == "assumption.monotone")
+    alone = monotone()
+    assert alone.verdict == "pass" and alone.details.get("qualifier") == "vacuous"
+    assert monotone(practical=True).verdict == "pass" and monotone(practical=True).details.get("qualifier") is None
+    orig = U.backward_induction
+    monkeypatch.setattr(U, "backward_induction",
+                        lambda P, r, n, Q_previous, **kw: orig(P, r, n, np.full_like(Q_previous, np.inf), **kw))
+    assert monotone(practical=True).verdict == "fail"

@@ -332,7 +332,12 @@ def dataflow_check(spec: APVISpec, instance, *, n: int, runs: int, seed: int) ->
     the algorithm is then run on A and on an independent dataset B of the same size. Policy, values, Q
     and penalties must be identical: any difference means the code after the release reads the raw data
     (e.g. a fallback or penalty from raw counts), which the privacy argument does not cover. With the
-    noise off there is no release: the algorithm reads the raw data (FAIL)."""
+    noise off there is no release: the algorithm reads the raw data (FAIL).
+
+    Two dataset sizes: ``n``, and n_E = E S A trajectories, where a pair's count is about E, the width that
+    decides the uniform fallback (ntil <= E) and the penalty's C H branch. At ``n`` alone every raw count is
+    far above E, so a fallback decided on the raw n(s,a) instead of ntil took the same branch on A and B and
+    passed (its policy is 0 vs 1 on neighbours whose count straddles E)."""
     algo = spec.make()
     src = f"{SOURCE}, Algorithm 1 / Lemma C.1 (post-processing: the output is a post-processing of n')"
     claim = _claim_dict(spec, "the output depends on the data only through the released noisy counts n'", src)
@@ -340,22 +345,32 @@ def dataflow_check(spec: APVISpec, instance, *, n: int, runs: int, seed: int) ->
         return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim,
                      measured={"confidence": 1.0}, details={},
                      reason=f"{type(algo).__name__} has no privatizer: it computes its output from the raw counts")
-    rng = np.random.default_rng(seed)
-    cA = instance.sample_counts(n, rng, runs)
-    cB = instance.sample_counts(n, rng, runs)
-    release = algo.privatizer.privatize(cA.visits, cA.transitions, np.random.default_rng(seed + 1))
-    algo.privatizer = _FixedRelease(algo.privatizer, release)
-    a = algo.run(cA, instance.mdp, np.random.default_rng(seed + 2))
-    b = algo.run(cB, instance.mdp, np.random.default_rng(seed + 2))
+    real = algo.privatizer
+    H, S, A = instance.mdp.H, instance.mdp.S, instance.mdp.A
+    E = float(real.width(H, S, A))
+    sizes = [int(n), max(4, int(math.ceil(E * S * A)))]
     fields = ("policy", "values", "q_values", "penalties", "kernel")
-    diff = {f: float(np.max(np.abs(np.asarray(getattr(a, f), float) - np.asarray(getattr(b, f), float))))
-            for f in fields}
-    raw_differ = float(np.abs(cA.visits - cB.visits).max())
-    bad = [f for f, v in diff.items() if v > 0]
+    rng = np.random.default_rng(seed)
+    rows, bad = [], []
+    for size in sizes:
+        cA = instance.sample_counts(size, rng, runs)
+        cB = instance.sample_counts(size, rng, runs)
+        release = real.privatize(cA.visits, cA.transitions, np.random.default_rng(seed + 1))
+        algo.privatizer = _FixedRelease(real, release)
+        a = algo.run(cA, instance.mdp, np.random.default_rng(seed + 2))
+        b = algo.run(cB, instance.mdp, np.random.default_rng(seed + 2))
+        diff = {f: float(np.max(np.abs(np.asarray(getattr(a, f), float) - np.asarray(getattr(b, f), float))))
+                for f in fields}
+        rows.append({"n": size, "max_difference": diff,
+                     "raw_counts_max_difference": float(np.abs(cA.visits - cB.visits).max())})
+        bad += [(size, f) for f, v in diff.items() if v > 0]
+    algo.privatizer = real
     return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
-                 measured={"max_difference": diff, "raw_counts_max_difference": raw_differ, "confidence": 1.0,
-                           "runs": runs},
-                 details={"instance": instance.name, "n": n},
-                 reason=(f"with the same release, datasets A and B give different {bad} (the output reads raw data)"
-                         if bad else f"same release, different data (raw counts differ by up to {raw_differ:g}): "
-                                     f"identical policy, values, Q, penalties and P~ in {runs} runs"))
+                 measured={"sizes": rows, "width_E": E, "confidence": 1.0, "runs": runs,
+                           "max_difference": rows[0]["max_difference"]},
+                 details={"instance": instance.name, "n": sizes},
+                 reason=(f"with the same release, datasets A and B give different {sorted({f for _, f in bad})} at "
+                         f"n = {sorted({k for k, _ in bad})} (the output reads raw data)"
+                         if bad else f"same release, different data (n = {sizes[0]}, and n = {sizes[1]} where the "
+                                     f"counts are near E = {E:.3g}): identical policy, values, Q, penalties and P~ "
+                                     f"in {runs} runs each"))

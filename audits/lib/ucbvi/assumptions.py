@@ -41,9 +41,11 @@ def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
 
 def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alpha: float,
-                      run=None) -> list[Check]:
+                      run=None, monotone_runs=()) -> list[Check]:
     """Assumption 3.1 (Lemma 5.4, full-support P~ via audits/lib/tabular.py; the good event of Lemmas 5.1/5.6) and monotonicity, from the releases the agent
-    actually planned with during one batch of runs (``run``: a finished :func:`monitored_run`)."""
+    actually planned with during one batch of runs (``run``: a finished :func:`monitored_run`). ``monotone_runs``:
+    more finished batches (another mode) whose Q~ the monotonicity check reads as well: in theory mode Q~ = H
+    nearly everywhere, so the min and the clip are exercised only in practical mode."""
     res, mon = run if run is not None else monitored_run(spec, env, K=K, runs=runs, seed=seed)
     m, E = res.monitors, res.width
     base = {"agent": spec.describe(), "env": repr(env), "K": K, "runs": runs, "E": E}
@@ -58,12 +60,19 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
         details={**base, "max_noisy_error_over_quarter_E": mon.noise_ratio.tolist(),
                  "max_reward_error_over_E": mon.reward_ratio.tolist()},
         what="the good event"))
-    mono = int(m["monotonicity_violations"].sum() + m["above_H"].sum())
-    checks.append(invariant_check(
-        id="assumption.monotone", violations=mono, total=runs * K * res.H * res.S * res.A,
+    # where Q~ = H at (nearly) every entry, the min with Q~^{k-1} and the clip at H are never exercised: an agent
+    # without either held "in all cases" of a theory-mode batch (its bonus exceeds H everywhere)
+    batches = [res, *(r for r, _ in monotone_runs)]
+    mono = int(sum(b.monitors["monotonicity_violations"].sum() + b.monitors["above_H"].sum() for b in batches))
+    total = sum(b.monitors["above_H"].size * K * b.H * b.S * b.A for b in batches)
+    informative = max(1.0 - float(np.mean(b.monitors["vacuous_fraction"])) for b in batches)
+    mono_check = invariant_check(
+        id="assumption.monotone", violations=mono, total=total,
         claim={"statement": "Q~_h^k <= Q~_h^{k-1} and Q~ <= H for every (k,h,s,a)",
                "source": f"{SOURCE}, Algorithm 1 line 8; proof of Corollary C.10"},
-        details=base, what="monotone min and clip at H"))
+        details={**base, "fraction_below_H": informative, "batches": len(batches)}, what="monotone min and clip at H")
+    checks.append(vacuous(mono_check, f"Q~ < H at only {informative:.2%} of the entries: the min and the clip at H "
+                                      "were not exercised" if informative < 0.01 else None))
     return checks
 
 

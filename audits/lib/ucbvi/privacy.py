@@ -157,26 +157,37 @@ def _merged_cache(a: dict, b: dict) -> dict:
 
 
 class ReplayPrivatizer:
-    """Releases a recorded stream whatever data it is shown (for the dataflow check)."""
+    """Releases a recorded stream whatever data it is shown (for the dataflow check). Everything else a planner
+    could ask of a privatizer (``true_counts()``, the counts it was shown) is an exact-count privatizer's on the
+    data this run really observes: a planner that reads them must act differently on U and U', as it would
+    with the real privatizer, instead of finding no such member and taking an honest path."""
 
     def __init__(self, releases, width):
-        self.releases, self._width = releases, width
+        from dpcheck.algorithms.privatizers import NoPrivatizer
+        self.releases, self._width, self.exact = releases, width, NoPrivatizer()
 
     def start(self, runs, H, S, A, K, rng, rewards=True):
         self.i = 0
+        self.exact.start(runs, H, S, A, K, np.random.default_rng(0), rewards=rewards)
         self.width = self._width
 
     def observe(self, states, actions, rewards=None):
-        pass
+        self.exact.observe(states, actions, rewards)
 
     def release(self):
+        self.exact.release()
         out = self.releases[self.i]
         self.i += 1
         return out
 
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("releases", "_width", "exact", "i", "width"):
+            raise AttributeError(name)
+        return getattr(self.exact, name)
+
 
 class Recorder:
-    """Wraps a privatizer and keeps every release."""
+    """Wraps a privatizer and keeps every release (every other member is the wrapped privatizer's)."""
 
     def __init__(self, inner):
         self.inner, self.releases = inner, []
@@ -192,6 +203,11 @@ class Recorder:
         out = self.inner.release()
         self.releases.append(out)
         return out
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("inner", "releases", "width"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
 
 def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 12, H: int = 3) -> Check:
