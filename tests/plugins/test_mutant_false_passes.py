@@ -264,6 +264,8 @@ def test_plugin_black_box_fails_a_tree_that_reuses_node_noise_per_level():
     c = pa.plugin_blackbox(template, ExecutionOptions(seed=0), search="stream", samples=20_000)
     assert c.verdict == "fail" and "carries no noise" in c.reason
     assert c.details["degenerate_combination"]["K"] == 8
+    # 4,000 of 4,000 vs 0 of 4,000, Clopper-Pearson at alpha/2 each: a certified bound, not an assertion
+    assert 6 < c.measured["epsilon_lower_bound"] < 9
 
 
 def test_a_tree_plugins_blind_release_pass_is_uninformative_as_the_builtins_is():

@@ -538,14 +538,24 @@ def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1
     from dpcheck.audits.lib.privatizers.degeneracy import stream_degeneracy
     deg = stream_degeneracy(template, H=H, S=S, A=A, rewards=rewards, seed=seed) if search == "stream" else None
     if deg is not None:
-        terms = " + ".join(f"{c:g} x [{k}]" for k, c in deg["direction"].items())
-        return replace(check, verdict=FAIL, details=dict(check.details, degenerate_combination=deg, search=info["search"]),
-                       reason=(f"a combination of the released stream carries no noise and moves with the user: "
-                               f"{terms} ... = {deg['value_D']:.6g} under D and {deg['value_D_prime']:.6g} under D' in "
-                               f"every one of {deg['streams_per_side']} fresh streams per side (K = {deg['K']}), so "
-                               f"the event 'it equals {deg['value_D']:.6g}' has probability 1 vs 0: no finite epsilon "
-                               f"holds (noise reused across releases, e.g. one draw per tree level); the learned "
-                               f"statistics showed eps_lb = {res.epsilon_lower_bound:.4g}"))
+        # the event "the combination equals its value under D" held in every fresh stream under D and in none
+        # under D': Clopper-Pearson bounds at alpha/2 each certify eps >= ln((p_lo - delta) / q_hi)
+        from dpcheck.stats import cp_lower, cp_upper
+        n, claim = deg["streams_per_side"], template.claim
+        p_lo, q_hi = float(cp_lower(n, n, exe.alpha / 2)), float(cp_upper(0, n, exe.alpha / 2))
+        eps_cert = math.log(max(p_lo - (claim.delta or 0.0), 1e-300) / q_hi)
+        if eps_cert > claim.epsilon:
+            terms = " + ".join(f"{c:g} x [{k}]" for k, c in deg["direction"].items())
+            deg = dict(deg, epsilon_certified=eps_cert, p_lo=p_lo, q_hi=q_hi)
+            return replace(check, verdict=FAIL, measured=dict(check.measured, epsilon_lower_bound=eps_cert),
+                           details=dict(check.details, degenerate_combination=deg, search=info["search"]),
+                           reason=(f"eps >= {eps_cert:.4g} with {1 - exe.alpha:.0%} confidence, above the claimed "
+                                   f"{claim.epsilon:.4g}: a combination of the released stream carries no noise and "
+                                   f"moves with the user ({terms} ... = {deg['value_D']:.6g} under D, "
+                                   f"{deg['value_D_prime']:.6g} under D' in every one of {n} fresh streams per side, "
+                                   f"K = {deg['K']}; its true epsilon is infinite): noise reused across releases, e.g. "
+                                   f"one draw per tree level. The learned statistics alone showed eps_lb = "
+                                   f"{res.epsilon_lower_bound:.4g}"))
     chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
     details = dict(check.details, search=info["search"], chosen=info["chosen"],
                    pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],
