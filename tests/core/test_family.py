@@ -143,7 +143,9 @@ def test_rate_fits_carry_both_intervals():
 def test_dp_vapvi_quick_no_longer_false_alarms_at_the_reported_seeds(seed, monkeypatch):
     """The issue's report: ``dpcheck audit dp_vapvi --quick`` FAILed the reference implementation at seeds
     102 and 105 (whitebox.noise_independence, each of 17 checks at the full alpha). With the family split
-    it does not; every check at the full alpha (the old rule) reproduces the false alarm."""
+    it does not. (Under the old rule the old cross-step Fisher-z test reproduced the false alarm; the check now
+    screens every pair of coordinates against a +-0.1 band, which a chance correlation does not cross, so the
+    old rule no longer reproduces it: the family split is exercised by the tests above.)"""
     from dpcheck import context
     from dpcheck.audit import Audit
 
@@ -155,4 +157,4 @@ def test_dp_vapvi_quick_no_longer_false_alarms_at_the_reported_seeds(seed, monke
     assert FAIL not in now.values(), now
     monkeypatch.setattr(Audit, "family_size", classmethod(lambda cls: 1))
     monkeypatch.setattr(context, "family_error", context.family_error.unchecked)   # the old rule overspends
-    assert verdicts()["whitebox.noise_independence"] == FAIL
+    assert verdicts()["whitebox.noise_independence"] != FAIL

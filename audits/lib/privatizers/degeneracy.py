@@ -1,20 +1,17 @@
 """A black-box finding the learned statistics cannot make: a linear combination of a plug-in privatizer's released
 stream that carries no noise and moves with the replaced user (noise reused across releases), an exact violation
-of any finite epsilon (:func:`stream_degeneracy`; used by :func:`dpcheck.audits.lib.privatizers.plugin_blackbox`).
+of any finite epsilon (:func:`null_combination`; :func:`dpcheck.audits.lib.privatizers.stream_degeneracy` runs it on a plug-in, and
+:func:`dpcheck.audits.lib.privatizers.plugin_blackbox` FAILs on what it finds).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from dpcheck.audits.lib.privatizers.neighbours import worst_case_pair
-from dpcheck.audits.lib.privatizers.plugin_search import StreamStatistics
-
 DEGENERACY_K = 8           # releases of the probe's stream: 3 tree levels, so a node noise reused across one
 DEGENERACY_RUNS = 4_000     # streams per side and half (well above the release's dimension, checked below)
 
 
-def stream_degeneracy(template, *, H=1, S=2, A=1, rewards=True, seed=0, K: int = DEGENERACY_K,
-                      runs: int = DEGENERACY_RUNS) -> dict | None:
+def null_combination(stats, pair, *, seed=0, K: int = DEGENERACY_K, runs: int = DEGENERACY_RUNS) -> dict | None:
     """An exact leak that the learned statistics cannot see: a linear combination of the K releases (all of them,
     every coordinate, both views) that carries no noise and moves with the replaced user. A tree whose node noise
     is drawn once per level instead of once per node releases B(1) = c1 + z0, B(2) = c1 + c2 + z1 and
@@ -27,9 +24,11 @@ def stream_degeneracy(template, *, H=1, S=2, A=1, rewards=True, seed=0, K: int =
     side and differ between the sides. Then {v.B = v.B(D)} has probability 1 under D and 0 under D' on the
     fresh half, an exact violation of any finite epsilon (and of any delta < 1). A post-processing relation
     (N~ from N^) is data-independent, the same on both sides, and is not reported. Returns None, or the
-    evidence (the direction's largest entries, the two sides' values)."""
-    x, y = worst_case_pair(H, S, A)
-    stats = StreamStatistics(template, K, 1, H=H, S=S, A=A, rewards=rewards)
+    evidence (the direction's largest entries, the two sides' values).
+
+    ``stats``: the streams (a :class:`dpcheck.audits.lib.privatizers.StreamStatistics` of K releases with the user
+    first); ``pair``: the users (x, y). :func:`dpcheck.audits.lib.privatizers.stream_degeneracy` builds both."""
+    x, y = pair
     rng = np.random.default_rng([int(seed), 0x5EED, 0xDE6E])
 
     def streams(user, n):

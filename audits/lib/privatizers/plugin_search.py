@@ -18,6 +18,7 @@ import numpy as np
 
 from dpcheck.checks import FAIL, INCONCLUSIVE, Check
 
+from dpcheck.audits.lib.privatizers.degeneracy import DEGENERACY_K, DEGENERACY_RUNS, null_combination
 from dpcheck.audits.lib.privatizers.neighbours import Trajectory, background, worst_case_pair
 
 
@@ -516,6 +517,14 @@ def plugin_message_search(template, *, H=1, S=2, A=1, rewards=True, samples=10**
 PRIVATIZER_SAMPLES = (10**6, 2 * 10**5)
 
 
+def stream_degeneracy(template, *, H=1, S=2, A=1, rewards=True, seed=0, K: int = DEGENERACY_K,
+                      runs: int = DEGENERACY_RUNS) -> dict | None:
+    """:func:`dpcheck.audits.lib.privatizers.degeneracy.null_combination` on a plug-in's released stream: K
+    releases, the worst-case pair's user first (in every tree level she appears in)."""
+    stats = StreamStatistics(template, K, 1, H=H, S=S, A=A, rewards=rewards)
+    return null_combination(stats, worst_case_pair(H, S, A), seed=seed, K=K, runs=runs)
+
+
 def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1, rewards=True, samples=None,
                     seed=None, source=None, id="privacy.blackbox", pilot=PILOT_SAMPLES) -> Check:
     """The black-box check of a plug-in privatizer: :func:`plugin_stream_search` (``search="stream"``)
@@ -535,7 +544,6 @@ def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1
                       pilot=pilot, progress=exe.progress)
     res = exe.audit(target, info["chosen"]["samples"], seed)
     check = res.to_check(id=id, kind="privacy", claim_source=source)
-    from dpcheck.audits.lib.privatizers.degeneracy import stream_degeneracy
     deg = stream_degeneracy(template, H=H, S=S, A=A, rewards=rewards, seed=seed) if search == "stream" else None
     if deg is not None:
         # the event "the combination equals its value under D" held in every fresh stream under D and in none
