@@ -204,10 +204,12 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     off by a factor 1/b, 16x at b = 1/4, 1/4 at b = 4); PASS if it lies within [0.98, 1.1], which certifies
     the claimed budget to 2% (rho) / 1% (eps); else INCONCLUSIVE. The standardised mean noise is judged
     against 0 +- ``tolerance``.
-    Independence: the correlation of the noise of one count at steps h and h', of two counts at one step
-    (each count with the next in the release's order) and of a pair count with its first triple count
-    (averaged over counts and runs), interval as above: FAIL if one lies wholly beyond +-``tolerance`` (one
-    draw reused across h, or across the counts of a step, gives 1), PASS if all within, else INCONCLUSIVE."""
+    At the audited budget the noise is also drawn on counts that are 0 (:func:`_zero_count_noise`) and judged
+    by the same band.
+    Independence: the correlation of every pair of the H S A (S + 1) released counts, pair and triple, every
+    step (:func:`dpcheck.audits.lib.privatizers.correlation_screen`, Bonferroni over the pairs): FAIL if one
+    lies wholly beyond +-``tolerance`` (one draw reused across h, across states, or by a pair count and one of
+    its triple counts gives +-1), PASS if all within, else INCONCLUSIVE."""
     from scipy.stats import norm
     rows, bad, unsure, unknown = [], [], [], []
     from dpcheck.stats import pass_alpha
