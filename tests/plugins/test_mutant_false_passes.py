@@ -266,6 +266,11 @@ def test_plugin_black_box_fails_a_tree_that_reuses_node_noise_per_level():
     assert c.details["degenerate_combination"]["K"] == 8
     # 4,000 of 4,000 vs 0 of 4,000, Clopper-Pearson at alpha/2 each: a certified bound, not an assertion
     assert 6 < c.measured["epsilon_lower_bound"] < 9
+    # a claim above what 4,000 streams can certify: the exact leak still never lets the check PASS
+    big = cls(epsilon=20.0)
+    c = pa.plugin_blackbox(pa.ClaimedTemplate(big, pa.claim_for_families(big, True), True), ExecutionOptions(seed=0),
+                           search="stream", samples=20_000)
+    assert c.verdict != "pass" and "true epsilon is infinite" in c.reason
 
 
 def test_a_tree_plugins_blind_release_pass_is_uninformative_as_the_builtins_is():

@@ -552,7 +552,17 @@ def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1
         n, claim = deg["streams_per_side"], template.claim
         p_lo, q_hi = float(cp_lower(n, n, exe.alpha / 2)), float(cp_upper(0, n, exe.alpha / 2))
         eps_cert = math.log(max(p_lo - (claim.delta or 0.0), 1e-300) / q_hi)
-        if eps_cert > claim.epsilon:
+        if eps_cert <= claim.epsilon and check.verdict == FAIL:
+            pass                                # already refuted by the learned statistics
+        elif eps_cert <= claim.epsilon:
+            # the combination is exact, so the true epsilon is infinite, but these streams cannot certify a bound
+            # above so large a claim: never a PASS
+            return replace(check, verdict=INCONCLUSIVE, details=dict(check.details, degenerate_combination=deg),
+                           reason=(f"a combination of the released stream carries no noise and moves with the user "
+                                   f"(in {n} of {n} fresh streams per side), so the true epsilon is infinite; {n} "
+                                   f"streams certify only eps >= {eps_cert:.4g}, not above the claimed "
+                                   f"{claim.epsilon:.4g} (more streams: DEGENERACY_RUNS)"))
+        else:
             terms = " + ".join(f"{c:g} x [{k}]" for k, c in deg["direction"].items())
             deg = dict(deg, epsilon_certified=eps_cert, p_lo=p_lo, q_hi=q_hi)
             return replace(check, verdict=FAIL, measured=dict(check.measured, epsilon_lower_bound=eps_cert),
