@@ -5,7 +5,12 @@ of any finite epsilon (:func:`null_combination`; :func:`dpcheck.audits.lib.priva
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
+
+from dpcheck.checks import FAIL, INCONCLUSIVE
 
 DEGENERACY_K = 8           # releases of the probe's stream: 3 tree levels, so a node noise reused across one
 DEGENERACY_RUNS = 4_000     # streams per side and half (well above the release's dimension, checked below)
@@ -59,3 +64,34 @@ def null_combination(stats, pair, *, seed=0, K: int = DEGENERACY_K, runs: int = 
     return {"K": K, "streams_per_side": runs, "dimension": dim, "null_directions": int(null.shape[1]),
             "direction": {f"release {int(i) // J + 1}, coordinate {int(i) % J}": round(float(v[i]), 4) for i in big},
             "value_D": float(a[:, hit[0]].mean()), "value_D_prime": float(b[:, hit[0]].mean())}
+
+
+def judge_null_combination(check, deg: dict, claim, alpha: float):
+    """The black-box ``check`` given the evidence ``deg`` of :func:`null_combination`, or None to keep it. The event
+    "the combination equals its value under D" held in every fresh stream under D and in none under D':
+    Clopper-Pearson bounds at alpha/2 each certify eps >= ln((p_lo - delta) / q_hi) (6.99 with 4,000 streams at
+    alpha 0.05). FAIL with that bound when it exceeds the claim; else INCONCLUSIVE (the true epsilon is infinite,
+    these streams cannot certify it), unless the check already FAILs."""
+    from dpcheck.stats import cp_lower, cp_upper
+    n = deg["streams_per_side"]
+    p_lo, q_hi = float(cp_lower(n, n, alpha / 2)), float(cp_upper(0, n, alpha / 2))
+    eps_cert = math.log(max(p_lo - (claim.delta or 0.0), 1e-300) / q_hi)
+    learned = check.measured.get("epsilon_lower_bound")
+    if eps_cert <= claim.epsilon:
+        if check.verdict == FAIL:
+            return None                         # already refuted by the learned statistics
+        return replace(check, verdict=INCONCLUSIVE, details=dict(check.details, degenerate_combination=deg),
+                       reason=(f"a combination of the released stream carries no noise and moves with the user (in {n} "
+                               f"of {n} fresh streams per side), so the true epsilon is infinite; {n} streams certify "
+                               f"only eps >= {eps_cert:.4g}, not above the claimed {claim.epsilon:.4g} (more streams: "
+                               "DEGENERACY_RUNS)"))
+    terms = " + ".join(f"{c:g} x [{k}]" for k, c in deg["direction"].items())
+    deg = dict(deg, epsilon_certified=eps_cert, p_lo=p_lo, q_hi=q_hi)
+    return replace(check, verdict=FAIL, measured=dict(check.measured, epsilon_lower_bound=eps_cert),
+                   details=dict(check.details, degenerate_combination=deg),
+                   reason=(f"eps >= {eps_cert:.4g} with {1 - alpha:.0%} confidence, above the claimed {claim.epsilon:.4g}: "
+                           f"a combination of the released stream carries no noise and moves with the user ({terms} ... "
+                           f"= {deg['value_D']:.6g} under D, {deg['value_D_prime']:.6g} under D' in every one of {n} fresh "
+                           f"streams per side, K = {deg['K']}; its true epsilon is infinite): noise reused across "
+                           f"releases, e.g. one draw per tree level. The learned statistics alone showed eps_lb = "
+                           f"{learned:.4g}"))

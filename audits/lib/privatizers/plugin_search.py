@@ -16,9 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, Check
+from dpcheck.checks import INCONCLUSIVE, Check
 
-from dpcheck.audits.lib.privatizers.degeneracy import DEGENERACY_K, DEGENERACY_RUNS, null_combination
+from dpcheck.audits.lib.privatizers.degeneracy import (DEGENERACY_K, DEGENERACY_RUNS, judge_null_combination,
+                                                       null_combination)
 from dpcheck.audits.lib.privatizers.neighbours import Trajectory, background, worst_case_pair
 
 
@@ -546,34 +547,9 @@ def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1
     check = res.to_check(id=id, kind="privacy", claim_source=source)
     deg = stream_degeneracy(template, H=H, S=S, A=A, rewards=rewards, seed=seed) if search == "stream" else None
     if deg is not None:
-        # the event "the combination equals its value under D" held in every fresh stream under D and in none
-        # under D': Clopper-Pearson bounds at alpha/2 each certify eps >= ln((p_lo - delta) / q_hi)
-        from dpcheck.stats import cp_lower, cp_upper
-        n, claim = deg["streams_per_side"], template.claim
-        p_lo, q_hi = float(cp_lower(n, n, exe.alpha / 2)), float(cp_upper(0, n, exe.alpha / 2))
-        eps_cert = math.log(max(p_lo - (claim.delta or 0.0), 1e-300) / q_hi)
-        if eps_cert <= claim.epsilon and check.verdict == FAIL:
-            pass                                # already refuted by the learned statistics
-        elif eps_cert <= claim.epsilon:
-            # the combination is exact, so the true epsilon is infinite, but these streams cannot certify a bound
-            # above so large a claim: never a PASS
-            return replace(check, verdict=INCONCLUSIVE, details=dict(check.details, degenerate_combination=deg),
-                           reason=(f"a combination of the released stream carries no noise and moves with the user "
-                                   f"(in {n} of {n} fresh streams per side), so the true epsilon is infinite; {n} "
-                                   f"streams certify only eps >= {eps_cert:.4g}, not above the claimed "
-                                   f"{claim.epsilon:.4g} (more streams: DEGENERACY_RUNS)"))
-        else:
-            terms = " + ".join(f"{c:g} x [{k}]" for k, c in deg["direction"].items())
-            deg = dict(deg, epsilon_certified=eps_cert, p_lo=p_lo, q_hi=q_hi)
-            return replace(check, verdict=FAIL, measured=dict(check.measured, epsilon_lower_bound=eps_cert),
-                           details=dict(check.details, degenerate_combination=deg, search=info["search"]),
-                           reason=(f"eps >= {eps_cert:.4g} with {1 - exe.alpha:.0%} confidence, above the claimed "
-                                   f"{claim.epsilon:.4g}: a combination of the released stream carries no noise and "
-                                   f"moves with the user ({terms} ... = {deg['value_D']:.6g} under D, "
-                                   f"{deg['value_D_prime']:.6g} under D' in every one of {n} fresh streams per side, "
-                                   f"K = {deg['K']}; its true epsilon is infinite): noise reused across releases, e.g. "
-                                   f"one draw per tree level. The learned statistics alone showed eps_lb = "
-                                   f"{res.epsilon_lower_bound:.4g}"))
+        judged = judge_null_combination(check, deg, template.claim, exe.alpha)
+        if judged is not None:
+            return replace(judged, details=dict(judged.details, search=info["search"]))
     chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
     details = dict(check.details, search=info["search"], chosen=info["chosen"],
                    pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],
