@@ -128,10 +128,9 @@ def dp_event_check(spec: LinOptSpec, env, K: int) -> Check:
     return out
 
 
-def _drawn_trees_event(priv, sizes):
-    """The composition of the TreeCounter events of ``priv.trees(sizes)`` when its noise is drawn from them (the
-    built-in Privatizer and tree-based plug-ins), else None."""
-    import dp_accounting
+def drawn_trees(priv, sizes) -> dict | None:
+    """``priv.trees(sizes)`` ({counter: TreeCounter}) when its noise is drawn from them (the built-in Privatizer
+    and tree-based plug-ins), else None (no trees, noise off, or trees a plug-in cannot give for these sizes)."""
     from dpcheck.algorithms.privatizers import TreeCounter
     if not getattr(priv, "tree_based", True) or getattr(priv, "noise_off", False) or not callable(getattr(priv, "trees", None)):
         return None
@@ -141,7 +140,14 @@ def _drawn_trees_event(priv, sizes):
         return None
     if not isinstance(trees, dict) or not trees or not all(isinstance(t, TreeCounter) for t in trees.values()):
         return None
-    return dp_accounting.ComposedDpEvent([t.dp_event() for t in trees.values()])
+    return trees
+
+
+def _drawn_trees_event(priv, sizes):
+    """The composition of the events of :func:`drawn_trees`, or None."""
+    import dp_accounting
+    trees = drawn_trees(priv, sizes)
+    return None if trees is None else dp_accounting.ComposedDpEvent([t.dp_event() for t in trees.values()])
 
 
 def calibration_check(spec: LinOptSpec, env, K: int) -> Check:

@@ -16,7 +16,7 @@ from dpcheck.blackbox import blind_pair_pass
 from dpcheck.checks import FAIL, PASS, Check, invariant_check
 from dpcheck.errors import InputError
 from dpcheck.audits.lib.linopt.spec import LinOptSpec, REL_TOL, SOURCE, sizes_for
-from dpcheck.audits.lib.linopt.privacy import _tree_based, jdp_users, not_tree_based
+from dpcheck.audits.lib.linopt.privacy import _tree_based, drawn_trees, jdp_users, not_tree_based
 
 
 # ----------------------------------------------------------------------------- white box: replayed transcript
@@ -365,17 +365,12 @@ def _worst_case_mu(spec: LinOptSpec, priv, sizes) -> float | None:
     """The GDP mu of the privatizer's worst case: its own ``gdp_mu`` (the paper's Privatizer), else, for a plug-in
     whose noise is drawn from Gaussian trees, the mu of those trees (sqrt of sum Delta_c^2 / sigma_c^2). A plug-in
     behind the loader's guard exposes no ``gdp_mu``, so its blind-pair PASS used to stay a plain PASS."""
-    from dpcheck.algorithms.privatizers import TreeCounter
     if not _tree_based(spec, priv):
         return None
     if callable(getattr(priv, "gdp_mu", None)):
         return priv.gdp_mu(sizes)
-    try:
-        trees = priv.trees(sizes, "replacement")
-    except Exception:                       # noqa: BLE001 - no trees for these sizes: no worst case to compare
-        return None
-    if not (isinstance(trees, dict) and trees and all(isinstance(t, TreeCounter) and t.noise == "gaussian"
-                                                      and t.node_scale > 0 for t in trees.values())):
+    trees = drawn_trees(priv, sizes)
+    if trees is None or not all(t.noise == "gaussian" and t.node_scale > 0 for t in trees.values()):
         return None
     return accounting.gaussian_mu((t.sensitivity, t.node_scale) for t in trees.values())
 

@@ -67,19 +67,17 @@ def null_combination(stats, pair, *, seed=0, K: int = DEGENERACY_K, runs: int = 
 
 
 def judge_null_combination(check, deg: dict, claim, alpha: float):
-    """The black-box ``check`` given the evidence ``deg`` of :func:`null_combination`, or None to keep it. The event
+    """The black-box ``check`` (not a FAIL) given the evidence ``deg`` of :func:`null_combination`. The event
     "the combination equals its value under D" held in every fresh stream under D and in none under D':
     Clopper-Pearson bounds at alpha/2 each certify eps >= ln((p_lo - delta) / q_hi) (6.99 with 4,000 streams at
     alpha 0.05). FAIL with that bound when it exceeds the claim; else INCONCLUSIVE (the true epsilon is infinite,
-    these streams cannot certify it), unless the check already FAILs."""
+    these streams cannot certify it)."""
     from dpcheck.stats import cp_lower, cp_upper
     n = deg["streams_per_side"]
     p_lo, q_hi = float(cp_lower(n, n, alpha / 2)), float(cp_upper(0, n, alpha / 2))
     eps_cert = math.log(max(p_lo - (claim.delta or 0.0), 1e-300) / q_hi)
     learned = check.measured.get("epsilon_lower_bound")
     if eps_cert <= claim.epsilon:
-        if check.verdict == FAIL:
-            return None                         # already refuted by the learned statistics
         return replace(check, verdict=INCONCLUSIVE, details=dict(check.details, degenerate_combination=deg),
                        reason=(f"a combination of the released stream carries no noise and moves with the user (in {n} "
                                f"of {n} fresh streams per side), so the true epsilon is infinite; {n} streams certify "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpcheck.checks import INCONCLUSIVE, Check
+from dpcheck.checks import FAIL, INCONCLUSIVE, Check
 
 from dpcheck.audits.lib.privatizers.degeneracy import (DEGENERACY_K, DEGENERACY_RUNS, judge_null_combination,
                                                        null_combination)
@@ -545,11 +545,12 @@ def plugin_blackbox(template, exe=None, *, search: str = "stream", H=1, S=2, A=1
                       pilot=pilot, progress=exe.progress)
     res = exe.audit(target, info["chosen"]["samples"], seed)
     check = res.to_check(id=id, kind="privacy", claim_source=source)
-    deg = stream_degeneracy(template, H=H, S=S, A=A, rewards=rewards, seed=seed) if search == "stream" else None
+    # the probe can only lower a verdict: skipped where the learned statistics already refuted the claim
+    deg = (stream_degeneracy(template, H=H, S=S, A=A, rewards=rewards, seed=seed)
+           if search == "stream" and check.verdict != FAIL else None)
     if deg is not None:
         judged = judge_null_combination(check, deg, template.claim, exe.alpha)
-        if judged is not None:
-            return replace(judged, details=dict(judged.details, search=info["search"]))
+        return replace(judged, details=dict(judged.details, search=info["search"]))
     chosen = ", ".join(f"{k}={v}" for k, v in info["chosen"].items() if k != "projected_epsilon_lower_bound")
     details = dict(check.details, search=info["search"], chosen=info["chosen"],
                    pilot_samples_per_side=info["pilot_samples_per_side"], instance=info["instance"],

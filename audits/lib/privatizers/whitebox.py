@@ -59,9 +59,8 @@ def correlation_screen(W, labels, *, alpha: float, tolerance: float = 0.1) -> di
     sd; the correlation of columns i < j is the mean product, its standard error the sd of the products over
     sqrt(runs). Every one of the D (D - 1) / 2 pairs is judged (Bonferroni): "fail" if one interval at the FAIL
     level (alpha) lies wholly beyond +-``tolerance``, "unsure" if one at the PASS level
-    (dpcheck.stats.pass_alpha) reaches beyond it, else "pass". A coordinate without noise (sd 0) is "fail"
-    (it is released exactly) unless it is also constant across draws of the data, which W cannot tell: it
-    is reported and judged by the caller's variance checks.
+    (dpcheck.stats.pass_alpha) reaches beyond it, else "pass". A coordinate without noise (sd 0) has no
+    correlation: it is listed in "flat" and left to the caller's variance checks.
 
     Checking only chosen pairs (one count at two steps, neighbours in the release's order) missed noise shared
     across states or between a pair count and its last triple count: a noise-free contrast of two released
