@@ -26,6 +26,17 @@ class RawCountBonus(DPNashVI):
         return super().plan(r, P_tilde, raw, E, iota, unvisited, **kw)
 
 
+class RawKernel(DPNashVI):
+    """Defect 1b: the planner's kernel from the RAW transition counts (the bonus stays private)."""
+
+    def plan(self, r, P_tilde, N_visits, *args, **kw):
+        true = self.privatizer.true_counts()
+        v = np.asarray(true.visits, dtype=float).reshape(N_visits.shape)
+        t = np.asarray(true.transitions, dtype=float).reshape(P_tilde.shape)
+        raw = np.where(v[..., None] > 0, t / np.maximum(v, 1.0)[..., None], 1.0 / P_tilde.shape[-1])
+        return super().plan(r, raw, N_visits, *args, **kw)
+
+
 class PlusGammaLCB(DPNashVI):
     """Defect 2: the LCB adds the bonus Gamma instead of subtracting it."""
 
@@ -61,6 +72,14 @@ def test_raw_counts_in_the_bonus_are_caught_by_the_jdp_audit():
     # the correct algorithm with the same privatizer and budget is not flagged
     ok = audit(jdp_target(make, 1.0), samples=20_000, seed=1)
     assert ok.verdict != "fail" and ok.epsilon_lower_bound <= 1.0
+
+
+def test_raw_transitions_in_the_kernel_are_caught_by_the_jdp_audit():
+    """Before the scenario's first step was made flat, the first stage game's equilibrium was pure with a margin
+    no kernel change crossed: this planner gave exactly the correct algorithm's actions, and the audit passed."""
+    make = lambda: CentralPrivatizer(epsilon=1.0)
+    res = audit(jdp_target(make, 1.0, algo_cls=RawKernel), samples=20_000, seed=1)
+    assert res.verdict == "fail" and res.epsilon_lower_bound > 2.0
 
 
 def test_lcb_with_plus_gamma_is_caught_by_the_optimism_check():

@@ -23,11 +23,19 @@ vacuous = Audit.vacuous
 def jdp_scenario(H: int = 2, S: int = 2, A: int = 2, B: int = 2, seed: int = 0, K: int = 3):
     """(D, D'): K scripted user pairs (algorithms/envs/users.py: FixedTrajectoryUsers on joint actions, in
     the game protocol through UserPairs). Every pair starts in state 0 and stays there whatever the actions,
-    except the first pair of D', who moves to state S-1 at her first step and stays. Rewards U[0,1]
-    (seeded) are the game's known reward. Only the algorithm's randomness remains."""
+    except the first pair of D', who moves to state S-1 at her first step and stays. The game's known reward:
+    1/2 for every joint action at the first step, U[0,1] (seeded) after it. Only the algorithm's randomness
+    remains.
+
+    The flat first step makes the first action the learned values' choice alone: the first pair's move to
+    S-1 in D' then reaches the other pairs' actions through the kernel as well as through the bonus, so a
+    planner that reads the raw transitions (not only one that reads raw visit counts) is seen. With U[0,1]
+    rewards there too, the equilibrium of the first stage game was pure with a margin no kernel change crossed,
+    and such a planner passed."""
     from dpcheck.algorithms.envs.users import FixedTrajectoryUsers, UserPairs
     rng = np.random.default_rng(seed)
     r = rng.random((H, S, A, B))
+    r[0] = 0.5
     states = np.zeros((K, H + 1), dtype=np.int64)
     rewards = np.zeros((K, H))                     # unused: the reward is known in the games setting
     D = FixedTrajectoryUsers(H, S, A * B, states, rewards)
