@@ -119,6 +119,10 @@ class DPVAPVIAudit(Audit):
         ClaimRow("whitebox.noise_independence", "whitebox", "a fresh, independent noise draw for every release, "
                  "coordinate and step h",
                  f"{QW}, Algorithm 2 footnote 8", "offline_linear.noise_independence_check"),
+        ClaimRow("privacy.dataflow", "whitebox",
+                 "the output depends on the data only through the 5H released statistics: datasets replaying the "
+                 "same releases give the same policy, values, Q, penalties, sigtil^2 and weights",
+                 f"{QW}, Theorem 4.1 (post-processing)", "offline_linear.dataflow_check"),
         # -- assumptions
         ClaimRow("assumption.noise_bound", "assumption",
                  "w.p. >= 1 - delta: ||g1_h|| <= H L, ||g2_h||, ||g3_h|| <= L, ||K_i - (E/2) I|| <= E/2 for all h",
@@ -256,6 +260,8 @@ class DPVAPVIAudit(Audit):
         # runs chance correlations alone (max ~4 se of 4,560 pairs) reach the 0.1 tolerance
         self.add(ol.noise_independence_check(algo, counts, setup.features, runs=cal_runs, rng=self.rng("independence"),
                                              alpha=exe.alpha))
+        # the audit's own mode (the dataflow does not depend on the constants, the ties and clips it exercises do)
+        self.add(ol.dataflow_check(self.make(rho), setup, runs=exe.pick(50, 20), seed=self.int_seed("dataflow")))
         # black box on a short horizon for the instances (the cost grows with H x samples; H = min(H, 3) keeps
         # every kind of release and the adaptive composition); user data keeps its own horizon
         Hb = min(H, 3) if setup.data is None else H

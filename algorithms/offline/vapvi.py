@@ -439,13 +439,17 @@ class DPVAPVI:
         return D, D / K
 
     # ------------------------------------------------------------------ the algorithm
-    def run(self, data, features, rng: np.random.Generator) -> LinearResult:
+    def run(self, data, features, rng: np.random.Generator, *, replay: dict | None = None) -> LinearResult:
         """Run Algorithm 2 on every dataset of the batch.
 
         data:     OfflineDataset with observed rewards (split into D, D' when ``split``), a (D, D') tuple of
                   datasets or TabularCounts (with reward sums), or one TabularCounts when ``split=False``
         features: phi as an (S, A, d) array matching the data's S and A
         rng:      the noise source
+        replay:   the released statistics of another run (its ``LinearResult.statistics``), used in place of
+                  the ones computed here, step by step. For a dataflow check (the privacy.dataflow check of the
+                  dp_vapvi audit): Theorem 4.1's output is a post-processing of the 5H releases, so two datasets
+                  that replay the same releases give the same output, unless code after a release reads the data.
         """
         check_rng(rng)
         D, Dp = _as_counts(data, self.split)
@@ -478,6 +482,8 @@ class DPVAPVI:
                 Sig = Sig + (E / 2.0) * I + noise.N1[:, h]
                 b_beta = b_beta + noise.g1[:, h]
                 b_theta = b_theta + noise.g2[:, h]
+            if replay is not None:
+                Sig, b_beta, b_theta = (replay[k][:, h] for k in ("sigma_matrix", "beta_vector", "theta_vector"))
             stats["sigma_matrix"][:, h], stats["beta_vector"][:, h], stats["theta_vector"][:, h] = Sig, b_beta, b_theta
             eig_s[:, h] = np.linalg.eigvalsh(Sig)[:, 0]
             beta = _solve(Sig, b_beta[..., None])[..., 0]
@@ -494,6 +500,8 @@ class DPVAPVI:
             if noise is not None:
                 Lam = Lam + (E / 2.0) * I + noise.N2[:, h]
                 b_w = b_w + noise.g3[:, h]
+            if replay is not None:
+                Lam, b_w = replay["lambda_matrix"][:, h], replay["w_vector"][:, h]
             stats["lambda_matrix"][:, h], stats["w_vector"][:, h] = Lam, b_w
             eig_l[:, h] = np.linalg.eigvalsh(Lam)[:, 0]
             W[:, h] = _solve(Lam, b_w[..., None])[..., 0]

@@ -159,6 +159,49 @@ def test_paper_matrix_sensitivity_fails_under_replacement(lin_tab):
     assert c.verdict == "pass"
 
 
+class RawTieBreak(DPVAPVI):
+    """The greedy policy's ties broken toward the action with more raw visits (post-release code reads the data)."""
+
+    def run(self, data, features, rng, **kw):
+        import dataclasses
+        from dpcheck.algorithms.offline.vapvi import _as_counts
+        res = super().run(data, features, rng, **kw)
+        visits = _as_counts(data, self.split)[0].visits
+        q = res.q_values
+        return dataclasses.replace(res, policy=np.argmax(np.where(q == q.max(-1, keepdims=True), visits + 1.0, -np.inf),
+                                                         axis=-1))
+
+
+class RawCountPenalty(DPVAPVI):
+    """A penalty term 1 / (1 + n_h(s,a)) from the raw counts."""
+
+    def run(self, data, features, rng, **kw):
+        from dpcheck.algorithms.offline.vapvi import _as_counts
+        self._raw = _as_counts(data, self.split)[0].visits
+        return super().run(data, features, rng, **kw)
+
+    def _penalty(self, h, Lam, phi, additive, min_eig, bellman, V_next):
+        return super()._penalty(h, Lam, phi, additive, min_eig, bellman, V_next) + 1.0 / (1.0 + self._raw[:, h])
+
+
+@pytest.mark.parametrize("mode", ["practical", "theory"])
+@pytest.mark.parametrize("cls, field", [(RawTieBreak, "policy"), (RawCountPenalty, "penalties")])
+def test_output_that_reads_raw_data_after_the_releases_fails_the_dataflow_check(lin_tab, mode, cls, field):
+    """Both passed every dp_vapvi check before privacy.dataflow: the noise, its calibration and the statistics'
+    black box are untouched, and the policy black box is uninformative at the audit's budget."""
+    ok = ol.dataflow_check(_algo(lin_tab, mode=mode), lin_tab, runs=10, seed=1)
+    assert ok.verdict == "pass" and ok.measured["ties"] > 0          # the tie-break was exercised
+    bad = ol.dataflow_check(_algo(lin_tab, mode=mode, cls=cls), lin_tab, runs=10, seed=1)
+    assert bad.verdict == "fail" and field in bad.reason
+
+
+def test_dataflow_fails_without_noise_and_replays_the_split_algorithm(lin_tab):
+    from dpcheck.algorithms.offline import VAPVI
+    c = ol.dataflow_check(VAPVI(lam=lin_tab.kappa_used / 2, split=False), lin_tab, runs=5)
+    assert c.verdict == "fail" and "no noise" in c.reason
+    assert ol.dataflow_check(_algo(lin_tab, split=True), lin_tab, runs=5).verdict == "pass"
+
+
 def test_features_beyond_the_declared_bound_fail_the_sensitivity_check():
     f = ol.instance_setup("appendix_f", 0)
     a = ol.algorithm(1.0, mode="practical", setup=f, lam=0.01, feature_bound=1.0)
@@ -224,6 +267,7 @@ def test_user_data_runs_the_model_free_checks(tmp_path):
     rep = json.loads((tmp_path / "r" / "dp_vapvi.json").read_text())
     ids = {c["id"] for c in rep["checks"]}
     assert code in (0, 1) and "whitebox.sensitivity" in ids and "assumption.coverage" in ids
+    assert next(c for c in rep["checks"] if c["id"] == "privacy.dataflow")["verdict"] == "pass"   # user data's neighbour
     assert not any(i.startswith("regret.") for i in ids) and "assumption.pessimism" not in ids
     assert "true model" in rep["config"]["skipped"]
 

@@ -11,7 +11,8 @@ table is :func:`dpcheck.audits.lib.offline_linear.rates.rate_checks`):
 * ``statistics`` -- :func:`true_statistics`, :func:`residuals` (released minus noiseless, as iid-coordinate
   vectors, Theorem 4.1 / Lemma D.1), :func:`claimed_stds` (the std the CLAIM needs, Lemma D.1's table).
 * ``whitebox`` -- :func:`noise_calibration_check`, :func:`noise_independence_check`, :func:`sensitivity_check`,
-  :func:`dp_event_checks` (the declared 5H DpEvents accounted with the PLD, Lemma E.15).
+  :func:`dp_event_checks` (the declared 5H DpEvents accounted with the PLD, Lemma E.15), :func:`dataflow_check`
+  (the output a function of the releases alone).
 * ``targets`` -- black box: :func:`statistics_target` (the log-likelihood ratio of the whole released
   transcript for datasets differing in ONE trajectory), :func:`policy_target` (the output policy).
 * ``assumptions`` -- :func:`noise_bound_check` (Lemma D.2), :func:`utility_checks` (penalty validity Lemma D.13,
@@ -34,7 +35,7 @@ from dpcheck.audits.lib.offline_linear.statistics import (
 )
 from dpcheck.audits.lib.offline_linear.whitebox import (
     noise_calibration_check, noise_independence_check, release_independence_check, sensitivity_search, feature_worst_case, sensitivity_check,
-    equivalent_gaussian, dp_event_checks,
+    equivalent_gaussian, dp_event_checks, dataflow_check,
 )
 from dpcheck.audits.lib.offline_linear.targets import (
     neighbour_datasets, transcript_llr, statistics_target, policy_target,
@@ -52,7 +53,7 @@ __all__ = [
     "load_linear_data", "user_setup", "NS_UNIT", "BYTES_UNIT", "NS_STEP", "CHUNK", "FEATURE_SCALE", "data_cost",
     "check_data_size", "sym_vector", "true_statistics", "residuals", "claimed_sensitivities", "claimed_stds",
     "replicate", "noise_calibration_check", "noise_independence_check", "release_independence_check", "sensitivity_search", "feature_worst_case",
-    "sensitivity_check", "equivalent_gaussian", "dp_event_checks", "neighbour_datasets", "transcript_llr",
+    "sensitivity_check", "equivalent_gaussian", "dp_event_checks", "dataflow_check", "neighbour_datasets", "transcript_llr",
     "statistics_target", "policy_target", "noise_bound_check", "coverage_check", "feature_norm_check",
     "true_errors", "sample_split", "utility_checks", "rate_checks", "sample_size_floor", "saturated_rate_checks",
     "standalone_sensitivities",

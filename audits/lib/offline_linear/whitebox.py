@@ -335,3 +335,66 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
                f"at delta_dp = {delta_dp:g}: exact eps of a rho = {rho_claim:g} Gaussian = {eps_exact:.4g} <= Lemma "
                f"E.15's {conv:.4g}")
     return [c1, c2]
+
+
+# ============================================================================ white box: the dataflow
+DATAFLOW_FIELDS = ("policy", "values", "q_values", "bellman", "penalties", "sigma2", "weights")
+
+
+def _ties(q: np.ndarray) -> int:
+    """Entries (run, h, s) where two or more actions share the largest Q: where a tie-break acts."""
+    top = q.max(axis=-1, keepdims=True)
+    return int(((q == top).sum(axis=-1) > 1).sum())
+
+
+def dataflow_check(algo, setup, *, sizes=(20, 1000), runs: int = 20, seed: int = 0) -> Check:
+    """privacy.dataflow (post-processing, Theorem 4.1): the output is a function of the 5H releases alone.
+
+    The algorithm runs on a dataset A, and on a dataset B of the same size replaying A's releases
+    (``DPVAPVI.run(replay=...)``, step by step: Vtil_{h+1} and sigtil_h, post-processing of earlier releases,
+    are then A's too). Policy, values, Q, the Bellman estimates, penalties, sigtil^2 and weights must be
+    identical: a difference means code after a release reads the data (a tie-break, a variance estimate or a
+    penalty from raw counts), which the privacy argument does not cover. Instances: A and B independent
+    datasets of the instance at every size in ``sizes`` (at the smallest, penalties clip Q at 0 and ties are
+    common: ``measured["ties"]`` says how often a tie-break was exercised). User data: the user's dataset
+    and its neighbour (the first trajectory replaced). With the noise off there is no release: FAIL."""
+    from dpcheck.audits.lib.offline_linear.targets import _counts, neighbour_datasets
+    src = f"{SOURCE}, Theorem 4.1 (post-processing of the 5H releases of Algorithm 2)"
+    claim = {"statement": "the output depends on the data only through the released statistics", "source": src}
+    if algo.noise_off:
+        return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim, measured={"confidence": 1.0},
+                     details={}, reason=f"{type(algo).__name__} adds no noise: its statistics are the raw data")
+    phi, H = setup.features, setup.H
+    S, A = phi.shape[:2]
+    rng = np.random.default_rng(seed)
+    pairs = []
+    if setup.instance is not None:
+        for n in sizes:
+            pairs += [(n, *(replicate(setup.instance.sample_counts(int(n), rng, 1, rewards=True), runs)
+                            for _ in range(2)))]
+    else:
+        x, y = neighbour_datasets(setup, H, seed=seed)
+        pairs.append((len(x[1]), replicate(_counts(x, S, A), runs), replicate(_counts(y, S, A), runs)))
+    data = (lambda c: (c, c)) if algo.split else (lambda c: c)
+    rows, bad = [], []
+    for n, cA, cB in pairs:
+        a = algo.run(data(cA), phi, np.random.default_rng(seed + 1))
+        b = algo.run(data(cB), phi, np.random.default_rng(seed + 2), replay=a.statistics)
+        diff = {}
+        for f in DATAFLOW_FIELDS:
+            u, v = np.asarray(getattr(a, f), float), np.asarray(getattr(b, f), float)
+            same = np.array_equal(u, v, equal_nan=True)
+            diff[f] = 0.0 if same else float(np.nanmax(np.where(u == v, 0.0, np.abs(u - v))))
+            if not same:
+                bad.append((n, f))
+        rows.append({"n": n, "max_difference": diff, "ties": _ties(a.q_values),
+                     "raw_visits_max_difference": float(np.abs(cA.visits - cB.visits).max())})
+    fields = sorted({f for _, f in bad})
+    ties = sum(r["ties"] for r in rows)
+    return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
+                 measured={"sizes": rows, "ties": ties, "runs": runs, "confidence": 1.0},
+                 details={"n": [r["n"] for r in rows], "fields": list(DATAFLOW_FIELDS)},
+                 reason=(f"with the same releases, datasets A and B give different {fields} at n = "
+                         f"{sorted({n for n, _ in bad})} (the output reads raw data)" if bad else
+                         f"same releases, different data (n = {[r['n'] for r in rows]}, {runs} runs each): identical "
+                         f"{', '.join(DATAFLOW_FIELDS)}; a tie-break acted at {ties} (run, h, s)"))
