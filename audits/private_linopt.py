@@ -66,7 +66,8 @@ PRIVACY_ROWS = (
              "node-vector change <= declared sqrt(H m) Delta_c",
              f"{Z}, Lemma 6.1", "linopt.stream_sensitivity_check"),
     ClaimRow("privacy.dataflow", "whitebox",
-             "the actions depend only on the releases and the user's own states (billboard lemma's premise)",
+             "the actions depend only on the releases and the user's own states (billboard lemma's premise): "
+             "under a replayed release stream, Q before and after the clip and the actions coincide",
              f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
     ClaimRow("whitebox.tree_noise_reuse", "whitebox",
              "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",

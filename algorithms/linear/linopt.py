@@ -98,6 +98,9 @@ class LinOptResult:
     lower_clips       number of (h,s,a) where the max{0, .} clip binds (Lemma 7.2)             (runs, K) int
     upper_clip_fraction   fraction of (h,s,a) clipped at H - h + 1 (noise-dominated regime) (runs, K)
     ties              number of (h,s) with more than one greedy action (VI; 0 for PO)     (runs, K) int
+    q_values, q_unclipped   Q_h^k after the clip of line 10 and before it (runs, K, H, S, A), or None
+                      (record_q_values=False, the default): for dataflow checks, which compare them under a
+                      replayed release stream (a function of the releases alone, Theorem 6.4's premise)
     Lambda_p, u_p, Lambda_r, u_r   the last release (episode K)
     config, claim, dp_event, privacy   the algorithm's configuration (with ``regret_bound``, the explicit bound
                       of Theorem 4.1 / Theorem 5.1 on R(K)); the Privatizer's Claim, DpEvent and
@@ -147,6 +150,8 @@ class LinOptResult:
     dp_event: object = None
     privacy: dict | None = None
     seconds: float = 0.0
+    q_values: np.ndarray | None = None
+    q_unclipped: np.ndarray | None = None
 
     runs = axis_length("regret", 0)
     K = axis_length("regret", 1)
@@ -199,7 +204,7 @@ class _LinOpt:
     policy_optimisation = False
 
     def __init__(self, regularizer: Regularizer, *, alpha: float = 0.05, tie_breaking: str = "random",
-                 record_estimates: bool = True, record_figures: bool = True):
+                 record_estimates: bool = True, record_figures: bool = True, record_q_values: bool = False):
         if not isinstance(regularizer, Regularizer):
             raise InputError(f"regularizer must be a Regularizer (RidgeRegularizer, Privatizer), "
                              f"got {type(regularizer).__name__}")
@@ -212,6 +217,7 @@ class _LinOpt:
         self.tie_breaking = tie_breaking
         self.record_estimates = bool(record_estimates)
         self.record_figures = bool(record_figures)
+        self.record_q_values = bool(record_q_values)
 
     @property
     def config(self) -> dict:
@@ -321,7 +327,7 @@ class _LinOpt:
         log_pi = np.full((runs, H, S, A), -math.log(A)) if self.policy_optimisation else None
         eta = self.step_size(sizes, A) if self.policy_optimisation else 0.0
 
-        rec = _Recorder(runs, K, H, S, A, d1, d2, self.record_estimates, self.record_figures)
+        rec = _Recorder(runs, K, H, S, A, d1, d2, self.record_estimates, self.record_figures, self.record_q_values)
         t0 = time.perf_counter()
         for k in range(K):
             release = state.release()
@@ -413,8 +419,10 @@ def _logsumexp(x):
 class _Recorder:
     """Per-episode figures of a batch of runs (checker side)."""
 
-    def __init__(self, runs, K, H, S, A, d1, d2, estimates, figures):
+    def __init__(self, runs, K, H, S, A, d1, d2, estimates, figures, q_values=False):
         self.regret = np.empty((runs, K))
+        self.q = np.empty((runs, K, H, S, A)) if q_values else None
+        self.q_raw = np.empty((runs, K, H, S, A)) if q_values else None
         self.policies = np.empty((runs, K, H, S, A)) if estimates else None
         self.states = np.empty((runs, K, H + 1), dtype=np.int64)
         self.actions = np.empty((runs, K, H), dtype=np.int64)
@@ -447,6 +455,8 @@ class _Recorder:
         self.low_p[:, k], self.low_r[:, k] = plan["low_p"], plan["low_r"]
         self.floored_p[:, k], self.floored_r[:, k] = plan["floored_p"], plan["floored_r"]
         Q, V, raw = plan["Q"], plan["V"], plan["raw"]
+        if self.q is not None:
+            self.q[:, k], self.q_raw[:, k] = Q, raw
         self.optimism[:, k] = (Q - Q_star).min(axis=(1, 2, 3))                           # Lemma 7.2
         target = r + np.einsum("hsat,nht->nhsa", P, V[:, 1:])                            # r_h + P_h V_{h+1}^k
         minus_iota = Q - target
@@ -476,7 +486,8 @@ class _Recorder:
             optimism_gap=self.optimism, iota_min=self.iota_min, iota_excess=self.iota_excess,
             lower_clips=self.lower, upper_clip_fraction=self.upper, ties=self.ties,
             Lambda_p=last[0], u_p=last[1], Lambda_r=last[2], u_r=last[3],
-            config=cfg, claim=claim, dp_event=dp_event, privacy=privacy, seconds=seconds)
+            config=cfg, claim=claim, dp_event=dp_event, privacy=privacy, seconds=seconds,
+            q_values=self.q, q_unclipped=self.q_raw)
 
 
 def _ellipsoid_norm(e, L, floored, L_inv):

@@ -204,6 +204,47 @@ def test_an_algorithm_reading_raw_data_fails_the_dataflow_check():
     assert flow.verdict == "fail" and flow.measured["violations"] > 0, flow.reason
 
 
+def _exact_gram_bonus_class():
+    """A planner whose bonus reads the exact Gram matrices (plus I) kept by the Privatizer's state instead of the
+    released Lambda: its Q is clipped at H - h + 1 wherever the bonus is that large, so the actions sent to the
+    other users did not change and the action-only dataflow comparison passed it."""
+    from dpcheck.algorithms.linear import LinOptVI
+
+    class ExactGramBonus(LinOptVI):
+        def run(self, env, K, rng, runs=1, **kw):
+            reg, start = self.regularizer, self.regularizer.start
+
+            def capture(*a, **k):
+                self._state = start(*a, **k)
+                return self._state
+            reg.start = capture
+            try:
+                return super().run(env, K, rng, runs, **kw)
+            finally:
+                del reg.start
+
+        def plan(self, env, release, betas, floors, policy=None, min_eig=True):
+            out = super().plan(env, release, betas, floors, policy, min_eig)
+            Gp, _, Gr, _ = getattr(self._state, "inner", self._state).exact()
+            Lp, up, Lr, ur = release
+            exact = super().plan(env, (Gp + np.eye(Gp.shape[-1]), up, Gr + np.eye(Gr.shape[-1]), ur), betas, floors,
+                                 policy, min_eig)
+            raw = out["raw"] - out["bonus"] + exact["bonus"]
+            caps = (raw.shape[1] - np.arange(raw.shape[1]))[None, :, None, None]
+            return dict(out, raw=raw, bonus=exact["bonus"], Q=np.minimum(np.maximum(raw, 0.0), caps))
+
+    return ExactGramBonus
+
+
+def test_a_bonus_from_the_exact_gram_matrix_fails_the_dataflow_check_on_q():
+    spec = lib.LinOptSpec(algo_class=_exact_gram_bonus_class())
+    _, flow = lib.stream_sensitivity_check(spec, lm2(), K=8, examples=10, seed=0)
+    assert flow.verdict == "fail" and flow.details["q_changed"] > 0
+    assert flow.details["actions_changed"] == 0            # what the check compared before: it passed
+    _, ok = lib.stream_sensitivity_check(lib.LinOptSpec(), lm2(), K=8, examples=10, seed=0)
+    assert ok.verdict == "pass" and ok.details["max_q_difference"] == 0.0
+
+
 # ----------------------------------------------------------------------------- known answers
 def test_implied_nodes_of_an_item_inserted_once():
     # the prefix sums of a stream with a single 1 at position j: the implied nodes are exactly those containing j

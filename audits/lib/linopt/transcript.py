@@ -113,7 +113,10 @@ def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:
 def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript=None) -> dict:
     """Replay one transcript on U and on U' (same seeds): per counter kind, the node changes implied by the
     difference of the exact prefix sums, and whether the actions sent to the users other than the replaced
-    one changed (the billboard premise, Theorem 6.4).
+    one changed (the billboard premise, Theorem 6.4). ``q_changed``: the largest difference of Q_h^k, after
+    and before the clip, over every episode (0 when the planner reads nothing but the releases: Q^k is planned
+    from release k alone). Comparing actions alone missed planners that read the data where Q is clipped at 0
+    or H - h + 1 (as on a random transcript) or where the nudge does not flip an argmax.
 
     transcript: releases to replay (None: those of the non-private ridge instantiation run on U; the search
     of :func:`stream_sensitivity_check` passes :func:`random_transcript`)."""
@@ -129,7 +132,7 @@ def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript
     runs = []
     for users in (U, U2):
         reg = ReplayRegularizer(spec.privatizer(), transcript)
-        res = spec.make(regularizer=reg, record_estimates=False, record_figures=False).run(
+        res = spec.make(regularizer=reg, record_estimates=False, record_figures=False, record_q_values=True).run(
             env, K, np.random.default_rng(seed + 1), users=users)
         runs.append((reg.states[0], res))
     (sa, ra), (sb, rb) = runs
@@ -144,7 +147,16 @@ def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript
                   "nodes_touched": int((per > 1e-9 * max(1.0, float(np.abs(A).max()))).sum(axis=0).max())
                   if per.size else 0}
     out["actions_changed"] = (ra.actions != rb.actions).any(axis=2)[0]      # (K,) per episode
+    out["q_changed"] = max(_max_difference(ra.q_values, rb.q_values), _max_difference(ra.q_unclipped, rb.q_unclipped))
     return out
+
+
+def _max_difference(a, b) -> float:
+    """max |a - b| over entries that differ (inf vs finite counts as inf); 0 when identical, NaNs alike."""
+    if np.array_equal(a, b, equal_nan=True):
+        return 0.0
+    differ = ~((a == b) | (np.isnan(a) & np.isnan(b)))
+    return float(np.abs(a - b)[differ].max()) if np.isfinite(np.abs(a - b)[differ]).all() else math.inf
 
 
 def random_transcript(env, K: int, seed: int = 0, runs: int = 1, scale: float = 1e6) -> list:
@@ -189,7 +201,8 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     U = FixedTrajectoryUsers(H, S, A, base_st, base_rw)
     transcript = random_transcript(env, K, seed)
     worst = {c: {"total": 0.0, "max_node": 0.0, "nodes_touched": 0} for c in COUNTERS}
-    found = {"actions_changed": 0, "examples": 0, "witness": None}
+    found = {"actions_changed": 0, "q_changed": 0, "either": 0, "max_q_difference": 0.0, "examples": 0,
+             "witness": None}
 
     def score(d):
         return max(max(d[c]["total"] / declared[c] for c in COUNTERS),
@@ -203,6 +216,9 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
         found["examples"] += 1
         others = np.delete(d["actions_changed"], j)          # the replaced user's own actions may differ
         found["actions_changed"] += int(others.any())
+        found["q_changed"] += int(d["q_changed"] > 0)
+        found["either"] += int(others.any() or d["q_changed"] > 0)
+        found["max_q_difference"] = max(found["max_q_difference"], d["q_changed"])
         s = score(d)
         if found["witness"] is None or s > found["witness"]["score"]:
             found["witness"] = {"position": j + 1, "states": list(states), "rewards": list(rewards), "score": s}
@@ -254,15 +270,17 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
                                      "on both sides; node changes from the exact prefix sums"},
                   reason=reason)
     flow = invariant_check(
-        id="privacy.dataflow", kind="whitebox", violations=int(found["actions_changed"]),
-        total=int(found["examples"]),
+        id="privacy.dataflow", kind="whitebox",
+        violations=int(found["either"]), total=int(found["examples"]),
         claim={"statement": "the actions sent to users depend only on the releases {Lambda^j, u^j} and their own "
-                            "states (the billboard lemma's premise)",
+                            "states (the billboard lemma's premise): Q^k is planned from release k alone",
                "source": f"{SOURCE}, proof of Thm 6.4 (billboard lemma)"},
-        details={"agent": spec.describe(), "K": K,
+        details={"agent": spec.describe(), "K": K, "actions_changed": int(found["actions_changed"]),
+                 "q_changed": int(found["q_changed"]), "max_q_difference": found["max_q_difference"],
                  "method": "the same replayed transcript on U and U' (one user replaced), same seeds: the actions "
-                           "of every episode must coincide (the scripted users ignore the actions)"},
-        what="actions unchanged under a replayed transcript when one user's data changes")
+                           "of every episode and Q_h^k after and before the clip must coincide (the scripted users "
+                           "ignore the actions)"},
+        what="actions and Q unchanged under a replayed transcript when one user's data changes")
     return check, flow
 
 
