@@ -93,6 +93,10 @@ class DPNashVIAudit(Audit):
                  "Central privatizer + DP-Nash-VI is eps-JDP: the action pairs sent to the other user pairs "
                  "(scripted users, neighbours differ in the first pair) are eps-indistinguishable, whatever "
                  "C1, C2", f"{Q}, Lemma 5.1 + Billboard lemma", "privacy_jdp"),
+        ClaimRow("privacy.dataflow", "whitebox",
+                 "the algorithm's outputs are a post-processing of the releases: with one release stream replayed "
+                 "on neighbouring pairs, the other pairs' actions and pi, Qb, Qu, Vb, Vu of every episode coincide",
+                 f"{Q}, Lemma 5.1 / Lemma 5.4 (post-processing; Billboard lemma)", "lib.nash.dataflow_check"),
         ClaimRow("privacy.jdp.power", "privacy",
                  "the JDP audit finds eps_lb > eps on the non-private Nash-VI (raw counts): the audit has power "
                  "(else privacy.jdp.blackbox's PASS is uninformative)", "dpcheck self-test of privacy.jdp.blackbox",
@@ -220,6 +224,7 @@ class DPNashVIAudit(Audit):
             self.add(c)
         if self.priv_notion == "JDP":
             self.privacy_jdp(make, claim)
+        self.add(nash.dataflow_check(make, seed=self.int_seed("dataflow")))
         self.config["time_privacy_s"] = round(time.perf_counter() - t0, 1)
         self.config["cpu_privacy_s"] = round(time.process_time() - c0, 1)      # this process only
 

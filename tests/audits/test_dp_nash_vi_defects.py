@@ -9,7 +9,7 @@ import pytest
 from dpcheck.algorithms.envs.generators import random_game
 from dpcheck.algorithms.games.cce import CCESolution, cce_residual, solve_cce
 from dpcheck.algorithms.games.dp_nash_vi import DPNashVI
-from dpcheck.algorithms.privatizers import CentralPrivatizer, NoPrivatizer
+from dpcheck.algorithms.privatizers import CentralPrivatizer, LocalPrivatizer, NoPrivatizer
 from dpcheck.audits.lib.nash import assumption_checks, jdp_target
 from dpcheck.blackbox import audit
 
@@ -80,6 +80,26 @@ def test_raw_transitions_in_the_kernel_are_caught_by_the_jdp_audit():
     make = lambda: CentralPrivatizer(epsilon=1.0)
     res = audit(jdp_target(make, 1.0, algo_cls=RawKernel), samples=20_000, seed=1)
     assert res.verdict == "fail" and res.epsilon_lower_bound > 2.0
+
+
+@pytest.mark.parametrize("make", [lambda: CentralPrivatizer(epsilon=1.0), lambda: LocalPrivatizer(epsilon=1.0)],
+                         ids=["central", "local"])
+def test_planners_that_read_raw_counts_fail_the_dataflow_check(make):
+    from dpcheck.audits.lib.nash import dataflow_check
+    assert dataflow_check(make).verdict == "pass"
+    for cls, planned in ((RawKernel, "Vu"), (RawCountBonus, "Qb")):
+        c = dataflow_check(make, algo_cls=cls)
+        assert c.verdict == "fail" and planned in c.details["changed"], (cls, c.details)
+
+
+def test_dataflow_cannot_speak_for_an_algorithm_with_hidden_randomness():
+    from dpcheck.audits.lib.nash import dataflow_check
+
+    class HiddenNoise(DPNashVI):
+        def plan(self, r, P_tilde, N_visits, *args, **kw):
+            return super().plan(r + 1e-3 * np.random.default_rng().random(r.shape), P_tilde, N_visits, *args, **kw)
+    c = dataflow_check(lambda: CentralPrivatizer(epsilon=1.0), algo_cls=HiddenNoise)
+    assert c.verdict == "inconclusive" and "not reproducible" in c.reason
 
 
 def test_lcb_with_plus_gamma_is_caught_by_the_optimism_check():

@@ -3,7 +3,8 @@ assembles, public so that tests, benchmarks and other game audits can call them 
 
 * Privacy: :func:`jdp_scenario` / :func:`jdp_target` (the algorithm's observable outputs, black box:
   scripted user pairs, the adversary sees the action pairs sent to the other pairs), :func:`ldp_target`
-  (one pair's message), :func:`privatizer_checks` (the privatizer audits of audits/lib/privatizers/ in the
+  (one pair's message), :func:`dataflow_check` (a recorded release stream replayed on neighbouring pairs: the
+  other pairs' actions and everything planned unchanged), :func:`privatizer_checks` (the privatizer audits of audits/lib/privatizers/ in the
   games setting: joint actions A*B, rewards=False, so 2 stream families).
 * Assumptions: :func:`assumption_checks` -- Assumption 3.1 and the good event of Lemma 5.8 (from
   audits/lib/tabular.CountAssumptionMonitor, fed every release the algorithm planned with), CCE,
@@ -27,7 +28,7 @@ audits), ``regret``.
 from __future__ import annotations
 
 from dpcheck.audits.lib.nash.scenario import (SOURCE, BETA, REGRET_TOLERANCE, soften, vacuous, jdp_scenario,
-                                              audit_constants, jdp_mechanism, jdp_target, ldp_target)
+                                              audit_constants, jdp_mechanism, jdp_target, ldp_target, dataflow_check)
 from dpcheck.audits.lib.nash.assumptions import (assumption_batch, assumption_checks, MIN_INFORMATIVE, untested)
 from dpcheck.audits.lib.nash.privatizers import (theorem_privacy_term, cost_eps_slope, declared_width,
                                                  width_matched_grid, _width_matched, privatizer_checks,
@@ -37,7 +38,7 @@ from dpcheck.audits.lib.nash.regret import (regret_curves, NONPRIVATE_FROM, EXPO
                                             band_series, regime, with_reason, regret_plot, local_slopes_plot)
 
 __all__ = ['SOURCE', 'BETA', 'REGRET_TOLERANCE', 'soften', 'vacuous', 'jdp_scenario', 'audit_constants',
-           'jdp_mechanism', 'jdp_target', 'ldp_target', 'assumption_batch', 'assumption_checks', 'MIN_INFORMATIVE', 'untested', 'theorem_privacy_term', 'cost_eps_slope',
+           'jdp_mechanism', 'jdp_target', 'ldp_target', 'dataflow_check', 'assumption_batch', 'assumption_checks', 'MIN_INFORMATIVE', 'untested', 'theorem_privacy_term', 'cost_eps_slope',
            'declared_width', 'width_matched_grid', '_width_matched', 'privatizer_checks', 'privatizer_factory',
            'accepts', 'regret_curves', 'NONPRIVATE_FROM', 'EXPONENT_INTERVAL', 'k_grid', 'plot_grid', 'regret_job', 'regret_chunks', 'regret_stack_job', 'STACK_MEMBERS',
            'nonprivate_exponent_check', 'regret_checks', 'cost_K_comparison', 'band_series', 'regime', 'with_reason',
