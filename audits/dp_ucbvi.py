@@ -60,7 +60,8 @@ class DPUCBVIAudit(Audit):
                  "one user's message to the server is eps-LDP (black box)",
                  f"{QW}, Lemma 5.6 / Theorem 5.7", "privatizers.local_target"),
         ClaimRow("privacy.dataflow", "whitebox",
-                 "the actions sent to users 2..K depend only on the released counts and their own states",
+                 "the actions sent to users 2..K, and Q~ and the greedy policy of every episode, depend only on the "
+                 "released counts and the users' own states",
                  f"{QW}, Lemma 5.1 (Billboard lemma, Hsu et al. 2014); post-processing", "ucbvi.dataflow_check"),
         # -- Assumption 3.1 and the lemmas built on it
         ClaimRow("assumption.count_error", "assumption",

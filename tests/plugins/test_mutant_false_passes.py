@@ -332,6 +332,22 @@ def test_dp_ucbvi_dataflow_sees_a_planner_that_reads_the_privatizers_true_counts
     assert dataflow_check(AgentSpec(agent_class=TrueCountsBonus, mode="practical"), seed=0).verdict == "fail"
 
 
+def test_dp_ucbvi_dataflow_compares_the_planned_q_not_only_the_actions():
+    """A bonus floored at the raw count changes Q~ only where user 1 went (a state no other user visits): the
+    actions sent to users 2..K coincide, and the action-only comparison passed it."""
+    from dpcheck.algorithms.online.ucbvi import DPUCBVI
+    from dpcheck.audits.lib.ucbvi import AgentSpec
+    from dpcheck.audits.lib.ucbvi.privacy import dataflow_check
+
+    class RawFloorBonus(DPUCBVI):
+        def _estimates(self, counts):
+            P, r, n = super()._estimates(counts)
+            return P, r, np.maximum(n, np.asarray(self.privatizer.true_counts().visits, float))
+
+    c = dataflow_check(AgentSpec(agent_class=RawFloorBonus, mode="practical"), seed=0)
+    assert c.verdict == "fail" and c.details["differences"]["actions"] == 0 and c.details["differences"]["Q"] > 0
+
+
 def test_dp_ucbvi_monotone_check_reads_a_batch_where_the_min_and_clip_act(monkeypatch):
     """In theory mode Q~ = H everywhere: an agent without the min with Q~^{k-1} and the clip at H held "in all
     cases". The practical batch exercises them; a theory batch alone is marked vacuous."""

@@ -216,9 +216,11 @@ def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 1
     Record the release stream of an exact-count privatizer (E = 0: the planner is then as
     data-sensitive as it can be) on users U; replay that same stream while the agent
     interacts with U' (user 1 replaced). Same seed, same tie-breaking stream. An agent that
-    reads only the release sends users 2..K exactly the same actions; any difference means
-    it read the raw data somewhere (the Billboard lemma's premise fails). One counterexample
-    fails the check.
+    reads only the release sends users 2..K exactly the same actions and plans exactly the same
+    Q~^k and greedy policy in every episode (``DPUCBVI.run(plan_hook=...)``); any difference means
+    it read the raw data somewhere (the Billboard lemma's premise fails). Actions alone missed a
+    planner that reads the data where Q~ is clipped at H or the min with Q~^{k-1} binds. One
+    counterexample fails the check.
     """
     from dpcheck.algorithms.privatizers import NoPrivatizer
     U, U2 = jdp_users(K, H, S=2)
@@ -226,33 +228,38 @@ def dataflow_check(spec: AgentSpec, *, seed: int = 0, runs: int = 64, K: int = 1
     from dpcheck.algorithms.online.ucbvi import DPUCBVI
     cls = agent_cls or DPUCBVI
 
-    def agent(priv):
-        return cls(priv, beta=spec.beta, mode=spec.mode, constants=spec.constants, tie_breaking=spec.tie_breaking)
+    def play(priv, users):
+        plans = []
+        res = cls(priv, beta=spec.beta, mode=spec.mode, constants=spec.constants, tie_breaking=spec.tie_breaking).run(
+            users, K, np.random.default_rng(seed), runs=runs, monitor=False, regret=False,
+            plan_hook=lambda k, Q, policy: plans.append((np.array(Q, copy=True), np.array(policy, copy=True))))
+        return res.actions[:, 1:], np.stack([q for q, _ in plans]), np.stack([p for _, p in plans])
 
+    def differences(x, y):
+        return {name: int((u != v).sum()) for name, u, v in zip(("actions", "Q", "policy"), x, y)}
+
+    claim = {"statement": "actions sent to users 2..K, and Q~^k and the greedy policy of every episode, depend only "
+                          "on the released counts (and E) and the users' own states",
+             "source": f"{SOURCE}, Lemma 5.1 / Lemma 5.1(d), post-processing (Billboard lemma, Hsu et al. 2014)"}
     rec = Recorder(NoPrivatizer())
-    a = agent(rec).run(U, K, np.random.default_rng(seed), runs=runs, monitor=False, regret=False)
-    b = agent(ReplayPrivatizer(rec.releases, 0.0)).run(U2, K, np.random.default_rng(seed), runs=runs,
-                                                            monitor=False, regret=False)
-    c = agent(ReplayPrivatizer(rec.releases, 0.0)).run(U, K, np.random.default_rng(seed), runs=runs,
-                                                           monitor=False, regret=False)
-    if not np.array_equal(a.actions, c.actions):
+    a = play(rec, U)
+    again = differences(a, play(ReplayPrivatizer(rec.releases, 0.0), U))
+    if any(again.values()):
         # replaying on the same data must reproduce the run: otherwise the agent is not a
         # function of (release, own states, seed) at all and the check cannot speak
-        return Check(id="privacy.dataflow", kind="whitebox", verdict=INCONCLUSIVE,
-                     claim={"statement": "actions depend only on the released counts and the user's own states",
-                            "source": f"{SOURCE}, Lemma 5.1 (Billboard lemma, Hsu et al. 2014)"},
-                     measured={"violations": None, "cases": int(a.actions[:, 1:].size), "confidence": 1.0},
-                     details={"agent": spec.describe()},
+        return Check(id="privacy.dataflow", kind="whitebox", verdict=INCONCLUSIVE, claim=claim,
+                     measured={"violations": None, "cases": int(a[0].size), "confidence": 1.0},
+                     details={"agent": spec.describe(), "not_reproduced": again},
                      reason="the agent is not reproducible under a replayed release stream (hidden randomness?)")
-    diff = int((a.actions[:, 1:] != b.actions[:, 1:]).sum())
+    diff = differences(a, play(ReplayPrivatizer(rec.releases, 0.0), U2))
     return invariant_check(
-        id="privacy.dataflow", kind="whitebox", violations=diff, total=int(a.actions[:, 1:].size),
-        claim={"statement": "actions sent to users 2..K depend only on the released counts (and E) and their own states",
-               "source": f"{SOURCE}, Lemma 5.1 / Lemma 5.1(d), post-processing (Billboard lemma, Hsu et al. 2014)"},
-        details={"agent": spec.describe(), "runs": runs, "K": K, "H": H,
-                 "method": "record the release stream on U, replay it on U' (user 1 replaced), same seeds; "
-                           "compare the actions sent to every other user"},
-        what="actions of users 2..K unchanged when only user 1's raw data changes")
+        id="privacy.dataflow", kind="whitebox", violations=sum(diff.values()), total=int(sum(x.size for x in a)),
+        claim=claim,
+        details={"agent": spec.describe(), "runs": runs, "K": K, "H": H, "differences": diff,
+                 "changed": [name for name, n in diff.items() if n],
+                 "method": "record the release stream on U, replay it on U' (user 1 replaced) and on U, same seeds; "
+                           "compare the actions sent to every other user and every episode's Q~ and policy"},
+        what="actions of users 2..K and the planned Q~ and policy unchanged when only user 1's raw data changes")
 
 
 class LocalMessage:
