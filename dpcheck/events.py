@@ -7,7 +7,9 @@ E = {score >= t}, so one sorting-based search serves them all:
   both tails ({x >= t} and, through the score -x, {x <= t}).
 - ``CellScorer``: discrete outputs; the score of an output is the estimated log
   likelihood ratio ln(P^[D] / P^[D']) of its cell, so {score >= t} are the unions of cells
-  sorted by likelihood ratio. Cells never seen in the selection sample score -inf.
+  sorted by likelihood ratio. Cells never seen in the fitting sample form one pooled cell, scored by the
+  Good-Turing estimates of the unseen mass on each side (the share of cells seen exactly once):
+  outputs with many rare values (a leak spread over labels that never repeat) still give an event.
 - ``NaiveBayesScorer``: vector outputs; the score is the sum over coordinates of binned
   per-coordinate log likelihood ratios (a learned score in the spirit of DP-Sniper's
   classifier; exact up to binning for mechanisms with independent coordinates, such as
@@ -181,8 +183,8 @@ class CellScorer(Scorer):
     """Cells of a discrete output, scored by their estimated log likelihood ratio."""
     family = "cells"
 
-    def __init__(self, cells: np.ndarray, labels: np.ndarray, log_ratio: np.ndarray):
-        self.cells, self.labels, self.log_ratio = cells, labels, log_ratio
+    def __init__(self, cells: np.ndarray, labels: np.ndarray, log_ratio: np.ndarray, unseen: float = -np.inf):
+        self.cells, self.labels, self.log_ratio, self.unseen = cells, labels, log_ratio, float(unseen)
 
     @classmethod
     def fit(cls, d: np.ndarray, dp: np.ndarray) -> "CellScorer":
@@ -194,7 +196,10 @@ class CellScorer(Scorer):
         # labels in cell order (row keys sort by bytes, not by value)
         labels = np.concatenate([d, dp])[first] if d.ndim > 1 else cells
         lr = np.log((cd + SMOOTH) / len(kd_keys)) - np.log((cp + SMOOTH) / len(kp_keys))
-        return cls(cells, labels, lr)
+        # Good-Turing: the mass of the values a side has not shown yet is about its share of singletons
+        unseen = (math.log((np.count_nonzero(cd == 1) + SMOOTH) / len(kd_keys))
+                  - math.log((np.count_nonzero(cp == 1) + SMOOTH) / len(kp_keys)))
+        return cls(cells, labels, lr, unseen)
 
     def cell_index(self, x):
         keys = _as_keys(x)
@@ -204,16 +209,20 @@ class CellScorer(Scorer):
 
     def score(self, x):
         i = self.cell_index(x)
-        return np.where(i >= 0, self.log_ratio[np.maximum(i, 0)], -np.inf)
+        return np.where(i >= 0, self.log_ratio[np.maximum(i, 0)], self.unseen)
 
     def describe(self, t):
         inside = np.flatnonzero(self.log_ratio >= t)
         inside = inside[np.argsort(-self.log_ratio[inside])]
         shown = [_label(self.labels[i]) for i in inside[:20]]
         more = f" and {inside.size - 20} more" if inside.size > 20 else ""
+        unseen = bool(self.unseen >= t)
+        listed = ", ".join(map(str, shown)) + more
+        text = (f"M(D) in {{{listed}}} or never seen in selection" if unseen and shown else
+                "M(D) never seen in selection" if unseen else f"M(D) in {{{listed}}}")
         return {"family": "cells", "statistic": "estimated log likelihood ratio of the cell",
                 "tail": "upper", "threshold": t, "cells": shown, "n_cells": int(inside.size),
-                "text": f"M(D) in {{{', '.join(map(str, shown))}{more}}}"}
+                "unseen_included": unseen, "text": text}
 
 
 def _label(v):

@@ -394,3 +394,27 @@ def test_a_pass_on_a_pair_that_cannot_show_a_2x_excess_is_uninformative():
     fail = Check(verdict="fail", details={}, measured={"epsilon_claimed": 1.0}, **base)
     assert blind_pair_pass(fail, 0.1, "x") is fail
     assert blind_pair_pass(ok, None, "x") is ok
+
+
+def _rare_labels(p_rare):
+    """String labels: with probability p_rare[x] a value that essentially never repeats (one of 10^7, scrambled),
+    else one of 100 common ones. The privacy loss of "a rare label" is ln(p_rare[1] / p_rare[0])."""
+    def mechanism(x, rng, size):
+        rare = rng.random(size) < p_rare[x]
+        v = np.where(rare, rng.integers(0, 10**7, size) + 1000, rng.integers(0, 100, size))
+        return np.char.add("u", ((v * 2654435761) % 2**32).astype(str))
+    return mechanism
+
+
+def test_cells_never_seen_in_selection_pool_into_one_event():
+    """Before, a label unseen in the fitting half scored -inf: a leak spread over labels that never repeat gave no
+    event, and a claim of 0.5 passed a mechanism whose true epsilon is ln 2 (bound 0.39 at 50,000 per side)."""
+    mech = _rare_labels({1: 0.5, 0: 0.25})
+    res = audit(AuditTarget(name="rare", mechanism=mech, pairs=[(1, 0)], claim=Claim(epsilon=0.5), output="discrete"),
+                samples=50_000, seed=0)
+    assert res.verdict == "fail" and 0.5 < res.epsilon_lower_bound <= math.log(2)
+    assert "never seen" in res.event["text"]
+    same = _rare_labels({1: 0.25, 0: 0.25})
+    ok = audit(AuditTarget(name="same", mechanism=same, pairs=[(1, 0)], claim=Claim(epsilon=0.1), output="discrete"),
+               samples=50_000, seed=0)
+    assert ok.verdict != "fail"
