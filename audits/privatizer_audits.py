@@ -33,11 +33,12 @@ a bug of the audit. The default calibration is "strict" (eps under replacement).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from dpcheck.algorithms.offline import DPAPVI
 from dpcheck.audit import Audit, ClaimRow, Defaults
-from dpcheck.checks import PASS
+from dpcheck.checks import FAIL, PASS
 from dpcheck.errors import InputError
 from dpcheck.registry import SAMPLING, SetOption
 
@@ -353,7 +354,19 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
         first failing horizon is reported, else H = 3."""
         checks = [pa.dp_event_check(priv.declare(H, 2, 1).dp_event(), priv.claim,
                                     label=f"{pa.privatizer_class(priv).__name__}(H={H})") for H in (1, 3)]
-        self.add(next((c for c in checks if c.verdict != PASS), checks[-1]))
+        check = next((c for c in checks if c.verdict != PASS), checks[-1])
+        # the event must describe the noise drawn: a PLD within the claim certifies nothing if the event accounts for
+        # more noise than the declared variance (which whitebox.noise_scale measures)
+        ties = [pa.event_noise_finding(priv, H) for H in (1, 3)]
+        bad = next((t for t in ties if t["status"] == "inconsistent"), None)
+        details = dict(check.details, event_vs_noise=ties)
+        if bad is not None:
+            check = replace(check, verdict=FAIL, details=details, reason=f"{check.reason}; but {bad['text']}")
+        else:
+            untied = next((t for t in ties if t["status"] == "untied"), None)
+            check = replace(check, details=details, reason=check.reason + (
+                f"; {untied['text']}" if untied else "; the event accounts for no more noise than declared at H = 1, 3"))
+        self.add(check)
 
     def check_sensitivity(self, priv) -> None:
         """whitebox.sensitivity: brute force over every pair of trajectories of an H = S = A = 2 model."""

@@ -86,6 +86,16 @@ class ExactNtil(Honest):
 class SizedForOneStep(Honest):
     def _sd(self, H):
         return math.sqrt(2.0 / self.rho)
+
+
+class LiesInEvent(Honest):
+    """Noise for H = 1 at every horizon, its true variance declared, and the honest horizon's DpEvent."""
+    def noisy_counts(self, pair, triple, rng):
+        sd = math.sqrt(2.0 / self.rho)
+        return pair + rng.normal(0, sd, pair.shape), triple + rng.normal(0, sd, triple.shape)
+
+    def noise_variance(self, H):
+        return 2.0 / self.rho
 ''')
 
 
@@ -142,6 +152,24 @@ def test_offline_count_privatizer_fails_noise_sized_for_one_step_on_its_dp_event
     rep = json.loads((tmp_path / "m" / "offline_count_privatizer.json").read_text())
     ev = next(c for c in rep["checks"] if c["id"] == "whitebox.dp_event")
     assert ev["verdict"] == "fail" and "H=3" in ev["reason"]
+
+
+
+def test_offline_count_privatizer_fails_a_dp_event_that_describes_noise_not_drawn(offline_file, tmp_path):
+    """Noise for H = 1 at every horizon with its true variance declared (so whitebox.noise_scale passes) and the
+    horizon's honest DpEvent (so the PLD passes): every check passed, the H = 1 black box included."""
+    from dpcheck.audits.lib.offline import OfflinePlugin
+    from dpcheck.cli import main
+    liar = OfflinePlugin.load(f"{offline_file}:LiesInEvent", rho=1.0, beta=0.1).make(1.0, 0.1)
+    assert [pa.event_noise_finding(liar, H)["status"] for H in (1, 3)] == ["consistent", "inconsistent"]
+    honest = OfflinePlugin.load(f"{offline_file}:Honest", rho=1.0, beta=0.1).make(1.0, 0.1)
+    assert {pa.event_noise_finding(honest, H)["status"] for H in (1, 2, 3, 7)} == {"consistent"}
+    args = ["audit", "offline_count_privatizer", "--quick", "--workers", "1", "--set", "rho=1", "--quiet"]
+    assert main(args + ["--privatizer", f"{offline_file}:LiesInEvent", "--out", str(tmp_path)]) == 1
+    import json
+    rep = json.loads((tmp_path / "offline_count_privatizer.json").read_text())
+    bad = {c["id"]: c for c in rep["checks"] if c["verdict"] != "pass"}
+    assert list(bad) == ["whitebox.dp_event"] and "not drawn" in bad["whitebox.dp_event"]["reason"]
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ n' is post-processing).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -28,7 +29,13 @@ def dp_event_check(spec: APVISpec, H: int, S: int, A: int) -> Check:
     algo = spec.make()
     if algo.privatizer is None:
         return _no_noise_check("whitebox.dp_event", spec, algo)
-    return pa.dp_event_check(algo.dp_event(H), spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
+    check = pa.dp_event_check(algo.dp_event(H), spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
+    if spec.plugin is None:
+        return check
+    # a plug-in's event must describe the noise it declares drawing (pa.event_noise_finding)
+    tie = pa.event_noise_finding(algo.privatizer, H)
+    return replace(check, verdict=FAIL if tie["status"] == "inconsistent" else check.verdict,
+                   details=dict(check.details, event_vs_noise=tie), reason=f"{check.reason}; {tie['text']}")
 
 
 def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:

@@ -39,7 +39,7 @@ from dpcheck.audits.lib.privatizers.degeneracy import (DEGENERACY_K, DEGENERACY_
 from dpcheck.audits.lib.privatizers.targets import VIEWS, released_stream, central_target, local_target
 from dpcheck.audits.lib.privatizers.offline_counts import (
     offline_worst_datasets, offline_target, OfflineReleaseStatistics, offline_plugin_target,
-    offline_privatizer_plugin_target, offline_sensitivity_check, offline_noise_checks,
+    offline_privatizer_plugin_target, offline_sensitivity_check, offline_noise_checks, event_noise_finding,
 )
 from dpcheck.audits.lib.privatizers.whitebox import (
     EPS_SLACK, dp_event_check, family_vectors_central, family_vectors_local, sensitivity_search, sensitivity_check,
@@ -57,7 +57,7 @@ __all__ = [
     "MessageStatistics", "stream_samples", "plugin_stream_search", "plugin_message_search", "PRIVATIZER_SAMPLES",
     "plugin_blackbox", "plugin_message_blackbox", "VIEWS", "released_stream", "central_target", "local_target", "offline_worst_datasets",
     "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
-    "offline_sensitivity_check", "offline_noise_checks", "EPS_SLACK", "dp_event_check", "family_vectors_central",
+    "offline_sensitivity_check", "offline_noise_checks", "event_noise_finding", "EPS_SLACK", "dp_event_check", "family_vectors_central",
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
     "release_error_structure", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",

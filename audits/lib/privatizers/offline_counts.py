@@ -200,3 +200,49 @@ def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: i
                                   claim={"statement": "P~ is a distribution (eq. 5, Remark 3.3)",
                                          "source": priv.claim.source}, what="valid P~"))
     return checks
+
+
+def _integer_variance(weights) -> float:
+    """Variance of a symmetric law on the integers k = 0, +-1, +-2, ... with unnormalised weights w(|k|)."""
+    k = np.arange(0, 4000, dtype=float)
+    w = weights(k)
+    return float(2.0 * (k * k * w).sum() / (w[0] + 2.0 * w[1:].sum()))
+
+
+def event_noise_finding(priv, H: int, tolerance: float = 0.01) -> dict:
+    """Does the declared DpEvent describe the noise the privatizer declares it draws (``noise_variance(H)``, which
+    whitebox.noise_scale measures)? The interface fixes the sensitivity of one replaced trajectory (l2 sqrt(2H)
+    per family, l1 4H for both families), so an all-Gaussian event of total rho stands for per-count noise
+    N(0, sigma^2), sigma^2 = 2H / rho (two families; Bun & Steinke 2016, Prop. 1.6, Lemma 1.7), and an
+    all-Laplace event of total eps for Laplace noise of scale b = 4H / eps. The least variance such noise can
+    have is that of its integer-valued version (the discrete Gaussian, the two-sided geometric with
+    alpha = e^{-1/b}, whose privacy the same event bounds), at most sigma^2 and 2 b^2. A declared variance
+    below it by more than ``tolerance`` means the event describes noise that is not drawn, and the PLD of
+    whitebox.dp_event certifies a claim the release does not meet (a plug-in drawing noise for H = 1 at every
+    horizon while declaring the horizon's event passed every other check).
+
+    -> {"H", "status": "consistent" | "inconsistent" | "untied", "text", ...}; untied when the plug-in declares no
+    variance or its event is neither all-Gaussian nor all-Laplace."""
+    from dpcheck.accounting import closed_form
+    v = getattr(priv, "noise_variance", None)
+    V = v(H) if callable(v) else None
+    cf = closed_form(priv.declare(H, 2, 1).dp_event())
+    if V is None or not V > 0:
+        return {"H": H, "status": "untied", "text": "no noise_variance(H) declared: the event is not tied to the noise"}
+    if math.isfinite(cf["rho"]) and cf["rho"] > 0:
+        sigma2 = 2.0 * H / cf["rho"]
+        floor, law = _integer_variance(lambda k: np.exp(-k * k / (2.0 * sigma2))), f"N(0, {sigma2:.4g})"
+    elif math.isfinite(cf["epsilon"]) and cf["epsilon"] > 0:
+        b = 4.0 * H / cf["epsilon"]
+        a = math.exp(-1.0 / b)
+        floor, law = 2.0 * a / (1.0 - a) ** 2, f"Laplace(scale {b:.4g})"
+    else:
+        return {"H": H, "status": "untied", "text": "the DpEvent is neither all-Gaussian nor all-Laplace"}
+    bad = V < floor * (1 - tolerance)
+    return {"H": H, "status": "inconsistent" if bad else "consistent", "variance": V, "event_noise": law,
+            "variance_floor": floor,
+            "text": (f"at H={H} the DpEvent describes {law} per count at the interface's sensitivity (variance >= "
+                     f"{floor:.4g}, integer-valued version included), but the privatizer declares variance {V:.4g} "
+                     f"(whitebox.noise_scale): the event describes noise that is not drawn" if bad else
+                     f"at H={H} the declared variance {V:.4g} >= {floor:.4g}, the least of the {law} the event "
+                     f"describes")}
