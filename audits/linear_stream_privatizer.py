@@ -47,9 +47,10 @@ class LinearStreamPrivatizerAudit(Audit):
                  f"{Z}, proof of Thm 6.4, Lemma 6.1", "linopt.calibration_check"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one user changes <= m nodes per counter, node-vector change <= "
                  "the declared sensitivity", f"{Z}, Lemma 6.1", "linopt.stream_sensitivity_check"),
-        ClaimRow("privacy.dataflow", "whitebox", "the actions depend only on the releases and the user's own states",
+        ClaimRow("privacy.dataflow", "whitebox", "the actions depend only on the releases and the user's own states: "
+                 "under a replayed release stream, Q before and after the clip and the actions coincide",
                  f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
-        ClaimRow("whitebox.tree_noise_reuse", "whitebox", "node noise drawn once and reused; releases symmetric",
+        ClaimRow("whitebox.tree_noise_reuse", "whitebox", "node noise drawn once, with the declared sigma, and reused; releases symmetric",
                  f"Chan, Shi & Song 2011; {Z}, Section 6.1", "linopt.tree_reuse_check"),
         ClaimRow("assumption.regularizer", "assumption", "Assumption 2 (lambda_min, lambda_max, nu) for all k = 1..K "
                  "(release 1 included), h, w.p. >= 1 - alpha; Z, z = release - exact sums", f"{Z}, Assumption 2", "linopt.assumption2_alone_check"),
@@ -71,7 +72,7 @@ class LinearStreamPrivatizerAudit(Audit):
         self.progress(f"{self.name}: white box (PLD, calibration, tree reuse, sensitivity search)")
         self.add(lib.dp_event_check(spec, env, K))
         self.add(lib.calibration_check(spec, env, K))
-        self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed))
+        self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed, alpha=exe.alpha))
         sens, flow = lib.stream_sensitivity_check(spec, env, K=exe.pick(12, 8), examples=exe.pick(150, 40), seed=exe.seed)
         self.add(sens)
         self.add(flow)

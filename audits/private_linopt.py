@@ -70,7 +70,8 @@ PRIVACY_ROWS = (
              "under a replayed release stream, Q before and after the clip and the actions coincide",
              f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
     ClaimRow("whitebox.tree_noise_reuse", "whitebox",
-             "node noise drawn once and reused (tree covariance per entry), matrix releases exactly symmetric",
+             "node noise drawn once, with the declared sigma, and reused (tree covariance per entry), matrix "
+             "releases exactly symmetric",
              f"Chan, Shi & Song 2011; {Z}, Section 6.1", "linopt.tree_reuse_check"),
 )
 ASSUMPTION_ROWS = (           # Assumption 2 and Lemma 3.1
@@ -194,7 +195,7 @@ class _PrivateLinOptAudit(Audit):
         self.progress(f"{self.name}: white box (PLD, calibration, tree reuse, sensitivity search)")
         self.add(lib.dp_event_check(spec, env, K))
         self.add(lib.calibration_check(spec, env, K))
-        self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed))
+        self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed, alpha=exe.alpha))
         sens, flow = lib.stream_sensitivity_check(spec, env, K=exe.pick(12, 8), examples=exe.pick(150, 40),
                                                   seed=exe.seed)
         self.add(sens)

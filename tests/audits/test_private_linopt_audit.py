@@ -245,6 +245,25 @@ def test_a_bonus_from_the_exact_gram_matrix_fails_the_dataflow_check_on_q():
     assert ok.verdict == "pass" and ok.details["max_q_difference"] == 0.0
 
 
+@pytest.mark.parametrize("factor, verdict", [(0.9, "fail"), (0.99, "fail"), (1.0, "pass")])
+def test_tree_noise_reuse_measures_the_node_noise_scale(factor, verdict):
+    """Trees drawn at 0.9 x the declared sigma passed: the covariance z test at 1,000 runs gives |z| ~ 3 < 6, and
+    the calibration and the DpEvent read the declaration. The node noise recovered from 600,000 releases now has
+    its variance judged as every other noise scale is."""
+    from dpcheck.algorithms.linear import Privatizer
+    from dpcheck.algorithms.privatizers import TreeCounter
+
+    class Scaled(Privatizer):
+        def trees(self, sizes, neighbouring="replacement"):
+            return {c: TreeCounter(t.horizon, node_scale=factor * t.node_scale, sensitivity=t.sensitivity,
+                                   noise="gaussian", symmetric=t.symmetric)
+                    for c, t in super().trees(sizes, neighbouring).items()}
+    c = lib.tree_reuse_check(lib.LinOptSpec(privatizer_class=Scaled), runs=1_000, seed=0)
+    assert c.verdict == verdict, c.reason
+    ratio = c.measured["node_variance_ratio"]["p1"]
+    assert abs(ratio - factor ** 2) < 0.01
+
+
 # ----------------------------------------------------------------------------- known answers
 def test_implied_nodes_of_an_item_inserted_once():
     # the prefix sums of a stream with a single 1 at position j: the implied nodes are exactly those containing j
