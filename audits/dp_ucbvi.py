@@ -176,7 +176,8 @@ class DPUCBVIAudit(Audit):
             claim = ucbvi.claim_for(spec)
             self.add(pa.sensitivity_check(p, kind=kind, claim=claim, examples=exe.pick(300, 100)))
             if kind == "central":
-                self.add(pa.tree_reuse_check(p, runs=exe.pick(4_000, 1_000), seed=exe.seed, source=claim.source))
+                self.add(pa.tree_reuse_check(p, runs=exe.pick(4_000, 1_000), seed=exe.seed, source=claim.source,
+                                             alpha=exe.alpha))
         if notion in ("JDP", "LDP") and pa.is_plugin(p):
             # a user's privatizer: black box only, nothing assumed about its noise; the search over the
             # stream length, the user's position and the statistic runs on the privatizer audits' budget

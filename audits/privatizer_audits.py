@@ -264,7 +264,7 @@ class CentralPrivatizerAudit(OnlinePrivatizerAudit):
     def check_whitebox(self, p, claim, rewards) -> None:
         super().check_whitebox(p, claim, rewards)
         self.add(pa.tree_reuse_check(p, runs=self.exe.pick(4_000, 1_000), seed=self.opts.seed, rewards=rewards,
-                                     source=claim.source))
+                                     source=claim.source, alpha=self.exe.alpha))
 
 
 class LocalPrivatizerAudit(OnlinePrivatizerAudit):

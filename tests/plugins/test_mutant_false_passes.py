@@ -398,3 +398,22 @@ def test_dp_ucbvi_monotone_check_reads_a_batch_where_the_min_and_clip_act(monkey
     monkeypatch.setattr(U, "backward_induction",
                         lambda P, r, n, Q_previous, **kw: orig(P, r, n, np.full_like(Q_previous, np.inf), **kw))
     assert monotone(practical=True).verdict == "fail"
+
+
+# ------------------------------------------------------------------ tree noise scale
+def test_tree_noise_reuse_fails_node_noise_below_the_declared_scale():
+    """A Central privatizer whose tree draws 0.95 x the node scale it declares (and accounts in its DpEvent and width,
+    eps x 1.05): the covariance z test stays under its threshold 6 at 1,000 runs and passed it."""
+    from dpcheck.algorithms.privatizers import BinaryMechanism, CentralPrivatizer, TreeCounter
+
+    class DrawsLess(CentralPrivatizer):
+        def _start_noise(self, rng):
+            nv, nt, nr = self._sizes()
+            t = self.tree()
+            self._tree = BinaryMechanism(TreeCounter(horizon=t.horizon, node_scale=0.95 * t.node_scale,
+                                                     sensitivity=t.sensitivity, noise="laplace"),
+                                         (self.runs, nv + nt + nr), rng)
+    ok = pa.tree_reuse_check(CentralPrivatizer(epsilon=1.0), runs=1_000, seed=0, alpha=0.002)
+    bad = pa.tree_reuse_check(DrawsLess(epsilon=1.0), runs=1_000, seed=0, alpha=0.002)
+    assert ok.verdict == "pass" and bad.verdict == "fail" and "less noise than declared" in bad.reason
+    assert bad.measured["max_z"] < 6 and abs(bad.measured["node_variance_ratio"] - 0.9025) < 0.01

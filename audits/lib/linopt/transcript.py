@@ -13,7 +13,7 @@ import numpy as np
 from dpcheck import accounting
 from dpcheck.audit import ExecutionOptions
 from dpcheck.blackbox import blind_pair_pass
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check
+from dpcheck.checks import FAIL, PASS, Check, invariant_check
 from dpcheck.errors import InputError
 from dpcheck.audits.lib.linopt.spec import LinOptSpec, REL_TOL, SOURCE, sizes_for
 from dpcheck.audits.lib.linopt.privacy import _tree_based, drawn_trees, jdp_users, not_tree_based
@@ -420,80 +420,39 @@ def release_noise(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int 
             {c: float(t.node_scale) for c, t in priv.trees(sizes).items()}, "sizes": sizes}
 
 
-VARIANCE_K, VARIANCE_RUNS = 16, 20_000      # >= 600,000 node draws per counter: the ratio to +-0.01
-
-
-def node_variance_ratio(noise: np.ndarray, sigma: float, *, alpha: float) -> dict:
-    """The tree's node noise recovered from the release noise of B(1..n) (n, samples) -- node_t = B(t) -
-    B(t - lowbit(t)), iid N(0, sigma^2) when every node is drawn once -- and the ratio of its mean square to
-    sigma^2 with chi-square intervals at ``alpha`` (FAIL level) and at dpcheck.stats.pass_alpha (PASS level)."""
-    from scipy.stats import chi2
-    from dpcheck.stats import pass_alpha
-    prefix = np.concatenate([np.zeros((1, noise.shape[1])), noise])
-    nodes = implied_nodes(prefix)
-    n = nodes.size
-    ratio = float((nodes ** 2).mean() / sigma ** 2) if sigma > 0 else math.inf
-
-    def interval(a):
-        return [float(n * ratio / chi2.ppf(1 - a / 2, n)), float(n * ratio / chi2.ppf(a / 2, n))]
-    return {"ratio": ratio, "samples": int(n), "fail_ci": interval(alpha), "pass_ci": interval(pass_alpha(alpha))}
-
-
 def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: int = 0, alpha: float = 0.05) -> Check:
     """Footnote 3 and the fixed node noise: every counter's release noise, matrix counters included (each upper-triangle entry is
     one sample of the tree process), has the tree's covariance Cov(B(t), B(t')) = #shared nodes x sigma^2
     (noise drawn once per node and reused; fresh noise per release makes it diagonal), and every matrix
     release is exactly symmetric. Threshold: max |z| < 6 over all (t, t') (audits/lib/privatizers).
 
-    The scale too: the node noise recovered from the releases (:func:`node_variance_ratio`) must have the declared
+    The scale too: the node noise recovered from the releases
+    (:func:`dpcheck.audits.lib.privatizers.node_variance_ratio`) must have the declared
     variance sigma^2, judged as the other noise-scale checks are (dpcheck.audits.lib.privatizers.variance_band,
     Bonferroni over the four counters): FAIL if the ratio's interval lies wholly below 1 (less noise than the
     declared trees, which whitebox.calibration and whitebox.dp_event account) or wholly above 1.1, PASS within
     [0.98, 1.1], else INCONCLUSIVE. The covariance z test alone passed 0.9x the declared node noise at 1,000 runs
     (|z| ~ 3 < 6): nothing else measures the drawn noise."""
-    from dpcheck.audits.lib.privatizers import tree_covariance_z, variance_band, VARIANCE_RESOLUTION, VARIANCE_TOLERANCE
+    from dpcheck.audits.lib.privatizers import (NODE_VARIANCE_K, NODE_VARIANCE_RUNS, node_variance_ratio,
+                                                tree_covariance_z, tree_verdict)
     if not _tree_based(spec, spec.privatizer()):
         return not_tree_based("whitebox.tree_noise_reuse", spec, "tree node noise drawn once and reused")
     res = release_noise(spec, K=K, runs=runs, seed=seed)
-    # the scale on its own, larger draw (noise only, cheap): 15 nodes x VARIANCE_RUNS x coordinates per counter
-    big = release_noise(spec, K=VARIANCE_K, runs=VARIANCE_RUNS, seed=seed + 1)
-    zs, rows, bands = {}, {}, {}
+    # the scale on its own, larger draw (noise only, cheap): >= 600,000 node draws per counter, the ratio to +-0.01
+    big = release_noise(spec, K=NODE_VARIANCE_K, runs=NODE_VARIANCE_RUNS, seed=seed + 1)
+    zs, rows = {}, {}
     for c, x in res["noise"].items():
         sigma = res["sigma"][c]
         # tree_covariance_z expects the Laplace variance 2 b^2 per node: b = sigma / sqrt(2) gives sigma^2
         r = tree_covariance_z(x, sigma / math.sqrt(2.0))
-        v = node_variance_ratio(big["noise"][c], big["sigma"][c], alpha=alpha / len(res["noise"]))
+        v = node_variance_ratio(big["noise"][c], big["sigma"][c] ** 2, alpha=alpha / len(res["noise"]))
         zs[c] = r["max_z"]
-        bands[c] = variance_band(v["fail_ci"], v["pass_ci"])
         rows[c] = {"max_z": r["max_z"], "expected_cov": r["expected"], "empirical_cov": r["empirical"],
-                   "node_variance": v, "band": bands[c]}
+                   "node_variance": v}
     worst = max(zs, key=zs.get)
     asym = res["asymmetry"]
-    off = next((c for c in bands if bands[c] in ("low", "high")), None)
-    unsure = next((c for c in bands if bands[c] == "unsure"), None)
-    scale = ", ".join(f"{c} {rows[c]['node_variance']['ratio']:.4f}" for c in rows)
-    if asym != 0.0:
-        verdict, reason = FAIL, f"a released matrix is not exactly symmetric (max |Lambda - Lambda^T| = {asym:.3g})"
-    elif zs[worst] >= 6.0:
-        verdict, reason = FAIL, (f"counter {worst}: release covariance differs from the tree's (max |z| = "
-                                 f"{zs[worst]:.1f}): node noise is not drawn once and reused")
-    elif off is not None:
-        v = rows[off]["node_variance"]
-        verdict, reason = FAIL, (f"counter {off}: node noise variance / declared sigma^2 = {v['ratio']:.4f}, interval "
-                                 f"{[round(x, 4) for x in v['fail_ci']]} "
-                                 + ("below 1: less noise than declared (the sigma the calibration and the DpEvent account)"
-                                    if bands[off] == "low" else
-                                    f"above 1 + {VARIANCE_TOLERANCE:g}: not the declared calibration"))
-    elif unsure is not None:
-        v = rows[unsure]["node_variance"]
-        verdict, reason = INCONCLUSIVE, (f"release covariance matches the tree (max |z| = {zs[worst]:.2f}), but the node "
-                                         f"variance of counter {unsure} / declared, interval "
-                                         f"{[round(x, 4) for x in v['pass_ci']]}, is not within [1 - "
-                                         f"{VARIANCE_RESOLUTION:g}, 1 + {VARIANCE_TOLERANCE:g}] (more runs)")
-    else:
-        verdict, reason = PASS, (f"release covariance of every counter matches the tree (max |z| = {zs[worst]:.2f}); node "
-                                 f"variance / declared sigma^2 within [1 - {VARIANCE_RESOLUTION:g}, 1 + "
-                                 f"{VARIANCE_TOLERANCE:g}] ({scale}); releases symmetric")
+    verdict, reason = tree_verdict(zs, {c: r["node_variance"] for c, r in rows.items()}, declared="sigma^2",
+                                   asymmetry=asym)
     return Check(id="whitebox.tree_noise_reuse", kind="whitebox", verdict=verdict,
                  claim={"statement": "tree node noise is drawn once, with the declared sigma, and reused by every release "
                                      "(Cov(B(t), B(t')) = #shared nodes x sigma^2 per entry); matrix noise symmetric "

@@ -118,7 +118,7 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
                                         examples=100 if quick else 300))
         if kind == "central":
             out.append(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=int(seed), rewards=False,
-                                           source=claim.source))
+                                           source=claim.source, alpha=exe.alpha if exe is not None else 0.05))
     claimed = pa.ClaimedTemplate(p, claim, False)
     if exe is not None and pa.is_plugin(p):
         pb = dict(source=claim.source, A=AB, rewards=False)

@@ -43,7 +43,7 @@ from dpcheck.audits.lib.privatizers.offline_counts import (
 )
 from dpcheck.audits.lib.privatizers.whitebox import (
     EPS_SLACK, dp_event_check, family_vectors_central, family_vectors_local, sensitivity_search, sensitivity_check,
-    tree_covariance_z, tree_noise_structure, release_error_structure, tree_reuse_check, VARIANCE_RESOLUTION,
+    NODE_VARIANCE_K, NODE_VARIANCE_RUNS, tree_covariance_z, tree_noise_structure, release_errors, release_error_structure, node_variance_ratio, tree_verdict, tree_reuse_check, VARIANCE_RESOLUTION,
     VARIANCE_TOLERANCE, variance_band, correlation_screen,
 )
 from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
@@ -59,7 +59,7 @@ __all__ = [
     "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
     "offline_sensitivity_check", "offline_noise_checks", "event_noise_finding", "EPS_SLACK", "dp_event_check", "family_vectors_central",
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
-    "release_error_structure", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
+    "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",
     "assumption_checks",
 ]
