@@ -17,6 +17,9 @@ E = {score >= t}, so one sorting-based search serves them all:
 - ``LogisticScorer``: vector outputs; the logit of a logistic regression of the input on the
   output (DP-Sniper), for leaks in linear combinations of coordinates.
 - ``ThresholdScorer`` on each coordinate of short vectors, both tails.
+- ``HistogramScorer``: scalar continuous outputs binned at pooled quantiles, each bin scored by its log likelihood
+  ratio (a union of intervals: a leak inside the range); and, when a value repeats, a ``CellScorer`` of those
+  atoms (a point mass in a continuous output, e.g. a count released without its noise on some runs).
 
 Threshold search (DP-Opt style, no pinned mass, hence no ln(1/c) cap): for every candidate
 t (every distinct selection score under D) the selection counts are projected to the size of
@@ -201,6 +204,22 @@ class CellScorer(Scorer):
                   - math.log((np.count_nonzero(cp == 1) + SMOOTH) / len(kp_keys)))
         return cls(cells, labels, lr, unseen)
 
+    @classmethod
+    def fit_atoms(cls, d: np.ndarray, dp: np.ndarray) -> "CellScorer | None":
+        """Cells for the values that repeat in the fitting sample of a continuous output (atoms: exact ties have
+        probability 0 under a continuous law, so a repeated value is a point mass, e.g. a count released without
+        its noise on some runs); every other value is pooled into one cell scored by its frequency on each side.
+        None when no value repeats."""
+        vals, counts = np.unique(np.concatenate([d, dp]), return_counts=True)
+        atoms = vals[counts >= 2]
+        if atoms.size == 0:
+            return None
+        cd = np.bincount(np.searchsorted(atoms, d[np.isin(d, atoms)]), minlength=atoms.size)
+        cp = np.bincount(np.searchsorted(atoms, dp[np.isin(dp, atoms)]), minlength=atoms.size)
+        lr = np.log((cd + SMOOTH) / d.size) - np.log((cp + SMOOTH) / dp.size)
+        rest = (math.log((d.size - cd.sum() + SMOOTH) / d.size) - math.log((dp.size - cp.sum() + SMOOTH) / dp.size))
+        return cls(atoms, atoms, lr, rest)
+
     def cell_index(self, x):
         keys = _as_keys(x)
         i = np.searchsorted(self.cells, keys)
@@ -260,6 +279,32 @@ class NaiveBayesScorer(Scorer):
     def describe(self, t):
         return {"family": "naive_bayes", "statistic": "sum of per-coordinate binned log likelihood ratios",
                 "tail": "upper", "threshold": t, "text": f"score(M(D)) >= {t:.6g} (naive-Bayes log LR)"}
+
+
+class HistogramScorer(NaiveBayesScorer):
+    """A scalar continuous output binned at quantiles of the pooled fitting sample, each bin scored by its estimated
+    log likelihood ratio: {score >= t} is a union of intervals, so a leak inside the range (a bump in the middle,
+    where neither tail differs) gives an event, which the two tails {x >= t}, {x <= t} cannot."""
+    family = "histogram"
+
+    @classmethod
+    def fit(cls, d: np.ndarray, dp: np.ndarray, bins: int = 64) -> "HistogramScorer":
+        nb = NaiveBayesScorer.fit(d.reshape(-1, 1), dp.reshape(-1, 1), bins=bins)
+        return cls(nb.edges, nb.tables)
+
+    def score(self, x):
+        return super().score(np.asarray(x).reshape(-1, 1))
+
+    def describe(self, t):
+        e, tab = self.edges[0], self.tables[0]
+        lo = np.r_[-np.inf, e]
+        hi = np.r_[e, np.inf]
+        inside = np.flatnonzero(tab >= t)
+        shown = [f"[{lo[i]:.4g}, {hi[i]:.4g})" for i in inside[:8]]
+        more = f" and {inside.size - 8} more" if inside.size > 8 else ""
+        return {"family": "histogram", "statistic": "estimated log likelihood ratio of the bin", "tail": "upper",
+                "threshold": t, "n_bins": int(inside.size),
+                "text": f"M(D) in {' u '.join(shown)}{more} (bins by estimated log LR)"}
 
 
 class LogisticScorer(Scorer):
@@ -326,6 +371,13 @@ def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int
             cs = CellScorer.fit(d1, p1)
             if cs.cells.size <= max_cells:
                 out.append(cs)
+        else:
+            # a continuous output: intervals inside the range (histogram bins, about 200 fitting outputs per bin
+            # and side) and its atoms, if any value repeats
+            out.append(HistogramScorer.fit(d1, p1, bins=int(np.clip(d1.size // 200, 16, 1024))))
+            atoms = CellScorer.fit_atoms(d1, p1)
+            if atoms is not None and atoms.cells.size <= max_cells:
+                out.append(atoms)
         return out
     d2 = d_sel.reshape(d_sel.shape[0], -1)
     p2 = dp_sel.reshape(dp_sel.shape[0], -1)

@@ -418,3 +418,30 @@ def test_cells_never_seen_in_selection_pool_into_one_event():
     ok = audit(AuditTarget(name="same", mechanism=same, pairs=[(1, 0)], claim=Claim(epsilon=0.1), output="discrete"),
                samples=50_000, seed=0)
     assert ok.verdict != "fail"
+
+
+def test_a_leak_inside_the_range_of_a_continuous_output_is_an_event():
+    """U(0, 1), with 20% of the mass moved onto [0.49, 0.51] under D (density 10.8 there against 1: true eps
+    ln 10.8 = 2.38): neither tail differs much, so the two half-lines certified about 0.3 and a claim of 1 passed.
+    Histogram bins find the interval."""
+    def mechanism(x, rng, size):
+        u = rng.random(size)
+        bump = rng.random(size) < (0.2 if x == 1 else 0.0)
+        return np.where(bump, 0.49 + 0.02 * rng.random(size), u)
+    res = audit(AuditTarget(name="bump", mechanism=mechanism, pairs=[(1, 0)], claim=Claim(epsilon=1.0)),
+                samples=100_000, seed=0)
+    assert res.verdict == "fail" and res.event["family"] == "histogram"
+    assert 1.0 < res.epsilon_lower_bound <= math.log(10.8)
+
+
+def test_a_count_released_without_its_noise_on_some_runs_is_an_atom():
+    """Laplace(1) around the count, except on 1% of runs where the exact count comes out (true eps infinite): the
+    half-lines certified 0.99 and passed a claim of 1; the repeated value is a point mass, a cell of its own."""
+    def mechanism(x, rng, size):
+        return np.where(rng.random(size) < 0.01, float(x), x + rng.laplace(0, 1.0, size))
+    res = audit(AuditTarget(name="skip", mechanism=mechanism, pairs=[(0, 1)], claim=Claim(epsilon=1.0)),
+                samples=100_000, seed=0)
+    assert res.verdict == "fail" and res.epsilon_lower_bound > 4 and res.event["family"] == "cells"
+    ok = audit(AuditTarget(name="lap", mechanism=lambda x, rng, size: x + rng.laplace(0, 1.0, size), pairs=[(0, 1)],
+                           claim=Claim(epsilon=1.0)), samples=100_000, seed=0)
+    assert ok.verdict == "pass" and ok.epsilon_lower_bound <= 1.0
