@@ -133,6 +133,9 @@ class DPNashVIAudit(Audit):
                  "duality gap of (mu^out, nu^out) <= Delta_final on Lemma B.7's good event (w.p. >= 1 - 2 beta/3)",
                  f"{Q}, Theorem 4.2 proof with Lemma B.7 {THEORY}", ASSUMPTIONS),
         # -- the same, practical mode (informative, no guarantee)
+        ClaimRow("assumption.cce.practical", "assumption",
+                 "as assumption.cce, on the practical batch, where the stage games are not saturated (an invariant "
+                 "of the solver, whatever the constants: never softened)", f"{Q}, Algorithm 1 line 14", ASSUMPTIONS),
         ClaimRow("assumption.optimism.practical", "assumption", "as assumption.optimism, practical constants",
                  f"{Q}, Lemma B.7 {PRACTICAL}", ASSUMPTIONS),
         ClaimRow("assumption.optimism_correlated.practical", "assumption",
@@ -268,8 +271,9 @@ class DPNashVIAudit(Audit):
 
     # ------------------------------------------------------------------ assumptions
     def assumption_batches(self, game, make) -> dict:
-        """lib.nash.assumption_checks in theory mode (all of them), then in practical mode (.practical: the optimism
-        and certificate checks only), as two chunks that :meth:`regret` runs beside its own. Returns the chunks'
+        """lib.nash.assumption_checks in theory mode (all of them), then in practical mode (.practical: the CCE,
+        optimism and certificate checks only; the theory batch's stage games are saturated, so its CCE check is
+        vacuous), as two chunks that :meth:`regret` runs beside its own. Returns the chunks'
         arguments and how to turn their results into checks."""
         runs, K = self.exe.pick(*ASSUMPTION["runs"]), self.exe.pick(*ASSUMPTION["K"])
         self.progress(f"assumptions: theory and practical mode (labelled; informative, no guarantee), {runs} runs "
@@ -277,7 +281,8 @@ class DPNashVIAudit(Audit):
         make_nom = nash.privatizer_factory(self.spec, self.eps, self.calibration, "nominal")
         batches = [(make, self.rng("assumptions", "theory"), "theory", ""),
                    (make_nom, self.rng("assumptions", "practical"), "practical", ".practical")]
-        keep = [lambda c: True, lambda c: c.id.startswith(("assumption.optimism", "assumption.certificate"))]
+        keep = [lambda c: True, lambda c: c.id.startswith(("assumption.optimism", "assumption.certificate",
+                                                           "assumption.cce"))]
         return {"args": (batches, game, runs, K, self.alpha), "keep": keep}
 
     # ------------------------------------------------------------------ regret

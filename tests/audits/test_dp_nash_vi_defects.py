@@ -113,6 +113,30 @@ def test_lcb_with_plus_gamma_is_caught_by_the_optimism_check():
     assert bad["assumption.optimism"].details["lcb_violations"] > 0
 
 
+def test_a_smoothed_cce_solver_fails_the_cce_check_where_stage_games_are_not_saturated():
+    """The exact CCE mixed with 1% uniform: in theory mode every stage game has Qb = H and Qu = 0, any distribution
+    is a CCE, and the check passed it (the audit said PASS overall). That batch is now marked vacuous; the practical
+    batch, unsaturated, fails it, unsoftened (the CCE property does not depend on the constants)."""
+    import dataclasses
+
+    def smoothed(Qb, Qu, H=None, method="auto", **kw):
+        sol = solve_cce(Qb, Qu, H=H, method=method, **kw)
+        return dataclasses.replace(sol, pi=0.99 * sol.pi + 0.01 / (Qb.shape[-2] * Qb.shape[-1]))
+
+    class SmoothedCCE(DPNashVI):
+        cce = staticmethod(smoothed)
+    game = random_game(3, 2, 2, 3, np.random.default_rng(0))
+
+    def cce(mode, cls, wm):
+        make = lambda: CentralPrivatizer(epsilon=1.0, beta=0.1, width_mode=wm)
+        return by_id(assumption_checks(game, make, runs=40, K=60, rng=np.random.default_rng(1), mode=mode,
+                                       algo_cls=cls))["assumption.cce"]
+    theory = cce("theory", SmoothedCCE, "rigorous")
+    assert theory.verdict == "pass" and theory.details["qualifier"] == "vacuous"
+    assert cce("practical", DPNashVI, "nominal").verdict == "pass"
+    assert cce("practical", SmoothedCCE, "nominal").verdict == "fail"
+
+
 def test_cce_ignoring_the_min_player_is_caught():
     rng = np.random.default_rng(2)
     Qb, Qu = rng.uniform(0, 3, (2, 500, 3, 3))
