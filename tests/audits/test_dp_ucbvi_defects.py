@@ -195,3 +195,18 @@ def test_exact_counts_control_releases_the_post_processed_exact_counts():
     np.testing.assert_allclose(rel.visits, tc.visits + 4.0)                 # N~ = N + E/2 (Section 5.1.1 LP, no noise)
     np.testing.assert_allclose(rel.transitions, tc.transitions + 2.0)       # + E/(2S)
     np.testing.assert_allclose(rel.rewards, tc.rewards)
+
+
+def test_explicit_bound_above_the_trivial_regret_is_vacuous_even_when_the_bonus_does_not_saturate():
+    """Theory constants without the privacy term: Q~ is not saturated, optimism fails in every run, and eq. 75's bound
+    is still 2.4e9 x k H at K = 64: no agent can break it, but it was a plain PASS (only saturation marked it)."""
+    from dpcheck.algorithms.envs.generators import random_mdp
+    from dpcheck.algorithms.online.bonus import BonusConstants
+    from dpcheck.audits.lib.ucbvi import AgentSpec, explicit_bound_check
+    env = random_mdp(3, 2, 3, np.random.default_rng(0), reward_noise="bernoulli")
+    spec = AgentSpec(mode="theory", constants=BonusConstants(mode="theory", c_privacy=0.0, c_correction=0.0))
+    from dpcheck.stats import pass_level
+    with pass_level(0.05):        # the audit's PASS level at its family size (dpcheck.stats.pass_alpha)
+        c = explicit_bound_check(spec, env, K=64, runs=60, seed=2, alpha=0.05 / 23)
+    assert c.verdict == "pass" and c.details["qualifier"] == "vacuous" and "k H" in c.reason
+    assert c.details["saturated_fraction"] < 0.01 and c.details["bound_over_trivial_min"] > 1e9
