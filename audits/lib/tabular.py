@@ -17,7 +17,9 @@ Checks (ids fixed; each carries its claim's source):
   post-processing lemma (``good_event_lemma``: DP-UCBVI's Lemma 5.4, DP-Nash-VI's Lemma 5.8).
 * ``assumption.sum_consistency`` (invariant, part 2): N~(s,a) = sum_s' N~(s,a,s') (relative 1e-9).
 * ``assumption.no_underestimation`` (invariant on the good event, part 2 / ``good_event_lemma``):
-  N~(s,a) >= N(s,a) whenever |N^ - N| <= E/4 held in that run (deterministic there).
+  N~(s,a) >= N(s,a) whenever |N^ - N| <= E/4 held in that run (deterministic there). Vacuous when no true count
+  reached E/4 in a good-event run: there the clip at 0 alone gives N~ >= N (a shift of E/4 where E/2 is needed
+  passed at K = 64, where N <= 64 and E/4 is in the thousands).
 * ``assumption.valid_transition`` (invariant, Remark 3.2 / full-support P~): P~(.|s,a) has entries > 0
   summing to 1 -- always, including outside the good event thanks to the fallback.
 """
@@ -61,6 +63,7 @@ class CountAssumptionMonitor:
         self.under_violations = np.zeros(self.runs, dtype=np.int64)
         self.kernel_violations = np.zeros(self.runs, dtype=np.int64)
         self.noise_seen = False         # did the releases carry N^ (noisy_*)? Without it the good event is unknown
+        self.max_count = z()            # max true N(s,a) per run: where no count reaches E/4, no_underestimation is untested
         self.cases = 0                  # (h,s,a) rows checked per run
         self.releases = 0
         self.worst = {}                 # a counterexample per invariant, for the report
@@ -89,6 +92,7 @@ class CountAssumptionMonitor:
         self.sum_violations += bad_sum.reshape(self.runs, -1).sum(axis=1)
         # part 2: no underestimation (deterministic on the Lemma 5.4 good event; recorded for all runs)
         under = v < Nv - REL_TOL * np.maximum(1.0, Nv)
+        self.max_count = np.maximum(self.max_count, _runs_max(Nv))
         self.under_violations += under.reshape(self.runs, -1).sum(axis=1)
         # valid P~: entries > 0, rows sum to 1
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -157,7 +161,11 @@ class CountAssumptionMonitor:
             details={"counterexample": self.worst.get("no_underestimation"), "good_event_runs": n_good,
                      "violations_outside_good_event": int(self.under_violations[~good].sum())},
             what="no underestimation on the good event",
-            vacuous=None if n_good else "the good event held in no run")
+            vacuous=("the good event held in no run" if not n_good else
+                     f"no true count N(s,a) reached E/4 = {self.E / 4:.4g} in a good-event run (largest "
+                     f"{self.max_count[good].max():.4g}): N^ may be below 0 there and the clip at 0 alone keeps "
+                     "N~ >= N, whatever the post-processing's shift" if self.E > 0 and
+                     not (self.max_count[good] >= self.E / 4).any() else None))
         if not self.noise_seen and self.releases and under.verdict == FAIL:
             # releases without N^ (a user's privatizer may omit noisy_*): the good event cannot be told
             # apart, every run counted as good, so an underestimate is no proof against a claim made on it
