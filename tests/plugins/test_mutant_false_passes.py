@@ -255,6 +255,45 @@ def test_selection_black_box_catches_a_top_k_exponential_mechanism():
     assert c.measured["epsilon_lower_bound"] > 3
 
 
+def _gumbel_em(scores, epsilon, sensitivity, rng, keep=None):
+    g = epsilon / (2.0 * sensitivity) * (scores - scores.max(axis=1, keepdims=True)) + rng.gumbel(size=scores.shape)
+    return np.argmax(g if keep is None else np.where(keep, g, -np.inf), axis=1)
+
+
+def _gap_mutants():
+    from dpcheck.algorithms.gfa import SelectionMechanism
+
+    class ArgmaxWhenFarAhead(SelectionMechanism):
+        """The exact argmax once the leader is 2 Delta ahead ('no neighbour can change the winner')."""
+        def select(self, scores, epsilon, sensitivity, rng):
+            top2 = np.sort(scores, axis=1)[:, -2:]
+            far = top2[:, 1] - top2[:, 0] > 2.0 * sensitivity
+            return np.where(far, np.argmax(scores, axis=1), _gumbel_em(scores, epsilon, sensitivity, rng))
+
+    class PrunedFar(SelectionMechanism):
+        """Entries more than 8 Delta / eps below the max dropped ('their probability is below e^-4 anyway')."""
+        def select(self, scores, epsilon, sensitivity, rng):
+            keep = scores >= scores.max(axis=1, keepdims=True) - 8.0 * sensitivity / epsilon
+            return _gumbel_em(scores, epsilon, sensitivity, rng, keep)
+
+    class Top64(SelectionMechanism):
+        """The exponential mechanism over the 64 best raw scores ('for speed on large classes')."""
+        def select(self, scores, epsilon, sensitivity, rng):
+            order = np.argsort(-scores, axis=1, kind="stable")[:, :64]
+            top = np.take_along_axis(scores, order, axis=1)
+            return order[np.arange(len(order)), _gumbel_em(top, epsilon, sensitivity, rng)]
+    return {"far_ahead": ArgmaxWhenFarAhead, "pruned": PrunedFar, "top64": Top64}
+
+
+@pytest.mark.parametrize("name", ["far_ahead", "pruned", "top64"])
+def test_selection_black_box_sees_mechanisms_that_switch_on_large_gaps_or_truncate(name):
+    """Each is the exponential mechanism on the close scores of the first four pairs (at most 64 entries, gaps up to
+    4 Delta) and passed gfa_selection_mechanism; the staircase, the far leaders and 4N entries expose them."""
+    from dpcheck.audits.lib import gfa
+    c = gfa.selection_blackbox_check(_gap_mutants()[name](), 1.0, 1.0, samples=40_000, seed=3)
+    assert c.verdict == "fail" and c.measured["epsilon_lower_bound"] > 2
+
+
 # ------------------------------------------------------------------ LinOpt stream privatizers
 def test_linopt_dp_event_holds_the_trees_drawn_not_only_the_declaration():
     import dp_accounting

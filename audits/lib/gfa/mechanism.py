@@ -27,7 +27,8 @@ def selection_pairs(sensitivity: float, N: int = 64) -> list:
     middle entry raised. A mechanism that depends on the entries' order or on ties (keep the top k by a stable
     sort, then select) can be exact on the first entry and leak on the last: the top-8 exponential mechanism
     never picks entry 63 of the zero vector and picks it 19% of the time once it is raised (eps infinite),
-    which the first-entry pairs alone passed."""
+    which the first-entry pairs alone passed. Then 4N entries with the last raised, and scores far apart (the
+    comments below)."""
     d = float(sensitivity)
     out = []
     for n, j in ((2, 0), (int(N), 0), (int(N), int(N) - 1)):
@@ -39,6 +40,28 @@ def selection_pairs(sensitivity: float, N: int = 64) -> list:
     v = u - d
     v[int(N) // 2] = u[int(N) // 2] + d
     out.append((u, v))
+    # more entries than a truncation keeps: 4N zeros against the last one raised (a top-N exponential mechanism
+    # never picks it on the zeros)
+    u = np.zeros(4 * int(N))
+    v = np.full(4 * int(N), -d)
+    v[-1] = d
+    out.append((u, v))
+    # scores far apart. A mechanism that switches on the gaps (the exact argmax once the leader is far enough
+    # ahead, candidates cut at some distance from the max, noise only near the top) is the exponential mechanism
+    # on close scores and passed every pair above. A staircase 0, -Delta/2, ..., -12 Delta against the same with
+    # every entry but the leader raised by Delta moves some gap across every multiple of Delta/2 up to 12 Delta;
+    # a leader 2.5 Delta and 4.5 Delta ahead of a flat field, the field raised by Delta, moves the runner-up's gap
+    # across 2 Delta and 4 Delta.
+    stairs = -0.5 * d * np.arange(25)
+    raised = stairs + d
+    raised[0] = 0.0
+    out.append((stairs, raised))
+    for g in (2.5, 4.5):
+        u = np.full(8, -g * d)
+        u[0] = 0.0
+        v = u + d
+        v[0] = 0.0
+        out.append((u, v))
     return out
 
 
