@@ -456,3 +456,23 @@ def test_tree_noise_reuse_fails_node_noise_below_the_declared_scale():
     bad = pa.tree_reuse_check(DrawsLess(epsilon=1.0), runs=1_000, seed=0, alpha=0.002)
     assert ok.verdict == "pass" and bad.verdict == "fail" and "less noise than declared" in bad.reason
     assert bad.measured["max_z"] < 6 and abs(bad.measured["node_variance_ratio"] - 0.9025) < 0.01
+
+
+# ------------------------------------------------------------------ GFA learners: a batch schedule decided on data
+@pytest.mark.parametrize("mixin, verdict", [("CorrectLoopMixin", "pass"), ("AdaptiveBatchEndMixin", "fail")])
+def test_batched_jdp_black_box_sees_a_batch_that_ends_on_the_returns(mixin, verdict):
+    """Algorithm 1 with a batch ended early once 5 of its episodes returned 0: at B = 1 the rule cannot fire, and
+    private_gfa passed it; with batches of 6 over 12 users, user 6 gets f^(2) under U and f^(1) under U'."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _gfa_learner_mutants as LM
+    from dpcheck.audit import ExecutionOptions
+    from dpcheck.audits.lib import gfa
+    inst = gfa.default_instance(1)
+    agent = gfa.make_agent(1, inst.fclass, epsilon=1.0, delta=1e-5, B=6, eta=1.0, s1=inst.s1,
+                           agent_class=LM.make(getattr(LM, mixin), 1))
+    c = gfa.jdp_blackbox_check(agent, inst.mdp, ExecutionOptions(workers=1), K=12, samples=20_000)
+    assert c.verdict == verdict
+    if verdict == "fail":
+        assert c.measured["epsilon_lower_bound"] > 2
