@@ -187,12 +187,26 @@ class CellScorer(Scorer):
     """Cells of a discrete output, scored by their estimated log likelihood ratio."""
     family = "cells"
 
-    def __init__(self, cells: np.ndarray, labels: np.ndarray, log_ratio: np.ndarray, unseen: float = -np.inf):
+    def __init__(self, cells: np.ndarray, labels: np.ndarray, log_ratio: np.ndarray, unseen: float = -np.inf,
+                 vocab: np.ndarray | None = None):
         self.cells, self.labels, self.log_ratio, self.unseen = cells, labels, log_ratio, float(unseen)
+        self.vocab = vocab
+
+    @staticmethod
+    def _codes(x: np.ndarray, vocab: np.ndarray) -> np.ndarray:
+        """String vectors as integer codes in ``vocab`` (-1: a string not in it), so that rows are keys of one width
+        whatever width of string a chunk of outputs came in."""
+        flat = x.ravel()
+        i = np.minimum(np.searchsorted(vocab, flat), vocab.size - 1)
+        return np.where(vocab[i] == flat, i, -1).astype(np.int64).reshape(x.shape)
 
     @classmethod
     def fit(cls, d: np.ndarray, dp: np.ndarray) -> "CellScorer":
-        kd_keys, kp_keys = _as_keys(d), _as_keys(dp)
+        vocab = None
+        if d.ndim > 1 and d.dtype.kind in "US":
+            vocab = np.unique(np.concatenate([d.ravel(), dp.ravel()]))
+        kd_keys = _as_keys(d if vocab is None else cls._codes(d, vocab))
+        kp_keys = _as_keys(dp if vocab is None else cls._codes(dp, vocab))
         cells, first, inv = np.unique(np.concatenate([kd_keys, kp_keys]), return_index=True, return_inverse=True)
         inv = inv.ravel()
         cd = np.bincount(inv[: len(kd_keys)], minlength=cells.size)
@@ -203,7 +217,7 @@ class CellScorer(Scorer):
         # Good-Turing: the mass of the values a side has not shown yet is about its share of singletons
         unseen = (math.log((np.count_nonzero(cd == 1) + SMOOTH) / len(kd_keys))
                   - math.log((np.count_nonzero(cp == 1) + SMOOTH) / len(kp_keys)))
-        return cls(cells, labels, lr, unseen)
+        return cls(cells, labels, lr, unseen, vocab)
 
     @classmethod
     def fit_atoms(cls, d: np.ndarray, dp: np.ndarray) -> "CellScorer | None":
@@ -222,7 +236,7 @@ class CellScorer(Scorer):
         return cls(atoms, atoms, lr, rest)
 
     def cell_index(self, x):
-        keys = _as_keys(x)
+        keys = _as_keys(x if self.vocab is None else self._codes(x, self.vocab))
         i = np.searchsorted(self.cells, keys)
         i = np.minimum(i, self.cells.size - 1)
         return np.where(self.cells[i] == keys, i, -1)
