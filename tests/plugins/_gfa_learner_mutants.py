@@ -6,6 +6,7 @@ import numpy as np
 
 from dpcheck.algorithms.envs.tabular import TabularMDP
 from dpcheck.algorithms.gfa import PrivateGeneralMDP, PrivateOutcomeRL, evaluation
+from dpcheck.algorithms.gfa.mechanism import exponential_mechanism
 from dpcheck.algorithms.gfa.results import GFARun, MixturePolicy
 
 
@@ -97,6 +98,15 @@ class AdaptiveBatchEndMixin(_EpisodeLoopMixin):
         if k == 0:
             return np.ones_like(used, bool)
         return ((k - start >= B) | (zeros >= 5)) & (used < M)
+
+
+class EveryEpisodeResampleMixin(_EpisodeLoopMixin):
+    """Every episode inside a batch plays a fresh draw of the exponential mechanism on the batch-start scores
+    ('sampling from the private distribution is post-processing'), called directly, not through the learner's
+    mechanism: K selections on the data instead of M = ceil(K / B)."""
+
+    def _within(self, k, cur, batch_scores, beta, rng):
+        return exponential_mechanism(batch_scores, beta, rng)
 
 
 def make(mixin, alg):

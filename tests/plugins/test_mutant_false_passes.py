@@ -476,3 +476,26 @@ def test_batched_jdp_black_box_sees_a_batch_that_ends_on_the_returns(mixin, verd
     assert c.verdict == verdict
     if verdict == "fail":
         assert c.measured["epsilon_lower_bound"] > 2
+
+
+@pytest.mark.parametrize("alg", [1, 2])
+def test_composition_counts_the_selections_a_learner_makes_around_its_mechanism(alg):
+    """A redraw at every episode of a batch, through the sampler called directly: whitebox.composition counted the
+    draws made through the learner's mechanism (M = 5 at K = 1024) and passed; the entry played changed ~1,000 times."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _gfa_learner_mutants as LM
+    from dpcheck.algorithms.gfa import coverability
+    from dpcheck.audits.lib import gfa
+    inst = gfa.default_instance(alg)
+    B, eta, _ = gfa.tuned(alg, inst, 1024, 1.0, delta=1e-5, tuning="theory",
+                          C_cov=coverability(inst.mdp, inst.fclass).value)
+
+    def check(mixin):
+        agent = gfa.make_agent(alg, inst.fclass, epsilon=1.0, delta=1e-5, B=B, eta=eta, s1=inst.s1,
+                               agent_class=LM.make(getattr(LM, mixin), alg))
+        return gfa.composition_check(agent, [1024], mdp=inst.mdp)
+    assert check("CorrectLoopMixin").verdict == "pass"
+    bad = check("EveryEpisodeResampleMixin")
+    assert bad.verdict == "fail" and bad.details["grid"][0]["M"] > 500

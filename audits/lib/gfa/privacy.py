@@ -327,14 +327,19 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
 def observed_updates(agent, mdp, K: int, seed: int = 0) -> tuple[int, float]:
     """(number of exponential-mechanism draws, largest temperature passed to the sampler) in one run of K
     episodes, read where the scores enter the selection mechanism (the learner's ``mechanism``, wrapped in a
-    :class:`RecordingMechanism`; the temperature is eps0 / (2 Delta_S) of the eps0 it is run at); (0, nan) if
-    the sampler bypasses it (backward messages)."""
+    :class:`RecordingMechanism`; the temperature is eps0 / (2 Delta_S) of the eps0 it is run at), and at least
+    the number of times the entry played changes (a draw that bypasses the mechanism still shows there);
+    temperature nan if the sampler bypasses the mechanism (backward messages)."""
     from dpcheck.algorithms.gfa.selection import RecordingMechanism
     a = copy.copy(agent)
     a.mechanism = rec = RecordingMechanism(agent.mechanism)
-    a.run(mdp, int(K), np.random.default_rng(seed), runs=1, record=False)
+    res = a.run(mdp, int(K), np.random.default_rng(seed), runs=1, record=False)
     betas = [eps / (2.0 * sens) for _, eps, sens in rec.calls]
-    return len(rec.calls), (max(betas) if betas else float("nan"))
+    # every change of the entry played is a selection, whether or not it went through ``mechanism``: a learner
+    # that redraws inside a batch with the sampler called directly made K draws and showed M
+    entries = np.asarray(res.output_policy.episode_entries)[0]
+    changes = 1 + int(np.count_nonzero(entries[1:] != entries[:-1]))
+    return max(len(rec.calls), changes), (max(betas) if betas else float("nan"))
 
 
 def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
