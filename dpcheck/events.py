@@ -16,6 +16,8 @@ E = {score >= t}, so one sorting-based search serves them all:
   Laplace or Gaussian histograms).
 - ``LogisticScorer``: vector outputs; the logit of a logistic regression of the input on the
   output (DP-Sniper), for leaks in linear combinations of coordinates.
+- ``BoostedScorer``: vector outputs of up to 64 coordinates (not already cells); gradient-boosted trees, for
+  leaks in the joint law that neither marginals nor half-planes show.
 - ``ThresholdScorer`` on each coordinate of short vectors, both tails; on long vectors, on the coordinates whose
   marginals differ most on the fitting sample (:func:`most_different_coordinates`).
 - ``HistogramScorer``: scalar continuous outputs binned at pooled quantiles, each bin scored by its log likelihood
@@ -356,6 +358,36 @@ class LogisticScorer(Scorer):
                 "text": f"w.M(D) + b >= {t:.6g} (logistic, w = [{w}])"}
 
 
+class BoostedScorer(Scorer):
+    """Gradient-boosted trees classifying "came from D" on the output coordinates (a nonlinear DP-Sniper
+    classifier): its score sees leaks in the joint law of several coordinates whose marginals are equal and which
+    no half-plane separates (a checkerboard, the parity of a sum, a bit tied to a strip of a continuous value).
+    At most ``max_train`` outputs per side; fixed seed (the fit is part of the selection, never certified)."""
+    family = "boosted"
+
+    def __init__(self, model):
+        self.model = model
+
+    @classmethod
+    def fit(cls, d: np.ndarray, dp: np.ndarray, max_train: int = 50_000) -> "BoostedScorer":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+        from threadpoolctl import threadpool_limits
+        d, dp = d[:max_train].astype(float), dp[:max_train].astype(float)
+        y = np.r_[np.ones(d.shape[0]), np.zeros(dp.shape[0])]
+        model = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, early_stopping=False, random_state=0)
+        with threadpool_limits(1):          # the workers are the parallelism; OpenMP threads beside them contend
+            return cls(model.fit(np.concatenate([d, dp]), y))
+
+    def score(self, x):
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(1):
+            return self.model.decision_function(np.asarray(x, dtype=float))
+
+    def describe(self, t):
+        return {"family": "boosted", "statistic": "gradient-boosted trees' logit of 'from D'", "tail": "upper",
+                "threshold": t, "text": f"score(M(D)) >= {t:.6g} (boosted trees)"}
+
+
 def output_kind(x: np.ndarray, declared: str = "auto") -> str:
     """"discrete" for labels / integers / few distinct values, else "continuous"."""
     if declared != "auto":
@@ -366,7 +398,7 @@ def output_kind(x: np.ndarray, declared: str = "auto") -> str:
 
 
 def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int = 4096,
-                max_coordinates: int = 16, max_logistic: int = 256) -> list[Scorer]:
+                max_coordinates: int = 16, max_logistic: int = 256, max_boosted: int = 64) -> list[Scorer]:
     """Candidate scorers for one direction (D against D'), fitted on the selection sample.
 
     d_sel, dp_sel: (n_sel, ...) selection outputs. Selection is free (only the chosen event
@@ -404,6 +436,8 @@ def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int
         out.append(NaiveBayesScorer.fit(d2, p2))
         if kind == "continuous" and d2.shape[1] <= max_logistic:
             out.append(LogisticScorer.fit(d2, p2))
+        if d2.shape[1] <= max_boosted and not (kind == "discrete" and out and isinstance(out[0], CellScorer)):
+            out.append(BoostedScorer.fit(d2, p2))
         if d2.shape[1] <= max_coordinates:
             out += [ThresholdScorer(s, j) for j in range(d2.shape[1]) for s in (+1, -1)]
         else:

@@ -476,3 +476,20 @@ def test_string_vectors_whose_width_changes_between_calls():
     res = audit(AuditTarget(name="tags", mechanism=mechanism, pairs=[(0, 1)], claim=Claim(epsilon=1.0),
                             output="discrete"), samples=200_000, seed=0)
     assert res.verdict == "fail" and 1.0 < res.epsilon_lower_bound <= 2.0
+
+
+def test_a_leak_in_the_joint_law_of_two_coordinates_with_equal_marginals():
+    """Integer 3-vectors, uniform on 0..19 per coordinate; the parity of v0 + v1 is randomised response at eps 2.
+    Every marginal is uniform on both sides, no half-plane separates them and there are too many distinct vectors
+    for cells: the audit passed a claim of 1 (bound 0.02). Boosted trees learn the parity."""
+    pa = math.e ** 2 / (1 + math.e ** 2)
+
+    def mechanism(x, rng, size):
+        v = rng.integers(0, 20, (size, 3))
+        even = rng.random(size) < (pa if x == 0 else 1 - pa)
+        flip = ((v[:, 0] + v[:, 1]) % 2 == 0) != even
+        v[:, 0] = np.where(flip, (v[:, 0] + 1) % 20, v[:, 0])
+        return v
+    res = audit(AuditTarget(name="parity", mechanism=mechanism, pairs=[(0, 1)], claim=Claim(epsilon=1.0)),
+                samples=100_000, seed=0)
+    assert res.verdict == "fail" and res.event["family"] == "boosted" and 1.0 < res.epsilon_lower_bound <= 2.0
