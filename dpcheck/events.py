@@ -452,7 +452,9 @@ def most_different_coordinates(d: np.ndarray, dp: np.ndarray, k: int, *, rows: i
                                levels=(0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)) -> np.ndarray:
     """The ``k`` coordinates of (n, m) outputs whose marginals under D and D' differ most: per coordinate, the
     largest two-proportion z over exceedances of the pooled quantiles at ``levels`` (a KS distance at a few points,
-    in units of its standard error), on at most ``rows`` outputs per side (memory: 2 rows x m per level)."""
+    in units of its standard error), on at most ``rows`` outputs per side, fewer for very long vectors (at most
+    2 x 10^7 values per side)."""
+    rows = max(100, min(rows, 20_000_000 // max(1, d.shape[1])))
     d = np.asarray(d[:rows], dtype=float)
     dp = np.asarray(dp[:rows], dtype=float)
     pooled = np.concatenate([d, dp])
