@@ -572,8 +572,10 @@ class OfflineRegressionPrivatizerAudit(PrivatizerAudit):
         from dataclasses import replace
         self.add(replace(check, details=dict(check.details, target=det)))
         sens = ol.standalone_sensitivities(H)
-        self.add(pa.dp_event_check(priv.dp_event(H, sens), priv.claim,
-                                   label=f"{pa.privatizer_class(priv).__name__}(H={H})"))
+        ev = pa.dp_event_check(priv.dp_event(H, sens), priv.claim, label=f"{pa.privatizer_class(priv).__name__}(H={H})")
+        tie = ol.event_noise_finding(priv, H, sens)        # the event must account for the noise drawn
+        self.add(replace(ev, verdict=FAIL if tie["status"] == "inconsistent" else ev.verdict,
+                         details=dict(ev.details, event_vs_noise=tie), reason=f"{ev.reason}; {tie['text']}"))
         # REGRESSION_NOISE_RUNS under --quick too: the draw is cheap, and a PASS must certify each release's
         # variance to 2% (privatizers.variance_band; at 2,000 runs every seed was INCONCLUSIVE)
         for c in ol.regression_noise_checks(priv, H=H, d=d, runs=REGRESSION_NOISE_RUNS, rng=self.rng("noise"),

@@ -499,3 +499,67 @@ def test_composition_counts_the_selections_a_learner_makes_around_its_mechanism(
     assert check("CorrectLoopMixin").verdict == "pass"
     bad = check("EveryEpisodeResampleMixin")
     assert bad.verdict == "fail" and bad.details["grid"][0]["M"] > 500
+
+
+# ------------------------------------------------------------------ regression privatizers: the event and the noise
+def _regression_mutants():
+    import dp_accounting
+    from dpcheck import Claim
+    from dpcheck.algorithms.offline import RegressionPrivatizer, gaussian_dp_event, gaussian_noise, gaussian_widths
+    from dpcheck.audits.lib.offline_linear import STATS
+
+    class Honest(RegressionPrivatizer):
+        name = "honest"
+
+        def __init__(self, rho=1.0):
+            self.rho = float(rho)
+
+        def per_release(self, H):
+            return self.rho / (5.0 * H)
+
+        def noise_stds(self, H, sensitivities):
+            return {k: sensitivities[k] / math.sqrt(2.0 * self.per_release(H)) for k in STATS}
+
+        def draw(self, rng, runs, H, d, sensitivities):
+            return gaussian_noise(rng, runs, H, d, self.noise_stds(H, sensitivities))
+
+        def widths(self, H, d, sensitivities, delta):
+            return gaussian_widths(self.noise_stds(H, sensitivities), H, d, delta)
+
+        def dp_event(self, H, sensitivities):
+            return gaussian_dp_event(self.noise_stds(H, sensitivities), sensitivities, H)
+
+        @property
+        def claim(self):
+            return Claim(rho=self.rho, notion="zCDP", source="test")
+
+    class FourStatistics(Honest):
+        """The budget split over 4 statistics per step, the 5th drawn anyway: its DpEvent lists the 4 (rho 1.25)."""
+        def per_release(self, H):
+            return self.rho / (4.0 * H)
+
+        def dp_event(self, H, sensitivities):
+            s = self.noise_stds(H, sensitivities)
+            return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(s[k] / sensitivities[k])
+                                                  for _ in range(H) for k in STATS[:4]])
+
+    class HalfTheSteps(Honest):
+        """rho0 = rho / (5 ceil(H/2)) and an event over ceil(H/2) steps (rho 1.5 at H = 3)."""
+        def per_release(self, H):
+            return self.rho / (5.0 * math.ceil(H / 2))
+
+        def dp_event(self, H, sensitivities):
+            return gaussian_dp_event(self.noise_stds(H, sensitivities), sensitivities, math.ceil(H / 2))
+    return Honest, FourStatistics, HalfTheSteps
+
+
+def test_a_regression_privatizers_event_must_account_for_every_release_it_draws():
+    """Both mutants passed offline_regression_privatizer and dp_vapvi: their PLD is within the claim, their stds are
+    the ones drawn, and the black box cannot resolve 1.25-1.5 x rho."""
+    from dpcheck.audits.lib import offline_linear as ol
+    honest, four, half = (c() for c in _regression_mutants())
+    sens = ol.standalone_sensitivities(3)
+    assert ol.event_noise_finding(honest, 3, sens)["status"] == "consistent"
+    for mutant, rho in ((four, 1.25), (half, 1.5)):
+        f = ol.event_noise_finding(mutant, 3, sens)
+        assert f["status"] == "inconsistent" and f["rho_drawn"] == pytest.approx(rho * f["rho_event"], rel=1e-9)

@@ -45,7 +45,7 @@ from dpcheck.audits.lib.offline_linear.assumptions import (
 )
 from dpcheck.audits.lib.offline_linear.rates import rate_checks, sample_size_floor, saturated_rate_checks
 from dpcheck.audits.lib.offline_linear.standalone import (
-    standalone_sensitivities, regression_release_target, regression_noise_checks,
+    standalone_sensitivities, regression_release_target, regression_noise_checks, event_noise_finding,
 )
 
 __all__ = [
@@ -57,5 +57,5 @@ __all__ = [
     "statistics_target", "policy_target", "noise_bound_check", "coverage_check", "feature_norm_check",
     "true_errors", "sample_split", "utility_checks", "rate_checks", "sample_size_floor", "saturated_rate_checks",
     "standalone_sensitivities",
-    "regression_release_target", "regression_noise_checks",
+    "regression_release_target", "regression_noise_checks", "event_noise_finding",
 ]

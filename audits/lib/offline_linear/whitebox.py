@@ -292,7 +292,12 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     if plugin is not None:
         # a plug-in declares its 5H releases as one DpEvent, accounted exactly against its own claim
         claim = plugin.claim
-        out = [dp_event_check(algo.dp_event(H), claim, label=f"{getattr(plugin, 'name', 'plug-in')} (5H releases)")]
+        from dpcheck.audits.lib.offline_linear.standalone import event_noise_finding
+        ev = dp_event_check(algo.dp_event(H), claim, label=f"{getattr(plugin, 'name', 'plug-in')} (5H releases)")
+        tie = event_noise_finding(plugin, H, algo.sensitivities(H))   # the event must account for the noise drawn
+        out = [Check(id=ev.id, kind=ev.kind, verdict=FAIL if tie["status"] == "inconsistent" else ev.verdict,
+                     claim=ev.claim, measured=ev.measured, details=dict(ev.details, event_vs_noise=tie),
+                     reason=f"{ev.reason}; {tie['text']}")]
         if claim.rho is None:
             return out             # Lemma E.15 (G-2) is about a zCDP claim
         rho_claim, stats = claim.rho, ()
