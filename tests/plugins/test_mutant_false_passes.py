@@ -563,3 +563,37 @@ def test_a_regression_privatizers_event_must_account_for_every_release_it_draws(
     for mutant, rho in ((four, 1.25), (half, 1.5)):
         f = ol.event_noise_finding(mutant, 3, sens)
         assert f["status"] == "inconsistent" and f["rho_drawn"] == pytest.approx(rho * f["rho_event"], rel=1e-9)
+
+
+# ------------------------------------------------------------------ DP-APVI's own Gaussian: law and data size
+@pytest.mark.parametrize("bug", ["uniform", "laplace", "shrinks_with_n"])
+def test_offline_noise_scale_checks_the_law_and_a_large_dataset(monkeypatch, bug):
+    """Uniform or Laplace noise of the right variance, or noise whose scale shrinks like sqrt(2000 / n): every check
+    of dp_apvi passed the first and the last (the counts black box reads a statistic linear in n', the noise was
+    drawn at ~300 trajectories only)."""
+    from dpcheck.algorithms.privatizers import offline as po
+    from dpcheck.audits.lib import offline as lo
+    from dpcheck.audits.lib.offline import APVISpec
+    spec = APVISpec(mechanism="gaussian", budget=1.0, delta=0.1)
+
+    def scale_check():
+        cs = lo.noise_calibration_checks(spec, runs=lo.CALIBRATION_RUNS, rng=np.random.default_rng(4), alpha=0.05 / 23)
+        return next(c for c in cs if c.id == "whitebox.noise_scale")
+    assert scale_check().verdict == "pass"
+    orig = po.OfflineGaussianPrivatizer.noisy_counts
+
+    def noisy_counts(self, pair, triple, rng):
+        p2, t2 = orig(self, pair, triple, rng)
+        sd = math.sqrt(2.0 * pair.shape[1] / self.rho)
+        if bug == "uniform":
+            a = math.sqrt(3.0) * sd
+            return pair + rng.uniform(-a, a, pair.shape), triple + rng.uniform(-a, a, triple.shape)
+        if bug == "laplace":
+            return pair + rng.laplace(0, sd / math.sqrt(2), pair.shape), triple + rng.laplace(0, sd / math.sqrt(2), triple.shape)
+        n = np.asarray(pair, float)[:, 0].sum(axis=(-1, -2))
+        f = np.minimum(1.0, np.sqrt(2000.0 / np.maximum(n, 1.0)))
+        return pair + f[:, None, None, None] * (p2 - pair), triple + f[:, None, None, None, None] * (t2 - triple)
+    monkeypatch.setattr(po.OfflineGaussianPrivatizer, "noisy_counts", noisy_counts)
+    c = scale_check()
+    assert c.verdict == "fail"
+    assert ("law" in c.reason) == (bug != "shrinks_with_n")

@@ -167,6 +167,10 @@ def sensitivity_checks(spec: APVISpec, *, examples: int = 200) -> list[Check]:
     return out
 
 
+LARGE_LEVEL = 100_000        # counts of the large-dataset noise draw (n = LARGE_LEVEL S^2 A trajectories)
+KURTOSIS_TOLERANCE = 0.1     # the built-ins' standardised 4th moment: 3 (Gaussian) or 6 (Laplace) +- 10%
+
+
 def _noise_draws(algo, H, S, A, level, runs, rng):
     """n' - n on constant counts ``level`` (far above the clip at 0): (pair (R,H,S,A), triple (R,H,S,A,S))."""
     from dpcheck.algorithms.offline import TabularCounts
@@ -222,7 +226,9 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     from dpcheck.stats import pass_alpha
     if 1.0 not in factors:
         raise ValueError("noise_calibration_checks: factors must include 1 (the audited budget)")
-    m = len(factors) * 2 * 2 + 2
+    # intervals judged: 2 moments of 2 families per budget, the zero counts, the large dataset's 2 families x 2
+    # moments, and the 4th moment of up to 6 families at the audited budget
+    m = len(factors) * 2 * 2 + 2 + 4 + 6
     zq = float(norm.ppf(1 - alpha / (2 * m)))                   # FAIL: the audit's share of alpha
     zq_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))  # PASS: its alpha (dpcheck.stats.pass_alpha)
     for f in factors:
@@ -240,6 +246,10 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
         families = [("pair", npair), ("triple", ntrip)]
         if f == 1.0:
             families += [(f"{fam} at n = 0", z) for fam, z in _zero_count_noise(algo, H, S, A, runs, rng)]
+            # the same counts in a large dataset: the noise must not depend on the number of trajectories (a scale
+            # shrinking like 1/sqrt(n) passed at the audits' ~300 trajectories)
+            bp, bt = _noise_draws(algo, H, S, A, LARGE_LEVEL, runs, rng)
+            families += [(f"pair at n = {LARGE_LEVEL * S * S * A:,}", bp), (f"triple at n = {LARGE_LEVEL * S * S * A:,}", bt)]
         for fam, z in families:
             if undeclared:
                 break
@@ -256,9 +266,23 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
             pmci = (mean - zq_pass * mse, mean + zq_pass * mse)
             row["pass_ci"] = list(pci)
             band = pa.variance_band(ci, pci)
-            if band in ("low", "high") or mci[0] > tolerance or mci[1] < -tolerance:
-                bad.append(dict(row, band=band or "mean"))
-            elif band == "unsure" or pmci[0] < -tolerance or pmci[1] > tolerance:
+            law = None
+            if spec.plugin is None and f == 1.0:
+                # the built-ins' law, not only its variance: the standardised 4th moment is 3 (Gaussian) or 6
+                # (Laplace); uniform noise of the right variance (1.8) passed every check
+                k4 = (x * x / var) ** 2
+                kurt, kse = float(k4.mean()), float(k4.std(ddof=1) / math.sqrt(k4.size))
+                want = 3.0 if spec.gaussian else 6.0
+                row.update(kurtosis=kurt, kurtosis_expected=want,
+                           kurtosis_ci=[kurt - zq * kse, kurt + zq * kse])
+                if kurt + zq * kse < want * (1 - KURTOSIS_TOLERANCE) or kurt - zq * kse > want * (1 + KURTOSIS_TOLERANCE):
+                    law = "law"
+                elif kurt - zq_pass * kse < want * (1 - KURTOSIS_TOLERANCE) or \
+                        kurt + zq_pass * kse > want * (1 + KURTOSIS_TOLERANCE):
+                    law = "unsure"
+            if band in ("low", "high") or mci[0] > tolerance or mci[1] < -tolerance or law == "law":
+                bad.append(dict(row, band=band if band in ("low", "high") else law or "mean"))
+            elif band == "unsure" or pmci[0] < -tolerance or pmci[1] > tolerance or law == "unsure":
                 unsure.append(row)
         if f == 1.0:
             # every pair of released coordinates, pair and triple counts of every step (D = H S A (S + 1))
@@ -296,7 +320,9 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     worst = max(rows, key=lambda r: abs(r["variance_ratio"] - 1))
     floor = min(r["pass_ci"][0] for r in rows)
     side = {"low": "below 1: less noise than the claim needs", "high": f"above 1 + {pa.VARIANCE_TOLERANCE:g}: "
-            "not the claimed calibration", "mean": "fine, but the noise is not centred"}
+            "not the claimed calibration", "mean": "fine, but the noise is not centred",
+            "law": "fine, but the noise is not the claimed law (standardised 4th moment outside its expected value "
+                   f"+-{KURTOSIS_TOLERANCE:.0%}: the privacy profile is the Gaussian's or the Laplace's only for that law)"}
     what = ("the variance the plug-in declares (noise_variance(H)), at every budget" if spec.plugin is not None else
             "variance 2H/rho (Gaussian) / 2 (4H/eps)^2 (Laplace), the variance the claimed budget implies")
     scale = Check(
