@@ -249,8 +249,8 @@ class DPVAPVIAudit(Audit):
         _, delta_dp, eps_req = self.budget()
         for c in ol.dp_event_checks(algo, H, rho_claim=rho, delta_dp=delta_dp, epsilon_claim=eps_req):
             self.add(c)
-        self.add(ol.sensitivity_check(algo, setup.features, H, rho_claim=rho, examples=exe.pick(150, 40)))
         counts = self._counts(H)
+        self.add(ol.sensitivity_check(algo, setup.features, H, rho_claim=rho, examples=exe.pick(150, 40), counts=counts))
         runs = exe.pick(2000, 600)
         cal_runs = max(runs, -(-CALIBRATION_COORDINATES // (H * setup.features.shape[2])))
         self.add(ol.noise_calibration_check(algo, counts, setup.features, rho_claim=rho, runs=cal_runs,

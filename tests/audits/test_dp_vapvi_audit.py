@@ -569,3 +569,24 @@ def test_privacy_cost_claims_name_the_value_estimate_they_measure():
                                      expected=-0.5, tolerance=0.15, alpha=0.05, seed=0, statement="the statement",
                                      source="s", details={})
     assert c.claim["statement"] == "the statement"
+
+
+def test_a_variance_floor_below_one_fails_the_sensitivity_check(lin_tab, monkeypatch):
+    """sigtil^2 = max(0.5, .) instead of max(1, .): the weights 1/sigtil^2 reach 2, so Lambda and w move up to twice
+    their declared sensitivities. The search draws sigtil^2 from [1, H^2] itself, and the check passed (so did the
+    audit); it now reads the algorithm's own sigtil^2."""
+    from dpcheck.algorithms.offline import vapvi as V
+    counts = _counts(lin_tab, lin_tab.H)
+    ok = ol.sensitivity_check(_algo(lin_tab), lin_tab.features, lin_tab.H, rho_claim=1.0, examples=20, counts=counts)
+    assert ok.verdict == "pass" and ok.measured["sigma2_range"][0] >= 1.0
+
+    class FloorHalf:
+        def __getattr__(self, k):
+            return getattr(np, k)
+
+        @staticmethod
+        def maximum(a, b, *args, **kw):
+            return np.maximum(0.5 if isinstance(a, float) and a == 1.0 else a, b, *args, **kw)
+    monkeypatch.setattr(V, "np", FloorHalf())
+    bad = ol.sensitivity_check(_algo(lin_tab), lin_tab.features, lin_tab.H, rho_claim=1.0, examples=20, counts=counts)
+    assert bad.verdict == "fail" and "sigtil^2" in bad.reason

@@ -225,10 +225,15 @@ def feature_worst_case(phi, H: int) -> dict:
             "w_vector": H * vec}
 
 
-def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 200) -> Check:
+def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 200, counts=None,
+                      runs: int = 200) -> Check:
     """whitebox.sensitivity: no neighbouring pair (hypothesis search, ||phi|| <= the declared bound B) and no
     pair of the audited feature vectors moves a statistic by more than the algorithm DECLARES; the realised
-    rho = sum over the 5H releases of Delta^2 / (2 std^2) (searched Delta, the algorithm's std) <= claim."""
+    rho = sum over the 5H releases of Delta^2 / (2 std^2) (searched Delta, the algorithm's std) <= claim.
+
+    The search draws the weights sigtil^2 from [1, H^2], the range Lemma D.1's sensitivities of Lambda and w
+    assume; with ``counts`` (a dataset) the algorithm's own sigtil^2 over ``runs`` runs must lie in that range
+    too (a floor below 1 multiplies the weights 1/sigtil^2, hence Lambda's and w's sensitivity, and passed)."""
     B = algo.feature_bound
     sens_at = {k: (lambda Hh, k=k: algo.sensitivities(Hh)[k]) for k in STATS}
     found = sensitivity_search(sens_at, B, examples=examples)
@@ -244,7 +249,16 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     else:
         rho_real = sum(H * (worst[k] * decl[k]) ** 2 / (2 * std[k] ** 2) for k in STATS) if std[STATS[0]] > 0 else math.inf
     over = [k for k in STATS if worst[k] > 1 + 1e-9]
-    if over:
+    sig = None
+    if counts is not None:
+        res = algo.run(replicate(counts, runs) if algo.split is False else (replicate(counts, runs),) * 2, phi,
+                       np.random.default_rng(0))
+        sig = (float(np.min(res.sigma2)), float(np.max(res.sigma2)))
+    if sig is not None and (sig[0] < 1 - 1e-12 or sig[1] > H * H * (1 + 1e-12)):
+        verdict = FAIL
+        reason = (f"the algorithm's sigtil^2 ranges over [{sig[0]:.4g}, {sig[1]:.4g}], outside [1, H^2] = [1, {H * H}]: "
+                  "the weights 1/sigtil^2 exceed what Lemma D.1's sensitivities of Lambda and w assume")
+    elif over:
         k = max(over, key=lambda k: worst[k])
         src = "the audited features" if feat_ratio[k] >= ratios[k] else "a searched neighbouring pair"
         verdict = FAIL
@@ -264,7 +278,7 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
                                      "(2H^2 B, 2H B, 2H B; matrices B^2 under replacement)",
                         "source": f"{SOURCE}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)", "rho": rho_claim},
                  measured={"searched_ratio": ratios, "feature_ratio": feat_ratio, "declared": decl,
-                           "rho_realised": rho_real, "epsilon_lower_bound": None, "confidence": 1.0,
+                           "rho_realised": rho_real, "sigma2_range": sig, "epsilon_lower_bound": None, "confidence": 1.0,
                            "samples": examples},
                  details={"feature_bound": B, "matrix_neighbour": algo.matrix_neighbour,
                           "hypothesis": found["hypothesis"]},
