@@ -328,12 +328,16 @@ class _LinOpt:
         eta = self.step_size(sizes, A) if self.policy_optimisation else 0.0
 
         rec = _Recorder(runs, K, H, S, A, d1, d2, self.record_estimates, self.record_figures, self.record_q_values)
+        # checker side: the exact sums of the rows fed so far, kept here (not asked of the regulariser), so that
+        # Z^k = Lambda^k - G^k and z^k = u^k - g^k measure what was RELEASED, whatever the state reports
+        sums = (np.zeros((runs, H, d1, d1)), np.zeros((runs, H, d1)), np.zeros((runs, H, d2, d2)),
+                np.zeros((runs, H, d2))) if self.record_figures else None
         t0 = time.perf_counter()
         for k in range(K):
             release = state.release()
             if k == 0:
                 _check_release(release, runs, H, d1, d2, reg)
-            Zs = state.regularization() if self.record_figures else None   # Z^k of THIS release
+            Zs = tuple(np.asarray(x, float) - g for x, g in zip(release, sums)) if sums is not None else None
             if release_hook is not None:
                 release_hook(k + 1, release)
             pi = None if log_pi is None else np.exp(log_pi)
@@ -356,6 +360,11 @@ class _LinOpt:
             y_p = V[ridx, hidx + 1, s[:, 1:]]
             x_r = env.varphi[s[:, :H], a]
             state.observe(x_p, y_p, x_r, traj.rewards)
+            if sums is not None:
+                sums[0][...] += x_p[..., :, None] * x_p[..., None, :]
+                sums[1][...] += x_p * y_p[..., None]
+                sums[2][...] += x_r[..., :, None] * x_r[..., None, :]
+                sums[3][...] += x_r * np.asarray(traj.rewards, float)[..., None]
             if log_pi is not None:                                       # line 15 in log space
                 log_pi = log_pi + eta * Q
                 log_pi -= _logsumexp(log_pi)[..., None]

@@ -264,6 +264,52 @@ def test_tree_noise_reuse_measures_the_node_noise_scale(factor, verdict):
     assert abs(ratio - factor ** 2) < 0.01
 
 
+def _misreleasing_privatizers():
+    """Privatizers whose RELEASED statistics break Assumption 2 while their own regularization() report is the
+    correct one: the first release all zeros (Z^1 = 0); the shift added to Lambda_p only (Z_r indefinite); the
+    shift copied onto u_r (||z_r|| ~ 5.6 nu)."""
+    from dpcheck.algorithms.linear import Privatizer
+    from dpcheck.algorithms.linear.regularizers import TreeStatistics
+
+    class ZeroFirst(TreeStatistics):
+        def release(self):
+            out = super().release()
+            return tuple(np.zeros_like(x) for x in out) if self.episodes == 0 else out
+
+    class ShiftPOnly(TreeStatistics):
+        def release(self):
+            Lp = self.trees["p1"].release() + self.shift_p * self._eye_p
+            return Lp, self.trees["p2"].release(), self.trees["r1"].release(), self.trees["r2"].release()
+
+    class BiasU(TreeStatistics):
+        def release(self):
+            Lp, up, Lr, ur = super().release()
+            return Lp, up, Lr, ur + self.shift_r
+
+    def privatizer(state_cls):
+        return type(f"Releases{state_cls.__name__}", (Privatizer,),
+                    {"start": lambda self, runs, sizes, rng, alpha: state_cls(self, runs, sizes, rng, alpha)})
+    return {"zero_first": (privatizer(ZeroFirst), "assumption.lambda_min"),
+            "shift_p_only": (privatizer(ShiftPOnly), "assumption.lambda_min"),
+            "bias_u": (privatizer(BiasU), "assumption.nu")}
+
+
+@pytest.mark.parametrize("name", ["zero_first", "shift_p_only", "bias_u"])
+def test_assumption_2_checks_measure_the_released_statistics_not_the_states_report(name):
+    """lambda_min and nu read the state's regularization() report, which stayed correct: all three passed (the first
+    the whole audit). The agent now computes Z = Lambda - G from the rows it fed."""
+    cls, check = _misreleasing_privatizers()[name]
+    env = lm2()
+    spec = lib.LinOptSpec(epsilon=1.0, privatizer_class=cls)
+    res = lib.monitored_run(spec, env, K=64, runs=40, seed=1)
+    checks = {c.id: c for c in lib.assumption_checks(spec, env, K=64, runs=40, seed=1, alpha=0.05, res=res)}
+    assert checks[check].verdict == "fail"
+    good = lib.LinOptSpec(epsilon=1.0)
+    ok = {c.id: c for c in lib.assumption_checks(good, env, K=64, runs=40, seed=1, alpha=0.05,
+                                                 res=lib.monitored_run(good, env, K=64, runs=40, seed=1))}
+    assert ok[check].verdict != "fail"
+
+
 # ----------------------------------------------------------------------------- known answers
 def test_implied_nodes_of_an_item_inserted_once():
     # the prefix sums of a stream with a single 1 at position j: the implied nodes are exactly those containing j
