@@ -310,6 +310,28 @@ def test_assumption_2_checks_measure_the_released_statistics_not_the_states_repo
     assert ok[check].verdict != "fail"
 
 
+@pytest.mark.slow
+def test_a_relapse_to_linear_regret_at_the_end_of_the_grid_fails_the_exponent_check():
+    """A leftover 5% uniform exploration: linear regret (0.02 per episode) after the exploration phase. The window's
+    increments shrink overall (270 -> 89 -> 180) and the check said PASS (uninformative); the last two alone grow like
+    K^1 and now FAIL it. The correct agent's last increments shrink to ~0 and still pass."""
+    from dpcheck.algorithms.linear import LinOptVI
+    from dpcheck.stats import pass_level
+
+    class EpsGreedyVI(LinOptVI):
+        def _greedy(self, Q, rng):
+            a = super()._greedy(Q, rng)
+            return np.where(rng.random(a.shape) < 0.05, rng.integers(0, Q.shape[-1], a.shape), a)
+
+    def exponent(spec):
+        R = lib._curve(spec, lm2(), 1e4, 16384, 6, 2)["R"]
+        with pass_level(0.05):
+            return lib.exponent_check(R, 16384, id="regret.exponent", alpha=0.05 / 17, seed=0, label="VI")
+    bad = exponent(lib.LinOptSpec(algo_class=EpsGreedyVI))
+    assert bad.verdict == "fail" and "relapse" in bad.details and "qualifier" not in bad.details
+    assert exponent(lib.LinOptSpec()).verdict == "pass"
+
+
 # ----------------------------------------------------------------------------- known answers
 def test_implied_nodes_of_an_item_inserted_once():
     # the prefix sums of a stream with a single 1 at position j: the implied nodes are exactly those containing j
