@@ -82,7 +82,9 @@ def approx_dp_delta(epsilon: float, delta: float, eps: float) -> float:
     (Kairouz, Oh & Viswanath 2015, Thm. 2.1)."""
     if eps >= epsilon:
         return delta
-    return min(1.0, 1.0 - (1.0 - delta) * (1.0 + math.exp(eps)) / (1.0 + math.exp(epsilon)))
+    # (1 + e^eps) / (1 + e^epsilon) = e^(eps - epsilon) (1 + e^-eps) / (1 + e^-epsilon): no overflow at large eps
+    ratio = math.exp(eps - epsilon) * (1.0 + math.exp(-eps)) / (1.0 + math.exp(-epsilon))
+    return min(1.0, 1.0 - (1.0 - delta) * ratio)
 
 
 # ============================================================ the Gaussian mechanism

@@ -723,7 +723,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             kx2, ky2 = int(counts[jx][g]), int(counts[jy][g])
             p2 = float(stats.cp_lower(kx2, n_cert, alpha_prof))
             q2 = float(stats.cp_upper(ky2, n_cert, alpha_prof))
-            hs = p2 - math.exp(e) * q2
+            hs = p2 - float(stats.exp_times(e, q2))
             allowed = claim.delta_at(e)
             prof.append({"pair": p, "direction": d2, "epsilon": e, "count_d": kx2,
                          "count_dprime": ky2, "delta_lower_bound": hs, "delta_claimed": allowed,

@@ -70,7 +70,7 @@ class Objective:
     def __call__(self, p_lo, q_hi):
         if self.kind in ("ratio", "odds"):
             return stats.eps_bound(p_lo, q_hi, self.delta)
-        return np.asarray(p_lo) - math.exp(self.eps) * np.asarray(q_hi)
+        return np.asarray(p_lo) - stats.exp_times(self.eps, q_hi)
 
 
 def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,

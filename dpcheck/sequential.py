@@ -117,6 +117,8 @@ def growth_rate(p, q, eps: float, delta: float):
     """max over lambda in [0, cap] of E log(1 + lambda Z): the oracle bettor's wealth growth per step
     (vectorised over p, q; lambda on a grid of 257 points)."""
     p, q = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(q, dtype=float))
+    if eps >= 709.0:                 # e^eps overflows: no bet is possible (the largest is LAMBDA_CAP / e^eps)
+        return np.zeros(p.shape)
     c = math.exp(eps)
     vals = np.array([1 - c - delta, 1 - delta, -c - delta, -delta])
     probs = np.stack([p * q, p * (1 - q), (1 - p) * q, (1 - p) * (1 - q)], axis=-1)       # (..., 4)

@@ -15,6 +15,15 @@ import numpy as np
 from scipy.special import betaincinv, ndtri
 
 
+def exp_times(eps, q):
+    """e^eps q without overflow: +inf where q > 0 and e^eps overflows a float (eps > ~709, e.g. the profile of a
+    claim at eps 1000), 0 where q = 0 (a product that is 0 x inf, not nan)."""
+    q = np.asarray(q, dtype=float)
+    if eps < 709.0:
+        return math.exp(eps) * q
+    return np.where(q > 0, np.inf, 0.0)
+
+
 def cp_lower(k, n, alpha):
     """One-sided (1 - alpha) Clopper-Pearson lower bound on p from k successes in n trials.
 
@@ -187,7 +196,7 @@ def detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, del
     event and this sample budget would catch half the time. inf if p* would exceed 1.
     """
     q = max(float(q_hat), 1.0 / n)
-    target = delta + math.exp(eps_claim) * float(cp_upper(q * n, n, alpha))
+    target = delta + float(exp_times(eps_claim, cp_upper(q * n, n, alpha)))
     if target >= 1 or float(cp_lower(n, n, alpha)) <= target:
         return math.inf
     lo, hi = 0.0, float(n)
@@ -221,7 +230,7 @@ def odds_detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float
     def caught(p):
         return float(odds_eps_approx(n * p, n * q, n, alpha, delta)) > eps_claim
 
-    lo = min(1.0, delta + math.exp(eps_claim) * q)
+    lo = min(1.0, delta + float(exp_times(eps_claim, q)))
     hi = 1.0 - 0.5 / n
     if lo >= hi or not caught(hi):
         return math.inf

@@ -332,3 +332,15 @@ def test_advanced_composition_inverse_of_a_huge_total_is_finite_not_an_overflow(
         eps0 = advanced_composition_inverse(total, M, 1e-5)
         assert 0 < eps0 < 710 and advanced_composition(eps0, M, 1e-5) <= total
     assert advanced_composition(800.0, 1, 1e-5) == float("inf")
+
+
+def test_profiles_and_bounds_at_huge_epsilon_do_not_overflow():
+    """linear_stream_privatizer --epsilon 1000 stopped with an internal OverflowError (e^eps in the claim's profile
+    and in the black box's profile objective) after five checks."""
+    import math
+    from dpcheck import stats
+    from dpcheck.accounting import approx_dp_delta
+    assert approx_dp_delta(1000.0, 0.1, 999.0) == pytest.approx(1 - 0.9 * math.exp(-1.0))
+    assert approx_dp_delta(1.0, 1e-5, 0.5) == pytest.approx(1 - (1 - 1e-5) * (1 + math.exp(0.5)) / (1 + math.e))
+    assert list(stats.exp_times(1000.0, [0.0, 1e-9])) == [0.0, math.inf]
+    assert stats.exp_times(1.0, 0.5) == pytest.approx(math.e / 2)
