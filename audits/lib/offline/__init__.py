@@ -31,7 +31,7 @@ from dpcheck.audits.lib.offline.targets import (
 )
 from dpcheck.audits.lib.offline.whitebox import (
     dp_event_check, zcdp_conversion_check, sensitivity_search_check, sensitivity_checks, noise_calibration_checks, CALIBRATION_RUNS,
-    dataflow_check,
+    dataflow_check, LARGE_LEVEL, KURTOSIS_TOLERANCE,
 )
 from dpcheck.audits.lib.offline.assumptions import count_checks, pessimism_checks, coverage_check
 from dpcheck.audits.lib.offline.rates import (
@@ -45,7 +45,7 @@ __all__ = [
     "SOURCE", "MECHANISMS", "MODES", "THEORY", "PRACTICAL", "TOL", "OfflinePlugin", "APVISpec", "step_swap_pair",
     "scripted_background", "counts_target", "policy_datasets", "policy_reward", "policy_target", "qualify_policy",
     "dp_event_check", "zcdp_conversion_check", "sensitivity_search_check", "sensitivity_checks",
-    "noise_calibration_checks", "CALIBRATION_RUNS", "dataflow_check", "count_checks", "pessimism_checks", "coverage_check",
+    "noise_calibration_checks", "CALIBRATION_RUNS", "LARGE_LEVEL", "KURTOSIS_TOLERANCE", "dataflow_check", "count_checks", "pessimism_checks", "coverage_check",
     "data_bound", "bounds_on_grid", "rate_checks", "suboptimality_rate_check", "suboptimality_budget_check",
     "NS_BLACKBOX", "NS_COUNT_CHECKS", "BYTES_PER_ENTRY", "NS_STEP", "BLACKBOX_BATCH", "data_cost",
     "check_data_size", "user_model",

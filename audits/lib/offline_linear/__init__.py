@@ -35,7 +35,7 @@ from dpcheck.audits.lib.offline_linear.statistics import (
 )
 from dpcheck.audits.lib.offline_linear.whitebox import (
     noise_calibration_check, noise_independence_check, release_independence_check, sensitivity_search, feature_worst_case, sensitivity_check,
-    equivalent_gaussian, dp_event_checks, dataflow_check, DATAFLOW_FIELDS,
+    equivalent_gaussian, dp_event_checks, dataflow_check, DATAFLOW_FIELDS, event_noise_finding,
 )
 from dpcheck.audits.lib.offline_linear.targets import (
     neighbour_datasets, transcript_llr, statistics_target, policy_target,
@@ -45,7 +45,7 @@ from dpcheck.audits.lib.offline_linear.assumptions import (
 )
 from dpcheck.audits.lib.offline_linear.rates import rate_checks, sample_size_floor, saturated_rate_checks
 from dpcheck.audits.lib.offline_linear.standalone import (
-    standalone_sensitivities, regression_release_target, regression_noise_checks, event_noise_finding,
+    standalone_sensitivities, regression_release_target, regression_noise_checks,
 )
 
 __all__ = [

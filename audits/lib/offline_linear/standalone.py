@@ -108,24 +108,3 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
                               details={"E": E, "L": L, "H": H, "d": d})
     return [cal, indep, bound]
 
-
-def event_noise_finding(priv, H: int, sensitivities: dict, tolerance: float = 0.01) -> dict:
-    """Does a regression privatizer's DpEvent account for the noise it declares drawing (``noise_stds``, which
-    whitebox.noise_calibration measures)? Gaussian noise of std sigma_k per coordinate on a release of l2
-    sensitivity Delta_k is Delta_k^2 / (2 sigma_k^2)-zCDP (Bun & Steinke 2016, Prop. 1.6), and H steps of the five
-    releases compose additively (Lemma 1.7). More than the event's rho (by ``tolerance``) means the event leaves
-    releases out or undercounts them: a DpEvent listing 4 of the 5 statistics, or half of the H steps, passed the
-    PLD check while the release cost 1.25 or 1.5 x the claim.
-    -> {"status": "consistent" | "inconsistent" | "untied", "text", ...}."""
-    from dpcheck.accounting import closed_form, gaussian_rho
-    stds = priv.noise_stds(H, sensitivities) if hasattr(priv, "noise_stds") else None
-    said = closed_form(priv.dp_event(H, sensitivities))["rho"]
-    if not stds or not math.isfinite(said):
-        return {"status": "untied", "text": "no per-release stds declared, or a DpEvent that is not all-Gaussian: "
-                                            "the event is not tied to the noise"}
-    drawn = H * sum(gaussian_rho(sensitivities[k], float(stds[k])) for k in STATS)
-    bad = drawn > said * (1 + tolerance)
-    return {"status": "inconsistent" if bad else "consistent", "rho_event": said, "rho_drawn": drawn,
-            "text": (f"the declared stds cost rho = {drawn:.4g} over the 5H = {5 * H} releases drawn, but the DpEvent "
-                     f"accounts for {said:.4g}: it leaves releases out" if bad else
-                     f"the declared stds cost rho = {drawn:.4g} over the 5H releases <= the DpEvent's {said:.4g}")}
