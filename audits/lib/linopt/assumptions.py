@@ -110,17 +110,14 @@ def random_rows(sizes, runs: int, rng: np.random.Generator):
             rng.uniform(0, 1, (runs, H, d2)) / math.sqrt(d2), rng.uniform(0, 1, (runs, H)))
 
 
-def _perturbation(state, tol: float):
-    """(Z_p, z_p, Z_r, z_r) of the current release as the checker measures it, release() - exact() (the
-    released statistics minus the true sums; Lambda = G + Z, u = g + z, module docstring of
-    dpcheck.algorithms.linear.stream_privatizer), and per run whether the state's own ``regularization()``
-    disagrees with it beyond ``tol`` relative to the sums' scale, (runs,) bool. A state without ``exact()``:
-    the self-reported ``regularization()`` and None (nothing to compare it with)."""
-    from dpcheck.algorithms.linear.stream_privatizer import GuardedState
+def _perturbation(state, tol: float, sums):
+    """(Z_p, z_p, Z_r, z_r) of the current release as the checker measures it: the released statistics minus
+    ``sums``, the true sums of the rows the checker fed (Lambda = G + Z, u = g + z, module docstring of
+    dpcheck.algorithms.linear.stream_privatizer; never the state's ``exact()``, which a bug feeding the wrong
+    target shares), and per run whether the state's own ``regularization()`` disagrees with it beyond ``tol``
+    relative to the sums' scale, (runs,) bool."""
     released = [np.asarray(x, dtype=np.float64) for x in state.release()]
-    if not hasattr(state.inner if isinstance(state, GuardedState) else state, "exact"):
-        return tuple(np.asarray(x, dtype=np.float64) for x in state.regularization()), None
-    exact = [np.asarray(x, dtype=np.float64) for x in state.exact()]
+    exact = [np.asarray(x, dtype=np.float64) for x in sums]
     own = [np.asarray(x, dtype=np.float64) for x in state.regularization()]
     Z = tuple(r - e for r, e in zip(released, exact))
     runs = Z[0].shape[0]
@@ -138,27 +135,30 @@ def assumption2_alone_check(priv, sizes, *, runs: int, seed: int, alpha: float, 
     K - 1 insertions of random rows within Assumption 1 -- every release's perturbation Z, z has
     lambda_min(Z) >= lambda_min, ||Z|| <= lambda_max and ||z||_{Z^-1} <= nu on both sides, for all k, h, w.p.
     >= 1 - beta (the constants the privatizer declares; exact binomial bounds). The perturbation is measured as
-    release() - exact() (:func:`_perturbation`), not taken from the state's own ``regularization()``: a run
-    whose ``regularization()`` disagrees with it counts as a failed run (it misreports Z to the algorithm's
-    monitors, assumption.lambda_min and the others). A state without ``exact()`` leaves only the self-report:
-    the check is then INCONCLUSIVE at best."""
+    the release minus the sums of the rows this check fed (:func:`_perturbation`), neither the state's own
+    ``regularization()`` nor its ``exact()``: a state that feeds a counter the wrong target, with the same bug in
+    ``exact()``, passed at eps >= 100. A run whose ``regularization()`` disagrees with the measured perturbation
+    counts as a failed run."""
     rng = np.random.default_rng(seed)
     c = priv.constants(sizes, beta)
     state = priv.start(runs, sizes, rng, beta)
     failed = np.zeros(runs, dtype=bool)
     misreported = np.zeros(runs, dtype=bool)
-    self_reported = False
+    H, d1, d2 = sizes.H, sizes.d1, sizes.d2
+    sums = [np.zeros((runs, H, d1, d1)), np.zeros((runs, H, d1)), np.zeros((runs, H, d2, d2)), np.zeros((runs, H, d2))]
     worst = {"lambda_min_p": np.inf, "lambda_max_p": 0.0, "nu_p": 0.0,
              "lambda_min_r": np.inf, "lambda_max_r": 0.0, "nu_r": 0.0}
     tol = 1e-9
     for k in range(1, sizes.K + 1):
         if k > 1:                       # release k holds episodes 1..k-1 (Algorithm 1; TreeStatistics)
-            state.observe(*random_rows(sizes, runs, rng))
-        (Zp, zp, Zr, zr), lying = _perturbation(state, 1e-8)
-        if lying is None:
-            self_reported = True
-        else:
-            misreported |= lying
+            x_p, y_p, x_r, y_r = (np.asarray(v, dtype=np.float64) for v in random_rows(sizes, runs, rng))
+            state.observe(x_p, y_p, x_r, y_r)
+            sums[0] += x_p[..., :, None] * x_p[..., None, :]
+            sums[1] += x_p * y_p[..., None]
+            sums[2] += x_r[..., :, None] * x_r[..., None, :]
+            sums[3] += x_r * y_r[..., None]
+        (Zp, zp, Zr, zr), lying = _perturbation(state, 1e-8, sums)
+        misreported |= lying
         for side, Z, z, lmin, lmax, nu in (("p", Zp, zp, c.lambda_min_p, c.lambda_max_p, c.nu_p),
                                            ("r", Zr, zr, c.lambda_min_r, c.lambda_max_r, c.nu_r)):
             Z = 0.5 * (Z + np.swapaxes(Z, -1, -2))      # release - exact is symmetric up to rounding
@@ -182,12 +182,6 @@ def assumption2_alone_check(priv, sizes, *, runs: int, seed: int, alpha: float, 
                                      "d2": sizes.d2, "releases_per_run": sizes.K, "worst_ratio_to_declared": worst,
                                      "runs_outside_constants": int(failed.sum()),
                                      "runs_misreporting_regularization": int(misreported.sum()),
-                                     "perturbation": ("self-reported regularization() (the state has no exact())"
-                                                      if self_reported else "release() - exact()")},
+                                     "perturbation": "release() minus the sums of the rows the check fed"},
                             what="a release outside the Assumption 2 constants (or misreported by regularization())")
-    if self_reported and chk.verdict == PASS:
-        chk = replace(chk, verdict=INCONCLUSIVE,
-                      reason=chk.reason + "; but the perturbation is the state's own regularization(): it has no "
-                                          "exact() to measure release() - exact() against, so the pass is not "
-                                          "established")
     return chk
