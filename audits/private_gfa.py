@@ -24,8 +24,6 @@ declares a closed form; docs/privatizers.md).
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from dpcheck.audits.lib import gfa
 from dpcheck.audit import Audit, ClaimRow, Defaults
 from dpcheck.errors import InputError
@@ -299,8 +297,8 @@ class _GFAAudit(Audit):
         # on the returns seen, a redraw per episode) cannot fire, and such a learner passed (1-9 s at 20,000)
         six = copy.copy(ag)
         six.B = 6
-        c = gfa.jdp_blackbox_check(six, inst.mdp, exe, K=12, samples=min(self.samples(), BATCHED_SAMPLES))
-        self.add(replace(c, id="privacy.jdp.blackbox.batched"))
+        self.add(gfa.jdp_blackbox_check(six, inst.mdp, exe, K=12, samples=min(self.samples(), BATCHED_SAMPLES),
+                                        id="privacy.jdp.blackbox.batched"))
 
     # -- assumptions -------------------------------------------------------------------------
     def assumptions(self) -> None:

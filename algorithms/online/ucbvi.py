@@ -367,8 +367,7 @@ class DPUCBVI:
         from dpcheck.algorithms.online import compiled
         variant = None if type(self) in (DPUCBVI, UCBVI) else type(self).__name__
         engine_used = compiled.choose(engine, env, runs, privatizer=priv, constants=self.constants,
-                                      variant=variant, monitor=monitor,
-                                      release_hook=release_hook if plan_hook is None else (release_hook or plan_hook))
+                                      variant=variant, monitor=monitor, release_hook=release_hook or plan_hook)
         self._begin(runs, H, S, A)
         t0 = time.perf_counter()
         Q = np.full((runs, H, S, A), float(H))

@@ -503,50 +503,32 @@ def test_composition_counts_the_selections_a_learner_makes_around_its_mechanism(
 
 # ------------------------------------------------------------------ regression privatizers: the event and the noise
 def _regression_mutants():
+    """The documented example (examples/regression_privatizer.py) with an even split, and two planted twins."""
+    import os
+    import sys
     import dp_accounting
-    from dpcheck import Claim
-    from dpcheck.algorithms.offline import RegressionPrivatizer, gaussian_dp_event, gaussian_noise, gaussian_widths
+    from dpcheck.algorithms.offline import gaussian_dp_event
     from dpcheck.audits.lib.offline_linear import STATS
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from examples.regression_privatizer import SplitBudgetGaussian
 
-    class Honest(RegressionPrivatizer):
-        name = "honest"
+    def Honest():
+        return SplitBudgetGaussian(1.0, weights={k: 1.0 / len(STATS) for k in STATS})
 
-        def __init__(self, rho=1.0):
-            self.rho = float(rho)
-
-        def per_release(self, H):
-            return self.rho / (5.0 * H)
-
-        def noise_stds(self, H, sensitivities):
-            return {k: sensitivities[k] / math.sqrt(2.0 * self.per_release(H)) for k in STATS}
-
-        def draw(self, rng, runs, H, d, sensitivities):
-            return gaussian_noise(rng, runs, H, d, self.noise_stds(H, sensitivities))
-
-        def widths(self, H, d, sensitivities, delta):
-            return gaussian_widths(self.noise_stds(H, sensitivities), H, d, delta)
-
-        def dp_event(self, H, sensitivities):
-            return gaussian_dp_event(self.noise_stds(H, sensitivities), sensitivities, H)
-
-        @property
-        def claim(self):
-            return Claim(rho=self.rho, notion="zCDP", source="test")
-
-    class FourStatistics(Honest):
+    class FourStatistics(SplitBudgetGaussian):
         """The budget split over 4 statistics per step, the 5th drawn anyway: its DpEvent lists the 4 (rho 1.25)."""
-        def per_release(self, H):
-            return self.rho / (4.0 * H)
+        def step_budget(self, H):
+            return {k: self.rho / (4.0 * H) for k in STATS}
 
         def dp_event(self, H, sensitivities):
             s = self.noise_stds(H, sensitivities)
             return dp_accounting.ComposedDpEvent([dp_accounting.GaussianDpEvent(s[k] / sensitivities[k])
                                                   for _ in range(H) for k in STATS[:4]])
 
-    class HalfTheSteps(Honest):
+    class HalfTheSteps(SplitBudgetGaussian):
         """rho0 = rho / (5 ceil(H/2)) and an event over ceil(H/2) steps (rho 1.5 at H = 3)."""
-        def per_release(self, H):
-            return self.rho / (5.0 * math.ceil(H / 2))
+        def step_budget(self, H):
+            return {k: self.rho / (5.0 * math.ceil(H / 2)) for k in STATS}
 
         def dp_event(self, H, sensitivities):
             return gaussian_dp_event(self.noise_stds(H, sensitivities), sensitivities, math.ceil(H / 2))

@@ -80,7 +80,7 @@ class SelectionsAndActions:
 
 
 def jdp_blackbox_check(agent, mdp, exe: ExecutionOptions = ExecutionOptions(), *, K: int = 4,
-                       samples: int = 100_000) -> Check:
+                       samples: int = 100_000, id: str = "privacy.jdp.blackbox") -> Check:
     """(eps, delta)-JDP of the selected functions and the actions to the other users, black box
     (Def 2.3; G5 / G6). The learner runs K scripted users; its batch size is its own (B = 1 exposes the
     most updates: the audit passes a B = 1 copy). ``exe``: the audit's execution options, whole."""
@@ -90,7 +90,7 @@ def jdp_blackbox_check(agent, mdp, exe: ExecutionOptions = ExecutionOptions(), *
     target = AuditTarget(name=f"private_gfa.alg{agent.algorithm}.jdp", mechanism=SelectionsAndActions(agent),
                          pairs=[(U, U2)], claim=claim, output="discrete")
     res = exe.audit(target, samples)
-    check = res.to_check(id="privacy.jdp.blackbox", claim_source=claim.source)
+    check = res.to_check(id=id, claim_source=claim.source)
     p = agent.privacy(K)
     det = dict(check.details)
     det.update(agent=describe(agent), users={"K": K, "H": mdp.H, "S": mdp.S, "A": mdp.A,

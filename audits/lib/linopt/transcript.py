@@ -17,6 +17,7 @@ from dpcheck.checks import FAIL, PASS, Check, invariant_check
 from dpcheck.errors import InputError
 from dpcheck.audits.lib.linopt.spec import LinOptSpec, REL_TOL, SOURCE, sizes_for
 from dpcheck.audits.lib.linopt.privacy import _tree_based, drawn_trees, jdp_users, not_tree_based
+from dpcheck.audits.lib.privatizers.whitebox import implied_nodes
 
 
 # ----------------------------------------------------------------------------- white box: replayed transcript
@@ -89,16 +90,6 @@ class _ReplayState:
 
     def regularization(self):
         return self.inner.regularization()
-
-
-def implied_nodes(prefix: np.ndarray) -> np.ndarray:
-    """Node values of the binary tree implied by its prefix sums B(0..n) (axis 0): node t covers
-    [t - lowbit(t) + 1, t], so node_t = B(t) - B(t - lowbit(t)) (one node completes per item)."""
-    n = prefix.shape[0] - 1
-    out = np.empty((n,) + prefix.shape[1:])
-    for t in range(1, n + 1):
-        out[t - 1] = prefix[t] - prefix[t - (t & -t)]
-    return out
 
 
 def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:

@@ -9,7 +9,6 @@ n' is post-processing).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 
@@ -32,10 +31,7 @@ def dp_event_check(spec: APVISpec, H: int, S: int, A: int) -> Check:
     check = pa.dp_event_check(algo.dp_event(H), spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
     if spec.plugin is None:
         return check
-    # a plug-in's event must describe the noise it declares drawing (pa.event_noise_finding)
-    tie = pa.event_noise_finding(algo.privatizer, H)
-    return replace(check, verdict=FAIL if tie["status"] == "inconsistent" else check.verdict,
-                   details=dict(check.details, event_vs_noise=tie), reason=f"{check.reason}; {tie['text']}")
+    return pa.tie_event(check, pa.event_noise_finding(algo.privatizer, H))   # a plug-in's event must describe its noise
 
 
 def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:

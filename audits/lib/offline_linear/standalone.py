@@ -107,4 +107,3 @@ def regression_noise_checks(priv, *, H: int = 3, d: int = 2, runs: int, rng, alp
                                                   "||N_i|| <= E/2", "source": f"{SOURCE}, Lemma D.2"},
                               details={"E": E, "L": L, "H": H, "d": d})
     return [cal, indep, bound]
-

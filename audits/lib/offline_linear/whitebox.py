@@ -251,8 +251,8 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     over = [k for k in STATS if worst[k] > 1 + 1e-9]
     sig = None
     if counts is not None:
-        res = algo.run(replicate(counts, runs) if algo.split is False else (replicate(counts, runs),) * 2, phi,
-                       np.random.default_rng(0))
+        rep = replicate(counts, runs)
+        res = algo.run((rep, rep) if algo.split else rep, phi, np.random.default_rng(0))
         sig = (float(np.min(res.sigma2)), float(np.max(res.sigma2)))
     if sig is not None and (sig[0] < 1 - 1e-12 or sig[1] > H * H * (1 + 1e-12)):
         verdict = FAIL
@@ -300,17 +300,14 @@ def dp_event_checks(algo, H: int, *, rho_claim: float, delta_dp: float, epsilon_
     exact profile dpcheck.accounting computes in closed form (Balle & Wang 2018), at any budget."""
     import dp_accounting
     from dpcheck import Claim
-    from dpcheck.audits.lib.privatizers import dp_event_check
+    from dpcheck.audits.lib.privatizers import dp_event_check, tie_event
     claim = Claim(rho=rho_claim, notion="zCDP", source=f"{SOURCE}, Theorem 4.1 / Lemma D.1")
     plugin = getattr(algo, "plugin", None)
     if plugin is not None:
         # a plug-in declares its 5H releases as one DpEvent, accounted exactly against its own claim
         claim = plugin.claim
         ev = dp_event_check(algo.dp_event(H), claim, label=f"{getattr(plugin, 'name', 'plug-in')} (5H releases)")
-        tie = event_noise_finding(plugin, H, algo.sensitivities(H))   # the event must account for the noise drawn
-        out = [Check(id=ev.id, kind=ev.kind, verdict=FAIL if tie["status"] == "inconsistent" else ev.verdict,
-                     claim=ev.claim, measured=ev.measured, details=dict(ev.details, event_vs_noise=tie),
-                     reason=f"{ev.reason}; {tie['text']}")]
+        out = [tie_event(ev, event_noise_finding(plugin, H, algo.sensitivities(H)))]   # the event vs the noise drawn
         if claim.rho is None:
             return out             # Lemma E.15 (G-2) is about a zCDP claim
         rho_claim, stats = claim.rho, ()

@@ -42,8 +42,8 @@ from dpcheck.audits.lib.privatizers.offline_counts import (
     offline_privatizer_plugin_target, offline_sensitivity_check, offline_noise_checks, event_noise_finding,
 )
 from dpcheck.audits.lib.privatizers.whitebox import (
-    EPS_SLACK, dp_event_check, family_vectors_central, family_vectors_local, sensitivity_search, sensitivity_check,
-    NODE_VARIANCE_K, NODE_VARIANCE_RUNS, tree_covariance_z, tree_noise_structure, release_errors, release_error_structure, node_variance_ratio, tree_verdict, tree_reuse_check, VARIANCE_RESOLUTION,
+    EPS_SLACK, dp_event_check, tie_event, family_vectors_central, family_vectors_local, sensitivity_search, sensitivity_check,
+    NODE_VARIANCE_K, NODE_VARIANCE_RUNS, tree_covariance_z, tree_noise_structure, release_errors, release_error_structure, implied_nodes, node_variance_ratio, tree_verdict, tree_reuse_check, VARIANCE_RESOLUTION,
     VARIANCE_TOLERANCE, variance_band, correlation_screen,
 )
 from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
@@ -57,9 +57,9 @@ __all__ = [
     "MessageStatistics", "stream_samples", "plugin_stream_search", "plugin_message_search", "PRIVATIZER_SAMPLES",
     "plugin_blackbox", "plugin_message_blackbox", "VIEWS", "released_stream", "central_target", "local_target", "offline_worst_datasets",
     "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
-    "offline_sensitivity_check", "offline_noise_checks", "event_noise_finding", "EPS_SLACK", "dp_event_check", "family_vectors_central",
+    "offline_sensitivity_check", "offline_noise_checks", "event_noise_finding", "EPS_SLACK", "dp_event_check", "tie_event", "family_vectors_central",
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
-    "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
+    "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "implied_nodes", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",
     "assumption_checks",
 ]

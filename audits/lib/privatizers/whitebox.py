@@ -139,6 +139,20 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
                  details=details, reason=f"{label}: {reason}")
 
 
+def tie_event(check: Check, findings) -> Check:
+    """whitebox.dp_event held to the noise the privatizer declares drawing: ``findings`` (one, or a list) of an
+    ``event_noise_finding`` (offline counts: dpcheck.audits.lib.privatizers.offline_counts; regression
+    releases: dpcheck.audits.lib.offline_linear.whitebox). A PLD within the claim certifies nothing when the event
+    accounts for more noise than is drawn: FAIL at the first "inconsistent" finding, its text in the reason (else
+    the first "untied" one's, else the last's); the findings go to ``details["event_vs_noise"]``."""
+    from dataclasses import replace
+    many = findings if isinstance(findings, list) else [findings]
+    bad = next((f for f in many if f["status"] == "inconsistent"), None)
+    shown = bad or next((f for f in many if f["status"] == "untied"), many[-1])
+    return replace(check, verdict=FAIL if bad is not None else check.verdict,
+                   details=dict(check.details, event_vs_noise=findings), reason=f"{check.reason}; {shown['text']}")
+
+
 # ============================================================ white box: sensitivity search
 def family_vectors_central(template, users, *, H, S, A, K, rewards):
     """True node p-sums of every family for a sequence of K users (one per episode), noise off:
@@ -292,6 +306,16 @@ def release_error_structure(template, *, runs=2_000, K=8, seed=0, rewards=True) 
     return tree_covariance_z(errs, b)     # (K, runs * counters)
 
 
+def implied_nodes(prefix: np.ndarray) -> np.ndarray:
+    """Node values of the binary tree implied by its prefix sums B(0..n) (axis 0): node t covers
+    [t - lowbit(t) + 1, t], so node_t = B(t) - B(t - lowbit(t)) (one node completes per item)."""
+    n = prefix.shape[0] - 1
+    out = np.empty((n,) + prefix.shape[1:])
+    for t in range(1, n + 1):
+        out[t - 1] = prefix[t] - prefix[t - (t & -t)]
+    return out
+
+
 def node_variance_ratio(noise: np.ndarray, variance: float, *, alpha: float) -> dict:
     """The tree's node noise recovered from the release noise of B(1..n) (n, samples) -- node_t = B(t) -
     B(t - lowbit(t)), iid with the declared ``variance`` when every node is drawn once -- and the ratio of its
@@ -300,11 +324,7 @@ def node_variance_ratio(noise: np.ndarray, variance: float, *, alpha: float) -> 
     from scipy.stats import norm
     from dpcheck.stats import pass_alpha
     noise = np.asarray(noise, dtype=float)
-    n_rel = noise.shape[0]
-    nodes = np.empty_like(noise)
-    for t in range(1, n_rel + 1):
-        low = t - (t & -t)
-        nodes[t - 1] = noise[t - 1] - (noise[low - 1] if low else 0.0)
+    nodes = implied_nodes(np.concatenate([np.zeros((1,) + noise.shape[1:]), noise]))    # B(0) = 0
     sq = (nodes * nodes).ravel() / variance if variance > 0 else np.full(nodes.size, np.inf)
     ratio, se = float(sq.mean()), float(sq.std() / np.sqrt(sq.size))
 
