@@ -22,6 +22,11 @@ Method (DP-Opt-style event search, Lu et al. 2022, with no pinned mass):
    p_lo - e^eps q_hi, a lower bound on the hockey-stick divergence, which must not exceed
    delta(eps).
 
+Rare events: each pair also chooses, with no pessimism about the selection estimates (RARE_Z), a
+second eps-bound event; when it is another event and projects higher, both are certified, at
+(1 - RARE_SHARE) and RARE_SHARE of the pair's level (docs/blackbox_bounds.md, "A second, rare event").
+The split is decided on the selection sample, so the levels below still sum to alpha.
+
 Confidence (weighted Bonferroni over everything certified): with P pairs, 2 sides and
 1 + |G| certified events per pair (the eps_lb event and one per profile point in G), there
 are 2 P (1 + |G|) one-sided bounds. Pure DP (G empty): each is at level alpha / (2 P).
@@ -62,6 +67,8 @@ ZCDP_PROFILE_DELTAS = (1e-1, 1e-2, 1e-3)
 APPROX_PROFILE_FRACTIONS = (0.0, 0.5)
 INCONCLUSIVE_FACTOR = 2.0
 LB_ALPHA_SHARE = 0.5            # share of alpha for the eps-bound events when profile points are tested
+RARE_Z = 0.0                    # selection pessimism of a pair's second eps-bound event (module docstring, "Rare events")
+RARE_SHARE = 0.1                # its share of the pair's eps-bound level, when it is certified
 PLOT_SAMPLES = 100_000
 EVENT_BOUNDS = ("best", "cp")   # audit(event_bound=...): docs/blackbox_bounds.md
 DIRECTIONS = ("D->D'", "D'->D")
@@ -246,17 +253,18 @@ def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list
 
 
 def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list, n_sel: int, shape: tuple,
-                 events: tuple):
+                 events: tuple, shown: tuple):
     """Certification chunks i, i + 1, ... (at most CERT_BLOCK, all of one input) reduced to what
     certification needs (top level: picklable; runs in the workers). Chunk i + k is drawn from child
     seed i + k of the audit's seed, as if drawn alone, one chunk in memory at a time.
 
-    events[p]: the (scorer, threshold) events chosen for pair p, its eps-bound event first. Returns
-    {"counts": #{score >= t} per event on the block's certification outputs, "plot": the eps-bound
-    event's scores of the certification outputs among the first PLOT_SAMPLES, "cells": for a cell
-    event, its cell counts (else empty)}."""
+    events[p]: the (scorer, threshold) events chosen for pair p, its eps-bound event first; shown[p]: the
+    indices of its eps-bound events (the first, and a rare one if any). Returns {"counts": #{score >= t}
+    per event on the block's certification outputs, "plot": (len(shown[p]), m) the eps-bound events'
+    scores of the certification outputs among the first PLOT_SAMPLES, "cells": for each shown cell
+    event, its cell counts, concatenated (else empty)}."""
     j, c0 = divmod(i, len(sizes))
-    tally = _Tally(events[j // 2])
+    tally = _Tally(events[j // 2], shown[j // 2])
     parent = seed_seq.spawn_key[:-1]
     for c in range(c0, min(c0 + CERT_BLOCK, len(sizes))):
         ss = np.random.SeedSequence(seed_seq.entropy, spawn_key=parent + (j * len(sizes) + c,),
@@ -273,17 +281,17 @@ def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: lis
 
 class _Tally:
     """What certification keeps of some certification outputs of one input (the record of
-    :func:`_count_block`): the counts of its pair's events, the eps-bound event's scores among the
-    first PLOT_SAMPLES of the certification sample, and a cell event's cell counts. Used in the
-    workers for drawn blocks, and in the main process for the certification outputs the selection
-    pass already drew (the rest of the chunk the selection sample ends in)."""
+    :func:`_count_block`): the counts of its pair's events, the eps-bound events' scores among the
+    first PLOT_SAMPLES of the certification sample, and their cell counts where they are cell events
+    (``shown``: the indices of the eps-bound events in ``pair``). Used in the workers for drawn blocks,
+    and in the main process for the certification outputs the selection pass already drew (the rest of
+    the chunk the selection sample ends in)."""
 
-    def __init__(self, pair: tuple):
-        self.pair, self.first = pair, pair[0][0]
+    def __init__(self, pair: tuple, shown: tuple = (0,)):
+        self.pair, self.shown = pair, [pair[k][0] for k in shown]
         self.counts = np.zeros(len(pair), dtype=np.int64)
         self.plots: list = []
-        self.cells = np.zeros(self.first.cells.size if isinstance(self.first, ev.CellScorer) else 0,
-                              dtype=np.int64)
+        self.cells = [np.zeros(cell_size(sc), dtype=np.int64) for sc in self.shown]
 
     def add(self, x, pos: int) -> None:
         """Outputs ``x`` (flat), starting at position ``pos`` of the certification sample."""
@@ -293,14 +301,21 @@ class _Tally:
                 scores[id(scorer)] = scorer.score(x)
             self.counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
         if pos < PLOT_SAMPLES:
-            self.plots.append(scores[id(self.first)][:PLOT_SAMPLES - pos].astype(float))
-        if self.cells.size:
-            ix = self.first.cell_index(x)
-            self.cells += np.bincount(ix[ix >= 0], minlength=self.cells.size)
+            # float32: the plot is an illustrative histogram, and two events' scores then take the memory one took
+            self.plots.append(np.stack([scores[id(sc)][:PLOT_SAMPLES - pos] for sc in self.shown]).astype(np.float32))
+        for sc, cells in zip(self.shown, self.cells):
+            if cells.size:
+                ix = sc.cell_index(x)
+                cells += np.bincount(ix[ix >= 0], minlength=cells.size)
 
     def record(self) -> dict:
-        plot = np.concatenate(self.plots) if self.plots else np.zeros(0)
-        return {"counts": self.counts, "plot": plot, "cells": self.cells}
+        plot = np.concatenate(self.plots, axis=1) if self.plots else np.zeros((len(self.shown), 0), np.float32)
+        return {"counts": self.counts, "plot": plot, "cells": np.concatenate(self.cells)}
+
+
+def cell_size(scorer) -> int:
+    """How many cell counts certification keeps for an eps-bound event of this scorer (0: not a cell event)."""
+    return scorer.cells.size if isinstance(scorer, ev.CellScorer) else 0
 
 
 def _cache_label(target, samples, seed, part: str = "") -> str:
@@ -406,7 +421,7 @@ def _draw_selection(target, samples, seed, p, n_sel, exe, say, reports):
     return outs, rest
 
 
-def _count_problem(events_p: tuple, cert: int):
+def _count_problem(events_p, shown_p, cert):
     """validate() of a cached certification chunk: the shape of what _count_block returns."""
     def check(i, r):
         if not (isinstance(r, dict) and set(r) == {"counts", "plot", "cells"}
@@ -416,15 +431,19 @@ def _count_problem(events_p: tuple, cert: int):
         if c.shape != (len(events_p(i)),) or c.dtype.kind not in "iu" or (c < 0).any() or (c > cert(i)).any():
             return f"event counts {c.tolist()} do not fit {len(events_p(i))} events of {cert(i)} outputs"
         cells = r["cells"]
-        if cells.size and (cells.dtype.kind not in "iu" or (cells < 0).any() or int(cells.sum()) > cert(i)):
+        if cells.size and (cells.dtype.kind not in "iu" or (cells < 0).any()
+                           or int(cells.sum()) > len(shown_p(i)) * cert(i)):
             return "cell counts do not fit the chunk"
+        if r["plot"].ndim != 2 or r["plot"].shape[0] != len(shown_p(i)):
+            return "plot scores do not fit the events"
         return None
     return check
 
 
-def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, reports, rests: dict):
-    """The certification pass: per input, the counts of its pair's events, the eps-bound event's first
-    PLOT_SAMPLES certification scores and, for a cell event, its cell counts (summed over chunks).
+def _certify_counts(target, samples, seed, n_sel, shape, events, shown, exe, say, reports, rests: dict):
+    """The certification pass: per input, the counts of its pair's events, the eps-bound events' first
+    PLOT_SAMPLES certification scores ((len(shown[p]), m)) and, for cell events, their cell counts
+    (concatenated; summed over chunks).
     ``rests[j]``: input j's record (:class:`_Tally`) of the certification outputs the selection pass
     drew; the pass draws the chunks after them."""
     sizes, inputs, _ = _layout(target, samples)
@@ -437,7 +456,7 @@ def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, repor
     def add(i, r):
         j = i // len(sizes)
         counts[j] += r["counts"]
-        if r["plot"].size:
+        if r["plot"].shape[1]:
             plots[j][i] = r["plot"]
         if r["cells"].size:
             cells[j] = r["cells"] if cells[j] is None else cells[j] + r["cells"]
@@ -449,10 +468,12 @@ def _certify_counts(target, samples, seed, n_sel, shape, events, exe, say, repor
 
     for j, r in rests.items():              # ahead of every drawn chunk of input j (the plot's order)
         add(j * len(sizes) + first - 1, r)
-    _run(target, samples, seed, exe, _count_block, (target, inputs, sizes, n_sel, shape, events), idx,
-         "certification", say, reports, _count_problem(lambda i: events[i // len(sizes) // 2], cert), add,
+    _run(target, samples, seed, exe, _count_block, (target, inputs, sizes, n_sel, shape, events, shown), idx,
+         "certification", say, reports,
+         _count_problem(lambda i: events[i // len(sizes) // 2], lambda i: shown[i // len(sizes) // 2], cert), add,
          unit=f"blocks of up to {CERT_BLOCK} x {CHUNK} outputs")
-    plot = [np.concatenate([pl[i] for i in sorted(pl)]) if pl else np.zeros(0) for pl in plots]
+    plot = [np.concatenate([pl[i] for i in sorted(pl)], axis=1) if pl else np.zeros((len(shown[j // 2]), 0))
+            for j, pl in enumerate(plots)]
     return counts, plot, cells
 
 
@@ -606,7 +627,6 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     plan = sample_plan(claim, samples, alpha, n_pairs, selection_fraction)
     n_sel, n_cert = plan.selection, plan.certification
     eps_claim, delta, grid = plan.epsilon, plan.delta, list(plan.grid)
-    n_bounds = 2 * n_pairs * (1 + len(grid))
     alpha_b, alpha_prof = plan.alpha_bound, plan.alpha_profile
     say = progress or (lambda msg: None)
 
@@ -621,7 +641,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     reports: list = []
     ratio = ev.Objective("ratio", delta=delta)
     lb_objectives = [ratio] + ([ev.Objective("odds", delta=delta)] if event_bound == "best" else [])
-    methods = []         # per pair: how its eps-bound event is certified ("cp" or "odds")
+    methods = []         # per pair: how its eps-bound events are certified ("cp" or "odds"), the first event's first
+    levels = []          # per pair: the one-sided level of each eps-bound event (alpha_b, or alpha_b split in two)
+    shown = []           # per pair: the indices of its eps-bound events among its certified events
     kind, shape = None, None
     chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
     rests: dict = {}     # input -> record (_Tally) of the certification outputs the selection pass drew
@@ -642,12 +664,12 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             fitted = ev.selection_scores(split[a], split[b], kind, sorts)
             fits[direction] = ([f[0] for f in fitted], [f[1:] for f in fitted])
 
-        def choose(objectives, a_b):
+        def choose(objectives, a_b, ladder=ev.SELECTION_LADDER):
             # the direction, family, threshold and (for the eps bound) the bound's method are all chosen
             # on the selection sample: only the winner is certified (one event, 2 a_b of alpha)
             # (with less pessimism about the selection estimates when nothing looks certifiable:
-            # events.SELECTION_LADDER)
-            for z_sel in ev.SELECTION_LADDER:
+            # events.SELECTION_LADDER); returns (direction, scorer, t, method, projected value, index)
+            for z_sel in ladder:
                 best = None
                 for objective in objectives:
                     for direction, (scorers, sel_scores) in fits.items():
@@ -657,34 +679,43 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                                 best = (direction, i, t, v, objective.kind)
                 if best[3] > 0:
                     break
-            direction, i, t, _, how = best
-            return direction, fits[direction][0][i], t, how
+            direction, i, t, v, how = best
+            return direction, fits[direction][0][i], t, ("odds" if how == "odds" else "cp"), v, i
 
         first = choose(lb_objectives, alpha_b)
-        methods.append("odds" if first[3] == "odds" else "cp")
+        # a second eps-bound event where a less pessimistic reading of the selection sample prefers
+        # another one (a rare event the bulk outprojects at SELECTION_Z): module docstring, "Rare events"
+        rare = choose(lb_objectives, alpha_b * RARE_SHARE, (RARE_Z,))
+        two = rare[4] > first[4] and (rare[0], rare[5], rare[2]) != (first[0], first[5], first[2])
+        levels.append((alpha_b * (1 - RARE_SHARE), alpha_b * RARE_SHARE) if two else (alpha_b,))
+        methods.append((first[3], rare[3]) if two else (first[3],))
         chosen.append([first[:3]]
-                      + [choose([ev.Objective("difference", eps=e)], alpha_prof)[:3] for e in grid])
+                      + [choose([ev.Objective("difference", eps=e)], alpha_prof)[:3] for e in grid]
+                      + ([rare[:3]] if two else []))
         del split, sorts, fits
         pair_events = tuple((sc, t) for _, sc, t in chosen[-1])
+        shown.append((0, len(grid) + 1) if two else (0,))
         for j, x in zip((2 * p, 2 * p + 1), rest):
             if len(x):
-                tally = _Tally(pair_events)
+                tally = _Tally(pair_events, shown[-1])
                 tally.add(ev.flat(x), 0)
                 rests[j] = tally.record()
         del rest
 
-    say(f"{target.name}: certifying {len(chosen[0])} event(s) per pair on {n_cert} outputs per side")
+    say(f"{target.name}: certifying {sum(map(len, chosen))} event(s) on {n_cert} outputs per side")
     events = tuple(tuple((sc, t) for _, sc, t in ch) for ch in chosen)
+    n_bounds = 2 * sum(map(len, chosen))
+    alpha_power = min(lv[0] for lv in levels)     # the budget's power at the lowest level of a first event
     # the budget's power depends on n_cert and alpha only: with workers, the main process (idle while they
     # certify) computes it meanwhile, in a thread (a pure function: the same value either way)
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as pool:
-        power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_b, eps_claim, delta, event_bound)
+        power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_power, eps_claim, delta, event_bound)
                    if workers > 1 or backend != "local" else None)
-        counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, exe, say,
-                                                           reports, rests)
+        counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, shown, exe,
+                                                           say, reports, rests)
         power = (power_f.result() if power_f is not None
-                 else stats.budget_detectable_epsilon(n_cert, alpha_b, eps_claim, delta, event_bound))
+                 else stats.budget_detectable_epsilon(n_cert, alpha_power, eps_claim, delta, event_bound))
     cache_use = _merge_cache_reports(reports) if cache_dir is not None else None
 
     rows, prof, keep = [], [], {}
@@ -693,30 +724,36 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             # (index of the input the event is likely under, the other)
             return (2 * p, 2 * p + 1) if direction == DIRECTIONS[0] else (2 * p + 1, 2 * p)
 
-        direction, scorer, t = ch[0]
-        jx, jy = side(direction)
-        kx, ky = int(counts[jx][0]), int(counts[jy][0])
-        p_lo = float(stats.cp_lower(kx, n_cert, alpha_b))
-        q_hi = float(stats.cp_upper(ky, n_cert, alpha_b))
-        if methods[p] == "odds":
-            # the event's two levels (2 alpha_b) spent on one exact odds-ratio test (stats.odds_eps_bound);
-            # p_lo and q_hi above are then descriptive
-            eps_lb = stats.odds_eps_bound(kx, ky, n_cert, 2 * alpha_b, delta)
-        else:
-            eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
-        event_power = (stats.odds_detectable_epsilon(ky / n_cert, n_cert, 2 * alpha_b, eps_claim, delta)
-                       if methods[p] == "odds" else stats.detectable_epsilon(ky / n_cert, n_cert, alpha_b, eps_claim,
+        row = None
+        offsets = np.cumsum([0] + [cell_size(ch[k][1]) for k in shown[p]])
+        for s_idx, (e_idx, method, level) in enumerate(zip(shown[p], methods[p], levels[p])):
+            direction, scorer, t = ch[e_idx]
+            jx, jy = side(direction)
+            kx, ky = int(counts[jx][e_idx]), int(counts[jy][e_idx])
+            p_lo = float(stats.cp_lower(kx, n_cert, level))
+            q_hi = float(stats.cp_upper(ky, n_cert, level))
+            if method == "odds":
+                # the event's two levels (2 level) spent on one exact odds-ratio test (stats.odds_eps_bound);
+                # p_lo and q_hi above are then descriptive
+                eps_lb = stats.odds_eps_bound(kx, ky, n_cert, 2 * level, delta)
+            else:
+                eps_lb = float(stats.eps_bound(p_lo, q_hi, delta))
+            event_power = (stats.odds_detectable_epsilon(ky / n_cert, n_cert, 2 * level, eps_claim, delta)
+                           if method == "odds" else stats.detectable_epsilon(ky / n_cert, n_cert, level, eps_claim,
                                                                               delta))
-        event = scorer.describe(t)
-        rows.append({"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
-                     "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
-                     "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power,
-                     "bound_method": methods[p]})
-        if not keep or rows[-1]["epsilon_lower_bound"] > keep["eps_lb"]:
-            # only the winner's plot data are kept
-            raw = (cell_counts[jx], cell_counts[jy], n_cert) if isinstance(scorer, ev.CellScorer) else None
-            keep = {"eps_lb": rows[-1]["epsilon_lower_bound"],
-                    "plot": (event, scorer, t, (plot_scores[jx], plot_scores[jy]), raw)}
+            event = scorer.describe(t)
+            cand = {"pair": p, "direction": direction, "event": event["text"], "count_d": kx,
+                    "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
+                    "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power,
+                    "bound_method": method, "alpha_event": level, "alpha_levels": list(levels[p])}
+            if row is None or cand["epsilon_lower_bound"] > row["epsilon_lower_bound"]:
+                cut = slice(offsets[s_idx], offsets[s_idx + 1])
+                raw = (cell_counts[jx][cut], cell_counts[jy][cut], n_cert) if cut.stop > cut.start else None
+                win_event = (event, scorer, t, (plot_scores[jx][s_idx], plot_scores[jy][s_idx]), raw)
+                row = cand
+        rows.append(row)
+        if not keep or row["epsilon_lower_bound"] > keep["eps_lb"]:
+            keep = {"eps_lb": row["epsilon_lower_bound"], "plot": win_event}     # only the winner's plot data
         for g, e in enumerate(grid, start=1):
             d2, _, _ = ch[g]
             jx, jy = side(d2)
