@@ -57,7 +57,7 @@ from dpcheck.checks import Check, FAIL, INCONCLUSIVE, PASS
 from dpcheck.accounting import zcdp_epsilon
 from dpcheck.claims import Claim
 from dpcheck.errors import InputError, MechanismError
-from dpcheck.target import AuditTarget
+from dpcheck.target import AuditTarget, representation
 
 from dpcheck.layout import CHUNK, SELECTION_CAP, SELECTION_FRACTION   # the draw's layout (one place)
 
@@ -253,7 +253,7 @@ def _draw_chunk(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list
 
 
 def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: list, n_sel: int, shape: tuple,
-                 events: tuple, shown: tuple):
+                 events: tuple, shown: tuple, reps: tuple):
     """Certification chunks i, i + 1, ... (at most CERT_BLOCK, all of one input) reduced to what
     certification needs (top level: picklable; runs in the workers). Chunk i + k is drawn from child
     seed i + k of the audit's seed, as if drawn alone, one chunk in memory at a time.
@@ -273,6 +273,7 @@ def _count_block(i: int, seed_seq, target: AuditTarget, inputs: list, sizes: lis
         if x.shape[1:] != shape:
             raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
                                  f"for different inputs or chunks: {sorted(map(str, {x.shape[1:], shape}))}")
+        _same_representation(target, {representation(x), reps[j // 2]})
         lo = max(n_sel - c * CHUNK, 0)        # the chunk's selection outputs are not certified
         tally.add(ev.flat(x)[lo:], c * CHUNK + lo - n_sel)
         del x
@@ -403,13 +404,16 @@ def _run(target, samples, seed, exe: dict, fn, args, indices, label, say, report
 
 
 def _draw_selection(target, samples, seed, p, n_sel, exe, say, reports):
-    """The first n_sel outputs of each input of pair p (the selection pass), and the rest of the chunks
-    drawn for them: the first certification outputs of each input (empty when n_sel fills whole chunks)."""
+    """The first n_sel outputs of each input of pair p (the selection pass), the rest of the chunks
+    drawn for them (the first certification outputs of each input; empty when n_sel fills whole chunks),
+    and the outputs' representation (:func:`dpcheck.target.representation`), which every chunk of both
+    inputs must share: MechanismError otherwise."""
     from dpcheck.target import output_problem
     sizes, inputs, _ = _layout(target, samples)
     idx = _selection_indices(p, n_sel, sizes)
     parts = _run(target, samples, seed, exe, _draw_chunk, (target, inputs, sizes), idx, f"selection pair {p}",
                  say, reports, lambda i, out: output_problem(out, sizes[i % len(sizes)]))
+    _same_representation(target, {representation(parts[i]) for i in idx})
     outs, rest = [], []
     for j in (2 * p, 2 * p + 1):
         try:
@@ -418,7 +422,14 @@ def _draw_selection(target, samples, seed, p, n_sel, exe, say, reports):
             raise MechanismError(f"mechanism of target {target.name!r} returned outputs of varying shape: {e}") from e
         outs.append(drawn[:n_sel])
         rest.append(drawn[n_sel:])
-    return outs, rest
+    return outs, rest, representation(parts[idx[0]])
+
+
+def _same_representation(target, got: set) -> None:
+    if len(got) > 1:
+        raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different types "
+                             f"({', '.join(sorted(got))}) for the two inputs of a pair or for different calls: "
+                             "the type alone can tell the inputs apart; return one dtype for every input")
 
 
 def _count_problem(events_p, shown_p, cert):
@@ -440,7 +451,7 @@ def _count_problem(events_p, shown_p, cert):
     return check
 
 
-def _certify_counts(target, samples, seed, n_sel, shape, events, shown, exe, say, reports, rests: dict):
+def _certify_counts(target, samples, seed, n_sel, shape, events, shown, reps, exe, say, reports, rests: dict):
     """The certification pass: per input, the counts of its pair's events, the eps-bound events' first
     PLOT_SAMPLES certification scores ((len(shown[p]), m)) and, for cell events, their cell counts
     (concatenated; summed over chunks).
@@ -468,7 +479,7 @@ def _certify_counts(target, samples, seed, n_sel, shape, events, shown, exe, say
 
     for j, r in rests.items():              # ahead of every drawn chunk of input j (the plot's order)
         add(j * len(sizes) + first - 1, r)
-    _run(target, samples, seed, exe, _count_block, (target, inputs, sizes, n_sel, shape, events, shown), idx,
+    _run(target, samples, seed, exe, _count_block, (target, inputs, sizes, n_sel, shape, events, shown, reps), idx,
          "certification", say, reports,
          _count_problem(lambda i: events[i // len(sizes) // 2], lambda i: shown[i // len(sizes) // 2], cert), add,
          unit=f"blocks of up to {CERT_BLOCK} x {CHUNK} outputs")
@@ -644,13 +655,19 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     methods = []         # per pair: how its eps-bound events are certified ("cp" or "odds"), the first event's first
     levels = []          # per pair: the one-sided level of each eps-bound event (alpha_b, or alpha_b split in two)
     shown = []           # per pair: the indices of its eps-bound events among its certified events
-    kind, shape = None, None
+    shape = None
+    kinds, reps = [], []     # per pair: the output kind its events are fitted for, the outputs' representation
     chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
     rests: dict = {}     # input -> record (_Tally) of the certification outputs the selection pass drew
     for p in range(n_pairs):
-        (xd, xdp), rest = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
-        if shape is None:
-            kind, shape = ev.output_kind(xd, target.output), xd.shape[1:]
+        (xd, xdp), rest, rep = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
+        reps.append(rep)
+        shape = xd.shape[1:] if shape is None else shape
+        # each pair's own kind, from both sides: integer data in one pair must not deny another pair's
+        # continuous outputs their families (a float on either side makes the pair continuous)
+        both = {ev.output_kind(xd, target.output), ev.output_kind(xdp, target.output)}
+        kind = "continuous" if "continuous" in both else "discrete"
+        kinds.append(kind)
         got = {xd.shape[1:], xdp.shape[1:], shape}
         if len(got) > 1:
             raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
@@ -712,8 +729,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     with ThreadPoolExecutor(1) as pool:
         power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_power, eps_claim, delta, event_bound)
                    if workers > 1 or backend != "local" else None)
-        counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, shown, exe,
-                                                           say, reports, rests)
+        counts, plot_scores, cell_counts = _certify_counts(target, samples, seed, n_sel, shape, events, shown,
+                                                           tuple(reps), exe, say, reports, rests)
         power = (power_f.result() if power_f is not None
                  else stats.budget_detectable_epsilon(n_cert, alpha_power, eps_claim, delta, event_bound))
     cache_use = _merge_cache_reports(reports) if cache_dir is not None else None
@@ -800,7 +817,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         event_power=event_power, claim=claim,
         epsilon_claimed=eps_claim, delta=delta, pairs_table=tuple(rows), profile=tuple(prof), alpha=alpha,
         alpha_per_bound=alpha_b, alpha_per_profile_bound=alpha_prof, n_bounds=n_bounds, seed=seed,
-        output_kind=kind, target=target.name,
+        output_kind=kinds[w["pair"]], target=target.name,
         plots=tuple(plots), cache=cache_use)
 
 

@@ -178,8 +178,12 @@ class ThresholdScorer(Scorer):
 
 
 def _as_keys(x: np.ndarray) -> np.ndarray:
-    """Outputs (n, ...) as sortable 1-D keys: the values themselves, or rows viewed as bytes."""
+    """Outputs (n, ...) as sortable 1-D keys: the values themselves, floats by their bits (so -0.0 and 0.0,
+    which compare equal, are different outputs, as they are to anyone who prints them), or rows viewed as
+    bytes."""
     if x.ndim == 1:
+        if x.dtype.kind == "f":
+            return np.ascontiguousarray(x).view(np.dtype(f"i{x.dtype.itemsize}"))
         return x
     flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
     return flat.view(np.dtype((np.void, flat.dtype.itemsize * flat.shape[1]))).ravel()
@@ -214,7 +218,7 @@ class CellScorer(Scorer):
         cd = np.bincount(inv[: len(kd_keys)], minlength=cells.size)
         cp = np.bincount(inv[len(kd_keys):], minlength=cells.size)
         # labels in cell order (row keys sort by bytes, not by value)
-        labels = np.concatenate([d, dp])[first] if d.ndim > 1 else cells
+        labels = np.concatenate([d, dp])[first]
         lr = np.log((cd + SMOOTH) / len(kd_keys)) - np.log((cp + SMOOTH) / len(kp_keys))
         # Good-Turing: the mass of the values a side has not shown yet is about its share of singletons
         unseen = (math.log((np.count_nonzero(cd == 1) + SMOOTH) / len(kd_keys))
@@ -227,15 +231,16 @@ class CellScorer(Scorer):
         probability 0 under a continuous law, so a repeated value is a point mass, e.g. a count released without
         its noise on some runs); every other value is pooled into one cell scored by its frequency on each side.
         None when no value repeats."""
-        vals, counts = np.unique(np.concatenate([d, dp]), return_counts=True)
-        atoms = vals[counts >= 2]
+        kd, kp = _as_keys(d), _as_keys(dp)
+        keys, first, counts = np.unique(np.concatenate([kd, kp]), return_index=True, return_counts=True)
+        atoms = keys[counts >= 2]
         if atoms.size == 0:
             return None
-        cd = np.bincount(np.searchsorted(atoms, d[np.isin(d, atoms)]), minlength=atoms.size)
-        cp = np.bincount(np.searchsorted(atoms, dp[np.isin(dp, atoms)]), minlength=atoms.size)
+        cd = np.bincount(np.searchsorted(atoms, kd[np.isin(kd, atoms)]), minlength=atoms.size)
+        cp = np.bincount(np.searchsorted(atoms, kp[np.isin(kp, atoms)]), minlength=atoms.size)
         lr = np.log((cd + SMOOTH) / d.size) - np.log((cp + SMOOTH) / dp.size)
         rest = (math.log((d.size - cd.sum() + SMOOTH) / d.size) - math.log((dp.size - cp.sum() + SMOOTH) / dp.size))
-        return cls(atoms, atoms, lr, rest)
+        return cls(atoms, np.concatenate([d, dp])[first[counts >= 2]], lr, rest)
 
     def cell_index(self, x):
         keys = _as_keys(x if self.vocab is None else self._codes(x, self.vocab))

@@ -29,7 +29,7 @@ import numpy as np
 from dpcheck import blackbox as bb
 from dpcheck import events as ev
 from dpcheck.errors import InputError, MechanismError
-from dpcheck.target import PairSearch, _is_strategy  # noqa: F401  (PairSearch: dpcheck.search.PairSearch too)
+from dpcheck.target import PairSearch, _is_strategy, same_input  # noqa: F401  (PairSearch: dpcheck.search.PairSearch too)
 
 SEARCH_TAG = 0x5EA2C4        # the search's seed stream: SeedSequence([seed, SEARCH_TAG])
 
@@ -75,11 +75,15 @@ def search_pairs(target, samples: int, alpha: float, seed: int, selection_fracti
     root = np.random.SeedSequence([int(seed), SEARCH_TAG])
     draw_seq, *out_seqs = root.spawn(1 + 2 * s.candidates)
     found: list = []                 # (projected, plug-in, index, pair)
+    identical = [0]                  # candidates with D == D' (nothing to see: skipped, counted in the record)
 
     def evaluate(pair):
         i = len(found)
         if i >= s.candidates:
             return None
+        if same_input(*pair):
+            identical[0] += 1
+            return -math.inf, -math.inf
         proj, plug = estimate(target, pair, np.random.default_rng(out_seqs[2 * i]),
                               np.random.default_rng(out_seqs[2 * i + 1]), s.samples, plan.certification,
                               plan.alpha_bound, plan.delta)
@@ -102,7 +106,8 @@ def search_pairs(target, samples: int, alpha: float, seed: int, selection_fracti
                                      f"{type(e).__name__}: {e}") from e
             evaluate(_as_pair(pair, f"candidate {k}"))
     if not found:
-        raise InputError(f"the search domain of target {target.name!r} yielded no candidate pair")
+        what = (f"only pairs with D == D' ({identical[0]})" if identical[0] else "no candidate pair")
+        raise InputError(f"the search domain of target {target.name!r} yielded {what}")
     ranked = sorted(found, key=lambda r: (-r[0], -r[1], r[2]))
     chosen = ranked[:s.keep]
     record = {
@@ -111,7 +116,7 @@ def search_pairs(target, samples: int, alpha: float, seed: int, selection_fracti
                   "bound its best event would certify at the audit's certification size",
         "domain": s.describe(), "candidates": len(found), "samples_per_side": s.samples,
         "search_outputs": 2 * len(found) * s.samples, "seed_stream": f"SeedSequence([{int(seed)}, {SEARCH_TAG}])",
-        "given_pairs": len(target.pairs),
+        "given_pairs": len(target.pairs), "identical_skipped": identical[0],
         "chosen": [{"audited_pair": len(target.pairs) + j, "candidate": r[2], "estimate": _finite(r[0]),
                     "plug_in_estimate": _finite(r[1]), "D": _short(r[3][0]), "D'": _short(r[3][1])}
                    for j, r in enumerate(chosen)],

@@ -169,6 +169,9 @@ class AuditTarget:
         for i, p in enumerate(pairs):
             if not (isinstance(p, (tuple, list)) and len(p) == 2):
                 raise InputError(f"target {self.name!r}: pair {i} is not a (D, D') pair")
+            if same_input(*p):
+                raise InputError(f"target {self.name!r}: pair {i} has D == D': no output can tell them apart, so "
+                                 "an audit of it shows nothing; give neighbouring inputs that differ")
         object.__setattr__(self, "pairs", [tuple(p) for p in pairs])
         if self.output not in ("auto", "continuous", "discrete"):
             raise InputError("output must be 'auto', 'continuous' or 'discrete'")
@@ -185,18 +188,53 @@ class AuditTarget:
         from dpcheck.errors import MechanismError
         def call():
             if self.per_call:
-                return np.asarray([self.mechanism(data, rng) for _ in range(size)])
-            return np.asarray(self.mechanism(data, rng, size))
+                return [self.mechanism(data, rng) for _ in range(size)]
+            return self.mechanism(data, rng, size)
         try:
-            out = call_with_deadline(call, self.timeout, f"mechanism of target {self.name!r} ({size} outputs)")
+            raw = call_with_deadline(call, self.timeout, f"mechanism of target {self.name!r} ({size} outputs)")
+            out = np.asarray(raw)
         except MechanismTimeout:
             raise
         except Exception as e:  # a user's code raising is bad input, not our crash
             raise MechanismError(f"mechanism of target {self.name!r} raised {type(e).__name__}: {e}") from e
-        problem = output_problem(out, size)
+        problem = output_problem(out, size) or _numbers_among_labels(raw, out)
         if problem is not None:
             raise MechanismError(f"mechanism of target {self.name!r} returned {problem}")
         return out
+
+
+def same_input(d, dp) -> bool:
+    """True when D and D' are certainly the same input (the same object, or equal as arrays or by ``==``);
+    False when they differ or cannot be compared (an object without a meaningful ``==`` is taken to differ)."""
+    if d is dp:
+        return True
+    try:
+        if isinstance(d, np.ndarray) or isinstance(dp, np.ndarray):
+            return bool(np.array_equal(np.asarray(d), np.asarray(dp)))
+        same = d == dp
+        return same if isinstance(same, bool) else bool(np.all(same)) and np.shape(d) == np.shape(dp)
+    except Exception:       # incomparable inputs: never refuse a pair on a guess
+        return False
+
+
+def representation(out: np.ndarray) -> str:
+    """How a batch of outputs is represented: its dtype for numbers (float32 and float64 are told apart), the
+    kind alone for labels (a string array's width follows its longest label). Two inputs whose outputs differ
+    in it are distinguished by the representation alone, whatever the values."""
+    return out.dtype.kind if out.dtype.kind in "US" else out.dtype.str
+
+
+def _numbers_among_labels(raw, out: np.ndarray) -> str | None:
+    """Why a batch numpy turned into string labels is not usable: some of the mechanism's outputs were
+    numbers, which np.asarray wrote as strings (every continuous value a label of its own, so a leak in them
+    is invisible to the label events)."""
+    if out.dtype.kind not in "US" or isinstance(raw, np.ndarray):
+        return None
+    items = np.asarray(raw, dtype=object).ravel()
+    if any(isinstance(v, (int, float, np.number, np.bool_)) for v in items):
+        return ("numbers mixed with string labels (numpy turned the numbers into strings, which hides any leak "
+                "in them): release the numeric coordinates as numbers and encode each label as a number")
+    return None
 
 
 def output_problem(out, size: int) -> str | None:

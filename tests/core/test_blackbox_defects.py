@@ -9,7 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from examples import mechanisms as M  # noqa: E402
 
-from dpcheck import AuditTarget, Claim  # noqa: E402
+from dpcheck import AuditTarget, Claim, InputError, MechanismError  # noqa: E402
 from dpcheck.blackbox import audit  # noqa: E402
 
 
@@ -116,3 +116,58 @@ def test_rare_spike_is_certified_beside_the_bulk(seed):
     row = r.pairs_table[0]
     assert len(row["alpha_levels"]) == 2 and row["alpha_event"] == pytest.approx(0.1 * r.alpha_per_bound)
     assert sum(row["alpha_levels"]) == pytest.approx(r.alpha_per_bound)
+
+
+# ------------------------------------------------------------------ how outputs are represented
+def test_numbers_mixed_with_labels_are_refused():
+    # np.asarray turns (1, "ok", x) into strings: every x a label of its own, the leak invisible (was PASS, eps_lb 0)
+    single = AuditTarget.from_single("mixed", lambda d, rng: (1, "ok", d + rng.laplace(0.0, 0.25)), [(1.0, 0.0)],
+                                     Claim(epsilon=1.0))
+    with pytest.raises(MechanismError, match="numbers mixed with string labels"):
+        audit(single, samples=2000, seed=0)
+    sentinel = AuditTarget.from_single(
+        "sentinel", lambda d, rng: "suppressed" if rng.random() < 0.1 else d + rng.laplace(0.0, 0.25), [(1.0, 0.0)],
+        Claim(epsilon=1.0))
+    with pytest.raises(MechanismError, match="numbers mixed with string labels"):
+        audit(sentinel, samples=2000, seed=0)
+    labels = AuditTarget.from_single("labels", lambda d, rng: ("a", "b")[int(rng.random() < 0.5)], [(1, 0)],
+                                     Claim(epsilon=1.0))
+    assert audit(labels, samples=2000, seed=0).verdict == "pass"       # labels alone are still labels
+
+
+def test_a_type_that_differs_between_inputs_is_refused():
+    # the same law, as float32 under D and float64 under D': the dtype alone tells them apart
+    def mech(d, rng, size):
+        x = rng.laplace(0.0, 1.0, size)
+        return x.astype(np.float32) if d == 1 else x
+    with pytest.raises(MechanismError, match="different types"):
+        audit(target(mech, pairs=[(1, 0)]), samples=2000, seed=0)
+
+
+def test_the_sign_of_zero_is_an_output():
+    # -0.0 under D, +0.0 under D': equal as numbers, different as released values (was PASS, eps_lb 0)
+    r = audit(target(lambda d, rng, size: -np.zeros(size) if d == 1 else np.zeros(size), pairs=[(1, 0)]),
+              samples=20_000, seed=0)
+    assert r.verdict == "fail"
+
+
+def test_each_pair_has_its_own_output_kind():
+    # pair 0: integer outputs (honest geometric noise); pair 1: floats whose [0, 1) folds onto [0, 0.5) under D'
+    # only. Deciding the kind from pair 0 denied pair 1 its continuous families (PASS, eps_lb 0.98).
+    def mech(d, rng, size):
+        if isinstance(d, int):
+            return d + rng.geometric(0.63, size) - rng.geometric(0.63, size)
+        x = d + rng.laplace(0.0, 1.0, size)
+        if d == 0.0:
+            x = np.where((x >= 0) & (x < 1), x / 2, x)
+        return x
+    r = audit(target(mech, pairs=[(1, 0), (1.0, 0.0)]), samples=10**5, seed=0)
+    assert r.verdict == "fail" and r.pair == 1 and r.output_kind == "continuous"
+
+
+def test_a_pair_with_d_equal_to_d_prime_is_refused():
+    with pytest.raises(InputError, match="D == D'"):
+        target(M.laplace_count(1.0), pairs=[(0, 1), (1.0, 1.0)])
+    with pytest.raises(InputError, match="D == D'"):
+        target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), [1, 2])])
+    target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), [1, 3])])       # neighbours are fine

@@ -170,3 +170,24 @@ def test_the_batch_black_box_alone_refuses_a_search_target_and_says_where_to_go(
 def test_sequential_refuses_the_batch_event_bound_instead_of_ignoring_it():
     with pytest.raises(InputError, match="event_bound='best' is the batch black box's"):
         dpcheck.audit(S.obvious_pairs, samples=1000, sequential=True, event_bound="best")
+
+
+def test_candidates_with_d_equal_to_d_prime_are_skipped_and_counted():
+    # a domain bug that copies D into D' (every candidate eps = 0) must not end in a plain PASS
+    def copies(rng):
+        d = rng.integers(0, 2, S.BITS)
+        return d, d.copy()
+    t = AuditTarget("copies", S.count_correct, [], Claim(epsilon=S.EPS), search=PairSearch(copies, candidates=4,
+                                                                                           samples=200))
+    with pytest.raises(InputError, match="only pairs with D == D'"):
+        dpcheck.audit(t, samples=4000, seed=0)
+
+    def half(rng):
+        d, dp = S.neighbouring_datasets(rng)
+        return (d, d.copy()) if rng.random() < 0.5 else (d, dp)
+    t = AuditTarget("half", S.count_correct, [], Claim(epsilon=S.EPS), search=PairSearch(half, candidates=8,
+                                                                                         samples=200))
+    r = dpcheck.audit(t, samples=4000, seed=0)
+    assert r.search["identical_skipped"] > 0
+    assert all(not np.array_equal(*map(np.array, (json.loads(c["D"]), json.loads(c["D'"]))))
+               for c in r.search["chosen"])
