@@ -7,7 +7,8 @@ an object it calls, the code itself. :func:`fingerprint` walks the object graph 
 
 * functions: their code (bytecode, constants, names; not file names or line numbers),
   closure cells, default arguments, and every global they name (recursively), including names
-  imported inside the function body;
+  imported inside the function body; a function calling ``globals``, ``eval`` or ``exec``, or naming
+  ``__name__`` (``sys.modules[__name__]``), may read any global by a computed name: all of its module's count;
 * code of *user* modules (anything outside the standard library and site-packages): a module
   reached from a function contributes the attributes the function's code names (``mod.SCALE``);
   a library module or a function / class defined in one contributes its qualified name and the
@@ -18,7 +19,11 @@ an object it calls, the code itself. :func:`fingerprint` walks the object graph 
 * values: numbers, strings, bytes, containers, numpy arrays (dtype, shape, bytes) and any other
   object through its pickle reduction (``__reduce_ex__(4)``: class and state), less the values its
   ``functools.cached_property`` attributes have stored (derived from the rest by hashed code: the key
-  must not depend on whether they were computed yet).
+  must not depend on whether they were computed yet). An object with ``__wrapped__`` (a decorator class
+  using ``functools.update_wrapper``) is such an instance, plus what it wraps; only a ``functools.lru_cache``
+  wrapper and a numba dispatcher (its ``py_func`` and options) are hashed by what they wrap alone;
+* ufuncs: numpy's and scipy.special's by name and version; any other (``np.frompyfunc``, whose Python code
+  cannot be reached from it) raises :class:`Unfingerprintable`; an ``np.vectorize`` is walked through its ``pyfunc``.
 
 Nothing depends on ``id()``, string hashing or memory addresses, so the fingerprint is the same
 in every process and run for an unchanged computation; nor on which submodules of a package were imported
@@ -37,13 +42,14 @@ that does change what is computed.
 A class may list in ``__fingerprint_transient__`` the instance attributes that are scratch state of
 one call sequence, written before they are read by every use (``UserPairs._episode``: the episode in
 flight, set by ``reset`` before ``step`` reads it); they are left out of the key. The caches a library class
-fills on first use are listed in ``_LIBRARY_TRANSIENT`` (a hypothesis strategy's) and left out the same way.
+fills on first use are listed in ``_LIBRARY_TRANSIENT`` (a hypothesis strategy's, an ``np.vectorize``'s ufuncs)
+and left out the same way.
 
 Limits (documented, not silent): other lazily filled caches inside an object (a dict it memoises
 into) change its key once filled, so a rerun may recompute rather than read back (never the
 reverse); state outside the object graph (files the function reads while it runs: the chunk cache
-records those itself, see :mod:`dpcheck.filereads`; environment variables, a global mutated between runs without being referenced by name) is not
-seen; a library upgrade is seen only through its ``__version__``.
+records those itself, see :mod:`dpcheck.filereads`; environment variables, another module reached only through a
+name computed as the function runs, ``importlib.import_module(name)``) is not seen; a library upgrade is seen only through its ``__version__``.
 """
 from __future__ import annotations
 
@@ -266,13 +272,15 @@ class _Hasher:
                 self.w("builtin", getattr(x, "__module__", "") or "",
                        getattr(x, "__qualname__", getattr(x, "__name__", repr(type(x)))))
         elif isinstance(x, np.ufunc):
-            # numpy / scipy ufuncs (np.log, scipy.special.ndtr): library code, named with its version
-            self.w("ufunc", getattr(x, "__module__", None) or "numpy", x.__name__, np.__version__)
-        elif not isinstance(x, type) and isinstance(getattr(x, "__wrapped__", None), types.FunctionType):
-            self.w("wrapper", self._qual(type(x)))      # functools.lru_cache / cache: the function it wraps
-            self.function(x.__wrapped__)
-        elif hasattr(x, "py_func") and isinstance(getattr(x, "py_func"), types.FunctionType):
-            self.w("jit", self._qual(type(x)))          # numba dispatchers: their Python source
+            self.ufunc(x)
+        elif isinstance(x, functools._lru_cache_wrapper):
+            # functools.lru_cache / cache: the callable it wraps (its memo is derived from it) and how it memoises
+            self.w("lru_cache")
+            self.obj(x.cache_parameters())
+            self.obj(x.__wrapped__)
+        elif _is_numba_dispatcher(x):
+            self.w("jit", self._qual(type(x)))          # numba.jit / njit: the Python source it compiles
+            self.obj(x.targetoptions)
             self.function(x.py_func)
         else:
             self.instance(x)
@@ -281,34 +289,46 @@ class _Hasher:
         name = getattr(t, "__qualname__", getattr(t, "__name__", "?"))
         return f"{_stable_module_name(getattr(t, '__module__', '?'))}.{name}"
 
+    def _via(self) -> str:
+        return f", reached from {' > '.join(self.where[-3:])}" if self.where else ""
+
+    def ufunc(self, u: np.ufunc) -> None:
+        """A numpy / scipy.special ufunc is library code, named with its version; any other ufunc (one made
+        by np.frompyfunc) runs Python code that cannot be reached from it, so it cannot be fingerprinted."""
+        home = _ufunc_home(u)
+        if home is None:
+            raise Unfingerprintable(f"the ufunc {u.__name__!r} is not numpy's or scipy.special's: the Python "
+                                    f"code a np.frompyfunc ufunc runs cannot be read from it (np.vectorize's can)"
+                                    f"{self._via()}")
+        self.w("ufunc", home, u.__name__, _library_version(sys.modules[home]))
+
     def instance(self, x) -> None:
+        """Class and pickle reduction; and what ``x.__wrapped__`` names, since a wrapper (a decorator class
+        using functools.update_wrapper) calls it whether or not its reduction holds it."""
         t = type(x)
         self.w("instance", self._qual(t))
         self.cls(t)
         try:
             red = x.__reduce_ex__(4)
         except Exception as e:
-            via = f", reached from {' > '.join(self.where[-3:])}" if self.where else ""
             raise Unfingerprintable(f"a {self._qual(t)} cannot be reduced for hashing "
-                                    f"({type(e).__name__}: {e}){via}") from None
+                                    f"({type(e).__name__}: {e}){self._via()}") from None
         if isinstance(red, str):        # a global singleton, pickled by reference
             self.w("global", red)
             return
         red = tuple(red) + (None,) * (5 - len(red))
         fn, args, state, items, kv = red[:5]
-        lazy = _cached_property_names(t)
-        if lazy and isinstance(state, dict) and lazy & state.keys():
-            # a functools.cached_property's stored value is derived from the rest of the object by the
-            # property's code (hashed with the class): whether it was computed yet must not change the key;
-            # a declared transient attribute is scratch state every use overwrites before it reads it
-            state = {k: v for k, v in state.items() if k not in lazy}
         self.obj(fn)
         self.obj(args)
-        self.obj(state)
+        self.obj(_hashed_state(t, state))
         if items is not None:
             self.obj(list(items))
         if kv is not None:
             self.obj(list(kv))
+        wrapped = getattr(x, "__wrapped__", None)
+        if wrapped is not None:
+            self.w("wrapped")
+            self.obj(wrapped)
 
     def cls(self, t: type) -> None:
         mod = _module_of(t)
@@ -374,12 +394,20 @@ class _Hasher:
             # a user file loaded by dpcheck.loading: the files it read at import, with their content hashes
             self.w("module-reads")
             self.obj(g["__dpcheck_reads__"])
-        for n in sorted(_global_names(f.__code__)):
+        reads = _global_names(f.__code__)
+        for n in sorted(reads):
             if n in g:
                 self.w("global", n)
-                self.obj(g[n], names=names)
+                self.obj(_stable_module_name(g[n]) if n == "__name__" else g[n], names=names)
             else:
                 self.w("builtin-name", n)
+        if "__name__" in reads or (reads & _NAMESPACE_READERS) - g.keys():
+            # globals()["SCALE"], eval("SCALE"), sys.modules[__name__].SCALE: any global of the module may be
+            # read, under a name computed as the function runs
+            self.w("namespace")
+            for n in sorted(n for n in g if not (n.startswith("__") and n.endswith("__"))):
+                self.w("global", n)
+                self.obj(g[n], names=names)
         for modname, attrs in _local_imports(f.__code__, g.get("__package__")):
             # imported here if the function has not run yet: the key must not depend on whether it has
             m = _import(modname)
@@ -403,7 +431,48 @@ _LIBRARY_TRANSIENT = {
         "validate_called", "cached_is_empty", "cached_is_cacheable", "cached_has_reusable_values",
         "_cached_repr", "_SearchStrategy__label", "_LazyStrategy__wrapped_strategy",
         "_LazyStrategy__representation"),
+    "numpy.vectorize": ("_ufunc",),     # np.frompyfunc ufuncs of pyfunc, made on the first call with otypes
 }
+
+
+# Builtins through which a function reads its module's globals by a name that need not be in its code (so
+# does a function naming ``__name__``: ``sys.modules[__name__]``).
+_NAMESPACE_READERS = frozenset({"globals", "eval", "exec"})
+
+# The library modules whose ufuncs are fingerprinted by name (and the module's version).
+_UFUNC_HOMES = ("numpy", "scipy.special")
+
+
+def _ufunc_home(u) -> str | None:
+    """The module of :data:`_UFUNC_HOMES` that exports the ufunc ``u`` under its name, or None (np.frompyfunc
+    names its ufunc "f (vectorized)", which no module exports)."""
+    for home in _UFUNC_HOMES:
+        if getattr(sys.modules.get(home), u.__name__, None) is u:
+            return home
+    return None
+
+
+def _is_numba_dispatcher(x) -> bool:
+    """Whether ``x`` is a numba dispatcher, whose behaviour is its ``py_func`` and compile options. Any other
+    object with a ``py_func`` attribute is an instance like any other: its class and its whole state count."""
+    return any(f"{c.__module__}.{c.__qualname__}" == "numba.core.dispatcher.Dispatcher" for c in type(x).__mro__)
+
+
+def _hashed_state(t: type, state):
+    """The part of an instance's reduced ``state`` that enters the key.
+
+    A functools.cached_property's stored value is derived from the rest of the object by the property's
+    code (hashed with the class): whether it was computed yet must not change the key; a declared
+    transient attribute is scratch state every use overwrites before it reads it. A ``__module__`` copied
+    by functools.update_wrapper is named as :func:`_stable_module_name` names it (a user file's module has
+    a per-process name)."""
+    if not isinstance(state, dict):
+        return state
+    lazy = _cached_property_names(t)
+    out = {k: v for k, v in state.items() if k not in lazy}
+    if isinstance(out.get("__module__"), str):
+        out["__module__"] = _stable_module_name(out["__module__"])
+    return out
 
 
 def _cached_property_names(t: type) -> frozenset:

@@ -339,3 +339,129 @@ def test_a_hypothesis_strategy_keys_the_same_before_and_after_it_is_drawn_from()
     assert [fingerprint(s) for s in fresh] == before
     assert fingerprint(st.integers(0, 3)) == fingerprint(st.integers(0, 3))
     assert fingerprint(st.integers(0, 3)) != fingerprint(st.integers(0, 4))     # the definition still counts
+
+
+class _AddLaplace:
+    """A decorator class: what it computes is its own state and ``__call__`` as much as the function it wraps."""
+
+    def __init__(self, fn, scale):
+        import functools
+        functools.update_wrapper(self, fn)
+        self.scale = scale
+
+    def __call__(self, d, rng, size):
+        return self.__wrapped__(d) + rng.laplace(0.0, self.scale, size)
+
+
+def _count(d):
+    return float(d)
+
+
+def test_a_wrapper_object_keys_on_its_state_and_class_not_only_what_it_wraps():
+    # the regression: an object with a __wrapped__ function was hashed by its class name and that function
+    # only, so a --cache rerun with a quarter of the noise scale reused the chunks and kept its PASS
+    assert fingerprint(_AddLaplace(_count, 1.0)) == fingerprint(_AddLaplace(_count, 1.0))
+    assert fingerprint(_AddLaplace(_count, 1.0)) != fingerprint(_AddLaplace(_count, 0.25))
+
+    class Gaussian(_AddLaplace):
+        def __call__(self, d, rng, size):
+            return self.__wrapped__(d) + rng.normal(0.0, self.scale, size)
+    assert fingerprint(Gaussian(_count, 1.0)) != fingerprint(_AddLaplace(_count, 1.0))
+
+
+def test_an_object_with_a_py_func_keys_on_its_state_unless_it_is_a_numba_dispatcher(tmp_path):
+    class Scaled:                       # not numba: py_func is only an attribute name
+        def __init__(self, fn, k):
+            self.py_func, self.k = fn, k
+
+        def __call__(self, d):
+            return self.py_func(d) * self.k
+    assert fingerprint(Scaled(_count, 1.0)) != fingerprint(Scaled(_count, 4.0))
+
+    pytest.importorskip("numba")
+    mod = _module(tmp_path, "fp_numba_mod", """
+        import numba
+        SCALE = 1.0
+        @numba.njit
+        def scale(x):
+            return SCALE * x
+    """)
+    k = fingerprint(mod.scale)
+    mod.SCALE = 0.1
+    assert fingerprint(mod.scale) != k
+
+
+def test_a_frompyfunc_ufunc_disables_the_cache_and_np_vectorize_is_walked(tmp_path):
+    # the regression: every ufunc was keyed by its name, so the Python code inside np.frompyfunc was not
+    mod = _module(tmp_path, "fp_ufunc_mod", """
+        import numpy as np
+        SCALE = 1.0
+        def _noisy(c, u):
+            return c + SCALE * u
+        noisy = np.frompyfunc(_noisy, 2, 1)
+        vnoisy = np.vectorize(_noisy, otypes=[float])
+    """)
+
+    def mech(d, rng, size):
+        return mod.noisy(float(d), rng.random(size)).astype(float)
+    with pytest.raises(Unfingerprintable, match="_noisy \\(vectorized\\).*reached from .*mech"):
+        fingerprint(mech)
+    k = fingerprint(mod.vnoisy)
+    mod.vnoisy(0.0, np.arange(3.0))           # fills its cache of np.frompyfunc ufuncs: derived, left out
+    assert fingerprint(mod.vnoisy) == k
+    mod.SCALE = 0.25
+    assert fingerprint(mod.vnoisy) != k
+
+
+def test_globals_read_under_a_computed_name_count(tmp_path):
+    # the regression: globals()["SCALE"] named no global the walk could see
+    mod = _module(tmp_path, "fp_namespace_mod", """
+        import sys
+        SCALE = 1.0
+        def by_globals(d):
+            return d * globals()["SC" + "ALE"]
+        def by_eval(d):
+            return d * eval("SCALE")
+        def by_sys_modules(d):
+            return d * sys.modules[__name__].SCALE
+    """)
+    fs = (mod.by_globals, mod.by_eval, mod.by_sys_modules)
+    before = [fingerprint(f) for f in fs]
+    mod.SCALE = 0.25
+    assert all(fingerprint(f) != k for f, k in zip(fs, before))
+
+
+def test_ordinary_mechanisms_are_still_cached():
+    """No over-disabling: closures, lambdas, partials, lru_cache wrappers and the example factories all have a key."""
+    import functools
+    sys.path.insert(0, str(ROOT))
+    from examples import mechanisms as M
+    factories = [M.laplace_count(1.0), M.gaussian(1.0), M.geometric(1.0), M.noisy_histogram(1.0),
+                 M.report_noisy_max(1.0), M.report_noisy_max_exponential(1.0), M.sparse_vector(1.0),
+                 lambda d, rng, size: rng.laplace(d, 1.0, size), functools.partial(laplace(1.0), size=3),
+                 functools.lru_cache(maxsize=None)(_count), laplace(1.0)]
+    assert len({fingerprint(f) for f in factories}) == len(factories)
+
+
+_WRAPPER_FILE = """
+import functools
+class AddLaplace:
+    def __init__(self, fn, scale):
+        functools.update_wrapper(self, fn)       # copies fn.__module__, a per-process name for this file
+        self.scale = scale
+    def __call__(self, d, rng, size):
+        return self.__wrapped__(d) + rng.laplace(0.0, self.scale, size)
+def count(d):
+    return float(d)
+mech = AddLaplace(count, 1.0)
+"""
+
+
+@pytest.mark.slow
+def test_a_wrapper_in_a_users_file_keys_the_same_in_every_process(tmp_path):
+    (tmp_path / "wrapped_target.py").write_text(_WRAPPER_FILE)
+    code = ("from dpcheck.loading import load_object; from dpcheck.fingerprint import fingerprint; "
+            f"print(fingerprint(load_object({str(tmp_path / 'wrapped_target.py:mech')!r})))")
+    outs = {subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONHASHSEED=hs, PYTHONPATH=str(ROOT)),
+                           capture_output=True, text=True, check=True).stdout.strip() for hs in ("1", "2")}
+    assert len(outs) == 1 and len(outs.pop()) == 64
