@@ -130,24 +130,31 @@ def growth_rate(p, q, eps: float, delta: float):
 def sequential_power(n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
     """The smallest true eps that ``n`` test samples per side would detect about half the time.
 
-    Analogue of :func:`dpcheck.stats.budget_detectable_epsilon` for the e-process: with an event of the
-    best mass q under D' (log grid 1/n .. 1/2) and p = e^eps' q + delta, the oracle bettor's median
-    log-wealth is about n g(p, q) (:func:`growth_rate`); the plug-in bettor pays a regret of about
-    ln(n) / 2 + 1 nats (Waudby-Smith & Ramdas 2024, Sec. 5). eps' is detectable when
-    n g - ln(n) / 2 - 1 >= ln(1 / alpha). inf if no eps' with p <= 1 is.
+    Analogue of :func:`dpcheck.stats.budget_detectable_epsilon` for the e-process: with the best event an
+    (eps', delta)-DP mechanism can have -- mass q under D' on a log grid 1/n .. 1/2 and
+    p = :func:`dpcheck.stats.dp_max_p` (q, eps', delta), bounded by the event and by its complement (the
+    reverse direction) -- the oracle bettor's median log-wealth is about n g(p, q) (:func:`growth_rate`); the
+    plug-in bettor pays a regret of about ln(n) / 2 + 1 nats (Waudby-Smith & Ramdas 2024, Sec. 5). eps' is
+    detectable when n g - ln(n) / 2 - 1 >= ln(1 / alpha). ``alpha`` is the level the slot's own e-process
+    must reach: the audit's alpha times the slot's weight in the average (:func:`audit_sequential`). inf if
+    no eps' is.
     """
+    from dpcheck.stats import dp_max_p
+    if eps_claim >= 700.0:           # e^eps_claim overflows: no bet is possible (growth_rate is 0)
+        return math.inf
     need = math.log(1.0 / alpha) + 0.5 * math.log(max(n, 1)) + 1.0
     q = np.geomspace(1.0 / n, 0.5, 24)
-    top = np.where(1 - delta > q, np.log(np.maximum(1 - delta, 1e-300) / q), eps_claim)   # p <= 1
+    # dp_max_p reaches 1 only as eps' -> inf (the complement bound): at eps_claim + 40 it is 1 - e^-40 (1 - q)
+    top = np.full(q.shape, float(eps_claim) + 40.0)
 
     def ok(e):
-        return n * growth_rate(np.minimum(1.0, np.exp(e) * q + delta), q, eps_claim, delta) >= need
+        return n * growth_rate(dp_max_p(q, e, delta), q, eps_claim, delta) >= need
 
-    feasible = (top > eps_claim) & ok(top)
+    feasible = ok(top)
     if not feasible.any():
         return math.inf
     lo, hi = np.full(q.shape, float(eps_claim)), top.copy()
-    for _ in range(40):                     # bisection, all q at once (detection is monotone in eps')
+    for _ in range(40):                     # bisection, all q at once (dp_max_p and the growth rise with eps')
         mid = 0.5 * (lo + hi)
         good = ok(mid)
         hi, lo = np.where(good, mid, hi), np.where(good, lo, mid)
@@ -332,7 +339,8 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
         eps_lb = float(lb_eps[i])
     e_value = float(np.exp(min(_logsumexp(log_w + np.log(weights)), 700.0)))
     tested = used - sched[0]
-    power = sequential_power(max(tested, 1), alpha, eps_claim, delta) if tested > 0 else math.inf
+    # a main-point slot alone must carry the average to 1 / alpha: its own e-process must reach 1 / (alpha w_s)
+    power = sequential_power(tested, alpha * float(weights[main].min()), eps_claim, delta) if tested > 0 else math.inf
     rows, prof = [], []
     for s, (p, d, j) in enumerate(slots):
         sc, t = events.get(s, (None, math.inf))

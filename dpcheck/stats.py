@@ -183,17 +183,59 @@ def odds_eps_approx(k1, k2, n, alpha: float, delta: float = 0.0):
     return _odds_to_eps(psi, q_lo, q_hi, delta)
 
 
+# ----------------------------------------------------------------------------- power: what an eps'-DP event can be
+# The power of a budget is stated against an alternative: a mechanism whose true epsilon is eps' > eps_claim.
+# Such a mechanism cannot have every event (p, q) = (P[M(D) in E], P[M(D') in E]) with p <= e^eps' q + delta:
+# the complement of E must keep the guarantee in the reverse direction too (the audit tests both), which
+# bounds p from above a second time. The power figures below only use events a true-eps' mechanism can have.
+def dp_max_p(q, eps, delta: float = 0.0):
+    """The largest P[M(D) in E] an (eps, delta)-DP mechanism can have for an event E with P[M(D') in E] = q
+    (vectorised over q and eps): min(1, e^eps q + delta, 1 - e^-eps (1 - q - delta)).
+
+    Justification: (eps, delta)-DP binds E in the direction D -> D' (p <= e^eps q + delta) and its complement
+    in the direction D' -> D (1 - q <= e^eps (1 - p) + delta, i.e. p <= 1 - e^-eps (1 - q - delta)); the other
+    two inequalities (q <= e^eps p + delta, 1 - p <= e^eps (1 - q) + delta) hold when p >= q. Conversely the
+    two-output mechanism "1 with probability p on D, q on D'" is (eps, delta)-DP whenever both bounds hold,
+    so every p up to this value is attained by some true-eps mechanism: the bound is exact, not conservative.
+    For delta = 0 the first bound binds when q <= 1 / (1 + e^eps) (randomized response is the kink)."""
+    q, eps = np.broadcast_arrays(np.asarray(q, dtype=float), np.asarray(eps, dtype=float))
+    # e^eps q as inf (q > 0) or 0 (q = 0) where e^eps overflows, as exp_times
+    up = np.where(eps < 709.0, np.exp(np.minimum(eps, 709.0)) * q, np.where(q > 0, np.inf, 0.0)) + delta
+    down = 1.0 - np.exp(-eps) * np.maximum(1.0 - q - delta, 0.0)
+    out = np.clip(np.minimum(up, down), 0.0, 1.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def dp_min_eps(p, q, delta: float = 0.0):
+    """The smallest eps such that an (eps, delta)-DP mechanism can have an event with P[M(D) in E] = p and
+    P[M(D') in E] = q, for p >= q (vectorised; the inverse of :func:`dp_max_p` in eps):
+    max(0, ln((p - delta) / q), ln((1 - q - delta) / (1 - p))), inf where p = 1 > q + delta or q = 0 < p - delta.
+
+    Justification: :func:`dp_max_p` increases in eps, and p <= dp_max_p(q, eps, delta) exactly when both of its
+    bounds hold, i.e. when eps is at least each of the two logarithms (a bound that cannot bind -- p <= delta,
+    or q >= 1 - delta -- gives -inf there)."""
+    p, q = np.broadcast_arrays(np.asarray(p, dtype=float), np.asarray(q, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fwd = np.where(p > delta, np.log(np.maximum(p - delta, 0.0)) - np.log(q), -np.inf)
+        rev = np.where(1 - q - delta > 0, np.log(np.maximum(1 - q - delta, 0.0)) - np.log(np.maximum(1 - p, 0.0)),
+                       -np.inf)
+    out = np.maximum(np.maximum(fwd, rev), 0.0)
+    return float(out) if out.ndim == 0 else out
+
+
 def detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
     """Median-case detection threshold of one event: the auditor's ``power``.
 
-    Fix the event E and its probability under D' at q = q_hat (its certification
-    estimate, at least 1/n). Suppose the mechanism had P[M(D) in E] = p = e^eps' q + delta
-    for some eps' > eps_claim. With both certification counts at their expected values
-    n p and n q (the medians up to rounding, so the statement holds with probability
-    about 1/2), the certified bound ln((CP_lo(n p) - delta) / CP_hi(n q)) exceeds
-    eps_claim exactly when p exceeds p* = CP_lo^{-1}(delta + e^eps_claim CP_hi(n q)).
-    The returned value is eps' = ln((p* - delta) / q): the smallest true epsilon this
-    event and this sample budget would catch half the time. inf if p* would exceed 1.
+    Fix the event E and its probability under D' at q = q_hat (its certification estimate, at least 1/n).
+    With both certification counts at their expected values n p and n q (the medians up to rounding, so the
+    statement holds with probability about 1/2), the certified bound ln((CP_lo(n p) - delta) / CP_hi(n q))
+    exceeds eps_claim exactly when p exceeds p* = CP_lo^{-1}(delta + e^eps_claim CP_hi(n q)). The returned
+    value is the smallest true eps' at which an (eps', delta)-DP mechanism can have such an event,
+    :func:`dp_min_eps` (p*, q): max(ln((p* - delta) / q), ln((1 - q - delta) / (1 - p*))). The second term is
+    the complement event's loss in the reverse direction; without it an event with p ~ 1 and
+    q ~ e^-eps' counted as an eps'-DP event, which no eps'-DP mechanism has, and the power was stated far too
+    optimistically at small budgets. So: the smallest true epsilon this event mass and this sample budget
+    would catch half the time, with p the largest an eps'-DP mechanism allows. inf if p* would reach 1.
     """
     q = max(float(q_hat), 1.0 / n)
     target = delta + float(exp_times(eps_claim, cp_upper(q * n, n, alpha)))
@@ -210,19 +252,21 @@ def detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, del
         if hi - lo < 1e-6 * max(1.0, hi):
             break
     p_star = hi / n
-    if p_star <= delta:
-        return float(eps_claim)
-    return max(float(eps_claim), math.log((p_star - delta) / q))
+    if p_star >= 1.0:
+        return math.inf
+    return max(float(eps_claim), dp_min_eps(p_star, q, delta))
 
 
 def odds_detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float, delta: float = 0.0) -> float:
     """:func:`detectable_epsilon` for an event certified by :func:`odds_eps_bound` at level ``alpha`` (the
-    audit spends both of the event's one-sided levels there, 2 alpha_b): the smallest true eps' whose event,
-    with p = e^eps' q + delta and both counts at their expected values n p and n q, is certified above
-    eps_claim. The certified bound at those counts is taken from :func:`odds_eps_approx` (Woolf's normal
-    law of ln psi): power is a median-case figure, not a certified statement, and the exact conditional
-    bound moves by far less than the sampling spread of the counts (tests/core/test_odds_bounds.py checks
-    that the exact test then detects about half the time). inf if no p <= 1 is detected."""
+    audit spends both of the event's one-sided levels there, 2 alpha_b): with both counts at their expected
+    values n p and n q, the smallest p* whose event is certified above eps_claim, and then the smallest true
+    eps' at which an (eps', delta)-DP mechanism can have that event, :func:`dp_min_eps` (p*, q) (the event and
+    its complement both bound p; see :func:`detectable_epsilon`). The certified bound at those counts is taken
+    from :func:`odds_eps_approx` (Woolf's normal law of ln psi): power is a median-case figure, not a certified
+    statement, and the exact conditional bound moves by far less than the sampling spread of the counts
+    (tests/core/test_odds_bounds.py checks that the exact test then detects about half the time). inf if no
+    p <= 1 - 1/(2n) is detected."""
     q = max(float(q_hat), 1.0 / n)
     if q >= 1.0:
         return math.inf
@@ -243,24 +287,32 @@ def odds_detectable_epsilon(q_hat: float, n: int, alpha: float, eps_claim: float
             lo = mid
         if hi - lo < 1e-9 * hi:
             break
-    if hi <= delta:
-        return float(eps_claim)
-    return max(float(eps_claim), math.log((hi - delta) / q))
+    return max(float(eps_claim), dp_min_eps(hi, q, delta))
+
+
+def power_mass_grid(n: int, points: int = 48) -> np.ndarray:
+    """The event masses q under D' a budget's power is searched over: a log grid from 1/n to 1/2. Masses above
+    1/2 add nothing: the complement of such an event, taken in the other direction (the audit searches both),
+    has mass below 1/2, and with p bounded by :func:`dp_max_p` the mirrored grid was measured never to lower
+    the power (n = 45 .. 75000, eps = 0.01 .. 1, delta = 0 and 0.01). Keeping the old grid also makes the
+    power with the complement bound never smaller than without it, q by q (dp_min_eps >= ln((p - delta) / q)),
+    so the stricter power can only turn a PASS into INCONCLUSIVE, never the reverse."""
+    return np.unique(np.concatenate([np.geomspace(1.0 / n, 0.5, points), [0.5]]))
 
 
 def budget_detectable_epsilon(n: int, alpha: float, eps_claim: float, delta: float = 0.0,
                               event_bound: str = "cp") -> float:
     """The sample budget's power: min over event masses q of :func:`detectable_epsilon`.
 
-    The smallest true epsilon that an event of the best mass q under D' (searched on
-    a log grid from 1/n to 1/2) would catch about half the time with n certification
-    samples per side at level alpha. It depends on the budget only, not on the event
-    the search happened to choose, so an audit that found no leak because there is
-    none is not mistaken for an under-powered one; :func:`detectable_epsilon` of the
+    The smallest true epsilon eps' such that the best event an (eps', delta)-DP mechanism can have (q under D'
+    searched on :func:`power_mass_grid`, p = :func:`dp_max_p` (q, eps', delta): bounded by the event AND its
+    complement) would be caught about half the time with n certification samples per side at level alpha. It
+    depends on the budget only, not on the event the search happened to choose, so an audit that found no
+    leak because there is none is not mistaken for an under-powered one; :func:`detectable_epsilon` of the
     chosen event is reported beside it. ``event_bound="best"`` (the audit may certify an event by the odds
     ratio instead, blackbox.audit): the smaller of that and :func:`odds_detectable_epsilon` at 2 alpha, per q.
     """
-    grid = np.unique(np.concatenate([np.geomspace(1.0 / n, 0.5, 48), [0.5]]))
+    grid = power_mass_grid(n)
     cp = min(detectable_epsilon(q, n, alpha, eps_claim, delta) for q in grid)
     if event_bound != "best":
         return float(cp)
