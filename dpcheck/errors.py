@@ -11,3 +11,8 @@ class InputError(DPCheckError, ValueError):
 
 class MechanismError(DPCheckError):
     """A user's mechanism or privatizer raised, or returned something unusable."""
+
+
+class DPCheckInconclusiveWarning(UserWarning):
+    """An audit in a test ended INCONCLUSIVE and the test was let pass (not strict): the pytest plugin and
+    :func:`dpcheck.testing.assert_dp` warn with it, so a budget too small to decide is seen, not silent."""

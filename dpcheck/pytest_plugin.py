@@ -29,8 +29,7 @@ from pathlib import Path
 import pytest
 
 
-class DPCheckInconclusiveWarning(UserWarning):
-    """An audit in a test ended INCONCLUSIVE (the test passes unless strict)."""
+from dpcheck.errors import DPCheckInconclusiveWarning  # defined there: assert_dp warns with it too
 
 
 def pytest_addoption(parser):

@@ -11,15 +11,20 @@ differential-privacy library), but with a certified bound instead of votes:
 - Detection: with the default 2 x 10^5 samples per side, Laplace noise 15 % short of its
   claim at eps = 1 (true eps 1.18, Google's calibration point) is caught for nearly every
   seed (tests/core/test_testing.py checks 20 seeds). The result's ``power`` says what a given
-  budget can catch; ``strict=True`` also fails when it could not catch a doubling.
+  budget can catch; ``strict=True`` also fails when it could not catch a doubling, and without it
+  an INCONCLUSIVE result lets the test pass with a :class:`dpcheck.errors.DPCheckInconclusiveWarning`.
+- ``sequential=True`` runs the anytime-valid test (:func:`dpcheck.sequential.audit`), and a target with a
+  ``PairSearch`` has its pairs found first, as ``dpcheck audit`` does.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Sequence
 
-from dpcheck.blackbox import AuditResult, audit
+from dpcheck.blackbox import AuditResult
 from dpcheck.claims import Claim
-from dpcheck.errors import InputError
+from dpcheck.errors import DPCheckInconclusiveWarning, InputError
+from dpcheck.sequential import audit
 from dpcheck.target import AuditTarget
 
 DEFAULT_SAMPLES = 200_000
@@ -35,7 +40,10 @@ def assert_dp(target: AuditTarget | Callable[..., Any], pairs: Sequence | None =
     Either pass an :class:`AuditTarget`, or a mechanism ``mechanism(data, rng, size)`` (or
     ``mechanism(data, rng)`` with ``per_call=True``) with ``pairs`` and a ``claim`` or
     ``epsilon`` / ``delta``. Raises AssertionError when the audit certifies a violation
-    (and, with ``strict``, when it is inconclusive).
+    (and, with ``strict``, when it is inconclusive); an inconclusive result without ``strict`` warns
+    (:class:`dpcheck.errors.DPCheckInconclusiveWarning`, as the pytest plugin does) and is returned.
+    ``audit_kwargs`` go to :func:`dpcheck.sequential.audit` (the batch black box's options, plus
+    ``sequential=True`` for the anytime-valid test); a target with a ``PairSearch`` has its pairs found first.
 
     >>> assert_dp(lambda d, rng, n: d + rng.laplace(0, 1, n), pairs=[(0, 1)], epsilon=1.0)  # doctest: +SKIP
     """
@@ -55,4 +63,8 @@ def assert_dp(target: AuditTarget | Callable[..., Any], pairs: Sequence | None =
     if result.verdict == "fail" or (strict and result.verdict != "pass"):
         raise AssertionError(f"{target.name}: {result.claim.describe()} {result.verdict}: {result.reason}\n"
                              f"{result.summary()}")
+    if result.verdict == "inconclusive":
+        warnings.warn(DPCheckInconclusiveWarning(
+            f"{target.name}: {result.claim.describe()} INCONCLUSIVE: {result.reason} (strict=True fails the test)"),
+            stacklevel=2)
     return result

@@ -7,7 +7,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from examples import mechanisms as M  # noqa: E402
 
-from dpcheck import AuditTarget, Claim, InputError  # noqa: E402
+import warnings  # noqa: E402
+
+from dpcheck import AuditTarget, Claim, InputError, PairSearch  # noqa: E402
+from dpcheck.errors import DPCheckInconclusiveWarning  # noqa: E402
+from dpcheck.pytest_plugin import DPCheckInconclusiveWarning as PluginWarning  # noqa: E402
+from dpcheck.sequential import SequentialAuditResult  # noqa: E402
 from dpcheck.testing import assert_dp  # noqa: E402
 
 
@@ -55,7 +60,9 @@ def test_accepts_target_per_call_and_claim_override():
 
 
 def test_strict_fails_inconclusive():
-    assert_dp(M.laplace_count(0.1), pairs=[(0, 1)], epsilon=0.1, samples=200)
+    with pytest.warns(DPCheckInconclusiveWarning, match="INCONCLUSIVE.*strict=True"):
+        r = assert_dp(M.laplace_count(0.1), pairs=[(0, 1)], epsilon=0.1, samples=200)
+    assert r.verdict == "inconclusive"
     with pytest.raises(AssertionError, match="inconclusive"):
         assert_dp(M.laplace_count(0.1), pairs=[(0, 1)], epsilon=0.1, samples=200, strict=True)
 
@@ -67,3 +74,29 @@ def test_bad_arguments():
         assert_dp(M.laplace_count(1.0), pairs=[(0, 1)])
     with pytest.raises(InputError):
         assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=-1.0)
+
+
+def test_a_pass_does_not_warn_and_the_plugin_warns_with_the_same_category():
+    assert PluginWarning is DPCheckInconclusiveWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, samples=20_000).verdict == "pass"
+
+
+def test_sequential_goes_to_the_sequential_audit():
+    # it raised a bare TypeError (blackbox.audit has no ``sequential``)
+    r = assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, samples=3000, alpha=0.05, sequential=True)
+    assert isinstance(r, SequentialAuditResult) and r.verdict == "pass" and r.stopped == "budget"
+    with pytest.raises(AssertionError, match="sequential test rejected"):
+        assert_dp(M.laplace_count(1.0, scale_factor=0.5), pairs=[(0, 1)], epsilon=1.0, samples=3000, alpha=0.05,
+                  sequential=True)
+
+
+def test_a_pair_search_target_is_searched_first():
+    # it was refused (blackbox.audit wants the pairs)
+    def domain(rng):
+        return 0, 1
+    t = AuditTarget("s", M.laplace_count(1.0, scale_factor=0.5), pairs=[], claim=Claim(epsilon=1.0),
+                    search=PairSearch(domain, candidates=2, samples=100))
+    with pytest.raises(AssertionError, match="eps >= "):
+        assert_dp(t, samples=3000, alpha=0.05)
