@@ -57,9 +57,10 @@ def test_compiled_plan_agrees_with_numpy_and_returns_verified_cces(seed, A, B, S
     np.testing.assert_allclose(Vu_c[:, :H], np.einsum("rhsab,rhsab->rhs", pi_c, Qu_c), atol=1e-12)
     assert sum(st_c[k] for k in ("pure", "hint", "simplex", "highs")) == runs * H * S
     if np.allclose(pi_c, pi_n, atol=1e-9):
-        # the same CCEs chosen: then everything upstream agrees too
-        np.testing.assert_allclose(Qb_c, Qb_n, rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(Vb_c, Vb_n, rtol=1e-10, atol=1e-10)
+        # the same CCEs chosen (to the LP solvers' 1e-9): everything upstream agrees to what that moves a value,
+        # |pi diff| x A B x max |Q| <= 1e-9 x 9 x H per step (seed 720, A = B = 2: 5e-10 apart)
+        np.testing.assert_allclose(Qb_c, Qb_n, rtol=0, atol=1e-8 * H * A * B)
+        np.testing.assert_allclose(Vb_c, Vb_n, rtol=0, atol=1e-8 * H * A * B)
 
 
 def test_the_kernel_usually_picks_the_numpy_paths_cce():
