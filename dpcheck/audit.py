@@ -132,7 +132,7 @@ class ExecutionOptions:
         given, workers / backend / scheduler / cache / progress): how a library check runs its black box."""
         from dpcheck.sequential import audit      # dpcheck.blackbox.audit unless --sequential
         return audit(target, samples=int(samples), alpha=self.alpha, seed=self.seed if seed is None else int(seed),
-                     sequential=self.sequential, **self.parallel())
+                     sequential=self.sequential, probe=False, **self.parallel())
 
     def budget(self, pair) -> int:
         """Black-box outputs per input: --samples if given, else ``pair`` = (default, --quick) -- the one

@@ -43,11 +43,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dpcheck import blackbox as bb
 from dpcheck import events as ev
 from dpcheck.blackbox import (DIRECTIONS, LB_ALPHA_SHARE, AuditResult, claim_plan, reason_terms, tightness,
                               verdict_of)
 from dpcheck.errors import InputError
-from dpcheck.target import AuditTarget
+from dpcheck.target import AuditTarget, representation
 
 FIRST_BATCH = 100      # outputs per side that only choose the first events
 GROWTH = 2             # each test batch is GROWTH x the previous one (100, 200, 400, ...)
@@ -262,7 +263,7 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
     lb_logw = np.zeros((len(main), lb_eps.size))
     lb_crossed = np.zeros(lb_eps.size, dtype=bool)
     thr = math.log(1.0 / alpha)
-    kind = None
+    kinds, reps = {}, {}        # per pair: its output kind (from both sides), its outputs' representation
     used = drawn = 0
     stopped, batches, events, counts = "budget", [], {}, {}
     last = (np.zeros(len(slots), dtype=int), np.zeros(len(slots), dtype=int), 0)
@@ -271,9 +272,12 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
         for p, (d, dp) in enumerate(target.pairs):
             xs = target.sample(d, np.random.default_rng(seqs[(b * n_pairs + p) * 2]), size)
             ys = target.sample(dp, np.random.default_rng(seqs[(b * n_pairs + p) * 2 + 1]), size)
+            reps.setdefault(p, representation(xs))
+            bb._same_representation(target, {reps[p], representation(xs), representation(ys)})
             xs, ys = ev.flat(np.asarray(xs)), ev.flat(np.asarray(ys))
-            if kind is None:
-                kind = output_kind or ev.output_kind(xs, target.output)
+            if p not in kinds:
+                both = {ev.output_kind(xs, target.output), ev.output_kind(ys, target.output)}
+                kinds[p] = output_kind or ("continuous" if "continuous" in both else "discrete")
             fresh.append((xs, ys))
         drawn += size
         if b == 0:
@@ -295,7 +299,7 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
                 fa, fc = (xs, ys) if d == 0 else (ys, xs)
                 for j, (e, dl, _) in enumerate(points):
                     s = slots.index((p, d, j))
-                    sc, t = _choose(a, c, kind, size, e, dl, alpha)
+                    sc, t = _choose(a, c, kinds[p], size, e, dl, alpha)
                     hx[s], hy[s] = sc.score(fa) >= t, sc.score(fc) >= t
                     pp, qq = float(np.mean(sc.score(a) >= t)), float(np.mean(sc.score(c) >= t))
                     prior[:, s] = moments(pp, qq, e, dl)
@@ -374,7 +378,7 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
         power_ratio=power / eps_claim if eps_claim > 0 else math.inf, event_power=power, claim=claim,
         epsilon_claimed=eps_claim, delta=delta, pairs_table=tuple(rows), profile=tuple(prof), alpha=alpha,
         alpha_per_bound=alpha, alpha_per_profile_bound=alpha if grid else 0.0, n_bounds=len(slots), seed=seed,
-        output_kind=kind or "continuous", target=target.name, plots=(), cache=None,
+        output_kind=kinds.get(w["pair"], "continuous"), target=target.name, plots=(), cache=None,
         samples_used=used, samples_drawn=drawn, stopped=stopped, e_value=e_value, batches=tuple(batches))
 
 
@@ -453,10 +457,12 @@ __all__ = ["SequentialAuditResult", "audit_sequential", "bets", "log_wealth", "i
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress=None,
           selection_fraction: float | None = None, cache_dir=None, sequential: bool = False,
-          event_bound: str = "cp"):
+          event_bound: str = "cp", probe: bool = True):
     """The black box a ``--sequential`` option chooses: :func:`dpcheck.blackbox.audit` (same arguments) when
     ``sequential`` is False, else :func:`audit_sequential` after the same argument checks (options it cannot
-    honour -- a cache, workers, a backend -- are an InputError; ``event_bound`` is the batch black box's)."""
+    honour -- a cache, workers, a backend -- are an InputError; ``event_bound`` is the batch black box's).
+    ``probe``: first check that the mechanism draws from its rng and gives single calls the law of a batch
+    (:func:`dpcheck.probe.probe_target`; the built-in audits, whose mechanisms are this repository's, skip it)."""
     from dataclasses import replace
     from dpcheck import blackbox as bb
     frac = bb.SELECTION_FRACTION if selection_fraction is None else selection_fraction
@@ -471,6 +477,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         from dpcheck.search import search_pairs
         pairs, found = search_pairs(target, samples, alpha, seed, frac, progress)
         target = replace(target, pairs=pairs, search=None)
+    if probe:
+        from dpcheck.probe import probe_target
+        probe_target(target, seed)
     if not sequential:
         res = bb.audit(target, samples=samples, alpha=alpha, seed=seed, workers=workers, backend=backend,
                        scheduler=scheduler, progress=progress, selection_fraction=frac, cache_dir=cache_dir,
