@@ -11,8 +11,9 @@ differential-privacy library), but with a certified bound instead of votes:
 - Detection: with the default 2 x 10^5 samples per side, Laplace noise 15 % short of its
   claim at eps = 1 (true eps 1.18, Google's calibration point) is caught for nearly every
   seed (tests/core/test_testing.py checks 20 seeds). The result's ``power`` says what a given
-  budget can catch; ``strict=True`` also fails when it could not catch a doubling, and without it
-  an INCONCLUSIVE result lets the test pass with a :class:`dpcheck.errors.DPCheckInconclusiveWarning`.
+  budget can catch; ``strict=True`` also fails when it could not reliably catch a doubling (INCONCLUSIVE,
+  or a PASS that is uninformative: :attr:`AuditResult.uninformative`), and without it such a result lets the
+  test pass with a :class:`dpcheck.errors.DPCheckInconclusiveWarning`.
 - ``sequential=True`` runs the anytime-valid test (:func:`dpcheck.sequential.audit`), and a target with a
   ``PairSearch`` has its pairs found first, as ``dpcheck audit`` does.
 """
@@ -60,11 +61,15 @@ def assert_dp(target: AuditTarget | Callable[..., Any], pairs: Sequence | None =
         from dataclasses import replace
         target = replace(target, claim=claim if claim is not None else Claim(epsilon=epsilon, delta=delta))
     result = audit(target, samples=samples, alpha=alpha, seed=seed, **audit_kwargs)
-    if result.verdict == "fail" or (strict and result.verdict != "pass"):
-        raise AssertionError(f"{target.name}: {result.claim.describe()} {result.verdict}: {result.reason}\n"
+    weak = result.verdict == "inconclusive" or result.uninformative
+    what = "pass (uninformative)" if result.uninformative else result.verdict
+    if result.verdict == "fail" or (strict and weak):
+        raise AssertionError(f"{target.name}: {result.claim.describe()} {what}: {result.reason}\n"
                              f"{result.summary()}")
-    if result.verdict == "inconclusive":
+    if weak:
+        note = ("" if result.verdict == "inconclusive" else
+                f"; this budget detects only eps >= {result.power:.3g}, so a 2x excess could pass unseen")
         warnings.warn(DPCheckInconclusiveWarning(
-            f"{target.name}: {result.claim.describe()} INCONCLUSIVE: {result.reason} (strict=True fails the test)"),
+            f"{target.name}: {result.claim.describe()} {what.upper()}: {result.reason}{note} (strict=True fails the test)"),
             stacklevel=2)
     return result
