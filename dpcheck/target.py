@@ -250,7 +250,11 @@ def output_problem(out, size: int) -> str | None:
     """
     if not isinstance(out, np.ndarray):
         return f"a {type(out).__name__}, not an array of outputs"
-    if out.ndim == 0 or out.shape[0] != size:
+    if out.ndim == 0:
+        return (f"a single value ({out.item()!r}) when asked for size={size} outputs: mechanism(data, rng, size) "
+                "returns size outputs stacked on axis 0; for one output per call use AuditTarget.from_single "
+                "(per_call=True)")
+    if out.shape[0] != size:
         return f"shape {out.shape}; expected {size} outputs stacked on axis 0"
     if out.size == 0:
         return f"empty outputs (shape {out.shape})"

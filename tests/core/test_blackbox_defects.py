@@ -171,3 +171,8 @@ def test_a_pair_with_d_equal_to_d_prime_is_refused():
     with pytest.raises(InputError, match="D == D'"):
         target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), [1, 2])])
     target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), [1, 3])])       # neighbours are fine
+
+
+def test_a_mechanism_returning_one_value_is_told_how_to_fix_it():
+    with pytest.raises(MechanismError, match=r"single value .* AuditTarget.from_single"):
+        audit(target(lambda d, rng, size: float(d) + rng.laplace()), samples=2000, seed=0)
