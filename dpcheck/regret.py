@@ -41,6 +41,18 @@ bound stays small and decides. The point estimate is still the OLS slope; the mi
 window are not used. Same assumption as "t": the seeds' increments are close enough to normal for Student's
 quantile.
 
+What one slope can hide, and the rules that see it (every check built on these fitters):
+- a relapse at the end of the window: on a doubling grid the middle of three increments has weight 0 in the
+  slope, and a curve that turns linear in its last doubling read "in the sqrt(K) regime". A window of three or
+  more increments also fits its last two alone (``RegretFit.tail_*``); a tail interval wholly above the FAIL
+  bound is a FAIL (:func:`relapse`);
+- a mean that is not clearly positive (an increment <= 0, a cost within 3 standard errors of 0) has no
+  logarithm: the fit clips it at a tiny value, which bends the slope at will, so a PASS there is INCONCLUSIVE
+  (:func:`undefined_log`). Fit costs as measured: clipping each run at 0 before the mean turns a cost of mean 0
+  whose spread falls like 1/eps into "~ 1/eps";
+- one seed: a scaling fit has no spread to bound its slope (infinite interval), and an exponent fit uses
+  Student's quantile with its x.size - 2 residual degrees of freedom.
+
 "t+fieller": the intersection of "t" and "fieller", each at level alpha/2, so each end still errs with
 probability <= alpha/2 (a union bound over the two intervals); two disjoint intervals give their hull. Neither dominates: "t" works on the log scale
 and is exact for runs that share an exponent but differ in scale, where Fieller's ratio is unbounded because
@@ -86,6 +98,11 @@ class RegretFit(_Fit):
     interval: str = "percentile"
     ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
     pass_confidence: float | None = None
+    # the window's last two increments fitted alone (windows of 3+ increments): a relapse to faster growth at the
+    # end of the window, which the whole window's slope can hide (:func:`relapse`)
+    tail_exponent: float | None = None
+    tail_ci: tuple[float, float] | None = None
+    tail_window: tuple[float, float] | None = None
 
     def summary(self) -> str:
         return (f"exponent {self.exponent:.3f}, {self.confidence:.0%} CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}] "
@@ -214,12 +231,13 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
         ci = _interval(b, boots, n, alpha, interval)
         ci_pass = _interval(b, boots, n, a_pass, interval)
     else:
-        # one seed: no bootstrap; a normal interval from the OLS standard error (infinite if unknown)
-        from scipy.special import ndtri          # the normal quantile (what scipy.stats.norm.ppf evaluates)
-        half = stderr * float(ndtri(1 - alpha / 2)) if np.isfinite(stderr) else float("inf")
-        ci = (b - half, b + half)
-        half = stderr * float(ndtri(1 - a_pass / 2)) if np.isfinite(stderr) else float("inf")
-        ci_pass = (b - half, b + half)
+        # one seed: no bootstrap; Student's interval from the OLS standard error with its x.size - 2 degrees of
+        # freedom (the normal quantile passed K^0.75 against a bound of 0.6 in 6-8 % of draws at 3 increments;
+        # infinite when there is no residual degree of freedom)
+        from scipy.special import stdtrit
+        ci, ci_pass = ((b - h, b + h) for h in
+                       (stderr * float(stdtrit(x.size - 2, 1 - a / 2)) if np.isfinite(stderr) else float("inf")
+                        for a in (alpha, a_pass)))
     if interval in ("fieller", "t+fieller"):
         ends, ratio = D[:, sel][:, [0, -1]], float(x[-1] - x[0])
         if interval == "fieller":
@@ -230,7 +248,12 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
     per_seed = tuple(fit(D[i, sel]) for i in range(n))
     logD = np.log(np.maximum(Dm, tiny))
     local = tuple(float(s) for s in np.diff(logD) / np.diff(x))
-    return RegretFit(exponent=b, ci=ci, confidence=1 - alpha, window=(float(lo), float(hi)),
+    tail = {}
+    if sel.sum() >= 3:
+        last = (float(left[sel][-2]), float(left[sel][-1]))
+        t = fit_increment_exponent(K, R, window=last, alpha=alpha, n_boot=n_boot, seed=seed, interval=interval)
+        tail = {"tail_exponent": t.exponent, "tail_ci": t.ci, "tail_window": last}
+    return RegretFit(**tail, exponent=b, ci=ci, confidence=1 - alpha, window=(float(lo), float(hi)),
                      K_grid=tuple(float(k) for k in K), increments_mean=tuple(float(v) for v in D.mean(axis=0)),
                      local_slopes=local, per_seed=per_seed, ols_stderr=stderr, seeds=n,
                      method=("OLS of log increments R(K_{j+1}) - R(K_j) on log K_j; " + (
@@ -247,8 +270,10 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     """The claim "regret grows at most like K^claimed" against the fitted exponent.
 
     pass: the upper CI end <= claimed + tolerance; fail: the lower CI end > claimed +
-    tolerance; otherwise inconclusive. ``tolerance`` absorbs polylog factors over
-    the window (declare it; 0.1 over two decades covers a log^2 factor).
+    tolerance (or the window's last two increments alone say so: :func:`relapse`); otherwise inconclusive.
+    ``tolerance`` absorbs polylog factors over the window; declare it from the theorem's log power: the
+    increments of sqrt(K) log^p(K) grow like K^(0.5 + p / ln K), +0.2 for p = 2 at K ~ 10^4 (0.1 covers
+    about one log factor there, not two).
     """
     bound = claimed + tolerance
     lo, hi = fit.ci
@@ -261,6 +286,7 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     else:
         verdict, why = INCONCLUSIVE, (f"{what} exponent {fit.exponent:.3f}: CI [{lo:.3f}, {hi:.3f}] straddles "
                                       f"{claimed:g} + {tolerance:g}")
+    verdict, why = undefined_log(fit, *relapse(fit, bound, verdict, why))
     det = {"fit": fit.to_dict(), "plots": [increments_plot(fit, claimed)]}
     det.update(details or {})
     return Check(id=id, kind="regret", verdict=verdict,
@@ -272,6 +298,45 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
                  measured={"exponent": fit.exponent, "ci": list(fit.ci), "confidence": fit.confidence,
                            "window": list(fit.window), "seeds": fit.seeds, "local_slopes": list(fit.local_slopes)},
                  details=det, reason=why)
+
+
+def relapse(fit, bound: float | None, verdict: str, why: str) -> tuple[str, str]:
+    """(verdict, reason) after the window's last two increments are fitted alone (``fit.tail_*``): a window whose
+    increments shrink overall (a drop at the end of a learning phase) can hide growth at its end. On a doubling grid
+    the middle increment of a three-increment window has weight 0 in the slope, and a curve that turns linear in its
+    last doubling read "in the sqrt(K) regime" (dp_ucbvi's window; exponent 0.41, the last two increments alone
+    0.96 with interval [0.89, 1.02]). A tail interval wholly above ``bound`` (the FAIL bound; None: that side never
+    fails) makes any verdict but FAIL a FAIL, at the fit's own level."""
+    if verdict == FAIL or bound is None or getattr(fit, "tail_ci", None) is None or not fit.tail_ci[0] > bound:
+        return verdict, why
+    left = np.asarray(fit.K_grid[:-1])
+    tail = np.asarray(fit.increments_mean)[(left >= fit.tail_window[0]) & (left <= fit.tail_window[1])]
+    if np.any(tail <= 0):           # no logarithm: the tail's slope is not defined (undefined_log says so)
+        return verdict, why
+    t = fit.tail_ci
+    return FAIL, (f"the last two increments (K in [{fit.tail_window[0]:g}, {fit.tail_window[1]:g}]) grow like "
+                  f"K^{fit.tail_exponent:.2f} (CI [{t[0]:.2f}, {t[1]:.2f}]) > {bound:g}: faster growth at the end of the "
+                  f"window (the whole window's fit said: {why})")
+
+
+def undefined_log(fit, verdict: str, why: str) -> tuple[str, str]:
+    """(verdict, reason), a PASS made INCONCLUSIVE when a mean in the fit is not clearly positive: a mean increment
+    <= 0 (a cost difference can have one) or a mean cost within 3 standard errors of 0 has no logarithm, and the
+    fit's clip at a tiny value bends the slope anywhere (a cost of mean 0 whose spread falls like 1/eps read
+    "~ 1/eps" once each run was clipped at 0 before the mean)."""
+    if verdict != PASS:
+        return verdict, why
+    if isinstance(fit, RegretFit):
+        left = np.asarray(fit.K_grid[:-1])
+        inc = np.asarray(fit.increments_mean)[(left >= fit.window[0]) & (left <= fit.window[1])]
+        if np.any(inc <= 0):
+            return INCONCLUSIVE, f"{why}; but a mean increment in the window is <= 0: its log-log slope is not defined"
+        return verdict, why
+    bad = [x for x, ok in zip(fit.x, fit.clearly_positive or ()) if not ok]
+    if bad:
+        return INCONCLUSIVE, (f"{why}; but the mean is not clearly positive (within 3 standard errors of 0) at "
+                              f"{', '.join(f'{x:g}' for x in bad)}: its log-log slope is not established")
+    return verdict, why
 
 
 def increments_plot(fit: RegretFit, claimed: float | None = None) -> dict:
@@ -300,6 +365,8 @@ class ScalingFit(_Fit):
     interval: str = "percentile"
     ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
     pass_confidence: float | None = None
+    y_se: tuple[float, ...] | None = None        # standard error of each mean over seeds
+    clearly_positive: tuple[bool, ...] | None = None   # mean > 3 standard errors (:func:`undefined_log`)
 
 
 def _pc(fit) -> float:
@@ -313,8 +380,9 @@ def pass_interval(fit) -> tuple[float, float]:
 
 def fit_scaling(x, y, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0,
                 interval: str = "t") -> ScalingFit:
-    """Slope of log(mean over seeds of y) on log x; y: (seeds, n), positive in expectation.
-    interval: "percentile" | "t" (module docstring; "t" by default, valid at few seeds)."""
+    """Slope of log(mean over seeds of y) on log x; y: (seeds, n), the per-seed values as measured (do not clip
+    them: a mean that is not clearly positive makes a PASS INCONCLUSIVE, :func:`undefined_log`; one seed gives an
+    infinite interval). interval: "percentile" | "t" (module docstring; "t" by default, valid at few seeds)."""
     from dpcheck.stats import pass_alpha
     if interval not in ("percentile", "t"):
         raise InputError(f"fit_scaling's interval must be 'percentile' or 't', got {interval!r} (the two-point "
@@ -335,9 +403,12 @@ def fit_scaling(x, y, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0,
         ci = _interval(b, boots, n, alpha, interval)
         ci_pass = _interval(b, boots, n, a_pass, interval)
     else:
-        ci = ci_pass = (b, b)
+        # one seed: no spread to bound the slope with (the point estimate alone decided before)
+        ci = ci_pass = (float("-inf"), float("inf"))
+    se = Y.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(ym.shape, np.inf)
     return ScalingFit(slope=b, ci=ci, confidence=1 - alpha, x=tuple(map(float, X)), y_mean=tuple(map(float, ym)),
-                      seeds=n, interval=interval, ci_pass=ci_pass, pass_confidence=1 - a_pass)
+                      seeds=n, interval=interval, ci_pass=ci_pass, pass_confidence=1 - a_pass,
+                      y_se=tuple(map(float, se)), clearly_positive=tuple(bool(v) for v in ym > 3 * se))
 
 
 def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str, source: str = "",
@@ -354,6 +425,7 @@ def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str
         verdict, why = FAIL, f"{what} ~ {xname}^{fit.slope:.2f} (CI [{lo:.2f}, {hi:.2f}]) is not {expected:g} +- {tolerance:g}"
     else:
         verdict, why = INCONCLUSIVE, f"{what} ~ {xname}^{fit.slope:.2f}: CI [{lo:.2f}, {hi:.2f}] overlaps but is not within {expected:g} +- {tolerance:g}"
+    verdict, why = undefined_log(fit, verdict, why)
     det = {"fit": fit.to_dict(), "plots": [{"title": f"{what} vs {xname}", "xlabel": xname, "ylabel": what,
                                              "logx": True, "logy": True, "kind": "line",
                                              "series": [{"label": "mean over seeds", "x": list(fit.x), "y": list(fit.y_mean)}]}]}
@@ -399,6 +471,7 @@ def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None
     reason = f"slope in {xname} {slope:.3f} (CI [{lo:.3f}, {hi:.3f}]) vs allowed {rng}"
     if (fa, fb) != (bound, lower):
         reason += f"; fails only if the CI lies wholly {fails}" if fails else "; never fails"
+    verdict, reason = undefined_log(fit, *relapse(fit, fa, verdict, reason))
     det = dict(details)
     det["fit"] = fit.to_dict()
     det["plots"] = [{"title": f"{ylabel} vs {xname}", "xlabel": xname, "ylabel": ylabel,

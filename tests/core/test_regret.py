@@ -296,3 +296,85 @@ def test_exponent_regime_never_passes_heavy_tailed_runs_growing_faster_than_clai
         converted += c.verdict == INCONCLUSIVE and out.verdict != INCONCLUSIVE
     assert flat_looking >= 1                 # the seeds exercise the flattening regime
     assert converted == 0
+
+
+# ------------------------------------------------------------------ what a single window slope can hide
+def _relapse_curves(seed, n=8):
+    # dp_ucbvi's sweep: K = 2^7..2^14; per-episode regret 5 / sqrt(k) until K0 = 2^12, then a constant 0.04
+    # (the agent stops learning: linear regret in the last doubling); 10 % per-run scale, noise sd 5
+    K = 2.0 ** np.arange(7, 15)
+    K0 = K[-3]
+    base = 10 * np.sqrt(np.minimum(K, K0)) + 0.04 * np.maximum(K - K0, 0)
+    rng = np.random.default_rng(seed)
+    return K, base[None, :] * (1 + 0.10 * rng.standard_normal((n, 1))) + rng.normal(0, 5, (n, K.size))
+
+
+@pytest.mark.parametrize("seed", [100, 101])
+def test_a_relapse_in_the_last_doubling_fails(seed):
+    # the window (K[-4], K[-2]) has three increments; on a doubling grid the middle one has weight 0 and the
+    # whole window's slope read 0.41-0.43 ("in the sqrt(K) regime"); its last two increments alone grow like K^0.96
+    K, R = _relapse_curves(seed)
+    fit = fit_increment_exponent(K, R, window=(K[-4], K[-2]), seed=0)
+    assert fit.ci[1] < 0.6 and fit.tail_ci[0] > 0.6
+    c = regret_exponent_check(fit, claimed=0.5, tolerance=0.1)
+    assert c.verdict == "fail" and "last two increments" in c.reason
+    from dpcheck.regret import slope_check
+    s = slope_check(fit, bound=0.6, id="x", statement="", source="", xname="K", details={})
+    assert s.verdict == "fail"
+
+
+def test_a_sqrt_curve_keeps_its_pass_with_the_tail_fit():
+    rng = np.random.default_rng(0)
+    K = 2.0 ** np.arange(7, 15)
+    R = 10 * np.sqrt(K)[None, :] * (1 + 0.10 * rng.standard_normal((8, 1))) + rng.normal(0, 5, (8, K.size))
+    fit = fit_increment_exponent(K, R, window=(K[-4], K[-2]), seed=0)
+    assert regret_exponent_check(fit, claimed=0.5, tolerance=0.1).verdict == "pass"
+
+
+@pytest.mark.parametrize("runs", [16, 32])
+def test_a_cost_of_mean_zero_is_never_a_scaling(runs):
+    # common random numbers: the paired cost has mean 0 at every eps and a spread falling like 1/eps. Clipped at 0
+    # per run before the mean, it read "~ 1/eps" in 35-47 % of draws at 16 runs (82-92 % at 32); unclipped, a
+    # mean within 3 standard errors of 0 leaves no PASS
+    from dpcheck.regret import slope_check
+    eps = np.array([0.5, 1.0, 2.0, 4.0])
+    passes = 0
+    for s in range(40):
+        rng = np.random.default_rng(s)
+        z = 0.9 * rng.standard_normal((runs, 1)) + np.sqrt(1 - 0.81) * rng.standard_normal((runs, eps.size))
+        f = fit_scaling(eps, z * 200 / eps, interval="t", n_boot=500)
+        c = slope_check(f, bound=-0.65, lower=-1.35, fail_above=None, id="x", statement="", source="", xname="eps",
+                        details={})
+        passes += c.verdict == "pass"
+    assert passes == 0
+
+
+def test_one_seed_cannot_establish_a_scaling_and_a_one_seed_exponent_uses_student():
+    eps = np.array([0.5, 1.0, 2.0, 4.0])
+    f = fit_scaling(eps, (10 * eps ** -1.25)[None, :])
+    assert f.ci == (-np.inf, np.inf)
+    assert scaling_check(f, expected=-1.0, tolerance=0.35, id="x").verdict == "inconclusive"
+    K = 2.0 ** np.arange(7, 11)                       # three increments, one seed: Student with 1 df
+    R = (np.sqrt(K) * (1 + 0.05 * np.random.default_rng(0).standard_normal(K.size)))[None, :]
+    fit = fit_increment_exponent(K, R)
+    from scipy.stats import norm, t
+    half = (fit.ci[1] - fit.ci[0]) / 2
+    assert half == pytest.approx(fit.ols_stderr * t.ppf(0.975, 1)) and half > fit.ols_stderr * norm.ppf(0.975)
+
+
+def test_a_pass_over_a_mean_at_or_below_zero_is_inconclusive():
+    # on a doubling grid the middle of three increments (and the middle of five eps on a geometric grid) has
+    # weight 0 in the slope: a mean <= 0 there, clipped to a tiny value, left a PASS standing
+    from dpcheck.regret import slope_check
+    K = 2.0 ** np.arange(7, 11)
+    rng = np.random.default_rng(0)
+    C = np.cumsum(np.r_[100.0, 10.0, -1.0, 12.0])[None, :] + rng.normal(0, 0.1, (8, K.size))
+    fit = fit_increment_exponent(K, C, seed=0)
+    c = slope_check(fit, bound=0.6, id="x", statement="", source="", xname="K", details={})
+    assert c.verdict == "inconclusive" and "mean increment in the window is <= 0" in c.reason
+    eps = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+    Y = 100 / eps + rng.normal(0, 1, (16, 5))
+    Y[:, 2] = rng.normal(0, 1, 16) - 3.0
+    f = fit_scaling(eps, Y)
+    c = slope_check(f, bound=-0.65, lower=-1.35, id="x", statement="", source="", xname="eps", details={})
+    assert c.verdict == "inconclusive" and "not clearly positive" in c.reason and f.clearly_positive[2] is False

@@ -203,7 +203,7 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
                                 f"8): no eps slope (not evidence either way)"))
         return out
     cost_eps = np.stack([results[(spec, e, K)]["R"][:, -1] - base["R"][:, -1] for e in eps_grid], axis=1)
-    sf = fit_scaling(np.array(eps_grid, float), np.maximum(cost_eps, 1e-9), alpha=alpha, seed=seed)
+    sf = fit_scaling(np.array(eps_grid, float), cost_eps, alpha=alpha, seed=seed)      # not clipped: undefined_log
     claimed = cost_eps_slope(spec, calibration, game, K, eps_grid)
     shape = ("1/eps" if claimed == -1.0 else
              f"the privatizer's declared width E(eps) ~ eps^{claimed:.3g} (its own noise law, not Laplace's 1/eps)")
@@ -224,7 +224,7 @@ def regret_checks(game, spec: str, notion: str, *, calibration: str, K: int, see
     within = R_ref[:, at] - base["R"][:, at]
     term = theorem_privacy_term(spec, eps_ref, calibration, game, K_cost)
     predicted = float(np.polyfit(np.log(K_cost), np.log(term), 1)[0])
-    sk = fit_scaling(np.array(K_cost, float), np.maximum(cost_K, 1e-9), alpha=alpha, seed=seed)
+    sk = fit_scaling(np.array(K_cost, float), cost_K, alpha=alpha, seed=seed)
     shape = "polylog(K) (flat up to logs)" if notion == "JDP" else "sqrt(K) polylog(K)"
     c = slope_check(sk, bound=predicted + 0.15, id=f"regret.privacy_cost.{key}_K", xname="K",
                     ylabel="R_priv - R_nonpriv",
