@@ -329,8 +329,13 @@ def undefined_log(fit, verdict: str, why: str) -> tuple[str, str]:
     if isinstance(fit, RegretFit):
         left = np.asarray(fit.K_grid[:-1])
         inc = np.asarray(fit.increments_mean)[(left >= fit.window[0]) & (left <= fit.window[1])]
-        if np.any(inc <= 0):
-            return INCONCLUSIVE, f"{why}; but a mean increment in the window is <= 0: its log-log slope is not defined"
+        # regret that stops growing (increments falling to exactly 0 and staying there: a learned policy) is the
+        # flat regime, which every upper bound allows; a negative mean (a cost difference) or growth after a
+        # mean <= 0 is a slope through log(0)
+        dip = inc <= 0
+        if np.any(inc < 0) or (dip.any() and np.any(inc[int(np.argmax(dip)):] > 0)):
+            return INCONCLUSIVE, (f"{why}; but a mean increment in the window is <= 0 before growth resumes, or "
+                                  "negative: its log-log slope is not defined")
         return verdict, why
     bad = [x for x, ok in zip(fit.x, fit.clearly_positive or ()) if not ok]
     if bad:

@@ -372,6 +372,11 @@ def test_a_pass_over_a_mean_at_or_below_zero_is_inconclusive():
     fit = fit_increment_exponent(K, C, seed=0)
     c = slope_check(fit, bound=0.6, id="x", statement="", source="", xname="K", details={})
     assert c.verdict == "inconclusive" and "mean increment in the window is <= 0" in c.reason
+    # regret that stops (increments falling to exactly 0 and staying: the non-private LinOpt learns exactly) is the
+    # flat regime, not an undefined slope
+    flat = np.cumsum(np.r_[100.0, 50.0, 10.0, 0.0, 0.0])[None, :].repeat(4, axis=0)
+    f0 = fit_increment_exponent(2.0 ** np.arange(7, 12), flat, seed=0, interval="t+fieller")
+    assert slope_check(f0, bound=0.6, id="x", statement="", source="", xname="K", details={}).verdict == "pass"
     eps = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
     Y = 100 / eps + rng.normal(0, 1, (16, 5))
     Y[:, 2] = rng.normal(0, 1, 16) - 3.0
