@@ -362,6 +362,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     a.out_given = a.out is not None
     if a.audit:
+        if a.out_given and not a.out.endswith(".json"):
+            # the table goes beside it (OUT with .md): a .md OUT was overwritten by its own table and then
+            # failed to load as JSON on the next run
+            ap.error(f"--out {a.out}: whole-audit mode writes its JSON there and the .md table beside it; "
+                     "give a path ending in .json")
         return audits_main(a, argv)
     if a.out is None:
         a.out = os.path.join(HERE, "results", "false_alarm.json")
