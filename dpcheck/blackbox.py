@@ -10,7 +10,8 @@ Method (DP-Opt-style event search, Lu et al. 2022, with no pinned mass):
 2. For each pair, fit the event families of :mod:`dpcheck.events` on the selection sample in
    both directions (E likely under D, or under D') and choose the one (direction, family,
    threshold) that maximises the Clopper-Pearson bound the certification sample is expected
-   to give. Only that event is certified: everything chosen on the selection sample is free.
+   to give. Only that event is certified (and, beside it, a rare one: "Rare events" below): everything
+   chosen on the selection sample is free.
 3. Certify on the certification sample: one-sided Clopper-Pearson bounds p_lo on
    P[M(D) in E] and q_hi on P[M(D') in E]; eps_lb = ln((p_lo - delta) / q_hi). Or, when the
    selection sample projects it higher (``event_bound="best"``, opt-in), the exact
@@ -70,6 +71,7 @@ LB_ALPHA_SHARE = 0.5            # share of alpha for the eps-bound events when p
 RARE_Z = 0.0                    # selection pessimism of a pair's second eps-bound event (module docstring, "Rare events")
 RARE_SHARE = 0.1                # its share of the pair's eps-bound level, when it is certified
 PLOT_SAMPLES = 100_000
+F32_MAX = float(np.finfo(np.float32).max)
 EVENT_BOUNDS = ("best", "cp")   # audit(event_bound=...): docs/blackbox_bounds.md
 DIRECTIONS = ("D->D'", "D'->D")
 
@@ -103,7 +105,10 @@ class AuditResult:
     event_power:         the same for the chosen events (:func:`dpcheck.stats.detectable_epsilon`,
                          minimum over pairs): how close the found event came to
                          being able to show a violation.
-    pairs_table:         one row per pair (its chosen direction) with counts, bounds and power.
+    pairs_table:         one row per pair (its chosen direction) with counts, bounds and power, of the better of
+                         its one or two eps-bound events; ``alpha_levels`` the levels of both (a rare second event
+                         takes 0.1 of the pair's alpha_per_bound), ``alpha_event`` the reported one's, ``events``
+                         each one's bound.
     profile:             one row per (pair, tested eps) for approximate DP / zCDP, with the
                          direction chosen for that point.
     cache:               with ``cache_dir``: how the chunk cache was used ({"dir", "key", "chunks",
@@ -321,7 +326,10 @@ class _Tally:
             self.counts[k] += int(np.count_nonzero(scores[id(scorer)] >= t))
         if pos < PLOT_SAMPLES:
             # float32: the plot is an illustrative histogram, and two events' scores then take the memory one took
-            self.plots.append(np.stack([scores[id(sc)][:PLOT_SAMPLES - pos] for sc in self.shown]).astype(np.float32))
+            # (float64 kept for scores beyond float32's range, which would turn to inf and leave the histogram)
+            got = np.stack([scores[id(sc)][:PLOT_SAMPLES - pos] for sc in self.shown]).astype(float)
+            fin = np.abs(got[np.isfinite(got)])
+            self.plots.append(got.astype(np.float32) if not fin.size or fin.max() <= F32_MAX else got)
         for sc, cells in zip(self.shown, self.cells):
             if cells.size:
                 ix = sc.cell_index(x)
@@ -681,10 +689,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         (xd, xdp), rest, rep = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
         reps.append(rep)
         shape = xd.shape[1:] if shape is None else shape
-        # each pair's own kind, from both sides: integer data in one pair must not deny another pair's
-        # continuous outputs their families (a float on either side makes the pair continuous)
-        both = {ev.output_kind(xd, target.output), ev.output_kind(xdp, target.output)}
-        kind = "continuous" if "continuous" in both else "discrete"
+        kind = ev.pair_kind(xd, xdp, target.output)
         kinds.append(kind)
         got = {xd.shape[1:], xdp.shape[1:], shape}
         if len(got) > 1:
@@ -741,7 +746,8 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     events = tuple(tuple((sc, t) for _, sc, t in ch) for ch in chosen)
     n_bounds = 2 * sum(map(len, chosen))
     alpha_power = min(lv[0] for lv in levels)     # the budget's power at the lowest level of a first event
-    # the budget's power depends on n_cert and alpha only: with workers, the main process (idle while they
+    # the budget's power depends on n_cert and the first events' level only (fixed once the events are chosen):
+    # with workers, the main process (idle while they
     # certify) computes it meanwhile, in a thread (a pure function: the same value either way)
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as pool:
@@ -759,7 +765,7 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
             # (index of the input the event is likely under, the other)
             return (2 * p, 2 * p + 1) if direction == DIRECTIONS[0] else (2 * p + 1, 2 * p)
 
-        row = None
+        row, certified = None, []
         offsets = np.cumsum([0] + [cell_size(ch[k][1]) for k in shown[p]])
         for s_idx, (e_idx, method, level) in enumerate(zip(shown[p], methods[p], levels[p])):
             direction, scorer, t = ch[e_idx]
@@ -781,11 +787,14 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                     "count_dprime": ky, "n": n_cert, "p_lo": p_lo, "q_hi": q_hi,
                     "epsilon_lower_bound": max(eps_lb, 0.0), "event_power": event_power,
                     "bound_method": method, "alpha_event": level, "alpha_levels": list(levels[p])}
+            certified.append({"event": cand["event"], "epsilon_lower_bound": cand["epsilon_lower_bound"],
+                              "alpha_event": level, "bound_method": method})
             if row is None or cand["epsilon_lower_bound"] > row["epsilon_lower_bound"]:
                 cut = slice(offsets[s_idx], offsets[s_idx + 1])
                 raw = (cell_counts[jx][cut], cell_counts[jy][cut], n_cert) if cut.stop > cut.start else None
                 win_event = (event, scorer, t, (plot_scores[jx][s_idx], plot_scores[jy][s_idx]), raw)
                 row = cand
+        row["events"] = certified
         rows.append(row)
         if not keep or row["epsilon_lower_bound"] > keep["eps_lb"]:
             keep = {"eps_lb": row["epsilon_lower_bound"], "plot": win_event}     # only the winner's plot data

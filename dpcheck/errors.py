@@ -14,5 +14,6 @@ class MechanismError(DPCheckError):
 
 
 class DPCheckInconclusiveWarning(UserWarning):
-    """An audit in a test ended INCONCLUSIVE and the test was let pass (not strict): the pytest plugin and
-    :func:`dpcheck.testing.assert_dp` warn with it, so a budget too small to decide is seen, not silent."""
+    """An audit in a test ended INCONCLUSIVE and the test was let pass (not strict), or passed uninformatively (a
+    budget that could not reliably see a 2x excess): the pytest plugin and :func:`dpcheck.testing.assert_dp` warn
+    with it, so a budget too small to decide is seen, not silent."""

@@ -182,7 +182,7 @@ def _as_keys(x: np.ndarray) -> np.ndarray:
     which compare equal, are different outputs, as they are to anyone who prints them), or rows viewed as
     bytes."""
     if x.ndim == 1:
-        if x.dtype.kind == "f":
+        if x.dtype.kind == "f" and x.dtype.itemsize in (2, 4, 8):     # (a longdouble's padding bytes are undefined)
             return np.ascontiguousarray(x).view(np.dtype(f"i{x.dtype.itemsize}"))
         return x
     flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
@@ -400,6 +400,13 @@ def output_kind(x: np.ndarray, declared: str = "auto") -> str:
     if x.dtype.kind in "iubUS":
         return "discrete"
     return "continuous"
+
+
+def pair_kind(d: np.ndarray, dp: np.ndarray, declared: str = "auto") -> str:
+    """The output kind of one neighbouring pair, from both its sides: continuous if either side is (integer data
+    in one pair must not deny another pair's float outputs their families)."""
+    both = {output_kind(d, declared), output_kind(dp, declared)}
+    return "continuous" if "continuous" in both else "discrete"
 
 
 def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int = 4096,

@@ -45,7 +45,7 @@ What one slope can hide, and the rules that see it (every check built on these f
 - a relapse at the end of the window: on a doubling grid the middle of three increments has weight 0 in the
   slope, and a curve that turns linear in its last doubling read "in the sqrt(K) regime". A window of three or
   more increments also fits its last two alone (``RegretFit.tail_*``); a tail interval wholly above the FAIL
-  bound is a FAIL (:func:`relapse`);
+  bound is a FAIL (:func:`relapse`; the tail is fitted at half the alpha, :func:`fail_level`);
 - a mean that is not clearly positive (an increment <= 0, a cost within 3 standard errors of 0) has no
   logarithm: the fit clips it at a tiny value, which bends the slope at will, so a PASS there is INCONCLUSIVE
   (:func:`undefined_log`). Fit costs as measured: clipping each run at 0 before the mean turns a cost of mean 0
@@ -98,8 +98,8 @@ class RegretFit(_Fit):
     interval: str = "percentile"
     ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
     pass_confidence: float | None = None
-    # the window's last two increments fitted alone (windows of 3+ increments): a relapse to faster growth at the
-    # end of the window, which the whole window's slope can hide (:func:`relapse`)
+    # the window's last two increments fitted alone (windows of 3+ increments), at half the fit's alpha: a relapse
+    # to faster growth at the end of the window, which the whole window's slope can hide (:func:`relapse`)
     tail_exponent: float | None = None
     tail_ci: tuple[float, float] | None = None
     tail_window: tuple[float, float] | None = None
@@ -250,8 +250,9 @@ def fit_increment_exponent(K_grid, cumulative_regret, *, window=None, alpha: flo
     local = tuple(float(s) for s in np.diff(logD) / np.diff(x))
     tail = {}
     if sel.sum() >= 3:
+        # at half the level: a FAIL through the tail adds (1 - confidence) / 4 to the window's (1 - confidence) / 2
         last = (float(left[sel][-2]), float(left[sel][-1]))
-        t = fit_increment_exponent(K, R, window=last, alpha=alpha, n_boot=n_boot, seed=seed, interval=interval)
+        t = fit_increment_exponent(K, R, window=last, alpha=alpha / 2, n_boot=n_boot, seed=seed, interval=interval)
         tail = {"tail_exponent": t.exponent, "tail_ci": t.ci, "tail_window": last}
     return RegretFit(**tail, exponent=b, ci=ci, confidence=1 - alpha, window=(float(lo), float(hi)),
                      K_grid=tuple(float(k) for k in K), increments_mean=tuple(float(v) for v in D.mean(axis=0)),
@@ -292,8 +293,9 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     return Check(id=id, kind="regret", verdict=verdict,
                  claim={"exponent_at_most": claimed, "tolerance": tolerance, "source": source,
                         "level": (f"FAIL iff the lower end of the two-sided {fit.confidence:.2%} {fit.interval} bootstrap "
-                                  f"interval exceeds {bound:g}: level {(1 - fit.confidence) / 2:g} when the interval "
-                                  f"is valid (dpcheck/regret.py, Intervals); PASS iff the upper end of the "
+                                  f"interval exceeds {bound:g}, or that of its last two increments (relapse): level "
+                                  f"{fail_level(fit)} when the intervals are valid (dpcheck/regret.py, Intervals); "
+                                  f"PASS iff the upper end of the "
                                   f"{_pc(fit):.0%} interval is below it")},
                  measured={"exponent": fit.exponent, "ci": list(fit.ci), "confidence": fit.confidence,
                            "window": list(fit.window), "seeds": fit.seeds, "local_slopes": list(fit.local_slopes)},
@@ -306,7 +308,9 @@ def relapse(fit, bound: float | None, verdict: str, why: str) -> tuple[str, str]
     the middle increment of a three-increment window has weight 0 in the slope, and a curve that turns linear in its
     last doubling read "in the sqrt(K) regime" (dp_ucbvi's window; exponent 0.41, the last two increments alone
     0.96 with interval [0.89, 1.02]). A tail interval wholly above ``bound`` (the FAIL bound; None: that side never
-    fails) makes any verdict but FAIL a FAIL, at the fit's own level."""
+    fails) makes any verdict but FAIL a FAIL. The tail interval is at half the fit's alpha, so a FAIL's level is
+    (1 - confidence) / 2 for the window plus (1 - confidence) / 4 for the tail (:func:`fail_level`), within the
+    check's alpha."""
     if verdict == FAIL or bound is None or getattr(fit, "tail_ci", None) is None or not fit.tail_ci[0] > bound:
         return verdict, why
     left = np.asarray(fit.K_grid[:-1])
@@ -320,11 +324,12 @@ def relapse(fit, bound: float | None, verdict: str, why: str) -> tuple[str, str]
 
 
 def undefined_log(fit, verdict: str, why: str) -> tuple[str, str]:
-    """(verdict, reason), a PASS made INCONCLUSIVE when a mean in the fit is not clearly positive: a mean increment
-    <= 0 (a cost difference can have one) or a mean cost within 3 standard errors of 0 has no logarithm, and the
-    fit's clip at a tiny value bends the slope anywhere (a cost of mean 0 whose spread falls like 1/eps read
-    "~ 1/eps" once each run was clipped at 0 before the mean)."""
-    if verdict != PASS:
+    """(verdict, reason), a PASS or a FAIL made INCONCLUSIVE when a mean in the fit is not clearly positive: a mean
+    increment <= 0 (a cost difference can have one) or a mean cost within 3 standard errors of 0 has no logarithm,
+    and the fit's clip at a tiny value bends the slope anywhere, either way (a cost of mean 0 whose spread falls
+    like 1/eps read "~ 1/eps" once each run was clipped at 0 before the mean; a true 1/eps cost noisy at the
+    largest eps FAILed at slope -8 in 7.5 % of draws)."""
+    if verdict not in (PASS, FAIL):
         return verdict, why
     if isinstance(fit, RegretFit):
         left = np.asarray(fit.K_grid[:-1])
@@ -335,13 +340,24 @@ def undefined_log(fit, verdict: str, why: str) -> tuple[str, str]:
         dip = inc <= 0
         if np.any(inc < 0) or (dip.any() and np.any(inc[int(np.argmax(dip)):] > 0)):
             return INCONCLUSIVE, (f"{why}; but a mean increment in the window is <= 0 before growth resumes, or "
-                                  "negative: its log-log slope is not defined")
+                                  "negative: its log-log slope is not defined, so this "
+                                  f"{'pass' if verdict == PASS else 'failure'} is not established")
         return verdict, why
     bad = [x for x, ok in zip(fit.x, fit.clearly_positive or ()) if not ok]
     if bad:
         return INCONCLUSIVE, (f"{why}; but the mean is not clearly positive (within 3 standard errors of 0) at "
                               f"{', '.join(f'{x:g}' for x in bad)}: its log-log slope is not established")
     return verdict, why
+
+
+def fail_level(fit) -> str:
+    """The level a FAIL of an exponent or slope check is at, in words: (1 - confidence) / 2 on one side of the
+    two-sided interval, plus (1 - confidence) / 4 when the window's last two increments are also tested
+    (:func:`relapse`)."""
+    side = (1 - fit.confidence) / 2
+    if getattr(fit, "tail_ci", None) is not None:
+        return f"{side:g} (window) + {side / 2:g} (its last two increments) = {1.5 * side:g}"
+    return f"{side:g}"
 
 
 def increments_plot(fit: RegretFit, claimed: float | None = None) -> dict:
@@ -487,7 +503,7 @@ def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None
                  claim={"statement": statement, "slope_at_most": bound, "slope_at_least": lower,
                         "fail_if_slope_above": fa, "fail_if_slope_below": fb, "source": source,
                         "level": f"two-sided {fit.confidence:.2%} {interval} bootstrap interval; "
-                                 f"each FAIL side at level {(1 - fit.confidence) / 2:g}; PASS on the {_pc(fit):.0%} "
+                                 f"each FAIL side at level {fail_level(fit)}; PASS on the {_pc(fit):.0%} "
                                  "interval"},
                  measured={"slope": slope, "ci": list(fit.ci), "confidence": fit.confidence, "seeds": fit.seeds},
                  details=det, reason=reason)

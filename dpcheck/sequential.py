@@ -276,8 +276,7 @@ def audit_sequential(target: AuditTarget, samples: int = 10**6, alpha: float = 0
             bb._same_representation(target, {reps[p], representation(xs), representation(ys)})
             xs, ys = ev.flat(np.asarray(xs)), ev.flat(np.asarray(ys))
             if p not in kinds:
-                both = {ev.output_kind(xs, target.output), ev.output_kind(ys, target.output)}
-                kinds[p] = output_kind or ("continuous" if "continuous" in both else "discrete")
+                kinds[p] = output_kind or ev.pair_kind(xs, ys, target.output)
             fresh.append((xs, ys))
         drawn += size
         if b == 0:

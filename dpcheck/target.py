@@ -170,8 +170,9 @@ class AuditTarget:
             if not (isinstance(p, (tuple, list)) and len(p) == 2):
                 raise InputError(f"target {self.name!r}: pair {i} is not a (D, D') pair")
             if same_input(*p):
-                raise InputError(f"target {self.name!r}: pair {i} has D == D': no output can tell them apart, so "
-                                 "an audit of it shows nothing; give neighbouring inputs that differ")
+                raise InputError(f"target {self.name!r}: pair {i} has D == D' (equal, of the same type): no output "
+                                 "can tell them apart, so an audit of it shows nothing; give neighbouring inputs "
+                                 "that differ")
         object.__setattr__(self, "pairs", [tuple(p) for p in pairs])
         if self.output not in ("auto", "continuous", "discrete"):
             raise InputError("output must be 'auto', 'continuous' or 'discrete'")
@@ -204,15 +205,21 @@ class AuditTarget:
 
 
 def same_input(d, dp) -> bool:
-    """True when D and D' are certainly the same input (the same object, or equal as arrays or by ``==``);
-    False when they differ or cannot be compared (an object without a meaningful ``==`` is taken to differ)."""
+    """True when D and D' are certainly the same input: the same object, or of the same type and equal, floats
+    by value and sign (0.0 and -0.0, 1 and True, 1 and 1.0 are inputs a mechanism can tell apart); False when they
+    differ or cannot be compared (an object without a meaningful ``==`` is taken to differ)."""
     if d is dp:
         return True
+    if type(d) is not type(dp):
+        return False
     try:
-        if isinstance(d, np.ndarray) or isinstance(dp, np.ndarray):
-            return bool(np.array_equal(np.asarray(d), np.asarray(dp)))
-        same = d == dp
-        return same if isinstance(same, bool) else bool(np.all(same)) and np.shape(d) == np.shape(dp)
+        a, b = np.asarray(d), np.asarray(dp)
+        if a.dtype.kind == "O" or b.dtype.kind == "O":
+            same = d == dp
+            return same if isinstance(same, bool) else False
+        if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b):
+            return False
+        return a.dtype.kind not in "fc" or bool(np.array_equal(np.signbit(a.real), np.signbit(b.real)))
     except Exception:       # incomparable inputs: never refuse a pair on a guess
         return False
 
@@ -224,16 +231,33 @@ def representation(out: np.ndarray) -> str:
     return out.dtype.kind if out.dtype.kind in "US" else out.dtype.str
 
 
+NUMERIC_LABELS_DISTINCT = 0.5   # a label coordinate of numbers, more than this share distinct, is numbers
+
+
 def _numbers_among_labels(raw, out: np.ndarray) -> str | None:
-    """Why a batch numpy turned into string labels is not usable: some of the mechanism's outputs were
-    numbers, which np.asarray wrote as strings (every continuous value a label of its own, so a leak in them
-    is invisible to the label events)."""
-    if out.dtype.kind not in "US" or isinstance(raw, np.ndarray):
+    """Why a batch of string labels is not usable: some of the mechanism's outputs were numbers that became
+    strings (np.asarray of a list mixing them with labels, or np.column_stack of labels and values), every
+    continuous value a label of its own, so a leak in them is invisible to the label events. A coordinate whose
+    labels all read as numbers and are mostly distinct (NUMERIC_LABELS_DISTINCT) is such numbers; a few
+    categories spelled as digits ("1", "2") are labels."""
+    if out.dtype.kind not in "US":
         return None
-    items = np.asarray(raw, dtype=object).ravel()
-    if any(isinstance(v, (int, float, np.number, np.bool_)) for v in items):
-        return ("numbers mixed with string labels (numpy turned the numbers into strings, which hides any leak "
-                "in them): release the numeric coordinates as numbers and encode each label as a number")
+    why = ("numbers mixed with string labels (numpy turned the numbers into strings, which hides any leak in "
+           "them): release the numeric coordinates as numbers and encode each label as a number")
+    if not isinstance(raw, np.ndarray):
+        items = np.asarray(raw, dtype=object).ravel()
+        if any(isinstance(v, (int, float, np.number, np.bool_)) for v in items):
+            return why
+    cols = out.reshape(out.shape[0], -1)
+    if cols.shape[0] < 64:       # too few to tell numbers from categories spelled as digits (a probe's draw)
+        return None
+    for j in range(min(cols.shape[1], 16)):
+        try:
+            cols[:, j].astype(float)
+        except ValueError:
+            continue
+        if np.unique(cols[:, j]).size > NUMERIC_LABELS_DISTINCT * cols.shape[0]:
+            return why + f" (coordinate {j} holds numbers written as strings)"
     return None
 
 

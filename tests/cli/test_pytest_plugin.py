@@ -116,3 +116,29 @@ def test_marker_strict(dpcheck_report):
     res.stdout.fnmatch_lines(["*INCONCLUSIVE regret.exponent: interval too wide*"])
     strict = pytester.runpytest_subprocess(*LOAD, "-p", "no:cacheprovider", "--dpcheck-strict")
     strict.assert_outcomes(failed=3)
+
+
+@pytest.mark.slow
+def test_an_uninformative_pass_warns_and_passes_even_when_strict(pytester):
+    # as assert_dp and --strict: a PASS that could not reliably see a 2x excess passes, with a warning
+    pytester.makepyfile(test_user='''
+import pytest
+import dpcheck
+from dpcheck.api import Report
+
+def fake_run(target, strict=False, **kw):
+    return Report({"target": target, "verdict": "pass", "complete": True,
+                   "checks": [{"id": "privacy.blackbox", "verdict": "pass", "reason": "budget too small",
+                               "details": {"qualifier": "uninformative"}}]}, strict=strict)
+
+@pytest.fixture(autouse=True)
+def _fake(monkeypatch):
+    monkeypatch.setattr(dpcheck, "run", fake_run)
+
+def test_fixture(dpcheck_audit):
+    assert dpcheck_audit("anything").verdict == "pass"
+''')
+    for extra in ((), ("--dpcheck-strict",)):
+        res = pytester.runpytest_subprocess(*LOAD, "-p", "no:cacheprovider", *extra)
+        res.assert_outcomes(passed=1, warnings=1)
+        res.stdout.fnmatch_lines(["*DPCheckInconclusiveWarning: anything: PASS (uninformative) (privacy.blackbox)*"])

@@ -130,6 +130,12 @@ def test_numbers_mixed_with_labels_are_refused():
         Claim(epsilon=1.0))
     with pytest.raises(MechanismError, match="numbers mixed with string labels"):
         audit(sentinel, samples=2000, seed=0)
+    # the vectorised way to the same: np.column_stack of labels and values (true eps 2; was PASS, eps_lb 0)
+    stacked = target(lambda d, rng, size: np.column_stack([np.full(size, "ok"), d + rng.laplace(0, 0.5, size)]))
+    with pytest.raises(MechanismError, match="coordinate 1 holds numbers written as strings"):
+        audit(stacked, samples=2000, seed=0)
+    digits = target(lambda d, rng, size: np.where(rng.random(size) < 0.5 + 0.1 * d, "1", "2"))   # categories
+    assert audit(digits, samples=2000, seed=0).verdict in ("pass", "inconclusive")
     labels = AuditTarget.from_single("labels", lambda d, rng: ("a", "b")[int(rng.random() < 0.5)], [(1, 0)],
                                      Claim(epsilon=1.0))
     assert audit(labels, samples=2000, seed=0).verdict == "pass"       # labels alone are still labels
@@ -169,10 +175,27 @@ def test_a_pair_with_d_equal_to_d_prime_is_refused():
     with pytest.raises(InputError, match="D == D'"):
         target(M.laplace_count(1.0), pairs=[(0, 1), (1.0, 1.0)])
     with pytest.raises(InputError, match="D == D'"):
-        target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), [1, 2])])
-    target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), [1, 3])])       # neighbours are fine
+        target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), np.array([1, 2]))])
+    target(M.noisy_histogram(1.0), pairs=[(np.array([1, 2]), np.array([1, 3]))])       # neighbours are fine
+    # equal as numbers, but inputs a mechanism can tell apart: not refused
+    for d, dp in ((0.0, -0.0), (1, True), (1, 1.0), (np.array([0.0]), np.array([-0.0]))):
+        target(M.laplace_count(1.0), pairs=[(d, dp)])
 
 
 def test_a_mechanism_returning_one_value_is_told_how_to_fix_it():
     with pytest.raises(MechanismError, match=r"single value .* AuditTarget.from_single"):
         audit(target(lambda d, rng, size: float(d) + rng.laplace()), samples=2000, seed=0)
+
+
+def test_long_double_and_huge_outputs_are_audited():
+    # longdouble has no integer of its width to key its bits by (values are keys there); scores beyond float32's
+    # range keep float64 in the plot (they turned to inf and left the histogram, with an overflow warning)
+    import warnings
+    r = audit(target(lambda d, rng, size: (d + rng.laplace(0, 0.25, size)).astype(np.longdouble)), samples=4000,
+              seed=0)
+    assert r.verdict == "fail"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = audit(target(lambda d, rng, size: 1e39 * (d + rng.laplace(0, 1.0, size))), samples=20_000, seed=0)
+    hist = r.plots[0]["series"]
+    assert sum(hist[0]["y"]) > 0.99 and sum(hist[1]["y"]) > 0.99

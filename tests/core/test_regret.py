@@ -383,3 +383,33 @@ def test_a_pass_over_a_mean_at_or_below_zero_is_inconclusive():
     f = fit_scaling(eps, Y)
     c = slope_check(f, bound=-0.65, lower=-1.35, id="x", statement="", source="", xname="eps", details={})
     assert c.verdict == "inconclusive" and "not clearly positive" in c.reason and f.clearly_positive[2] is False
+
+
+def test_a_fail_through_a_mean_not_clearly_positive_is_inconclusive():
+    # a true 1/eps cost, noisy at the largest eps: its mean there is within 3 SE of 0 and was clipped, giving
+    # slope -8 and a FAIL in 7.5 % of draws; the log is not defined there either way
+    from dpcheck.regret import slope_check
+    eps = np.array([0.5, 1.0, 2.0, 4.0, 8.0])
+    fails = 0
+    for s in range(60):
+        rng = np.random.default_rng(s)
+        Y = 10 / eps + rng.normal(0, [0.5, 0.5, 0.5, 0.5, 5.0], (16, 5))
+        f = fit_scaling(eps, Y, n_boot=400, seed=s)
+        fails += slope_check(f, bound=-0.65, lower=-1.35, id="x", statement="", source="", xname="eps",
+                             details={}).verdict == "fail"
+    assert fails <= 3            # P[Bin(60, 0.025) > 3] < 0.07
+
+
+def test_the_tail_fit_keeps_a_fail_at_its_stated_level():
+    # increments exactly at the FAIL bound K^0.6: the window's FAIL at 0.025 plus the tail's at 0.0125
+    K = np.array([1000, 2000, 4000, 8000, 16000.0])
+    rng = np.random.default_rng(0)
+    fails = 0
+    for r in range(200):
+        D = 5 * K[:-1] ** 0.6 * np.exp(rng.normal(0, 0.15, (10, 4)))
+        R = np.concatenate([np.zeros((10, 1)), np.cumsum(D, axis=1)], axis=1)
+        f = fit_increment_exponent(K, R, alpha=0.05, n_boot=400, seed=r)
+        c = regret_exponent_check(f, claimed=0.5, tolerance=0.1, id="x")
+        fails += c.verdict == "fail"
+    assert fails <= 14           # 0.0375 x 200 = 7.5 expected; P[Bin(200, 0.0375) > 14] < 0.01
+    assert "0.025 (window) + 0.0125 (its last two increments)" in c.claim["level"]

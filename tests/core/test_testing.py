@@ -102,10 +102,11 @@ def test_a_pair_search_target_is_searched_first():
         assert_dp(t, samples=3000, alpha=0.05)
 
 
-def test_an_uninformative_pass_warns_and_fails_when_strict():
-    # 100 samples at claim 1: power 1.64 x the claim, a PASS that could miss a 2x excess
-    with pytest.warns(DPCheckInconclusiveWarning, match=r"PASS \(UNINFORMATIVE\).*2x excess"):
-        r = assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, samples=100, seed=1)
-    assert r.verdict == "pass" and r.uninformative
-    with pytest.raises(AssertionError, match=r"pass \(uninformative\)"):
-        assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, samples=100, seed=1, strict=True)
+def test_an_uninformative_pass_warns_strict_or_not():
+    # 100 samples at claim 1: power 1.64 x the claim, a PASS that could miss a 2x excess. A pass under strict, as
+    # under --strict (one rule), said out loud
+    for strict in (False, True):
+        with pytest.warns(DPCheckInconclusiveWarning, match=r"PASS \(UNINFORMATIVE\).*2x excess"):
+            r = assert_dp(M.laplace_count(1.0), pairs=[(0, 1)], epsilon=1.0, samples=100, seed=1, strict=strict)
+        assert r.verdict == "pass" and r.uninformative
+
