@@ -222,6 +222,10 @@ class DPAPVIAudit(Audit):
             if key not in arrays:
                 raise InputError(f"{path}: missing array {key!r} (need states, actions, S, A; optional rewards, "
                                  "behaviour, P, r, init)")
+        unknown = sorted(set(arrays) - {"states", "actions", "S", "A", "rewards", "behaviour", "P", "r", "init"})
+        if unknown:     # a misspelt optional array ('behavior', 'reward') would be ignored without a word
+            raise InputError(f"{path}: unknown array(s) {', '.join(map(repr, unknown))} (expected states, actions, S, "
+                             "A; optional rewards, behaviour, P, r, init)")
         S, A = (scalar_int(path, k, arrays[k]) for k in ("S", "A"))
         st, ac = arrays["states"], arrays["actions"]
         if getattr(ac, "ndim", 0) in (2, 3) and ac.dtype != object:

@@ -418,9 +418,10 @@ def run(target, *, epsilon=None, delta=None, privatizer=None, samples=None, seed
             r.run(r.ctx)
         except BaseException as e:
             interrupted = isinstance(e, KeyboardInterrupt)
-            if interrupted or isinstance(e, Exception):
+            if interrupted or isinstance(e, (Exception, SystemExit)):
                 stop_workers()
-                msg = "interrupted" if interrupted else one_line(e)
+                msg = ("interrupted" if interrupted else
+                       f"sys.exit({e.code!r}) was called during the run" if isinstance(e, SystemExit) else one_line(e))
                 partial = r.finish(r.ctx.report(error=msg, status="interrupted" if interrupted else "error"))
                 try:
                     e.report = partial

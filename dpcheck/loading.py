@@ -58,9 +58,9 @@ def load_module(mod: str, what: str, import_error=InputError):
             module.__dict__["__dpcheck_reads__"] = [f for f in reads if os.path.abspath(f[0]) != path]
         except DPCheckError:
             raise
-        except Exception as e:
+        except (Exception, SystemExit) as e:      # sys.exit at import (an argparse main) is not our exit
             sys.modules.pop(name, None)
-            raise import_error(f"{what}: importing {mod} raised {type(e).__name__}: {e}") from e
+            raise import_error(f"{what}: importing {mod} raised {_raised(e)}") from e
         finally:
             sys.path.remove(os.path.dirname(path))
         _pickle_by_value(module)
@@ -115,8 +115,19 @@ def call_plugin(who: str, what: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except DPCheckError:
         raise
+    except SystemExit as e:
+        raise MechanismError(f"{who} called sys.exit({e.code!r}) in {what}") from e
     except Exception as e:
         raise MechanismError(f"{who} raised {type(e).__name__} in {what}: {e}") from e
+
+
+def _raised(e: BaseException) -> str:
+    """How a user's exception reads in a one-line error: ``TYPE: message``; a SystemExit as the sys.exit call it
+    was (caught where user code runs: dpcheck would otherwise exit with the user's code, 0 included, and leave its
+    reports unfinished)."""
+    if isinstance(e, SystemExit):
+        return f"SystemExit (sys.exit({e.code!r}) was called)"
+    return f"{type(e).__name__}: {e}"
 
 
 def _equal_arrays(a, b) -> bool:

@@ -196,8 +196,9 @@ class AuditTarget:
             out = np.asarray(raw)
         except MechanismTimeout:
             raise
-        except Exception as e:  # a user's code raising is bad input, not our crash
-            raise MechanismError(f"mechanism of target {self.name!r} raised {type(e).__name__}: {e}") from e
+        except (Exception, SystemExit) as e:  # a user's code raising (or calling sys.exit) is bad input, not our crash
+            from dpcheck.loading import _raised
+            raise MechanismError(f"mechanism of target {self.name!r} raised {_raised(e)}") from e
         problem = output_problem(out, size) or _numbers_among_labels(raw, out)
         if problem is not None:
             raise MechanismError(f"mechanism of target {self.name!r} returned {problem}")

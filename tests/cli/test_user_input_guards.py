@@ -211,3 +211,35 @@ def test_time_limit_from_the_environment(monkeypatch):
     monkeypatch.setenv(limits.TIME_ENV, "soon")
     with pytest.raises(InputError, match="DPCHECK_TIME_LIMIT"):
         limits.time_limit()
+
+
+def test_a_misspelt_optional_array_is_refused_not_ignored(tmp_path, capsys):
+    # 'behavior' (US spelling) and 'reward' were ignored without a word: the checks ran on the data alone
+    p = _apvi_data(tmp_path, 2, 2)
+    arrays = dict(np.load(p))
+    np.savez(tmp_path / "typo.npz", **arrays, behavior=np.full((3, 2, 2), 0.5))
+    err = _cli(capsys, tmp_path, "dp_apvi", "--set", f"data={tmp_path / 'typo.npz'}")
+    assert "unknown array(s) 'behavior'" in err
+    q = _linear(tmp_path, np.eye(4).reshape(2, 2, 4))
+    np.savez(tmp_path / "lin.npz", **dict(np.load(q)), reward=np.zeros(3))
+    err = _cli(capsys, tmp_path, "dp_vapvi", "--set", f"data={tmp_path / 'lin.npz'}")
+    assert "unknown array(s) 'reward'" in err
+
+
+@pytest.mark.parametrize("where", ["mechanism", "import"])
+def test_sys_exit_in_user_code_is_an_error_not_exit_0(tmp_path, capsys, where):
+    # sys.exit(0) in a mechanism (its 4th call) or at a target file's import: dpcheck exited 0, its report
+    # left "running" (or none written)
+    import json
+    f = tmp_path / "t.py"
+    body = ("import sys\nfrom dpcheck import AuditTarget, Claim\ncalls = [0]\n"
+            "def mech(d, rng, size):\n    calls[0] += 1\n    if calls[0] >= 4:\n        sys.exit(0)\n"
+            "    return d + rng.laplace(0, 1, size)\n"
+            "target = AuditTarget(name='x', mechanism=mech, pairs=[(0, 1)], claim=Claim(epsilon=1.0))\n")
+    f.write_text(body if where == "mechanism" else "import sys\nsys.exit(0)\n")
+    code = main(["audit", f"{f}:target", "--samples", "20000", "--workers", "1", "--out", str(tmp_path / "r"),
+                 "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "sys.exit(0) was called" in err and "Traceback" not in err, err
+    if where == "mechanism":
+        assert json.loads((tmp_path / "r" / "t-target.json").read_text())["status"] == "error"

@@ -32,6 +32,10 @@ def load_linear_data(path: str, *, samples: int | None = None, runs: int = 2000)
     missing = [k for k in ("states", "actions", "rewards", "features") if k not in keys]
     if missing:
         raise InputError(f"{path}: missing array(s) {', '.join(missing)} (need states, actions, rewards, features)")
+    unknown = sorted(keys - {"states", "actions", "rewards", "features", "S", "A", "d"})
+    if unknown:         # a misspelt optional array would be ignored without a word
+        raise InputError(f"{path}: unknown array(s) {', '.join(map(repr, unknown))} (expected states, actions, "
+                         "rewards, features; optional S, A, d)")
     feats = np.asarray(z["features"])
     if feats.ndim != 3:
         raise InputError(f"feature map has the wrong dimension: need (S, A, d), got shape {feats.shape}")
