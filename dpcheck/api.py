@@ -406,6 +406,9 @@ def run(target, *, epsilon=None, delta=None, privatizer=None, samples=None, seed
     Raises InputError / MechanismError (dpcheck.errors) for bad input or a misbehaving mechanism; the
     exception's ``report`` attribute holds the partial report (finished checks kept, marked incomplete).
     """
+    for flag, v in (("quick", quick), ("strict", strict), ("sequential", sequential), ("force_workers", force_workers)):
+        if not isinstance(v, bool) and type(v).__name__ != "bool_":      # quick="no" must not read as True
+            raise InputError(f"{flag} must be True or False, got {v!r}")
     values = dict(epsilon=epsilon, delta=delta, privatizer=privatizer_spec(privatizer), samples=samples,
                   seed=seed, alpha=alpha, workers=workers, backend=backend, scheduler=scheduler,
                   timeout=timeout, quick=bool(quick), cache_dir=None if cache is None else str(cache),
@@ -447,7 +450,10 @@ def one_line(e: BaseException) -> str:
     if isinstance(e, DPCheckError):
         return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     text = str(e).strip().splitlines()
-    return f"internal error: {type(e).__name__}: {text[0] if text else ''} (run with --debug for the traceback)"
+    hint = (": an option value (--epsilon, a --set budget) is probably outside the range this audit can compute "
+            "with" if isinstance(e, OverflowError) else "")
+    return (f"internal error: {type(e).__name__}: {text[0] if text else ''}{hint} (run with --debug for the "
+            "traceback)")
 
 
 def stop_workers() -> None:

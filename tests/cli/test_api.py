@@ -150,3 +150,11 @@ def test_dpcheck_audit_stays_the_function_after_the_module_is_imported():
     t = AuditTarget(name="mine", mechanism=_laplace(1.0), pairs=[(0, 1)], claim=Claim(epsilon=1.0))
     res = dpcheck.audit(t, samples=2_000, seed=1)
     assert res.verdict == "pass" and hasattr(dpcheck.audit, "Audit")
+
+
+def test_flags_must_be_booleans():
+    import dpcheck
+    from dpcheck.errors import InputError
+    for kw in ({"quick": "no"}, {"strict": "no"}, {"sequential": 1}):
+        with pytest.raises(InputError, match="must be True or False"):
+            dpcheck.run("laplace_example", **kw)

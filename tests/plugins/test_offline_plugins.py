@@ -250,3 +250,33 @@ def test_plugin_without_declared_variance_is_inconclusive_on_the_scale_only(bad_
     scale, indep = lo.noise_calibration_checks(spec, runs=20_000, rng=np.random.default_rng(0), alpha=0.05)
     assert scale.verdict == "inconclusive" and "declares no noise_variance" in scale.reason
     assert indep.verdict == "pass"
+
+
+def test_declarations_of_the_wrong_kind_are_the_plugins_error(tmp_path):
+    # a claim that is not a Claim, a noise_variance below 0 or NaN, a dp_event that is not a DpEvent: an
+    # "internal error: AttributeError / ValueError / TypeError" before, now a MechanismError naming the plug-in
+    src = tmp_path / "decl.py"
+    src.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from examples.offline_privatizer import GeometricCountPrivatizer as G
+        class BadClaim(G):
+            @property
+            def claim(self): return 7
+        class NegVar(G):
+            def noise_variance(self, H): return -1.0
+        class NaNVar(G):
+            def noise_variance(self, H): return float("nan")
+        class BadEvent(G):
+            def dp_event(self, H): return "not an event"
+        """))
+    with pytest.raises(MechanismError, match=r"BadClaim.*its claim is a int, not a dpcheck.Claim"):
+        OfflinePlugin.load(f"{src}:BadClaim", epsilon=1.0, beta=0.1)
+    for cls, words in (("NegVar", "returned -1.0"), ("NaNVar", "returned nan")):
+        pl = OfflinePlugin.load(f"{src}:{cls}", epsilon=1.0, beta=0.1)
+        spec = APVISpec(mechanism=pl.label, budget=pl.budget, plugin=pl)
+        with pytest.raises(MechanismError, match=rf"{cls}.*noise_variance\(3\) {words}"):
+            spec.declared_variance(3)
+    pl = OfflinePlugin.load(f"{src}:BadEvent", epsilon=1.0, beta=0.1)
+    with pytest.raises(MechanismError, match="dp_event is a str, not a dp_accounting DpEvent"):
+        lo.dp_event_check(APVISpec(mechanism=pl.label, budget=pl.budget, plugin=pl), 2, 2, 1)

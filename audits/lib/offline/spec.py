@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpcheck.claims import Claim
+from dpcheck.errors import MechanismError
 
 
 SOURCE = "Qiao & Wang, Offline RL with Differential Privacy"
@@ -54,6 +55,8 @@ class OfflinePlugin:
         label = spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
         priv = cls._loader(family)(klass, _label=label, **kw)
         claim = priv.claim
+        if not isinstance(claim, Claim):
+            raise MechanismError(f"privatizer {label!r}: its claim is a {type(claim).__name__}, not a dpcheck.Claim")
         name = "rho" if claim.rho is not None and claim.epsilon is None else "epsilon"
         budget = float(claim.rho if name == "rho" else claim.epsilon)
         rest = {k: v for k, v in kw.items() if k not in ("rho", "epsilon", "beta")}
@@ -118,7 +121,11 @@ class APVISpec:
     def claim(self, budget: float | None = None) -> Claim:
         b = self.budget if budget is None else float(budget)
         if self.plugin is not None:
-            return self.privatizer(b).claim
+            claim = self.privatizer(b).claim
+            if not isinstance(claim, Claim):
+                raise MechanismError(f"privatizer {self.plugin.label!r}: its claim is a {type(claim).__name__}, "
+                                     "not a dpcheck.Claim")
+            return claim
         if self.gaussian:
             return Claim(rho=b, notion="zCDP", source=f"{SOURCE}, Theorem 3.4 / Lemma C.1")
         return Claim(epsilon=b, notion="DP", source=f"{SOURCE}, docs/derivations.md#noise-calibration pure-DP variant")
@@ -130,7 +137,16 @@ class APVISpec:
         if self.plugin is not None:
             v = getattr(self.privatizer(b), "noise_variance", None)
             v = v(H) if callable(v) else None
-            return None if v is None else float(v)
+            if v is None:
+                return None
+            try:
+                ok = math.isfinite(float(v)) and float(v) >= 0
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise MechanismError(f"privatizer {self.plugin.label!r}: noise_variance({H}) returned {v!r}, expected "
+                                     "None or a finite number >= 0")
+            return float(v)
         return 2.0 * H / b if self.gaussian else 2.0 * (4.0 * H / b) ** 2
 
     def noise_sd(self, H: int, budget: float | None = None) -> float:

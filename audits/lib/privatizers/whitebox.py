@@ -19,6 +19,8 @@ import numpy as np
 
 from dpcheck.accounting import PLD_DELTA, closed_form, epsilon_from_rho, gaussian_multiplier, pld_delta, pld_epsilon
 from dpcheck.checks import FAIL, PASS, Check
+from dpcheck.claims import Claim
+from dpcheck.errors import MechanismError
 
 from dpcheck.audits.lib.privatizers.neighbours import Trajectory, background, worst_case_pair
 from dpcheck.audits.lib.privatizers.declared import declaration
@@ -98,8 +100,14 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
 
     DP / JDP / LDP claims: eps_PLD at the claimed delta (1e-12 for pure claims) must not exceed the
     claimed eps (slack 2e-3 for the PLD discretisation). zCDP claims: the PLD delta(eps) must not exceed the
-    claim's profile delta(eps) at a few eps.
+    claim's profile delta(eps) at a few eps. A declared event that is not a dp_accounting DpEvent, or a claim that is
+    not a dpcheck Claim, is the plug-in's error (MechanismError naming ``label``), not an internal one.
     """
+    from dp_accounting import dp_event as dpe
+    if not isinstance(event, dpe.DpEvent):
+        raise MechanismError(f"{label}: the declared dp_event is a {type(event).__name__}, not a dp_accounting DpEvent")
+    if not isinstance(claim, Claim):
+        raise MechanismError(f"{label}: the declared claim is a {type(claim).__name__}, not a dpcheck.Claim")
     closed = closed_form(event)
     measured = {"closed_form": closed}
     details = {"event": repr(event)}
