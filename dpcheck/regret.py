@@ -46,7 +46,7 @@ What one slope can hide, and the rules that see it (every check built on these f
   slope, and a curve that turns linear in its last doubling read "in the sqrt(K) regime". A window of three or
   more increments also fits its last two alone (``RegretFit.tail_*``); a tail interval wholly above the FAIL
   bound is a FAIL (:func:`relapse`; the tail is fitted at half the alpha, :func:`fail_level`);
-- a mean that is not clearly positive (an increment <= 0, a cost within 3 standard errors of 0) has no
+- a mean that is not clearly positive (an increment <= 0, a signed cost within 3 standard errors of 0) has no
   logarithm: the fit clips it at a tiny value, which bends the slope at will, so a PASS there is INCONCLUSIVE
   (:func:`undefined_log`). Fit costs as measured: clipping each run at 0 before the mean turns a cost of mean 0
   whose spread falls like 1/eps into "~ 1/eps";
@@ -287,8 +287,10 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     else:
         verdict, why = INCONCLUSIVE, (f"{what} exponent {fit.exponent:.3f}: CI [{lo:.3f}, {hi:.3f}] straddles "
                                       f"{claimed:g} + {tolerance:g}")
-    verdict, why = undefined_log(fit, *relapse(fit, bound, verdict, why))
-    det = {"fit": fit.to_dict(), "plots": [increments_plot(fit, claimed)]}
+    before = verdict
+    verdict, why = relapse(fit, bound, verdict, why)
+    det = {"fit": fit.to_dict(), "plots": [increments_plot(fit, claimed)], **_relapse_details(fit, before, verdict)}
+    verdict, why = undefined_log(fit, verdict, why)
     det.update(details or {})
     return Check(id=id, kind="regret", verdict=verdict,
                  claim={"exponent_at_most": claimed, "tolerance": tolerance, "source": source,
@@ -323,6 +325,13 @@ def relapse(fit, bound: float | None, verdict: str, why: str) -> tuple[str, str]
                   f"window (the whole window's fit said: {why})")
 
 
+def _relapse_details(fit, before: str, after: str) -> dict:
+    """``{"relapse": the tail's window, exponent and interval}`` when :func:`relapse` turned the verdict into a FAIL."""
+    if after == before:
+        return {}
+    return {"relapse": {"window": list(fit.tail_window), "exponent": fit.tail_exponent, "ci": list(fit.tail_ci)}}
+
+
 def undefined_log(fit, verdict: str, why: str) -> tuple[str, str]:
     """(verdict, reason), a PASS or a FAIL made INCONCLUSIVE when a mean in the fit is not clearly positive: a mean
     increment <= 0 (a cost difference can have one) or a mean cost within 3 standard errors of 0 has no logarithm,
@@ -345,7 +354,8 @@ def undefined_log(fit, verdict: str, why: str) -> tuple[str, str]:
         return verdict, why
     bad = [x for x, ok in zip(fit.x, fit.clearly_positive or ()) if not ok]
     if bad:
-        return INCONCLUSIVE, (f"{why}; but the mean is not clearly positive (within 3 standard errors of 0) at "
+        return INCONCLUSIVE, (f"{why}; but the mean is not clearly positive (<= 0, or within 3 standard errors of "
+                              "0 for a quantity with negative values) at "
                               f"{', '.join(f'{x:g}' for x in bad)}: its log-log slope is not established")
     return verdict, why
 
@@ -387,7 +397,7 @@ class ScalingFit(_Fit):
     ci_pass: tuple[float, float] | None = None   # the interval at the PASS level (dpcheck.stats.pass_alpha)
     pass_confidence: float | None = None
     y_se: tuple[float, ...] | None = None        # standard error of each mean over seeds
-    clearly_positive: tuple[bool, ...] | None = None   # mean > 3 standard errors (:func:`undefined_log`)
+    clearly_positive: tuple[bool, ...] | None = None   # mean > 3 SE, or > 0 for values >= 0 (:func:`undefined_log`)
 
 
 def _pc(fit) -> float:
@@ -427,9 +437,12 @@ def fit_scaling(x, y, *, alpha: float = 0.05, n_boot: int = 2000, seed: int = 0,
         # one seed: no spread to bound the slope with (the point estimate alone decided before)
         ci = ci_pass = (float("-inf"), float("inf"))
     se = Y.std(axis=0, ddof=1) / np.sqrt(n) if n > 1 else np.full(ym.shape, np.inf)
+    # a quantity that takes negative values (a paired difference) must be positive beyond its noise for its log to
+    # be read; a non-negative one (a sub-optimality gap) only needs a positive mean
+    positive = ym > 3 * se if (Y < 0).any() else ym > 0
     return ScalingFit(slope=b, ci=ci, confidence=1 - alpha, x=tuple(map(float, X)), y_mean=tuple(map(float, ym)),
                       seeds=n, interval=interval, ci_pass=ci_pass, pass_confidence=1 - a_pass,
-                      y_se=tuple(map(float, se)), clearly_positive=tuple(bool(v) for v in ym > 3 * se))
+                      y_se=tuple(map(float, se)), clearly_positive=tuple(bool(v) for v in positive))
 
 
 def scaling_check(fit: ScalingFit, *, expected: float, tolerance: float, id: str, source: str = "",
@@ -492,8 +505,11 @@ def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None
     reason = f"slope in {xname} {slope:.3f} (CI [{lo:.3f}, {hi:.3f}]) vs allowed {rng}"
     if (fa, fb) != (bound, lower):
         reason += f"; fails only if the CI lies wholly {fails}" if fails else "; never fails"
-    verdict, reason = undefined_log(fit, *relapse(fit, fa, verdict, reason))
-    det = dict(details)
+    before = verdict
+    verdict, reason = relapse(fit, fa, verdict, reason)
+    relapsed = _relapse_details(fit, before, verdict)
+    verdict, reason = undefined_log(fit, verdict, reason)
+    det = dict(details, **relapsed)
     det["fit"] = fit.to_dict()
     det["plots"] = [{"title": f"{ylabel} vs {xname}", "xlabel": xname, "ylabel": ylabel,
                      "logx": True, "logy": True, "kind": "line",
