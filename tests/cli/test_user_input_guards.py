@@ -226,7 +226,7 @@ def test_a_misspelt_optional_array_is_refused_not_ignored(tmp_path, capsys):
     assert "unknown array(s) 'reward'" in err
 
 
-@pytest.mark.parametrize("where", ["mechanism", "import"])
+@pytest.mark.parametrize("where", ["mechanism", "import", "factory"])
 def test_sys_exit_in_user_code_is_an_error_not_exit_0(tmp_path, capsys, where):
     # sys.exit(0) in a mechanism (its 4th call) or at a target file's import: dpcheck exited 0, its report
     # left "running" (or none written)
@@ -236,7 +236,8 @@ def test_sys_exit_in_user_code_is_an_error_not_exit_0(tmp_path, capsys, where):
             "def mech(d, rng, size):\n    calls[0] += 1\n    if calls[0] >= 4:\n        sys.exit(0)\n"
             "    return d + rng.laplace(0, 1, size)\n"
             "target = AuditTarget(name='x', mechanism=mech, pairs=[(0, 1)], claim=Claim(epsilon=1.0))\n")
-    f.write_text(body if where == "mechanism" else "import sys\nsys.exit(0)\n")
+    f.write_text({"mechanism": body, "import": "import sys\nsys.exit(0)\n",
+                  "factory": "import sys\ndef target():\n    sys.exit(0)\n"}[where])
     code = main(["audit", f"{f}:target", "--samples", "20000", "--workers", "1", "--out", str(tmp_path / "r"),
                  "--quiet"])
     err = capsys.readouterr().err.strip()
