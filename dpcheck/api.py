@@ -218,14 +218,14 @@ def resolve_target(spec: str):
 def _as_target(obj, label: str):
     from dpcheck.target import AuditTarget
     if not isinstance(obj, AuditTarget) and callable(obj) and not isinstance(obj, type):
-        from dpcheck.loading import _raised
+        from dpcheck.loading import raised_text
         try:
             obj = obj()
         except DPCheckError:
             raise
         except (Exception, SystemExit) as e:      # a factory is user code: sys.exit in it is bad input too
             raise InputError(f"{label} is not an AuditTarget nor a zero-argument function returning one ({e})"
-                             if isinstance(e, TypeError) else f"{label}() raised {_raised(e)}") from e
+                             if isinstance(e, TypeError) else f"{label}() raised {raised_text(e)}") from e
     if not isinstance(obj, AuditTarget):
         raise InputError(f"{label} is a {type(obj).__name__}, not a dpcheck.AuditTarget "
                          "(nor a zero-argument function returning one)")

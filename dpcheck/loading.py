@@ -60,7 +60,7 @@ def load_module(mod: str, what: str, import_error=InputError):
             raise
         except (Exception, SystemExit) as e:      # sys.exit at import (an argparse main) is not our exit
             sys.modules.pop(name, None)
-            raise import_error(f"{what}: importing {mod} raised {_raised(e)}") from e
+            raise import_error(f"{what}: importing {mod} raised {raised_text(e)}") from e
         finally:
             sys.path.remove(os.path.dirname(path))
         _pickle_by_value(module)
@@ -121,7 +121,7 @@ def call_plugin(who: str, what: str, fn, *args, **kwargs):
         raise MechanismError(f"{who} raised {type(e).__name__} in {what}: {e}") from e
 
 
-def _raised(e: BaseException) -> str:
+def raised_text(e: BaseException) -> str:
     """How a user's exception reads in a one-line error: ``TYPE: message``; a SystemExit as the sys.exit call it
     was (caught where user code runs: dpcheck would otherwise exit with the user's code, 0 included, and leave its
     reports unfinished)."""

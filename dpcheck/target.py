@@ -197,8 +197,8 @@ class AuditTarget:
         except MechanismTimeout:
             raise
         except (Exception, SystemExit) as e:  # a user's code raising (or calling sys.exit) is bad input, not our crash
-            from dpcheck.loading import _raised
-            raise MechanismError(f"mechanism of target {self.name!r} raised {_raised(e)}") from e
+            from dpcheck.loading import raised_text
+            raise MechanismError(f"mechanism of target {self.name!r} raised {raised_text(e)}") from e
         problem = output_problem(out, size) or _numbers_among_labels(raw, out)
         if problem is not None:
             raise MechanismError(f"mechanism of target {self.name!r} returned {problem}")
