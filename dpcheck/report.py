@@ -645,6 +645,10 @@ class ReportWriter:
         self.stem = stem
         self.main = self.out_dir / f"{stem}.json"
         jp = Path(json_path) if json_path else None
+        own = {p.resolve() for p in self.views()}
+        if jp is not None and jp.resolve() in own:      # the copy would be overwritten by (or overwrite) a view
+            from dpcheck.errors import InputError
+            raise InputError(f"--json {json_path}: that is one of this run's own report files; give another path")
         self.copy = jp if jp is not None and jp.resolve() != self.main.resolve() else None
 
     def views(self) -> list[Path]:

@@ -53,8 +53,9 @@ def _wilson(k, n, z, sign):
     k = np.asarray(k, dtype=float)
     p = k / n
     z2 = z * z
-    half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
-    return (p + z2 / (2 * n) + sign * half) / (1 + z2 / n)
+    with np.errstate(invalid="ignore"):     # z = inf (alpha ~ 1e-300): inf / inf, a bound at the edge anyway
+        half = z * np.sqrt(np.maximum(p * (1 - p), 0.0) / n + z2 / (4 * n * n))
+        return (p + z2 / (2 * n) + sign * half) / (1 + z2 / n)
 
 
 def wilson_lower(k, n, z):

@@ -296,9 +296,10 @@ def load_npz_arrays(path) -> dict:
         for k in z.files:
             try:
                 out[k] = z[k]
-            except ValueError:
-                raise InputError(f"{p}: array {k!r} is an object array -- ragged episodes (trajectories of "
-                                 "different lengths) or non-numeric entries") from None
+            except ValueError as e:
+                raise InputError(f"{p}: array {k!r} cannot be read as numbers: an object array (ragged episodes, "
+                                 f"trajectories of different lengths, or non-numeric entries) or a corrupt member "
+                                 f"({e})") from None
             except (OSError, zipfile.BadZipFile, EOFError) as e:
                 raise InputError(f"{p}: array {k!r} cannot be read ({type(e).__name__}: {e})") from None
         return out

@@ -150,3 +150,11 @@ def test_unwritable_report_folder_is_bad_input(tmp_path, capsys):
     assert main(["audit", "_test_pass", "--out", str(f / "sub"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("dpcheck: error: cannot write reports to") and len(err.strip().splitlines()) == 1
+
+
+def test_a_json_copy_onto_a_report_view_is_refused(tmp_path):
+    # --json r/laplace_example.md: the "JSON copy" held the Markdown view after the run
+    from dpcheck.cli import main
+    code = main(["audit", "laplace_example", "--out", str(tmp_path), "--json", str(tmp_path / "laplace_example.md"),
+                 "--quiet"])
+    assert code == 2 and not (tmp_path / "laplace_example.json").exists()
