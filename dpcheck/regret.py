@@ -287,9 +287,8 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
     else:
         verdict, why = INCONCLUSIVE, (f"{what} exponent {fit.exponent:.3f}: CI [{lo:.3f}, {hi:.3f}] straddles "
                                       f"{claimed:g} + {tolerance:g}")
-    before = verdict
-    verdict, why = relapse(fit, bound, verdict, why)
-    det = {"fit": fit.to_dict(), "plots": [increments_plot(fit, claimed)], **_relapse_details(fit, before, verdict)}
+    verdict, why, relapsed = relapse(fit, bound, verdict, why)
+    det = {"fit": fit.to_dict(), "plots": [increments_plot(fit, claimed)], **relapsed}
     verdict, why = undefined_log(fit, verdict, why)
     det.update(details or {})
     return Check(id=id, kind="regret", verdict=verdict,
@@ -304,9 +303,9 @@ def regret_exponent_check(fit: RegretFit, *, claimed: float = 0.5, tolerance: fl
                  details=det, reason=why)
 
 
-def relapse(fit, bound: float | None, verdict: str, why: str) -> tuple[str, str]:
-    """(verdict, reason) after the window's last two increments are fitted alone (``fit.tail_*``): a window whose
-    increments shrink overall (a drop at the end of a learning phase) can hide growth at its end. On a doubling grid
+def relapse(fit, bound: float | None, verdict: str, why: str) -> tuple[str, str, dict]:
+    """(verdict, reason, details to add: ``{"relapse": ...}`` when it FAILs) after the window's last two increments
+    are fitted alone (``fit.tail_*``): a window whose increments shrink overall (a drop at the end of a learning phase) can hide growth at its end. On a doubling grid
     the middle increment of a three-increment window has weight 0 in the slope, and a curve that turns linear in its
     last doubling read "in the sqrt(K) regime" (dp_ucbvi's window; exponent 0.41, the last two increments alone
     0.96 with interval [0.89, 1.02]). A tail interval wholly above ``bound`` (the FAIL bound; None: that side never
@@ -314,22 +313,16 @@ def relapse(fit, bound: float | None, verdict: str, why: str) -> tuple[str, str]
     (1 - confidence) / 2 for the window plus (1 - confidence) / 4 for the tail (:func:`fail_level`), within the
     check's alpha."""
     if verdict == FAIL or bound is None or getattr(fit, "tail_ci", None) is None or not fit.tail_ci[0] > bound:
-        return verdict, why
+        return verdict, why, {}
     left = np.asarray(fit.K_grid[:-1])
     tail = np.asarray(fit.increments_mean)[(left >= fit.tail_window[0]) & (left <= fit.tail_window[1])]
     if np.any(tail <= 0):           # no logarithm: the tail's slope is not defined (undefined_log says so)
-        return verdict, why
+        return verdict, why, {}
     t = fit.tail_ci
     return FAIL, (f"the last two increments (K in [{fit.tail_window[0]:g}, {fit.tail_window[1]:g}]) grow like "
                   f"K^{fit.tail_exponent:.2f} (CI [{t[0]:.2f}, {t[1]:.2f}]) > {bound:g}: faster growth at the end of the "
-                  f"window (the whole window's fit said: {why})")
-
-
-def _relapse_details(fit, before: str, after: str) -> dict:
-    """``{"relapse": the tail's window, exponent and interval}`` when :func:`relapse` turned the verdict into a FAIL."""
-    if after == before:
-        return {}
-    return {"relapse": {"window": list(fit.tail_window), "exponent": fit.tail_exponent, "ci": list(fit.tail_ci)}}
+                  f"window (the whole window's fit said: {why})"), \
+        {"relapse": {"window": list(fit.tail_window), "exponent": fit.tail_exponent, "ci": list(t)}}
 
 
 def undefined_log(fit, verdict: str, why: str) -> tuple[str, str]:
@@ -505,9 +498,7 @@ def slope_check(fit, *, bound, id, statement, source, xname, details, lower=None
     reason = f"slope in {xname} {slope:.3f} (CI [{lo:.3f}, {hi:.3f}]) vs allowed {rng}"
     if (fa, fb) != (bound, lower):
         reason += f"; fails only if the CI lies wholly {fails}" if fails else "; never fails"
-    before = verdict
-    verdict, reason = relapse(fit, fa, verdict, reason)
-    relapsed = _relapse_details(fit, before, verdict)
+    verdict, reason, relapsed = relapse(fit, fa, verdict, reason)
     verdict, reason = undefined_log(fit, verdict, reason)
     det = dict(details, **relapsed)
     det["fit"] = fit.to_dict()

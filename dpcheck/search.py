@@ -54,7 +54,7 @@ def estimate(target, pair, rng_d, rng_dp, samples: int, n_cert: int, alpha_bound
     d, dp = pair
     xs = ev.flat(np.asarray(target.sample(d, rng_d, samples)))
     ys = ev.flat(np.asarray(target.sample(dp, rng_dp, samples)))
-    kind = ev.output_kind(xs, target.output)
+    kind = ev.pair_kind(xs, ys, target.output)          # from both sides, as the audit decides it
     ratio = ev.Objective("ratio", delta=delta)
     best = [-math.inf, -math.inf]
     cache: dict = {}

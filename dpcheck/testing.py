@@ -65,16 +65,15 @@ def assert_dp(target: AuditTarget | Callable[..., Any], pairs: Sequence | None =
     result = audit(target, samples=samples, alpha=alpha, seed=seed, **audit_kwargs)
     # strict fails an INCONCLUSIVE result, as --strict does; an uninformative PASS is a pass there too (the CLI's
     # one rule, docs/interfaces.md), said out loud
-    weak = result.verdict == "inconclusive" or result.uninformative
-    what = "pass (uninformative)" if result.uninformative else result.verdict
     if result.verdict == "fail" or (strict and result.verdict == "inconclusive"):
-        raise AssertionError(f"{target.name}: {result.claim.describe()} {what}: {result.reason}\n"
+        raise AssertionError(f"{target.name}: {result.claim.describe()} {result.verdict}: {result.reason}\n"
                              f"{result.summary()}")
-    if weak:
-        note = ("" if result.verdict == "inconclusive" else
-                f"; this budget detects only eps >= {result.power:.3g}, so a 2x excess could pass unseen")
+    what = f"{target.name}: {result.claim.describe()}"
+    if result.verdict == "inconclusive":
+        warnings.warn(DPCheckInconclusiveWarning(f"{what} INCONCLUSIVE: {result.reason} (strict=True fails the test)"),
+                      stacklevel=2)
+    elif result.uninformative:
         warnings.warn(DPCheckInconclusiveWarning(
-            f"{target.name}: {result.claim.describe()} {what.upper()}: {result.reason}{note} "
-            + ("(strict=True fails the test)" if result.verdict == "inconclusive" else "(raise samples)")),
-            stacklevel=2)
+            f"{what} PASS (UNINFORMATIVE): {result.reason}; this budget detects only eps >= {result.power:.3g}, so "
+            "a 2x excess could pass unseen (raise samples)"), stacklevel=2)
     return result

@@ -107,29 +107,9 @@ def exponent_check(curves: np.ndarray, K: int, *, id: str, alpha: float, seed: i
     check = regret_exponent_check(fit, claimed=0.5, tolerance=tolerance, id=id, source=src, what=label,
                                   details={"window_rule": "increments after the per-episode rate fell below half "
                                                           "its initial (linear-phase) value"})
-    check = exponent_regime(check, fit)
-    return _relapse(check, curves, grid, window, alpha=alpha, seed=seed, label=label, tolerance=tolerance)
-
-
-def _relapse(check: Check, curves, grid, window, *, alpha: float, seed: int, label: str, tolerance: float) -> Check:
-    """A window whose increments shrink overall (a drop at the end of the exploration) can hide growth at its end:
-    an agent with a leftover 5% uniform exploration (linear regret, 0.02 per episode) read "the increments shrink"
-    with its last two increments doubling (89 -> 180). When the window has more than two increments and the check
-    is not a FAIL, the last two are fitted alone, and an exponent whose interval lies wholly above 0.5 + tolerance
-    FAILs (a relapse to faster growth than Thm 6.5's O~(sqrt T)); otherwise the check stands."""
-    from dpcheck.regret import fit_increment_exponent
-    if check.verdict == FAIL or grid.size < 3 or window[1] - window[0] < 1 or float(grid[-3]) < float(window[0]):
-        return check
-    last = (float(grid[-3]), float(grid[-2]))
-    tail = fit_increment_exponent(grid, curves[:, grid - 1], window=last, alpha=alpha, seed=seed, interval="t+fieller")
-    if not tail.ci[0] > 0.5 + tolerance:
-        return check
-    det = {k: v for k, v in check.details.items() if k not in ("qualifier", "vacuous")}
-    return replace(check, verdict=FAIL, details=dict(det, relapse={"window": list(last), "exponent": tail.exponent,
-                                                                   "ci": list(tail.ci)}),
-                   reason=(f"{label}: the last two increments grow like K^{tail.exponent:.2f} (CI [{tail.ci[0]:.2f}, "
-                           f"{tail.ci[1]:.2f}]) > 0.5 + {tolerance:g}: the regret relapses to faster growth at the end of "
-                           f"the grid (the window's fit said: {check.reason})"))
+    # a relapse at the end of the window (its last two increments: the window ends at grid[-2]) FAILs inside
+    # regret_exponent_check (dpcheck.regret.relapse)
+    return exponent_regime(check, fit)
 
 
 def _exploration_ends_in_last_doubling(undecided: Check, curves, grid, K: int, *, alpha: float, seed: int,
