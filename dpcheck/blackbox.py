@@ -614,6 +614,92 @@ def check_arguments(target, samples, seed, alpha, selection_fraction=SELECTION_F
     return int(samples)
 
 
+def _choose_all(target, samples, seed, n_pairs, n_sel, n_cert, alpha_b, alpha_prof, delta, grid, lb_objectives,
+                exe, say, reports, pmap) -> tuple:
+    """The selection pass and the event choice of every pair (module docstring, steps 1-2 and "Rare events"):
+    (reps, shape, kinds, chosen, levels, methods, shown, rests), described where they are declared below.
+    ``pmap`` runs the independent sorts, fits and threshold searches (the same events with any map)."""
+    methods = []         # per pair: how its eps-bound events are certified ("cp" or "odds"), the first event's first
+    levels = []          # per pair: the one-sided level of each eps-bound event (alpha_b, or alpha_b split in two)
+    shown = []           # per pair: the indices of its eps-bound events among its certified events
+    shape = None
+    kinds, reps = [], []     # per pair: the output kind its events are fitted for, the outputs' representation
+    chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
+    rests: dict = {}     # input -> record (_Tally) of the certification outputs the selection pass drew
+    for p in range(n_pairs):
+        (xd, xdp), rest, rep = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
+        reps.append(rep)
+        shape = xd.shape[1:] if shape is None else shape
+        kind = ev.pair_kind(xd, xdp, target.output)
+        kinds.append(kind)
+        got = {xd.shape[1:], xdp.shape[1:], shape}
+        if len(got) > 1:
+            raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
+                                 f"for different inputs: {sorted(map(str, got))}")
+        split = {"D": ev.flat(xd), "D'": ev.flat(xdp)}
+        del xd, xdp
+        sorts: dict = {}     # the sorted selection outputs, shared by both tails and directions
+        say(f"{target.name}: pair {p}: choosing events (both directions)")
+        cands: dict = {}     # the candidate thresholds of each sorted selection score (ev.threshold_candidates)
+        fits = {}            # direction -> (scorers, sorted selection scores)
+        for direction, fitted in zip(DIRECTIONS, ev.selection_scores_both(split["D"], split["D'"], kind, sorts,
+                                                                          pmap)):
+            fits[direction] = ([f[0] for f in fitted], [f[1:] for f in fitted])
+        # every candidate threshold of every sorted score, at once (what best_threshold searches depends on the
+        # scores only: ev.threshold_candidates)
+        todo = [sel for _, sel_scores in fits.values() for sel in sel_scores]
+        for (sx, sy), found in zip(todo, pmap(lambda sel: ev.threshold_candidates(*sel), todo)):
+            cands[id(sx), id(sy)] = (sx, sy, found)
+
+        def choose(objectives, a_b, ladder=ev.SELECTION_LADDER):
+            # the direction, family, threshold and (for the eps bound) the bound's method are all chosen
+            # on the selection sample: only the winner is certified (one event, 2 a_b of alpha)
+            # (with less pessimism about the selection estimates when nothing looks certifiable:
+            # events.SELECTION_LADDER); returns (direction, scorer, t, method, projected value, index)
+            for z_sel in ladder:
+                best = None
+                for objective in objectives:
+                    for direction, (scorers, sel_scores) in fits.items():
+                        for i, (sx, sy) in enumerate(sel_scores):
+                            t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective, z_sel, cands)
+                            if best is None or v > best[3]:
+                                best = (direction, i, t, v, objective.kind)
+                if best[3] > 0:
+                    break
+            direction, i, t, v, how = best
+            return direction, fits[direction][0][i], t, ("odds" if how == "odds" else "cp"), v, i
+
+        first = choose(lb_objectives, alpha_b)
+        # a second eps-bound event where a less pessimistic reading of the selection sample prefers
+        # another one (a rare event the bulk outprojects at SELECTION_Z): module docstring, "Rare events"
+        rare = choose(lb_objectives, alpha_b * RARE_SHARE, (RARE_Z,))
+        two = rare[4] > first[4] and (rare[0], rare[5], rare[2]) != (first[0], first[5], first[2])
+        levels.append((alpha_b * (1 - RARE_SHARE), alpha_b * RARE_SHARE) if two else (alpha_b,))
+        methods.append((first[3], rare[3]) if two else (first[3],))
+        chosen.append([first[:3]]
+                      + [choose([ev.Objective("difference", eps=e)], alpha_prof)[:3] for e in grid]
+                      + ([rare[:3]] if two else []))
+        del split, sorts, fits, cands
+        pair_events = tuple((sc, t) for _, sc, t in chosen[-1])
+        shown.append((0, len(grid) + 1) if two else (0,))
+        for j, x in zip((2 * p, 2 * p + 1), rest):
+            if len(x):
+                tally = _Tally(pair_events, shown[-1])
+                tally.add(ev.flat(x), 0)
+                rests[j] = tally.record()
+        del rest
+    return reps, shape, kinds, chosen, levels, methods, shown, rests
+
+
+def _selection_threads(workers: int, backend: str):
+    """A thread pool for the event choice (one thread per local worker, at most one per core), or None for one
+    worker or a remote backend (whose workers are not this machine's cores)."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+    n = min(int(workers), os.cpu_count() or 1) if backend == "local" else 1
+    return ThreadPoolExecutor(n, thread_name_prefix="dpcheck-selection") if n > 1 else None
+
+
 # ------------------------------------------------------------------ the audit
 def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: int = 0, workers: int = 1,
           backend: str = "local", scheduler: str | None = None, progress: Callable[[str], None] | None = None,
@@ -678,77 +764,26 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     reports: list = []
     ratio = ev.Objective("ratio", delta=delta)
     lb_objectives = [ratio] + ([ev.Objective("odds", delta=delta)] if event_bound == "best" else [])
-    methods = []         # per pair: how its eps-bound events are certified ("cp" or "odds"), the first event's first
-    levels = []          # per pair: the one-sided level of each eps-bound event (alpha_b, or alpha_b split in two)
-    shown = []           # per pair: the indices of its eps-bound events among its certified events
-    shape = None
-    kinds, reps = [], []     # per pair: the output kind its events are fitted for, the outputs' representation
-    chosen = []          # per pair: the certified events [(direction, scorer, t)], the eps-bound event first
-    rests: dict = {}     # input -> record (_Tally) of the certification outputs the selection pass drew
-    for p in range(n_pairs):
-        (xd, xdp), rest, rep = _draw_selection(target, samples, seed, p, n_sel, exe, say, reports)
-        reps.append(rep)
-        shape = xd.shape[1:] if shape is None else shape
-        kind = ev.pair_kind(xd, xdp, target.output)
-        kinds.append(kind)
-        got = {xd.shape[1:], xdp.shape[1:], shape}
-        if len(got) > 1:
-            raise MechanismError(f"mechanism of target {target.name!r} returned outputs of different shapes "
-                                 f"for different inputs: {sorted(map(str, got))}")
-        split = {"D": ev.flat(xd), "D'": ev.flat(xdp)}
-        del xd, xdp
-        sorts: dict = {}     # the sorted selection outputs, shared by both tails and directions
-        say(f"{target.name}: pair {p}: choosing events (both directions)")
-        fits = {}            # direction -> (scorers, sorted selection scores)
-        for direction, (a, b) in zip(DIRECTIONS, (("D", "D'"), ("D'", "D"))):
-            fitted = ev.selection_scores(split[a], split[b], kind, sorts)
-            fits[direction] = ([f[0] for f in fitted], [f[1:] for f in fitted])
-
-        def choose(objectives, a_b, ladder=ev.SELECTION_LADDER):
-            # the direction, family, threshold and (for the eps bound) the bound's method are all chosen
-            # on the selection sample: only the winner is certified (one event, 2 a_b of alpha)
-            # (with less pessimism about the selection estimates when nothing looks certifiable:
-            # events.SELECTION_LADDER); returns (direction, scorer, t, method, projected value, index)
-            for z_sel in ladder:
-                best = None
-                for objective in objectives:
-                    for direction, (scorers, sel_scores) in fits.items():
-                        for i, (sx, sy) in enumerate(sel_scores):
-                            t, v, _, _ = ev.best_threshold(sx, sy, n_cert, a_b, objective, z_sel)
-                            if best is None or v > best[3]:
-                                best = (direction, i, t, v, objective.kind)
-                if best[3] > 0:
-                    break
-            direction, i, t, v, how = best
-            return direction, fits[direction][0][i], t, ("odds" if how == "odds" else "cp"), v, i
-
-        first = choose(lb_objectives, alpha_b)
-        # a second eps-bound event where a less pessimistic reading of the selection sample prefers
-        # another one (a rare event the bulk outprojects at SELECTION_Z): module docstring, "Rare events"
-        rare = choose(lb_objectives, alpha_b * RARE_SHARE, (RARE_Z,))
-        two = rare[4] > first[4] and (rare[0], rare[5], rare[2]) != (first[0], first[5], first[2])
-        levels.append((alpha_b * (1 - RARE_SHARE), alpha_b * RARE_SHARE) if two else (alpha_b,))
-        methods.append((first[3], rare[3]) if two else (first[3],))
-        chosen.append([first[:3]]
-                      + [choose([ev.Objective("difference", eps=e)], alpha_prof)[:3] for e in grid]
-                      + ([rare[:3]] if two else []))
-        del split, sorts, fits
-        pair_events = tuple((sc, t) for _, sc, t in chosen[-1])
-        shown.append((0, len(grid) + 1) if two else (0,))
-        for j, x in zip((2 * p, 2 * p + 1), rest):
-            if len(x):
-                tally = _Tally(pair_events, shown[-1])
-                tally.add(ev.flat(x), 0)
-                rests[j] = tally.record()
-        del rest
+    # the event choice runs in the main process while the workers wait; with more than one worker, its independent
+    # sorts, fits and threshold searches run in as many threads (numpy releases the GIL in them; every job computes
+    # what it computes alone, so the events are the same with any number of threads)
+    threads = _selection_threads(workers, backend)
+    pmap = threads.map if threads is not None else map
+    try:
+        chosen_all = _choose_all(target, samples, seed, n_pairs, n_sel, n_cert, alpha_b, alpha_prof, delta, grid,
+                                 lb_objectives, exe, say, reports, pmap)
+    finally:
+        if threads is not None:
+            threads.shutdown()
+    reps, shape, kinds, chosen, levels, methods, shown, rests = chosen_all
 
     say(f"{target.name}: certifying {sum(map(len, chosen))} event(s) on {n_cert} outputs per side")
     events = tuple(tuple((sc, t) for _, sc, t in ch) for ch in chosen)
     n_bounds = 2 * sum(map(len, chosen))
     alpha_power = min(lv[0] for lv in levels)     # the budget's power at the lowest level of a first event
     # the budget's power depends on n_cert and the first events' level only (fixed once the events are chosen):
-    # with workers, the main process (idle while they
-    # certify) computes it meanwhile, in a thread (a pure function: the same value either way)
+    # with workers, the main process (idle while they certify) computes it meanwhile, in a thread (a pure
+    # function: the same value either way)
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(1) as pool:
         power_f = (pool.submit(stats.budget_detectable_epsilon, n_cert, alpha_power, eps_claim, delta, event_bound)

@@ -73,8 +73,36 @@ class Objective:
         return np.asarray(p_lo) - stats.exp_times(self.eps, q_hi)
 
 
+def threshold_candidates(a: np.ndarray, b: np.ndarray) -> tuple | None:
+    """(candidate thresholds, #{a >= t}, #{b >= t}) of :func:`best_threshold` for sorted scores a, b; None when
+    every score of a is -inf. It depends on the scores only: pass one ``candidates`` dict to the calls of
+    :func:`best_threshold` that search the same scores at other levels or objectives."""
+    na, nb = a.shape[0], b.shape[0]
+    lo = int(np.searchsorted(a, -np.inf, side="right"))       # -inf: cells outside every event
+    if lo >= na:
+        return None
+    new = a[lo + 1:] != a[lo:-1]
+    if new.all() and na - lo > MAX_CANDIDATES:
+        # every value distinct (a continuous score): the first index of each is its own, and the thinning below
+        # picks indices without the index array of a million values
+        step = max(1, (na - lo - 2 * TAIL_CANDIDATES) // MAX_CANDIDATES)
+        starts = np.unique(np.r_[np.arange(lo, lo + TAIL_CANDIDATES),
+                                 np.arange(lo + TAIL_CANDIDATES, na - TAIL_CANDIDATES, step),
+                                 np.arange(na - TAIL_CANDIDATES, na)])
+        cand = a[starts]
+        return cand, na - starts, nb - np.searchsorted(b, cand, side="left")
+    starts = np.r_[lo, lo + np.flatnonzero(new) + 1]           # first index of each distinct value
+    if starts.size > MAX_CANDIDATES:
+        step = max(1, (starts.size - 2 * TAIL_CANDIDATES) // MAX_CANDIDATES)
+        starts = np.unique(np.r_[starts[:TAIL_CANDIDATES], starts[TAIL_CANDIDATES:-TAIL_CANDIDATES:step],
+                                 starts[-TAIL_CANDIDATES:]])
+    cand = a[starts]
+    return cand, na - starts, nb - np.searchsorted(b, cand, side="left")
+
+
 def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
-                   objective: Objective, z_sel: float = None) -> tuple[float, float, int, int]:
+                   objective: Objective, z_sel: float = None,
+                   candidates: dict | None = None) -> tuple[float, float, int, int]:
     """Threshold t maximising the objective for E = {score >= t}; returns (t, value, k_d, k_d').
 
     a, b: (n_sel,) selection scores under D and D', each sorted ascending. Counts are projected
@@ -87,17 +115,16 @@ def best_threshold(a: np.ndarray, b: np.ndarray, n_cert: int, alpha: float,
     """
     z_sel = SELECTION_Z if z_sel is None else z_sel
     na, nb = a.shape[0], b.shape[0]
-    lo = int(np.searchsorted(a, -np.inf, side="right"))       # -inf: cells outside every event
-    if lo >= na:
+    key = (id(a), id(b))
+    if candidates is not None and key in candidates:
+        found = candidates[key][2]
+    else:
+        found = threshold_candidates(a, b)
+        if candidates is not None:
+            candidates[key] = (a, b, found)                # (a, b kept: their ids stay theirs)
+    if found is None:
         return math.inf, -math.inf, 0, 0
-    starts = lo + np.flatnonzero(np.r_[True, a[lo + 1:] != a[lo:-1]])   # first index of each distinct value
-    if starts.size > MAX_CANDIDATES:
-        step = max(1, (starts.size - 2 * TAIL_CANDIDATES) // MAX_CANDIDATES)
-        starts = np.unique(np.r_[starts[:TAIL_CANDIDATES], starts[TAIL_CANDIDATES:-TAIL_CANDIDATES:step],
-                                 starts[-TAIL_CANDIDATES:]])
-    cand = a[starts]
-    kd = na - starts                                       # #{score_d >= t}
-    kq = nb - np.searchsorted(b, cand, side="left")        # #{score_dp >= t}
+    cand, kd, kq = found                                   # thresholds, #{score_d >= t}, #{score_dp >= t}
     # Winner's curse: the maximum over many candidates of a noisy objective favours deep-tail
     # thresholds whose selection ratio is high by chance (Laplace eps = 1 at 10^5: 15 vs 0
     # selection counts beat the bulk event and certify 0.30). Projecting pessimistic selection
@@ -147,6 +174,17 @@ class Scorer:
     def describe(self, t: float) -> dict:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def sorted_scores(self, x: np.ndarray) -> np.ndarray:
+        """np.sort(self.score(x)) (a family may compute it without scoring every output)."""
+        return np.sort(self.score(x))
+
+    def mirror(self) -> "Scorer | None":
+        """The scorer this family fits with D and D' swapped, when that is exactly this one's score negated (log
+        likelihood-ratio estimates: ln a - ln b = -(ln b - ln a) in floating point too), so that the reverse
+        direction costs no second fit; None when it must be fitted again (a classifier's optimiser is not
+        symmetric)."""
+        return None
+
 
 class ThresholdScorer(Scorer):
     """score = sign * x[:, coord] (coord None for scalar outputs); sign -1 gives the lower tail."""
@@ -161,13 +199,19 @@ class ThresholdScorer(Scorer):
         return self.sign * v.astype(float, copy=False)
 
     def sorted_score(self, x, cache: dict):
-        """sort(score(x)) from one cached sort of the raw column (both tails share it)."""
-        key = (id(x), self.coord)
+        """sort(score(x)) from one cached sort of the raw column (both tails, and both directions, share it)."""
+        key = (id(x), self.coord, self.sign)
         if key not in cache:
-            v = x if self.coord is None else x[:, self.coord]
-            cache[key] = np.sort(v.astype(float, copy=False))
-        s = cache[key]
-        return s if self.sign > 0 else -s[::-1]
+            up = (id(x), self.coord, 1)
+            if up not in cache:
+                v = x if self.coord is None else x[:, self.coord]
+                cache[up] = np.sort(v.astype(float, copy=False))
+            if self.sign < 0:
+                cache[key] = -cache[up][::-1]
+        return cache[key]
+
+    def mirror(self):
+        return self             # not fitted: both directions use the same thresholds
 
     def describe(self, t):
         name = "M(D)" if self.coord is None else f"M(D)[{self.coord}]"
@@ -227,20 +271,27 @@ class CellScorer(Scorer):
 
     @classmethod
     def fit_atoms(cls, d: np.ndarray, dp: np.ndarray) -> "CellScorer | None":
-        """Cells for the values that repeat in the fitting sample of a continuous output (atoms: exact ties have
-        probability 0 under a continuous law, so a repeated value is a point mass, e.g. a count released without
-        its noise on some runs); every other value is pooled into one cell scored by its frequency on each side.
-        None when no value repeats."""
+        """Cells for the values that repeat in the fitting sample of a (1-D) continuous output (atoms: exact ties
+        have probability 0 under a continuous law, so a repeated value is a point mass, e.g. a count released
+        without its noise on some runs); every other value is pooled into one cell scored by its frequency on
+        each side. None when no value repeats. (One sort of the keys: np.unique with indices and counts took
+        ~100 ms on 2^20 integer keys, fifteen times the sort.)"""
         kd, kp = _as_keys(d), _as_keys(dp)
-        keys, first, counts = np.unique(np.concatenate([kd, kp]), return_index=True, return_counts=True)
-        atoms = keys[counts >= 2]
-        if atoms.size == 0:
+        keys = np.sort(np.concatenate([kd, kp]))
+        repeated = keys[1:][keys[1:] == keys[:-1]]
+        if repeated.size == 0:
             return None
+        atoms = repeated[np.r_[True, repeated[1:] != repeated[:-1]]]
         cd = np.bincount(np.searchsorted(atoms, kd[np.isin(kd, atoms)]), minlength=atoms.size)
         cp = np.bincount(np.searchsorted(atoms, kp[np.isin(kp, atoms)]), minlength=atoms.size)
         lr = np.log((cd + SMOOTH) / d.size) - np.log((cp + SMOOTH) / dp.size)
         rest = (math.log((d.size - cd.sum() + SMOOTH) / d.size) - math.log((dp.size - cp.sum() + SMOOTH) / dp.size))
-        return cls(atoms, np.concatenate([d, dp])[first[counts >= 2]], lr, rest)
+        # a key is the value itself, or its bits (floats): the label is the value either way
+        labels = atoms if atoms.dtype == d.dtype else atoms.view(d.dtype)
+        return cls(atoms, labels, lr, rest)
+
+    def mirror(self):
+        return CellScorer(self.cells, self.labels, -self.log_ratio, -self.unseen, self.vocab)
 
     def cell_index(self, x):
         keys = _as_keys(x if self.vocab is None else self._codes(x, self.vocab))
@@ -282,14 +333,10 @@ class NaiveBayesScorer(Scorer):
     def fit(cls, d: np.ndarray, dp: np.ndarray, bins: int = 64) -> "NaiveBayesScorer":
         # d, dp: (n, k) flattened vector outputs
         edges, tables = [], []
-        qs = np.linspace(0, 1, bins + 1)[1:-1]
         for j in range(d.shape[1]):  # loop over coordinates, not samples
-            pooled = np.concatenate([d[:, j], dp[:, j]]).astype(float)
-            e = np.unique(np.quantile(pooled, qs))
-            cd = np.bincount(np.searchsorted(e, d[:, j], side="right"), minlength=e.size + 1)
-            cq = np.bincount(np.searchsorted(e, dp[:, j], side="right"), minlength=e.size + 1)
+            e, tab = _binned_log_ratio(*sorted_columns(d[:, j], dp[:, j]), bins)
             edges.append(e)
-            tables.append(np.log((cd + SMOOTH) / d.shape[0]) - np.log((cq + SMOOTH) / dp.shape[0]))
+            tables.append(tab)
         return cls(edges, tables)
 
     def score(self, x):
@@ -298,9 +345,39 @@ class NaiveBayesScorer(Scorer):
             s += tab[np.searchsorted(e, x[:, j], side="right")]
         return s
 
+    def mirror(self):
+        return type(self)(self.edges, [-tab for tab in self.tables])
+
     def describe(self, t):
         return {"family": "naive_bayes", "statistic": "sum of per-coordinate binned log likelihood ratios",
                 "tail": "upper", "threshold": t, "text": f"score(M(D)) >= {t:.6g} (naive-Bayes log LR)"}
+
+
+def sorted_columns(xd: np.ndarray, xq: np.ndarray, pmap=map) -> tuple:
+    """(sorted xd, sorted xq, both sorted together) as floats, for one coordinate of the two sides."""
+    def up(x):
+        x = x.astype(float)
+        x.sort()
+        return x
+    sd, sq = pmap(up, (xd, xq))
+    pooled = np.concatenate([sd, sq])
+    pooled.sort()
+    return sd, sq, pooled
+
+
+def _binned_log_ratio(sd: np.ndarray, sq: np.ndarray, pooled: np.ndarray, bins: int) -> tuple:
+    """(edges at the pooled quantiles, each bin's estimated log likelihood ratio) of one coordinate, from
+    :func:`sorted_columns`: quantiles of sorted data, and bin counts by searching the edges in it, are each a few
+    times faster than on the raw outputs (the same values: the bins are [e_(b-1), e_b))."""
+    e = np.unique(np.quantile(pooled, np.linspace(0, 1, bins + 1)[1:-1]))
+    cd, cq = _bin_counts(sd, e), _bin_counts(sq, e)
+    return e, np.log((cd + SMOOTH) / sd.size) - np.log((cq + SMOOTH) / sq.size)
+
+
+def _bin_counts(sorted_x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Counts of sorted values in the bins (-inf, e_0), [e_0, e_1), ..., [e_last, inf): the bincount of
+    searchsorted(edges, x, side="right"), by searching the edges in the values instead."""
+    return np.diff(np.r_[0, np.searchsorted(sorted_x, edges, side="left"), sorted_x.size])
 
 
 class HistogramScorer(NaiveBayesScorer):
@@ -310,12 +387,23 @@ class HistogramScorer(NaiveBayesScorer):
     family = "histogram"
 
     @classmethod
-    def fit(cls, d: np.ndarray, dp: np.ndarray, bins: int = 64) -> "HistogramScorer":
-        nb = NaiveBayesScorer.fit(d.reshape(-1, 1), dp.reshape(-1, 1), bins=bins)
-        return cls(nb.edges, nb.tables)
+    def fit(cls, d: np.ndarray, dp: np.ndarray, bins: int = 64, columns: tuple | None = None) -> "HistogramScorer":
+        """``columns``: :func:`sorted_columns` of d, dp, if already computed."""
+        e, tab = _binned_log_ratio(*(columns or sorted_columns(d.reshape(-1), dp.reshape(-1))), bins)
+        return cls([e], [tab])
 
     def score(self, x):
         return super().score(np.asarray(x).reshape(-1, 1))
+
+    def sorted_scores(self, x):
+        # the scores take one value per bin: the bins' values in order, each repeated as often as the bin is hit
+        # (0.0 + table, as score() sums them, so that a zero has score()'s sign)
+        e, tab = self.edges[0], 0.0 + self.tables[0]
+        v = np.asarray(x).reshape(-1).astype(float)
+        v.sort()
+        counts = _bin_counts(v, e)
+        order = np.argsort(tab, kind="stable")
+        return np.repeat(tab[order], counts[order])
 
     def describe(self, t):
         e, tab = self.edges[0], self.tables[0]
@@ -410,11 +498,12 @@ def pair_kind(d: np.ndarray, dp: np.ndarray, declared: str = "auto") -> str:
 
 
 def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int = 4096,
-                max_coordinates: int = 16, max_logistic: int = 256, max_boosted: int = 64) -> list[Scorer]:
+                max_coordinates: int = 16, max_logistic: int = 256, max_boosted: int = 64, pmap=map) -> list[Scorer]:
     """Candidate scorers for one direction (D against D'), fitted on the selection sample.
 
     d_sel, dp_sel: (n_sel, ...) selection outputs. Selection is free (only the chosen event
-    is certified), so every family that fits is tried.
+    is certified), so every family that fits is tried. ``pmap``: the map that runs independent fits (the same
+    scorers with any).
     """
     numeric = d_sel.dtype.kind in "iubf"
     out: list[Scorer] = []
@@ -433,8 +522,11 @@ def scorers_for(d_sel: np.ndarray, dp_sel: np.ndarray, kind: str, max_cells: int
         else:
             # a continuous output: intervals inside the range (histogram bins, about 200 fitting outputs per bin
             # and side) and its atoms, if any value repeats
-            out.append(HistogramScorer.fit(d1, p1, bins=int(np.clip(d1.size // 200, 16, 1024))))
-            atoms = CellScorer.fit_atoms(d1, p1)
+            columns = sorted_columns(d1, p1, pmap)
+            out.append(HistogramScorer.fit(d1, p1, bins=int(np.clip(d1.size // 200, 16, 1024)), columns=columns))
+            # no two values equal (as floats): no key repeats, no atoms (the usual case, without sorting the keys)
+            pooled = columns[2]
+            atoms = CellScorer.fit_atoms(d1, p1) if (pooled[1:] == pooled[:-1]).any() else None
             if atoms is not None and atoms.cells.size <= max_cells:
                 out.append(atoms)
         return out
@@ -488,6 +580,50 @@ def flat(x: np.ndarray) -> np.ndarray:
     return x.reshape(x.shape[0], -1)
 
 
+def selection_scores_both(d_sel, dp_sel, kind: str, cache: dict | None = None, pmap=map) -> tuple[list, list]:
+    """:func:`selection_scores` for both directions at once: (D against D', D' against D). The reverse direction's
+    scorers are the forward ones mirrored (:meth:`Scorer.mirror`) wherever that is exact, their sorted scores the
+    forward ones negated and reversed; only the others (classifiers) are fitted again. Equal to two calls of
+    :func:`selection_scores` up to the sign of a zero score, which no event can tell apart.
+
+    ``pmap``: a map (``ThreadPoolExecutor.map``) to run the independent sorts and fits with; each job computes
+    what it would compute alone, so the result is the same with any."""
+    cache = {} if cache is None else cache
+    half = d_sel.shape[0] // 2
+    first, second = (d_sel[:half], dp_sel[:half]), (d_sel[half:], dp_sel[half:])
+    fwd = scorers_for(*first, kind, pmap=pmap)
+    mirrors = [sc.mirror() for sc in fwd]
+    if any(m is None for m in mirrors):
+        refit = scorers_for(*first[::-1], kind, pmap=pmap)
+        if [type(r) for r in refit] != [type(sc) for sc in fwd]:     # (the families are chosen symmetrically)
+            return selection_scores(d_sel, dp_sel, kind, cache), selection_scores(dp_sel, d_sel, kind, cache)
+    # the raw columns the thresholds read, one sort each (both tails and directions take theirs from the cache)
+    columns = {(id(x), sc.coord): (ThresholdScorer(+1, sc.coord), x) for sc in fwd if not sc.learned
+               for x in (d_sel, dp_sel)}
+    _run_all(pmap, [lambda sc=sc, x=x: sc.sorted_score(x, cache) for sc, x in columns.values()])
+    # the learned scores of the second half: forward, and the refitted reverse ones where there is no mirror
+    jobs = {(k, s): (lambda sc=sc, x=x: sc.sorted_scores(x))
+            for k, sc in enumerate(fwd) if sc.learned for s, x in enumerate(second)}
+    jobs |= {(k, 2 + s): (lambda sb=refit[k], x=x: sb.sorted_scores(x))
+             for k, m in enumerate(mirrors) if m is None for s, x in enumerate(second)}
+    got = dict(zip(jobs, _run_all(pmap, list(jobs.values()))))
+    out_f, out_b = [], []
+    for k, (sc, m) in enumerate(zip(fwd, mirrors)):
+        if not sc.learned:
+            out_f.append((sc, sc.sorted_score(d_sel, cache), sc.sorted_score(dp_sel, cache)))
+            out_b.append((m, m.sorted_score(dp_sel, cache), m.sorted_score(d_sel, cache)))
+            continue
+        x, y = got[k, 0], got[k, 1]
+        out_f.append((sc, x, y))
+        out_b.append((m, -y[::-1], -x[::-1]) if m is not None else (refit[k], got[k, 3], got[k, 2]))
+    return out_f, out_b
+
+
+def _run_all(pmap, jobs: list) -> list:
+    """The results of calling each job (no arguments), in order, through ``pmap``."""
+    return list(pmap(lambda job: job(), jobs))
+
+
 def selection_scores(d_sel, dp_sel, kind: str, cache: dict | None = None):
     """Every candidate scorer with the *sorted* selection scores its threshold is chosen on.
 
@@ -500,7 +636,7 @@ def selection_scores(d_sel, dp_sel, kind: str, cache: dict | None = None):
     out = []
     for sc in scorers_for(d_sel[:half], dp_sel[:half], kind):
         if sc.learned:
-            out.append((sc, np.sort(sc.score(d_sel[half:])), np.sort(sc.score(dp_sel[half:]))))
+            out.append((sc, sc.sorted_scores(d_sel[half:]), sc.sorted_scores(dp_sel[half:])))
         else:
             out.append((sc, sc.sorted_score(d_sel, cache), sc.sorted_score(dp_sel, cache)))
     return out

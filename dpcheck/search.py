@@ -58,10 +58,11 @@ def estimate(target, pair, rng_d, rng_dp, samples: int, n_cert: int, alpha_bound
     ratio = ev.Objective("ratio", delta=delta)
     best = [-math.inf, -math.inf]
     cache: dict = {}
-    for a, b in ((xs, ys), (ys, xs)):
-        for _, sa, sb in ev.selection_scores(a, b, kind, cache):
+    cands: dict = {}
+    for fitted in ev.selection_scores_both(xs, ys, kind, cache):
+        for _, sa, sb in fitted:
             for i, z in enumerate((None, 0.0)):
-                _, value, _, _ = ev.best_threshold(sa, sb, n_cert, alpha_bound, ratio, z_sel=z)
+                _, value, _, _ = ev.best_threshold(sa, sb, n_cert, alpha_bound, ratio, z, cands)
                 best[i] = max(best[i], value)
     return best[0], best[1]
 

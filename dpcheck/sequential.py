@@ -224,9 +224,10 @@ def _choose(past_x, past_y, kind: str, n_next: int, eps: float, delta: float, al
     fitted = ev.selection_scores(past_x, past_y, kind, {})
     objective = ev.Objective("difference", eps=eps)
     best = None
+    cands: dict = {}
     for z_sel in ev.SELECTION_LADDER:
         for sc, sx, sy in fitted:
-            t, v, _, _ = ev.best_threshold(sx, sy, n_next, alpha, objective, z_sel)
+            t, v, _, _ = ev.best_threshold(sx, sy, n_next, alpha, objective, z_sel, cands)
             if best is None or v > best[2]:
                 best = (sc, t, v)
         if best[2] > 0 or best[2] == -math.inf:
