@@ -27,6 +27,9 @@ from dpcheck.parallel import with_result_cache
 from dpcheck.registry import SAMPLING, SetOption
 
 QW = "Qiao & Wang 2023"
+# what this audit's chunks import in a worker (dpcheck.parallel.prestart imports them while the audit starts)
+WORKER_IMPORTS = ("dpcheck.algorithms.online.ucbvi", "dpcheck.algorithms.online.compiled",
+                  "dpcheck.algorithms.privatizers._projection_kernel")
 
 
 class DPUCBVIAudit(Audit):

@@ -260,11 +260,9 @@ def run_chunks(fn: Callable[..., Any], n_chunks: int, seed, *, workers: int = 1,
             for i in todo:
                 store(i, fn(i, seeds[i], *args))
         else:
-            from joblib import Parallel, delayed
-            from joblib.parallel import LokyBackend
-            # workers die with this process, even on SIGKILL (no orphan keeps computing; see _die_with_parent)
-            backend_ = LokyBackend(initializer=_worker_init, initargs=(os.getpid(),))
-            par = Parallel(n_jobs=int(workers), backend=backend_, return_as="generator")
+            from joblib import delayed
+            drain_prestart()
+            par = _pool(workers)
             wfn = _InCallerContext.of(fn)
             for i, r in zip(todo, par(delayed(wfn)(i, seeds[i], *args) for i in todo)):
                 store(i, r)
@@ -293,6 +291,68 @@ class _InCallerContext:
         from dpcheck.stats import pass_level
         with pass_level(self.pass_alpha):
             return self.fn(*args)
+
+
+def _pool(workers: int):
+    """joblib's Parallel over the local loky pool of ``workers`` processes (one configuration for every pass, so that
+    loky reuses the same worker processes between passes, and :func:`prestart` starts the ones the passes use)."""
+    from joblib import Parallel
+    from joblib.parallel import LokyBackend
+    # workers die with this process, even on SIGKILL (no orphan keeps computing; see _die_with_parent)
+    backend_ = LokyBackend(initializer=_worker_init, initargs=(os.getpid(),))
+    return Parallel(n_jobs=int(workers), backend=backend_, return_as="generator")
+
+
+_PRESTARTED: list = []      # the warm-up tasks of prestart(), consumed before the next pass
+_AT_EXIT: list = []         # [True] once drain_prestart is registered to run at exit
+
+
+def prestart(workers: int, modules: Sequence[str] = ()) -> None:
+    """Start the local pool of ``workers`` processes now, each importing ``modules`` (an audit's module, and the
+    modules it lists in ``WORKER_IMPORTS``), without waiting: the workers' start-up (~0.5 s of imports each) then overlaps what this
+    process does before its first pass instead of delaying that pass. The first :func:`run_chunks` of the process
+    (or :func:`drain_prestart`) waits for these tasks; their results are discarded and an import that fails there
+    fails again, with its message, in the pass that needs it. Results never depend on it (a warm-up computes
+    nothing). A no-op for one worker."""
+    if int(workers) < 2:
+        return
+    from joblib import delayed
+    # what every chunk needs besides the audit's own code: the black box (its chunk functions, the event families)
+    # and dpcheck.stats (the PASS level each task runs under): scipy.stats alone is ~0.2 s per worker
+    modules = WORKER_MODULES + tuple(modules)
+    if not _AT_EXIT:
+        import atexit
+        atexit.register(drain_prestart)     # a run refused before its first pass (a held report lock) leaves none
+        _AT_EXIT.append(True)
+    _PRESTARTED.append(_pool(workers)(delayed(_import_quietly)(modules) for _ in range(int(workers))))
+
+
+WORKER_MODULES = ("dpcheck.stats", "dpcheck.blackbox")     # imported by every prestarted worker
+
+
+def drain_prestart() -> None:
+    """Wait for the warm-up tasks of :func:`prestart` (a generator of joblib tasks dropped unconsumed would make joblib
+    abort the pool's work)."""
+    while _PRESTARTED:
+        gen = _PRESTARTED.pop()
+        try:
+            for _ in gen:
+                pass
+        except Exception:          # noqa: BLE001 - a warm-up's failure is the pass's to report
+            pass
+
+
+def _import_quietly(modules: tuple) -> None:
+    """Import ``modules`` and, for each, the modules it names in ``WORKER_IMPORTS`` (what its chunks need in a worker
+    but imports only inside functions: an audit module's algorithms)."""
+    import importlib
+    for m in modules:
+        try:
+            mod = importlib.import_module(m)
+            for dep in getattr(mod, "WORKER_IMPORTS", ()):
+                importlib.import_module(dep)
+        except Exception:          # noqa: BLE001 - see prestart
+            pass
 
 
 def _worker_init(parent_pid: int) -> None:

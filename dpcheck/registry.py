@@ -136,6 +136,16 @@ def find(name: str) -> AuditSpec | None:
     return _REGISTRY.get(name)
 
 
+def module_of(name: str) -> str | None:
+    """The module of the entry point named ``name`` in the ``dpcheck.audits`` group, without importing it (None:
+    no such entry)."""
+    from importlib.metadata import entry_points
+    for ep in entry_points(group="dpcheck.audits"):
+        if ep.name == name:
+            return ep.module
+    return None
+
+
 def get(name: str) -> AuditSpec:
     spec = find(name)
     if spec is None:

@@ -260,3 +260,34 @@ def test_workers_are_not_replaced_when_their_memory_grows():
     pytest.importorskip("psutil")            # loky's memory check needs it; without it there is nothing to lift
     pids = run_chunks(_grow_and_report_pid, 6, 0, workers=2)
     assert len(set(pids)) == 2
+
+
+def _modules_of_worker(i, ss, names):
+    import sys
+    return os.getpid(), sorted(n for n in names if n in sys.modules)
+
+
+def test_prestarted_workers_import_their_modules_and_the_pass_that_follows_is_unchanged():
+    """dpcheck.parallel.prestart starts the pool without waiting; its workers import the modules given (and the
+    black box's); the first pass after it runs in those workers and returns what it returns without it."""
+    from dpcheck import parallel
+    mod = "dpcheck.audits.dp_apvi"                 # declares WORKER_IMPORTS
+    from dpcheck.audits import dp_apvi
+    parallel.prestart(1, (mod,))                   # one worker: nothing to start
+    assert parallel._PRESTARTED == []
+    parallel.prestart(2, (mod, "no_such_module_x"))  # an import that fails there is the pass's business
+    assert len(parallel._PRESTARTED) == 1
+    expected = [mod, "dpcheck.blackbox", "dpcheck.stats", *dp_apvi.WORKER_IMPORTS]
+    got = run_chunks(_modules_of_worker, 4, 0, workers=2, args=(expected,))
+    assert parallel._PRESTARTED == []              # the pass waited for the warm-up first
+    assert all(sorted(names) == sorted(expected) for _, names in got)
+    assert run_chunks(_draw, 4, 9, workers=2, args=(100,)) == run_chunks(_draw, 4, 9, workers=1, args=(100,))
+
+
+def test_every_worker_import_an_audit_declares_exists():
+    """A misspelt WORKER_IMPORTS entry would only cost time, silently: each one must import."""
+    import importlib
+    from importlib.metadata import entry_points
+    for module in sorted({ep.module for ep in entry_points(group="dpcheck.audits")}):
+        for dep in getattr(importlib.import_module(module), "WORKER_IMPORTS", ()):
+            importlib.import_module(dep)
