@@ -305,30 +305,32 @@ def report_stem(name: str) -> str:
     return rpt.stem_for(name)
 
 
-def with_memory_limit(run, memory_limit):
-    """``run(ctx)`` with the memory limit in force for every black-box draw it makes (and, after it, no warm-up
-    task of :func:`_prestart` left waiting)."""
+def with_memory_limit(run, memory_limit, warm_up: tuple | None = None):
+    """``run(ctx)`` with the memory limit in force for every black-box draw it makes; with ``warm_up`` = (workers,
+    modules), the worker pool is started first (dpcheck.parallel.prestart: the workers' start-up overlaps the
+    audit's own set-up instead of delaying its first pass) and no warm-up task is left waiting after it."""
     def limited(ctx):
+        from dpcheck import parallel
         from dpcheck.limits import memory_limit_set
-        from dpcheck.parallel import drain_prestart
+        if warm_up is not None:
+            parallel.prestart(*warm_up)
         try:
             with memory_limit_set(memory_limit):
                 return run(ctx)
         finally:
-            drain_prestart()
+            parallel.drain_prestart()
     return limited
 
 
-def _prestart(target, options) -> None:
-    """With more than one local worker, start the worker pool before the audit's module is imported here, each
-    worker importing that module meanwhile (dpcheck.parallel.prestart): their ~0.5 s of start-up then overlaps
-    this process's own instead of delaying the first pass (an audit of 5-10 s spent a tenth of its time so)."""
+def _warm_up(target, options) -> tuple | None:
+    """(workers, (the audit's module,)) for :func:`with_memory_limit` when a registered audit runs on more than one
+    local worker, else None. Started with the run itself, not before: a run refused for its options or by the
+    report lock starts no workers."""
     if not (options.workers > 1 and options.backend == "local" and isinstance(target, str) and ":" not in target):
-        return
-    from dpcheck import parallel, registry
+        return None
+    from dpcheck import registry
     module = registry.module_of(target)
-    if module is not None:
-        parallel.prestart(options.workers, (module,))
+    return (options.workers, (module,)) if module is not None else None
 
 
 class Run:
@@ -344,14 +346,8 @@ class Run:
         self.options, given = make_options(values, strict=strict, extra=extra, force_workers=force_workers,
                                            default_workers=default_workers)
         limit = parse_size(memory_limit) if memory_limit is not None else None
-        _prestart(target, self.options)
-        try:
-            self.name, self.spec = resolve(target, self.options, given)
-        except BaseException:
-            from dpcheck.parallel import drain_prestart
-            drain_prestart()
-            raise
-        self.run = with_memory_limit(self.spec.run, limit)
+        self.name, self.spec = resolve(target, self.options, given)
+        self.run = with_memory_limit(self.spec.run, limit, _warm_up(target, self.options))
         self.out = Path(out) if out is not None else None
         self.stem = report_stem(self.name)
         self.writer = (rpt.ReportWriter(self.out, self.stem, json_path, plots=self._plot_prefetch())

@@ -167,6 +167,7 @@ class Scorer:
     """
     family = "score"
     learned = True
+    thread_safe = True      # False: its score must not run in a thread beside others (process-wide settings)
 
     def score(self, x: np.ndarray) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
@@ -291,7 +292,8 @@ class CellScorer(Scorer):
         return cls(atoms, labels, lr, rest)
 
     def mirror(self):
-        return CellScorer(self.cells, self.labels, -self.log_ratio, -self.unseen, self.vocab)
+        # 0.0 - x, not -x: a zero log ratio is +0.0 in the fit with D and D' swapped too
+        return CellScorer(self.cells, self.labels, 0.0 - self.log_ratio, 0.0 - self.unseen, self.vocab)
 
     def cell_index(self, x):
         keys = _as_keys(x if self.vocab is None else self._codes(x, self.vocab))
@@ -346,7 +348,7 @@ class NaiveBayesScorer(Scorer):
         return s
 
     def mirror(self):
-        return type(self)(self.edges, [-tab for tab in self.tables])
+        return type(self)(self.edges, [0.0 - tab for tab in self.tables])     # (+0.0 stays +0.0, as refitted)
 
     def describe(self, t):
         return {"family": "naive_bayes", "statistic": "sum of per-coordinate binned log likelihood ratios",
@@ -354,15 +356,25 @@ class NaiveBayesScorer(Scorer):
 
 
 def sorted_columns(xd: np.ndarray, xq: np.ndarray, pmap=map) -> tuple:
-    """(sorted xd, sorted xq, both sorted together) as floats, for one coordinate of the two sides."""
+    """(sorted xd, sorted xq, both sorted together as float64), for one coordinate of the two sides. xd and xq
+    are sorted in the type they are counted in (:func:`_counted`), the pooled values (for quantiles) as floats."""
     def up(x):
-        x = x.astype(float)
+        x = _counted(x)
         x.sort()
         return x
     sd, sq = pmap(up, (xd, xq))
-    pooled = np.concatenate([sd, sq])
+    pooled = np.concatenate([sd, sq]).astype(float, copy=False)
     pooled.sort()
     return sd, sq, pooled
+
+
+def _counted(x: np.ndarray) -> np.ndarray:
+    """A copy of x in the type its values are compared with the (float64) bin edges in: float64, except a wider
+    float (longdouble), whose values keep their precision (a value just below an edge that rounds onto it in
+    float64 stays in its bin, as :meth:`NaiveBayesScorer.score` puts it)."""
+    x = np.asarray(x)
+    wide = x.dtype.kind == "f" and x.dtype.itemsize > 8
+    return x.copy() if wide else x.astype(float)
 
 
 def _binned_log_ratio(sd: np.ndarray, sq: np.ndarray, pooled: np.ndarray, bins: int) -> tuple:
@@ -399,7 +411,7 @@ class HistogramScorer(NaiveBayesScorer):
         # the scores take one value per bin: the bins' values in order, each repeated as often as the bin is hit
         # (0.0 + table, as score() sums them, so that a zero has score()'s sign)
         e, tab = self.edges[0], 0.0 + self.tables[0]
-        v = np.asarray(x).reshape(-1).astype(float)
+        v = _counted(np.asarray(x).reshape(-1))
         v.sort()
         counts = _bin_counts(v, e)
         order = np.argsort(tab, kind="stable")
@@ -457,6 +469,7 @@ class BoostedScorer(Scorer):
     no half-plane separates (a checkerboard, the parity of a sum, a bit tied to a strip of a continuous value).
     At most ``max_train`` outputs per side; fixed seed (the fit is part of the selection, never certified)."""
     family = "boosted"
+    thread_safe = False     # threadpool_limits is process-wide: two at once restore each other's limit
 
     def __init__(self, model):
         self.model = model
@@ -584,7 +597,7 @@ def selection_scores_both(d_sel, dp_sel, kind: str, cache: dict | None = None, p
     """:func:`selection_scores` for both directions at once: (D against D', D' against D). The reverse direction's
     scorers are the forward ones mirrored (:meth:`Scorer.mirror`) wherever that is exact, their sorted scores the
     forward ones negated and reversed; only the others (classifiers) are fitted again. Equal to two calls of
-    :func:`selection_scores` up to the sign of a zero score, which no event can tell apart.
+    :func:`selection_scores`, bit for bit.
 
     ``pmap``: a map (``ThreadPoolExecutor.map``) to run the independent sorts and fits with; each job computes
     what it would compute alone, so the result is the same with any."""
@@ -602,11 +615,13 @@ def selection_scores_both(d_sel, dp_sel, kind: str, cache: dict | None = None, p
                for x in (d_sel, dp_sel)}
     _run_all(pmap, [lambda sc=sc, x=x: sc.sorted_score(x, cache) for sc, x in columns.values()])
     # the learned scores of the second half: forward, and the refitted reverse ones where there is no mirror
-    jobs = {(k, s): (lambda sc=sc, x=x: sc.sorted_scores(x))
-            for k, sc in enumerate(fwd) if sc.learned for s, x in enumerate(second)}
-    jobs |= {(k, 2 + s): (lambda sb=refit[k], x=x: sb.sorted_scores(x))
-             for k, m in enumerate(mirrors) if m is None for s, x in enumerate(second)}
-    got = dict(zip(jobs, _run_all(pmap, list(jobs.values()))))
+    jobs = {(k, s): (sc, x) for k, sc in enumerate(fwd) if sc.learned for s, x in enumerate(second)}
+    jobs |= {(k, 2 + s): (refit[k], x) for k, m in enumerate(mirrors) if m is None for s, x in enumerate(second)}
+    got = {}
+    for safe, how in ((True, pmap), (False, map)):   # the thread-safe scorers through pmap, the others here
+        mine = [key for key, (sc, _) in jobs.items() if sc.thread_safe == safe]
+        got |= dict(zip(mine, _run_all(how, [lambda sc=jobs[key][0], x=jobs[key][1]: sc.sorted_scores(x)
+                                             for key in mine])))
     out_f, out_b = [], []
     for k, (sc, m) in enumerate(zip(fwd, mirrors)):
         if not sc.learned:
@@ -615,7 +630,8 @@ def selection_scores_both(d_sel, dp_sel, kind: str, cache: dict | None = None, p
             continue
         x, y = got[k, 0], got[k, 1]
         out_f.append((sc, x, y))
-        out_b.append((m, -y[::-1], -x[::-1]) if m is not None else (refit[k], got[k, 3], got[k, 2]))
+        # the mirror's sorted scores: the forward ones negated (0.0 - x: a zero score stays +0.0, as refitted)
+        out_b.append((m, 0.0 - y[::-1], 0.0 - x[::-1]) if m is not None else (refit[k], got[k, 3], got[k, 2]))
     return out_f, out_b
 
 

@@ -34,13 +34,22 @@ def _outputs(kind: str, n: int, seed: int):
     if kind == "strings":
         return (np.array([f"s{v}" for v in rng.geometric(0.5, n)]),
                 np.array([f"s{v}" for v in rng.geometric(0.5, n) + 1]))
+    if kind == "longdouble":            # values on a float64 grid plus less than its rounding: counted in their own
+        def side(shift):                # precision, a value just below a bin edge stays below it
+            g = np.round(rng.laplace(shift, 1, n), 1).astype(np.longdouble)
+            return g + g * rng.integers(-200, 201, n).astype(np.longdouble) * np.ldexp(np.longdouble(1), -63)
+        return side(0.0), side(1.0)
     if kind == "vector":                # naive Bayes, logistic (refitted), boosted (refitted), thresholds
         z = rng.normal(0, 1, (n, 3))
         return z, z + np.array([0.3, 0.0, -0.2])
     raise AssertionError(kind)
 
 
-KINDS = ["laplace", "atoms", "float32", "integers", "rounded", "strings", "vector"]
+KINDS = ["laplace", "atoms", "float32", "longdouble", "integers", "rounded", "strings", "vector"]
+
+
+def _same_bits(a, b) -> bool:
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -51,12 +60,61 @@ def test_both_directions_at_once_equal_two_separate_fits(kind, threads):
     plain = (ev.selection_scores(d, dp, out_kind), ev.selection_scores(dp, d, out_kind))
     with ThreadPoolExecutor(threads) as pool:
         both = ev.selection_scores_both(d, dp, out_kind, {}, pool.map if threads > 1 else map)
+    _assert_same_fits(plain, both, d)
+
+
+def _assert_same_fits(plain, both, d):
     for direction_plain, direction_both in zip(plain, both):
         assert [type(f[0]) for f in direction_plain] == [type(f[0]) for f in direction_both]
         for (sc_p, a_p, b_p), (sc_b, a_b, b_b) in zip(direction_plain, direction_both):
-            # equal as numbers (a zero score may differ in sign, which no event {score >= t} tells apart)
-            assert np.array_equal(a_p, a_b) and np.array_equal(b_p, b_b)
-            assert np.array_equal(sc_p.score(d[:50]), sc_b.score(d[:50]))
+            # bit for bit: a zero score keeps its sign (a threshold of -0.0 would show in the report)
+            assert _same_bits(a_p, a_b) and _same_bits(b_p, b_b)
+            assert _same_bits(sc_p.score(d[:50]), sc_b.score(d[:50]))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_small_discrete_outputs_with_equal_cells_keep_the_sign_of_zero(seed):
+    """Few cells, some equally frequent on both sides (log ratio exactly 0): the mirrored direction gives +0.0
+    where the refit does, not -0.0."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 5))
+    n = int(rng.integers(10, 200))
+    d, dp = rng.choice(k, n, p=rng.dirichlet(np.ones(k))), rng.choice(k, n, p=rng.dirichlet(np.ones(k)))
+    plain = (ev.selection_scores(d, dp, "discrete"), ev.selection_scores(dp, d, "discrete"))
+    _assert_same_fits(plain, ev.selection_scores_both(d, dp, "discrete"), d)
+
+
+def test_a_scorer_that_sets_process_wide_limits_never_scores_in_a_selection_thread(monkeypatch):
+    """The boosted-trees score sets a process-wide thread limit (threadpoolctl) while it runs; two at once in the
+    selection threads restored each other's limit and left the process on one BLAS thread (seen in 6 of 6 runs
+    outside pytest; the race is too rare here to test the limit itself): such scorers score in the calling
+    thread."""
+    import threading
+    where = []
+    original = ev.BoostedScorer.sorted_scores
+
+    def spy(self, x):
+        where.append(threading.current_thread() is threading.main_thread())
+        return original(self, x)
+    monkeypatch.setattr(ev.BoostedScorer, "sorted_scores", spy)
+    d, dp = _outputs("vector", 3000, seed=2)
+    with ThreadPoolExecutor(2) as pool:
+        ev.selection_scores_both(d, dp, "continuous", {}, pool.map)
+    assert len(where) == 4 and all(where)        # forward and refitted reverse, both sides
+
+
+def test_longdouble_outputs_are_binned_in_their_own_precision():
+    """The histogram's fit and its sorted scores bin a longdouble value as score() does (compared with the float64
+    edges in longdouble): rounded to float64, values just below an edge moved into the bin above, and the
+    selection scores no longer matched the scores certification counts."""
+    d, dp = _outputs("longdouble", 6000, seed=3)
+    sc = ev.HistogramScorer.fit(d, dp, bins=30)
+    e = sc.edges[0]
+    cd = np.bincount(np.searchsorted(e, d, side="right"), minlength=e.size + 1)
+    cq = np.bincount(np.searchsorted(e, dp, side="right"), minlength=e.size + 1)
+    ref = np.log((cd + ev.SMOOTH) / d.size) - np.log((cq + ev.SMOOTH) / dp.size)
+    assert _same_bits(sc.tables[0], ref)
+    assert _same_bits(sc.sorted_scores(dp), np.sort(sc.score(dp)))
 
 
 def _reference_candidates(a, b):
@@ -123,14 +181,17 @@ def test_atoms_from_one_sort_equal_the_unique_based_fit(dtype, repeats):
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(2, 5000), bins=st.integers(16, 200), rounded=st.booleans(), seed=st.integers(0, 2**16))
-def test_histogram_sorted_scores_equal_sorting_the_scores(n, bins, rounded, seed):
+@given(n=st.integers(2, 5000), bins=st.integers(16, 200), rounded=st.booleans(), wide=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_histogram_sorted_scores_equal_sorting_the_scores(n, bins, rounded, wide, seed):
     rng = np.random.default_rng(seed)
     d, dp = rng.laplace(0, 1, n), rng.laplace(0.4, 1, n)
     if rounded:
         d, dp = np.round(d, 1), np.round(dp, 1)
-    sc = ev.HistogramScorer.fit(d, dp, bins=bins)
     x = rng.laplace(0.2, 1.2, n)
+    if wide:                  # longdouble: values a float64 edge would round onto stay below it
+        d, dp, x = (v.astype(np.longdouble) / 3 for v in (d, dp, x))
+    sc = ev.HistogramScorer.fit(d, dp, bins=bins)
     got, ref = sc.sorted_scores(x), np.sort(sc.score(x))
     assert np.array_equal(got.view(np.int64), ref.view(np.int64))     # bit for bit
 

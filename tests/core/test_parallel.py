@@ -291,3 +291,19 @@ def test_every_worker_import_an_audit_declares_exists():
     for module in sorted({ep.module for ep in entry_points(group="dpcheck.audits")}):
         for dep in getattr(importlib.import_module(module), "WORKER_IMPORTS", ()):
             importlib.import_module(dep)
+
+
+def test_a_run_starts_its_workers_when_it_starts_not_when_it_is_refused(monkeypatch):
+    """dpcheck.api.Run prestarts the pool only when the run itself starts: a run refused for an option (or by the
+    report lock) starts no worker and waits for none."""
+    from dpcheck import api, parallel
+    calls = []
+    monkeypatch.setattr(parallel, "prestart", lambda w, mods=(): calls.append(("prestart", w, tuple(mods))))
+    monkeypatch.setattr(parallel, "drain_prestart", lambda: calls.append(("drain",)))
+    with pytest.raises(InputError):
+        api.Run("laplace_example", {"workers": 2}, extra={"no_such_key": "1"})
+    assert calls == []
+    r = api.Run("laplace_example", {"workers": 2, "quick": True, "samples": 2000})
+    assert calls == []
+    r.run(r.ctx)
+    assert calls[0] == ("prestart", 2, ("dpcheck.audits.examples",)) and calls[-1] == ("drain",)
