@@ -44,7 +44,8 @@ from dpcheck.registry import SAMPLING, SetOption
 QW = "Qiao & Wang, Offline RL with DP"
 # what this audit's chunks import in a worker (dpcheck.parallel.prestart imports them while the audit starts)
 WORKER_IMPORTS = ("dpcheck.algorithms.offline", "dpcheck.algorithms.privatizers.loader",
-                  "dpcheck.algorithms.privatizers.offline", "dpcheck.algorithms.privatizers.projection", "dpcheck.loading")
+                  "dpcheck.algorithms.privatizers.offline", "dpcheck.algorithms.privatizers.projection",
+                  "dpcheck.loading")
 MECHANISMS = ("gaussian", "laplace")
 CHOICES = (*MECHANISMS, "none")       # none: the noise switched off, the claim kept (the audit must fail it)
 

@@ -54,7 +54,8 @@ from dpcheck.registry import SAMPLING, SetOption
 QW = "Qiao & Wang, Offline RL with DP"
 # what this audit's chunks import in a worker (dpcheck.parallel.prestart imports them while the audit starts)
 WORKER_IMPORTS = ("dpcheck.algorithms.offline", "dpcheck.algorithms.privatizers.loader",
-                  "dpcheck.algorithms.privatizers.offline", "dpcheck.algorithms.privatizers.projection", "dpcheck.loading")
+                  "dpcheck.algorithms.privatizers.offline", "dpcheck.algorithms.privatizers.projection",
+                  "dpcheck.loading")
 BIG_FEATURES_SAMPLES = (20_000, 5_000)      # (default, --quick) black-box samples when S A d^2 > 2000
 # whitebox.noise_calibration draws runs until the smallest release (H x d coordinates per run) has this many
 # coordinates, default and --quick alike: a PASS must certify its variance to 2% (privatizers.variance_band; at

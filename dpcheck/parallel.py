@@ -309,8 +309,8 @@ _AT_EXIT: list = []         # [True] once drain_prestart is registered to run at
 
 def prestart(workers: int, modules: Sequence[str] = ()) -> None:
     """Start the local pool of ``workers`` processes now, each importing ``modules`` (an audit's module, and the
-    modules it lists in ``WORKER_IMPORTS``), without waiting: the workers' start-up (~0.5 s of imports each) then overlaps what this
-    process does before its first pass instead of delaying that pass. The first :func:`run_chunks` of the process
+    modules it lists in ``WORKER_IMPORTS``), without waiting: the workers' start-up (~0.5 s of imports each) then
+    overlaps what this process does before its first pass instead of delaying that pass. The first :func:`run_chunks` of the process
     (or :func:`drain_prestart`) waits for these tasks; their results are discarded and an import that fails there
     fails again, with its message, in the pass that needs it. Results never depend on it (a warm-up computes
     nothing). A no-op for one worker."""
@@ -322,7 +322,7 @@ def prestart(workers: int, modules: Sequence[str] = ()) -> None:
     modules = WORKER_MODULES + tuple(modules)
     if not _AT_EXIT:
         import atexit
-        atexit.register(drain_prestart)     # a run refused before its first pass (a held report lock) leaves none
+        atexit.register(drain_prestart)     # a run that ends before its first pass leaves no warm-up waiting
         _AT_EXIT.append(True)
     _PRESTARTED.append(_pool(workers)(delayed(_import_quietly)(modules) for _ in range(int(workers))))
 
