@@ -442,8 +442,7 @@ def run(target, *, epsilon=None, delta=None, privatizer=None, samples=None, seed
             interrupted = isinstance(e, KeyboardInterrupt)
             if interrupted or isinstance(e, (Exception, SystemExit)):
                 stop_workers()
-                msg = ("interrupted" if interrupted else
-                       f"sys.exit({e.code!r}) was called during the run" if isinstance(e, SystemExit) else one_line(e))
+                msg = "interrupted" if interrupted else one_line(e)
                 partial = r.finish(r.ctx.report(error=msg, status="interrupted" if interrupted else "error"))
                 try:
                     e.report = partial
@@ -468,6 +467,8 @@ def one_line(e: BaseException) -> str:
     """An error as one line for the user (the traceback only with --debug)."""
     if isinstance(e, DPCheckError):
         return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if isinstance(e, SystemExit):           # sys.exit in code we did not wrap: not our exit
+        return f"sys.exit({e.code!r}) was called during the run"
     text = str(e).strip().splitlines()
     hint = (": an option value (--epsilon, a --set budget) is probably outside the range this audit can compute "
             "with" if isinstance(e, OverflowError) else "")

@@ -103,3 +103,12 @@ class Claim:
             return f"rho={self.rho:g}-zCDP"
         d = f", delta={self.delta:g}" if self.delta else ""
         return f"epsilon={self.epsilon:g}{d} {self.notion}"
+
+
+def require_claim(value, who: str) -> "Claim":
+    """``value`` if it is a :class:`Claim`; else the MechanismError a plug-in that declares something else gets
+    (``who`` names it), not an internal AttributeError further on."""
+    if not isinstance(value, Claim):
+        from dpcheck.errors import MechanismError
+        raise MechanismError(f"{who}: its claim is a {type(value).__name__}, not a dpcheck.Claim")
+    return value

@@ -243,8 +243,7 @@ def _run_audit(args, r, progress) -> int:
             signals.defer()          # a second Ctrl-C / SIGTERM must not cut the report short
             _stop_workers()          # no loky worker may outlive an interrupted run
             interrupted = isinstance(e, KeyboardInterrupt)
-            msg = (f"interrupted ({signals.name or 'SIGINT'})" if interrupted else
-                   f"sys.exit({e.code!r}) was called during the run" if isinstance(e, SystemExit) else _one_line(e))
+            msg = f"interrupted ({signals.name or 'SIGINT'})" if interrupted else _one_line(e)
             rep = r.finish(ctx.report(error=msg, status="interrupted" if interrupted else "error")).data
             paths = r.paths
             if args.json_path == "-":

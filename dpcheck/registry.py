@@ -126,11 +126,9 @@ def find(name: str) -> AuditSpec | None:
     has that name, e.g. a plug-in whose entries name modules), every entry is imported as by :func:`load`.
     None if no entry registers it."""
     if name not in _REGISTRY and not _loaded:
-        from importlib.metadata import entry_points
-        for ep in entry_points(group="dpcheck.audits"):
-            if ep.name == name:
-                _load_entry(ep)
-                break
+        ep = _entry_named(name)
+        if ep is not None:
+            _load_entry(ep)
     if name not in _REGISTRY:
         load()
     return _REGISTRY.get(name)
@@ -139,11 +137,13 @@ def find(name: str) -> AuditSpec | None:
 def module_of(name: str) -> str | None:
     """The module of the entry point named ``name`` in the ``dpcheck.audits`` group, without importing it (None:
     no such entry)."""
+    ep = _entry_named(name)
+    return None if ep is None else ep.module
+
+
+def _entry_named(name: str):
     from importlib.metadata import entry_points
-    for ep in entry_points(group="dpcheck.audits"):
-        if ep.name == name:
-            return ep.module
-    return None
+    return next((ep for ep in entry_points(group="dpcheck.audits") if ep.name == name), None)
 
 
 def get(name: str) -> AuditSpec:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dpcheck.claims import Claim
+from dpcheck.claims import Claim, require_claim
 from dpcheck.errors import MechanismError
 
 
@@ -54,9 +54,7 @@ class OfflinePlugin:
         klass = load_class(spec) if isinstance(spec, str) else spec
         label = spec if isinstance(spec, str) else getattr(spec, "__name__", repr(spec))
         priv = cls._loader(family)(klass, _label=label, **kw)
-        claim = priv.claim
-        if not isinstance(claim, Claim):
-            raise MechanismError(f"privatizer {label!r}: its claim is a {type(claim).__name__}, not a dpcheck.Claim")
+        claim = require_claim(priv.claim, f"privatizer {label!r}")
         name = "rho" if claim.rho is not None and claim.epsilon is None else "epsilon"
         budget = float(claim.rho if name == "rho" else claim.epsilon)
         rest = {k: v for k, v in kw.items() if k not in ("rho", "epsilon", "beta")}
@@ -121,11 +119,7 @@ class APVISpec:
     def claim(self, budget: float | None = None) -> Claim:
         b = self.budget if budget is None else float(budget)
         if self.plugin is not None:
-            claim = self.privatizer(b).claim
-            if not isinstance(claim, Claim):
-                raise MechanismError(f"privatizer {self.plugin.label!r}: its claim is a {type(claim).__name__}, "
-                                     "not a dpcheck.Claim")
-            return claim
+            return require_claim(self.privatizer(b).claim, f"privatizer {self.plugin.label!r}")
         if self.gaussian:
             return Claim(rho=b, notion="zCDP", source=f"{SOURCE}, Theorem 3.4 / Lemma C.1")
         return Claim(epsilon=b, notion="DP", source=f"{SOURCE}, docs/derivations.md#noise-calibration pure-DP variant")

@@ -19,7 +19,7 @@ import numpy as np
 
 from dpcheck.accounting import PLD_DELTA, closed_form, epsilon_from_rho, gaussian_multiplier, pld_delta, pld_epsilon
 from dpcheck.checks import FAIL, PASS, Check
-from dpcheck.claims import Claim
+from dpcheck.claims import require_claim
 from dpcheck.errors import MechanismError
 
 from dpcheck.audits.lib.privatizers.neighbours import Trajectory, background, worst_case_pair
@@ -106,8 +106,7 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
     from dp_accounting import dp_event as dpe
     if not isinstance(event, dpe.DpEvent):
         raise MechanismError(f"{label}: the declared dp_event is a {type(event).__name__}, not a dp_accounting DpEvent")
-    if not isinstance(claim, Claim):
-        raise MechanismError(f"{label}: the declared claim is a {type(claim).__name__}, not a dpcheck.Claim")
+    require_claim(claim, label)
     closed = closed_form(event)
     measured = {"closed_form": closed}
     details = {"event": repr(event)}
