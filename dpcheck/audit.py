@@ -129,10 +129,12 @@ class ExecutionOptions:
 
     def audit(self, target, samples: int, seed: int | None = None):
         """:func:`dpcheck.blackbox.audit` of ``target`` with these options (alpha, seed unless ``seed`` is
-        given, workers / backend / scheduler / cache / progress): how a library check runs its black box."""
+        given, workers / backend / scheduler / cache / progress): how a library check runs its black box. The
+        mechanism is the implementation under audit: whether its outputs depend on its generator is a finding about
+        it (a verdict), not bad input (``probe="rng"``, :func:`dpcheck.probe.rng_finding`)."""
         from dpcheck.sequential import audit      # dpcheck.blackbox.audit unless --sequential
         return audit(target, samples=int(samples), alpha=self.alpha, seed=self.seed if seed is None else int(seed),
-                     sequential=self.sequential, probe=False, **self.parallel())
+                     sequential=self.sequential, probe="rng", **self.parallel())
 
     def budget(self, pair) -> int:
         """Black-box outputs per input: --samples if given, else ``pair`` = (default, --quick) -- the one

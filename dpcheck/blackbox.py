@@ -115,6 +115,9 @@ class AuditResult:
                          "hits", "computed", "recomputed": [{"file", "why"}]}, or {"disabled": why});
                          None without a cache. It says how the outputs were obtained, not what they
                          show, so :meth:`to_dict` leaves it out when None.
+    rng_probe:           what :func:`dpcheck.probe.rng_finding` found when a built-in target's outputs do not
+                         depend on its generator (its verdict and reason are then the result's); None otherwise,
+                         and left out of :meth:`to_dict`.
     """
 
     verdict: str
@@ -146,6 +149,7 @@ class AuditResult:
     plots: tuple = ()
     cache: dict | None = None
     search: dict | None = None
+    rng_probe: dict | None = None
 
     def summary(self) -> str:
         return (f"{self.verdict.upper()}: eps_lb = {self.epsilon_lower_bound:.4g} vs claimed "
@@ -155,7 +159,7 @@ class AuditResult:
 
     def to_dict(self) -> dict:
         from dpcheck.checks import _jsonable
-        skip = ("claim", "plots") + (("cache",) if self.cache is None else ()) + (("search",) if self.search is None else ())
+        skip = ("claim", "plots") + tuple(k for k in ("cache", "search", "rng_probe") if getattr(self, k) is None)
         return _jsonable({k: getattr(self, k) for k in self.__dataclass_fields__ if k not in skip}
                          | {"claim": self.claim.to_dict()})
 
@@ -196,6 +200,8 @@ class AuditResult:
             details["cache"] = self.cache
         if self.search is not None:
             details["search"] = self.search
+        if self.rng_probe is not None:
+            details["rng_probe"] = self.rng_probe
         check = Check(id=id, kind=kind, verdict=self.verdict, claim=claim, measured=measured,
                       details=details, reason=self.reason)
         return uninformative_pass(check)

@@ -15,8 +15,21 @@ draws are untouched):
   Bonferroni at PROBE_LEVEL over the coordinates: a correct mechanism is refused with probability
   at most PROBE_LEVEL; a batch-centred mechanism (exact at size 1) gives p ~ 1e-23.
 
-The built-in audits' mechanisms are this repository's own, tested code whose single calls can cost a
-whole RL run each; they are not probed (dpcheck.audit.ExecutionOptions.audit passes probe=False).
+The built-in audits' mechanisms are this repository's own code whose single calls can cost a whole RL run
+each: they are not refused as bad input. Their generator use is still a finding about the implementation under
+audit (a privatizer seeding its own noise, ``default_rng(0)``, releases the same noise on every call: the noise is
+public, and the black box's chunks repeat each other). :func:`rng_finding` (dpcheck.audit.ExecutionOptions.audit
+passes ``probe="rng"``) draws RNG_ROWS outputs of the first pair's D from two independent generators of a stream of
+its own. An honest mechanism draws its randomness from the generator, so the two draws are independent, and the
+second repeats the first with probability the product of the first's rows' probabilities. At most one output has
+probability above 1/2, and it is at most as frequent in the draw as its most common row; so if k rows differ from
+the most common row, at least k rows have probability at most 1/2, and the chance is at most 2^-k. Identical draws with k >= RNG_MIN_VARYING (chance <= 2^-20 ~ 1e-6) mean the outputs do not
+depend on the generator; then D' is drawn from the same two generators. If its outputs differ from D's, the
+mechanism is, as far as its randomness (the generator) goes, a deterministic function of the data that tells D
+from D': no epsilon holds, FAIL. If they are D's, nothing distinguishes the pair, but the audit's samples are one
+sample repeated: INCONCLUSIVE. Nearly constant outputs (k < RNG_MIN_VARYING) prove nothing either way; nor does
+an output that depends on the generator only in part (an agent's tie-breaking beside a privatizer's fixed noise:
+the privatizer's own black box sees that one).
 """
 from __future__ import annotations
 
@@ -26,6 +39,9 @@ from dpcheck.errors import MechanismError
 from dpcheck.loading import probe_rng_use
 
 PROBE_TAG = 0x9B0BE           # the probe's seed stream: SeedSequence([seed, PROBE_TAG])
+RNG_TAG = 0x9B0BF             # rng_finding's seed stream: SeedSequence([seed, RNG_TAG])
+RNG_ROWS = 64                 # outputs per draw of rng_finding
+RNG_MIN_VARYING = 20          # rows off the most common one for identical draws to count (chance <= 2^-20)
 PROBE_SIZE = 200              # outputs per side of the batch-vs-single comparison
 PROBE_LEVEL = 1e-6            # family-wise level of the comparison
 MAX_COORDINATES = 16
@@ -57,6 +73,58 @@ def probe_target(target, seed: int = 0) -> None:
                              f"(p = {p:.2g} over {PROBE_SIZE} of each): the audit draws batches, but a release "
                              "is one call; make each output independent of the batch size (e.g. no centring or "
                              "scale shared across the batch)")
+
+
+def rng_finding(target, seed: int = 0) -> dict | None:
+    """What a built-in target's generator use shows (module docstring): None when the outputs of its first pair's D
+    depend on the generator (or are too nearly constant to tell); else ``{"verdict": "fail" | "inconclusive",
+    "reason": ..., "rows": RNG_ROWS, "varying_rows": k, "chance": 2^-k}``."""
+    if not target.pairs:
+        return None
+    d, dp = target.pairs[0][0], target.pairs[0][1]
+    a, b = np.random.SeedSequence([int(seed), RNG_TAG]).spawn(2)
+
+    def draw(x, ss):
+        return target.sample(x, np.random.default_rng(ss), RNG_ROWS)
+    first, second = draw(d, a), draw(d, b)
+    k = varying_rows(first)
+    if k < RNG_MIN_VARYING or not _same(first, second):
+        return None
+    found = {"rows": RNG_ROWS, "varying_rows": k, "chance": 2.0 ** -k,
+             "what": f"{RNG_ROWS} outputs of D drawn from two independent generators"}
+    why = (f"two independent generators gave the same {RNG_ROWS} outputs of D ({k} of them off the most common "
+           f"output: chance <= 2^-{k} for a mechanism that draws from its generator): its randomness does not come "
+           "from the generator (a fixed seed of its own, or stored noise), so its noise is fixed")
+    other, other2 = draw(dp, a), draw(dp, b)
+    if _same(other, first):
+        return found | {"verdict": "inconclusive", "reason": why + "; D' gave the same outputs, so this pair shows "
+                        "no leak, but the audit's samples repeat one draw and certify nothing"}
+    fixed = _same(other, other2)
+    return found | {"verdict": "fail", "d_prime_fixed": fixed,
+                    "reason": why + "; D' gave other outputs" + (" (the same for both generators)" if fixed else "")
+                    + ": given the data the release is determined, and it tells D from D' (no epsilon holds)"}
+
+
+def varying_rows(out: np.ndarray) -> int:
+    """Rows of ``out`` (one output per row) that differ from its most common row."""
+    rows = np.asarray(out).reshape(len(out), -1)
+    keys = [tuple(r.tolist()) for r in rows]
+    from collections import Counter
+    return len(keys) - max(Counter(keys).values()) if keys else 0
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    x, y = np.asarray(x), np.asarray(y)
+    return x.shape == y.shape and x.dtype == y.dtype and bool(np.array_equal(x, y))
+
+
+def with_rng_finding(res, finding: dict | None):
+    """``res`` (a black-box result) with :func:`rng_finding`'s verdict and reason when there is a finding (its own
+    figures stay, and describe samples that repeat one draw) and the finding in ``rng_probe``."""
+    if finding is None:
+        return res
+    from dataclasses import replace
+    return replace(res, verdict=finding["verdict"], reason=finding["reason"], rng_probe=dict(finding))
 
 
 def _surely_random(out: np.ndarray) -> bool:
@@ -93,4 +161,5 @@ def batch_vs_single_p(many: np.ndarray, one: np.ndarray) -> float:
     return min(1.0, k * min(ps))
 
 
-__all__ = ["MAX_COORDINATES", "PROBE_LEVEL", "PROBE_SIZE", "PROBE_TAG", "batch_vs_single_p", "probe_target"]
+__all__ = ["MAX_COORDINATES", "PROBE_LEVEL", "PROBE_SIZE", "PROBE_TAG", "RNG_MIN_VARYING", "RNG_ROWS", "RNG_TAG",
+           "batch_vs_single_p", "probe_target", "rng_finding", "varying_rows", "with_rng_finding"]

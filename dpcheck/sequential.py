@@ -462,7 +462,9 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
     ``sequential`` is False, else :func:`audit_sequential` after the same argument checks (options it cannot
     honour -- a cache, workers, a backend -- are an InputError; ``event_bound`` is the batch black box's).
     ``probe``: first check that the mechanism draws from its rng and gives single calls the law of a batch
-    (:func:`dpcheck.probe.probe_target`; the built-in audits, whose mechanisms are this repository's, skip it)."""
+    (:func:`dpcheck.probe.probe_target`: a MechanismError otherwise); ``"rng"`` (the built-in audits, whose mechanisms
+    are the implementations under audit): only whether its outputs depend on its generator, a finding that sets the
+    result's verdict (:func:`dpcheck.probe.rng_finding`)."""
     from dataclasses import replace
     from dpcheck import blackbox as bb
     frac = bb.SELECTION_FRACTION if selection_fraction is None else selection_fraction
@@ -477,7 +479,11 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
         from dpcheck.search import search_pairs
         pairs, found = search_pairs(target, samples, alpha, seed, frac, progress)
         target = replace(target, pairs=pairs, search=None)
-    if probe:
+    finding = None
+    if probe == "rng":
+        from dpcheck.probe import rng_finding
+        finding = rng_finding(target, seed)
+    elif probe:
         from dpcheck.probe import probe_target
         probe_target(target, seed)
     if not sequential:
@@ -486,4 +492,6 @@ def audit(target: AuditTarget, samples: int = 10**6, alpha: float = 0.05, seed: 
                        event_bound=event_bound)
     else:
         res = audit_sequential(target, samples=samples, alpha=alpha, seed=seed, progress=progress)
+    from dpcheck.probe import with_rng_finding
+    res = with_rng_finding(res, finding)
     return res if found is None else replace(res, search=found)

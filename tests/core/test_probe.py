@@ -75,7 +75,7 @@ def _centred(d, rng, size):
     return float(d) + (z - z.mean())
 
 
-def test_every_user_entry_probes_and_the_built_in_audits_do_not(tmp_path, monkeypatch):
+def test_every_user_entry_probes_and_the_built_in_audits_do_not_refuse(tmp_path, monkeypatch):
     import dpcheck
     from dpcheck.audit import ExecutionOptions
     t = _target(_centred)
@@ -111,3 +111,69 @@ def test_the_sequential_test_refuses_a_type_that_differs_between_inputs():
         return x.astype(np.float32) if d == 1 else x
     with pytest.raises(MechanismError, match="different types"):
         dpcheck.audit(_target(mech, [(1, 0)]), samples=4000, seed=0, sequential=True, probe=False)
+
+
+# ------------------------------------------------------------------ built-in targets: rng_finding
+def _exe(sequential=False):
+    from dpcheck.audit import ExecutionOptions
+    return ExecutionOptions(alpha=0.05, seed=0, samples=None, workers=1, backend="local", scheduler=None,
+                            cache_dir=None, quick=False, progress=None, sequential=sequential)
+
+
+def _fixed_noise(d, rng, size):
+    # a privatizer that seeds its own noise: the same noise on every call, public with the code
+    return float(d) + np.random.default_rng(20220101).laplace(0.0, 1.0, size)
+
+
+def test_a_built_in_mechanism_with_its_own_fixed_seed_fails():
+    # before: the black box saw i.i.d.-looking rows and PASSed (chunks repeating each other)
+    for sequential in (False, True):
+        res = _exe(sequential).audit(_target(_fixed_noise, [(1.0, 0.0)]), 4000)
+        assert res.verdict == "fail" and "fixed" in res.reason and "no epsilon holds" in res.reason
+        assert res.rng_probe["varying_rows"] == 63 and res.rng_probe["chance"] == 2.0 ** -63
+        check = res.to_check()
+        assert check.verdict == "fail" and check.details["rng_probe"]["d_prime_fixed"] is True
+        assert res.to_dict()["rng_probe"]["verdict"] == "fail"
+
+
+def test_fixed_noise_that_ignores_the_data_is_inconclusive():
+    def pure_fixed_noise(d, rng, size):
+        return np.random.default_rng(3).laplace(0.0, 1.0, size)
+    res = _exe().audit(_target(pure_fixed_noise, [(1.0, 0.0)]), 4000)
+    assert res.verdict == "inconclusive" and "repeat one draw" in res.reason
+
+
+def test_honest_and_nearly_constant_mechanisms_are_left_alone():
+    from dpcheck.probe import rng_finding
+    honest = _target(M.laplace_count(1.0), [(0, 1)])
+    res = _exe().audit(honest, 4000)
+    assert res.rng_probe is None and "rng_probe" not in res.to_dict()
+    # the finding draws from a stream of its own: the result is the unprobed audit's, bit for bit
+    import dpcheck
+    assert res.to_dict() == dpcheck.audit(honest, samples=4000, seed=0, probe=False).to_dict()
+    constant = _target(lambda d, rng, size: np.full(size, d), [(0, 1)])        # deterministic, k = 0: nothing shown
+    skewed = _target(lambda d, rng, size: (rng.random(size) < 0.01).astype(np.int64) + d, [(0, 1)])
+    # tie-breaking from the generator beside fixed noise: depends on the generator, not this probe's to judge
+    partial = _target(lambda d, rng, size: _fixed_noise(d, rng, size) + rng.integers(0, 2, size), [(0, 1)])
+    for seed in range(5):
+        for t in (honest, constant, skewed, partial):
+            assert rng_finding(t, seed) is None
+
+
+def test_the_chance_of_two_draws_coinciding_is_at_most_two_to_the_minus_varying_rows():
+    # the probe's bound, exactly, on a small discrete law: P(second draw == first) = sum over draws with
+    # k varying rows of P(draw)^2 <= max P(draw) <= 2^-k; checked by enumeration over 4 rows of a 3-valued law
+    import itertools
+    from dpcheck.probe import varying_rows
+    for p in ([0.7, 0.2, 0.1], [0.4, 0.35, 0.25], [0.95, 0.04, 0.01]):
+        for draw in itertools.product(range(3), repeat=4):
+            k = varying_rows(np.array(draw))
+            assert np.prod([p[v] for v in draw]) <= 2.0 ** -k + 1e-15
+
+
+def test_varying_rows_counts_rows_off_the_most_common_one():
+    from dpcheck.probe import varying_rows
+    assert varying_rows(np.array([1, 1, 2, 3])) == 2
+    assert varying_rows(np.array([[0, 1], [0, 1], [1, 0]])) == 1
+    assert varying_rows(np.array(["a", "b", "b"], dtype=object)) == 1
+    assert varying_rows(np.arange(10.0)) == 9
