@@ -308,7 +308,7 @@ class DPUCBVI:
     # -- the work -----------------------------------------------------------------------------
     def run(self, env, K: int, rng, runs: int = 1, *, record: bool = True, reference=None,
             monitor: bool = True, regret: bool = True, progress=None, release_hook=None,
-            plan_hook=None, engine: str = "auto") -> UCBVIRun:
+            plan_hook=None, estimates_hook=None, engine: str = "auto") -> UCBVIRun:
         """Run K episodes on ``env`` for ``runs`` independent runs at once.
 
         env:       an environment with batched ``reset(runs, rng)`` / ``step``-style rollout
@@ -326,6 +326,10 @@ class DPUCBVI:
         plan_hook: called as ``plan_hook(k, Q, policy)`` after every planning step (k 0-based; Q~^k and the
                    greedy policy; checkers, e.g. the dataflow check of audits/lib/ucbvi/privacy.py, which compares
                    them under a replayed release stream; the agent ignores it).
+        estimates_hook: called as ``estimates_hook(k, P, r, n)`` with the (P~, r~, N~) the planner is about to
+                   use in episode k (eq. 1, after :meth:`_estimates`; checkers, e.g. the planner monitor of
+                   audits/lib/ucbvi/planner.py, which judges the P~ and the bonus the planner actually used; the
+                   agent ignores it).
         engine:    "auto" (default: the compiled engine of algorithms/online/compiled.py when it covers
                    the run, else numpy), "numpy" or "compiled" (an InputError if it does not cover
                    the run). Both draw the same random numbers in the same order; reported in config.
@@ -367,7 +371,8 @@ class DPUCBVI:
         from dpcheck.algorithms.online import compiled
         variant = None if type(self) in (DPUCBVI, UCBVI) else type(self).__name__
         engine_used = compiled.choose(engine, env, runs, privatizer=priv, constants=self.constants,
-                                      variant=variant, monitor=monitor, release_hook=release_hook or plan_hook)
+                                      variant=variant, monitor=monitor,
+                                      release_hook=release_hook or plan_hook or estimates_hook)
         self._begin(runs, H, S, A)
         t0 = time.perf_counter()
         Q = np.full((runs, H, S, A), float(H))
@@ -389,6 +394,8 @@ class DPUCBVI:
             if release_hook is not None:
                 release_hook(counts, priv)
             P, r, n = self._estimates(counts)
+            if estimates_hook is not None:
+                estimates_hook(k, P, r, n)
             Q, V = backward_induction(P, r, n, Q, E=E, iota=iota, constants=self.constants)
             policy = greedy_policy(Q, rng_ties, self.tie_breaking)
             if plan_hook is not None:

@@ -109,10 +109,12 @@ def test_cli_quick_central(quick_audit):
                  "assumption.sum_consistency", "assumption.no_underestimation", "assumption.valid_transition",
                  "assumption.good_event", "assumption.optimism", "assumption.monotone",
                  "assumption.count_error_order_eps", "assumption.count_error_order_K", "regret.explicit_bound",
-                 "regret.exponent.jdp", "regret.privacy_cost.jdp_K", "regret.privacy_cost.jdp_eps"):
+                 "regret.exponent.jdp", "regret.privacy_cost.jdp_K", "regret.privacy_cost.jdp_eps",
+                 "whitebox.bonus", "whitebox.compiled_engine", "assumption.optimism.practical"):
         assert want in ids
     for must_pass in ("whitebox.dp_event", "privacy.dataflow", "assumption.count_error", "assumption.good_event",
-                      "assumption.count_error_order_eps", "assumption.count_error_order_K"):
+                      "assumption.count_error_order_eps", "assumption.count_error_order_K", "whitebox.bonus",
+                      "assumption.valid_transition", "assumption.optimism.practical"):
         assert ids[must_pass]["verdict"] == "pass"
     assert ids["privacy.jdp.blackbox"]["verdict"] != "fail"
     cfg = rep["config"]
@@ -218,6 +220,7 @@ def _escalation_run(monkeypatch, tmp_path, first: dict, second: dict, *argv):
     monkeypatch.setattr(lib, "regret_checks", fake)
     monkeypatch.setattr(mod.DPUCBVIAudit, "privacy", lambda self, spec, practical: None)
     monkeypatch.setattr(mod.DPUCBVIAudit, "assumptions", lambda self, spec, theory: None)
+    monkeypatch.setattr(mod.DPUCBVIAudit, "engine", lambda self, spec, practical: None)
     main(["audit", "dp_ucbvi", "--out", str(tmp_path), "--quiet", "--workers", "1", *argv])
     return calls, json.loads((tmp_path / "dp_ucbvi.json").read_text())
 

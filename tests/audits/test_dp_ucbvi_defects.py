@@ -210,3 +210,150 @@ def test_explicit_bound_above_the_trivial_regret_is_vacuous_even_when_the_bonus_
         c = explicit_bound_check(spec, env, K=64, runs=60, seed=2, alpha=0.05 / 23)
     assert c.verdict == "pass" and c.details["qualifier"] == "vacuous" and "k H" in c.reason
     assert c.details["saturated_fraction"] < 0.01 and c.details["bound_over_trivial_min"] > 1e9
+
+
+# ----------------------------------------------------------------------------- what the planner and the engines use
+class NoisyVisitsDPUCBVI(DPUCBVI):
+    """Defect: P~ and r~ normalised by the noisy visits N^ instead of N~ (eq. 1 prescribes N~): the rows of the P~
+    the planner uses sum to anything from 1 to ~10^3, while the release itself is fine."""
+
+    def _estimates(self, counts):
+        P, r = private_estimates(counts.transitions, counts.noisy_visits, counts.rewards)
+        return P, r, counts.visits
+
+
+def _small_env():
+    return random_mdp(3, 2, 3, np.random.default_rng(0), reward_noise="bernoulli")
+
+
+def test_planner_normalising_by_noisy_visits_fails_valid_transition():
+    env = _small_env()
+    spec = AgentSpec(agent_class=NoisyVisitsDPUCBVI, mode="theory")
+    checks = {c.id: c for c in assumption_checks(spec, env, K=32, runs=20, seed=0, alpha=0.05)}
+    c = checks["assumption.valid_transition"]
+    assert c.verdict == "fail", c.reason
+    # the release was fine: only the planner's own P~ shows it
+    assert c.details["release_violations"] == 0 and c.details["planner_violations"] > 0
+    assert c.details["planner_counterexample"]["row sum"] > 1.5
+
+
+def _halved_privacy_term(monkeypatch):
+    """Defect: the bonus's privacy term uses E/2 (the declared constants and E unchanged)."""
+    from dpcheck.algorithms.online import ucbvi as agent_module
+    orig = agent_module.bernstein_bonus
+
+    def halved(*args, E, **kw):
+        return orig(*args, E=np.asarray(E, dtype=float) / 2, **kw)
+
+    monkeypatch.setattr(agent_module, "bernstein_bonus", halved)
+
+
+def _bonus_checks(K=64, runs=30):
+    """assumption_checks as the audit runs them: a theory batch plus a practical batch (rigorous width)."""
+    from dpcheck.audits.lib.ucbvi import monitored_run
+    env = _small_env()
+    practical = monitored_run(AgentSpec(mode="practical"), env, K=K, runs=runs, seed=1)
+    checks = assumption_checks(AgentSpec(mode="theory"), env, K=K, runs=runs, seed=0, alpha=0.05,
+                               monotone_runs=(practical,))
+    return {c.id: c for c in checks}, practical
+
+
+def test_halved_privacy_term_fails_the_bonus_check(monkeypatch):
+    _halved_privacy_term(monkeypatch)
+    checks, _ = _bonus_checks()
+    c = checks["whitebox.bonus"]
+    assert c.verdict == "fail", c.reason
+    w = c.details["counterexample"]
+    assert w["implied bonus Q~ - r~ - P~V~"] < w["eq. 31 bonus"]
+
+
+def test_halved_privacy_term_breaks_practical_optimism_softened(monkeypatch):
+    """assumption.optimism.practical (audits/dp_ucbvi.py): every practical run loses optimism; practical constants
+    carry no guarantee, so the audit reports the miss as INCONCLUSIVE, not FAIL."""
+    from dpcheck.audit import Audit
+    _halved_privacy_term(monkeypatch)
+    env = _small_env()
+    spec = AgentSpec(mode="practical")
+    from dpcheck.audits.lib.ucbvi import monitored_run
+    run = monitored_run(spec, env, K=64, runs=60, seed=1)
+    c = optimism_check(spec, env, K=64, runs=60, seed=1, alpha=0.05, run=run)
+    assert c.verdict == "fail" and c.measured["failures"] == 60
+    assert Audit.soften(c).verdict == "inconclusive"
+
+
+def test_correct_planner_passes_valid_transition_and_bonus():
+    checks, practical = _bonus_checks()
+    assert checks["assumption.valid_transition"].verdict == "pass"
+    assert checks["assumption.valid_transition"].details["planner_violations"] == 0
+    b = checks["whitebox.bonus"]
+    assert b.verdict == "pass" and "qualifier" not in b.details, b.reason      # informative: the practical batch
+    assert b.measured["cases"] > 100 and b.details["max_abs_error"] < 1e-9
+    c = optimism_check(AgentSpec(mode="practical"), _small_env(), K=64, runs=30, seed=1, alpha=0.05, run=practical)
+    assert c.measured["failures"] == 0
+
+
+def test_bonus_check_is_vacuous_where_q_is_saturated():
+    from dpcheck.audits.lib.ucbvi import monitored_run
+    env = _small_env()
+    run = monitored_run(AgentSpec(mode="theory"), env, K=32, runs=10, seed=0)
+    b = {c.id: c for c in assumption_checks(AgentSpec(mode="theory"), env, K=32, runs=10, seed=0, alpha=0.05,
+                                            run=run)}["whitebox.bonus"]
+    assert b.verdict == "pass" and b.details["qualifier"] == "vacuous"
+
+
+def _engine_configs(privatizer="central", agent_class=None):
+    from dpcheck.audits.lib.ucbvi import practical_noise
+    spec = AgentSpec(privatizer=privatizer, mode="practical", width_mode="nominal", agent_class=agent_class)
+    base = replace(spec, privatizer="none", agent_class=None)
+    return [("UCBVI", base), ("DP-UCBVI", practical_noise(spec, 2, 8192, 1.0 if privatizer == "central" else 16.0))]
+
+
+def _needs_numba():
+    from dpcheck.algorithms.online import compiled
+    if not compiled.available():
+        pytest.skip("numba is not installed")
+
+
+def _unnoised_compiled_rewards(monkeypatch):
+    """Defect (in the compiled engine only): the reward family gets no noise; the numpy engine is untouched."""
+    from dpcheck.algorithms.online import compiled
+    orig = compiled._State.draw_noise
+
+    def draw_noise(self, n, chunk):
+        noise = orig(self, n, chunk)
+        if noise.shape[-1] == self.C:
+            noise[..., self.HSA + self.HSAS:] = 0.0
+        return noise
+
+    monkeypatch.setattr(compiled._State, "draw_noise", draw_noise)
+
+
+def test_compiled_engine_without_reward_noise_fails_the_engine_check(monkeypatch):
+    from dpcheck.audits.lib.ucbvi import engine_check
+    _needs_numba()
+    _unnoised_compiled_rewards(monkeypatch)
+    env = random_mdp(2, 2, 2, np.random.default_rng(7))
+    c = engine_check(_engine_configs(), env, K=128, seed=0)
+    assert c.verdict == "fail", c.reason
+    row = c.details["configurations"][1]
+    assert row["noise_compiled"]["rewards"] < 1e-9 < row["noise_numpy"]["rewards"]
+    assert c.details["configurations"][0]["differences"] == []          # exact counts: no noise to drop
+
+
+@pytest.mark.parametrize("privatizer", ["central", "local"])
+def test_correct_engines_pass_the_engine_check(privatizer):
+    from dpcheck.audits.lib.ucbvi import engine_check
+    _needs_numba()
+    env = random_mdp(2, 2, 2, np.random.default_rng(7))
+    c = engine_check(_engine_configs(privatizer), env, K=128, seed=0)
+    assert c.verdict == "pass" and "qualifier" not in c.details, c.reason
+    assert c.measured["compared"] == 2
+
+
+def test_engine_check_is_vacuous_when_nothing_runs_compiled():
+    from dpcheck.audits.lib.ucbvi import engine_check
+    env = random_mdp(2, 2, 2, np.random.default_rng(7))
+    variant = type("Variant", (DPUCBVI,), {})
+    c = engine_check(_engine_configs(agent_class=variant)[1:], env, K=16, seed=0)
+    assert c.verdict == "pass" and c.details["qualifier"] == "vacuous", c.reason
+    assert c.measured["compared"] == 0

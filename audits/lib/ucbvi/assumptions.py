@@ -13,6 +13,7 @@ from dpcheck.parallel import cached_call
 from dpcheck.regret import slope_check
 from dpcheck.audits.lib.ucbvi.spec import AgentSpec, SOURCE, VACUOUS
 from dpcheck.audits.lib.ucbvi.regret import _agent_run
+from dpcheck.audits.lib.ucbvi.planner import bonus_check
 
 
 # ----------------------------------------------------------------------------- assumptions
@@ -27,6 +28,7 @@ def monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
 
 def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
     from dpcheck.audits.lib import tabular
+    from dpcheck.audits.lib.ucbvi.planner import PlannerMonitor
     box = {}
 
     def hook(counts, priv):
@@ -36,7 +38,21 @@ def _monitored_run(spec: AgentSpec, env, *, K: int, runs: int, seed: int):
                                                         source=f"{SOURCE}, Assumption 3.1 / Lemma 5.4")
         box["mon"].update(counts, priv.true_counts())
 
-    res = spec.make().run(env, K, np.random.default_rng(seed), runs=runs, regret=False, release_hook=hook)
+    def estimates(k, P, r, n):
+        if "planner" not in box:      # the agent's own width, iota and constants (its config), as it planned
+            a = box["agent"]
+            box["planner"] = PlannerMonitor(runs, env.H, env.S, env.A, width=a.privatizer.width,
+                                            iota=a.constants.iota_value(env.H, env.S, env.A, K, a.beta),
+                                            constants=a.constants)
+        box["planner"].estimates(k, P, r, n)
+
+    def plan(k, Q, policy):
+        box["planner"].plan(k, Q, policy)
+
+    agent = box["agent"] = spec.make()
+    res = agent.run(env, K, np.random.default_rng(seed), runs=runs, regret=False, release_hook=hook,
+                    estimates_hook=estimates, plan_hook=plan)
+    res.monitors["planner"] = box.get("planner")   # the P~ and the bonus the planner used (audits/lib/ucbvi/planner.py)
     return res, box["mon"]
 
 
@@ -50,6 +66,9 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
     m, E = res.monitors, res.width
     base = {"agent": spec.describe(), "env": repr(env), "K": K, "runs": runs, "E": E}
     checks = [replace(c, details={**c.details, **base}) for c in mon.checks(beta=spec.beta, alpha=alpha)]
+    planner = m.get("planner")
+    if planner is not None:     # Remark 3.2 for the P~ value iteration reads too, not only the release's ratio
+        checks = [planner.transition_check(c) if c.id == "assumption.valid_transition" else c for c in checks]
     # the good event of Lemmas 5.1/5.6 from the same monitor that checks Lemma 5.4/full-support P~ (one definition of
     # the good event: |N^ - N| <= E/4 at every release, Lemma 5.4's hypothesis); INCONCLUSIVE without N^
     beta = spec.beta
@@ -73,6 +92,16 @@ def assumption_checks(spec: AgentSpec, env, *, K: int, runs: int, seed: int, alp
         details={**base, "fraction_below_H": informative, "batches": len(batches)}, what="monotone min and clip at H")
     checks.append(vacuous(mono_check, f"Q~ < H at only {informative:.2%} of the entries: the min and the clip at H "
                                       "were not exercised" if informative < 0.01 else None))
+    # the bonus the planner added, read off Q~ wherever the target is below min(Q~^{k-1}, H): in theory mode almost
+    # nowhere (Q~ = H), so the practical batch carries it; the bonus code is shared by both modes (only the
+    # constants differ), so a deviation from eq. 31 at the practical constants is a deviation of the code
+    checks.append(bonus_check(
+        [b.monitors.get("planner") for b in batches], id="whitebox.bonus",
+        claim={"statement": "wherever Q~_h^k(s,a) < min(Q~_h^{k-1}(s,a), H), Q~ - r~ - P~ V~_{h+1} equals eq. 31's "
+                            "bonus at the agent's N~, P~, E, iota and declared constants",
+               "source": f"{SOURCE}, Algorithm 1 lines 6-8, eq. 31 (docs/derivations.md#constants)"},
+        details={**base, "modes": [b.config.get("mode") for b in batches],
+                 "tolerance": "1e-9 (H + |b|) + 1e-6 c_var sqrt(iota/N~) (1 + max V~) (audits/lib/ucbvi/planner.py)"}))
     return checks
 
 
