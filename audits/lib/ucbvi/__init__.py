@@ -35,8 +35,8 @@ from dpcheck.audits.lib.ucbvi.regret import (regret_curves, _regret_curves, _age
                                              rate_checks, width_slope, _band, burn_in_end,
                                              burn_in_unmeasurable, mark_unmeasurable,
                                              PLUGIN_MIN_RUNS, BURN_IN_MARGIN, regret_curve_set)
-from dpcheck.audits.lib.ucbvi.planner import PlannerMonitor, reference_bonus, bonus_check
-from dpcheck.audits.lib.ucbvi.engine import engine_check
+from dpcheck.audits.lib.ucbvi.planner import REL_TOL, VAR_TOL, PlannerMonitor, reference_bonus, bonus_check
+from dpcheck.audits.lib.ucbvi.engine import ENGINE_RUNS, engine_check
 
 __all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUsersActions', 'ExactCounts', 'ExactCountsActions', 'jdp_blackbox_check',
            'ReplayPrivatizer', 'Recorder', 'dataflow_check', 'LocalMessage', 'ldp_message_check', 'whitebox_check',
@@ -44,5 +44,5 @@ __all__ = ['SOURCE', 'VACUOUS', 'AgentSpec', 'claim_for', 'jdp_users', 'OtherUse
            'explicit_bound', 'explicit_bound_check', 'regret_curves', '_regret_curves', '_agent_run',
            'practical_noise', 'regret_checks', 'EXPONENT_BOUND', 'COST_K_PASS', 'COST_K_FAIL', 'COST_EPS',
            'rate_checks', 'width_slope', '_band', 'burn_in_end', 'burn_in_unmeasurable', 'PLUGIN_MIN_RUNS', 'BURN_IN_MARGIN',
-           'mark_unmeasurable', 'regret_curve_set', 'PlannerMonitor', 'reference_bonus', 'bonus_check',
-           'engine_check']
+           'mark_unmeasurable', 'regret_curve_set', 'REL_TOL', 'VAR_TOL', 'PlannerMonitor', 'reference_bonus',
+           'bonus_check', 'ENGINE_RUNS', 'engine_check']
