@@ -253,8 +253,8 @@ class DPAPVIAudit(Audit):
     def instances(self):
         """TAB-FULL S = A = 2, H = 3 (pessimism, the eq. 31 bound and its rates), TAB-PARTIAL S = 4,
         A = 3, H = 3 (the count checks and the statistics-dominated pessimism point: uncovered pairs exercise the
-        uniform fallback; S = 4 makes a skipped consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised gap: more actions, so the gap
-        falls over a window of n instead of vanishing at once)."""
+        uniform fallback; S = 4 makes a skipped consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised
+        gap: more actions, so the gap falls over a window of n instead of vanishing at once)."""
         from dpcheck.algorithms.offline import tab_full, tab_partial
         full = tab_full(self.rng("instance", "full"), S=2, A=2, H=3)
         partial = tab_partial(self.rng("instance", "partial"), S=4, A=3, H=3)

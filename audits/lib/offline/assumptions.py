@@ -112,7 +112,8 @@ def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha:
     trivial_v = np.all(~elig | (res.penalties >= cap), axis=(1, 2, 3))
     b = spec.budget if budget is None else budget
     det = {"instance": instance.name, "n": n, "runs": runs, spec.budget_name: b, "E": E, "mode": spec.mode,
-           "regime": regime, "gap_pairs_fraction": float(((res.counts.visits > E) & (res.counts.visits < 3 * E)).mean()),
+           "regime": regime,
+           "gap_pairs_fraction": float(((res.counts.visits > E) & (res.counts.visits < 3 * E)).mean()),
            **penalty_composition(algo, res, H, mdp.S)}
     src = SOURCE
     vac_v = "every checked Gamma_h >= H - h (the penalty covers any error): holds trivially" if trivial_v.all() else None
