@@ -125,7 +125,8 @@ class DPVAPVIAudit(Audit):
                  f"{QW}, Algorithm 2 footnote 8", "offline_linear.noise_independence_check"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the output depends on the data only through the 5H released statistics: datasets replaying the "
-                 "same releases give the same policy, values, Q, penalties, sigtil^2 and weights",
+                 "same releases give the same policy, values, Q, penalties, sigtil^2 and weights (also on "
+                 "LIN-TAB(COIN), where sigtil^2 > 1 and so the variance regression is exercised)",
                  f"{QW}, Theorem 4.1 (post-processing)", "offline_linear.dataflow_check"),
         # -- assumptions
         ClaimRow("assumption.noise_bound", "assumption",
@@ -265,7 +266,15 @@ class DPVAPVIAudit(Audit):
         self.add(ol.noise_independence_check(algo, counts, setup.features, runs=cal_runs, rng=self.rng("independence"),
                                              alpha=exe.alpha))
         # the audit's own mode (the dataflow does not depend on the constants, the ties and clips it exercises do)
-        self.add(ol.dataflow_check(self.make(rho), setup, runs=exe.pick(50, 20), seed=self.int_seed("dataflow")))
+        # and LIN-TAB(COIN), where the values vary by more than 1, so sigtil^2 > 1 and a variance estimate (lines 4-8)
+        # read from the raw data would show (on LIN-TAB and Appendix F sigtil^2 = 1 whatever the data); practical
+        # constants and n = 1e6, 1e7, where the penalties leave Vtil > 0 (counts drawn from their law: n is free)
+        coin = ol.variance_setup()
+        coin_algo = ol.algorithm(rho, mode="practical", setup=coin, lam=min(1.0, coin.kappa_used / 2.0),
+                                 feature_bound=self.B, matrix_neighbour=self.params.matrix_neighbour, delta=float(self.params.delta),
+                                 plugin=self.plugin)
+        self.add(ol.dataflow_check(self.make(rho), setup, runs=exe.pick(50, 20), seed=self.int_seed("dataflow"),
+                                   variance_case=(coin_algo, coin, (10**6, 10**7))))
         # black box on a short horizon for the instances (the cost grows with H x samples; H = min(H, 3) keeps
         # every kind of release and the adaptive composition); user data keeps its own horizon
         Hb = min(H, 3) if setup.data is None else H

@@ -7,7 +7,7 @@ module per concern; the public names are re-exported here (``offline_linear.rate
 table is :func:`dpcheck.audits.lib.offline_linear.rates.rate_checks`):
 
 * ``setup`` -- :class:`Setup` (an instance with its true model, or user data), :func:`algorithm` (DP-VAPVI
-  with the mode's constants), :func:`instance_setup`.
+  with the mode's constants), :func:`instance_setup`, :func:`variance_setup` (LIN-TAB(COIN): sigtil^2 > 1).
 * ``statistics`` -- :func:`true_statistics`, :func:`residuals` (released minus noiseless, as iid-coordinate
   vectors, Theorem 4.1 / Lemma D.1), :func:`claimed_stds` (the std the CLAIM needs, Lemma D.1's table).
 * ``whitebox`` -- :func:`noise_calibration_check`, :func:`noise_independence_check`, :func:`sensitivity_check`,
@@ -25,7 +25,7 @@ table is :func:`dpcheck.audits.lib.offline_linear.rates.rate_checks`):
   :func:`user_setup`, :func:`check_data_size`.
 """
 from dpcheck.audits.lib.offline_linear.setup import (
-    SOURCE, STATS, PRACTICAL, THEORY, Setup, algorithm, plugin_width_exponent, instance_setup,
+    SOURCE, STATS, PRACTICAL, THEORY, Setup, algorithm, plugin_width_exponent, instance_setup, variance_setup,
 )
 from dpcheck.audits.lib.offline_linear.userdata import (
     load_linear_data, user_setup, NS_UNIT, BYTES_UNIT, NS_STEP, CHUNK, FEATURE_SCALE, data_cost, check_data_size,
@@ -50,7 +50,8 @@ from dpcheck.audits.lib.offline_linear.standalone import (
 
 __all__ = [
     "SOURCE", "STATS", "PRACTICAL", "THEORY", "Setup", "algorithm", "plugin_width_exponent", "instance_setup",
-    "load_linear_data", "user_setup", "NS_UNIT", "BYTES_UNIT", "NS_STEP", "CHUNK", "FEATURE_SCALE", "data_cost",
+    "variance_setup", "load_linear_data", "user_setup", "NS_UNIT", "BYTES_UNIT", "NS_STEP", "CHUNK", "FEATURE_SCALE",
+    "data_cost",
     "check_data_size", "sym_vector", "true_statistics", "residuals", "claimed_sensitivities", "claimed_stds",
     "replicate", "noise_calibration_check", "noise_independence_check", "release_independence_check", "sensitivity_search", "feature_worst_case",
     "sensitivity_check", "equivalent_gaussian", "dp_event_checks", "dataflow_check", "DATAFLOW_FIELDS", "neighbour_datasets", "transcript_llr",

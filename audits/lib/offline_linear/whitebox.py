@@ -362,7 +362,21 @@ def _ties(q: np.ndarray) -> int:
     return int(((q == top).sum(axis=-1) > 1).sum())
 
 
-def dataflow_check(algo, setup, *, sizes=(20, 1000), runs: int = 20, seed: int = 0) -> Check:
+def _data_variance_above_floor(values, counts) -> float:
+    """Share of the visited (run, h, s, a) at which the empirical variance of Vtil_{h+1} under the data's own
+    transitions, sum_s' n_h(s,a,s') Vtil_{h+1}(s')^2 / n_h(s,a) - (.)^2, exceeds 1: where a variance estimate
+    (Algorithm 2, lines 4-8) computed from the raw data instead of the releases would move sigtil_h^2 off its
+    floor max(1, .). values (runs, H+1, S); counts: TabularCounts (runs, H, S, A[, S])."""
+    V = values[:, 1:]                                                           # Vtil_{h+1}: (runs, H, S)
+    n = counts.visits
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m1 = np.einsum("rhsat,rht->rhsa", counts.transitions, V) / n
+        m2 = np.einsum("rhsat,rht->rhsa", counts.transitions, V * V) / n
+    seen = n > 0
+    return float(((m2 - m1 * m1 > 1 + 1e-9) & seen).sum() / max(1, int(seen.sum())))
+
+
+def dataflow_check(algo, setup, *, sizes=(20, 1000), runs: int = 20, seed: int = 0, variance_case=None) -> Check:
     """privacy.dataflow (post-processing, Theorem 4.1): the output is a function of the 5H releases alone.
 
     The algorithm runs on a dataset A, and on a dataset B of the same size replaying A's releases
@@ -372,47 +386,67 @@ def dataflow_check(algo, setup, *, sizes=(20, 1000), runs: int = 20, seed: int =
     penalty from raw counts), which the privacy argument does not cover. Instances: A and B independent
     datasets of the instance at every size in ``sizes`` (at the smallest, penalties clip Q at 0 and ties are
     common: ``measured["ties"]`` says how often a tie-break was exercised). User data: the user's dataset
-    and its neighbour (the first trajectory replaced). With the noise off there is no release: FAIL."""
+    and its neighbour (the first trajectory replaced). With the noise off there is no release: FAIL.
+
+    ``variance_case`` = (algo, setup, sizes): a second instance checked the same way, one where the values have a
+    variance > 1 (:func:`dpcheck.audits.lib.offline_linear.setup.variance_setup`). Where the data's variance of
+    Vtil_{h+1} never exceeds 1, sigtil^2 = max(1, .) = 1 whether it is estimated from the releases or from the raw
+    data, so the check cannot see the latter: ``measured["data_variance_above_1"]`` (per size) says where it
+    could, and a pass with that share 0 everywhere is qualified *uninformative* about the variance estimate."""
+    from dpcheck.checks import qualify
     from dpcheck.audits.lib.offline_linear.targets import _counts, neighbour_datasets
     src = f"{SOURCE}, Theorem 4.1 (post-processing of the 5H releases of Algorithm 2)"
     claim = {"statement": "the output depends on the data only through the released statistics", "source": src}
     if algo.noise_off:
         return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim, measured={"confidence": 1.0},
                      details={}, reason=f"{type(algo).__name__} adds no noise: its statistics are the raw data")
-    phi, H = setup.features, setup.H
-    S, A = phi.shape[:2]
     rng = np.random.default_rng(seed)
-    pairs = []
-    if setup.instance is not None:
-        for n in sizes:
-            pairs += [(n, *(replicate(setup.instance.sample_counts(int(n), rng, 1, rewards=True), runs)
-                            for _ in range(2)))]
-    else:
-        x, y = neighbour_datasets(setup, H, seed=seed)
-        pairs.append((len(x[1]), replicate(_counts(x, S, A), runs), replicate(_counts(y, S, A), runs)))
-    data = (lambda c: (c, c)) if algo.split else (lambda c: c)
+    cases = [(algo, setup, sizes)] + ([tuple(variance_case)] if variance_case is not None else [])
     rows, bad = [], []
-    for n, cA, cB in pairs:
-        a = algo.run(data(cA), phi, np.random.default_rng(seed + 1))
-        b = algo.run(data(cB), phi, np.random.default_rng(seed + 2), replay=a.statistics)
-        diff = {}
-        for f in DATAFLOW_FIELDS:
-            u, v = np.asarray(getattr(a, f), float), np.asarray(getattr(b, f), float)
-            same = np.array_equal(u, v, equal_nan=True)
-            diff[f] = 0.0 if same else float(np.nanmax(np.where(u == v, 0.0, np.abs(u - v))))
-            if not same:
-                bad.append((n, f))
-        rows.append({"n": n, "max_difference": diff, "ties": _ties(a.q_values),
-                     "raw_visits_max_difference": float(np.abs(cA.visits - cB.visits).max())})
+    for alg, stp, szs in cases:
+        phi, H = stp.features, stp.H
+        S, A = phi.shape[:2]
+        pairs = []
+        if stp.instance is not None:
+            for n in szs:
+                pairs += [(n, *(replicate(stp.instance.sample_counts(int(n), rng, 1, rewards=True), runs)
+                                for _ in range(2)))]
+        else:
+            x, y = neighbour_datasets(stp, H, seed=seed)
+            pairs.append((len(x[1]), replicate(_counts(x, S, A), runs), replicate(_counts(y, S, A), runs)))
+        data = (lambda c: (c, c)) if alg.split else (lambda c: c)
+        for n, cA, cB in pairs:
+            a = alg.run(data(cA), phi, np.random.default_rng(seed + 1))
+            b = alg.run(data(cB), phi, np.random.default_rng(seed + 2), replay=a.statistics)
+            diff = {}
+            for f in DATAFLOW_FIELDS:
+                u, v = np.asarray(getattr(a, f), float), np.asarray(getattr(b, f), float)
+                same = np.array_equal(u, v, equal_nan=True)
+                diff[f] = 0.0 if same else float(np.nanmax(np.where(u == v, 0.0, np.abs(u - v))))
+                if not same:
+                    bad.append((f"{stp.name}, n = {n}", f))
+            rows.append({"setup": stp.name, "n": n, "max_difference": diff, "ties": _ties(a.q_values),
+                         "sigma2_above_1": float((a.sigma2 > 1).mean()), "sigma2_max": float(a.sigma2.max()),
+                         "data_variance_above_1": _data_variance_above_floor(a.values, cB),
+                         "raw_visits_max_difference": float(np.abs(cA.visits - cB.visits).max())})
     fields = sorted({f for _, f in bad})
     ties = sum(r["ties"] for r in rows)
-    return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
-                 measured={"sizes": rows, "ties": ties, "runs": runs, "confidence": 1.0},
-                 details={"n": [r["n"] for r in rows], "fields": list(DATAFLOW_FIELDS)},
-                 reason=(f"with the same releases, datasets A and B give different {fields} at n = "
-                         f"{sorted({n for n, _ in bad})} (the output reads raw data)" if bad else
-                         f"same releases, different data (n = {[r['n'] for r in rows]}, {runs} runs each): identical "
-                         f"{', '.join(DATAFLOW_FIELDS)}; a tie-break acted at {ties} (run, h, s)"))
+    var_cover = max(r["data_variance_above_1"] for r in rows)
+    where = [f"{r['setup']}, n = {r['n']}" for r in rows]
+    c = Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
+              measured={"sizes": rows, "ties": ties, "runs": runs, "data_variance_above_1": var_cover,
+                        "confidence": 1.0},
+              details={"cases": where, "fields": list(DATAFLOW_FIELDS)},
+              reason=(f"with the same releases, datasets A and B give different {fields} at "
+                      f"{sorted({w for w, _ in bad})} (the output reads raw data)" if bad else
+                      f"same releases, different data ({'; '.join(where)}; {runs} runs each): identical "
+                      f"{', '.join(DATAFLOW_FIELDS)}; a tie-break acted at {ties} (run, h, s); the data's variance "
+                      f"of Vtil_{{h+1}} exceeds sigtil^2's floor 1 at up to {var_cover:.1%} of the visited (h,s,a)"))
+    if c.verdict == PASS and var_cover == 0:
+        c = qualify(c, "uninformative", "the data's variance of Vtil_{h+1} never exceeds 1, so sigtil^2 = max(1, .) "
+                                        "= 1 whether lines 4-8 read the releases or the raw data: a variance estimate "
+                                        "from the raw data would pass")
+    return c
 
 
 def event_noise_finding(priv, H: int, sensitivities: dict, tolerance: float = 0.01) -> dict:

@@ -1,0 +1,86 @@
+"""Planted defects in DP-VAPVI (Qiao & Wang, Offline RL with DP, Algorithm 2) that the audit's instances could
+not see, each caught by the check that should catch it:
+
+* the variance regression (lines 5-6) solved on the raw D' instead of the released Sigmatil, beta, theta: on
+  LIN-TAB and Appendix F sigtil^2 = max(1, .) = 1 whatever the data -> privacy.dataflow fails on LIN-TAB(COIN);
+* the value clip at H - h + 2 (1-based; a 0-based slip): Vtil_{h+1} reaches H - h, so w_vector moves by up to
+  2 (H + 1) B against the declared 2 H B -> whitebox.sensitivity fails on the algorithm's own value range;
+* the compiled (numba) counter recording s_h instead of s_{h+1} -> whitebox.counting fails.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dpcheck.algorithms.offline import DPVAPVI
+from dpcheck.algorithms.offline.vapvi import _as_counts, _solve
+from dpcheck.audits.lib import offline_linear as ol
+from dpcheck.cli import main
+
+
+def _algo(setup, cls=DPVAPVI, rho=1.0, split=True):
+    return ol.algorithm(rho, mode="practical", setup=setup, lam=min(1.0, setup.kappa_used / 2), feature_bound=1.0,
+                        cls=cls, split=split)
+
+
+class RawVarianceRegression(DPVAPVI):
+    """Defect: betatil, thetatil regressed on the raw D' (no noise, no E/2 shift) instead of the releases."""
+
+    def run(self, data, features, rng, **kw):
+        self._raw, self._phi = _as_counts(data, self.split)[1], np.asarray(features, float)
+        return super().run(data, features, rng, **kw)
+
+    def _variance_regression(self, h, Sig, b_beta, b_theta, V_next):
+        Dp, phi = self._raw, self._phi
+        Sig0 = np.einsum("rsa,sai,saj->rij", Dp.visits[:, h], phi, phi) + self.lam * np.eye(phi.shape[-1])
+        beta = _solve(Sig0, np.einsum("rsat,sai,rt->ri", Dp.transitions[:, h], phi, V_next * V_next)[..., None])
+        theta = _solve(Sig0, np.einsum("rsat,sai,rt->ri", Dp.transitions[:, h], phi, V_next)[..., None])
+        return beta[..., 0], theta[..., 0]
+
+
+@pytest.fixture(scope="module")
+def lin_tab():
+    return ol.instance_setup("lin_tab", 0)
+
+
+@pytest.fixture(scope="module")
+def coin():
+    return ol.variance_setup()
+
+
+def _dataflow(lin_tab, coin, cls=DPVAPVI, variance=True):
+    return ol.dataflow_check(_algo(lin_tab, cls), lin_tab, runs=10, seed=1,
+                             variance_case=(_algo(coin, cls), coin, (10**6, 10**7)) if variance else None)
+
+
+def test_variance_regression_on_the_raw_data_fails_the_dataflow_check_on_the_coin_instance(lin_tab, coin):
+    bad = _dataflow(lin_tab, coin, RawVarianceRegression)
+    assert bad.verdict == "fail" and "sigma2" in bad.reason and "COIN" in bad.reason, bad.reason
+    # LIN-TAB alone cannot see it (sigtil^2 = 1 whatever the data), and says so
+    alone = _dataflow(lin_tab, coin, RawVarianceRegression, variance=False)
+    assert alone.verdict == "pass" and alone.details["qualifier"] == "uninformative", alone.reason
+
+
+def test_correct_algorithm_passes_the_dataflow_check_with_sigma2_above_1(lin_tab, coin):
+    ok = _dataflow(lin_tab, coin)
+    assert ok.verdict == "pass" and "qualifier" not in ok.details, ok.reason
+    rows = [r for r in ok.measured["sizes"] if r["setup"] == coin.name]
+    assert min(r["data_variance_above_1"] for r in rows) > 0.1 and min(r["sigma2_max"] for r in rows) > 4
+
+
+@pytest.mark.slow
+def test_the_registered_audit_fails_on_the_raw_variance_regression(tmp_path, monkeypatch):
+    original = DPVAPVI.run
+
+    def run(self, data, features, rng, **kw):
+        self._raw, self._phi = _as_counts(data, self.split)[1], np.asarray(features, float)
+        return original(self, data, features, rng, **kw)
+    monkeypatch.setattr(DPVAPVI, "run", run)
+    monkeypatch.setattr(DPVAPVI, "_variance_regression", RawVarianceRegression._variance_regression)
+    code = main(["audit", "dp_vapvi", "--quick", "--workers", "1", "--samples", "5000", "--out", str(tmp_path),
+                 "--quiet"])
+    rep = json.loads((tmp_path / "dp_vapvi.json").read_text())
+    failed = {c["id"] for c in rep["checks"] if c["verdict"] == "fail"}
+    assert code == 1 and "privacy.dataflow" in failed, failed
