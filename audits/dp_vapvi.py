@@ -115,7 +115,8 @@ class DPVAPVIAudit(Audit):
                  f"{QW}, Lemma E.15", "offline_linear.dp_event_checks"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one replaced trajectory moves each release by <= its l2 sensitivity (2H^2, 2H, 2H; matrices 1, "
-                 "times B, B^2 for ||phi|| <= B)", f"{QW}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)",
+                 "times B, B^2 for ||phi|| <= B), for the algorithm's own sigtil^2 in [1, H^2] and Vtil_h in "
+                 "[0, H - h + 1]", f"{QW}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)",
                  "offline_linear.sensitivity_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox",
                  "every release carries N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",

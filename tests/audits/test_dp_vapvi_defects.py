@@ -84,3 +84,33 @@ def test_the_registered_audit_fails_on_the_raw_variance_regression(tmp_path, mon
     rep = json.loads((tmp_path / "dp_vapvi.json").read_text())
     failed = {c["id"] for c in rep["checks"] if c["verdict"] == "fail"}
     assert code == 1 and "privacy.dataflow" in failed, failed
+
+
+# ------------------------------------------------------------------ the value clip one step too high
+class ClipOneTooHigh(DPVAPVI):
+    """Defect: Qhat_h clipped at H - h + 2 (1-based; a 0-based slip): Vtil_1 up to H + 1, w moves by 2 (H + 1) B."""
+
+    def _value_cap(self, h, H):
+        return float(H - h + 1)
+
+
+def _sensitivity(setup, cls=DPVAPVI):
+    from dpcheck.audits.lib.offline_linear.targets import _counts
+    x, _ = ol.neighbour_datasets(setup, setup.H, K=20, seed=0)     # the audit's dataset (DPVAPVIAudit._counts)
+    algo = _algo(setup, cls, split=False)
+    return ol.sensitivity_check(algo, setup.features, setup.H, rho_claim=1.0, examples=20,
+                                counts=_counts(x, *setup.features.shape[:2]))
+
+
+def test_value_clip_one_step_too_high_fails_the_sensitivity_check(lin_tab):
+    bad = _sensitivity(lin_tab, ClipOneTooHigh)
+    assert bad.verdict == "fail" and "outside its range" in bad.reason, bad.reason
+    # the search alone (values drawn from the paper's range) passes it
+    assert max(bad.measured["searched_ratio"].values()) <= 1 + 1e-9
+
+
+def test_correct_clip_keeps_the_values_in_range_and_reaches_its_top(lin_tab):
+    ok = _sensitivity(lin_tab)
+    assert ok.verdict == "pass", ok.reason
+    vr = ok.measured["value_range"]
+    assert vr["outside"] == [] and vr["at_top"] > 0.01          # the clip binds: a slip in it would show

@@ -225,6 +225,33 @@ def feature_worst_case(phi, H: int) -> dict:
             "w_vector": H * vec}
 
 
+def value_range(algo, counts, phi, H: int, *, runs: int = 200, free_runs: int = 50, res=None) -> dict:
+    """The algorithm's own Vtil_h against the range Lemma D.1's sensitivities assume: Vtil_h in [0, H - h + 1]
+    (1-based h; index h: [0, H - h]) and Vtil_{H+1} = 0, which line 13's clip Qhat_h = {min(Qbar_h, H - h + 1)}^+
+    guarantees whatever the penalty. Checked on ``res`` (the algorithm as configured, ``runs`` runs on ``counts``)
+    and on ``free_runs`` runs of it with C = Dpen = 0 (the penalty-free Q is the largest, so the clip binds most
+    often there: the audit's penalties keep Vtil = 0 at small K, where no slip of the clip could show; privacy
+    does not depend on C or Dpen). -> {"max": max Vtil_h per step (H+1), "outside": [(h, value)], "at_top": share
+    of (run, h, s) of the penalty-free run with Vtil_h at the top of its range}."""
+    def data(n):
+        rep = replicate(counts, n)
+        return (rep, rep) if algo.split else rep
+    plugin = getattr(algo, "plugin", None)
+    free = type(algo)(rho=algo.rho, delta=algo.delta, C=0.0, lam=algo.lam, Dpen=0.0, c1=algo.c1, c2=algo.c2,
+                      matrix_neighbour=algo.matrix_neighbour, feature_bound=algo.feature_bound, split=algo.split,
+                      **({} if plugin is None else {"privatizer": plugin}))
+    res = algo.run(data(runs), phi, np.random.default_rng(0)) if res is None else res
+    res0 = free.run(data(min(runs, free_runs)), phi, np.random.default_rng(1))
+    top = (H - np.arange(H + 1)).astype(float)                      # index h: H - h; Vtil_{H+1} = 0
+    V = np.concatenate([res.values, res0.values])                   # (runs + free runs, H+1, S)
+    vmax, vmin = V.max(axis=(0, 2)), V.min(axis=(0, 2))
+    outside = [(h, float(vmax[h] if vmax[h] > top[h] else vmin[h])) for h in range(H + 1)
+               if vmax[h] > top[h] * (1 + 1e-12) + 1e-12 or vmin[h] < -1e-12]
+    at_top = float((res0.values[:, :H] >= top[None, :H, None] - 1e-9).mean())
+    return {"max": [float(x) for x in vmax], "range_top": [float(x) for x in top], "outside": outside,
+            "at_top": at_top}
+
+
 def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 200, counts=None,
                       runs: int = 200) -> Check:
     """whitebox.sensitivity: no neighbouring pair (hypothesis search, ||phi|| <= the declared bound B) and no
@@ -233,7 +260,9 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
 
     The search draws the weights sigtil^2 from [1, H^2], the range Lemma D.1's sensitivities of Lambda and w
     assume; with ``counts`` (a dataset) the algorithm's own sigtil^2 over ``runs`` runs must lie in that range
-    too (a floor below 1 multiplies the weights 1/sigtil^2, hence Lambda's and w's sensitivity, and passed)."""
+    too (a floor below 1 multiplies the weights 1/sigtil^2, hence Lambda's and w's sensitivity, and passed), and
+    so must its values Vtil_h, in [0, H - h + 1] (:func:`value_range`; the search draws them from that range, so a
+    clip one step too high, Vtil_1 up to H + 1, moved w by 2 (H + 1) B and passed)."""
     B = algo.feature_bound
     sens_at = {k: (lambda Hh, k=k: algo.sensitivities(Hh)[k]) for k in STATS}
     found = sensitivity_search(sens_at, B, examples=examples)
@@ -249,15 +278,22 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     else:
         rho_real = sum(H * (worst[k] * decl[k]) ** 2 / (2 * std[k] ** 2) for k in STATS) if std[STATS[0]] > 0 else math.inf
     over = [k for k in STATS if worst[k] > 1 + 1e-9]
-    sig = None
+    sig, vr = None, None
     if counts is not None:
         rep = replicate(counts, runs)
         res = algo.run((rep, rep) if algo.split else rep, phi, np.random.default_rng(0))
         sig = (float(np.min(res.sigma2)), float(np.max(res.sigma2)))
+        vr = value_range(algo, counts, phi, H, runs=runs, res=res)
     if sig is not None and (sig[0] < 1 - 1e-12 or sig[1] > H * H * (1 + 1e-12)):
         verdict = FAIL
         reason = (f"the algorithm's sigtil^2 ranges over [{sig[0]:.4g}, {sig[1]:.4g}], outside [1, H^2] = [1, {H * H}]: "
                   "the weights 1/sigtil^2 exceed what Lemma D.1's sensitivities of Lambda and w assume")
+    elif vr is not None and vr["outside"]:
+        h, v = vr["outside"][0]
+        verdict = FAIL
+        reason = (f"the algorithm's Vtil_{h + 1} reaches {v:.4g}, outside its range [0, H - h + 1] = [0, {H - h}] "
+                  f"(at {len(vr['outside'])} step(s)): the declared sensitivities of beta, theta and w (2H^2 B, 2H B, "
+                  "2H B) assume every Vtil_h in that range (Algorithm 2, line 13's clip; Lemma D.1)")
     elif over:
         k = max(over, key=lambda k: worst[k])
         src = "the audited features" if feat_ratio[k] >= ratios[k] else "a searched neighbouring pair"
@@ -272,14 +308,17 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
         verdict = PASS
         reason = (f"max change / declared sensitivity = {max(worst.values()):.4g} <= 1 over {examples} searched "
                   f"pairs and all feature pairs" + (f"; realised rho <= {rho_real:.4g} (claimed {rho_claim:g})"
-                                                    if plugin is None else ""))
+                                                    if plugin is None else "")
+                  + ("" if vr is None else
+                     f"; the algorithm's Vtil_h stay in [0, H - h + 1] over {runs} runs, at the clip's top in "
+                     f"{vr['at_top']:.1%} of the (run, h, s) of its penalty-free run"))
     return Check(id="whitebox.sensitivity", kind="whitebox", verdict=verdict,
                  claim={"statement": "one replaced trajectory moves each release by <= its declared l2 sensitivity "
                                      "(2H^2 B, 2H B, 2H B; matrices B^2 under replacement)",
                         "source": f"{SOURCE}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)", "rho": rho_claim},
                  measured={"searched_ratio": ratios, "feature_ratio": feat_ratio, "declared": decl,
-                           "rho_realised": rho_real, "sigma2_range": sig, "epsilon_lower_bound": None, "confidence": 1.0,
-                           "samples": examples},
+                           "rho_realised": rho_real, "sigma2_range": sig, "value_range": vr,
+                           "epsilon_lower_bound": None, "confidence": 1.0, "samples": examples},
                  details={"feature_bound": B, "matrix_neighbour": algo.matrix_neighbour,
                           "hypothesis": found["hypothesis"]},
                  reason=reason)
