@@ -124,6 +124,10 @@ class DPVAPVIAudit(Audit):
         ClaimRow("whitebox.noise_independence", "whitebox", "a fresh, independent noise draw for every release, "
                  "coordinate and step h",
                  f"{QW}, Algorithm 2 footnote 8", "offline_linear.noise_independence_check"),
+        ClaimRow("whitebox.counting", "whitebox",
+                 "the counts and reward sums the algorithm reads from a dataset, through the engine a user's data goes "
+                 "through (compiled when numba imports), equal the numpy reference and a direct tally",
+                 f"{QW}, Algorithm 2 (sums over the K trajectories)", "offline_linear.counting_check"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the output depends on the data only through the 5H released statistics: datasets replaying the "
                  "same releases give the same policy, values, Q, penalties, sigtil^2 and weights (also on "
@@ -276,6 +280,11 @@ class DPVAPVIAudit(Audit):
                                  plugin=self.plugin)
         self.add(ol.dataflow_check(self.make(rho), setup, runs=exe.pick(50, 20), seed=self.int_seed("dataflow"),
                                    variance_case=(coin_algo, coin, (10**6, 10**7))))
+        # the counting engine a user's dataset goes through (compiled when numba imports); the other checks draw
+        # counts from their law or count with numpy
+        sets = [(f"{coin.name}, collected", coin.instance.collect(500, self.rng("counting"), runs=3))]
+        self.add(ol.counting_check(sets + ([(f"your dataset {self.params.data}", setup.data)]
+                                        if setup.data is not None else [])))
         # black box on a short horizon for the instances (the cost grows with H x samples; H = min(H, 3) keeps
         # every kind of release and the adaptive composition); user data keeps its own horizon
         Hb = min(H, 3) if setup.data is None else H

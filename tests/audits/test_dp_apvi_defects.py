@@ -84,3 +84,37 @@ def test_the_registered_audit_fails_on_each_planted_penalty_defect(tmp_path, mon
     rep = json.loads((tmp_path / "dp_apvi.json").read_text())
     failed = {c["id"] for c in rep["checks"] if c["verdict"] == "fail"}
     assert code == 1 and caught_by <= failed, failed
+
+
+# ---------------------------------------------------------------- the compiled counter a user's dataset goes through
+def _kernel_recording_current_state(states, actions, rewards, has_rewards, S, A, trip, rsum):
+    """Defect: the compiled counter's one-pass loop with s' = s_h instead of s_{h+1} (pure Python stand-in)."""
+    runs, n, H = actions.shape
+    for r in range(runs):
+        for i in range(n):
+            for h in range(H):
+                p = ((r * H + h) * S + states[r, i, h]) * A + actions[r, i, h]
+                trip[p * S + states[r, i, h]] += 1
+                if has_rewards:
+                    rsum[p] += rewards[r, i, h]
+
+
+def test_compiled_counter_recording_the_wrong_next_state_fails_the_counting_check(monkeypatch):
+    from dpcheck.algorithms.offline import dataset
+    inst = tab_partial(np.random.default_rng(0), S=4, A=3, H=3)
+    sets = [("TAB-PARTIAL", inst.collect(300, np.random.default_rng(1), runs=2))]
+    assert lo.counting_check(sets).verdict == "pass"
+    monkeypatch.setattr(dataset, "_compiled_kernel", lambda: _kernel_recording_current_state)
+    bad = lo.counting_check(sets)
+    assert bad.verdict == "fail" and "n_h(s,a,s')" in bad.reason, bad.reason
+
+
+@pytest.mark.slow
+def test_the_registered_audit_fails_on_the_wrong_compiled_counter(tmp_path, monkeypatch):
+    from dpcheck.algorithms.offline import dataset
+    monkeypatch.setattr(dataset, "_compiled_kernel", lambda: _kernel_recording_current_state)
+    code = main(["audit", "dp_apvi", "--quick", "--workers", "1", "--samples", "20000", "--out", str(tmp_path),
+                 "--quiet"])
+    rep = json.loads((tmp_path / "dp_apvi.json").read_text())
+    failed = {c["id"] for c in rep["checks"] if c["verdict"] == "fail"}
+    assert code == 1 and failed == {"whitebox.counting"}, failed

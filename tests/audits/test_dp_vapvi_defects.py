@@ -114,3 +114,36 @@ def test_correct_clip_keeps_the_values_in_range_and_reaches_its_top(lin_tab):
     assert ok.verdict == "pass", ok.reason
     vr = ok.measured["value_range"]
     assert vr["outside"] == [] and vr["at_top"] > 0.01          # the clip binds: a slip in it would show
+
+
+# ------------------------------------------------------------------ the compiled counter (shared with dp_apvi)
+def _kernel_recording_current_state(states, actions, rewards, has_rewards, S, A, trip, rsum):
+    """Defect: the compiled counter's one-pass loop with s' = s_h instead of s_{h+1} (pure Python stand-in)."""
+    runs, n, H = actions.shape
+    for r in range(runs):
+        for i in range(n):
+            for h in range(H):
+                p = ((r * H + h) * S + states[r, i, h]) * A + actions[r, i, h]
+                trip[p * S + states[r, i, h]] += 1
+                if has_rewards:
+                    rsum[p] += rewards[r, i, h]
+
+
+def _collected(coin, n=200):
+    return [("coin", coin.instance.collect(n, np.random.default_rng(0), runs=2))]
+
+
+def test_compiled_counter_recording_the_wrong_next_state_fails_the_counting_check(coin, monkeypatch):
+    from dpcheck.algorithms.offline import dataset
+    monkeypatch.setattr(dataset, "_compiled_kernel", lambda: _kernel_recording_current_state)
+    bad = ol.counting_check(_collected(coin))
+    assert bad.verdict == "fail" and "engine 'auto' vs numpy" in bad.reason and "n_h(s,a,s')" in bad.reason, bad.reason
+
+
+def test_counting_check_passes_the_real_engines_and_says_when_there_is_no_compiled_one(coin, monkeypatch):
+    ok = ol.counting_check(_collected(coin))
+    assert ok.verdict == "pass" and ok.measured["compiled_engine"] and "qualifier" not in ok.details, ok.reason
+    from dpcheck.algorithms.offline import dataset
+    monkeypatch.setattr(dataset, "_compiled_kernel", lambda: None)          # numba absent: 'auto' is numpy
+    c = ol.counting_check(_collected(coin))
+    assert c.verdict == "pass" and c.details["qualifier"] == "vacuous" and "numba is not installed" in c.reason

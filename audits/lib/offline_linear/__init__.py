@@ -17,6 +17,7 @@ table is :func:`dpcheck.audits.lib.offline_linear.rates.rate_checks`):
   transcript for datasets differing in ONE trajectory), :func:`policy_target` (the output policy).
 * ``assumptions`` -- :func:`noise_bound_check` (Lemma D.2), :func:`utility_checks` (penalty validity Lemma D.13,
   pessimism Lemma D.3), :func:`coverage_check` (kappa, Assumption 2.2), :func:`feature_norm_check` (Section 2).
+* :func:`counting_check` -- the counting engine a user's dataset goes through (dpcheck.audits.lib.offline.counting).
 * ``rates`` -- :func:`rate_checks` (sub-optimality and value error vs K, the privacy cost vs K and vs rho),
   :func:`saturated_rate_checks` (the same rows when the theory penalties exceed H), :func:`sample_size_floor`
   (the stated part of Theorem 4.1's max M_i).
@@ -44,6 +45,7 @@ from dpcheck.audits.lib.offline_linear.assumptions import (
     noise_bound_check, coverage_check, feature_norm_check, true_errors, sample_split, utility_checks,
 )
 from dpcheck.audits.lib.offline_linear.rates import rate_checks, sample_size_floor, saturated_rate_checks
+from dpcheck.audits.lib.offline.counting import counting_check       # shared with dp_apvi (Algorithm 2's counts)
 from dpcheck.audits.lib.offline_linear.standalone import (
     standalone_sensitivities, regression_release_target, regression_noise_checks,
 )
@@ -58,5 +60,5 @@ __all__ = [
     "statistics_target", "policy_target", "noise_bound_check", "coverage_check", "feature_norm_check",
     "true_errors", "sample_split", "utility_checks", "rate_checks", "sample_size_floor", "saturated_rate_checks",
     "standalone_sensitivities",
-    "regression_release_target", "regression_noise_checks", "event_noise_finding",
+    "regression_release_target", "regression_noise_checks", "event_noise_finding", "counting_check",
 ]
