@@ -48,6 +48,9 @@ WORKER_IMPORTS = ("dpcheck.algorithms.offline", "dpcheck.algorithms.privatizers.
                   "dpcheck.loading")
 MECHANISMS = ("gaussian", "laplace")
 CHOICES = (*MECHANISMS, "none")       # none: the noise switched off, the claim kept (the audit must fail it)
+# the budget of the statistics-dominated pessimism point (keyed by "zCDP claim?"): E ~ 0.02 on TAB-PARTIAL either way
+# (E_rho ~ rho^{-1/2}, E_eps ~ eps^{-1}; docs/derivations.md#noise-calibration)
+STATISTICS_DOMINATED_BUDGET = {True: 1e6, False: 1e4}
 
 
 def _validate(o) -> None:
@@ -101,6 +104,10 @@ class DPAPVIAudit(Audit):
                  "the output depends on the data only through the released noisy counts n' (everything after them "
                  "is post-processing): same release, different data -> identical output",
                  f"{QW}, Algorithm 1 / Lemma C.1 (post-processing)", "offline.dataflow_check"),
+        ClaimRow("whitebox.counting", "whitebox",
+                 "the counts n_h(s,a), n_h(s,a,s') the algorithm reads from a dataset, through the engine a user's "
+                 "data goes through (compiled when numba imports), equal the numpy reference and a direct tally",
+                 f"{QW}, Algorithm 1 (the counts)", "offline.counting_check"),
         ClaimRow("whitebox.dp_event", "whitebox",
                  "the algorithm's declared DpEvent (two Gaussian families of sensitivity sqrt(2H), or one Laplace of "
                  "l1 sensitivity 4H), accounted exactly (PLD), stays within the claim",
@@ -135,10 +142,13 @@ class DPAPVIAudit(Audit):
                  "offline.count_checks"),
         ClaimRow("assumption.penalty_validity*", "assumption",
                  "w.p. >= 1 - 2 delta, |(P~ - P) Vtil_{h+1}| <= Gamma where ntil >= 3E (.noise_dominated: at a budget "
-                 "where the DP noise exceeds the sampling error)", f"{QW}, Lemma C.6", "offline.pessimism_checks"),
+                 "where the DP noise exceeds the sampling error; .statistics_dominated: at a budget where Gamma's "
+                 "statistical term dominates)", f"{QW}, Lemma C.6", "offline.pessimism_checks", tests=3),
         ClaimRow("assumption.pessimism*", "assumption",
                  "w.p. >= 1 - 4 delta, Vtil_h <= V^{pi_hat}_h and Qbar_h <= Q^{pi_hat}_h (exact values from the true "
-                 "model; .noise_dominated as above)", f"{QW}, Lemma C.10, eq. 34 (Theorem 3.4)", "offline.pessimism_checks"),
+                 "model; .noise_dominated, .statistics_dominated as above, the latter with pairs in the ntil <= E "
+                 "fallback)", f"{QW}, Lemma C.10, eq. 34 (Theorem 3.4)", "offline.pessimism_checks",
+                 tests=3),                  # three operating points, each a probability check
         ClaimRow("assumption.coverage*", "assumption",
                  "Assumption 2.1 and the coverage dbar_m (instance, exact); .data: your data's empirical dbar_m vs "
                  "n > max(H^2, E) iota / dbar_m", f"{QW}, Assumption 2.1, Theorem 3.4", "offline.coverage_check"),
@@ -246,9 +256,9 @@ class DPAPVIAudit(Audit):
 
     def instances(self):
         """TAB-FULL S = A = 2, H = 3 (pessimism, the eq. 31 bound and its rates), TAB-PARTIAL S = 4,
-        A = 3, H = 3 (the count checks: uncovered pairs exercise the uniform fallback; S = 4 makes a skipped
-        consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised gap: more actions, so the gap
-        falls over a window of n instead of vanishing at once)."""
+        A = 3, H = 3 (the count checks and the statistics-dominated pessimism point: uncovered pairs exercise the
+        uniform fallback; S = 4 makes a skipped consistency LP visible), TAB-FULL S = A = 5, H = 3 (the realised
+        gap: more actions, so the gap falls over a window of n instead of vanishing at once)."""
         from dpcheck.algorithms.offline import tab_full, tab_partial
         full = tab_full(self.rng("instance", "full"), S=2, A=2, H=3)
         partial = tab_partial(self.rng("instance", "partial"), S=4, A=3, H=3)
@@ -273,7 +283,8 @@ class DPAPVIAudit(Audit):
                      "assumptions": forced or "theory", "rates_bound": forced or "theory",
                      "rate_realised_gap": forced or "practical"},
             "constants": {"theory": offline.THEORY, "practical": offline.PRACTICAL},
-            "instances": {"pessimism_and_rates": full.name, "counts": partial.name, "realised_gap": wide.name},
+            "instances": {"pessimism_and_rates": full.name, "counts_and_statistics_dominated_pessimism": partial.name,
+                          "realised_gap": wide.name},
             "data": self.params.data,
             "neighbouring": "replacement of one trajectory",
         })
@@ -298,8 +309,14 @@ class DPAPVIAudit(Audit):
         check, _ = self.blackbox(tgt, id="privacy.blackbox.policy", samples=self.samples(),
                                    seed=self.int_seed("bb-policy"))
         self.add(offline.qualify_policy(_with_details(check, det)))
-        full = self.instances()[0]
+        full, partial = self.instances()[:2]
         self.add(offline.dataflow_check(spec, full, n=10**4, runs=exe.pick(50, 20), seed=self.int_seed("dataflow")))
+        # the counting engine a user's dataset goes through (compiled when numba imports); everything else here
+        # draws counts from their law or counts with numpy
+        sets = [(f"{partial.name}, collected", partial.collect(500, self.rng("counting"), runs=3))]
+        if data is not None:
+            sets.append((f"your dataset {self.params.data}", data))
+        self.add(offline.counting_check(sets))
         H, S, A = 3, 2, 2
         self.add(offline.dp_event_check(spec, H, S, A))
         if spec.gaussian:
@@ -342,6 +359,17 @@ class DPAPVIAudit(Audit):
                                           rng=self.rng("pessimism-nd"), alpha=exe.alpha, budget=nd_budget,
                                           suffix=".noise_dominated",
                                           regime=f"noise-dominated: {spec.budget_name} = {nd_budget:g}"):
+            self.add(self.soften(c, mode == "practical"))
+        # statistics-dominated: a budget so large that E ~ 0.02 and the statistical (Bernstein) term is ~3/4 of Gamma
+        # (median over pairs); at the two points above the privacy term is ~99% of Gamma, so a statistical term
+        # that is silently 0 (the variance of the wrong V) passed both. TAB-PARTIAL: its uncovered pairs have ntil <= E,
+        # the only place the eq. 5 fallback (uniform P~, Gamma = C H) is exercised (details: fallback_pairs_fraction,
+        # statistical_share)
+        sd_budget = STATISTICS_DOMINATED_BUDGET[spec.gaussian]
+        for c in offline.pessimism_checks(s, partial, n=10**6, runs=exe.pick(1000, 300), rng=self.rng("pessimism-sd"),
+                                          alpha=exe.alpha, budget=sd_budget, suffix=".statistics_dominated",
+                                          regime=f"statistics-dominated: {spec.budget_name} = {sd_budget:g}, "
+                                                 f"{partial.name} (uncovered pairs: the ntil <= E fallback)"):
             self.add(self.soften(c, mode == "practical"))
 
     # -- rates -----------------------------------------------------------------------------------

@@ -115,7 +115,8 @@ class DPVAPVIAudit(Audit):
                  f"{QW}, Lemma E.15", "offline_linear.dp_event_checks"),
         ClaimRow("whitebox.sensitivity", "whitebox",
                  "one replaced trajectory moves each release by <= its l2 sensitivity (2H^2, 2H, 2H; matrices 1, "
-                 "times B, B^2 for ||phi|| <= B)", f"{QW}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)",
+                 "times B, B^2 for ||phi|| <= B), for the algorithm's own sigtil^2 in [1, H^2] and Vtil_h in "
+                 "[0, H - h + 1]", f"{QW}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)",
                  "offline_linear.sensitivity_check"),
         ClaimRow("whitebox.noise_calibration", "whitebox",
                  "every release carries N(0, Delta^2/(2 rho0)) per coordinate, rho0 = rho/(5H)",
@@ -123,9 +124,14 @@ class DPVAPVIAudit(Audit):
         ClaimRow("whitebox.noise_independence", "whitebox", "a fresh, independent noise draw for every release, "
                  "coordinate and step h",
                  f"{QW}, Algorithm 2 footnote 8", "offline_linear.noise_independence_check"),
+        ClaimRow("whitebox.counting", "whitebox",
+                 "the counts and reward sums the algorithm reads from a dataset, through the engine a user's data goes "
+                 "through (compiled when numba imports), equal the numpy reference and a direct tally",
+                 f"{QW}, Algorithm 2 (sums over the K trajectories)", "offline_linear.counting_check"),
         ClaimRow("privacy.dataflow", "whitebox",
                  "the output depends on the data only through the 5H released statistics: datasets replaying the "
-                 "same releases give the same policy, values, Q, penalties, sigtil^2 and weights",
+                 "same releases give the same policy, values, Q, penalties, sigtil^2 and weights (also on "
+                 "LIN-TAB(COIN), where sigtil^2 > 1 and so the variance regression is exercised)",
                  f"{QW}, Theorem 4.1 (post-processing)", "offline_linear.dataflow_check"),
         # -- assumptions
         ClaimRow("assumption.noise_bound", "assumption",
@@ -265,7 +271,20 @@ class DPVAPVIAudit(Audit):
         self.add(ol.noise_independence_check(algo, counts, setup.features, runs=cal_runs, rng=self.rng("independence"),
                                              alpha=exe.alpha))
         # the audit's own mode (the dataflow does not depend on the constants, the ties and clips it exercises do)
-        self.add(ol.dataflow_check(self.make(rho), setup, runs=exe.pick(50, 20), seed=self.int_seed("dataflow")))
+        # and LIN-TAB(COIN), where the values vary by more than 1, so sigtil^2 > 1 and a variance estimate (lines 4-8)
+        # read from the raw data would show (on LIN-TAB and Appendix F sigtil^2 = 1 whatever the data); practical
+        # constants and n = 1e6, 1e7, where the penalties leave Vtil > 0 (counts drawn from their law: n is free)
+        coin = ol.variance_setup()
+        coin_algo = ol.algorithm(rho, mode="practical", setup=coin, lam=min(1.0, coin.kappa_used / 2.0),
+                                 feature_bound=self.B, matrix_neighbour=self.params.matrix_neighbour, delta=float(self.params.delta),
+                                 plugin=self.plugin)
+        self.add(ol.dataflow_check(self.make(rho), setup, runs=exe.pick(50, 20), seed=self.int_seed("dataflow"),
+                                   variance_case=(coin_algo, coin, (10**6, 10**7))))
+        # the counting engine a user's dataset goes through (compiled when numba imports); the other checks draw
+        # counts from their law or count with numpy
+        sets = [(f"{coin.name}, collected", coin.instance.collect(500, self.rng("counting"), runs=3))]
+        self.add(ol.counting_check(sets + ([(f"your dataset {self.params.data}", setup.data)]
+                                        if setup.data is not None else [])))
         # black box on a short horizon for the instances (the cost grows with H x samples; H = min(H, 3) keeps
         # every kind of release and the adaptive composition); user data keeps its own horizon
         Hb = min(H, 3) if setup.data is None else H

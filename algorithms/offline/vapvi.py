@@ -473,7 +473,7 @@ class DPVAPVI:
         eig_l = np.empty((runs, H))
         for h in range(H - 1, -1, -1):
             Vn = V[:, h + 1]                                                  # (runs, S)
-            top = float(H - h)                                                 # H - h + 1 in 1-based steps
+            top = self._value_cap(h, H)                                        # H - h + 1 in 1-based steps
             # lines 4-6 on D'
             Sig = np.einsum("rsa,sai,saj->rij", Dp.visits[:, h], phi, phi) + self.lam * I
             b_beta = np.einsum("rsat,sai,rt->ri", Dp.transitions[:, h], phi, Vn * Vn)
@@ -486,8 +486,7 @@ class DPVAPVI:
                 Sig, b_beta, b_theta = (replay[k][:, h] for k in ("sigma_matrix", "beta_vector", "theta_vector"))
             stats["sigma_matrix"][:, h], stats["beta_vector"][:, h], stats["theta_vector"][:, h] = Sig, b_beta, b_theta
             eig_s[:, h] = np.linalg.eigvalsh(Sig)[:, 0]
-            beta = _solve(Sig, b_beta[..., None])[..., 0]
-            theta = _solve(Sig, b_theta[..., None])[..., 0]
+            beta, theta = self._variance_regression(h, Sig, b_beta, b_theta, Vn)
             # lines 7-8 (clip before squaring; sigtil^2 = max(1, .))
             m2 = np.clip(np.einsum("sai,ri->rsa", phi, beta), 0.0, top * top)
             m1 = np.clip(np.einsum("sai,ri->rsa", phi, theta), 0.0, top)
@@ -519,6 +518,17 @@ class DPVAPVI:
             not_pd_lambda=(eig_l <= 0).sum(axis=1), K=K, E=E, L=L, Dpen=Dpen, additive=additive,
             max_feature_norm=float(np.sqrt((phi ** 2).sum(-1)).max()), feature_bound=self.feature_bound,
             config=self.config, declare=partial(self.dp_event, H))
+
+    def _value_cap(self, h: int, H: int) -> float:
+        """The range of Vtil_h, H - h + 1 for the paper's 1-based h (H - h for the 0-based index): line 13's clip
+        of Qhat_h, and lines 7-8's clip of the variance estimate. Lemma D.1's sensitivities assume it. Seam."""
+        return float(H - h)
+
+    def _variance_regression(self, h, Sig, b_beta, b_theta, V_next):
+        """Lines 5-6: betatil_h = Sigmatil_h^{-1} beta-release, thetatil_h = Sigmatil_h^{-1} theta-release (runs, d):
+        post-processing of the three D' releases only. Seam: h (0-based) and V_next = Vtil_{h+1} (runs, S) let a
+        check plant a regression that reads something else (e.g. the raw D')."""
+        return _solve(Sig, b_beta[..., None])[..., 0], _solve(Sig, b_theta[..., None])[..., 0]
 
     def _penalty(self, h, Lam, phi, additive, min_eig, bellman, V_next):
         """Line 11: Gamma_h = C sqrt(d) ||phi||_{Lambdatil_h^{-1}} + Dpen/K; +inf on runs where Lambdatil_h is

@@ -18,6 +18,8 @@ from :mod:`dpcheck.audits.lib.privatizers`. One module per concern; the public n
 * ``assumptions`` -- :func:`count_checks` (Lemma C.2 noise bound, eqs. 3-4 consistency, Lemma C.3 accuracy,
   eq. 5 valid P~), :func:`pessimism_checks` (Lemma C.6, Lemma C.10, exact values from the true model),
   :func:`coverage_check` (d_m, Assumption 2.1, Theorem 3.4's sample-size condition).
+* ``counting`` -- :func:`counting_check` (the engine that counts a user's dataset, compiled when numba imports,
+  against the numpy reference and a direct tally; shared with dp_vapvi).
 * ``rates`` -- :func:`rate_checks` (data-dependent bound and privacy cost vs n and vs the budget, eq. 31 /
   eq. 7), :func:`suboptimality_rate_check` / :func:`suboptimality_budget_check` (realised gap).
 * ``userdata`` -- a user's dataset: :func:`check_data_size`, :func:`user_model`.
@@ -33,7 +35,8 @@ from dpcheck.audits.lib.offline.whitebox import (
     dp_event_check, zcdp_conversion_check, sensitivity_search_check, sensitivity_checks, noise_calibration_checks, CALIBRATION_RUNS,
     dataflow_check, LARGE_LEVEL, KURTOSIS_TOLERANCE,
 )
-from dpcheck.audits.lib.offline.assumptions import count_checks, pessimism_checks, coverage_check
+from dpcheck.audits.lib.offline.assumptions import count_checks, pessimism_checks, penalty_composition, coverage_check
+from dpcheck.audits.lib.offline.counting import counting_check
 from dpcheck.audits.lib.offline.rates import (
     data_bound, bounds_on_grid, rate_checks, suboptimality_rate_check, suboptimality_budget_check,
 )
@@ -46,6 +49,7 @@ __all__ = [
     "scripted_background", "counts_target", "policy_datasets", "policy_reward", "policy_target", "qualify_policy",
     "dp_event_check", "zcdp_conversion_check", "sensitivity_search_check", "sensitivity_checks",
     "noise_calibration_checks", "CALIBRATION_RUNS", "LARGE_LEVEL", "KURTOSIS_TOLERANCE", "dataflow_check", "count_checks", "pessimism_checks", "coverage_check",
+    "penalty_composition", "counting_check",
     "data_bound", "bounds_on_grid", "rate_checks", "suboptimality_rate_check", "suboptimality_budget_check",
     "NS_BLACKBOX", "NS_COUNT_CHECKS", "BYTES_PER_ENTRY", "NS_STEP", "BLACKBOX_BATCH", "data_cost",
     "check_data_size", "user_model",

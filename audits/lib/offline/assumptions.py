@@ -112,7 +112,9 @@ def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha:
     trivial_v = np.all(~elig | (res.penalties >= cap), axis=(1, 2, 3))
     b = spec.budget if budget is None else budget
     det = {"instance": instance.name, "n": n, "runs": runs, spec.budget_name: b, "E": E, "mode": spec.mode,
-           "regime": regime, "gap_pairs_fraction": float(((res.counts.visits > E) & (res.counts.visits < 3 * E)).mean())}
+           "regime": regime,
+           "gap_pairs_fraction": float(((res.counts.visits > E) & (res.counts.visits < 3 * E)).mean()),
+           **penalty_composition(algo, res, H, mdp.S)}
     src = SOURCE
     vac_v = "every checked Gamma_h >= H - h (the penalty covers any error): holds trivially" if trivial_v.all() else None
     if not elig.any():
@@ -136,6 +138,26 @@ def pessimism_checks(spec: APVISpec, instance, *, n: int, runs: int, rng, alpha:
                                              f"{src}, Lemma C.10 + eq. 34 (Theorem 3.4)"))
     vac_p = "Qbar = 0 everywhere in every run (the penalties exceed H): holds trivially" if trivial_p.all() else None
     return [vacuous(cv, vac_v), vacuous(cp, vac_p)]
+
+
+def penalty_composition(algo, res, H: int, S: int) -> dict:
+    """Which part of Gamma the run exercised (Algorithm 1's penalty, apvi.py's module docstring):
+    ``fallback_pairs_fraction``, the share of (run, h, s, a) with ntil <= E (penalty C H, uniform P~: the eq. 5
+    branch), and ``statistical_share``, the median over the other pairs of the statistical term's share of Gamma,
+    1 - (C2 H iota max(S E, floor) / ntil) / Gamma, from the penalties the algorithm reports. A check of Lemma C.6
+    or C.10 says nothing about the statistical term where this share is ~0 (the privacy term alone covers the
+    error), nor about the fallback branch where no pair falls in it."""
+    ntil, E, G = res.counts.visits, float(res.width), res.penalties
+    ok = ntil > E
+    out = {"fallback_pairs_fraction": float((~ok).mean())}
+    c = getattr(algo, "constants", None)
+    if c is None or not ok.any():
+        return {**out, "statistical_share": None}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        second = c.C2 * H * res.iota * max(S * E, c.second_order_floor) / np.where(ok, ntil, 1.0)
+        share = np.where(ok & (G > 0), 1.0 - second / G, np.nan)
+    vals = share[np.isfinite(share)]
+    return {**out, "statistical_share": float(np.median(vals)) if vals.size else None}
 
 
 def coverage_check(instance=None, *, counts=None, spec: APVISpec | None = None, id: str = "assumption.coverage",

@@ -2,7 +2,8 @@
 
 :class:`Setup` -- an instance with its true model (:func:`instance_setup`: LIN-TAB on TAB-FULL or the
 Appendix F instance) or a user's dataset (no model); :func:`algorithm` -- DP-VAPVI with the mode's constants
-(or a user's privatizer of the released statistics); :func:`plugin_width_exponent`.
+(or a user's privatizer of the released statistics); :func:`plugin_width_exponent`; :func:`variance_setup` (an
+instance whose values have a variance > 1, so that Algorithm 2's variance-aware weights are exercised).
 """
 from __future__ import annotations
 
@@ -87,3 +88,28 @@ def instance_setup(name: str, seed: int) -> Setup:
     used = ff.kappa if ff.kappa > 0 else ff.next_eigenvalue
     return Setup(name=inst.name, features=inst.features, instance=inst, data=None, kappa=ff.kappa,
                  kappa_used=float(used), kappa_exact=True, next_eigenvalue=ff.next_eigenvalue)
+
+
+def variance_setup(H: int = 8) -> Setup:
+    """LIN-TAB(COIN): an instance on which DP-VAPVI's variance estimate sigtil_h^2 (Algorithm 2, lines 4-8)
+    exceeds its floor 1. On LIN-TAB(TAB-FULL) (H = 3, V in [0, 2], so Var <= 1) and Appendix F (V = 0 at the
+    audited K) sigtil^2 = max(1, .) = 1 whatever the data, so a variance estimate read from the raw data instead
+    of the releases Sigmatil, beta, theta gives the same weights and no dataflow check can see it.
+
+    S = 3, A = 2, one-hot features (d = 6): state 0 flips a fair coin (either action) between the absorbing
+    rewarding state 1 (reward 1 per step) and the trap 2, which returns to 0 w.p. 1/2; uniform start and
+    behaviour. Var(V_{h+1}) at state 0 is ~(H - h - 1)^2 / 4, up to ~12 at H = 8. Deterministic (no seed)."""
+    from dpcheck.algorithms.envs.tabular import TabularMDP
+    from dpcheck.algorithms.offline import OfflineInstance, lin_tab
+    S, A = 3, 2
+    P = np.zeros((H, S, A, S))
+    P[:, 0, :, 1] = P[:, 0, :, 2] = 0.5
+    P[:, 1, :, 1] = 1.0
+    P[:, 2, :, 0] = P[:, 2, :, 2] = 0.5
+    r = np.zeros((H, S, A))
+    r[:, 1, :] = 1.0
+    mdp = TabularMDP(P=P, r=r, init=np.full(S, 1.0 / S))
+    inst = lin_tab(OfflineInstance(mdp, np.full((H, S, A), 1.0 / A), name="COIN"))
+    ff = inst.feature_figures()
+    return Setup(name=inst.name, features=inst.features, instance=inst, data=None, kappa=ff.kappa,
+                 kappa_used=ff.kappa, kappa_exact=True, next_eigenvalue=ff.next_eigenvalue)

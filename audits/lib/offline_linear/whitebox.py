@@ -225,6 +225,33 @@ def feature_worst_case(phi, H: int) -> dict:
             "w_vector": H * vec}
 
 
+def value_range(algo, counts, phi, H: int, *, runs: int = 200, free_runs: int = 50, res=None) -> dict:
+    """The algorithm's own Vtil_h against the range Lemma D.1's sensitivities assume: Vtil_h in [0, H - h + 1]
+    (1-based h; index h: [0, H - h]) and Vtil_{H+1} = 0, which line 13's clip Qhat_h = {min(Qbar_h, H - h + 1)}^+
+    guarantees whatever the penalty. Checked on ``res`` (the algorithm as configured, ``runs`` runs on ``counts``)
+    and on ``free_runs`` runs of it with C = Dpen = 0 (the penalty-free Q is the largest, so the clip binds most
+    often there: the audit's penalties keep Vtil = 0 at small K, where no slip of the clip could show; privacy
+    does not depend on C or Dpen). -> {"max": max Vtil_h per step (H+1), "outside": [(h, value)], "at_top": share
+    of (run, h, s) of the penalty-free run with Vtil_h at the top of its range}."""
+    def data(n):
+        rep = replicate(counts, n)
+        return (rep, rep) if algo.split else rep
+    plugin = getattr(algo, "plugin", None)
+    free = type(algo)(rho=algo.rho, delta=algo.delta, C=0.0, lam=algo.lam, Dpen=0.0, c1=algo.c1, c2=algo.c2,
+                      matrix_neighbour=algo.matrix_neighbour, feature_bound=algo.feature_bound, split=algo.split,
+                      **({} if plugin is None else {"privatizer": plugin}))
+    res = algo.run(data(runs), phi, np.random.default_rng(0)) if res is None else res
+    res0 = free.run(data(min(runs, free_runs)), phi, np.random.default_rng(1))
+    top = (H - np.arange(H + 1)).astype(float)                      # index h: H - h; Vtil_{H+1} = 0
+    V = np.concatenate([res.values, res0.values])                   # (runs + free runs, H+1, S)
+    vmax, vmin = V.max(axis=(0, 2)), V.min(axis=(0, 2))
+    outside = [(h, float(vmax[h] if vmax[h] > top[h] else vmin[h])) for h in range(H + 1)
+               if vmax[h] > top[h] * (1 + 1e-12) + 1e-12 or vmin[h] < -1e-12]
+    at_top = float((res0.values[:, :H] >= top[None, :H, None] - 1e-9).mean())
+    return {"max": [float(x) for x in vmax], "range_top": [float(x) for x in top], "outside": outside,
+            "at_top": at_top}
+
+
 def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 200, counts=None,
                       runs: int = 200) -> Check:
     """whitebox.sensitivity: no neighbouring pair (hypothesis search, ||phi|| <= the declared bound B) and no
@@ -233,7 +260,9 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
 
     The search draws the weights sigtil^2 from [1, H^2], the range Lemma D.1's sensitivities of Lambda and w
     assume; with ``counts`` (a dataset) the algorithm's own sigtil^2 over ``runs`` runs must lie in that range
-    too (a floor below 1 multiplies the weights 1/sigtil^2, hence Lambda's and w's sensitivity, and passed)."""
+    too (a floor below 1 multiplies the weights 1/sigtil^2, hence Lambda's and w's sensitivity, and passed), and
+    so must its values Vtil_h, in [0, H - h + 1] (:func:`value_range`; the search draws them from that range, so a
+    clip one step too high, Vtil_1 up to H + 1, moved w by 2 (H + 1) B and passed)."""
     B = algo.feature_bound
     sens_at = {k: (lambda Hh, k=k: algo.sensitivities(Hh)[k]) for k in STATS}
     found = sensitivity_search(sens_at, B, examples=examples)
@@ -249,15 +278,22 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
     else:
         rho_real = sum(H * (worst[k] * decl[k]) ** 2 / (2 * std[k] ** 2) for k in STATS) if std[STATS[0]] > 0 else math.inf
     over = [k for k in STATS if worst[k] > 1 + 1e-9]
-    sig = None
+    sig, vr = None, None
     if counts is not None:
         rep = replicate(counts, runs)
         res = algo.run((rep, rep) if algo.split else rep, phi, np.random.default_rng(0))
         sig = (float(np.min(res.sigma2)), float(np.max(res.sigma2)))
+        vr = value_range(algo, counts, phi, H, runs=runs, res=res)
     if sig is not None and (sig[0] < 1 - 1e-12 or sig[1] > H * H * (1 + 1e-12)):
         verdict = FAIL
         reason = (f"the algorithm's sigtil^2 ranges over [{sig[0]:.4g}, {sig[1]:.4g}], outside [1, H^2] = [1, {H * H}]: "
                   "the weights 1/sigtil^2 exceed what Lemma D.1's sensitivities of Lambda and w assume")
+    elif vr is not None and vr["outside"]:
+        h, v = vr["outside"][0]
+        verdict = FAIL
+        reason = (f"the algorithm's Vtil_{h + 1} reaches {v:.4g}, outside its range [0, H - h + 1] = [0, {H - h}] "
+                  f"(at {len(vr['outside'])} step(s)): the declared sensitivities of beta, theta and w (2H^2 B, 2H B, "
+                  "2H B) assume every Vtil_h in that range (Algorithm 2, line 13's clip; Lemma D.1)")
     elif over:
         k = max(over, key=lambda k: worst[k])
         src = "the audited features" if feat_ratio[k] >= ratios[k] else "a searched neighbouring pair"
@@ -272,14 +308,17 @@ def sensitivity_check(algo, phi, H: int, *, rho_claim: float, examples: int = 20
         verdict = PASS
         reason = (f"max change / declared sensitivity = {max(worst.values()):.4g} <= 1 over {examples} searched "
                   f"pairs and all feature pairs" + (f"; realised rho <= {rho_real:.4g} (claimed {rho_claim:g})"
-                                                    if plugin is None else ""))
+                                                    if plugin is None else "")
+                  + ("" if vr is None else
+                     f"; the algorithm's Vtil_h stay in [0, H - h + 1] over {runs} runs, at the clip's top in "
+                     f"{vr['at_top']:.1%} of the (run, h, s) of its penalty-free run"))
     return Check(id="whitebox.sensitivity", kind="whitebox", verdict=verdict,
                  claim={"statement": "one replaced trajectory moves each release by <= its declared l2 sensitivity "
                                      "(2H^2 B, 2H B, 2H B; matrices B^2 under replacement)",
                         "source": f"{SOURCE}, Lemma D.1 (Theorem 4.1 / Lemma D.1; docs/derivations.md#neighbouring-relation; Appendix F)", "rho": rho_claim},
                  measured={"searched_ratio": ratios, "feature_ratio": feat_ratio, "declared": decl,
-                           "rho_realised": rho_real, "sigma2_range": sig, "epsilon_lower_bound": None, "confidence": 1.0,
-                           "samples": examples},
+                           "rho_realised": rho_real, "sigma2_range": sig, "value_range": vr,
+                           "epsilon_lower_bound": None, "confidence": 1.0, "samples": examples},
                  details={"feature_bound": B, "matrix_neighbour": algo.matrix_neighbour,
                           "hypothesis": found["hypothesis"]},
                  reason=reason)
@@ -362,7 +401,21 @@ def _ties(q: np.ndarray) -> int:
     return int(((q == top).sum(axis=-1) > 1).sum())
 
 
-def dataflow_check(algo, setup, *, sizes=(20, 1000), runs: int = 20, seed: int = 0) -> Check:
+def _data_variance_above_floor(values, counts) -> float:
+    """Share of the visited (run, h, s, a) at which the empirical variance of Vtil_{h+1} under the data's own
+    transitions, sum_s' n_h(s,a,s') Vtil_{h+1}(s')^2 / n_h(s,a) - (.)^2, exceeds 1: where a variance estimate
+    (Algorithm 2, lines 4-8) computed from the raw data instead of the releases would move sigtil_h^2 off its
+    floor max(1, .). values (runs, H+1, S); counts: TabularCounts (runs, H, S, A[, S])."""
+    V = values[:, 1:]                                                           # Vtil_{h+1}: (runs, H, S)
+    n = counts.visits
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m1 = np.einsum("rhsat,rht->rhsa", counts.transitions, V) / n
+        m2 = np.einsum("rhsat,rht->rhsa", counts.transitions, V * V) / n
+    seen = n > 0
+    return float(((m2 - m1 * m1 > 1 + 1e-9) & seen).sum() / max(1, int(seen.sum())))
+
+
+def dataflow_check(algo, setup, *, sizes=(20, 1000), runs: int = 20, seed: int = 0, variance_case=None) -> Check:
     """privacy.dataflow (post-processing, Theorem 4.1): the output is a function of the 5H releases alone.
 
     The algorithm runs on a dataset A, and on a dataset B of the same size replaying A's releases
@@ -372,47 +425,67 @@ def dataflow_check(algo, setup, *, sizes=(20, 1000), runs: int = 20, seed: int =
     penalty from raw counts), which the privacy argument does not cover. Instances: A and B independent
     datasets of the instance at every size in ``sizes`` (at the smallest, penalties clip Q at 0 and ties are
     common: ``measured["ties"]`` says how often a tie-break was exercised). User data: the user's dataset
-    and its neighbour (the first trajectory replaced). With the noise off there is no release: FAIL."""
+    and its neighbour (the first trajectory replaced). With the noise off there is no release: FAIL.
+
+    ``variance_case`` = (algo, setup, sizes): a second instance checked the same way, one where the values have a
+    variance > 1 (:func:`dpcheck.audits.lib.offline_linear.setup.variance_setup`). Where the data's variance of
+    Vtil_{h+1} never exceeds 1, sigtil^2 = max(1, .) = 1 whether it is estimated from the releases or from the raw
+    data, so the check cannot see the latter: ``measured["data_variance_above_1"]`` (per size) says where it
+    could, and a pass with that share 0 everywhere is qualified *uninformative* about the variance estimate."""
+    from dpcheck.checks import qualify
     from dpcheck.audits.lib.offline_linear.targets import _counts, neighbour_datasets
     src = f"{SOURCE}, Theorem 4.1 (post-processing of the 5H releases of Algorithm 2)"
     claim = {"statement": "the output depends on the data only through the released statistics", "source": src}
     if algo.noise_off:
         return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL, claim=claim, measured={"confidence": 1.0},
                      details={}, reason=f"{type(algo).__name__} adds no noise: its statistics are the raw data")
-    phi, H = setup.features, setup.H
-    S, A = phi.shape[:2]
     rng = np.random.default_rng(seed)
-    pairs = []
-    if setup.instance is not None:
-        for n in sizes:
-            pairs += [(n, *(replicate(setup.instance.sample_counts(int(n), rng, 1, rewards=True), runs)
-                            for _ in range(2)))]
-    else:
-        x, y = neighbour_datasets(setup, H, seed=seed)
-        pairs.append((len(x[1]), replicate(_counts(x, S, A), runs), replicate(_counts(y, S, A), runs)))
-    data = (lambda c: (c, c)) if algo.split else (lambda c: c)
+    cases = [(algo, setup, sizes)] + ([tuple(variance_case)] if variance_case is not None else [])
     rows, bad = [], []
-    for n, cA, cB in pairs:
-        a = algo.run(data(cA), phi, np.random.default_rng(seed + 1))
-        b = algo.run(data(cB), phi, np.random.default_rng(seed + 2), replay=a.statistics)
-        diff = {}
-        for f in DATAFLOW_FIELDS:
-            u, v = np.asarray(getattr(a, f), float), np.asarray(getattr(b, f), float)
-            same = np.array_equal(u, v, equal_nan=True)
-            diff[f] = 0.0 if same else float(np.nanmax(np.where(u == v, 0.0, np.abs(u - v))))
-            if not same:
-                bad.append((n, f))
-        rows.append({"n": n, "max_difference": diff, "ties": _ties(a.q_values),
-                     "raw_visits_max_difference": float(np.abs(cA.visits - cB.visits).max())})
+    for alg, stp, szs in cases:
+        phi, H = stp.features, stp.H
+        S, A = phi.shape[:2]
+        pairs = []
+        if stp.instance is not None:
+            for n in szs:
+                pairs += [(n, *(replicate(stp.instance.sample_counts(int(n), rng, 1, rewards=True), runs)
+                                for _ in range(2)))]
+        else:
+            x, y = neighbour_datasets(stp, H, seed=seed)
+            pairs.append((len(x[1]), replicate(_counts(x, S, A), runs), replicate(_counts(y, S, A), runs)))
+        data = (lambda c: (c, c)) if alg.split else (lambda c: c)
+        for n, cA, cB in pairs:
+            a = alg.run(data(cA), phi, np.random.default_rng(seed + 1))
+            b = alg.run(data(cB), phi, np.random.default_rng(seed + 2), replay=a.statistics)
+            diff = {}
+            for f in DATAFLOW_FIELDS:
+                u, v = np.asarray(getattr(a, f), float), np.asarray(getattr(b, f), float)
+                same = np.array_equal(u, v, equal_nan=True)
+                diff[f] = 0.0 if same else float(np.nanmax(np.where(u == v, 0.0, np.abs(u - v))))
+                if not same:
+                    bad.append((f"{stp.name}, n = {n}", f))
+            rows.append({"setup": stp.name, "n": n, "max_difference": diff, "ties": _ties(a.q_values),
+                         "sigma2_above_1": float((a.sigma2 > 1).mean()), "sigma2_max": float(a.sigma2.max()),
+                         "data_variance_above_1": _data_variance_above_floor(a.values, cB),
+                         "raw_visits_max_difference": float(np.abs(cA.visits - cB.visits).max())})
     fields = sorted({f for _, f in bad})
     ties = sum(r["ties"] for r in rows)
-    return Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
-                 measured={"sizes": rows, "ties": ties, "runs": runs, "confidence": 1.0},
-                 details={"n": [r["n"] for r in rows], "fields": list(DATAFLOW_FIELDS)},
-                 reason=(f"with the same releases, datasets A and B give different {fields} at n = "
-                         f"{sorted({n for n, _ in bad})} (the output reads raw data)" if bad else
-                         f"same releases, different data (n = {[r['n'] for r in rows]}, {runs} runs each): identical "
-                         f"{', '.join(DATAFLOW_FIELDS)}; a tie-break acted at {ties} (run, h, s)"))
+    var_cover = max(r["data_variance_above_1"] for r in rows)
+    where = [f"{r['setup']}, n = {r['n']}" for r in rows]
+    c = Check(id="privacy.dataflow", kind="whitebox", verdict=FAIL if bad else PASS, claim=claim,
+              measured={"sizes": rows, "ties": ties, "runs": runs, "data_variance_above_1": var_cover,
+                        "confidence": 1.0},
+              details={"cases": where, "fields": list(DATAFLOW_FIELDS)},
+              reason=(f"with the same releases, datasets A and B give different {fields} at "
+                      f"{sorted({w for w, _ in bad})} (the output reads raw data)" if bad else
+                      f"same releases, different data ({'; '.join(where)}; {runs} runs each): identical "
+                      f"{', '.join(DATAFLOW_FIELDS)}; a tie-break acted at {ties} (run, h, s); the data's variance "
+                      f"of Vtil_{{h+1}} exceeds sigtil^2's floor 1 at up to {var_cover:.1%} of the visited (h,s,a)"))
+    if c.verdict == PASS and var_cover == 0:
+        c = qualify(c, "uninformative", "the data's variance of Vtil_{h+1} never exceeds 1, so sigtil^2 = max(1, .) "
+                                        "= 1 whether lines 4-8 read the releases or the raw data: a variance estimate "
+                                        "from the raw data would pass")
+    return c
 
 
 def event_noise_finding(priv, H: int, sensitivities: dict, tolerance: float = 0.01) -> dict:
