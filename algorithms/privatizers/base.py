@@ -366,13 +366,22 @@ class CountPrivatizer:
             self._ingest(*_dense_increments(runs, H, self.S, self.A, sa, s2, rw))
 
     def release(self) -> PrivateCounts:
-        """Private counts for the next episode: N^ from the noise process, then the Section 5.1.1 LP."""
-        from dpcheck.algorithms.privatizers.projection import _post_process
+        """Private counts for the next episode: N^ from the noise process, then the Section 5.1.1 LP
+        (:meth:`post_processed`)."""
         self._require_started()
         nv, nt, rw = self._noisy_counts()
-        pp = _post_process(nt, nv, self.width, with_value=False)  # = post_process; t* is not released
-        return PrivateCounts(visits=pp.visits, transitions=pp.transitions, rewards=rw,
-                             noisy_visits=nv, noisy_transitions=nt, width=self.width)
+        return self.post_processed(nv, nt, rw)
+
+    def post_processed(self, noisy_visits, noisy_transitions, rewards=None) -> PrivateCounts:
+        """The release of given N^ (visits (runs,H,S,A), transitions (runs,H,S,A,S)) and R~: the Section 5.1.1
+        LP with band E/4, then the shifts E/(2S) and E/2 at this privatizer's width E. What :meth:`release`
+        returns for the N^ of the noise process; a checker feeds it N^ of its choosing (Lemma 5.4's adversarial
+        inputs: audits/lib/privatizers/post_processing.py)."""
+        from dpcheck.algorithms.privatizers.projection import _post_process
+        self._require_started()
+        pp = _post_process(noisy_transitions, noisy_visits, self.width, with_value=False)  # t* is not released
+        return PrivateCounts(visits=pp.visits, transitions=pp.transitions, rewards=rewards,
+                             noisy_visits=noisy_visits, noisy_transitions=noisy_transitions, width=self.width)
 
     def true_counts(self) -> TrueCounts:
         """The raw counts so far (checkers only; the planner must never read them)."""

@@ -36,7 +36,7 @@ from dpcheck.audits.lib.offline_linear.statistics import (
 )
 from dpcheck.audits.lib.offline_linear.whitebox import (
     noise_calibration_check, noise_independence_check, release_independence_check, sensitivity_search, feature_worst_case, sensitivity_check,
-    equivalent_gaussian, dp_event_checks, dataflow_check, DATAFLOW_FIELDS, event_noise_finding,
+    equivalent_gaussian, dp_event_checks, dataflow_check, DATAFLOW_FIELDS, event_noise_finding, value_range,
 )
 from dpcheck.audits.lib.offline_linear.targets import (
     neighbour_datasets, transcript_llr, statistics_target, policy_target,
@@ -55,7 +55,7 @@ __all__ = [
     "variance_setup", "load_linear_data", "user_setup", "NS_UNIT", "BYTES_UNIT", "NS_STEP", "CHUNK", "FEATURE_SCALE",
     "data_cost",
     "check_data_size", "sym_vector", "true_statistics", "residuals", "claimed_sensitivities", "claimed_stds",
-    "replicate", "noise_calibration_check", "noise_independence_check", "release_independence_check", "sensitivity_search", "feature_worst_case",
+    "replicate", "noise_calibration_check", "noise_independence_check", "release_independence_check", "sensitivity_search", "value_range", "feature_worst_case",
     "sensitivity_check", "equivalent_gaussian", "dp_event_checks", "dataflow_check", "DATAFLOW_FIELDS", "neighbour_datasets", "transcript_llr",
     "statistics_target", "policy_target", "noise_bound_check", "coverage_check", "feature_norm_check",
     "true_errors", "sample_split", "utility_checks", "rate_checks", "sample_size_floor", "saturated_rate_checks",

@@ -20,6 +20,8 @@ is :func:`dpcheck.audits.lib.privatizers.whitebox.sensitivity_check`):
   :func:`offline_plugin_target`, :func:`offline_sensitivity_check`, :func:`offline_noise_checks` (Lemma C.2,
   sum identity, valid P~).
 * ``assumptions`` -- :func:`assumption_checks` (Assumption 3.1 over R repetitions, audits/lib/tabular.py).
+* ``post_processing`` -- :func:`post_processing_check` (Lemma 5.4's conclusions on adversarial good-event
+  inputs, fed to the privatizer's ``post_processed``).
 """
 from dpcheck.audits.lib.privatizers.neighbours import (
     UCBVI_SOURCE, NASH_SOURCE, Trajectory, worst_case_pair, background, laplace_llr, gaussian_llr,
@@ -47,6 +49,8 @@ from dpcheck.audits.lib.privatizers.whitebox import (
     VARIANCE_TOLERANCE, variance_band, correlation_screen,
 )
 from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
+from dpcheck.audits.lib.privatizers.post_processing import (PATTERNS, RUNS_PER_PATTERN, TOLERANCE, adversarial_inputs,
+                                                             post_processing_check)
 
 __all__ = [
     "UCBVI_SOURCE", "NASH_SOURCE", "Trajectory", "worst_case_pair", "background", "laplace_llr", "gaussian_llr",
@@ -61,5 +65,5 @@ __all__ = [
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
     "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "implied_nodes", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",
-    "assumption_checks",
+    "assumption_checks", "PATTERNS", "RUNS_PER_PATTERN", "TOLERANCE", "adversarial_inputs", "post_processing_check",
 ]

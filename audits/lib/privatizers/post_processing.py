@@ -8,11 +8,11 @@ count, the release N~ derived from N^ by the Section 5.1.1 LP and the shifts E/(
 for *every* such N^: a deterministic statement, which the statistical checks on random noise cannot establish (the
 noise of a correct privatizer stays far inside E/4, whose E is a union bound, and the counts of a short run never
 reach E/4, so assumption.no_underestimation is vacuous there: a shift of E/4 where the lemma needs E/2 passed them).
-Here the privatizer's own ``release()`` is fed, through its ``_noisy_counts()`` seam (the documented subclass
-interface of dpcheck.algorithms.privatizers.base.CountPrivatizer), true counts from 0 to 3E and noise at the
-corners of the good event (every count -E/4, every count +E/4, the two mixed signs, random signs, uniform in the
-box), and every conclusion is checked in every cell: one counterexample FAILs. A privatizer whose ``release()`` does
-not read ``_noisy_counts()`` cannot be fed so: vacuous, with the reason.
+Here the privatizer's own post-processing (``post_processed(N^ visits, N^ transitions)``, what
+dpcheck.algorithms.privatizers.base.CountPrivatizer.release applies to the N^ of its noise process) is fed true
+counts from 0 to 3E and noise at the corners of the good event (every count -E/4, every count +E/4, the two mixed
+signs, random signs, uniform in the box), and every conclusion is checked in every cell: one counterexample FAILs.
+A privatizer with a ``release()`` of its own (or no ``post_processed``) cannot be fed so: vacuous, with the reason.
 """
 from __future__ import annotations
 
@@ -59,18 +59,13 @@ def post_processing_check(template, *, H: int = 2, S: int = 3, A: int = 2, K: in
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, np.random.default_rng(seed), rewards=True)
     E = float(p.width)
-    if not hasattr(p, "_noisy_counts"):
+    from dpcheck.algorithms.privatizers.base import CountPrivatizer
+    if not isinstance(p, CountPrivatizer) or type(p).release is not CountPrivatizer.release:
         return invariant_check(id=id, kind="whitebox", violations=0, total=0, claim=claim, what="post-processing",
-                               vacuous=f"{type(p).__name__} has no _noisy_counts() seam to feed")
-    rw = p._noisy_counts()[2]
+                               vacuous=f"{type(p).__name__} has a release() of its own: the post-processing it applies "
+                                       "cannot be fed chosen N^ (post_processed is the base class's)")
     Nv, Nt, dv, dt = adversarial_inputs(runs, H, S, A, E, np.random.default_rng([int(seed), 0x5E4]))
-    p._noisy_counts = lambda: (Nv + dv, Nt + dt, rw)
-    pc = p.release()
-    fed = getattr(pc, "noisy_visits", None)
-    if fed is None or not np.array_equal(np.asarray(fed), Nv + dv):
-        return invariant_check(id=id, kind="whitebox", violations=0, total=0, claim=claim, what="post-processing",
-                               vacuous=f"{type(p).__name__}.release() does not release what _noisy_counts() gives "
-                                       "(its N^ comes from elsewhere), so it cannot be fed adversarial noise")
+    pc = p.post_processed(Nv + dv, Nt + dt)
     v, t = np.asarray(pc.visits, float), np.asarray(pc.transitions, float)
     tol_v = TOLERANCE * np.maximum(1.0, np.maximum(Nv, E))
     tol_t = TOLERANCE * np.maximum(1.0, np.maximum(Nt, E))
