@@ -215,7 +215,8 @@ def _zero_count_row(fam, at_zero, noise, var, zq, zq_pass) -> dict:
             "pass_ci": [ratio - zq_pass * se, ratio + zq_pass * se], "declared_variance": var,
             "standardised_mean": mean, "mean_ci": [mean - zq * mse, mean + zq * mse],
             "mean_pass_ci": [mean - zq_pass * mse, mean + zq_pass * mse], "draws": int(x.size),
-            "measured": "E[n'(0)^2] / E[max(Z, 0)^2] (released, after the clip at 0); mean: (E n'(0) - E max(Z, 0)) / sd"}
+            "measured": "E[n'(0)^2] / E[max(Z, 0)^2] (released, after the clip at 0); "
+                        "mean: (E n'(0) - E max(Z, 0)) / sd"}
 
 
 # repetitions of noise_calibration_checks in the audits (default and --quick alike, ~1 s): enough for a PASS to
@@ -371,10 +372,10 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
                          f"below 1 or above 1 + {pa.VARIANCE_TOLERANCE:g} (dpcheck.audits.lib.privatizers.variance_band)",
                  "mean_tolerance": tolerance},
         reason=(f"{bad[0]['family']} counts: E[n'(0)^2] / E[max(Z, 0)^2] = {bad[0]['variance_ratio']:.4g}, interval "
-                f"{[round(v, 4) for v in bad[0]['ci']]} (mean difference {bad[0]['standardised_mean']:.3g} sd): a count "
-                f"that is 0 is released with {'less' if bad[0]['variance_ratio'] < 1 else 'other'} noise than the others "
-                f"(after the clip at 0), so the release shows which counts are 0 (eq. 2's noise does not depend on the "
-                f"count)" if bad and "n = 0" in bad[0]["family"] else
+                f"{[round(v, 4) for v in bad[0]['ci']]} (mean difference {bad[0]['standardised_mean']:.3g} sd): a "
+                f"count that is 0 is released with {'less' if bad[0]['variance_ratio'] < 1 else 'other'} noise than "
+                f"the others (after the clip at 0), so the release shows which counts are 0 (eq. 2's noise does not "
+                f"depend on the count)" if bad and "n = 0" in bad[0]["family"] else
                 f"variance / declared = {bad[0]['variance_ratio']:.4g} (mean {bad[0]['standardised_mean']:.3g} sd) at "
                 f"{spec.budget_name} = {bad[0]['budget']:g} ({bad[0]['family']} counts), interval "
                 f"{[round(v, 4) for v in bad[0]['ci']]} {side[bad[0]['band']]}"

@@ -186,9 +186,10 @@ def consistency_violations(out, tol: float = 1e-9) -> np.ndarray:
 
 def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: int = 3, A: int = 2) -> list:
     """The offline privatizer on R = ``runs`` repetitions of constant counts (5 everywhere): the uniform
-    noise bound |n' - n| <= E/2 (Lemma C.2; probability check at failure rate beta), the sum identity, non-negativity of ntil and the LP's
-    band |ntil(s,a) - n'(s,a)| <= E/2 (eq. 3-4, :func:`consistency_violations`, dp_apvi's assumption.consistency)
-    and a valid P~ (eq. 5). Returns the three checks."""
+    noise bound |n' - n| <= E/2 (Lemma C.2; probability check at failure rate beta), the sum identity,
+    non-negativity of ntil and the LP's band |ntil(s,a) - n'(s,a)| <= E/2 (eq. 3-4,
+    :func:`consistency_violations`, dp_apvi's assumption.consistency) and a valid P~ (eq. 5). Returns the three
+    checks."""
     from dpcheck.checks import probability_check
     R, Hn, Sn, An = runs, H, S, A
     pair = np.zeros((R, Hn, Sn, An)) + 5
