@@ -24,14 +24,17 @@ from dpcheck.audits.lib.offline.targets import step_swap_pair
 # ============================================================ privacy: white box
 def dp_event_check(spec: APVISpec, H: int, S: int, A: int) -> Check:
     """whitebox.dp_event: the algorithm's declared DpEvent (``DPAPVI.dp_event``) accounted exactly with the
-    dp_accounting PLD against the claim (dpcheck.audits.lib.privatizers.dp_event_check)."""
+    dp_accounting PLD against the claim (dpcheck.audits.lib.privatizers.dp_event_check), and held to the noise
+    the privatizer declares drawing (its ``noise_variance(H)``, which whitebox.noise_scale measures:
+    dpcheck.audits.lib.privatizers.event_noise_finding), built-in or plug-in alike: a PLD within the claim
+    certifies nothing about an event that accounts for more noise than is drawn (a built-in's event with
+    multiplier sigma / sqrt(H) instead of sigma / sqrt(2H), rho under-declared 2x, passed)."""
     algo = spec.make()
     if algo.privatizer is None:
         return _no_noise_check("whitebox.dp_event", spec, algo)
-    check = pa.dp_event_check(algo.dp_event(H), spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
-    if spec.plugin is None:
-        return check
-    return pa.tie_event(check, pa.event_noise_finding(algo.privatizer, H))   # a plug-in's event must describe its noise
+    event = algo.dp_event(H)
+    check = pa.dp_event_check(event, spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
+    return pa.tie_event(check, pa.event_noise_finding(algo.privatizer, H, event=event))
 
 
 def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:

@@ -226,7 +226,7 @@ def _integer_variance(weights) -> float:
     return float(2.0 * (k * k * w).sum() / (w[0] + 2.0 * w[1:].sum()))
 
 
-def event_noise_finding(priv, H: int, tolerance: float = 0.01) -> dict:
+def event_noise_finding(priv, H: int, tolerance: float = 0.01, event=None) -> dict:
     """Does the declared DpEvent describe the noise the privatizer declares it draws (``noise_variance(H)``, which
     whitebox.noise_scale measures)? The interface fixes the sensitivity of one replaced trajectory (l2 sqrt(2H)
     per family, l1 4H for both families), so an all-Gaussian event of total rho stands for per-count noise
@@ -238,12 +238,15 @@ def event_noise_finding(priv, H: int, tolerance: float = 0.01) -> dict:
     whitebox.dp_event certifies a claim the release does not meet (a plug-in drawing noise for H = 1 at every
     horizon while declaring the horizon's event passed every other check).
 
+    ``event``: the DpEvent to hold to the noise (default: the privatizer's own, ``declare(H, 2, 1)``; dp_apvi
+    passes the algorithm's ``dp_event(H)``, the event it accounts).
+
     -> {"H", "status": "consistent" | "inconsistent" | "untied", "text", ...}; untied when the plug-in declares no
     variance or its event is neither all-Gaussian nor all-Laplace."""
     from dpcheck.accounting import closed_form
     v = getattr(priv, "noise_variance", None)
     V = v(H) if callable(v) else None
-    cf = closed_form(priv.declare(H, 2, 1).dp_event())
+    cf = closed_form(priv.declare(H, 2, 1).dp_event() if event is None else event)
     if V is None or not V > 0:
         return {"H": H, "status": "untied", "text": "no noise_variance(H) declared: the event is not tied to the noise"}
     if math.isfinite(cf["rho"]) and cf["rho"] > 0:
