@@ -179,11 +179,11 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
     return pc.noisy_visits - v, pc.noisy_transitions - t
 
 
-def _zero_count_release(algo, H, S, A, level, runs, seed):
+def _zero_count_release(algo, H, S, A, runs, seed):
     """The release n' of counts that are 0, through the algorithm's release (``private_counts``, i.e. the
-    privatizer's public ``privatize``: noise, clip at 0, LP), beside the noise n' - n of counts ``level`` far above
-    0 drawn from a Generator of the same ``seed``: [(family, n' at n = 0, (n' - n) at n = level)] for the pair
-    (R,H,S,A) and triple (R,H,S,A,S) counts; [] with the noise off.
+    privatizer's public ``privatize``: noise, clip at 0, LP), from a Generator seeded with ``seed``:
+    [("pair", n' (R,H,S,A)), ("triple", n' (R,H,S,A,S))]; [] with the noise off. The caller compares it with the
+    noise n' - n of counts far above 0 drawn from a Generator of the same seed.
 
     The paper's noise does not depend on the count (eq. 2), so n'(0) has the law of max(Z, 0), Z the noise drawn
     anywhere else. A privatizer that leaves zero counts unnoised -- in its noise hook or after it, in ``privatize``
@@ -198,8 +198,7 @@ def _zero_count_release(algo, H, S, A, level, runs, seed):
     zero_v, zero_t = np.zeros((runs, H, S, A)), np.zeros((runs, H, S, A, S))
     pc0 = algo.private_counts(TabularCounts(visits=zero_v, transitions=zero_t, reward_sums=None, n=0),
                               np.random.default_rng(seed))
-    zp, zt = _noise_draws(algo, H, S, A, level, runs, np.random.default_rng(seed))
-    return [("pair", np.asarray(pc0.noisy_visits, float), zp), ("triple", np.asarray(pc0.noisy_transitions, float), zt)]
+    return [("pair", np.asarray(pc0.noisy_visits, float)), ("triple", np.asarray(pc0.noisy_transitions, float))]
 
 
 def _zero_count_row(fam, at_zero, noise, var, zq, zq_pass) -> dict:
@@ -265,7 +264,9 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
         var = spec.declared_variance(H, b)
         undeclared = var is None
         level = (10 * math.sqrt(var) if not undeclared else algo.width(H, S, A)) + 10
-        npair, ntrip = _noise_draws(algo, H, S, A, level, runs, rng)
+        # at the audited budget the draws far above 0 share their Generator's seed with the zero counts' release
+        seed = int(rng.integers(2**63)) if f == 1.0 else None
+        npair, ntrip = _noise_draws(algo, H, S, A, level, runs, rng if seed is None else np.random.default_rng(seed))
         if undeclared:        # a plug-in that declares no variance: independence is judged on the measured one
             var = float(np.var(np.concatenate([npair.ravel(), ntrip.ravel()]))) or 1.0
             unknown.append(b)
@@ -274,8 +275,8 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
         families = [("pair", npair), ("triple", ntrip)]
         zero_rows = []
         if f == 1.0 and not undeclared:
-            zero_rows = [_zero_count_row(fam, x0, z, var, zq, zq_pass) for fam, x0, z in
-                         _zero_count_release(algo, H, S, A, level, runs, int(rng.integers(2**63)))]
+            zero_rows = [_zero_count_row(fam, x0, z, var, zq, zq_pass) for (fam, x0), z in
+                         zip(_zero_count_release(algo, H, S, A, runs, seed), (npair, ntrip))]
             # the same counts in a large dataset: the noise must not depend on the number of trajectories (a scale
             # shrinking like 1/sqrt(n) passed at the audits' ~300 trajectories)
             bp, bt = _noise_draws(algo, H, S, A, LARGE_LEVEL, runs, rng)
