@@ -333,34 +333,28 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
         self.check_noise(priv)
 
     def apvi_spec(self, priv):
-        """DP-APVI with the audited privatizer CLASS at any budget (:class:`APVIWithPrivatizerClass`), for the
-        checks shared with dp_apvi (audits/lib/offline/whitebox.py)."""
+        """DP-APVI with the audited privatizer CLASS at any budget, for the checks shared with dp_apvi."""
         from dpcheck.audits.lib.offline import APVISpec
         return APVISpec(mechanism="gaussian" if self.gaussian else "laplace",
                         budget=float(priv.rho if self.gaussian else priv.epsilon), delta=float(priv.beta),
                         algorithm=APVIWithPrivatizerClass, extra={"privatizer_class": type(priv)})
 
     def check_zcdp_conversion(self, priv) -> None:
-        """whitebox.zcdp_conversion (Lemma E.15) of a zCDP claim, dp_apvi's check: the PLD epsilon of the declared
-        event within rho + 2 sqrt(rho log(1/delta_dp)), and, when --epsilon / --delta chose rho, rho converting
-        back to that epsilon exactly. Every other check judges the privatizer against the rho it was built with:
-        without this one, an --epsilon read as rho (a 6.6-DP release at delta_dp = 1e-5 for --epsilon 1) passed."""
-        if priv.claim.rho is None:
-            return
-        from dpcheck.audits.lib import offline
-        spec = self.apvi_spec(priv)
-        self.add(offline.zcdp_conversion_check(spec, 3, approx=self.approx))
+        """whitebox.zcdp_conversion (Lemma E.15, dp_apvi's check) of a zCDP claim, with the round trip when --epsilon /
+        --delta chose rho. Every other check judges the rho the audit built: an --epsilon read as rho passed."""
+        if priv.claim.rho is not None:
+            from dpcheck.audits.lib import offline
+            self.add(offline.zcdp_conversion_check(self.apvi_spec(priv), 3, approx=self.approx))
 
     def check_noise_scale(self, priv) -> None:
         """whitebox.noise_scale / noise_independence: the noise the audited class DRAWS at H = 3 (S = A = 2), through
         DP-APVI's release, against the variance its claim implies (2H/rho; 2 (4H/eps)^2), at budget x {1/4, 1, 4}
         (audits/lib/offline/whitebox.py). The black box and the DpEvent run at H = 1 and the sensitivity check reads
         the declared sigma: without this, noise drawn for H = 1 at every horizon (rho-zCDP claimed, 3 rho at H = 3)
-        passed. Cost: ~0.1 s (5000 runs; --quick 2000)."""
+        passed. Cost: ~1 s (offline.CALIBRATION_RUNS, default and --quick alike)."""
         from dpcheck.audits.lib import offline
-        spec = self.apvi_spec(priv)
-        for c in offline.noise_calibration_checks(spec, runs=offline.CALIBRATION_RUNS, rng=self.rng("noise-scale"),
-                                                  alpha=self.exe.alpha):
+        for c in offline.noise_calibration_checks(self.apvi_spec(priv), runs=offline.CALIBRATION_RUNS,
+                                                  rng=self.rng("noise-scale"), alpha=self.exe.alpha):
             self.add(c)
 
     def check_blackbox(self, priv) -> None:
