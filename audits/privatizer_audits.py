@@ -18,7 +18,9 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
   (:func:`dpcheck.audits.lib.privatizers.plugin_blackbox`). The white-box ``sensitivity`` / ``tree_noise_reuse``
   checks need the built-ins' scale and structure and run on built-ins only.
 * ``whitebox.dp_event`` -- the privacy profile computed exactly (dp_accounting PLD) from the privatizer's
-  declared DpEvent (``declare()``: from its parameters and the sizes, nothing run), against its Claim.
+  declared DpEvent (``declare()``: from its parameters and the sizes, nothing run), against its Claim;
+  ``whitebox.zcdp_conversion`` (offline, a zCDP claim) -- Lemma E.15, and the rho that ``--epsilon`` /
+  ``--delta`` chose converting back to that epsilon.
 * ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks (online)
   and the noise bound (offline, Lemma C.2).
 * ``whitebox.noise_scale`` / ``whitebox.noise_independence`` (offline) -- the noise the audited class draws at
@@ -120,6 +122,10 @@ OFFLINE_GAUSSIAN_CLAIMS = (    # offline_gaussian_privatizer: rho-zCDP
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent stays within the rho-zCDP profile",
              f"{OFFLINE}, Lemma C.1 (docs/derivations.md#neighbouring-relation)", "check_dp_event"),
+    ClaimRow("whitebox.zcdp_conversion", "whitebox",
+             "rho-zCDP => (rho + 2 sqrt(rho log(1/delta_dp)), delta_dp)-DP; the rho --epsilon / --delta chose "
+             "converts back to that epsilon exactly", f"{OFFLINE}, Lemma E.15, docs/derivations.md#noise-calibration",
+             "check_zcdp_conversion"),
     ClaimRow("whitebox.sensitivity", "whitebox",
              "one replaced trajectory moves each family by <= sqrt(2H) in l2",
              f"{OFFLINE}, docs/derivations.md#neighbouring-relation", "check_sensitivity"),
@@ -312,6 +318,7 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
 
     gaussian: ClassVar[bool]
     uses = SAMPLING
+    approx: tuple | None = None       # (eps, delta_dp) when --epsilon / --delta chose rho (Lemma E.15)
 
     def privatizer(self):
         raise NotImplementedError
@@ -320,23 +327,34 @@ class OfflinePrivatizerAudit(PrivatizerAudit):
         priv = self.privatizer()
         self.check_blackbox(priv)
         self.check_dp_event(priv)
+        self.check_zcdp_conversion(priv)
         self.check_sensitivity(priv)
         self.check_noise_scale(priv)
         self.check_noise(priv)
+
+    def apvi_spec(self, priv):
+        """DP-APVI with the audited privatizer CLASS at any budget, for the checks shared with dp_apvi."""
+        from dpcheck.audits.lib.offline import APVISpec
+        return APVISpec(mechanism="gaussian" if self.gaussian else "laplace",
+                        budget=float(priv.rho if self.gaussian else priv.epsilon), delta=float(priv.beta),
+                        algorithm=APVIWithPrivatizerClass, extra={"privatizer_class": type(priv)})
+
+    def check_zcdp_conversion(self, priv) -> None:
+        """whitebox.zcdp_conversion (Lemma E.15, dp_apvi's check) of a zCDP claim, with the round trip when --epsilon /
+        --delta chose rho. Every other check judges the rho the audit built: an --epsilon read as rho passed."""
+        if priv.claim.rho is not None:
+            from dpcheck.audits.lib import offline
+            self.add(offline.zcdp_conversion_check(self.apvi_spec(priv), 3, approx=self.approx))
 
     def check_noise_scale(self, priv) -> None:
         """whitebox.noise_scale / noise_independence: the noise the audited class DRAWS at H = 3 (S = A = 2), through
         DP-APVI's release, against the variance its claim implies (2H/rho; 2 (4H/eps)^2), at budget x {1/4, 1, 4}
         (audits/lib/offline/whitebox.py). The black box and the DpEvent run at H = 1 and the sensitivity check reads
         the declared sigma: without this, noise drawn for H = 1 at every horizon (rho-zCDP claimed, 3 rho at H = 3)
-        passed. Cost: ~0.1 s (5000 runs; --quick 2000)."""
+        passed. Cost: ~1 s (offline.CALIBRATION_RUNS, default and --quick alike)."""
         from dpcheck.audits.lib import offline
-        from dpcheck.audits.lib.offline import APVISpec
-        spec = APVISpec(mechanism="gaussian" if self.gaussian else "laplace",
-                        budget=float(priv.rho if self.gaussian else priv.epsilon), delta=float(priv.beta),
-                        algorithm=APVIWithPrivatizerClass, extra={"privatizer_class": type(priv)})
-        for c in offline.noise_calibration_checks(spec, runs=offline.CALIBRATION_RUNS, rng=self.rng("noise-scale"),
-                                                  alpha=self.exe.alpha):
+        for c in offline.noise_calibration_checks(self.apvi_spec(priv), runs=offline.CALIBRATION_RUNS,
+                                                  rng=self.rng("noise-scale"), alpha=self.exe.alpha):
             self.add(c)
 
     def check_blackbox(self, priv) -> None:
@@ -393,10 +411,12 @@ class OfflineGaussianPrivatizerAudit(OfflinePrivatizerAudit):
         from dpcheck.algorithms.privatizers.offline import OfflineGaussianPrivatizer
         o = self.opts
         if o.epsilon is not None:        # --epsilon (with --delta) selects rho through the zCDP conversion
-            priv = OfflineGaussianPrivatizer.from_approx_dp(o.epsilon, o.delta or 1e-5)
+            self.approx = (float(o.epsilon), float(o.delta or 1e-5))
+            priv = OfflineGaussianPrivatizer.from_approx_dp(*self.approx)
         else:
             priv = OfflineGaussianPrivatizer(rho=float(self.params.rho if self.params.rho is not None else 1.0))
-        self.config.update(privatizer="offline_gaussian", rho=priv.rho)
+        self.config.update(privatizer="offline_gaussian", rho=priv.rho,
+                           approx_dp={"epsilon": self.approx[0], "delta_dp": self.approx[1]} if self.approx else None)
         return priv
 
 
@@ -447,6 +467,8 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
                  "check_blackbox"),
         ClaimRow("whitebox.dp_event", "whitebox", "the PLD of the declared DpEvent stays within the claim",
                  f"{OFFLINE}, Lemma C.1 (docs/derivations.md#neighbouring-relation)", "check_dp_event"),
+        ClaimRow("whitebox.zcdp_conversion", "whitebox", "a zCDP claim: the PLD epsilon of the declared DpEvent "
+                 "stays within rho + 2 sqrt(rho log(1/delta_dp))", f"{OFFLINE}, Lemma E.15", "check_zcdp_conversion"),
         ClaimRow("whitebox.sensitivity", "whitebox", "one replaced trajectory moves the counts by no more than the "
                  "sensitivity the noise is calibrated for (sqrt(2H) l2 per family / 4H l1 both)",
                  f"{OFFLINE}, docs/derivations.md#neighbouring-relation", "check_sensitivity"),
@@ -494,9 +516,13 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
         priv = self.privatizer()
         self.check_blackbox(priv)
         self.check_dp_event(priv)
+        self.check_zcdp_conversion(priv)
         self.check_sensitivity(priv)
         self.check_noise_scale(priv)
         self.check_noise(priv)
+
+    def apvi_spec(self, priv):
+        return self.spec
 
     def check_blackbox(self, priv) -> None:
         if self.spec.plugin is None:
@@ -510,7 +536,7 @@ class OfflineCountPrivatizerAudit(OfflinePrivatizerAudit):
     def check_noise_scale(self, priv) -> None:
         """whitebox.noise_scale / noise_independence through DP-APVI's release (audits/lib/offline/whitebox.py)."""
         from dpcheck.audits.lib import offline
-        for c in offline.noise_calibration_checks(self.spec, runs=offline.CALIBRATION_RUNS,
+        for c in offline.noise_calibration_checks(self.apvi_spec(priv), runs=offline.CALIBRATION_RUNS,
                                                   rng=self.rng("noise-scale"), alpha=self.exe.alpha):
             self.add(c)
 

@@ -12,6 +12,8 @@ import numpy as np
 
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check, invariant_check, probability_check, vacuous
 
+from dpcheck.audits.lib.privatizers.offline_counts import consistency_violations
+
 from dpcheck.audits.lib.offline.spec import APVISpec, SOURCE, TOL, _claim_dict
 
 
@@ -42,10 +44,7 @@ def count_checks(spec: APVISpec, counts, *, rng, alpha: float, what: str = "", s
                              alpha=alpha, what="|n' - n| <= E/2 for all counts", details=dict(det),
                              claim=_claim_dict(spec, "w.p. >= 1 - delta, |n' - n| <= E/2 for every pair and triple count",
                                                f"{src}, Lemma C.2 / docs/derivations.md#noise-calibration"))]
-    sums = pc.transitions.sum(-1)
-    cons = ((np.abs(pc.visits - sums) > TOL * np.maximum(1, pc.visits))
-            | np.any(pc.transitions < -TOL, axis=-1)
-            | (np.abs(pc.visits - pc.noisy_visits) > E / 2 + TOL * np.maximum(1, pc.visits)))
+    cons = consistency_violations(pc, TOL)        # the privatizer audits' assumption.sum_consistency too
     band = float(np.abs(pc.visits - pc.noisy_visits).max())
     out.append(invariant_check(id="assumption.consistency" + suffix, violations=int(cons.sum()), total=int(cons.size),
                                what="ntil >= 0, ntil(s,a) = sum_s' ntil(s,a,s'), |ntil(s,a) - n'(s,a)| <= E/2",

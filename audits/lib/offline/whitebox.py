@@ -24,14 +24,17 @@ from dpcheck.audits.lib.offline.targets import step_swap_pair
 # ============================================================ privacy: white box
 def dp_event_check(spec: APVISpec, H: int, S: int, A: int) -> Check:
     """whitebox.dp_event: the algorithm's declared DpEvent (``DPAPVI.dp_event``) accounted exactly with the
-    dp_accounting PLD against the claim (dpcheck.audits.lib.privatizers.dp_event_check)."""
+    dp_accounting PLD against the claim (dpcheck.audits.lib.privatizers.dp_event_check), and held to the noise
+    the privatizer declares drawing (its ``noise_variance(H)``, which whitebox.noise_scale measures:
+    dpcheck.audits.lib.privatizers.event_noise_finding), built-in or plug-in alike: a PLD within the claim
+    certifies nothing about an event that accounts for more noise than is drawn (a built-in's event with
+    multiplier sigma / sqrt(H) instead of sigma / sqrt(2H), rho under-declared 2x, passed)."""
     algo = spec.make()
     if algo.privatizer is None:
         return _no_noise_check("whitebox.dp_event", spec, algo)
-    check = pa.dp_event_check(algo.dp_event(H), spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
-    if spec.plugin is None:
-        return check
-    return pa.tie_event(check, pa.event_noise_finding(algo.privatizer, H))   # a plug-in's event must describe its noise
+    event = algo.dp_event(H)
+    check = pa.dp_event_check(event, spec.claim(), label=f"{type(algo).__name__}(H={H}, S={S}, A={A})")
+    return pa.tie_event(check, pa.event_noise_finding(algo.privatizer, H, event=event))
 
 
 def _no_noise_check(id: str, spec: APVISpec, algo) -> Check:
@@ -176,20 +179,46 @@ def _noise_draws(algo, H, S, A, level, runs, rng):
     return pc.noisy_visits - v, pc.noisy_transitions - t
 
 
-def _zero_count_noise(algo, H, S, A, runs, rng):
-    """The noise the privatizer adds to counts that are 0, before the clip at 0 (its ``noisy_counts`` hook on
-    all-zero counts): [("pair", (R,H,S,A)), ("triple", (R,H,S,A,S))]; [] for a privatizer without that hook
-    (the noise off, or a plug-in that overrides ``privatize`` as a whole). The paper's noise does not depend
-    on the count (eq. 2); a privatizer that leaves zero counts unnoised releases which counts are 0 exactly
-    (a 0 -> 1 change of one count is then visible with certainty), which the draws far above 0 cannot show."""
-    from dpcheck.algorithms.privatizers.offline import OfflineCountPrivatizer
-    priv = getattr(algo, "privatizer", None)
-    hook = None if priv is None else getattr(pa.privatizer_class(priv), "noisy_counts", None)   # the user's class
-    if priv is None or hook is None or hook is OfflineCountPrivatizer.noisy_counts:
+def _zero_count_release(algo, H, S, A, runs, seed):
+    """The release n' of counts that are 0, through the algorithm's release (``private_counts``, i.e. the
+    privatizer's public ``privatize``: noise, clip at 0, LP), from a Generator seeded with ``seed``:
+    [("pair", n' (R,H,S,A)), ("triple", n' (R,H,S,A,S))]; [] with the noise off. The caller compares it with the
+    noise n' - n of counts far above 0 drawn from a Generator of the same seed.
+
+    The paper's noise does not depend on the count (eq. 2), so n'(0) has the law of max(Z, 0), Z the noise drawn
+    anywhere else. A privatizer that leaves zero counts unnoised -- in its noise hook or after it, in ``privatize``
+    -- releases which counts are 0 exactly: a replaced trajectory with a transition no other trajectory has
+    moves that count 0 -> 1, visible with probability P[1 + Z > 0] (0.76 at rho = 1, H = 1), which draws far
+    above 0 cannot show. The same seed couples the two draws when the privatizer consumes its Generator the same
+    way whatever the counts (the built-ins, most plug-ins): a variance reduction only, the comparison below is
+    valid without it."""
+    from dpcheck.algorithms.offline import TabularCounts
+    if getattr(algo, "privatizer", None) is None:
         return []
-    pair, triple = np.zeros((runs, H, S, A)), np.zeros((runs, H, S, A, S))
-    zp, zt = priv.noisy_counts(pair, triple, rng)
-    return [("pair", np.asarray(zp, float) - pair), ("triple", np.asarray(zt, float) - triple)]
+    zero_v, zero_t = np.zeros((runs, H, S, A)), np.zeros((runs, H, S, A, S))
+    pc0 = algo.private_counts(TabularCounts(visits=zero_v, transitions=zero_t, reward_sums=None, n=0),
+                              np.random.default_rng(seed))
+    return [("pair", np.asarray(pc0.noisy_visits, float)), ("triple", np.asarray(pc0.noisy_transitions, float))]
+
+
+def _zero_count_row(fam, at_zero, noise, var, zq, zq_pass) -> dict:
+    """One row of whitebox.noise_scale for counts that are 0: the mean of n'(0)^2 over the mean of max(Z, 0)^2
+    (Z the noise at a count far above 0, the same cells and runs) with a paired delta-method interval, and the
+    difference of the two means in units of the declared sd. Both are 1 and 0 when the noise is the same at 0."""
+    x, ref = at_zero.reshape(-1), np.maximum(noise.reshape(-1), 0.0)
+    a, b = x * x, ref * ref
+    m_b = float(b.mean())
+    ratio = float(a.mean()) / m_b if m_b > 0 else math.inf
+    se = float(np.std(a - ratio * b, ddof=1) / math.sqrt(a.size)) / m_b if m_b > 0 else math.inf
+    se += 1e-12            # exactly coupled draws (se 0): the interval still covers the rounding of the two means
+    d = (x - ref) / math.sqrt(var)
+    mean, mse = float(d.mean()), float(d.std(ddof=1) / math.sqrt(d.size))
+    return {"family": f"{fam} at n = 0", "variance_ratio": ratio, "ci": [ratio - zq * se, ratio + zq * se],
+            "pass_ci": [ratio - zq_pass * se, ratio + zq_pass * se], "declared_variance": var,
+            "standardised_mean": mean, "mean_ci": [mean - zq * mse, mean + zq * mse],
+            "mean_pass_ci": [mean - zq_pass * mse, mean + zq_pass * mse], "draws": int(x.size),
+            "measured": "E[n'(0)^2] / E[max(Z, 0)^2] (released, after the clip at 0); "
+                        "mean: (E n'(0) - E max(Z, 0)) / sd"}
 
 
 # repetitions of noise_calibration_checks in the audits (default and --quick alike, ~1 s): enough for a PASS to
@@ -211,8 +240,10 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
     off by a factor 1/b, 16x at b = 1/4, 1/4 at b = 4); PASS if it lies within [0.98, 1.1], which certifies
     the claimed budget to 2% (rho) / 1% (eps); else INCONCLUSIVE. The standardised mean noise is judged
     against 0 +- ``tolerance``.
-    At the audited budget the noise is also drawn on counts that are 0 (:func:`_zero_count_noise`) and judged
-    by the same band.
+    At the audited budget counts that are 0 are released too, through the algorithm's release (noise, clip, LP:
+    :func:`_zero_count_release`), and E[n'(0)^2] / E[max(Z, 0)^2] (Z the noise of the same cells far above 0) is
+    judged by the same band, the difference of the means against 0 +- ``tolerance`` sd: a privatizer that does
+    not noise zero counts (n'(0) = 0, ratio 0) reveals which counts are 0.
     Independence: the correlation of every pair of the H S A (S + 1) released counts, pair and triple, every
     step (:func:`dpcheck.audits.lib.privatizers.correlation_screen`, Bonferroni over the pairs): FAIL if one
     lies wholly beyond +-``tolerance`` (one draw reused across h, across states, or by a pair count and one of
@@ -233,15 +264,19 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
         var = spec.declared_variance(H, b)
         undeclared = var is None
         level = (10 * math.sqrt(var) if not undeclared else algo.width(H, S, A)) + 10
-        npair, ntrip = _noise_draws(algo, H, S, A, level, runs, rng)
+        # at the audited budget the draws far above 0 share their Generator's seed with the zero counts' release
+        seed = int(rng.integers(2**63)) if f == 1.0 else None
+        npair, ntrip = _noise_draws(algo, H, S, A, level, runs, rng if seed is None else np.random.default_rng(seed))
         if undeclared:        # a plug-in that declares no variance: independence is judged on the measured one
             var = float(np.var(np.concatenate([npair.ravel(), ntrip.ravel()]))) or 1.0
             unknown.append(b)
             if f != 1.0:
                 continue
         families = [("pair", npair), ("triple", ntrip)]
-        if f == 1.0:
-            families += [(f"{fam} at n = 0", z) for fam, z in _zero_count_noise(algo, H, S, A, runs, rng)]
+        zero_rows = []
+        if f == 1.0 and not undeclared:
+            zero_rows = [_zero_count_row(fam, x0, z, var, zq, zq_pass) for (fam, x0), z in
+                         zip(_zero_count_release(algo, H, S, A, runs, seed), (npair, ntrip))]
             # the same counts in a large dataset: the noise must not depend on the number of trajectories (a scale
             # shrinking like 1/sqrt(n) passed at the audits' ~300 trajectories)
             bp, bt = _noise_draws(algo, H, S, A, LARGE_LEVEL, runs, rng)
@@ -279,6 +314,15 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
             if band in ("low", "high") or mci[0] > tolerance or mci[1] < -tolerance or law == "law":
                 bad.append(dict(row, band=band if band in ("low", "high") else law or "mean"))
             elif band == "unsure" or pmci[0] < -tolerance or pmci[1] > tolerance or law == "unsure":
+                unsure.append(row)
+        for row in zero_rows:
+            row["budget"] = b
+            rows.append(row)
+            band = pa.variance_band(row["ci"], row["pass_ci"])
+            mci, pmci = row["mean_ci"], row["mean_pass_ci"]
+            if band in ("low", "high") or mci[0] > tolerance or mci[1] < -tolerance:
+                bad.append(dict(row, band=band if band in ("low", "high") else "mean"))
+            elif band == "unsure" or pmci[0] < -tolerance or pmci[1] > tolerance:
                 unsure.append(row)
         if f == 1.0:
             # every pair of released coordinates, pair and triple counts of every step (D = H S A (S + 1))
@@ -331,7 +375,12 @@ def noise_calibration_checks(spec: APVISpec, *, runs: int, rng, alpha: float, H:
                  "band": f"PASS within [1 - {pa.VARIANCE_RESOLUTION:g}, 1 + {pa.VARIANCE_TOLERANCE:g}], FAIL wholly "
                          f"below 1 or above 1 + {pa.VARIANCE_TOLERANCE:g} (dpcheck.audits.lib.privatizers.variance_band)",
                  "mean_tolerance": tolerance},
-        reason=(f"variance / declared = {bad[0]['variance_ratio']:.4g} (mean {bad[0]['standardised_mean']:.3g} sd) at "
+        reason=(f"{bad[0]['family']} counts: E[n'(0)^2] / E[max(Z, 0)^2] = {bad[0]['variance_ratio']:.4g}, interval "
+                f"{[round(v, 4) for v in bad[0]['ci']]} (mean difference {bad[0]['standardised_mean']:.3g} sd): a "
+                f"count that is 0 is released with {'less' if bad[0]['variance_ratio'] < 1 else 'other'} noise than "
+                f"the others (after the clip at 0), so the release shows which counts are 0 (eq. 2's noise does not "
+                f"depend on the count)" if bad and "n = 0" in bad[0]["family"] else
+                f"variance / declared = {bad[0]['variance_ratio']:.4g} (mean {bad[0]['standardised_mean']:.3g} sd) at "
                 f"{spec.budget_name} = {bad[0]['budget']:g} ({bad[0]['family']} counts), interval "
                 f"{[round(v, 4) for v in bad[0]['ci']]} {side[bad[0]['band']]}"
                 if bad else (f"variance / declared: interval {[round(v, 4) for v in unsure[0]['pass_ci']]} at "

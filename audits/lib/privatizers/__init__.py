@@ -18,7 +18,7 @@ is :func:`dpcheck.audits.lib.privatizers.whitebox.sensitivity_check`):
   tree's noise covariance, docs/derivations.md#readings).
 * ``offline_counts`` -- the offline (DP-APVI) count privatizers: :func:`offline_target`,
   :func:`offline_plugin_target`, :func:`offline_sensitivity_check`, :func:`offline_noise_checks` (Lemma C.2,
-  sum identity, valid P~).
+  sum identity and the LP's band: :func:`consistency_violations`, valid P~).
 * ``assumptions`` -- :func:`assumption_checks` (Assumption 3.1 over R repetitions, audits/lib/tabular.py).
 * ``post_processing`` -- :func:`post_processing_check` (Lemma 5.4's conclusions on adversarial good-event
   inputs, fed to the privatizer's ``post_processed``).
@@ -42,6 +42,7 @@ from dpcheck.audits.lib.privatizers.targets import VIEWS, released_stream, centr
 from dpcheck.audits.lib.privatizers.offline_counts import (
     offline_worst_datasets, offline_target, OfflineReleaseStatistics, offline_plugin_target,
     offline_privatizer_plugin_target, offline_sensitivity_check, offline_noise_checks, event_noise_finding,
+    consistency_violations,
 )
 from dpcheck.audits.lib.privatizers.whitebox import (
     EPS_SLACK, dp_event_check, tie_event, family_vectors_central, family_vectors_local, sensitivity_search, sensitivity_check,
@@ -61,7 +62,8 @@ __all__ = [
     "MessageStatistics", "stream_samples", "plugin_stream_search", "plugin_message_search", "PRIVATIZER_SAMPLES",
     "plugin_blackbox", "plugin_message_blackbox", "VIEWS", "released_stream", "central_target", "local_target", "offline_worst_datasets",
     "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
-    "offline_sensitivity_check", "offline_noise_checks", "event_noise_finding", "EPS_SLACK", "dp_event_check", "tie_event", "family_vectors_central",
+    "offline_sensitivity_check", "offline_noise_checks", "event_noise_finding", "consistency_violations",
+    "EPS_SLACK", "dp_event_check", "tie_event", "family_vectors_central",
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
     "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "implied_nodes", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",

@@ -172,10 +172,24 @@ def offline_sensitivity_check(priv, *, gaussian: bool, H: int = 2, S: int = 2, A
                  reason=reason)
 
 
+def consistency_violations(out, tol: float = 1e-9) -> np.ndarray:
+    """Where the post-processed counts of one release ``out`` (an OfflineCounts: ntil, n', width E) break eqs. 3-4
+    (Section 3.3's LP): ntil(s,a) != sum_s' ntil(s,a,s'), a negative ntil(s,a,s'), or |ntil(s,a) - n'(s,a)| > E/2
+    -- the LP's band is centred on the NOISY pair count n'; centred on anything else (the raw n, which the
+    privacy argument does not cover) ntil leaves it. Relative tolerance ``tol``. -> bool (runs, H, S, A)."""
+    E = float(out.width)
+    scale = tol * np.maximum(1, np.abs(out.visits))
+    return ((np.abs(out.visits - out.transitions.sum(-1)) > scale)
+            | np.any(out.transitions < -tol, axis=-1)
+            | (np.abs(out.visits - out.noisy_visits) > E / 2 + scale))
+
+
 def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: int = 3, A: int = 2) -> list:
     """The offline privatizer on R = ``runs`` repetitions of constant counts (5 everywhere): the uniform
-    noise bound |n' - n| <= E/2 (Lemma C.2; probability check at failure rate beta), the sum identity and
-    non-negativity of ntil (eq. 3-4) and a valid P~ (eq. 5). Returns the three checks."""
+    noise bound |n' - n| <= E/2 (Lemma C.2; probability check at failure rate beta), the sum identity,
+    non-negativity of ntil and the LP's band |ntil(s,a) - n'(s,a)| <= E/2 (eq. 3-4,
+    :func:`consistency_violations`, dp_apvi's assumption.consistency) and a valid P~ (eq. 5). Returns the three
+    checks."""
     from dpcheck.checks import probability_check
     R, Hn, Sn, An = runs, H, S, A
     pair = np.zeros((R, Hn, Sn, An)) + 5
@@ -188,12 +202,15 @@ def offline_noise_checks(priv, *, runs: int, rng, alpha: float, H: int = 3, S: i
                                 beta=priv.beta, alpha=alpha, what="|n' - n| <= E/2 for all counts",
                                 claim={"statement": "w.p. >= 1 - delta, |n' - n| <= E/2 uniformly (Lemma C.2; docs/derivations.md#widths-e)",
                                        "source": priv.claim.source})]
-    bad_sum = np.abs(out.visits - out.transitions.sum(-1)) > 1e-9 * np.maximum(1, out.visits)
-    bad_sum |= np.any(out.transitions < 0, axis=-1)
+    bad_sum = consistency_violations(out)
     checks.append(invariant_check(id="assumption.sum_consistency", violations=int(bad_sum.sum()),
                                   total=int(bad_sum.size),
-                                  claim={"statement": "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0 (eq. 3-4)",
-                                         "source": priv.claim.source}, what="sum consistency"))
+                                  details={"max_band_deviation": float(np.abs(out.visits - out.noisy_visits).max()),
+                                           "half_width": E / 2},
+                                  claim={"statement": "ntil(s,a) = sum_s' ntil(s,a,s'), ntil >= 0, |ntil(s,a) - "
+                                                      "n'(s,a)| <= E/2 (eq. 3-4, the LP's band around n')",
+                                         "source": priv.claim.source},
+                                  what="sum consistency and the LP's band around n'"))
     P = out.kernel
     bad = int((~(np.all(P >= 0, -1) & (np.abs(P.sum(-1) - 1) < 1e-9))).sum())
     checks.append(invariant_check(id="assumption.valid_transition", violations=bad, total=int(P[..., 0].size),
@@ -209,7 +226,7 @@ def _integer_variance(weights) -> float:
     return float(2.0 * (k * k * w).sum() / (w[0] + 2.0 * w[1:].sum()))
 
 
-def event_noise_finding(priv, H: int, tolerance: float = 0.01) -> dict:
+def event_noise_finding(priv, H: int, tolerance: float = 0.01, event=None) -> dict:
     """Does the declared DpEvent describe the noise the privatizer declares it draws (``noise_variance(H)``, which
     whitebox.noise_scale measures)? The interface fixes the sensitivity of one replaced trajectory (l2 sqrt(2H)
     per family, l1 4H for both families), so an all-Gaussian event of total rho stands for per-count noise
@@ -221,12 +238,15 @@ def event_noise_finding(priv, H: int, tolerance: float = 0.01) -> dict:
     whitebox.dp_event certifies a claim the release does not meet (a plug-in drawing noise for H = 1 at every
     horizon while declaring the horizon's event passed every other check).
 
+    ``event``: the DpEvent to hold to the noise (default: the privatizer's own, ``declare(H, 2, 1)``; dp_apvi
+    passes the algorithm's ``dp_event(H)``, the event it accounts).
+
     -> {"H", "status": "consistent" | "inconsistent" | "untied", "text", ...}; untied when the plug-in declares no
     variance or its event is neither all-Gaussian nor all-Laplace."""
     from dpcheck.accounting import closed_form
     v = getattr(priv, "noise_variance", None)
     V = v(H) if callable(v) else None
-    cf = closed_form(priv.declare(H, 2, 1).dp_event())
+    cf = closed_form(priv.declare(H, 2, 1).dp_event() if event is None else event)
     if V is None or not V > 0:
         return {"H": H, "status": "untied", "text": "no noise_variance(H) declared: the event is not tied to the noise"}
     if math.isfinite(cf["rho"]) and cf["rho"] > 0:
