@@ -16,6 +16,9 @@ is :func:`dpcheck.audits.lib.privatizers.whitebox.sensitivity_check`):
 * ``whitebox`` -- :func:`dp_event_check` (the declared DpEvent's PLD against the Claim),
   :func:`sensitivity_check` (hypothesis search over neighbouring trajectories), :func:`tree_reuse_check` (the
   tree's noise covariance, docs/derivations.md#readings).
+* ``drawn_noise`` -- :func:`noise_law_checks` (``whitebox.noise_scale`` / ``whitebox.noise_independence`` of the
+  online privatizers: the release noise drawn at H = 2, S = 3, A = 2 over every tree level up to K = 2^12 / 2^14,
+  against the declared scale, and the correlation of every pair of coordinates).
 * ``offline_counts`` -- the offline (DP-APVI) count privatizers: :func:`offline_target`,
   :func:`offline_plugin_target`, :func:`offline_sensitivity_check`, :func:`offline_noise_checks` (Lemma C.2,
   sum identity, valid P~).
@@ -47,6 +50,10 @@ from dpcheck.audits.lib.privatizers.whitebox import (
     VARIANCE_TOLERANCE, variance_band, correlation_screen,
 )
 from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
+from dpcheck.audits.lib.privatizers.drawn_noise import (NOISE_LAW_K, UCBVI_NOISE_LAW_K, NOISE_LAW_SHAPE,
+                                                        NOISE_LAW_RUNS, release_times, declared_noise, noise_pieces,
+                                                        noise_scale_check, noise_independence_check,
+                                                        noise_law_checks)
 
 __all__ = [
     "UCBVI_SOURCE", "NASH_SOURCE", "Trajectory", "worst_case_pair", "background", "laplace_llr", "gaussian_llr",
@@ -61,5 +68,6 @@ __all__ = [
     "family_vectors_local", "sensitivity_search", "sensitivity_check", "tree_covariance_z", "tree_noise_structure",
     "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "implied_nodes", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",
-    "assumption_checks",
+    "assumption_checks", "NOISE_LAW_K", "UCBVI_NOISE_LAW_K", "NOISE_LAW_SHAPE", "NOISE_LAW_RUNS", "release_times",
+    "declared_noise", "noise_pieces", "noise_scale_check", "noise_independence_check", "noise_law_checks",
 ]
