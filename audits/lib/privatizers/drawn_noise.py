@@ -51,7 +51,8 @@ from dpcheck.audits.lib.privatizers.whitebox import (VARIANCE_RESOLUTION, VARIAN
 NOISE_LAW_K = 2 ** 12          # the privatizer audits (L = 13; their own runs stop at K = 64); dp_ucbvi: 2^14
 UCBVI_NOISE_LAW_K = 2 ** 14    # dp_ucbvi's regret sweep runs K up to 2^14 (audits/dp_ucbvi.py regret_sweep): L = 15
 NOISE_LAW_SHAPE = (2, 3, 2)    # H, S, A: H > 1 (a scale without H), A > 1 (noise shared by the actions), S > 2
-NOISE_LAW_RUNS = (48, 32)      # default, --quick: 48 runs x ~450 pieces = 21,000 rows for the correlation screen
+NOISE_LAW_RUNS = (64, 64)      # default, --quick (the cost is K observe() calls, ~ flat in the runs): the top
+                               # level holds runs x C >= 3,000 nodes (games: 64 x 48), ~29,000 rows to correlate
 ODD_MAX = 127                  # releases at t = m 2^j, m odd <= 127: up to 64 nodes of each level
 GROUP_RESOLUTION = 0.25        # every level / coordinate certified to variance >= 0.75 declared (scale >= 0.87 b)
 
@@ -106,7 +107,7 @@ def _variance_per_scale(event):
 
 
 def noise_pieces(template, *, kind: str, b: float, law: float, H: int = 2, S: int = 3, A: int = 2,
-                 K: int = NOISE_LAW_K, runs: int = 48, seed: int = 0, rewards: bool = True) -> dict:
+                 K: int = NOISE_LAW_K, runs: int = 64, seed: int = 0, rewards: bool = True) -> dict:
     """The standardised independent pieces of the release noise (module docstring) of ``runs`` runs of K users
     with uniform random trajectories and rewards (the noise is data-independent, docs/derivations.md#widths-e).
 
