@@ -244,3 +244,14 @@ def test_dp_ucbvi_privacy_section_catches_the_planted_defects(monkeypatch, priva
     monkeypatch.setattr(DPUCBVIAudit, "regret", lambda self, *a: None)
     v = _run("dp_ucbvi", privatizer=privatizer, samples=20_000)
     assert v[check] == FAIL, v
+
+
+class CentralWithoutNoisyFields(CentralPrivatizer):
+    def release(self):
+        from dataclasses import replace
+        return replace(super().release(), noisy_visits=None, noisy_transitions=None)
+
+
+def test_releases_without_noisy_counts_are_inconclusive_not_failed():
+    c = _law(CentralWithoutNoisyFields(1.0), "central", K=64)
+    assert {x.verdict for x in c.values()} == {"inconclusive"} and "noisy_visits" in c["whitebox.noise_scale"].reason

@@ -112,7 +112,9 @@ def noise_pieces(template, *, kind: str, b: float, law: float, H: int = 2, S: in
     with uniform random trajectories and rewards (the noise is data-independent, docs/derivations.md#widths-e).
 
     Returns {"Z": (pieces, runs, C) pieces / declared sd, "group": (pieces,) tree level (central) or dyadic
-    range of t (local), "family": (C,) 0 visits / 1 transitions / 2 rewards, "labels": C names, "times"}."""
+    range of t (local), "family": (C,) 0 visits / 1 transitions / 2 rewards, "labels": C names, "times",
+    "null_var_sq": (pieces,) Var(Z^2) of each piece under the declared law}; None when the releases carry no N^
+    (a user's class may leave noisy_* None: the noise is then not observable)."""
     p = copy.deepcopy(template)
     p.start(runs, H, S, A, K, np.random.default_rng(seed), rewards=rewards)
     data = np.random.default_rng([seed, 1])
@@ -125,7 +127,10 @@ def noise_pieces(template, *, kind: str, b: float, law: float, H: int = 2, S: in
         rw = data.random((runs, H)) if rewards else None
         p.observe(st, ac, rw)
         if t in read_at:
-            err[t] = _flat_release(p.release()) - _flat_true(p.true_counts())         # (runs, C)
+            pc = p.release()
+            if getattr(pc, "noisy_visits", None) is None or getattr(pc, "noisy_transitions", None) is None:
+                return None
+            err[t] = _flat_release(pc) - _flat_true(p.true_counts())         # (runs, C)
     C = err[int(T[0])].shape[1]
     zero = np.zeros((runs, C))
     pieces, groups, counts = [], [], []
@@ -273,12 +278,18 @@ def noise_law_checks(template, *, kind: str, claim_source: str, alpha: float, ru
     src = f"{claim_source}; drawn noise vs declared scale (docs/privatizers.md)"
     b, law, where = declared_noise(template, kind=kind, H=H, S=S, A=A, K=K, rewards=rewards)
     if b is None:
-        if is_plugin(template):
-            return []
-        return [Check(id=i, kind="whitebox", verdict=INCONCLUSIVE, claim={"statement": "the noise drawn has the "
-                      "declared scale", "source": src}, measured={"confidence": None}, details={}, reason=where)
-                for i in ("whitebox.noise_scale", "whitebox.noise_independence")]
+        return [] if is_plugin(template) else _undecided(src, where)
     pieces = noise_pieces(template, kind=kind, b=b, law=law, H=H, S=S, A=A, K=K, runs=runs, seed=seed,
                           rewards=rewards)
+    if pieces is None:
+        return _undecided(src, "the releases carry no N^ (noisy_visits / noisy_transitions are None): the noise "
+                               "drawn is not observable")
     return [noise_scale_check(pieces, kind=kind, b=b, where=where, alpha=alpha, source=src, shape=(H, S, A, K)),
             noise_independence_check(pieces, alpha=alpha, source=src, shape=(H, S, A, K))]
+
+
+def _undecided(source: str, reason: str) -> list:
+    """Both checks INCONCLUSIVE with ``reason`` (the noise cannot be held to a declaration)."""
+    return [Check(id=i, kind="whitebox", verdict=INCONCLUSIVE, measured={"confidence": None}, details={},
+                  claim={"statement": "the noise drawn has the declared scale", "source": source}, reason=reason)
+            for i in ("whitebox.noise_scale", "whitebox.noise_independence")]
