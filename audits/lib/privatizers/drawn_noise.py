@@ -32,6 +32,8 @@ Each piece is standardised by its declared sd; under the declaration every stand
   coordinate); else INCONCLUSIVE. ``measured["epsilon_ratio_upper"]`` turns the groups' bounds into the
   realised eps / claimed eps they allow (central: (1/L) sum_j 1/sqrt(r_j), the levels composing; local:
   max_j 1/sqrt(r_j), one message).
+  The intervals treat the coordinates of a piece as independent, which whitebox.noise_independence tests: noise
+  shared by two coordinates also narrows them (a noise_scale FAIL beside a noise_independence FAIL is that).
 * :func:`noise_independence_check` (``whitebox.noise_independence``): every pair of coordinates of the pieces
   (:func:`correlation_screen`, Bonferroni over the pairs, tolerance 0.1).
 """
