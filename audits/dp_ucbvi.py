@@ -192,7 +192,7 @@ class DPUCBVIAudit(Audit):
             # --quick 2^12); [] for a user's privatizer that declares no scale (its black-box search is the evidence)
             for c in pa.noise_law_checks(p, kind=kind, claim_source=claim.source, alpha=exe.alpha,
                                          runs=exe.pick(*pa.NOISE_LAW_RUNS), seed=exe.seed,
-                                         K=exe.pick(pa.UCBVI_NOISE_LAW_K, pa.NOISE_LAW_K)):
+                                         K=exe.pick(*pa.UCBVI_NOISE_LAW_K)):
                 self.add(c)
         if notion in ("JDP", "LDP") and pa.is_plugin(p):
             # a user's privatizer: black box only, nothing assumed about its noise; the search over the

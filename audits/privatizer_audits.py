@@ -22,7 +22,7 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
 * ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks and the good event
   |N^ - N| <= E/4 (online) and the noise bound (offline, Lemma C.2).
 * ``whitebox.noise_scale`` / ``whitebox.noise_independence`` (online) -- the release noise the built-in draws at
-  H = 2, S = 3, A = 2 over every tree level up to K = 2^12, per level, family and coordinate, against its declared
+  H = 2, S = 3, A = 2 over every tree level up to K = 2^11, per level, family and coordinate, against its declared
   scale, and the correlation of every pair of coordinates (:func:`dpcheck.audits.lib.privatizers.noise_law_checks`):
   the black boxes run at H = A = 1, K = 2, and dp_event / sensitivity read the declaration.
 * ``whitebox.noise_scale`` / ``whitebox.noise_independence`` (offline) -- the noise the audited class draws at
@@ -70,9 +70,9 @@ ASSUMPTION_ROWS = (            # Assumption 3.1 of both online papers, over repe
              "w.p. >= 1 - beta/3, |N^ - N| <= E/4 for all (h,s,a,s',k) (the hypothesis of no_underestimation)",
              f"{UCBVI}, Lemmas 5.1 / 5.6 (Lemma 5.4's hypothesis); {NASH}, Lemmas 5.1 / 5.4", "check_assumption"),
 )
-NOISE_ROWS = (                 # the noise the built-ins draw, at H = 2, S = 3, A = 2 and every tree level to K = 2^12
+NOISE_ROWS = (                 # the noise the built-ins draw, at H = 2, S = 3, A = 2 and every tree level to K = 2^11
     ClaimRow("whitebox.noise_scale", "whitebox",
-             "the release noise drawn at H = 2, S = 3, A = 2 up to K = 2^12 has the declared variance at every tree "
+             "the release noise drawn at H = 2, S = 3, A = 2 up to K = 2^11 has the declared variance at every tree "
              "level (central) / range of episodes (local), count family and coordinate",
              f"{UCBVI}, Lemmas 5.1 / 5.6; docs/privatizers.md", "check_whitebox"),
     ClaimRow("whitebox.noise_independence", "whitebox",
@@ -253,8 +253,8 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
 
     def check_noise_law(self, p, claim, rewards) -> None:
         """whitebox.noise_scale / noise_independence: the release noise drawn at H = 2, S = 3, A = 2 over every tree
-        level up to K = 2^12 against the declared scale (the other checks read the declaration or run at H = 1,
-        A = 1, K <= 16). Cost ~0.5-1 s: K calls of the privatizer's observe()."""
+        level up to K = 2^11 against the declared scale (the other checks read the declaration or run at H = 1,
+        A = 1, K <= 16). Cost ~0.3-0.5 s CPU: K calls of the privatizer's observe()."""
         self.progress(f"{self.kind} privatizer: the noise drawn, up to K = {pa.NOISE_LAW_K}")
         for c in pa.noise_law_checks(p, kind=self.kind, claim_source=claim.source, alpha=self.exe.alpha,
                                      runs=self.exe.pick(*pa.NOISE_LAW_RUNS), seed=self.int_seed("noise-law"),

@@ -17,7 +17,7 @@ is :func:`dpcheck.audits.lib.privatizers.whitebox.sensitivity_check`):
   :func:`sensitivity_check` (hypothesis search over neighbouring trajectories), :func:`tree_reuse_check` (the
   tree's noise covariance, docs/derivations.md#readings).
 * ``drawn_noise`` -- :func:`noise_law_checks` (``whitebox.noise_scale`` / ``whitebox.noise_independence`` of the
-  online privatizers: the release noise drawn at H = 2, S = 3, A = 2 over every tree level up to K = 2^12 / 2^14,
+  online privatizers: the release noise drawn at H = 2, S = 3, A = 2 over every tree level up to K = 2^11 (dp_ucbvi: 2^14),
   against the declared scale, and the correlation of every pair of coordinates).
 * ``offline_counts`` -- the offline (DP-APVI) count privatizers: :func:`offline_target`,
   :func:`offline_plugin_target`, :func:`offline_sensitivity_check`, :func:`offline_noise_checks` (Lemma C.2,

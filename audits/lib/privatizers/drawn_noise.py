@@ -7,9 +7,10 @@ one draw shared by the actions of a state or by two count families (a noise-free
 coordinates), a release that sums the raw rewards instead of the messages: all passed them. This module
 measures the noise of the releases themselves, through the privatizer interface only (``start`` / ``observe``
 / ``release`` / ``true_counts``), at a realistic shape (H = 2, S = 3, A = 2, rewards uniform on [0, 1]) and
-over every tree level up to K = 2^12 episodes (``NOISE_LAW_K``; dp_ucbvi: 2^14, the largest K its regret sweep
-runs, ``UCBVI_NOISE_LAW_K``). The cost is the privatizer's own observe() K times (~0.1 ms each, nearly
-independent of the runs): ~0.5 s at 2^12, ~2 s at 2^14.
+over every tree level up to K = 2^11 episodes in the privatizer audits (``NOISE_LAW_K``; 32 x their own largest
+K) and 2^14 in dp_ucbvi (``UCBVI_NOISE_LAW_K``: the largest K its regret sweep runs; --quick 2^12). The cost is
+the privatizer's own observe() K times (~0.1 ms each, nearly flat in the runs): ~0.3-0.5 s CPU at 2^11, ~1.3-1.8 s
+at 2^14.
 
 The release noise e_t = N^(t) - N(t) (and R~ - R) is read after t episodes for t in :func:`release_times`
 (t = m 2^j, m odd <= ``ODD_MAX`` = 127: a set closed under t -> t - lowbit(t)). Its independent pieces:
@@ -50,8 +51,8 @@ from dpcheck.audits.lib.privatizers.targets import _flat_release, _flat_true
 from dpcheck.audits.lib.privatizers.whitebox import (VARIANCE_RESOLUTION, VARIANCE_TOLERANCE, correlation_screen,
                                                      variance_band)
 
-NOISE_LAW_K = 2 ** 12          # the privatizer audits (L = 13; their own runs stop at K = 64); dp_ucbvi: 2^14
-UCBVI_NOISE_LAW_K = 2 ** 14    # dp_ucbvi's regret sweep runs K up to 2^14 (audits/dp_ucbvi.py regret_sweep): L = 15
+NOISE_LAW_K = 2 ** 11          # the privatizer audits: L = 12 levels (their own runs stop at K = 64), ~0.5 s
+UCBVI_NOISE_LAW_K = (2 ** 14, 2 ** 12)   # dp_ucbvi (default, --quick): its regret sweep's largest K (regret_sweep)
 NOISE_LAW_SHAPE = (2, 3, 2)    # H, S, A: H > 1 (a scale without H), A > 1 (noise shared by the actions), S > 2
 NOISE_LAW_RUNS = (64, 64)      # default, --quick (the cost is K observe() calls, ~ flat in the runs): the top
                                # level holds runs x C >= 3,000 nodes (games: 64 x 48), ~29,000 rows to correlate
