@@ -60,6 +60,13 @@ class DPUCBVIAudit(Audit):
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "binary-tree node noise is drawn once and reused: Cov(B(t), B(t')) = #shared nodes x 2b^2",
                  f"Chan, Shi & Song 2011; {QW}, Lemma 5.1; Lemma 5.1(a)", "privatizers.tree_reuse_check"),
+        ClaimRow("whitebox.noise_scale", "whitebox",
+                 "the release noise drawn at H = 2, S = 3, A = 2 up to K = 2^14 (the regret sweep's largest) has the "
+                 "declared variance at every tree level / range of episodes, count family and coordinate",
+                 f"{QW}, Lemma 5.1 / 5.6; docs/privatizers.md", "privatizers.noise_law_checks"),
+        ClaimRow("whitebox.noise_independence", "whitebox",
+                 "fresh independent noise for every released coordinate (actions of a state, count families)",
+                 f"{QW}, Lemma 5.1 / 5.6 (one mechanism per coordinate)", "privatizers.noise_law_checks"),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
                  "the released count stream is eps-DP in one user's data (black box)",
                  f"{QW}, Lemma 5.1", "privatizers.central_target"),
@@ -204,6 +211,12 @@ class DPUCBVIAudit(Audit):
             if kind == "central":
                 self.add(pa.tree_reuse_check(p, runs=exe.pick(4_000, 1_000), seed=exe.seed, source=claim.source,
                                              alpha=exe.alpha))
+            # the noise drawn at H = 2, S = 3, A = 2 over every tree level the regret sweep uses (K up to 2^14;
+            # --quick 2^12); [] for a user's privatizer that declares no scale (its black-box search is the evidence)
+            for c in pa.noise_law_checks(p, kind=kind, claim_source=claim.source, alpha=exe.alpha,
+                                         runs=exe.pick(*pa.NOISE_LAW_RUNS), seed=exe.seed,
+                                         K=exe.pick(*pa.UCBVI_NOISE_LAW_K)):
+                self.add(c)
         if notion in ("JDP", "LDP") and pa.is_plugin(p):
             # a user's privatizer: black box only, nothing assumed about its noise; the search over the
             # stream length, the user's position and the statistic runs on the privatizer audits' budget

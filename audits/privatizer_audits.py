@@ -21,8 +21,12 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
   declared DpEvent (``declare()``: from its parameters and the sizes, nothing run), against its Claim;
   ``whitebox.zcdp_conversion`` (offline, a zCDP claim) -- Lemma E.15, and the rho that ``--epsilon`` /
   ``--delta`` chose converting back to that epsilon.
-* ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks (online)
-  and the noise bound (offline, Lemma C.2).
+* ``whitebox.sensitivity``, ``whitebox.tree_noise_reuse`` (Central), the Assumption 3.1 checks and the good event
+  |N^ - N| <= E/4 (online) and the noise bound (offline, Lemma C.2).
+* ``whitebox.noise_scale`` / ``whitebox.noise_independence`` (online) -- the release noise the built-in draws at
+  H = 2, S = 3, A = 2 over every tree level up to K = 2^11, per level, family and coordinate, against its declared
+  scale, and the correlation of every pair of coordinates (:func:`dpcheck.audits.lib.privatizers.noise_law_checks`):
+  the black boxes run at H = A = 1, K = 2, and dp_event / sensitivity read the declaration.
 * ``whitebox.noise_scale`` / ``whitebox.noise_independence`` (offline) -- the noise the audited class draws at
   H = 3 against the variance its claim implies (eq. 2): the black box and the DpEvent run at H = 1, so a noise
   computed for H = 1 at every horizon would otherwise pass.
@@ -64,6 +68,18 @@ ASSUMPTION_ROWS = (            # Assumption 3.1 of both online papers, over repe
     ClaimRow("assumption.valid_transition", "assumption",
              "P~(.|s,a) is a full-support distribution",
              f"{UCBVI} / {NASH}, Remark 3.2", "check_assumption"),
+    ClaimRow("assumption.good_event", "assumption",
+             "w.p. >= 1 - beta/3, |N^ - N| <= E/4 for all (h,s,a,s',k) (the hypothesis of no_underestimation)",
+             f"{UCBVI}, Lemmas 5.1 / 5.6 (Lemma 5.4's hypothesis); {NASH}, Lemmas 5.1 / 5.4", "check_assumption"),
+)
+NOISE_ROWS = (                 # the noise the built-ins draw, at H = 2, S = 3, A = 2 and every tree level to K = 2^11
+    ClaimRow("whitebox.noise_scale", "whitebox",
+             "the release noise drawn at H = 2, S = 3, A = 2 up to K = 2^11 has the declared variance at every tree "
+             "level (central) / range of episodes (local), count family and coordinate",
+             f"{UCBVI}, Lemmas 5.1 / 5.6; docs/privatizers.md", "check_whitebox"),
+    ClaimRow("whitebox.noise_independence", "whitebox",
+             "fresh independent noise for every released coordinate: no two (actions of a state, count families) "
+             "share a draw", f"{UCBVI}, Lemmas 5.1 / 5.6 (one mechanism per coordinate)", "check_whitebox"),
 )
 CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, eps-JDP
     ClaimRow("privacy.blackbox", "privacy",
@@ -79,6 +95,7 @@ CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, 
     ClaimRow("whitebox.tree_noise_reuse", "whitebox",
              "node noise drawn once and reused: Cov(B(t), B(t')) = #shared nodes x 2 b^2",
              "Chan, Shi & Song 2011; docs/derivations.md#noise-calibration", "check_whitebox"),
+    *NOISE_ROWS,
     *ASSUMPTION_ROWS,
 )
 LOCAL_CLAIMS = (               # local_privatizer: the Laplace randomiser, eps-LDP
@@ -95,6 +112,7 @@ LOCAL_CLAIMS = (               # local_privatizer: the Laplace randomiser, eps-L
     ClaimRow("whitebox.sensitivity", "whitebox",
              "per-family l1 sensitivity of one message <= 2 H under replacement; eps = sum_f Delta_f / b",
              f"{UCBVI}, Lemma 5.6; {NASH}", "check_whitebox"),
+    *NOISE_ROWS,
     *ASSUMPTION_ROWS,
 )
 OFFLINE_ROWS = (               # the offline noise bound and the released counts
@@ -233,9 +251,21 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
                                    label=f"{pa.privatizer_class(p).__name__}(H={H}, S={S}, A={A}, K={K})"))
 
     def check_whitebox(self, p, claim, rewards) -> None:
-        """whitebox.sensitivity (both) and whitebox.tree_noise_reuse (central) of a built-in."""
+        """whitebox.sensitivity (both), whitebox.tree_noise_reuse (central) and the noise drawn
+        (whitebox.noise_scale / noise_independence, pa.noise_law_checks) of a built-in."""
         self.add(pa.sensitivity_check(p, kind=self.kind, claim=claim, H=self.H, S=self.S, A=self.A, K=self.K,
                                       rewards=rewards, examples=self.exe.pick(300, 100)))
+        self.check_noise_law(p, claim, rewards)
+
+    def check_noise_law(self, p, claim, rewards) -> None:
+        """whitebox.noise_scale / noise_independence: the release noise drawn at H = 2, S = 3, A = 2 over every tree
+        level up to K = 2^11 against the declared scale (the other checks read the declaration or run at H = 1,
+        A = 1, K <= 16). Cost ~0.3-0.5 s CPU: K calls of the privatizer's observe()."""
+        self.progress(f"{self.kind} privatizer: the noise drawn, up to K = {pa.NOISE_LAW_K}")
+        for c in pa.noise_law_checks(p, kind=self.kind, claim_source=claim.source, alpha=self.exe.alpha,
+                                     runs=self.exe.pick(*pa.NOISE_LAW_RUNS), seed=self.int_seed("noise-law"),
+                                     rewards=rewards):
+            self.add(c)
 
     # -- Assumption 3.1 ---------------------------------------------------------------------------------
     def check_assumption(self, p, claim, rewards) -> None:

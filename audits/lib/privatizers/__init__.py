@@ -16,6 +16,9 @@ is :func:`dpcheck.audits.lib.privatizers.whitebox.sensitivity_check`):
 * ``whitebox`` -- :func:`dp_event_check` (the declared DpEvent's PLD against the Claim),
   :func:`sensitivity_check` (hypothesis search over neighbouring trajectories), :func:`tree_reuse_check` (the
   tree's noise covariance, docs/derivations.md#readings).
+* ``drawn_noise`` -- :func:`noise_law_checks` (``whitebox.noise_scale`` / ``whitebox.noise_independence`` of the
+  online privatizers: the release noise drawn at H = 2, S = 3, A = 2 over every tree level up to K = 2^11 (dp_ucbvi: 2^14),
+  against the declared scale, and the correlation of every pair of coordinates).
 * ``offline_counts`` -- the offline (DP-APVI) count privatizers: :func:`offline_target`,
   :func:`offline_plugin_target`, :func:`offline_sensitivity_check`, :func:`offline_noise_checks` (Lemma C.2,
   sum identity and the LP's band: :func:`consistency_violations`, valid P~).
@@ -52,6 +55,10 @@ from dpcheck.audits.lib.privatizers.whitebox import (
 from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
 from dpcheck.audits.lib.privatizers.post_processing import (PATTERNS, RUNS_PER_PATTERN, TOLERANCE, adversarial_inputs,
                                                              post_processing_check)
+from dpcheck.audits.lib.privatizers.drawn_noise import (NOISE_LAW_K, UCBVI_NOISE_LAW_K, NOISE_LAW_SHAPE,
+                                                        NOISE_LAW_RUNS, release_times, declared_noise, noise_pieces,
+                                                        noise_scale_check, noise_independence_check,
+                                                        noise_law_checks)
 
 __all__ = [
     "UCBVI_SOURCE", "NASH_SOURCE", "Trajectory", "worst_case_pair", "background", "laplace_llr", "gaussian_llr",
@@ -68,4 +75,6 @@ __all__ = [
     "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "implied_nodes", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",
     "assumption_checks", "PATTERNS", "RUNS_PER_PATTERN", "TOLERANCE", "adversarial_inputs", "post_processing_check",
+    "NOISE_LAW_K", "UCBVI_NOISE_LAW_K", "NOISE_LAW_SHAPE", "NOISE_LAW_RUNS", "release_times",
+    "declared_noise", "noise_pieces", "noise_scale_check", "noise_independence_check", "noise_law_checks",
 ]

@@ -29,4 +29,15 @@ def assumption_checks(template, *, runs=200, H=2, S=3, A=2, K=64, rewards=True, 
         rw = data.random((runs, H)) if rewards else None
         p.observe(st, ac, rw)
         mon.update(p.release(), p.true_counts())
-    return mon.checks(beta=beta, alpha=alpha)
+    # the good event |N^ - N| <= E/4 (Lemmas 5.1 / 5.6: w.p. >= 1 - beta/3) is the hypothesis no_underestimation
+    # is judged on: without its own check, an E too small by 3x (the good event failing in most runs) passed, the
+    # no-underestimation check silently restricted to the few good-event runs (dp_ucbvi judges it the same way)
+    good = mon.good_event_check(
+        id="assumption.good_event", beta=beta / 3, alpha=alpha,
+        claim={"statement": "|N^ - N| <= E/4 for all (h,s,a,s',k) w.p. >= 1 - beta/3 (the good event of Lemmas "
+                            "5.1 / 5.6; the hypothesis of Lemma 5.4)", "beta": beta / 3,
+               "source": f"{source}; Lemmas 5.1 / 5.6" if source else "Lemmas 5.1 / 5.6"},
+        details={"width_E": p.width, "runs": runs, "K": K, "H": H, "S": S, "A": A,
+                 "max_noisy_error_over_quarter_E": mon.noise_ratio.tolist()},
+        what="the good event")
+    return [*mon.checks(beta=beta, alpha=alpha), good]
