@@ -56,7 +56,8 @@ from dpcheck.audits.lib.privatizers.assumptions import assumption_checks
 from dpcheck.audits.lib.privatizers.post_processing import (PATTERNS, RUNS_PER_PATTERN, TOLERANCE, adversarial_inputs,
                                                              post_processing_check)
 from dpcheck.audits.lib.privatizers.drawn_noise import (NOISE_LAW_K, UCBVI_NOISE_LAW_K, NOISE_LAW_SHAPE,
-                                                        NOISE_LAW_RUNS, release_times, declared_noise, noise_pieces,
+                                                        NOISE_LAW_RUNS, ODD_MAX, GROUP_RESOLUTION, FAMILIES,
+                                                        release_times, declared_noise, noise_pieces,
                                                         noise_scale_check, noise_independence_check,
                                                         noise_law_checks)
 
@@ -75,6 +76,7 @@ __all__ = [
     "NODE_VARIANCE_K", "NODE_VARIANCE_RUNS", "release_errors", "release_error_structure", "implied_nodes", "node_variance_ratio", "tree_verdict", "tree_reuse_check", "VARIANCE_RESOLUTION", "VARIANCE_TOLERANCE", "variance_band", "correlation_screen", "DEGENERACY_K", "DEGENERACY_RUNS",
     "stream_degeneracy", "null_combination", "judge_null_combination",
     "assumption_checks", "PATTERNS", "RUNS_PER_PATTERN", "TOLERANCE", "adversarial_inputs", "post_processing_check",
-    "NOISE_LAW_K", "UCBVI_NOISE_LAW_K", "NOISE_LAW_SHAPE", "NOISE_LAW_RUNS", "release_times",
+    "NOISE_LAW_K", "UCBVI_NOISE_LAW_K", "NOISE_LAW_SHAPE", "NOISE_LAW_RUNS", "ODD_MAX", "GROUP_RESOLUTION",
+    "FAMILIES", "release_times",
     "declared_noise", "noise_pieces", "noise_scale_check", "noise_independence_check", "noise_law_checks",
 ]
