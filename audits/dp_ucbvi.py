@@ -67,6 +67,10 @@ class DPUCBVIAudit(Audit):
         ClaimRow("whitebox.noise_independence", "whitebox",
                  "fresh independent noise for every released coordinate (actions of a state, count families)",
                  f"{QW}, Lemma 5.1 / 5.6 (one mechanism per coordinate)", "privatizers.noise_law_checks"),
+        ClaimRow("whitebox.post_processing", "whitebox",
+                 "for every N^ with |N^ - N| <= E/4 (noise at the corners of the box): N <= N~(s,a) <= N + E, "
+                 "N~(s,a,s') > 0, |N~(s,a,s') - N| <= E (the audit's runs never reach E/4)",
+                 f"{QW}, Lemma 5.4 (proof, eq. 85)", "privatizers.post_processing_check"),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
                  "the released count stream is eps-DP in one user's data (black box)",
                  f"{QW}, Lemma 5.1", "privatizers.central_target"),
@@ -217,6 +221,8 @@ class DPUCBVIAudit(Audit):
                                          runs=exe.pick(*pa.NOISE_LAW_RUNS), seed=exe.seed,
                                          K=exe.pick(*pa.UCBVI_NOISE_LAW_K)):
                 self.add(c)
+            # Lemma 5.4 on adversarial N^ (the post-processing the planner reads; no count here reaches E/4)
+            self.add(pa.post_processing_check(p, seed=exe.seed, lemma=f"{QW}, Lemma 5.4"))
         if notion in ("JDP", "LDP") and pa.is_plugin(p):
             # a user's privatizer: black box only, nothing assumed about its noise; the search over the
             # stream length, the user's position and the statistic runs on the privatizer audits' budget

@@ -71,6 +71,10 @@ ASSUMPTION_ROWS = (            # Assumption 3.1 of both online papers, over repe
     ClaimRow("assumption.good_event", "assumption",
              "w.p. >= 1 - beta/3, |N^ - N| <= E/4 for all (h,s,a,s',k) (the hypothesis of no_underestimation)",
              f"{UCBVI}, Lemmas 5.1 / 5.6 (Lemma 5.4's hypothesis); {NASH}, Lemmas 5.1 / 5.4", "check_assumption"),
+    ClaimRow("whitebox.post_processing", "whitebox",
+             "for every N^ with |N^ - N| <= E/4 (noise at the corners of the box): N <= N~(s,a) <= N + E, "
+             "N~(s,a,s') > 0, |N~(s,a,s') - N| <= E (the random runs never reach E/4)",
+             f"{UCBVI}, Lemma 5.4 (proof, eq. 85); {NASH}, Lemma 5.8", "check_assumption"),
 )
 NOISE_ROWS = (                 # the noise the built-ins draw, at H = 2, S = 3, A = 2 and every tree level to K = 2^11
     ClaimRow("whitebox.noise_scale", "whitebox",
@@ -277,6 +281,9 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         for c in pa.assumption_checks(p, runs=self.exe.pick(400, 150), rewards=rewards, rng=self.rng("assumption"),
                                       beta=getattr(p, "beta", 0.1), alpha=self.exe.alpha, source=asrc):
             self.add(c)
+        # Lemma 5.4 itself, on adversarial N^: no count of the random runs reaches E/4 (no_underestimation is vacuous)
+        self.add(pa.post_processing_check(p, seed=self.int_seed("post-processing"),
+                                          lemma=f"{UCBVI}, Lemma 5.4; {NASH}, Lemma 5.8"))
 
 
 class CentralPrivatizerAudit(OnlinePrivatizerAudit):
