@@ -3,16 +3,22 @@ assumptions its analysis rests on, and its regret rates (Qiao & Wang 2024, Lemma
 
 `dpcheck audit dp_nash_vi [--privatizer central|local|path.py:Class] [--epsilon E] [--quick]`
 
-The claim table below says what each check tests and where the paper says it. Three regimes:
+The claim table below says what each check tests and where the paper says it. Four regimes:
 
-* privacy at both levels: the privatizer's releases (white box, and a tight black box) and the
-  algorithm's observable outputs (black box: catches a raw count used anywhere). Games setting throughout:
+* privacy at both levels: the privatizer's releases (white box, a tight black box on N^ at H = 2 steps, and a
+  black box on the planner's view N~) and the algorithm's observable outputs (black box: catches a raw count used anywhere). Games setting throughout:
   joint actions j = a*B + b, rewards=False (the reward is known), so 2 stream families. The JDP audit runs
   the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota): privacy does not depend on C1, C2
  , and with these a raw count in the bonus changes the deployed actions.
 * assumptions in theory mode (C1 = 2, C2 = 10, the privatizer's rigorous width) on a seeded T3 game. There
   the bonus exceeds H at feasible K, so the optimism checks hold trivially and say so ("vacuous"); they are
   repeated in the labelled practical mode (ids suffixed .practical), informative but without guarantee.
+* assumptions in the exact model (ids suffixed .exact): the non-private algorithm on a game with deterministic
+  transitions and A = 2 != B = 3 (lib.nash.exact_model_game), where P~ = P wherever visited and Lemma B.7's
+  conclusion holds surely for any constants (docs/derivations.md#exact-model). With C1 = 1, C2 = 0.002 the bonus
+  does not saturate, so optimism, the correlated sandwich and the certificate are informative invariants that
+  can FAIL (unsoftened), and the privatizer's counts are checked against the recorded trajectories (an encoding
+  of the joint action that confuses A and B shows only where A != B).
 * regret in practical mode (C1 = 0.1, C2 = 0.02, nominal width: orders only, no guarantee) on
   ``stochastic_pennies`` (algorithms/games/testbeds.py): mixed equilibria in every reached stage game keep
   the regret in the sqrt(K) regime. Every regret run uses the same seed (common random numbers), so a
