@@ -50,7 +50,7 @@ from dpcheck.parallel import with_result_cache
 from dpcheck.registry import SAMPLING, SetOption
 
 # sizes of every part: (default, quick); the black box's samples are the audit's Defaults
-ASSUMPTION = {"runs": (300, 120), "K": (300, 120), "exact_runs": (60, 30), "exact_K": (200, 120)}
+ASSUMPTION = {"runs": (300, 120), "K": (300, 120), "exact_runs": (40, 30), "exact_K": (160, 120)}
 # the exact-model batch's game: deterministic transitions, A != B (lib.nash.exact_model_game)
 EXACT_GAME = {"S": 3, "A": 2, "B": 3, "H": 3}
 # regret eps grids where the privacy cost is neither saturated (bonus >= H all along: cost ~ K, flat in eps)
