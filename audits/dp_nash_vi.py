@@ -6,10 +6,10 @@ assumptions its analysis rests on, and its regret rates (Qiao & Wang 2024, Lemma
 The claim table below says what each check tests and where the paper says it. Four regimes:
 
 * privacy at both levels: the privatizer's releases (white box, a tight black box on N^ at H = 2 steps, and a
-  black box on the planner's view N~) and the algorithm's observable outputs (black box: catches a raw count used anywhere). Games setting throughout:
-  joint actions j = a*B + b, rewards=False (the reward is known), so 2 stream families. The JDP audit runs
-  the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota): privacy does not depend on C1, C2
- , and with these a raw count in the bonus changes the deployed actions.
+  black box on the planner's view N~) and the algorithm's observable outputs (black box: catches a raw count
+  used anywhere). Games setting throughout: joint actions j = a*B + b, rewards=False (the reward is known), so
+  2 stream families. The JDP audit runs the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota):
+  privacy does not depend on C1, C2, and with these a raw count in the bonus changes the deployed actions.
 * assumptions in theory mode (C1 = 2, C2 = 10, the privatizer's rigorous width) on a seeded T3 game. There
   the bonus exceeds H at feasible K, so the optimism checks hold trivially and say so ("vacuous"); they are
   repeated in the labelled practical mode (ids suffixed .practical), informative but without guarantee.
