@@ -3,16 +3,22 @@ assumptions its analysis rests on, and its regret rates (Qiao & Wang 2024, Lemma
 
 `dpcheck audit dp_nash_vi [--privatizer central|local|path.py:Class] [--epsilon E] [--quick]`
 
-The claim table below says what each check tests and where the paper says it. Three regimes:
+The claim table below says what each check tests and where the paper says it. Four regimes:
 
-* privacy at both levels: the privatizer's releases (white box, and a tight black box) and the
-  algorithm's observable outputs (black box: catches a raw count used anywhere). Games setting throughout:
-  joint actions j = a*B + b, rewards=False (the reward is known), so 2 stream families. The JDP audit runs
-  the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota): privacy does not depend on C1, C2
- , and with these a raw count in the bonus changes the deployed actions.
+* privacy at both levels: the privatizer's releases (white box, a tight black box on N^ at H = 2 steps, and a
+  black box on the planner's view N~) and the algorithm's observable outputs (black box: catches a raw count
+  used anywhere). Games setting throughout: joint actions j = a*B + b, rewards=False (the reward is known), so
+  2 stream families. The JDP audit runs the algorithm with the audit constants C1 = 0, C2 = 1/(H S E iota):
+  privacy does not depend on C1, C2, and with these a raw count in the bonus changes the deployed actions.
 * assumptions in theory mode (C1 = 2, C2 = 10, the privatizer's rigorous width) on a seeded T3 game. There
   the bonus exceeds H at feasible K, so the optimism checks hold trivially and say so ("vacuous"); they are
   repeated in the labelled practical mode (ids suffixed .practical), informative but without guarantee.
+* assumptions in the exact model (ids suffixed .exact): the non-private algorithm on a game with deterministic
+  transitions and A = 2 != B = 3 (lib.nash.exact_model_game), where P~ = P wherever visited and Lemma B.7's
+  conclusion holds surely for any constants (docs/derivations.md#exact-model). With C1 = 1, C2 = 0.002 the bonus
+  does not saturate, so optimism, the correlated sandwich and the certificate are informative invariants that
+  can FAIL (unsoftened), and the privatizer's counts are checked against the recorded trajectories (an encoding
+  of the joint action that confuses A and B shows only where A != B).
 * regret in practical mode (C1 = 0.1, C2 = 0.02, nominal width: orders only, no guarantee) on
   ``stochastic_pennies`` (algorithms/games/testbeds.py): mixed equilibria in every reached stage game keep
   the regret in the sqrt(K) regime. Every regret run uses the same seed (common random numbers), so a
@@ -44,7 +50,9 @@ from dpcheck.parallel import with_result_cache
 from dpcheck.registry import SAMPLING, SetOption
 
 # sizes of every part: (default, quick); the black box's samples are the audit's Defaults
-ASSUMPTION = {"runs": (300, 120), "K": (300, 120)}
+ASSUMPTION = {"runs": (300, 120), "K": (300, 120), "exact_runs": (40, 30), "exact_K": (160, 120)}
+# the exact-model batch's game: deterministic transitions, A != B (lib.nash.exact_model_game)
+EXACT_GAME = {"S": 3, "A": 2, "B": 3, "H": 3}
 # regret eps grids where the privacy cost is neither saturated (bonus >= H all along: cost ~ K, flat in eps)
 # nor buried in the non-private regret's seed noise
 REGRET = {"seeds": (16, 16), "K": (8000, 2000), "K_cost": ((1000, 2000, 4000, 8000), (500, 1000, 2000)),
@@ -84,11 +92,17 @@ class DPNashVIAudit(Audit):
                  "Central privatizer: the release errors have the binary tree's covariance (noise drawn once "
                  "per node and reused)", f"{Q}, Lemma 5.1 (tree mechanism)", PRIVATIZERS),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
-                 "the Central privatizer's whole released stream is eps-DP in one user (worst-case user 1, "
-                 "Laplace log-likelihood-ratio statistic)", f"{Q}, Lemma 5.1", PRIVATIZERS),
+                 "the Central privatizer's whole released stream N^ is eps-DP in one user (worst-case user 1, "
+                 "H = 2 steps so that the noise scale's factor H shows, Laplace log-likelihood-ratio statistic)",
+                 f"{Q}, Lemma 5.1", PRIVATIZERS),
         ClaimRow("privacy.ldp.blackbox", "privacy",
-                 "the Local privatizer's message of one pair is eps-LDP (worst-case neighbouring trajectories)",
-                 f"{Q}, Lemma 5.4", PRIVATIZERS),
+                 "the Local privatizer's message of one pair is eps-LDP (worst-case neighbouring trajectories, "
+                 "H = 2 steps)", f"{Q}, Lemma 5.4", PRIVATIZERS),
+        ClaimRow("privacy.privatizer.planner_view", "privacy",
+                 "the counts N~ the planner reads (the released stream after the Section 5.1.1 LP) are eps-DP in "
+                 "one user: catches a release that feeds the LP a raw count, which the N^ view cannot see "
+                 "(built-in privatizers; a user's is searched on both views by privacy.privatizer.blackbox)",
+                 f"{Q}, Lemma 5.1 / Lemma 5.4 (post-processing)", PRIVATIZERS),
         ClaimRow("privacy.jdp.blackbox", "privacy",
                  "Central privatizer + DP-Nash-VI is eps-JDP: the action pairs sent to the other user pairs "
                  "(scripted users, neighbours differ in the first pair) are eps-indistinguishable, whatever "
@@ -145,6 +159,28 @@ class DPNashVIAudit(Audit):
                  ASSUMPTIONS),
         ClaimRow("assumption.certificate.practical", "assumption", "as assumption.certificate, practical constants",
                  f"{Q}, Theorem 4.2 proof {PRACTICAL}", ASSUMPTIONS),
+        # -- the same, exact model: non-private, deterministic transitions, A != B (invariants, any constants)
+        ClaimRow("whitebox.trajectory_counts.exact", "whitebox",
+                 "the counts the privatizer was fed (its true_counts()) are the recorded trajectories' N_h(s,a,b), "
+                 "N_h(s,a,b,s') with joint action j = a B + b, in every run, on a game with A = 2 != B = 3 (where an "
+                 "encoding that confuses A and B shows)", f"{Q}, Algorithm 1 line 19", ASSUMPTIONS, tests=0),
+        ClaimRow("assumption.cce.exact", "assumption", "as assumption.cce, on the exact-model batch (A != B)",
+                 f"{Q}, Algorithm 1 line 14", ASSUMPTIONS, tests=0),
+        ClaimRow("assumption.optimism.exact", "assumption",
+                 "Qb >= Q^{dagger,nu^k} and Qu <= Q^{mu^k,dagger} at every (k,h,s,a,b) in every run: with exact "
+                 "counts and deterministic transitions P~ = P where visited, and Lemma B.7's induction holds surely "
+                 "for any C1, C2 >= 0 (C1 = 1, C2 = 0.002: the bonus does not saturate; an invariant, tolerance "
+                 "1e-8 H^2 for the verified CCEs)", f"{Q}, Lemma B.7 [exact model]; docs/derivations.md#exact-model",
+                 ASSUMPTIONS, tests=0),
+        ClaimRow("assumption.optimism_correlated.exact", "assumption",
+                 "Vu_h^k <= V_h^{pi^k} <= Vb_h^k in every run (exact model: surely)",
+                 f"{Q} (Lemma B.8) [exact model]; docs/derivations.md#exact-model", ASSUMPTIONS, tests=0),
+        ClaimRow("assumption.certificate_chain.exact", "assumption",
+                 "as assumption.certificate_chain, where the certificates are below H (something to select)",
+                 f"{Q}, Algorithm 1 lines 20-24; Theorem 4.2 proof, eq. 50", ASSUMPTIONS, tests=0),
+        ClaimRow("assumption.certificate.exact", "assumption",
+                 "duality gap of (mu^out, nu^out) <= Delta_final in every run (exact model: surely)",
+                 f"{Q}, Theorem 4.2 proof with Lemma B.7 [exact model]", ASSUMPTIONS, tests=0),
         # -- regret (practical mode)
         ClaimRow("regret.exponent.nonprivate", "regret",
                  "non-private limit E = 0: Regret(K) = O~(sqrt(H^2 S A B T)): exponent of the increments "
@@ -273,16 +309,35 @@ class DPNashVIAudit(Audit):
     def assumption_batches(self, game, make) -> dict:
         """lib.nash.assumption_checks in theory mode (all of them), then in practical mode (.practical: the CCE,
         optimism and certificate checks only; the theory batch's stage games are saturated, so its CCE check is
-        vacuous), as two chunks that :meth:`regret` runs beside its own. Returns the chunks'
-        arguments and how to turn their results into checks."""
-        runs, K = self.exe.pick(*ASSUMPTION["runs"]), self.exe.pick(*ASSUMPTION["K"])
+        vacuous), then in the exact model (.exact: the non-private algorithm on a game with deterministic
+        transitions and A != B, where Lemma B.7's conclusion is sure for any constants and the bonus does not
+        saturate, so the optimism and certificate checks are informative invariants; with the trajectory count
+        check, which sees a joint-action encoding that confuses A and B), as three chunks that :meth:`regret`
+        runs beside its own. Returns the chunks' arguments and how to turn their results into checks."""
+        from dpcheck.algorithms.privatizers import NoPrivatizer
+
+        pick = self.exe.pick
+        runs, K = pick(*ASSUMPTION["runs"]), pick(*ASSUMPTION["K"])
+        exact = {"game": nash.exact_model_game(**EXACT_GAME, rng=self.rng("game", "exact")),
+                 "runs": pick(*ASSUMPTION["exact_runs"]), "K": pick(*ASSUMPTION["exact_K"]), **nash.EXACT_CONSTANTS}
         self.progress(f"assumptions: theory and practical mode (labelled; informative, no guarantee), {runs} runs "
-                      f"x K={K} on a T3 game, beside the regret runs")
+                      f"x K={K} on a T3 game, and the exact model ({exact['runs']} runs x K={exact['K']}), beside "
+                      "the regret runs")
         make_nom = nash.privatizer_factory(self.spec, self.eps, self.calibration, "nominal")
         batches = [(make, self.rng("assumptions", "theory"), "theory", ""),
-                   (make_nom, self.rng("assumptions", "practical"), "practical", ".practical")]
-        keep = [lambda c: True, lambda c: c.id.startswith(("assumption.optimism", "assumption.certificate",
-                                                           "assumption.cce"))]
+                   (make_nom, self.rng("assumptions", "practical"), "practical", ".practical"),
+                   (NoPrivatizer, self.rng("assumptions", "exact"), "practical", ".exact", exact)]
+        # the trajectory count check once, where A != B makes it sharp (the encoding does not depend on the privatizer)
+        keep = [lambda c: not c.id.startswith("whitebox.trajectory_counts"),
+                lambda c: c.id.startswith(("assumption.optimism", "assumption.certificate", "assumption.cce")),
+                lambda c: c.id.startswith(("assumption.optimism", "assumption.certificate", "assumption.cce",
+                                           "whitebox.trajectory_counts"))]
+        self.config["exact_model"] = {
+            "game": f"{exact['game'].name}: deterministic transitions s' = f_h(s, a, b), r ~ U[0, 1] (seeded from "
+                    "--seed)", "privatizer": "none (exact counts, E = 0)", "runs": exact["runs"], "K": exact["K"],
+            **nash.EXACT_CONSTANTS,
+            "why": "P~ = P wherever a pair was visited, so Lemma B.7's conclusion holds surely for any C1, C2 >= 0 "
+                   "(docs/derivations.md#exact-model): the optimism and certificate checks are invariants there"}
         return {"args": (batches, game, runs, K, self.alpha), "keep": keep}
 
     # ------------------------------------------------------------------ regret
@@ -333,20 +388,22 @@ class DPNashVIAudit(Audit):
         chunks = nash.regret_chunks(jobs)
         self.config["regret"]["chunks"] = [list(c) for c in chunks]
         self.progress(f"regret: {len(jobs)} runs of DP-Nash-VI on stochastic pennies ({seeds} seeds each, "
-                      f"K <= {Kr}) in {len(chunks)} batches after the 2 assumption batches, {e.workers} worker(s)")
+                      f"K <= {Kr}) in {len(chunks)} batches after the {len(assumptions['keep'])} assumption batches, "
+                      f"{e.workers} worker(s)")
         common = self.int_seed("regret", "common")
-        # the two assumption batches first (short: their checks are reported, and kept if a regret run fails,
-        # as soon as both are in), then the regret batches largest first
-        tasks = ([(nash.assumption_batch, i, assumptions["args"]) for i in range(2)]
+        # the assumption batches first (short: their checks are reported, and kept if a regret run fails,
+        # as soon as all are in), then the regret batches largest first
+        n_assume = len(assumptions["keep"])
+        tasks = ([(nash.assumption_batch, i, assumptions["args"]) for i in range(n_assume)]
                  + [(nash.regret_stack_job, i, (chunks, jobs, game, common)) for i in range(len(chunks))])
         batches, out = {}, [None] * len(chunks)
 
         def take(i, r):
-            if i >= 2:
-                out[i - 2] = r
+            if i >= n_assume:
+                out[i - n_assume] = r
                 return
             batches[i] = r
-            if len(batches) == 2:
+            if len(batches) == n_assume:
                 for b, keep in enumerate(assumptions["keep"]):
                     for c in batches[b]:
                         if keep(c):

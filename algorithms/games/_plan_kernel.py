@@ -137,11 +137,16 @@ def _simplex(M, basis, warm, T, rows, x):
                     if not math.isfinite(rows[i, c]):
                         ok = False
             if ok:
-                # objective row minus sum_i obj[basis_i] * (B^-1 [G | I | 1])_i
+                # objective row minus sum_i obj[basis_i] * (B^-1 [G | I | 1])_i, with obj[basis_i] read before
+                # the row is updated (in place, a basic column c < a later one would change obj[basis_i]
+                # midway: the warm start then "converged" to a non-CCE and every such game fell back to HiGHS)
+                cb = np.empty(m)
+                for i in range(m):
+                    cb[i] = T[m, basis[i]]
                 for c in range(ncol):
                     acc = 0.0
                     for i in range(m):
-                        acc += T[m, basis[i]] * rows[i, c]
+                        acc += cb[i] * rows[i, c]
                     T[m, c] = T[m, c] - acc
                 for i in range(m):
                     for c in range(ncol):

@@ -29,17 +29,23 @@ from __future__ import annotations
 
 from dpcheck.audits.lib.nash.scenario import (SOURCE, BETA, REGRET_TOLERANCE, soften, vacuous, jdp_scenario,
                                               audit_constants, jdp_mechanism, jdp_target, ldp_target, dataflow_check)
-from dpcheck.audits.lib.nash.assumptions import (assumption_batch, assumption_checks, MIN_INFORMATIVE, untested)
+from dpcheck.audits.lib.nash.assumptions import (assumption_batch, assumption_checks, MIN_INFORMATIVE, untested,
+                                                 EXACT_CONSTANTS, exact_model_game, is_exact_model,
+                                                 trajectory_counts_check)
 from dpcheck.audits.lib.nash.privatizers import (theorem_privacy_term, cost_eps_slope, declared_width,
                                                  width_matched_grid, _width_matched, privatizer_checks,
-                                                 privatizer_factory, accepts)
+                                                 privatizer_factory, accepts, BLACKBOX_H, PLANNER_VIEW_SAMPLES)
 from dpcheck.audits.lib.nash.regret import (regret_curves, NONPRIVATE_FROM, EXPONENT_INTERVAL, k_grid, plot_grid,
-                                            regret_job, regret_chunks, regret_stack_job, STACK_MEMBERS, nonprivate_exponent_check, regret_checks, cost_K_comparison,
-                                            band_series, regime, with_reason, regret_plot, local_slopes_plot)
+                                            regret_job, regret_chunks, regret_stack_job, STACK_MEMBERS,
+                                            nonprivate_exponent_check, regret_checks, cost_K_comparison, band_series,
+                                            regime, with_reason, regret_plot, local_slopes_plot)
 
 __all__ = ['SOURCE', 'BETA', 'REGRET_TOLERANCE', 'soften', 'vacuous', 'jdp_scenario', 'audit_constants',
-           'jdp_mechanism', 'jdp_target', 'ldp_target', 'dataflow_check', 'assumption_batch', 'assumption_checks', 'MIN_INFORMATIVE', 'untested', 'theorem_privacy_term', 'cost_eps_slope',
-           'declared_width', 'width_matched_grid', '_width_matched', 'privatizer_checks', 'privatizer_factory',
-           'accepts', 'regret_curves', 'NONPRIVATE_FROM', 'EXPONENT_INTERVAL', 'k_grid', 'plot_grid', 'regret_job', 'regret_chunks', 'regret_stack_job', 'STACK_MEMBERS',
-           'nonprivate_exponent_check', 'regret_checks', 'cost_K_comparison', 'band_series', 'regime', 'with_reason',
-           'regret_plot', 'local_slopes_plot']
+           'jdp_mechanism', 'jdp_target', 'ldp_target', 'dataflow_check', 'assumption_batch', 'assumption_checks',
+           'MIN_INFORMATIVE', 'untested', 'EXACT_CONSTANTS', 'exact_model_game', 'is_exact_model',
+           'trajectory_counts_check', 'theorem_privacy_term', 'cost_eps_slope', 'declared_width',
+           'width_matched_grid', '_width_matched', 'privatizer_checks', 'privatizer_factory', 'accepts', 'BLACKBOX_H',
+           'PLANNER_VIEW_SAMPLES', 'regret_curves', 'NONPRIVATE_FROM', 'EXPONENT_INTERVAL', 'k_grid', 'plot_grid',
+           'regret_job', 'regret_chunks', 'regret_stack_job', 'STACK_MEMBERS', 'nonprivate_exponent_check',
+           'regret_checks', 'cost_K_comparison', 'band_series', 'regime', 'with_reason', 'regret_plot',
+           'local_slopes_plot']

@@ -89,13 +89,25 @@ def _width_matched(spec, ref_spec, ref_grid, calibration, game, K):
 
 
 # ------------------------------------------------------------------ privatizer-level checks
+#: steps of the privatizer black boxes (privacy.privatizer.blackbox, privacy.ldp.blackbox): the Laplace scales grow
+#: with H (b = F H / eps, Lemmas 5.1 / 5.4); at H = 1 a scale that drops H is the right one and passes (at H = 2 a
+#: Local or Central privatizer calibrated for H = 1 shows eps_lb 1.8 / 1.3 > 1 at the default samples)
+BLACKBOX_H = 2
+#: samples per side of privacy.privatizer.planner_view (at most: --quick's budget, in the default run too). N~
+#: carries the LP's shifts, so its event is learned and far from tight (eps_lb 0.15-0.4 for a correct privatizer
+#: at eps = 1); a raw count fed to the LP where N^ < 0 shows eps_lb > 7 at 40,000. Each sample costs the LP of
+#: every release, and the learned scorers' fit ~1 s of CPU whatever the samples (~1.5 s in all, ~5% of the audit).
+PLANNER_VIEW_SAMPLES = 40_000
+
+
 def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool, samples: int, seed: int,
                       blackbox, exe=None) -> list[Check]:
     """The privatizer audits of audits/lib/privatizers/ in the games setting (joint actions A*B, rewards=False,
     2 stream families): whitebox.dp_event (dp_accounting PLD of the declared DpEvent), whitebox.sensitivity
     and whitebox.tree_noise_reuse (built-in privatizers), and the tight black box on what the privatizer
-    releases (privacy.privatizer.blackbox: the Central stream; for LDP the message audit is
-    privacy.ldp.blackbox).
+    releases (privacy.privatizer.blackbox: the Central stream N^; for LDP the message audit is
+    privacy.ldp.blackbox), both at H = :data:`BLACKBOX_H` steps, and, for the built-ins, the black box on the
+    counts N~ the planner reads (privacy.privatizer.planner_view, :data:`PLANNER_VIEW_SAMPLES`).
 
     ``blackbox(target, id=, samples=, claim_source=) -> (Check, AuditResult)``: the audit's black-box
     runner (:meth:`dpcheck.audit.Audit.blackbox`, which carries --alpha, --seed, --workers and --cache).
@@ -129,11 +141,18 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
         out.append(pa.plugin_blackbox(claimed, exe, search="stream", id="privacy.privatizer.blackbox", **pb))
         return out
     if kind == "central":
-        tgt = pa.central_target(claimed, A=AB, rewards=False)
+        tgt = pa.central_target(claimed, H=BLACKBOX_H, A=AB, rewards=False)
         out.append(blackbox(tgt, id="privacy.privatizer.blackbox", samples=samples, claim_source=claim.source)[0])
     else:
-        tgt = pa.local_target(claimed, A=AB, rewards=False)
+        tgt = pa.local_target(claimed, H=BLACKBOX_H, A=AB, rewards=False)
         out.append(blackbox(tgt, id="privacy.ldp.blackbox", samples=samples, claim_source=claim.source)[0])
+    # N~ = the Section 5.1.1 LP applied to N^ is post-processing only if release() feeds the LP nothing but N^
+    # and E: a release that hands the LP a raw count anywhere (e.g. where N^ < 0) leaves N^ -- all the check
+    # above sees -- untouched. For the Local privatizer the stream is a post-processing of the messages, so
+    # eps-LDP bounds it too (Lemma 5.4).
+    tgt = pa.central_target(claimed, A=AB, rewards=False, view="planner")
+    out.append(blackbox(tgt, id="privacy.privatizer.planner_view", samples=min(samples, PLANNER_VIEW_SAMPLES),
+                        claim_source=claim.source)[0])
     return out
 
 

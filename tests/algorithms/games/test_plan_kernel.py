@@ -147,3 +147,18 @@ def test_stage_games_the_kernel_cannot_settle_go_to_highs(monkeypatch):
     assert stats["highs"] > 0 and stats["simplex"] == 0
     assert np.all(cce_residual(pi, Qb, Qu) <= 1e-8 * 2)
     np.testing.assert_allclose(Vb[:, :2], np.einsum("rhsab,rhsab->rhs", pi, Qb), atol=1e-12)
+
+
+def test_warm_starts_settle_the_same_stage_games_as_the_numpy_path():
+    """A warm start read the objective row while updating it in place: where a basic column preceded a later
+    one its cost was lost, the simplex "converged" to a non-CCE, the verification rejected it and HiGHS solved
+    the game (the results stayed right, but on a game with A = 2, B = 3 most warm starts went to HiGHS: 19,340 of
+    108,000 stage games of a 60-run x 200-episode batch, 23 s of CPU instead of 0.4 s). Now the kernel settles
+    exactly the games the numpy path settles."""
+    from dpcheck.algorithms.envs.generators import random_game
+    game = random_game(2, 2, 3, 3, np.random.default_rng(0))
+    stats = {engine: DPNashVI(NoPrivatizer(), mode="practical", C1=1.0, C2=0.005, engine=engine).run(
+        game, 60, np.random.default_rng(1), runs=8).cce_stats for engine in ("numpy", "compiled")}
+    assert stats["compiled"]["simplex"] > 0 and stats["compiled"]["highs"] == 0
+    for key in ("pure", "hint", "simplex", "highs"):
+        assert stats["compiled"][key] == stats["numpy"][key]
