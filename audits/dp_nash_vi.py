@@ -91,6 +91,17 @@ class DPNashVIAudit(Audit):
         ClaimRow("whitebox.tree_noise_reuse", "whitebox",
                  "Central privatizer: the release errors have the binary tree's covariance (noise drawn once "
                  "per node and reused)", f"{Q}, Lemma 5.1 (tree mechanism)", PRIVATIZERS),
+        ClaimRow("whitebox.noise_scale", "whitebox",
+                 "the release noise drawn at H = 2, S = 3, A*B = 4 up to K = 2^13 (the regret runs' largest) has the "
+                 "declared variance at every tree level / range of episodes, count family and coordinate",
+                 f"{Q}, Lemma 5.1 / Lemma 5.4; docs/privatizers.md", PRIVATIZERS),
+        ClaimRow("whitebox.noise_independence", "whitebox",
+                 "fresh independent noise for every released coordinate (joint actions of a state, count families)",
+                 f"{Q}, Lemma 5.1 / Lemma 5.4 (one mechanism per coordinate)", PRIVATIZERS),
+        ClaimRow("whitebox.post_processing", "whitebox",
+                 "for every N^ with |N^ - N| <= E/4 (noise at the corners of the box): N <= N~(s,a) <= N + E, "
+                 "N~(s,a,s') > 0, |N~(s,a,s') - N| <= E (the audit's runs never reach E/4)",
+                 f"{Q}, Lemma 5.8", PRIVATIZERS),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
                  "the Central privatizer's whole released stream N^ is eps-DP in one user (worst-case user 1, "
                  "H = 2 steps so that the noise scale's factor H shows, Laplace log-likelihood-ratio statistic)",

@@ -98,6 +98,9 @@ BLACKBOX_H = 2
 #: at eps = 1); a raw count fed to the LP where N^ < 0 shows eps_lb > 7 at 40,000. Each sample costs the LP of
 #: every release, and the learned scorers' fit ~1 s of CPU whatever the samples (~1.5 s in all, ~5% of the audit).
 PLANNER_VIEW_SAMPLES = 40_000
+#: K of whitebox.noise_scale / noise_independence (default, --quick): every tree level the regret runs use (K up to
+#: 8000 / 2000); K observe() calls, ~0.1 ms each
+NASH_NOISE_LAW_K = (2 ** 13, 2 ** 11)
 
 
 def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool, samples: int, seed: int,
@@ -131,6 +134,14 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
         if kind == "central":
             out.append(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=int(seed), rewards=False,
                                            source=claim.source, alpha=exe.alpha if exe is not None else 0.05))
+        # the noise drawn at H = 2, S = 3, A*B = 4 over every tree level of the regret runs' K (default 8000,
+        # --quick 2000), against the declared scale (the black boxes run at K <= 16); [] for a user's class
+        # that declares no scale
+        out += pa.noise_law_checks(p, kind=kind, claim_source=claim.source,
+                                   alpha=exe.alpha if exe is not None else 0.05, runs=pa.NOISE_LAW_RUNS[bool(quick)],
+                                   seed=int(seed), rewards=False, K=NASH_NOISE_LAW_K[bool(quick)], shape=(2, 3, AB))
+        # Lemma 5.8 on adversarial N^ (no count of the audit's runs reaches E/4)
+        out.append(pa.post_processing_check(p, seed=int(seed), lemma="Qiao & Wang 2024, Lemma 5.8"))
     claimed = pa.ClaimedTemplate(p, claim, False)
     if exe is not None and pa.is_plugin(p):
         pb = dict(source=claim.source, A=AB, rewards=False)
