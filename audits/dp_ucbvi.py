@@ -71,6 +71,10 @@ class DPUCBVIAudit(Audit):
                  "for every N^ with |N^ - N| <= E/4 (noise at the corners of the box): N <= N~(s,a) <= N + E, "
                  "N~(s,a,s') > 0, |N~(s,a,s') - N| <= E (the audit's runs never reach E/4)",
                  f"{QW}, Lemma 5.4 (proof, eq. 85)", "privatizers.post_processing_check"),
+        ClaimRow("privacy.privatizer.planner_view", "privacy",
+                 "the counts N~ the planner reads (the LP of N^) are eps-DP in one user (a built-in's release feeding "
+                 "the LP anything but N^ and E shows here, not on N^)",
+                 f"{QW}, Lemma 5.1 / 5.6 (post-processing)", "privatizers.central_target"),
         ClaimRow("privacy.privatizer.blackbox", "privacy",
                  "the released count stream is eps-DP in one user's data (black box)",
                  f"{QW}, Lemma 5.1", "privatizers.central_target"),
@@ -246,6 +250,11 @@ class DPUCBVIAudit(Audit):
                 tgt = pa.central_target(pa.ClaimedTemplate(p, ucbvi.claim_for(spec), True))
                 self.add(self.blackbox(tgt, id="privacy.privatizer.blackbox", samples=samples)[0])
             self.add(ucbvi.jdp_blackbox_check(practical, exe, samples=samples))
+        if notion in ("JDP", "LDP") and isinstance(p, CountPrivatizer) and not pa.is_plugin(p):
+            # what the planner reads, N~: the LP of N^ is post-processing only if release() feeds it N^ and E alone
+            tgt = pa.central_target(pa.ClaimedTemplate(p, ucbvi.claim_for(spec), True), view="planner")
+            self.add(self.blackbox(tgt, id="privacy.privatizer.planner_view",
+                                   samples=min(samples, pa.PLANNER_VIEW_SAMPLES))[0])
         self.add(ucbvi.dataflow_check(practical, seed=exe.seed))
 
     # -- Assumption 3.1 (privatizer-level: the rigorous width E that Lemma 5.4 needs), optimism, Theorem 4.1

@@ -85,11 +85,16 @@ NOISE_ROWS = (                 # the noise the built-ins draw, at H = 2, S = 3, 
              "fresh independent noise for every released coordinate: no two (actions of a state, count families) "
              "share a draw", f"{UCBVI}, Lemmas 5.1 / 5.6 (one mechanism per coordinate)", "check_whitebox"),
 )
+PLANNER_ROW = ClaimRow("privacy.blackbox.planner_view", "privacy",
+                       "the counts N~ the planner reads (the LP of N^) are eps-DP in one user (a built-in's release "
+                       "feeding the LP anything but N^ and E shows here, not on N^)",
+                       f"{UCBVI}, Lemma 5.1 / 5.6 (post-processing); {NASH}, Lemma 5.8", "check_planner_view")
 CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, eps-JDP
     ClaimRow("privacy.blackbox", "privacy",
              "the released stream (N^, R~ after each episode) is eps-DP in one user, so the actions are eps-JDP "
              "(Billboard lemma)",
              f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1", "check_blackbox"),
+    PLANNER_ROW,
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
              f"{UCBVI}, Lemma 5.1", "check_dp_event"),
@@ -110,6 +115,7 @@ LOCAL_CLAIMS = (               # local_privatizer: the Laplace randomiser, eps-L
              "the released stream (sums of messages) is eps-DP (post-processing of the messages); a user's class "
              "without message()",
              f"{UCBVI}, Lemma 5.6", "check_plugin_blackbox"),
+    PLANNER_ROW,
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
              f"{UCBVI}, Lemma 5.6", "check_dp_event"),
@@ -218,6 +224,7 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         template = pa.ClaimedTemplate(p, claim, rewards)
         if builtin:
             self.check_blackbox(template, claim, rewards)
+            self.check_planner_view(template, claim)
         else:
             self.check_plugin_blackbox(p, template, claim, rewards)
         self.check_dp_event(p, claim, rewards)
@@ -237,6 +244,16 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         check, _ = self.blackbox(self.target(template, rewards), id="privacy.blackbox",
                                  samples=self.samples(), seed=self.int_seed("blackbox"),
                                  claim_source=claim.source)
+        self.add(check)
+
+    def check_planner_view(self, template, claim) -> None:
+        """privacy.blackbox.planner_view of a built-in: the counts N~ the planner reads. N~ = the LP of N^ is
+        post-processing only if release() feeds the LP nothing but N^ and E; one that hands it a raw count (where
+        N^ < 0, say) leaves N^, all privacy.blackbox sees, untouched (a user's class is searched on every view)."""
+        self.progress(f"{self.kind} privatizer: black box on the counts the planner reads (N~)")
+        tgt = pa.central_target(template, view="planner")
+        check, _ = self.blackbox(tgt, id="privacy.blackbox.planner_view", samples=min(self.samples(),
+                                 pa.PLANNER_VIEW_SAMPLES), seed=self.int_seed("planner-view"), claim_source=claim.source)
         self.add(check)
 
     def plugin_options(self, claim, rewards) -> dict:

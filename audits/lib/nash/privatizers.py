@@ -10,6 +10,7 @@ import numpy as np
 from dpcheck.checks import Check
 from dpcheck.claims import Claim
 from dpcheck.audits.lib.nash.scenario import BETA
+from dpcheck.audits.lib.privatizers.targets import PLANNER_VIEW_SAMPLES   # one budget for every audit's planner view
 
 
 def theorem_privacy_term(spec: str, eps: float, calibration: str, game, K_grid) -> np.ndarray:
@@ -93,11 +94,6 @@ def _width_matched(spec, ref_spec, ref_grid, calibration, game, K):
 #: with H (b = F H / eps, Lemmas 5.1 / 5.4); at H = 1 a scale that drops H is the right one and passes (at H = 2 a
 #: Local or Central privatizer calibrated for H = 1 shows eps_lb 1.8 / 1.3 > 1 at the default samples)
 BLACKBOX_H = 2
-#: samples per side of privacy.privatizer.planner_view (at most: --quick's budget, in the default run too). N~
-#: carries the LP's shifts, so its event is learned and far from tight (eps_lb 0.15-0.4 for a correct privatizer
-#: at eps = 1); a raw count fed to the LP where N^ < 0 shows eps_lb > 7 at 40,000. Each sample costs the LP of
-#: every release, and the learned scorers' fit ~1 s of CPU whatever the samples (~1.5 s in all, ~5% of the audit).
-PLANNER_VIEW_SAMPLES = 40_000
 #: K of whitebox.noise_scale / noise_independence (default, --quick): every tree level the regret runs use (K up to
 #: 8000 / 2000); K observe() calls, ~0.1 ms each
 NASH_NOISE_LAW_K = (2 ** 13, 2 ** 11)

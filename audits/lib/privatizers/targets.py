@@ -59,6 +59,13 @@ def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A,
     return np.stack(out, axis=1), np.stack(true)
 
 
+#: samples per side of a built-in privatizer's planner-view black box (at most: the audit's own budget if smaller).
+#: N~ carries the LP's shifts, so its event is learned and far from tight (eps_lb 0.15-0.4 for a correct privatizer
+#: at eps = 1); a raw count fed to the LP where N^ < 0 shows eps_lb > 7 at 40,000. Each sample costs the LP of every
+#: release, and the learned scorers' fit ~1 s of CPU whatever the samples (~1.5 s in all).
+PLANNER_VIEW_SAMPLES = 40_000
+
+
 def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy", search=None):
     """AuditTarget for a central (JDP) privatizer: the worst-case user at position 1 (she is in all L
     tree levels: nodes (j, 1), released alone as B(2^j)), the other K-1 users scripted.
