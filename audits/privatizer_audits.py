@@ -13,6 +13,9 @@ declared DpEvent, the sensitivity search, the tree-covariance test) and :mod:`dp
   stream; Local, one user's message; offline, the released noisy counts n'. The statistic is the
   Neyman-Pearson log-likelihood ratio of the declared noise; instances are small (H = 1, S = 2) so that a
   tight bound is reachable from 10^6 samples (:func:`dpcheck.audits.lib.privatizers.central_target`).
+* ``privacy.blackbox.planner_view`` (built-ins) -- the same worst-case neighbours, on the counts N~ the planner
+  reads (the LP of N^): a release that feeds the LP anything but N^ and E leaves N^ untouched.
+* ``whitebox.post_processing`` -- Lemma 5.4 / 5.8 on adversarial good-event inputs fed to ``post_processed``.
 * A user's privatizer (``--privatizer file.py:Class``) is audited black box only, nothing assumed about
   its noise: the searched stream audit (Local adds ``privacy.blackbox.stream``) and one user's message
   (:func:`dpcheck.audits.lib.privatizers.plugin_blackbox`). The white-box ``sensitivity`` / ``tree_noise_reuse``
