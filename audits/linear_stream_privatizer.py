@@ -14,7 +14,7 @@ On LM-2 (Zhou, Section 6.1), at ``--epsilon`` (default 1) and ``--set delta=`` (
 * ``whitebox.sensitivity`` / ``privacy.dataflow``: the hypothesis search over neighbouring users (trees);
 * ``whitebox.tree_noise_reuse``: node noise drawn once and reused (trees);
 * ``whitebox.noise_scale`` / ``whitebox.noise_independence``: the node noise drawn at the instance's H, d1, d2 over
-  every level of a tree of 2^14 episodes (--quick 2^13), against the declared trees (trees);
+  every level of a tree of 2^12 episodes (--quick 2^11; 4 x its own K), against the declared trees (trees);
 * ``assumption.regularizer``: Assumption 2 with the declared constants, over repetitions.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ class LinearStreamPrivatizerAudit(Audit):
                  f"Chan, Shi & Song 2011; {Z}, Section 6.1", "linopt.tree_reuse_check"),
         ClaimRow("whitebox.noise_scale", "whitebox",
                  "the node noise drawn at the instance's H, d1, d2 has the declared variance at every tree level "
-                 "(K = 2^14), step, counter kind and entry",
+                 "(K = 2^12), step, counter kind and entry",
                  f"{Z}, Section 6.1, proof of Thm 6.4", "linopt.noise_law_checks"),
         ClaimRow("whitebox.noise_independence", "whitebox", "no two released coordinates (steps, Gram vs vector "
                  "counters, entries) share a node draw", f"{Z}, Section 6.1, proof of Thm 6.4",
@@ -83,7 +83,7 @@ class LinearStreamPrivatizerAudit(Audit):
         self.add(lib.calibration_check(spec, env, K))
         self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed, alpha=exe.alpha))
         # the node noise drawn at the instance's H, d1, d2 over every level of the largest tree the audit runs
-        for c in lib.noise_law_checks(spec, env, exe.pick(2 ** 14, 2 ** 13), seed=exe.seed, alpha=exe.alpha):
+        for c in lib.noise_law_checks(spec, env, exe.pick(2 ** 12, 2 ** 11), seed=exe.seed, alpha=exe.alpha):
             self.add(c)
         sens, flow = lib.stream_sensitivity_check(spec, env, K=exe.pick(12, 8), examples=exe.pick(150, 40), seed=exe.seed)
         self.add(sens)
