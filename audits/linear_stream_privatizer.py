@@ -13,6 +13,8 @@ On LM-2 (Zhou, Section 6.1), at ``--epsilon`` (default 1) and ``--set delta=`` (
   sensitivities against what Assumption 1 implies;
 * ``whitebox.sensitivity`` / ``privacy.dataflow``: the hypothesis search over neighbouring users (trees);
 * ``whitebox.tree_noise_reuse``: node noise drawn once and reused (trees);
+* ``whitebox.noise_scale`` / ``whitebox.noise_independence``: the node noise drawn at the instance's H, d1, d2 over
+  every level of a tree of 2^12 episodes (--quick 2^11; 4 x its own K), against the declared trees (trees);
 * ``assumption.regularizer``: Assumption 2 with the declared constants, over repetitions.
 """
 from __future__ import annotations
@@ -52,6 +54,13 @@ class LinearStreamPrivatizerAudit(Audit):
                  f"{Z}, proof of Thm 6.4", "linopt.stream_sensitivity_check"),
         ClaimRow("whitebox.tree_noise_reuse", "whitebox", "node noise drawn once, with the declared sigma, and reused; releases symmetric",
                  f"Chan, Shi & Song 2011; {Z}, Section 6.1", "linopt.tree_reuse_check"),
+        ClaimRow("whitebox.noise_scale", "whitebox",
+                 "the node noise drawn at the instance's H, d1, d2 has the declared variance at every tree level "
+                 "(K = 2^12), step, counter kind and entry",
+                 f"{Z}, Section 6.1, proof of Thm 6.4", "linopt.noise_law_checks"),
+        ClaimRow("whitebox.noise_independence", "whitebox", "no two released coordinates (steps, Gram vs vector "
+                 "counters, entries) share a node draw", f"{Z}, Section 6.1, proof of Thm 6.4",
+                 "linopt.noise_law_checks"),
         ClaimRow("assumption.regularizer", "assumption", "Assumption 2 (lambda_min, lambda_max, nu) for all k = 1..K "
                  "(release 1 included), h, w.p. >= 1 - alpha; Z, z = release - exact sums", f"{Z}, Assumption 2", "linopt.assumption2_alone_check"),
     )
@@ -73,6 +82,9 @@ class LinearStreamPrivatizerAudit(Audit):
         self.add(lib.dp_event_check(spec, env, K))
         self.add(lib.calibration_check(spec, env, K))
         self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed, alpha=exe.alpha))
+        # the node noise drawn at the instance's H, d1, d2 over every level of the largest tree the audit runs
+        for c in lib.noise_law_checks(spec, env, exe.pick(2 ** 12, 2 ** 11), seed=exe.seed, alpha=exe.alpha):
+            self.add(c)
         sens, flow = lib.stream_sensitivity_check(spec, env, K=exe.pick(12, 8), examples=exe.pick(150, 40), seed=exe.seed)
         self.add(sens)
         self.add(flow)

@@ -73,6 +73,13 @@ PRIVACY_ROWS = (
              "node noise drawn once, with the declared sigma, and reused (tree covariance per entry), matrix "
              "releases exactly symmetric",
              f"Chan, Shi & Song 2011; {Z}, Section 6.1", "linopt.tree_reuse_check"),
+    ClaimRow("whitebox.noise_scale", "whitebox",
+             "the node noise drawn at the instance's H, d1, d2 has the declared variance sigma_c^2 at every tree level "
+             "(to the regret sweep's K), step h, counter kind and entry",
+             f"{Z}, Section 6.1, proof of Thm 6.4", "linopt.noise_law_checks"),
+    ClaimRow("whitebox.noise_independence", "whitebox",
+             "no two released coordinates (steps h, Gram vs vector counters, entries) share a node draw",
+             f"{Z}, Section 6.1, proof of Thm 6.4", "linopt.noise_law_checks"),
 )
 ASSUMPTION_ROWS = (           # Assumption 2 and Lemma 3.1
     ClaimRow("assumption.lambda_min*", "assumption",
@@ -196,6 +203,9 @@ class _PrivateLinOptAudit(Audit):
         self.add(lib.dp_event_check(spec, env, K))
         self.add(lib.calibration_check(spec, env, K))
         self.add(lib.tree_reuse_check(spec, runs=exe.pick(2_000, 1_000), seed=exe.seed, alpha=exe.alpha))
+        # the node noise drawn at the instance's H, d1, d2 over every level of the largest tree the audit runs
+        for c in lib.noise_law_checks(spec, env, K, seed=exe.seed, alpha=exe.alpha):
+            self.add(c)
         sens, flow = lib.stream_sensitivity_check(spec, env, K=exe.pick(12, 8), examples=exe.pick(150, 40),
                                                   seed=exe.seed)
         self.add(sens)

@@ -150,6 +150,23 @@ def _drawn_trees_event(priv, sizes):
     return None if trees is None else dp_accounting.ComposedDpEvent([t.dp_event() for t in trees.values()])
 
 
+def tree_depth(K: int) -> int:
+    """m = max(1, ceil(log2 K)) of the proofs of Theorems 6.4-6.5 (docs/derivations.md#noise-calibration): the
+    levels of a binary tree over the K - 1 insertions (episode K is never inserted), computed here from K alone in
+    integers ((K - 1).bit_length() = ceil(log2 K) for K >= 2), not read from the LinearSizes being audited (whose
+    ``m`` the Privatizer's sigmas are computed with: a depth of ceil(ln K) agreed with itself there)."""
+    return max(1, (int(K) - 1).bit_length())
+
+
+def _depth_mismatch(sizes) -> str | None:
+    """The reason a LinearSizes' tree depth differs from :func:`tree_depth`, else None."""
+    m = tree_depth(sizes.K)
+    if int(sizes.m) == m:
+        return None
+    return (f"the tree depth the noise is calibrated with, m = {sizes.m}, differs from ceil(log2 K) = {m} at K = "
+            f"{sizes.K} (every item lies in up to {m} nodes, Lemma 6.1)")
+
+
 def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     """proof of Theorem 6.4: each counter kind c (H counters, every item in <= m nodes) releases with the noise its tree is
     actually drawn with (``trees(sizes)[c].node_scale``) a rho_c = H m Delta_c^2 / (2 sigma_c^2)-zCDP
@@ -167,12 +184,14 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
     trees = priv.trees(sizes, neighbouring)
     eps_c = priv.calibration_epsilon(sizes)
     budget = eps_c ** 2 / (64.0 * sizes.H * math.log(4.0 * sizes.H / spec.delta))
+    m = tree_depth(sizes.K)              # not sizes.m: the depth is recomputed here
     rows, bad = {}, []
     for c, tree in trees.items():
         sigma = float(tree.node_scale)
-        rho = math.inf if sigma == 0 else accounting.gaussian_rho_squared(sizes.H * sizes.m * need[c] ** 2, sigma)
+        rho = math.inf if sigma == 0 else accounting.gaussian_rho_squared(sizes.H * m * need[c] ** 2, sigma)
         rows[c] = {"sigma": sigma, "Delta_required": need[c], "rho": rho, "rho_budget": budget,
-                   "sigma_required": sizes.H * need[c] / eps_c * math.sqrt(32.0 * sizes.m * math.log(4.0 * sizes.H / spec.delta))}
+                   "sigma_required": sizes.H * need[c] / eps_c
+                   * math.sqrt(32.0 * m * math.log(4.0 * sizes.H / spec.delta))}
         if rho > budget * (1 + REL_TOL):
             bad.append(c)
     total = sum(r["rho"] for r in rows.values())
@@ -180,9 +199,13 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
                           "sensitivity Assumption 1 implies (Delta_p1 = d1 H^2, Delta_p2 = sqrt(d1) H^2, "
                           "Delta_r = 1); total rho = eps^2/(16 H ln(4H/delta))",
              "source": f"{SOURCE}, proof of Thm 6.4"}
-    measured = {"per_counter": rows, "rho_total": total, "rho_budget_total": 4 * budget, "m": sizes.m,
-                "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
-    if bad:
+    measured = {"per_counter": rows, "rho_total": total, "rho_budget_total": 4 * budget, "m": m,
+                "m_of_sizes": sizes.m, "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
+    depth = _depth_mismatch(sizes)
+    if depth:
+        verdict, reason = FAIL, depth + (f"; counter {bad[0]}: rho = {rows[bad[0]]['rho']:.4g} > {budget:.4g}"
+                                         if bad else "")
+    elif bad:
         c = bad[0]
         reason = (f"counter {c}: noise std {rows[c]['sigma']:.4g} < required {rows[c]['sigma_required']:.4g} for "
                   f"Delta = {need[c]:.4g} (d1 = {sizes.d1}, H = {sizes.H}): rho = {rows[c]['rho']:.4g} > "
@@ -226,7 +249,8 @@ def plugin_calibration_check(spec: LinOptSpec, priv, sizes) -> Check:
         return not_tree_based("whitebox.calibration", spec, statement)
     need = required_sensitivities(sizes, "replacement")
     trees = priv.trees(sizes, "replacement")
-    root = math.sqrt(sizes.H * sizes.m)
+    m = tree_depth(sizes.K)              # not sizes.m: the depth is recomputed here
+    root = math.sqrt(sizes.H * m)
     rows, bad = {}, []
     for c in COUNTERS_:
         t = trees[c]
@@ -238,15 +262,19 @@ def plugin_calibration_check(spec: LinOptSpec, priv, sizes) -> Check:
     claim = {"statement": statement,
              "source": (f"{SOURCE}, Lemma 6.1, proof of Thm 6.4 (per-counter sensitivities and zCDP); "
                         "docs/derivations.md#neighbouring-relation (replacement vs add/remove)")}
-    measured = {"per_counter": rows, "m": sizes.m, "confidence": 1.0, "epsilon_lower_bound": None, "samples": 0}
-    if bad:
+    measured = {"per_counter": rows, "m": m, "m_of_sizes": sizes.m, "confidence": 1.0, "epsilon_lower_bound": None,
+                "samples": 0}
+    depth = _depth_mismatch(sizes)
+    if depth:
+        verdict, reason = FAIL, depth
+    elif bad:
         c = bad[0]
         verdict, reason = FAIL, (f"counter {c}: the declared tree sensitivity {rows[c]['declared_sensitivity']:.4g} < "
-                                 f"sqrt(H m) Delta = {rows[c]['required']:.4g} (H = {sizes.H}, m = {sizes.m}, d1 = "
+                                 f"sqrt(H m) Delta = {rows[c]['required']:.4g} (H = {sizes.H}, m = {m}, d1 = "
                                  f"{sizes.d1}): the declared DpEvent accounts too small a change")
     else:
         verdict, reason = PASS, ("every declared tree sensitivity covers Assumption 1 under replacement "
-                                 f"(m = {sizes.m}, d1 = {sizes.d1})")
+                                 f"(m = {m}, d1 = {sizes.d1})")
     return Check(id="whitebox.calibration", kind="whitebox", verdict=verdict, claim=claim, measured=measured,
                  details={"agent": spec.describe(), "neighbouring": "replacement"}, reason=reason)
 
