@@ -19,7 +19,7 @@ are independent (the DpEvent composes one Gaussian mechanism per entry, Thm 6.4)
 
 * ``whitebox.noise_scale``: the ratio measured / declared variance per (counter kind, tree level), per
   (counter kind, step h), per tree level, per counter kind, per coordinate and of all nodes together, each a
-  mean of squares with a normal interval (:func:`dpcheck.audits.lib.privatizers.drawn_noise._ratio`: the
+  mean of squares with a normal interval (:func:`dpcheck.audits.lib.privatizers.drawn_noise.variance_ratio`: the
   larger of the squares' own spread and their declared spread). FAIL when one interval at the audit's alpha,
   Bonferroni over every ratio tested, lies wholly below 1 (less noise than declared) or above
   1 + VARIANCE_TOLERANCE; PASS needs the pooled ratio certified within [1 - VARIANCE_RESOLUTION,
@@ -119,7 +119,7 @@ def _scale_check(nodes: dict, *, alpha: float, source: str, shape: str) -> Check
     from scipy.stats import norm
     from dpcheck.algorithms.linear import COUNTERS
     from dpcheck.stats import pass_alpha
-    from dpcheck.audits.lib.privatizers.drawn_noise import GROUP_RESOLUTION, _ratio
+    from dpcheck.audits.lib.privatizers.drawn_noise import GROUP_RESOLUTION, variance_ratio
     from dpcheck.audits.lib.privatizers.whitebox import VARIANCE_RESOLUTION, VARIANCE_TOLERANCE, variance_band
     Z = nodes["Z"]
     sq = Z * Z                                                            # (nodes, runs, C)
@@ -135,8 +135,8 @@ def _scale_check(nodes: dict, *, alpha: float, source: str, shape: str) -> Check
     m = len(groups) + 1
     z_fail = float(norm.ppf(1 - alpha / (2 * m)))
     z_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))
-    rat = [(n, _ratio(sq[a][:, :, b], null[a][:, :, b], z_fail, z_pass), need) for n, a, b, need in groups]
-    pooled = _ratio(sq, null, z_fail, z_pass)
+    rat = [(n, variance_ratio(sq[a][:, :, b], null[a][:, :, b], z_fail, z_pass), need) for n, a, b, need in groups]
+    pooled = variance_ratio(sq, null, z_fail, z_pass)
     named = rat + [("all nodes", pooled, True)]
     low = [(n, v) for n, v, _ in named if v["fail_ci"][1] < 1.0]
     high = [(n, v) for n, v, _ in named if v["fail_ci"][0] > 1.0 + VARIANCE_TOLERANCE]

@@ -165,7 +165,7 @@ def _null_var_sq(counts: np.ndarray, law: float) -> np.ndarray:
     return 2.0 + 3.0 / counts if law == 2.0 else np.full(counts.shape, 2.0)
 
 
-def _ratio(sq: np.ndarray, null_var: np.ndarray, z_fail: float, z_pass: float) -> dict:
+def variance_ratio(sq: np.ndarray, null_var: np.ndarray, z_fail: float, z_pass: float) -> dict:
     """Mean of squared standardised noise (the variance ratio) with normal intervals. The standard error is the
     larger of the squares' own spread and their spread under the declaration (``null_var``, shaped like
     ``sq``): a mean of right-skewed squares studentised by its own spread has a heavy lower tail (a sample short
@@ -196,11 +196,11 @@ def noise_scale_check(pieces: dict, *, kind: str, b: float, where: str, alpha: f
     z_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))
     v0 = np.broadcast_to(pieces["null_var_sq"][:, None, None], sq.shape)
     in_group = {g: pieces["group"] == g for g in groups}
-    grp = {g: _ratio(sq[m_], v0[m_], z_fail, z_pass) for g, m_ in in_group.items()}
-    fam = {FAMILIES[f]: _ratio(sq[:, :, pieces["family"] == f], v0[:, :, pieces["family"] == f], z_fail, z_pass)
+    grp = {g: variance_ratio(sq[m_], v0[m_], z_fail, z_pass) for g, m_ in in_group.items()}
+    fam = {FAMILIES[f]: variance_ratio(sq[:, :, pieces["family"] == f], v0[:, :, pieces["family"] == f], z_fail, z_pass)
            for f in fams}
-    coord = [_ratio(sq[:, :, c], v0[:, :, c], z_fail, z_pass) for c in range(sq.shape[2])]
-    pooled = _ratio(sq, v0, z_fail, z_pass)
+    coord = [variance_ratio(sq[:, :, c], v0[:, :, c], z_fail, z_pass) for c in range(sq.shape[2])]
+    pooled = variance_ratio(sq, v0, z_fail, z_pass)
     name = "level" if kind == "central" else "t in [2^j, 2^(j+1))"
     named = ([(f"{name} {g}", v) for g, v in grp.items()] + [(f"family {f}", v) for f, v in fam.items()] +
              [(f"coordinate {pieces['labels'][c]}", v) for c, v in enumerate(coord)] + [("all pieces", pooled)])
