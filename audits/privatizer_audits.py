@@ -88,16 +88,16 @@ NOISE_ROWS = (                 # the noise the built-ins draw, at H = 2, S = 3, 
              "fresh independent noise for every released coordinate: no two (actions of a state, count families) "
              "share a draw", f"{UCBVI}, Lemmas 5.1 / 5.6 (one mechanism per coordinate)", "check_whitebox"),
 )
-PLANNER_ROW = ClaimRow("privacy.blackbox.planner_view", "privacy",
-                       "the counts N~ the planner reads (the LP of N^) are eps-DP in one user (a built-in's release "
-                       "feeding the LP anything but N^ and E shows here, not on N^)",
-                       f"{UCBVI}, Lemma 5.1 / 5.6 (post-processing); {NASH}, Lemma 5.8", "check_planner_view")
+PLANNER_ROWS = (ClaimRow("privacy.blackbox.planner_view", "privacy",
+                        "the counts N~ the planner reads (the LP of N^) are eps-DP in one user (a built-in's release "
+                        "feeding the LP anything but N^ and E shows here, not on N^)",
+                        f"{UCBVI}, Lemma 5.1 / 5.6 (post-processing); {NASH}, Lemma 5.8", "check_planner_view"),)
 CENTRAL_CLAIMS = (             # central_privatizer: the binary tree mechanism, eps-JDP
     ClaimRow("privacy.blackbox", "privacy",
              "the released stream (N^, R~ after each episode) is eps-DP in one user, so the actions are eps-JDP "
              "(Billboard lemma)",
              f"{UCBVI}, Lemma 5.1; {NASH}, Lemma 5.1", "check_blackbox"),
-    PLANNER_ROW,
+    *PLANNER_ROWS,
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
              f"{UCBVI}, Lemma 5.1", "check_dp_event"),
@@ -118,7 +118,7 @@ LOCAL_CLAIMS = (               # local_privatizer: the Laplace randomiser, eps-L
              "the released stream (sums of messages) is eps-DP (post-processing of the messages); a user's class "
              "without message()",
              f"{UCBVI}, Lemma 5.6", "check_plugin_blackbox"),
-    PLANNER_ROW,
+    *PLANNER_ROWS,
     ClaimRow("whitebox.dp_event", "whitebox",
              "the PLD of the declared DpEvent does not exceed the claimed epsilon (replacement neighbours)",
              f"{UCBVI}, Lemma 5.6", "check_dp_event"),
