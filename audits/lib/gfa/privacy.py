@@ -279,7 +279,8 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
         idx = agent.select(np.broadcast_to(scores, (n, N)), K, rng)
         counts += np.bincount(np.asarray(idx, dtype=np.int64), minlength=N)[:N]
         done += n
-    p0 = np.exp(agent.declared_log_probabilities(scores[None, :], K)[0])
+    from dpcheck.audits.lib.gfa.mechanism import reference_law
+    p0, law, dp_gap = reference_law(agent.mechanism, scores, p.eps0, p.sensitivity)
     expected = draws * p0
     stat = float(np.sum((counts - expected) ** 2 / expected))
     df = N - 1
@@ -297,7 +298,12 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
                 "beta_em_declared": beta, "beta_em_used": agent.temperature(K),
                 "max_abs_frequency_error": float(np.max(np.abs(emp - p0))),
                 "power_against": alt, "samples": draws}
-    if pval < fail_level:
+    measured.update(law=law, declared_law_log_ratio=dp_gap)
+    if dp_gap is not None and dp_gap > p.eps0 * (1 + 1e-9) + 1e-12:
+        verdict = FAIL
+        reason = (f"the mechanism's declared law is not eps0-DP: log-ratio {dp_gap:.4g} > eps0 = {p.eps0:.4g} on "
+                  "neighbouring score vectors of sensitivity Delta_S (selection_pairs)")
+    elif pval < fail_level:
         verdict = FAIL
         reason = (f"selection frequencies differ from exp(beta S)/Z at beta = {beta:.4g}: chi-square {stat:.4g} "
                   f"on {df} df, p = {pval:.3g} < alpha / 100 = {fail_level:g}")
@@ -324,22 +330,126 @@ def selection_check(agent, K: int, *, draws: int = 200_000, alpha: float = 0.05,
     return check
 
 
-def observed_updates(agent, mdp, K: int, seed: int = 0) -> tuple[int, float]:
-    """(number of exponential-mechanism draws, largest temperature passed to the sampler) in one run of K
-    episodes, read where the scores enter the selection mechanism (the learner's ``mechanism``, wrapped in a
-    :class:`RecordingMechanism`; the temperature is eps0 / (2 Delta_S) of the eps0 it is run at), and at least
-    the number of times the entry played changes (a draw that bypasses the mechanism still shows there);
-    temperature nan if the sampler bypasses the mechanism (backward messages)."""
+def trace_updates(agent, mdp, K: int, seed: int = 0) -> dict:
+    """One run of K episodes with the learner's ``mechanism`` wrapped in a :class:`RecordingMechanism`: what
+    the M = ceil(K/B) updates of Section 3.3 really were.
+
+    * ``draws``: the mechanism's calls, and at least the number of times the entry played changes (a draw that
+      bypasses the mechanism still shows there: a learner that redraws inside a batch made K draws, showed M);
+    * ``max_beta``: the largest temperature eps0 / (2 Delta_S) of the eps0 the mechanism is run at (nan if it
+      is never called: backward messages);
+    * ``problems``: the composition's premises the run breaks -- fewer mechanism calls than the declared
+      updates (an update selected outside the mechanism, e.g. a greedy argmax: not eps0-DP), a selection
+      played that is not what the mechanism returned, or two calls handed a generator in the same state
+      (the same noise reused: the M selections are then not independent mechanisms and do not compose as
+      M eps0-DP ones). Not checked for the backward-message sampler, which never calls ``mechanism``.
+    """
     from dpcheck.algorithms.gfa.selection import RecordingMechanism
     a = copy.copy(agent)
     a.mechanism = rec = RecordingMechanism(agent.mechanism)
     res = a.run(mdp, int(K), np.random.default_rng(seed), runs=1, record=False)
     betas = [eps / (2.0 * sens) for _, eps, sens in rec.calls]
-    # every change of the entry played is a selection, whether or not it went through ``mechanism``: a learner
-    # that redraws inside a batch with the sampler called directly made K draws and showed M
     entries = np.asarray(res.output_policy.episode_entries)[0]
     changes = 1 + int(np.count_nonzero(entries[1:] != entries[:-1]))
-    return max(len(rec.calls), changes), (max(betas) if betas else float("nan"))
+    p = agent.privacy(int(K))
+    problems = []
+    if p.private and getattr(agent, "sampler", "enumerate") != "messages":
+        calls = len(rec.calls)
+        if calls < p.M:
+            problems.append(f"K = {int(K)}: the mechanism made {calls} selections for the {p.M} declared updates "
+                            f"({p.M - calls} selected outside it)")
+        elif calls == res.M:
+            got = np.concatenate([np.asarray(r).reshape(-1) for r in rec.returns])
+            if not np.array_equal(got, np.asarray(res.selected)[0]):
+                bad = int(np.flatnonzero(got != np.asarray(res.selected)[0])[0])
+                problems.append(f"K = {int(K)}: update {bad} played entry {int(res.selected[0, bad])}, the mechanism "
+                                f"returned {int(got[bad])}")
+        seen = {}
+        for i, st in enumerate(rec.rng_states):
+            if st is not None and st in seen:
+                problems.append(f"K = {int(K)}: updates {seen[st]} and {i} handed the mechanism a generator in the "
+                                "same state (the same selection noise reused)")
+                break
+            seen.setdefault(st, i)
+    return {"draws": max(len(rec.calls), changes), "max_beta": max(betas) if betas else float("nan"),
+            "mechanism_calls": len(rec.calls), "declared_updates": p.M, "problems": problems}
+
+
+def trace_updates(agent, mdp, K: int, seed: int = 0) -> dict:
+    """One run of K episodes with the learner's ``mechanism`` wrapped in a :class:`RecordingMechanism`: what
+    the M = ceil(K/B) updates of Section 3.3 really were.
+
+    * ``draws``: the mechanism's calls, and at least the number of times the entry played changes (a draw that
+      bypasses the mechanism still shows there: a learner that redraws inside a batch made K draws, showed M);
+    * ``max_beta``: the largest temperature eps0 / (2 Delta_S) of the eps0 the mechanism is run at (nan if it
+      is never called: backward messages);
+    * ``problems``: the composition's premises the run breaks -- fewer mechanism calls than the declared
+      updates (an update selected outside the mechanism, e.g. a greedy argmax: not eps0-DP), a selection
+      played that is not what the mechanism returned, or two calls handed a generator in the same state
+      (the same noise reused: the M selections are then not independent mechanisms and do not compose as
+      M eps0-DP ones). Not checked for the backward-message sampler, which never calls ``mechanism``.
+    """
+    from dpcheck.algorithms.gfa.selection import RecordingMechanism
+    a = copy.copy(agent)
+    a.mechanism = rec = RecordingMechanism(agent.mechanism)
+    res = a.run(mdp, int(K), np.random.default_rng(seed), runs=1, record=False)
+    betas = [eps / (2.0 * sens) for _, eps, sens in rec.calls]
+    entries = np.asarray(res.output_policy.episode_entries)[0]
+    changes = 1 + int(np.count_nonzero(entries[1:] != entries[:-1]))
+    p = agent.privacy(int(K))
+    problems = []
+    if p.private and getattr(agent, "sampler", "enumerate") != "messages":
+        calls = len(rec.calls)
+        if calls < p.M:
+            problems.append(f"K = {int(K)}: the mechanism made {calls} selections for the {p.M} declared updates "
+                            f"({p.M - calls} selected outside it)")
+        elif calls == res.M:
+            got = np.concatenate([np.asarray(r).reshape(-1) for r in rec.returns])
+            if not np.array_equal(got, np.asarray(res.selected)[0]):
+                bad = int(np.flatnonzero(got != np.asarray(res.selected)[0])[0])
+                problems.append(f"K = {int(K)}: update {bad} played entry {int(res.selected[0, bad])}, the mechanism "
+                                f"returned {int(got[bad])}")
+        seen = {}
+        for i, st in enumerate(rec.rng_states):
+            if st is not None and st in seen:
+                problems.append(f"K = {int(K)}: updates {seen[st]} and {i} handed the mechanism a generator in the "
+                                "same state (the same selection noise reused)")
+                break
+            seen.setdefault(st, i)
+    return {"draws": max(len(rec.calls), changes), "max_beta": max(betas) if betas else float("nan"),
+            "mechanism_calls": len(rec.calls), "declared_updates": p.M, "problems": problems}
+
+
+def _reference_law(agent, scores, p):
+    """(Pr[f] (N,), its name, the declared law's largest log-ratio on selection_pairs(Delta_S) or None) that
+    privacy.em_selection compares the draws with. The built-in exponential mechanism: the softmax at
+    beta_EM = eps0 / (2 Delta_S) computed here, from the declaration alone (the mechanism's own
+    ``log_probabilities`` shares its temperature code, so a wrong temperature would pass against it). A plug-in:
+    its declared law, whose own privacy is then checked exactly -- max over the pairs and entries of
+    |log Pr_u[f] - log Pr_u'[f]| must not exceed eps0 (a law that is not eps0-DP makes a match worthless)."""
+    from scipy.special import logsumexp
+    from dpcheck.algorithms.gfa.selection import ExponentialMechanism
+    from dpcheck.audits.lib.gfa.mechanism import selection_pairs
+    if type(agent.mechanism) is ExponentialMechanism:
+        z = p.eps0 / (2.0 * p.sensitivity) * (scores - scores.max())
+        return np.exp(z - logsumexp(z)), "exp(eps0 S / (2 Delta_S)) / Z, computed by the check", None
+    gap = 0.0
+    for u, v in selection_pairs(p.sensitivity):
+        lu = agent.mechanism.log_probabilities(np.asarray(u, float)[None], p.eps0, p.sensitivity)[0]
+        lv = agent.mechanism.log_probabilities(np.asarray(v, float)[None], p.eps0, p.sensitivity)[0]
+        both = np.isfinite(lu) & np.isfinite(lv)
+        if np.any(np.isfinite(lu) != np.isfinite(lv)):
+            gap = math.inf                   # an entry possible on one side only
+        elif both.any():
+            gap = max(gap, float(np.max(np.abs(lu[both] - lv[both]))))
+    p0 = np.exp(agent.declared_log_probabilities(scores[None, :], p.K)[0])
+    return p0, "the mechanism's log_probabilities at eps0", gap
+
+
+def observed_updates(agent, mdp, K: int, seed: int = 0) -> tuple[int, float]:
+    """(number of selections, largest temperature passed to the mechanism) of :func:`trace_updates`."""
+    t = trace_updates(agent, mdp, K, seed)
+    return t["draws"], t["max_beta"]
 
 
 def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
@@ -354,7 +464,10 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
 
     With ``mdp``, one run of K episodes per grid point counts the draws the sampler really makes and reads
     the temperatures it is really given; the accounting uses the larger of declared and observed (a learner
-    that updates more often, or hotter, than it declares fails)."""
+    that updates more often, or hotter, than it declares fails). The same run (:func:`trace_updates`) fails the
+    check when an update selects outside the mechanism, plays another entry than the mechanism returned, or
+    reuses the selection noise of an earlier update. It reads the eps0 the mechanism is given, not the law it
+    applies with it: privacy.em_selection compares the draws with the law at the declared beta_EM."""
     from dpcheck.accounting import advanced_composition, pld_epsilon_replace_one
     claim = claim or agent.claim
     rows = []
@@ -364,8 +477,8 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
         M = max(p.M, -(-int(K) // agent.B))
         seen = None
         if mdp is not None:
-            n, b = observed_updates(agent, mdp, int(K))
-            seen = {"draws": n, "max_beta": b}
+            seen = trace_updates(agent, mdp, int(K))
+            n, b = seen["draws"], seen["max_beta"]
             M = max(M, n)
             if not math.isnan(b):
                 beta_used = max(beta_used, b)
@@ -386,12 +499,18 @@ def composition_check(agent, K_grid, *, claim=None, mdp=None) -> Check:
     worst = max(rows, key=lambda r: r["epsilon_pld"])
     slack = 2e-3
     ok = worst["epsilon_pld"] <= claim.epsilon * (1 + slack) + slack
+    broken = [q for r in rows if r["observed"] for q in r["observed"]["problems"]]
     st = {"statement": f"M = ceil(K/B) exponential mechanisms, each eps0-DP with eps0 = 2 Delta_S beta_EM, "
                        f"compose to ({claim.epsilon:g}, {claim.delta:g})-DP (exact PLD accountant)",
           "source": f"{SOURCE}, Section 3.3, docs/derivations.md#noise-calibration, Lemma E.2, {THEOREM[agent.algorithm]} (Theorem 3.1; Theorem 3.4)"}
     measured = {"epsilon_pld": worst["epsilon_pld"], "at_delta": claim.delta, "claimed_epsilon": claim.epsilon,
-                "worst": worst, "epsilon_lower_bound": worst["epsilon_pld"], "confidence": 1.0, "samples": 0}
-    if ok:
+                "worst": worst, "epsilon_lower_bound": worst["epsilon_pld"], "confidence": 1.0, "samples": 0,
+                "premises_broken": broken}
+    if broken:
+        ok = False
+        reason = ("the updates are not M independent eps0-DP selections, so their composition does not bound the "
+                  "privacy loss: " + "; ".join(broken[:3]))
+    elif ok:
         reason = (f"worst over K in {list(map(int, K_grid))}: {worst['M']} updates at eps0 = {worst['eps0_used']:.4g} "
                   f"give eps = {worst['epsilon_pld']:.4g} <= {claim.epsilon:g} at delta = {claim.delta:g} (PLD)")
     else:
