@@ -219,9 +219,10 @@ def _coordinate_climb(agent, init, best, start, H, S, A, *, max_evaluations: int
     """Coordinate ascent from the best pair the hypothesis search found: every state, action, reward step and
     reward value (in {0, 1/2, 1}) of every trajectory of D and D' is set in turn to each of its other values,
     and a change that raises max_f |S_D(f) - S_D'(f)| is kept, until a full sweep improves nothing or the
-    budget of ``max_evaluations`` pairs is spent; ``best`` is updated in place when it ends above it. hypothesis's targeting is
-    weak on this landscape (the 600-example search on a random {0, 1} class at H = 3 stopped at 9, the climb
-    from there reached 10); the climb still ends at a local maximum, not at the max over all datasets."""
+    budget of ``max_evaluations`` pairs is spent; ``best`` is updated in place when it ends above it.
+    hypothesis's targeting is weak on this landscape (on a random {0, 1} class at H = 3 the 150-example search
+    stopped at 8; climbing from its 4 largest examples reached 10, from the 600-example search's 9): the climb
+    ends at a local maximum, not at the max over all datasets."""
     D, Dp = start["pair"]["D"], start["pair"]["D_prime"]
     diff = [i for i in range(len(D)) if not _same(D[i], Dp[i])]
     j = diff[0] if diff else 0
@@ -456,77 +457,6 @@ def trace_updates(agent, mdp, K: int, seed: int = 0) -> dict:
             seen.setdefault(st, i)
     return {"draws": max(len(rec.calls), changes), "max_beta": max(betas) if betas else float("nan"),
             "mechanism_calls": len(rec.calls), "declared_updates": p.M, "problems": problems}
-
-
-def trace_updates(agent, mdp, K: int, seed: int = 0) -> dict:
-    """One run of K episodes with the learner's ``mechanism`` wrapped in a :class:`RecordingMechanism`: what
-    the M = ceil(K/B) updates of Section 3.3 really were.
-
-    * ``draws``: the mechanism's calls, and at least the number of times the entry played changes (a draw that
-      bypasses the mechanism still shows there: a learner that redraws inside a batch made K draws, showed M);
-    * ``max_beta``: the largest temperature eps0 / (2 Delta_S) of the eps0 the mechanism is run at (nan if it
-      is never called: backward messages);
-    * ``problems``: the composition's premises the run breaks -- fewer mechanism calls than the declared
-      updates (an update selected outside the mechanism, e.g. a greedy argmax: not eps0-DP), a selection
-      played that is not what the mechanism returned, or two calls handed a generator in the same state
-      (the same noise reused: the M selections are then not independent mechanisms and do not compose as
-      M eps0-DP ones). Not checked for the backward-message sampler, which never calls ``mechanism``.
-    """
-    from dpcheck.algorithms.gfa.selection import RecordingMechanism
-    a = copy.copy(agent)
-    a.mechanism = rec = RecordingMechanism(agent.mechanism)
-    res = a.run(mdp, int(K), np.random.default_rng(seed), runs=1, record=False)
-    betas = [eps / (2.0 * sens) for _, eps, sens in rec.calls]
-    entries = np.asarray(res.output_policy.episode_entries)[0]
-    changes = 1 + int(np.count_nonzero(entries[1:] != entries[:-1]))
-    p = agent.privacy(int(K))
-    problems = []
-    if p.private and getattr(agent, "sampler", "enumerate") != "messages":
-        calls = len(rec.calls)
-        if calls < p.M:
-            problems.append(f"K = {int(K)}: the mechanism made {calls} selections for the {p.M} declared updates "
-                            f"({p.M - calls} selected outside it)")
-        elif calls == res.M:
-            got = np.concatenate([np.asarray(r).reshape(-1) for r in rec.returns])
-            if not np.array_equal(got, np.asarray(res.selected)[0]):
-                bad = int(np.flatnonzero(got != np.asarray(res.selected)[0])[0])
-                problems.append(f"K = {int(K)}: update {bad} played entry {int(res.selected[0, bad])}, the mechanism "
-                                f"returned {int(got[bad])}")
-        seen = {}
-        for i, st in enumerate(rec.rng_states):
-            if st is not None and st in seen:
-                problems.append(f"K = {int(K)}: updates {seen[st]} and {i} handed the mechanism a generator in the "
-                                "same state (the same selection noise reused)")
-                break
-            seen.setdefault(st, i)
-    return {"draws": max(len(rec.calls), changes), "max_beta": max(betas) if betas else float("nan"),
-            "mechanism_calls": len(rec.calls), "declared_updates": p.M, "problems": problems}
-
-
-def _reference_law(agent, scores, p):
-    """(Pr[f] (N,), its name, the declared law's largest log-ratio on selection_pairs(Delta_S) or None) that
-    privacy.em_selection compares the draws with. The built-in exponential mechanism: the softmax at
-    beta_EM = eps0 / (2 Delta_S) computed here, from the declaration alone (the mechanism's own
-    ``log_probabilities`` shares its temperature code, so a wrong temperature would pass against it). A plug-in:
-    its declared law, whose own privacy is then checked exactly -- max over the pairs and entries of
-    |log Pr_u[f] - log Pr_u'[f]| must not exceed eps0 (a law that is not eps0-DP makes a match worthless)."""
-    from scipy.special import logsumexp
-    from dpcheck.algorithms.gfa.selection import ExponentialMechanism
-    from dpcheck.audits.lib.gfa.mechanism import selection_pairs
-    if type(agent.mechanism) is ExponentialMechanism:
-        z = p.eps0 / (2.0 * p.sensitivity) * (scores - scores.max())
-        return np.exp(z - logsumexp(z)), "exp(eps0 S / (2 Delta_S)) / Z, computed by the check", None
-    gap = 0.0
-    for u, v in selection_pairs(p.sensitivity):
-        lu = agent.mechanism.log_probabilities(np.asarray(u, float)[None], p.eps0, p.sensitivity)[0]
-        lv = agent.mechanism.log_probabilities(np.asarray(v, float)[None], p.eps0, p.sensitivity)[0]
-        both = np.isfinite(lu) & np.isfinite(lv)
-        if np.any(np.isfinite(lu) != np.isfinite(lv)):
-            gap = math.inf                   # an entry possible on one side only
-        elif both.any():
-            gap = max(gap, float(np.max(np.abs(lu[both] - lv[both]))))
-    p0 = np.exp(agent.declared_log_probabilities(scores[None, :], p.K)[0])
-    return p0, "the mechanism's log_probabilities at eps0", gap
 
 
 def observed_updates(agent, mdp, K: int, seed: int = 0) -> tuple[int, float]:
