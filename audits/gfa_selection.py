@@ -30,14 +30,15 @@ HZ = "He & Zhou (arXiv 2605.07049)"
 def selection_law_check(mech, epsilon: float, sensitivity: float, *, draws: int, alpha: float, seed: int,
                         N: int = 16, spread: float = 4.0) -> Check | None:
     """privacy.selection_law: the selection frequencies on scores spanning ``spread`` eps / (2 Delta) against
-    the mechanism's declared closed form (chi-square: FAIL iff p < alpha / 100, as privacy.em_selection);
-    None when the mechanism declares none."""
+    the law of :func:`dpcheck.audits.lib.gfa.reference_law` -- for the exponential mechanism exp(eps S / (2 Delta))
+    / Z computed by the check, for a plug-in its declared closed form, which must itself be eps-DP on
+    selection_pairs(Delta) (chi-square: FAIL iff p < alpha / 100, as privacy.em_selection); None when a plug-in
+    declares none."""
     from scipy.stats import chi2
     scores = np.linspace(0.0, spread * 2.0 * sensitivity / epsilon, N)
-    logp = mech.log_probabilities(scores[None, :], epsilon, sensitivity)
-    if logp is None:
+    p0, law, gap = gfa.reference_law(mech, scores, epsilon, sensitivity)
+    if p0 is None:
         return None
-    p0 = np.exp(np.asarray(logp)[0])
     sel = gfa.SelectionDraws(mech, epsilon, sensitivity)(scores, np.random.default_rng(seed), draws)
     counts = np.bincount(sel, minlength=N)[:N]
     expected = draws * p0
@@ -52,7 +53,11 @@ def selection_law_check(mech, epsilon: float, sensitivity: float, *, draws: int,
     measured = {"chi_square": stat, "df": df, "p_value": pval, "draws": draws, "samples": draws,
                 "selections_of_zero_probability": outside, "fail_level": fail_level,
                 "confidence": 1 - fail_level if pval < fail_level else 1 - alpha}
-    if outside or pval < fail_level:
+    measured.update(law=law, declared_law_log_ratio=gap)
+    if gap is not None and gap > epsilon * (1 + 1e-9) + 1e-12:
+        verdict, reason = FAIL, (f"the declared law is not eps-DP: log-ratio {gap:.4g} > eps = {epsilon:g} on "
+                                 "neighbouring score vectors of sensitivity Delta (selection_pairs)")
+    elif outside or pval < fail_level:
         verdict, reason = FAIL, (f"selection frequencies differ from the declared law: chi-square {stat:.4g} on "
                                  f"{df} df, p = {pval:.3g} < {fail_level:g}" if not outside else
                                  f"{outside} selections of entries the declared law gives probability 0")

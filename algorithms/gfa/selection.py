@@ -100,18 +100,26 @@ class ExponentialMechanism(SelectionMechanism):
 
 
 class RecordingMechanism(SelectionMechanism):
-    """Delegates to ``inner`` and records every call's scores and epsilon (checker side: the audits read
-    what really enters the selection, :mod:`dpcheck.audits.lib.gfa`)."""
+    """Delegates to ``inner`` and records every call's scores and epsilon (``calls``), the state of the
+    generator it was handed (``rng_states``: composition over the M updates needs fresh randomness at each,
+    Section 3.3) and what it returned (``returns``) (checker side: the audits read what really enters and
+    leaves the selection, :mod:`dpcheck.audits.lib.gfa`)."""
 
     def __init__(self, inner: SelectionMechanism):
         self.inner = inner
         self.name = getattr(inner, "name", "selection")
         self.utility_constant = getattr(inner, "utility_constant", 2.0)
         self.calls: list = []
+        self.rng_states: list = []
+        self.returns: list = []
 
     def select(self, scores, epsilon, sensitivity, rng):
         self.calls.append((np.array(scores, dtype=np.float64, copy=True), float(epsilon), float(sensitivity)))
-        return self.inner.select(scores, epsilon, sensitivity, rng)
+        bg = getattr(rng, "bit_generator", None)
+        self.rng_states.append(None if bg is None else repr(bg.state))
+        out = self.inner.select(scores, epsilon, sensitivity, rng)
+        self.returns.append(np.array(out, copy=True))
+        return out
 
     def log_probabilities(self, scores, epsilon, sensitivity):
         return self.inner.log_probabilities(scores, epsilon, sensitivity)

@@ -34,7 +34,8 @@ from dpcheck.audits.lib.gfa.instance import (SOURCE, THEOREM, NPZ_KEYS, load_fun
 from dpcheck.audits.lib.gfa.privacy import (_RUN_CHUNK, UsersWithInit, jdp_users, SelectionsAndActions,
                                             jdp_blackbox_check, pair_reach, _dataset_strategy, _arrays, extreme_class,
                                             sensitivity_search, sensitivity_check, _chisq_power, selection_check,
-                                            observed_updates, composition_check, _literal_scores, score_dataset_check,
+                                            trace_updates, observed_updates, composition_check, _literal_scores,
+                                            score_dataset_check,
                                             _outcome_rewards)
 from dpcheck.audits.lib.gfa.assumptions import (assumption_checks, REFERENCE)
 from dpcheck.audits.lib.gfa.regret import (tuned, _final_regret, regret_curves, appendix_bound, _bound_vacuity,
@@ -44,7 +45,7 @@ from dpcheck.audits.lib.gfa.regret import (tuned, _final_regret, regret_curves, 
                                            SETTLED_SHARE, settled_runs,
                                            _settled_regime, _ols_slope, _declared_sensitivity, _regime,
                                            output_policy_check)
-from dpcheck.audits.lib.gfa.mechanism import (SELECTION_SOURCE, selection_pairs, SelectionDraws,
+from dpcheck.audits.lib.gfa.mechanism import (SELECTION_SOURCE, selection_pairs, reference_law, SelectionDraws,
                                               selection_blackbox_check, selection_utility_check,
                                               selection_dp_event_check)
 
@@ -52,11 +53,12 @@ __all__ = ['SOURCE', 'THEOREM', 'NPZ_KEYS', 'load_function_class', 'SEC_EPISODE'
            'audit_episodes', 'class_cost', 'check_class_size', 'default_instance', 'instance_with_class',
            'make_agent', 'public_init', 'describe', '_RUN_CHUNK', 'UsersWithInit', 'jdp_users',
            'SelectionsAndActions', 'jdp_blackbox_check', 'pair_reach', '_dataset_strategy', '_arrays', 'extreme_class',
-           'sensitivity_search', 'sensitivity_check', '_chisq_power', 'selection_check', 'observed_updates',
+           'sensitivity_search', 'sensitivity_check', '_chisq_power', 'selection_check', 'trace_updates',
+           'observed_updates',
            'composition_check', '_literal_scores', 'score_dataset_check', '_outcome_rewards', 'assumption_checks',
            'REFERENCE', 'tuned', '_final_regret', 'regret_curves', 'appendix_bound', '_bound_vacuity', '_soft_fail',
            '_difference', 'ONE_SIDED', '_upper_bound_fit', '_one_sided_confidence', 'regret_checks',
            'private_exponent_check', 'RateSetting', 'privacy_cost_eps_check', 'SETTLED_SHARE',
            'settled_runs', '_settled_regime', '_ols_slope', '_declared_sensitivity', '_regime', 'output_policy_check',
-           'SELECTION_SOURCE', 'selection_pairs', 'SelectionDraws', 'selection_blackbox_check',
+           'SELECTION_SOURCE', 'selection_pairs', 'reference_law', 'SelectionDraws', 'selection_blackbox_check',
            'selection_utility_check', 'selection_dp_event_check']

@@ -65,6 +65,35 @@ def selection_pairs(sensitivity: float, N: int = 64) -> list:
     return out
 
 
+def reference_law(mech, scores, epsilon: float, sensitivity: float):
+    """(Pr[f] (N,), its name, the declared law's largest log-ratio on :func:`selection_pairs` or None): the law
+    the selection frequencies are compared with. The built-in exponential mechanism: the softmax at
+    beta = eps / (2 Delta) (Algorithm 1 line 6) computed here, from eps and Delta alone -- the mechanism's own
+    ``log_probabilities`` shares its temperature code with ``select``, so a wrong temperature would match it.
+    A plug-in: its declared law (None if it declares none), whose privacy is then checked exactly -- the
+    largest |log Pr_u[f] - log Pr_u'[f]| over the pairs and entries must not exceed eps (inf when an entry is
+    possible on one side only): a match with a law that is not eps-DP is worthless."""
+    from scipy.special import logsumexp
+    from dpcheck.algorithms.gfa.selection import ExponentialMechanism
+    s = np.asarray(scores, dtype=np.float64)
+    if type(mech) is ExponentialMechanism:
+        z = float(epsilon) / (2.0 * float(sensitivity)) * (s - s.max())
+        return np.exp(z - logsumexp(z)), "exp(eps S / (2 Delta)) / Z, computed by the check", None
+    logp = mech.log_probabilities(s[None, :], epsilon, sensitivity)
+    if logp is None:
+        return None, None, None
+    gap = 0.0
+    for u, v in selection_pairs(sensitivity):
+        lu = np.asarray(mech.log_probabilities(np.asarray(u, float)[None], epsilon, sensitivity))[0]
+        lv = np.asarray(mech.log_probabilities(np.asarray(v, float)[None], epsilon, sensitivity))[0]
+        fu, fv = np.isfinite(lu), np.isfinite(lv)
+        if np.any(fu != fv):
+            gap = math.inf
+        elif fu.any():
+            gap = max(gap, float(np.max(np.abs(lu[fu] - lv[fu]))))
+    return np.exp(np.asarray(logp)[0]), "the mechanism's declared log_probabilities", gap
+
+
 class SelectionDraws:
     """mechanism(scores (N,), rng, size) -> (size,) selections of ``mech`` at (epsilon, sensitivity)
     (configuration only, picklable)."""
