@@ -255,8 +255,9 @@ class OnlinePrivatizerAudit(PrivatizerAudit):
         N^ < 0, say) leaves N^, all privacy.blackbox sees, untouched (a user's class is searched on every view)."""
         self.progress(f"{self.kind} privatizer: black box on the counts the planner reads (N~)")
         tgt = pa.central_target(template, view="planner")
-        check, _ = self.blackbox(tgt, id="privacy.blackbox.planner_view", samples=min(self.samples(),
-                                 pa.PLANNER_VIEW_SAMPLES), seed=self.int_seed("planner-view"), claim_source=claim.source)
+        check, _ = self.blackbox(tgt, id="privacy.blackbox.planner_view",
+                                 samples=min(self.samples(), pa.PLANNER_VIEW_SAMPLES),
+                                 seed=self.int_seed("planner-view"), claim_source=claim.source)
         self.add(check)
 
     def plugin_options(self, claim, rewards) -> dict:

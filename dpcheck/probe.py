@@ -15,21 +15,21 @@ draws are untouched):
   Bonferroni at PROBE_LEVEL over the coordinates: a correct mechanism is refused with probability
   at most PROBE_LEVEL; a batch-centred mechanism (exact at size 1) gives p ~ 1e-23.
 
-The built-in audits' mechanisms are this repository's own code whose single calls can cost a whole RL run
-each: they are not refused as bad input. Their generator use is still a finding about the implementation under
-audit (a privatizer seeding its own noise, ``default_rng(0)``, releases the same noise on every call: the noise is
-public, and the black box's chunks repeat each other). :func:`rng_finding` (dpcheck.audit.ExecutionOptions.audit
-passes ``probe="rng"``) draws RNG_ROWS outputs of the first pair's D from two independent generators of a stream of
-its own. An honest mechanism draws its randomness from the generator, so the two draws are independent, and the
-second repeats the first with probability the product of the first's rows' probabilities. At most one output has
+The built-in audits' mechanisms are this repository's own code whose single calls can cost a whole RL run each: they
+are not refused as bad input. Their generator use is still a finding about the implementation under audit (a
+privatizer seeding its own noise, ``default_rng(0)``, releases the same noise on every call: the noise is public,
+and the black box's chunks repeat each other). :func:`rng_finding` (dpcheck.audit.ExecutionOptions.audit passes
+``probe="rng"``) draws RNG_ROWS outputs of the first pair's D from two independent generators of a stream of its
+own. An honest mechanism draws its randomness from the generator, so the two draws are independent, and the second
+repeats the first with probability the product of the first's rows' probabilities. At most one output has
 probability above 1/2, and it is at most as frequent in the draw as its most common row; so if k rows differ from
-the most common row, at least k rows have probability at most 1/2, and the chance is at most 2^-k. Identical draws with k >= RNG_MIN_VARYING (chance <= 2^-20 ~ 1e-6) mean the outputs do not
-depend on the generator; then D' is drawn from the same two generators. If its outputs differ from D's, the
-mechanism is, as far as its randomness (the generator) goes, a deterministic function of the data that tells D
-from D': no epsilon holds, FAIL. If they are D's, nothing distinguishes the pair, but the audit's samples are one
-sample repeated: INCONCLUSIVE. Nearly constant outputs (k < RNG_MIN_VARYING) prove nothing either way; nor does
-an output that depends on the generator only in part (an agent's tie-breaking beside a privatizer's fixed noise:
-the privatizer's own black box sees that one).
+the most common row, at least k rows have probability at most 1/2, and the chance is at most 2^-k. Identical draws
+with k >= RNG_MIN_VARYING (chance <= 2^-20 ~ 1e-6) mean the outputs do not depend on the generator; then D' is drawn
+from the same two generators. If its outputs differ from D's, the mechanism is, as far as its randomness (the
+generator) goes, a deterministic function of the data that tells D from D': no epsilon holds, FAIL. If they are D's,
+nothing distinguishes the pair, but the audit's samples are one sample repeated: INCONCLUSIVE. Nearly constant
+outputs (k < RNG_MIN_VARYING) prove nothing either way; nor does an output that depends on the generator only in
+part (an agent's tie-breaking beside a privatizer's fixed noise: the privatizer's own black box sees that one).
 """
 from __future__ import annotations
 

@@ -79,5 +79,6 @@ __all__ = [
     "assumption_checks", "PATTERNS", "RUNS_PER_PATTERN", "TOLERANCE", "adversarial_inputs", "post_processing_check",
     "NOISE_LAW_K", "UCBVI_NOISE_LAW_K", "NOISE_LAW_SHAPE", "NOISE_LAW_RUNS", "ODD_MAX", "GROUP_RESOLUTION",
     "FAMILIES", "release_times",
-    "declared_noise", "noise_pieces", "noise_scale_check", "noise_independence_check", "noise_law_checks", "variance_ratio",
+    "declared_noise", "noise_pieces", "noise_scale_check", "noise_independence_check", "noise_law_checks",
+    "variance_ratio",
 ]
