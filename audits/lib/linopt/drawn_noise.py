@@ -119,8 +119,8 @@ def _scale_check(nodes: dict, *, alpha: float, source: str, shape: str) -> Check
     from scipy.stats import norm
     from dpcheck.algorithms.linear import COUNTERS
     from dpcheck.stats import pass_alpha
-    from dpcheck.audits.lib.privatizers.drawn_noise import GROUP_RESOLUTION, variance_ratio
-    from dpcheck.audits.lib.privatizers.whitebox import VARIANCE_RESOLUTION, VARIANCE_TOLERANCE, variance_band
+    from dpcheck.audits.lib.privatizers.drawn_noise import GROUP_RESOLUTION, ratio_rule, variance_ratio
+    from dpcheck.audits.lib.privatizers.whitebox import VARIANCE_RESOLUTION, VARIANCE_TOLERANCE
     Z = nodes["Z"]
     sq = Z * Z                                                            # (nodes, runs, C)
     null = np.full(sq.shape, 5.0 if nodes["law"] == 2.0 else 2.0)       # Var(Z^2): Gaussian 2, Laplace node 5
@@ -137,24 +137,10 @@ def _scale_check(nodes: dict, *, alpha: float, source: str, shape: str) -> Check
     z_pass = float(norm.ppf(1 - pass_alpha(alpha) / (2 * m)))
     rat = [(n, variance_ratio(sq[a][:, :, b], null[a][:, :, b], z_fail, z_pass), need) for n, a, b, need in groups]
     pooled = variance_ratio(sq, null, z_fail, z_pass)
-    named = rat + [("all nodes", pooled, True)]
-    low = [(n, v) for n, v, _ in named if v["fail_ci"][1] < 1.0]
-    high = [(n, v) for n, v, _ in named if v["fail_ci"][0] > 1.0 + VARIANCE_TOLERANCE]
-    loose = [(n, v) for n, v, need in rat if need and v["pass_ci"][0] < 1.0 - GROUP_RESOLUTION]
-    band = variance_band(pooled["fail_ci"], pooled["pass_ci"])
-    txt = lambda n, v: f"{n}: {v['ratio']:.4f} [{v['fail_ci'][0]:.3f}, {v['fail_ci'][1]:.3f}]"
-    if low:
-        worst = min(low, key=lambda x: x[1]["ratio"])
-        verdict, reason = FAIL, (f"less noise drawn than the declared trees (variance / sigma_c^2, level {alpha:g} "
-                                 f"Bonferroni over {m}): {txt(*worst)}" +
-                                 (f"; {len(low)} ratios below 1" if len(low) > 1 else ""))
-    elif high:
-        verdict, reason = FAIL, (f"more noise drawn than declared, beyond 1 + {VARIANCE_TOLERANCE:g} (not the "
-                                 f"declared scale): {txt(*max(high, key=lambda x: x[1]['ratio']))}")
-    elif band is not None or loose:
-        n, v = loose[0] if loose else ("all nodes", pooled)
-        verdict, reason = INCONCLUSIVE, (f"no ratio differs from the declaration, but {n} is not certified "
-                                         f"(interval {[round(x, 4) for x in v['pass_ci']]}; more runs)")
+    ruled = ratio_rule(rat, ("all nodes", pooled), alpha=alpha, m=m, against="the declared trees",
+                       ratio="variance / sigma_c^2")
+    if ruled is not None:
+        verdict, reason = ruled
     else:
         verdict, reason = PASS, (f"node noise drawn at {shape} over {len(levels)} tree levels has the declared "
                                  f"variance: all nodes {pooled['ratio']:.4f}, every level / (kind, step) / coordinate "

@@ -182,6 +182,37 @@ def variance_ratio(sq: np.ndarray, null_var: np.ndarray, z_fail: float, z_pass: 
 FAMILIES = ("visits", "transitions", "rewards")
 
 
+def ratio_text(name: str, v: dict) -> str:
+    """``name: ratio [fail interval]`` of one :func:`variance_ratio`."""
+    return f"{name}: {v['ratio']:.4f} [{v['fail_ci'][0]:.3f}, {v['fail_ci'][1]:.3f}]"
+
+
+def ratio_rule(named: list, pooled: tuple, *, alpha: float, m: int, against: str = "declared",
+               ratio: str = "variance / declared") -> tuple[str, str] | None:
+    """The rule of whitebox.noise_scale (module docstring) over ``named`` = [(name, variance_ratio(...), needed for a
+    PASS)] and ``pooled`` = (name, its ratio): FAIL when an interval (level alpha / m, two-sided) lies wholly below 1
+    (less noise than declared) or above 1 + VARIANCE_TOLERANCE (another calibration); INCONCLUSIVE when the pooled
+    ratio is not certified within the band or a needed one not >= 1 - GROUP_RESOLUTION; None when it PASSes (the
+    caller says what passed). One rule for the tabular and the linear privatizers' noise."""
+    everything = [(n, v) for n, v, _ in named] + [pooled]
+    low = [(n, v) for n, v in everything if v["fail_ci"][1] < 1.0]
+    high = [(n, v) for n, v in everything if v["fail_ci"][0] > 1.0 + VARIANCE_TOLERANCE]
+    loose = [(n, v) for n, v, need in named if need and v["pass_ci"][0] < 1.0 - GROUP_RESOLUTION]
+    band = variance_band(pooled[1]["fail_ci"], pooled[1]["pass_ci"])
+    if low:
+        worst = min(low, key=lambda x: x[1]["ratio"])
+        return FAIL, (f"less noise drawn than {against} ({ratio}, at level {alpha:g} Bonferroni over {m}): "
+                      f"{ratio_text(*worst)}" + (f"; {len(low)} ratios below 1" if len(low) > 1 else ""))
+    if high:
+        return FAIL, (f"more noise drawn than declared, beyond 1 + {VARIANCE_TOLERANCE:g} (not the declared "
+                      f"scale): {ratio_text(*max(high, key=lambda x: x[1]['ratio']))}")
+    if band is not None or loose:
+        n, v = loose[0] if loose else pooled
+        return INCONCLUSIVE, (f"no ratio differs from the declaration, but {n} is not certified "
+                              f"(interval {[round(x, 4) for x in v['pass_ci']]}; more runs)")
+    return None
+
+
 def noise_scale_check(pieces: dict, *, kind: str, b: float, where: str, alpha: float, source: str,
                       shape: tuple) -> Check:
     """whitebox.noise_scale from :func:`noise_pieces` (module docstring: the ratios, the rule, the level)."""
@@ -204,26 +235,12 @@ def noise_scale_check(pieces: dict, *, kind: str, b: float, where: str, alpha: f
     name = "level" if kind == "central" else "t in [2^j, 2^(j+1))"
     named = ([(f"{name} {g}", v) for g, v in grp.items()] + [(f"family {f}", v) for f, v in fam.items()] +
              [(f"coordinate {pieces['labels'][c]}", v) for c, v in enumerate(coord)] + [("all pieces", pooled)])
-    low = [(n, v) for n, v in named if v["fail_ci"][1] < 1.0]
-    high = [(n, v) for n, v in named if v["fail_ci"][0] > 1.0 + VARIANCE_TOLERANCE]
-    loose = [(n, v) for n, v in named[:-1] if v["pass_ci"][0] < 1.0 - GROUP_RESOLUTION]
-    band = variance_band(pooled["fail_ci"], pooled["pass_ci"])
     lows = np.array([max(v["pass_ci"][0], 1e-12) for v in grp.values()])
     eps_up = float(np.mean(lows ** -0.5) if kind == "central" else np.max(lows ** -0.5))
     H, S, A, K = shape
-    txt = lambda n, v: f"{n}: {v['ratio']:.4f} [{v['fail_ci'][0]:.3f}, {v['fail_ci'][1]:.3f}]"
-    if low:
-        worst = min(low, key=lambda x: x[1]["ratio"])
-        verdict, reason = FAIL, (f"less noise drawn than declared (variance / declared, at level {alpha:g} "
-                                 f"Bonferroni over {m}): {txt(*worst)}" + (f"; {len(low)} ratios below 1" if
-                                                                           len(low) > 1 else ""))
-    elif high:
-        verdict, reason = FAIL, (f"more noise drawn than declared, beyond 1 + {VARIANCE_TOLERANCE:g} (not the "
-                                 f"declared scale): {txt(*max(high, key=lambda x: x[1]['ratio']))}")
-    elif band is not None or loose:
-        n, v = loose[0] if loose else ("all pieces", pooled)
-        verdict, reason = INCONCLUSIVE, (f"no ratio differs from the declaration, but {n} is not certified "
-                                         f"(interval {[round(x, 4) for x in v['pass_ci']]}; more runs)")
+    ruled = ratio_rule([(n, v, True) for n, v in named[:-1]], ("all pieces", pooled), alpha=alpha, m=m)
+    if ruled is not None:
+        verdict, reason = ruled
     else:
         verdict, reason = PASS, (f"noise drawn at H={H}, S={S}, A={A} over {len(groups)} "
                                  f"{'tree levels' if kind == 'central' else 'dyadic ranges'} up to K={K} has the "
@@ -240,7 +257,7 @@ def noise_scale_check(pieces: dict, *, kind: str, b: float, where: str, alpha: f
                            "confidence": 1 - alpha, "samples": pooled["samples"], "epsilon_lower_bound": None},
                  details={"per_group": {str(g): v for g, v in grp.items()}, "group": name, "per_family": fam,
                           "per_coordinate": {pieces["labels"][c]: v["ratio"] for c, v in enumerate(coord)},
-                          "coordinate_worst": txt(*min(named[len(grp) + len(fam):-1], key=lambda x: x[1]["ratio"])),
+                          "coordinate_worst": ratio_text(*min(named[len(grp) + len(fam):-1], key=lambda x: x[1]["ratio"])),
                           "pooled": pooled, "release_times": pieces["times"], "z_fail": z_fail, "z_pass": z_pass,
                           "rule": f"FAIL: an interval (alpha / {m} two-sided) below 1 or above 1 + "
                                   f"{VARIANCE_TOLERANCE:g}; PASS: pooled within [1 - {VARIANCE_RESOLUTION:g}, 1 + "
