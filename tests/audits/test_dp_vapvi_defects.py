@@ -117,16 +117,7 @@ def test_correct_clip_keeps_the_values_in_range_and_reaches_its_top(lin_tab):
 
 
 # ------------------------------------------------------------------ the compiled counter (shared with dp_apvi)
-def _kernel_recording_current_state(states, actions, rewards, has_rewards, S, A, trip, rsum):
-    """Defect: the compiled counter's one-pass loop with s' = s_h instead of s_{h+1} (pure Python stand-in)."""
-    runs, n, H = actions.shape
-    for r in range(runs):
-        for i in range(n):
-            for h in range(H):
-                p = ((r * H + h) * S + states[r, i, h]) * A + actions[r, i, h]
-                trip[p * S + states[r, i, h]] += 1
-                if has_rewards:
-                    rsum[p] += rewards[r, i, h]
+from test_dp_apvi_defects import _kernel_recording_current_state  # noqa: E402 (the same planted kernel)
 
 
 def _collected(coin, n=200):
