@@ -611,11 +611,13 @@ def test_quick_audit_end_to_end(tmp_path, name):
     report = json.loads((tmp_path / f"{name}.json").read_text())
     ids = {c["id"]: c for c in report["checks"]}
     want = {"privacy.jdp.blackbox", "privacy.release.blackbox", "whitebox.dp_event", "whitebox.calibration", "whitebox.sensitivity",
-            "privacy.dataflow", "whitebox.tree_noise_reuse", "assumption.lambda_min", "assumption.lambda_max",
+            "privacy.dataflow", "whitebox.tree_noise_reuse", "whitebox.noise_scale", "whitebox.noise_independence",
+            "assumption.lambda_min", "assumption.lambda_max",
             "assumption.nu", "assumption.confidence_set", "assumption.optimism", "regret.exponent",
             "regret.exponent.nonprivate", "regret.privacy_scaling", "regret.radius_scaling", "regret.explicit_bound"}
     want |= {f"assumption.{n}.weak_privacy" for n in ("lambda_min", "lambda_max", "nu", "confidence_set", "optimism")}
     assert want == set(ids)
+    assert ids["whitebox.noise_scale"]["verdict"] == "pass" and ids["whitebox.noise_independence"]["verdict"] == "pass"
     # at eps = 10^4 the bonus no longer saturates: optimism is checked for real there
     assert "qualifier" not in ids["assumption.optimism.weak_privacy"]["details"]
     assert all(c["verdict"] != "fail" for c in ids.values())
