@@ -270,8 +270,11 @@ class DPNashVIAudit(Audit):
         claim = own if own is not None else Claim(epsilon=eps, notion=self.priv_notion, source=f"{SOURCE}, {lemma}")
         self.progress(f"privacy: privatizer-level audits ({self.spec}, games setting: A*B joint actions, 2 families)")
         for c in nash.privatizer_checks(make, claim, self.priv_notion, quick=bool(self.exe.quick), samples=self.privacy_samples,
-                                        seed=self.exe.seed, blackbox=self.blackbox, exe=self.exe):
+                                        seed=self.exe.seed, blackbox=self.blackbox, exe=self.exe, noise_law=False):
             self.add(c)
+        # the drawn noise (K observe() calls in one process, ~1 s) runs beside the regret batches, in their pool
+        side = [(nash.noise_law_task, 0, (make, claim, self.priv_notion, bool(self.exe.quick), self.exe.seed,
+                                          self.alpha))]
         if self.priv_notion == "JDP":
             self.privacy_jdp(make, claim)
         self.add(nash.dataflow_check(make, seed=self.int_seed("dataflow")))
@@ -280,7 +283,7 @@ class DPNashVIAudit(Audit):
 
         # the assumption batches and the regret batches are chunks of one pool: neither waits for the other
         t0, c0 = time.perf_counter(), time.process_time()
-        self.regret(regret_game, self.assumption_batches(assump_game, make))
+        self.regret(regret_game, self.assumption_batches(assump_game, make), side=side)
         self.config["time_assumptions_regret_s"] = round(time.perf_counter() - t0, 1)
         self.config["cpu_assumptions_regret_s"] = round(time.process_time() - c0, 1)      # this process only
 
@@ -352,11 +355,12 @@ class DPNashVIAudit(Audit):
         return {"args": (batches, game, runs, K, self.alpha), "keep": keep}
 
     # ------------------------------------------------------------------ regret
-    def regret(self, game, assumptions: dict) -> None:
+    def regret(self, game, assumptions: dict, side: list = ()) -> None:
         """The regret grid (non-private and private runs at the eps sweep and the cost horizons, one chunk
-        each, common random numbers) and the ``assumptions`` batches (:meth:`assumption_batches`) in one pool,
-        then the assumption checks, regret.exponent.nonprivate here and the private rate checks in
-        lib.nash.regret_checks / cost_K_comparison."""
+        each, common random numbers), the ``assumptions`` batches (:meth:`assumption_batches`) and the ``side``
+        tasks ((fn, j, args) returning a list of checks: the drawn noise) in one pool, then the assumption checks,
+        the side checks, regret.exponent.nonprivate here and the private rate checks in lib.nash.regret_checks /
+        cost_K_comparison."""
         from dpcheck.parallel import run_chunks
 
         spec, calibration, alpha, seed = self.spec, self.calibration, self.alpha, self.exe.seed
@@ -404,27 +408,42 @@ class DPNashVIAudit(Audit):
         common = self.int_seed("regret", "common")
         # the assumption batches first (short: their checks are reported, and kept if a regret run fails,
         # as soon as all are in), then the regret batches largest first
-        n_assume = len(assumptions["keep"])
-        tasks = ([(nash.assumption_batch, i, assumptions["args"]) for i in range(n_assume)]
+        n_assume, n_side = len(assumptions["keep"]), len(side)
+        tasks = ([(nash.assumption_batch, i, assumptions["args"]) for i in range(n_assume)] + list(side)
                  + [(nash.regret_stack_job, i, (chunks, jobs, game, common)) for i in range(len(chunks))])
-        batches, out = {}, [None] * len(chunks)
+        batches, out, side_checks, added = {}, [None] * len(chunks), {}, []
 
-        def take(i, r):
-            if i >= n_assume:
-                out[i - n_assume] = r
-                return
-            batches[i] = r
-            if len(batches) == n_assume:
+        def flush():
+            # the assumption checks once all their batches are in, then the side checks once all theirs are: in task
+            # order whatever order they arrive in, and kept if a later regret run fails
+            if "assumptions" not in added and len(batches) == n_assume:
+                added.append("assumptions")
                 for b, keep in enumerate(assumptions["keep"]):
                     for c in batches[b]:
                         if keep(c):
                             self.add(c)
+            if "assumptions" in added and "side" not in added and len(side_checks) == n_side:
+                added.append("side")
+                for j in range(n_side):
+                    for c in side_checks[j]:
+                        self.add(c)
+
+        def take(i, r):
+            if i >= n_assume + n_side:
+                out[i - n_assume - n_side] = r
+                return
+            if i >= n_assume:
+                side_checks[i - n_assume] = r
+            else:
+                batches[i] = r
+            flush()
         # dpcheck.parallel directly for its per-chunk progress callback and cache label
         run_chunks(task_chunk, len(tasks), self.seed_sequence("regret"), workers=e.workers,
                    backend=e.backend, scheduler=e.scheduler, args=(tasks,), on_result=take,
                    progress=lambda i, n: self.progress(f"assumptions and regret: {i}/{n} batches done"),
                    cache_dir=e.cache_dir, cache_key="dp_nash_vi:assumptions+regret", say=self.progress,
                    cache_report=self.config["regret"].setdefault("cache", {}) if e.cache_dir else None)
+        flush()
         by_job = {j: r for c, rs in zip(chunks, out) for j, r in zip(c, rs)}
         results = {(j[0], j[1], j[3]): by_job[i] for i, j in enumerate(jobs)}
 

@@ -35,7 +35,7 @@ from dpcheck.audits.lib.nash.assumptions import (assumption_batch, assumption_ch
 from dpcheck.audits.lib.nash.privatizers import (theorem_privacy_term, cost_eps_slope, declared_width,
                                                  width_matched_grid, _width_matched, privatizer_checks,
                                                  privatizer_factory, accepts, BLACKBOX_H, PLANNER_VIEW_SAMPLES,
-                                                 NASH_NOISE_LAW_K)
+                                                 NASH_NOISE_LAW_K, noise_law_games, noise_law_task)
 from dpcheck.audits.lib.nash.regret import (regret_curves, NONPRIVATE_FROM, EXPONENT_INTERVAL, k_grid, plot_grid,
                                             regret_job, regret_chunks, regret_stack_job, STACK_MEMBERS,
                                             nonprivate_exponent_check, regret_checks, cost_K_comparison, band_series,
@@ -46,7 +46,7 @@ __all__ = ['SOURCE', 'BETA', 'REGRET_TOLERANCE', 'soften', 'vacuous', 'jdp_scena
            'MIN_INFORMATIVE', 'untested', 'EXACT_CONSTANTS', 'exact_model_game', 'is_exact_model',
            'trajectory_counts_check', 'theorem_privacy_term', 'cost_eps_slope', 'declared_width',
            'width_matched_grid', '_width_matched', 'privatizer_checks', 'privatizer_factory', 'accepts', 'BLACKBOX_H',
-           'PLANNER_VIEW_SAMPLES', 'NASH_NOISE_LAW_K', 'regret_curves', 'NONPRIVATE_FROM', 'EXPONENT_INTERVAL', 'k_grid', 'plot_grid',
+           'PLANNER_VIEW_SAMPLES', 'NASH_NOISE_LAW_K', 'noise_law_games', 'noise_law_task', 'regret_curves', 'NONPRIVATE_FROM', 'EXPONENT_INTERVAL', 'k_grid', 'plot_grid',
            'regret_job', 'regret_chunks', 'regret_stack_job', 'STACK_MEMBERS', 'nonprivate_exponent_check',
            'regret_checks', 'cost_K_comparison', 'band_series', 'regime', 'with_reason', 'regret_plot',
            'local_slopes_plot']

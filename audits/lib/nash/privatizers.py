@@ -100,7 +100,7 @@ NASH_NOISE_LAW_K = (2 ** 13, 2 ** 11)
 
 
 def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool, samples: int, seed: int,
-                      blackbox, exe=None) -> list[Check]:
+                      blackbox, exe=None, noise_law: bool = True) -> list[Check]:
     """The privatizer audits of audits/lib/privatizers/ in the games setting (joint actions A*B, rewards=False,
     2 stream families): whitebox.dp_event (dp_accounting PLD of the declared DpEvent), whitebox.sensitivity
     and whitebox.tree_noise_reuse (built-in privatizers), and the tight black box on what the privatizer
@@ -112,7 +112,8 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
     runner (:meth:`dpcheck.audit.Audit.blackbox`, which carries --alpha, --seed, --workers and --cache).
     ``exe`` (the audit's ExecutionOptions): a user's (plug-in) privatizer gets the searched black-box audit
     (privatizers.plugin_blackbox) on the privatizer audits' budget (privatizers.PRIVATIZER_SAMPLES), as in
-    dp_ucbvi."""
+    dp_ucbvi. ``noise_law=False`` leaves out whitebox.noise_scale / noise_independence (:func:`noise_law_games`), which
+    the audit runs as a chunk of its regret pool instead (:func:`noise_law_task`: K observe() calls in one process)."""
     from dpcheck.audits.lib import privatizers as pa
     from dpcheck.algorithms.privatizers.base import CountPrivatizer
 
@@ -130,12 +131,9 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
         if kind == "central":
             out.append(pa.tree_reuse_check(p, runs=1_000 if quick else 4_000, seed=int(seed), rewards=False,
                                            source=claim.source, alpha=exe.alpha if exe is not None else 0.05))
-        # the noise drawn at H = 2, S = 3, A*B = 4 over every tree level of the regret runs' K (default 8000,
-        # --quick 2000), against the declared scale (the black boxes run at K <= 16); [] for a user's class
-        # that declares no scale
-        out += pa.noise_law_checks(p, kind=kind, claim_source=claim.source,
-                                   alpha=exe.alpha if exe is not None else 0.05, runs=pa.NOISE_LAW_RUNS[bool(quick)],
-                                   seed=int(seed), rewards=False, K=NASH_NOISE_LAW_K[bool(quick)], shape=(2, 3, AB))
+        if noise_law:
+            out += noise_law_games(make_privatizer, claim, notion, quick=quick, seed=seed,
+                                   alpha=exe.alpha if exe is not None else 0.05)
         # Lemma 5.8 on adversarial N^ (no count of the audit's runs reaches E/4)
         out.append(pa.post_processing_check(p, seed=int(seed), lemma="Qiao & Wang 2024, Lemma 5.8"))
     claimed = pa.ClaimedTemplate(p, claim, False)
@@ -161,6 +159,28 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
     out.append(blackbox(tgt, id="privacy.privatizer.planner_view", samples=min(samples, PLANNER_VIEW_SAMPLES),
                         claim_source=claim.source)[0])
     return out
+
+
+def noise_law_games(make_privatizer, claim: Claim, notion: str, *, quick: bool, seed: int, alpha: float) -> list:
+    """whitebox.noise_scale / noise_independence of a private CountPrivatizer in the games setting: the noise drawn at
+    H = 2, S = 3, A*B = 4 over every tree level of the regret runs' K (:data:`NASH_NOISE_LAW_K`) against the
+    declared scale (the black boxes run at K <= 16); [] for the non-private baseline and for a user's class that
+    declares no scale."""
+    from dpcheck.audits.lib import privatizers as pa
+    from dpcheck.algorithms.privatizers.base import CountPrivatizer
+    p = make_privatizer()
+    if not (isinstance(p, CountPrivatizer) and getattr(p, "notion", None) in ("JDP", "LDP")):
+        return []
+    return pa.noise_law_checks(p, kind="central" if notion == "JDP" else "local", claim_source=claim.source,
+                               alpha=alpha, runs=pa.NOISE_LAW_RUNS[bool(quick)], seed=int(seed), rewards=False,
+                               K=NASH_NOISE_LAW_K[bool(quick)], shape=(2, 3, 4))
+
+
+def noise_law_task(j, _seed_seq, make_privatizer, claim: Claim, notion: str, quick: bool, seed: int,
+                   alpha: float) -> list:
+    """:func:`noise_law_games` as a chunk of dp_nash_vi's regret pool (its own ``seed``: the same checks in any
+    process)."""
+    return noise_law_games(make_privatizer, claim, notion, quick=quick, seed=seed, alpha=alpha)
 
 
 # ------------------------------------------------------------------ privatizers by name
