@@ -221,12 +221,13 @@ class DPUCBVIAudit(Audit):
                                              alpha=exe.alpha))
             # the noise drawn at H = 2, S = 3, A = 2 over every tree level the regret sweep uses (K up to 2^14;
             # --quick 2^12); [] for a user's privatizer that declares no scale (its black-box search is the evidence)
-            for c in pa.noise_law_checks(p, kind=kind, claim_source=claim.source, alpha=exe.alpha,
-                                         runs=exe.pick(*pa.NOISE_LAW_RUNS), seed=exe.seed,
-                                         K=exe.pick(*pa.UCBVI_NOISE_LAW_K)):
-                self.add(c)
-            # Lemma 5.4 on adversarial N^ (the post-processing the planner reads; no count here reaches E/4)
-            self.add(pa.post_processing_check(p, seed=exe.seed, lemma=f"{QW}, Lemma 5.4"))
+            if not pa.is_plugin(p):    # white box: a user's class is audited black box (its noise is its own)
+                for c in pa.noise_law_checks(p, kind=kind, claim_source=claim.source, alpha=exe.alpha,
+                                             runs=exe.pick(*pa.NOISE_LAW_RUNS), seed=self.int_seed("noise-law"),
+                                             K=exe.pick(*pa.UCBVI_NOISE_LAW_K)):
+                    self.add(c)
+                # Lemma 5.4 on adversarial N^ (the post-processing the planner reads; no count here reaches E/4)
+                self.add(pa.post_processing_check(p, seed=self.int_seed("post-processing"), lemma=f"{QW}, Lemma 5.4"))
         if notion in ("JDP", "LDP") and pa.is_plugin(p):
             # a user's privatizer: black box only, nothing assumed about its noise; the search over the
             # stream length, the user's position and the statistic runs on the privatizer audits' budget

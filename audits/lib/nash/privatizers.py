@@ -134,8 +134,9 @@ def privatizer_checks(make_privatizer, claim: Claim, notion: str, *, quick: bool
         if noise_law:
             out += noise_law_games(make_privatizer, claim, notion, quick=quick, seed=seed,
                                    alpha=exe.alpha if exe is not None else 0.05)
-        # Lemma 5.8 on adversarial N^ (no count of the audit's runs reaches E/4)
-        out.append(pa.post_processing_check(p, seed=int(seed), lemma="Qiao & Wang 2024, Lemma 5.8"))
+        # Lemma 5.8 on adversarial N^ (no count of the audit's runs reaches E/4); built-ins only, as the noise law
+        if not pa.is_plugin(p):
+            out.append(pa.post_processing_check(p, seed=int(seed), lemma="Qiao & Wang 2024, Lemma 5.8"))
     claimed = pa.ClaimedTemplate(p, claim, False)
     if exe is not None and pa.is_plugin(p):
         pb = dict(source=claim.source, A=AB, rewards=False)
@@ -169,8 +170,8 @@ def noise_law_games(make_privatizer, claim: Claim, notion: str, *, quick: bool, 
     from dpcheck.audits.lib import privatizers as pa
     from dpcheck.algorithms.privatizers.base import CountPrivatizer
     p = make_privatizer()
-    if not (isinstance(p, CountPrivatizer) and getattr(p, "notion", None) in ("JDP", "LDP")):
-        return []
+    if not (isinstance(p, CountPrivatizer) and getattr(p, "notion", None) in ("JDP", "LDP")) or pa.is_plugin(p):
+        return []                  # white box: a user's class is audited black box (its noise is its own)
     return pa.noise_law_checks(p, kind="central" if notion == "JDP" else "local", claim_source=claim.source,
                                alpha=alpha, runs=pa.NOISE_LAW_RUNS[bool(quick)], seed=int(seed), rewards=False,
                                K=NASH_NOISE_LAW_K[bool(quick)], shape=(2, 3, 4))

@@ -62,8 +62,11 @@ def post_processing_check(template, *, H: int = 2, S: int = 3, A: int = 2, K: in
     from dpcheck.algorithms.privatizers.base import CountPrivatizer
     if not isinstance(p, CountPrivatizer) or type(p).release is not CountPrivatizer.release:
         return invariant_check(id=id, kind="whitebox", violations=0, total=0, claim=claim, what="post-processing",
-                               vacuous=f"{type(p).__name__} has a release() of its own: the post-processing it applies "
-                                       "cannot be fed chosen N^ (post_processed is the base class's)")
+                               vacuous=(f"{type(p).__name__} is not a CountPrivatizer"
+                                        if not isinstance(p, CountPrivatizer)
+                                        else f"{type(p).__name__} has a release() of its own")
+                               + ": the post-processing it applies cannot be fed chosen N^ (post_processed is the base "
+                                 "class's)")
     Nv, Nt, dv, dt = adversarial_inputs(runs, H, S, A, E, np.random.default_rng([int(seed), 0x5E4]))
     pc = p.post_processed(Nv + dv, Nt + dt)
     v, t = np.asarray(pc.visits, float), np.asarray(pc.transitions, float)
