@@ -34,7 +34,7 @@ from dpcheck.audits.lib.linopt.spec import (SOURCE, SPEC, REL_TOL, INSTANCE_KEYS
                                             load_instance, SEC_STEP, BYTES_STEP, audit_episodes, check_instance_size)
 from dpcheck.audits.lib.linopt.privacy import (jdp_users, OtherUsersActions, jdp_blackbox_check,
                                                required_sensitivities, dp_event_check, calibration_check, tree_depth,
-                                               _tree_based, drawn_trees,
+                                               tree_based, drawn_trees,
                                                not_tree_based, plugin_calibration_check, COUNTERS_)
 from dpcheck.audits.lib.linopt.transcript import (_regularizer_base, ReplayRegularizer, _ReplayState, implied_nodes,
                                                   _upper, stream_difference, random_transcript,
@@ -50,7 +50,7 @@ from dpcheck.audits.lib.linopt.regret import (_curve, regret_grid, k_grid, learn
 __all__ = ['SOURCE', 'SPEC', 'REL_TOL', 'INSTANCE_KEYS', 'LinOptSpec', 'sizes_for', 'load_instance', 'SEC_STEP',
            'BYTES_STEP', 'audit_episodes', 'check_instance_size', 'jdp_users', 'OtherUsersActions',
            'jdp_blackbox_check', 'required_sensitivities', 'dp_event_check', 'calibration_check', 'tree_depth',
-           '_tree_based', 'drawn_trees',
+           'tree_based', 'drawn_trees',
            'not_tree_based', 'plugin_calibration_check', 'COUNTERS_', '_regularizer_base', 'ReplayRegularizer',
            '_ReplayState', 'implied_nodes', '_upper', 'stream_difference', 'random_transcript',
            'stream_sensitivity_check', '_node_vector', 'ReleaseStatistic', 'release_blackbox_check', 'release_noise',

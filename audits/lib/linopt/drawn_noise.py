@@ -36,7 +36,7 @@ import numpy as np
 
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
 from dpcheck.audits.lib.linopt.spec import SOURCE, LinOptSpec, sizes_for
-from dpcheck.audits.lib.linopt.privacy import _tree_based, drawn_trees, not_tree_based
+from dpcheck.audits.lib.linopt.privacy import tree_based, drawn_trees, not_tree_based
 
 LINOPT_NOISE_RUNS = 64          # the cost is K observe() calls (~60 us each at H = 3, d = 2), nearly flat in the runs
 
@@ -100,7 +100,7 @@ def noise_law_checks(spec: LinOptSpec, env, K: int, *, runs: int = LINOPT_NOISE_
     insertions (module docstring)."""
     sizes = sizes_for(env, K)
     src = f"{SOURCE}, Section 6.1, proof of Thm 6.4; drawn noise vs declared trees (docs/private_linopt.md)"
-    if not _tree_based(spec, spec.privatizer()):
+    if not tree_based(spec, spec.privatizer()):
         return [not_tree_based(i, spec, "the noise drawn has the declared trees' scale and is independent")
                 for i in ("whitebox.noise_scale", "whitebox.noise_independence")]
     nodes = noise_nodes(spec, sizes, runs=runs, seed=seed)

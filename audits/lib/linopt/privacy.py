@@ -218,7 +218,7 @@ def calibration_check(spec: LinOptSpec, env, K: int) -> Check:
                  details={"agent": spec.describe(), "neighbouring": neighbouring}, reason=reason)
 
 
-def _tree_based(spec: LinOptSpec, priv) -> bool:
+def tree_based(spec: LinOptSpec, priv) -> bool:
     """The tree checks apply: the paper's Privatizer and its variants (``privatizer_class``: a variant that
     redraws its noise is what they exist to catch), or a plug-in that declares trees."""
     return spec.plugin is None or bool(getattr(priv, "tree_based", False))

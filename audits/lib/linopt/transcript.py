@@ -16,7 +16,7 @@ from dpcheck.blackbox import blind_pair_pass
 from dpcheck.checks import FAIL, PASS, Check, invariant_check
 from dpcheck.errors import InputError
 from dpcheck.audits.lib.linopt.spec import LinOptSpec, REL_TOL, SOURCE, sizes_for
-from dpcheck.audits.lib.linopt.privacy import _tree_based, drawn_trees, jdp_users, not_tree_based
+from dpcheck.audits.lib.linopt.privacy import tree_based, drawn_trees, jdp_users, not_tree_based
 from dpcheck.audits.lib.privatizers.whitebox import implied_nodes
 
 
@@ -182,7 +182,7 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
     H, S, A = env.H, env.S, env.A
     sizes = sizes_for(env, K)
     priv = spec.privatizer()
-    if not _tree_based(spec, priv):
+    if not tree_based(spec, priv):
         st = "one user changes only her item of each stream: <= m nodes per counter (tree accounting)"
         return (not_tree_based("whitebox.sensitivity", spec, st),
                 not_tree_based("privacy.dataflow", spec, "the actions depend only on the releases"))
@@ -334,7 +334,7 @@ def release_blackbox_check(spec: LinOptSpec, env, exe: ExecutionOptions = Execut
     # the statistic's per-counter scaling (any scaling gives a valid event; the node std is the optimal one for
     # Gaussian trees); a plug-in without trees is projected unscaled
     scales = ({c: (t.node_scale if t.node_scale > 0 else 1.0) for c, t in priv.trees(sizes).items()}
-              if _tree_based(spec, priv) else dict.fromkeys(COUNTERS, 1.0))
+              if tree_based(spec, priv) else dict.fromkeys(COUNTERS, 1.0))
     for users in (U, U2):
         reg = ReplayRegularizer(priv, transcript)
         spec.make(regularizer=reg, record_estimates=False, record_figures=False).run(
@@ -374,7 +374,7 @@ def _worst_case_mu(spec: LinOptSpec, priv, sizes) -> float | None:
     """The GDP mu of the privatizer's worst case: its own ``gdp_mu`` (the paper's Privatizer), else, for a plug-in
     whose noise is drawn from Gaussian trees, the mu of those trees (sqrt of sum Delta_c^2 / sigma_c^2). A plug-in
     behind the loader's guard exposes no ``gdp_mu``, so its blind-pair PASS used to stay a plain PASS."""
-    if not _tree_based(spec, priv):
+    if not tree_based(spec, priv):
         return None
     if callable(getattr(priv, "gdp_mu", None)):
         return priv.gdp_mu(sizes)
@@ -426,7 +426,7 @@ def tree_reuse_check(spec: LinOptSpec, *, K: int = 8, runs: int = 2_000, seed: i
     (|z| ~ 3 < 6): nothing else measures the drawn noise."""
     from dpcheck.audits.lib.privatizers import (NODE_VARIANCE_K, NODE_VARIANCE_RUNS, node_variance_ratio,
                                                 tree_covariance_z, tree_verdict)
-    if not _tree_based(spec, spec.privatizer()):
+    if not tree_based(spec, spec.privatizer()):
         return not_tree_based("whitebox.tree_noise_reuse", spec, "tree node noise drawn once and reused")
     res = release_noise(spec, K=K, runs=runs, seed=seed)
     # the scale on its own, larger draw (noise only, cheap): >= 600,000 node draws per counter, the ratio to +-0.01

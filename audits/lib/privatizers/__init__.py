@@ -42,7 +42,7 @@ from dpcheck.audits.lib.privatizers.plugin_search import (
 from dpcheck.audits.lib.privatizers.degeneracy import (DEGENERACY_K, DEGENERACY_RUNS, judge_null_combination,
                                                        null_combination)
 from dpcheck.audits.lib.privatizers.targets import (VIEWS, PLANNER_VIEW_SAMPLES, released_stream, central_target,
-                                                     local_target)
+                                                     local_target, flat_release, flat_true)
 from dpcheck.audits.lib.privatizers.offline_counts import (
     offline_worst_datasets, offline_target, OfflineReleaseStatistics, offline_plugin_target,
     offline_privatizer_plugin_target, offline_sensitivity_check, offline_noise_checks, event_noise_finding,
@@ -70,7 +70,7 @@ __all__ = [
     "SUBSETS", "VIEWS_SEARCHED", "STATISTICS", "STREAM_STEPS", "SEARCH_SALT", "LONG_STREAM_CONFIGS",
     "LONG_STREAM_STEPS", "LONG_PILOT", "LONG_MIN_STREAMS", "StatisticParams", "StreamStatistics",
     "MessageStatistics", "stream_samples", "plugin_stream_search", "plugin_message_search", "PRIVATIZER_SAMPLES",
-    "plugin_blackbox", "plugin_message_blackbox", "VIEWS", "PLANNER_VIEW_SAMPLES", "released_stream", "central_target", "local_target", "offline_worst_datasets",
+    "plugin_blackbox", "plugin_message_blackbox", "VIEWS", "PLANNER_VIEW_SAMPLES", "flat_release", "flat_true", "released_stream", "central_target", "local_target", "offline_worst_datasets",
     "offline_target", "OfflineReleaseStatistics", "offline_plugin_target", "offline_privatizer_plugin_target",
     "offline_sensitivity_check", "offline_noise_checks", "event_noise_finding", "consistency_violations",
     "EPS_SLACK", "dp_event_check", "tie_event", "family_vectors_central",

@@ -47,7 +47,7 @@ import numpy as np
 from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
 
 from dpcheck.audits.lib.privatizers.declared import declaration, is_plugin
-from dpcheck.audits.lib.privatizers.targets import _flat_release, _flat_true
+from dpcheck.audits.lib.privatizers.targets import flat_release, flat_true
 from dpcheck.audits.lib.privatizers.whitebox import (VARIANCE_RESOLUTION, VARIANCE_TOLERANCE, correlation_screen,
                                                      variance_band)
 
@@ -133,7 +133,7 @@ def noise_pieces(template, *, kind: str, b: float, law: float, H: int = 2, S: in
             pc = p.release()
             if getattr(pc, "noisy_visits", None) is None or getattr(pc, "noisy_transitions", None) is None:
                 return None
-            err[t] = _flat_release(pc) - _flat_true(p.true_counts())         # (runs, C)
+            err[t] = flat_release(pc) - flat_true(p.true_counts())         # (runs, C)
     C = err[int(T[0])].shape[1]
     zero = np.zeros((runs, C))
     pieces, groups, counts = [], [], []

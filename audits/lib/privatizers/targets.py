@@ -23,7 +23,7 @@ from dpcheck.audits.lib.privatizers.plugin_search import _increment_vector, plug
 VIEWS = ("noisy", "planner")
 
 
-def _flat_release(pc, view: str = "noisy") -> np.ndarray:
+def flat_release(pc, view: str = "noisy") -> np.ndarray:
     """One release as a vector per run. ``view="noisy"``: N^ (and R~) -- the tree's output, where the
     Laplace LLR is the optimal statistic; ``"planner"``: N~ (and R~) -- what the planner actually reads.
     For the built-ins N~ is the Section 5.1.1 post-processing of N^, so "noisy" suffices; a user's privatizer only
@@ -35,7 +35,7 @@ def _flat_release(pc, view: str = "noisy") -> np.ndarray:
     return flatten_counts(v, t, pc.rewards)
 
 
-def _flat_true(tc) -> np.ndarray:
+def flat_true(tc) -> np.ndarray:
     from dpcheck.algorithms.privatizers.base import flatten_counts
     return flatten_counts(tc.visits, tc.transitions, tc.rewards)
 
@@ -54,8 +54,8 @@ def released_stream(template, first: Trajectory, others: Trajectory, *, H, S, A,
     for k in range(K):
         st, ac, rw = (first if k == 0 else others).arrays(size)
         p.observe(st, ac, rw if rewards else None)
-        out.append(_flat_release(p.release(), view))
-        true.append(_flat_true(p.true_counts())[0])
+        out.append(flat_release(p.release(), view))
+        true.append(flat_true(p.true_counts())[0])
     return np.stack(out, axis=1), np.stack(true)
 
 
@@ -72,7 +72,7 @@ def central_target(template, *, H=1, S=2, A=1, K=2, rewards=True, view="noisy", 
 
     The statistic is a function of the released stream only (post-processing), so the bound is valid
     whatever the privatizer does; it is the optimal (Neyman-Pearson) one for a correct tree on N^.
-    ``view="planner"`` audits N~ instead (see :func:`_flat_release`). A user's privatizer
+    ``view="planner"`` audits N~ instead (see :func:`flat_release`). A user's privatizer
     (:func:`is_plugin`; ``search=True/False`` forces the choice) gets :func:`plugin_stream_search`
     instead: its noise is not known, so its statistic is learned and K / position are searched."""
     from dpcheck import AuditTarget

@@ -24,7 +24,7 @@ from dpcheck.errors import MechanismError
 
 from dpcheck.audits.lib.privatizers.neighbours import Trajectory, background, worst_case_pair
 from dpcheck.audits.lib.privatizers.declared import declaration
-from dpcheck.audits.lib.privatizers.targets import _flat_release, _flat_true
+from dpcheck.audits.lib.privatizers.targets import flat_release, flat_true
 
 
 EPS_SLACK = 2e-3          # relative + absolute slack on PLD epsilons (discretisation, not privacy)
@@ -303,7 +303,7 @@ def release_errors(template, *, runs=2_000, K=8, seed=0, rewards=True):
     for _ in range(K):
         st, ac, rw = o.arrays(runs)
         p.observe(st, ac, rw if rewards else None)
-        errs.append((_flat_release(p.release()) - _flat_true(p.true_counts())).ravel())
+        errs.append((flat_release(p.release()) - flat_true(p.true_counts())).ravel())
     return np.stack(errs), p.node_scale()
 
 
