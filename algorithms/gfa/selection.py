@@ -111,13 +111,16 @@ class RecordingMechanism(SelectionMechanism):
         self.utility_constant = getattr(inner, "utility_constant", 2.0)
         self.calls: list = []
         self.rng_states: list = []
+        self.rng_drew: list = []       # whether the call consumed randomness (its generator moved)
         self.returns: list = []
 
     def select(self, scores, epsilon, sensitivity, rng):
         self.calls.append((np.array(scores, dtype=np.float64, copy=True), float(epsilon), float(sensitivity)))
         bg = getattr(rng, "bit_generator", None)
-        self.rng_states.append(None if bg is None else repr(bg.state))
+        before = None if bg is None else repr(bg.state)
+        self.rng_states.append(before)
         out = self.inner.select(scores, epsilon, sensitivity, rng)
+        self.rng_drew.append(before is not None and repr(bg.state) != before)
         self.returns.append(np.array(out, copy=True))
         return out
 

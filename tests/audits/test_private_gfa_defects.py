@@ -123,3 +123,22 @@ def test_a_plugin_declaring_a_law_that_is_not_eps0_dp_fails():
     assert c.verdict == "fail" and "not eps0-DP" in c.reason
     law = selection_law_check(HotExponential(), 1.0, 1.0, draws=20_000, alpha=0.05, seed=0)
     assert law.verdict == "fail" and law.measured["declared_law_log_ratio"] > 1.0
+
+
+def test_a_call_that_draws_nothing_is_not_taken_for_reused_noise():
+    # the recorder notes whether each call moved its generator: a repeated state after a call that drew nothing is
+    # legitimate (whitebox.composition flags a repeat only after a call that drew)
+    from dpcheck.algorithms.gfa.selection import RecordingMechanism, SelectionMechanism
+
+    class ArgmaxWhenTied(SelectionMechanism):
+        def select(self, scores, epsilon, sensitivity, rng):
+            return np.argmax(np.asarray(scores), axis=-1)          # draws nothing
+
+    rng = np.random.default_rng(0)
+    quiet = RecordingMechanism(ArgmaxWhenTied())
+    quiet.select(np.zeros((2, 3)), 1.0, 1.0, rng)
+    quiet.select(np.zeros((2, 3)), 1.0, 1.0, rng)
+    assert quiet.rng_drew == [False, False] and quiet.rng_states[0] == quiet.rng_states[1]
+    drawing = RecordingMechanism(ExponentialMechanism())
+    drawing.select(np.zeros((2, 3)), 1.0, 1.0, rng)
+    assert drawing.rng_drew == [True]

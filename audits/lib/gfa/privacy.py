@@ -450,11 +450,14 @@ def trace_updates(agent, mdp, K: int, seed: int = 0) -> dict:
                                 f"returned {int(got[bad])}")
         seen = {}
         for i, st in enumerate(rec.rng_states):
+            # a repeated state is noise reused only if the earlier call drew from it (a call that draws nothing,
+            # say a user's mechanism on a degenerate input, leaves the next call the same state legitimately)
             if st is not None and st in seen:
                 problems.append(f"K = {int(K)}: updates {seen[st]} and {i} handed the mechanism a generator in the "
                                 "same state (the same selection noise reused)")
                 break
-            seen.setdefault(st, i)
+            if st is not None and rec.rng_drew[i]:
+                seen.setdefault(st, i)
     return {"draws": max(len(rec.calls), changes), "max_beta": max(betas) if betas else float("nan"),
             "mechanism_calls": len(rec.calls), "declared_updates": p.M, "problems": problems}
 
