@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpcheck.checks import FAIL, INCONCLUSIVE, PASS, Check
+from dpcheck.checks import INCONCLUSIVE, PASS, Check
 from dpcheck.audits.lib.linopt.spec import SOURCE, LinOptSpec, sizes_for
 from dpcheck.audits.lib.linopt.privacy import tree_based, drawn_trees, not_tree_based
 
@@ -161,18 +161,12 @@ def _scale_check(nodes: dict, *, alpha: float, source: str, shape: str) -> Check
 
 
 def _independence_check(nodes: dict, *, alpha: float, source: str, shape: str) -> Check:
+    from dpcheck.audits.lib.privatizers.drawn_noise import screen_verdict
     from dpcheck.audits.lib.privatizers.whitebox import correlation_screen
     Z = nodes["Z"]
     W = Z.reshape(-1, Z.shape[2])
     scr = correlation_screen(W, nodes["labels"], alpha=alpha)
-    w = scr["worst"][0] if scr["worst"] else None
-    desc = f"{w['between'][0]} vs {w['between'][1]}: {w['correlation']:.3f} (se {w['se']:.3f})" if w else "none"
-    verdict = {"fail": FAIL, "unsure": INCONCLUSIVE, "pass": PASS}[scr["verdict"]]
-    reason = {FAIL: f"two released coordinates share node noise (a noise-free contrast: unbounded privacy loss): "
-                    f"{desc}",
-              INCONCLUSIVE: f"a correlation is not certified within +-{scr['tolerance']:g}: {desc} (more runs)",
-              PASS: f"all {scr['pairs']} pairs of coordinates uncorrelated within +-{scr['tolerance']:g} "
-                    f"(largest {desc})"}[verdict]
+    verdict, reason = screen_verdict(scr, shared="node noise")
     if scr["flat"] and verdict == PASS:
         reason += f"; {len(scr['flat'])} coordinates carry no noise (whitebox.noise_scale judges them)"
     return Check(id="whitebox.noise_independence", kind="whitebox", verdict=verdict,

@@ -60,7 +60,7 @@ from dpcheck.audits.lib.privatizers.drawn_noise import (NOISE_LAW_K, UCBVI_NOISE
                                                         NOISE_LAW_RUNS, ODD_MAX, GROUP_RESOLUTION, FAMILIES,
                                                         release_times, declared_noise, noise_pieces,
                                                         noise_scale_check, noise_independence_check, variance_ratio,
-                                                        ratio_rule, ratio_text,
+                                                        ratio_rule, ratio_text, screen_verdict,
                                                         noise_law_checks)
 
 __all__ = [
@@ -81,5 +81,5 @@ __all__ = [
     "NOISE_LAW_K", "UCBVI_NOISE_LAW_K", "NOISE_LAW_SHAPE", "NOISE_LAW_RUNS", "ODD_MAX", "GROUP_RESOLUTION",
     "FAMILIES", "release_times",
     "declared_noise", "noise_pieces", "noise_scale_check", "noise_independence_check", "noise_law_checks",
-    "variance_ratio", "ratio_rule", "ratio_text",
+    "variance_ratio", "ratio_rule", "ratio_text", "screen_verdict",
 ]

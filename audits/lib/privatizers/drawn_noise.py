@@ -265,19 +265,26 @@ def noise_scale_check(pieces: dict, *, kind: str, b: float, where: str, alpha: f
                  reason=reason)
 
 
+def screen_verdict(scr: dict, shared: str = "noise") -> tuple[str, str]:
+    """The verdict and reason of a :func:`correlation_screen` of released noise (``shared``: what two coordinates
+    would share): one rule for the tabular and the linear privatizers' noise_independence."""
+    w = scr["worst"][0] if scr["worst"] else None
+    desc = f"{w['between'][0]} vs {w['between'][1]}: {w['correlation']:.3f} (se {w['se']:.3f})" if w else "none"
+    verdict = {"fail": FAIL, "unsure": INCONCLUSIVE, "pass": PASS}[scr["verdict"]]
+    return verdict, {FAIL: f"two released coordinates share {shared} (a noise-free contrast: unbounded privacy loss): "
+                           f"{desc}",
+                     INCONCLUSIVE: f"a correlation is not certified within +-{scr['tolerance']:g}: {desc} (more runs)",
+                     PASS: f"all {scr['pairs']} pairs of coordinates uncorrelated within +-{scr['tolerance']:g} "
+                           f"(largest {desc})"}[verdict]
+
+
 def noise_independence_check(pieces: dict, *, alpha: float, source: str, shape: tuple) -> Check:
     """whitebox.noise_independence: :func:`correlation_screen` over the C coordinates of every piece."""
     Z = pieces["Z"]
     W = Z.reshape(-1, Z.shape[2])
     scr = correlation_screen(W, pieces["labels"], alpha=alpha)
     H, S, A, K = shape
-    w = scr["worst"][0] if scr["worst"] else None
-    desc = (f"{w['between'][0]} vs {w['between'][1]}: {w['correlation']:.3f} (se {w['se']:.3f})" if w else "none")
-    verdict = {"fail": FAIL, "unsure": INCONCLUSIVE, "pass": PASS}[scr["verdict"]]
-    reason = {FAIL: f"two released coordinates share noise (a noise-free contrast: unbounded privacy loss): {desc}",
-              INCONCLUSIVE: f"a correlation is not certified within +-{scr['tolerance']:g}: {desc} (more runs)",
-              PASS: f"all {scr['pairs']} pairs of coordinates uncorrelated within +-{scr['tolerance']:g} "
-                    f"(largest {desc})"}[verdict]
+    verdict, reason = screen_verdict(scr)
     return Check(id="whitebox.noise_independence", kind="whitebox", verdict=verdict,
                  claim={"statement": f"fresh, independent noise for every released coordinate (H={H}, S={S}, A={A}, "
                                      f"K={K}): no two coordinates (actions of a state, count families) share a draw",
