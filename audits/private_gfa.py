@@ -267,10 +267,11 @@ class _GFAAudit(Audit):
         import copy
         exe, ag, inst = self.exe, self.agent, self.inst
         name = self.name
-        self.progress(f"{name}: privacy (composition, data flow, black boxes; the sensitivity search, the selection "
-                      "law and the score-dataset check run beside the regret sweeps)")
+        self.progress(f"{name}: privacy (data flow, black boxes; the composition trace, the sensitivity search, the "
+                      "selection law and the score-dataset check run beside the regret sweeps)")
         K = self.K
-        self.add(gfa.composition_check(ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp))
+        # its traces (seeded runs of the learner, ~2 s of Algorithm 2 at the decisive temperatures) in the pool
+        self.beside_regret(self.add, gfa.composition_check, ag, sorted({max(1, K // 16), K, 16 * K}), mdp=inst.mdp)
         self.beside_regret(lambda law: self.add_or_note(
             law, "privacy.em_selection", "not checked: the selection mechanism declares no closed form "
             "(log_probabilities); privacy.selection.blackbox is the evidence"),

@@ -4,6 +4,8 @@ before: each caught by the check named after the broken premise, and the correct
 * a declared sensitivity of one step (8 instead of 8H): whitebox.sensitivity (hypothesis search + climb);
 * the last update a greedy argmax, outside the mechanism: whitebox.composition (mechanism calls vs updates);
 * the same selection noise at every update: whitebox.composition (generator states of the calls);
+* the best entry kept whenever it leads clearly (ahead by ln N / beta), whatever the mechanism returned: never
+  at the audited temperature, so whitebox.composition's trace at decisive temperatures;
 * the exponential mechanism at eps / Delta instead of eps / (2 Delta), in both select and log_probabilities:
   privacy.em_selection and privacy.selection_law (law computed by the check), and for a plug-in declaring
   that law, the law's own log-ratio on selection_pairs.
@@ -81,6 +83,59 @@ def test_a_played_entry_the_mechanism_did_not_return_fails():
     inst, bad = _agent(1, SwapsTheSelection)
     c = gfa.composition_check(bad, [16], mdp=inst.mdp)
     assert c.verdict == "fail" and "the mechanism returned" in c.reason
+
+
+class KeepsAClearLeader(PrivateGeneralMDP):
+    """Plays the best entry whenever it leads the second by more than the mechanism's utility radius
+    ln N / beta, whatever the mechanism returned: never fires at the audited temperature (the leads stay far
+    below the radius there), so only the decisive-temperature trace sees it."""
+
+    def _choose(self, stats, optimism, beta, rng):
+        scores = self.score(stats, optimism)
+        idx = self._select(scores, beta, rng)
+        top2 = np.sort(scores, axis=1)[:, -2:]
+        clear = (top2[:, 1] - top2[:, 0]) > math.log(scores.shape[1]) / beta
+        return np.where(clear, np.argmax(scores, axis=1), idx)
+
+
+def test_keeping_a_clear_leader_is_caught_at_decisive_temperatures():
+    inst, ag = _agent(1)
+    bad = copy.copy(ag)
+    bad.__class__ = KeepsAClearLeader
+    # at the declared temperature the override never fires: the trace there is clean
+    assert all(not gfa.trace_updates(bad, inst.mdp, K, runs=8)["problems"] for K in (16, 256))
+    c = gfa.composition_check(bad, [16, 256], mdp=inst.mdp)
+    d = c.details["decisive_trace"]
+    assert c.verdict == "fail" and "the mechanism returned" in c.reason and len(d["problems"]) >= 2
+    ok = gfa.composition_check(ag, [16, 256], mdp=inst.mdp)
+    d = ok.details["decisive_trace"]
+    assert ok.verdict == "pass" and not d["problems"] and d["selections"] >= 7 * 64 * 64
+    assert d["betas"][-1] == pytest.approx(64 * d["betas"][0]) and "played what the mechanism returned" in ok.reason
+
+
+class RaisesWhenHot(ExponentialMechanism):
+    """A user's mechanism that refuses temperatures far above any its declaration asks for."""
+
+    limit = 1.0
+
+    def select(self, scores, epsilon, sensitivity, rng):
+        if self.temperature(epsilon, sensitivity) > self.limit:
+            raise OverflowError("exp overflow")
+        return super().select(scores, epsilon, sensitivity, rng)
+
+
+def test_a_mechanism_that_cannot_run_hot_stops_the_decisive_sweep_without_failing():
+    from dpcheck.algorithms.gfa.selection import load_selection_mechanism
+    inst, ag = _agent(1)
+    betas = gfa.decisive_trace(ag, inst.mdp)["betas"]
+    mech = RaisesWhenHot()
+    mech.limit = math.sqrt(betas[2] * betas[3])             # runs the first three temperatures, not the fourth
+    user = copy.copy(ag)
+    user.mechanism = load_selection_mechanism(mech)
+    c = gfa.composition_check(user, [16], mdp=inst.mdp)
+    d = c.details["decisive_trace"]
+    assert c.verdict == "pass" and d["stopped"].startswith("stopped at beta") and "exp overflow" in d["stopped"]
+    assert d["betas"] == pytest.approx(betas[:3]) and "stopped at beta" in c.reason
 
 
 # ----------------------------------------------------------------------------- M5: noise reused

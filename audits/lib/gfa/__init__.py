@@ -23,8 +23,8 @@ Every function takes the learner under audit as an OBJECT (a :class:`dpcheck.alg
 User classes come as arrays: :func:`load_function_class` reads ``--set function_class=PATH.npz``.
 
 One module a concern, their names re-exported here (``gfa.regret_checks`` in a claim table): ``instance``
-(the class, the MDP, the learner and their cost), ``privacy`` (black and white box), ``assumptions``,
-``regret``, ``mechanism`` (the selection mechanism alone, ``gfa_selection_mechanism``).
+(the class, the MDP, the learner and their cost), ``privacy`` (black and white box), ``composition``
+(whitebox.composition), ``assumptions``, ``regret``, ``mechanism`` (the selection mechanism alone, ``gfa_selection_mechanism``).
 """
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ from dpcheck.audits.lib.gfa.instance import (SOURCE, THEOREM, NPZ_KEYS, load_fun
 from dpcheck.audits.lib.gfa.privacy import (_RUN_CHUNK, UsersWithInit, jdp_users, SelectionsAndActions,
                                             jdp_blackbox_check, pair_reach, _dataset_strategy, _arrays, extreme_class,
                                             sensitivity_search, sensitivity_check, _chisq_power, selection_check,
-                                            trace_updates, observed_updates, composition_check, _literal_scores,
-                                            score_dataset_check,
-                                            _outcome_rewards)
+                                            _literal_scores, score_dataset_check, _outcome_rewards)
+from dpcheck.audits.lib.gfa.composition import (trace_updates, _leads, DECISIVE_DOUBLINGS, decisive_trace,
+                                                observed_updates, composition_check)
 from dpcheck.audits.lib.gfa.assumptions import (assumption_checks, REFERENCE)
 from dpcheck.audits.lib.gfa.regret import (tuned, _final_regret, regret_curves, appendix_bound, _bound_vacuity,
                                            _soft_fail, _difference, ONE_SIDED, _upper_bound_fit,
@@ -53,9 +53,9 @@ __all__ = ['SOURCE', 'THEOREM', 'NPZ_KEYS', 'load_function_class', 'SEC_EPISODE'
            'audit_episodes', 'class_cost', 'check_class_size', 'default_instance', 'instance_with_class',
            'make_agent', 'public_init', 'describe', '_RUN_CHUNK', 'UsersWithInit', 'jdp_users',
            'SelectionsAndActions', 'jdp_blackbox_check', 'pair_reach', '_dataset_strategy', '_arrays', 'extreme_class',
-           'sensitivity_search', 'sensitivity_check', '_chisq_power', 'selection_check', 'trace_updates',
-           'observed_updates',
-           'composition_check', '_literal_scores', 'score_dataset_check', '_outcome_rewards', 'assumption_checks',
+           'sensitivity_search', 'sensitivity_check', '_chisq_power', 'selection_check', 'trace_updates', '_leads',
+           'DECISIVE_DOUBLINGS', 'decisive_trace', 'observed_updates', 'composition_check', '_literal_scores',
+           'score_dataset_check', '_outcome_rewards', 'assumption_checks',
            'REFERENCE', 'tuned', '_final_regret', 'regret_curves', 'appendix_bound', '_bound_vacuity', '_soft_fail',
            '_difference', 'ONE_SIDED', '_upper_bound_fit', '_one_sided_confidence', 'regret_checks',
            'private_exponent_check', 'RateSetting', 'privacy_cost_eps_check', 'SETTLED_SHARE',
