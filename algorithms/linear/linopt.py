@@ -11,7 +11,9 @@ Per episode k (0-based h in arrays; the paper's step h is index h - 1):
    definite (possible for the Privatizer outside the Assumption 2 event) has its eigenvalues floored at
    lambda_min (post-processing) and is flagged in the result;
 3. backward in h: phi_h^k(s,a) = sum_s' psi(s,a,s') V_{h+1}^k(s'), bonuses
-   Gamma_p = beta_p ||phi||_{Lambda_p^{-1}}, Gamma_r = beta_r ||varphi||_{Lambda_r^{-1}}, and
+   Gamma_p = beta_p ||phi||_{Lambda_p^{-1}}, Gamma_r = beta_r ||varphi||_{Lambda_r^{-1}} (beta of Lemma 3.1 times
+   ``radius_scale``, 1 by default: a public constant, so any value keeps the privacy guarantee; the dataflow
+   audit plans at 0, where Q is not clipped at H - h + 1 everywhere and a planner reading the data shows), and
    Q_h^k = max{0, min{H - h + 1, varphi^T theta_hat_r + phi^T theta_hat_p + Gamma_p + Gamma_r}} (Algorithms 1-2);
    V_h^k = max_a Q_h^k (VI) or sum_a pi_h^k(a|s) Q_h^k(s,a) (PO);
 4. roll out pi^k (VI: greedy, ties uniformly at random or to the lowest index; PO: sample);
@@ -82,7 +84,8 @@ class LinOptResult:
                       the mechanism's output M(U_K) of Def 2.2 (a JDP audit reads those of users != k)
     containment_p/_r  ||theta_h - theta_hat_h^k||_{Lambda_h^k} / beta (Lemma 3.1 holds iff <= 1; Lambda as
                       used, i.e. floored where flagged)                                    (runs, K, H)
-    beta_p, beta_r    the confidence radii beta_p(alpha), beta_r(alpha) (Lemma 3.1)
+    beta_p, beta_r    the confidence radii beta_p(alpha), beta_r(alpha) (Lemma 3.1); the planner's bonus uses
+                      them times ``radius_scale`` (config; 1 unless set)
     constants         the Assumption 2 constants the radii were computed from
     lambda_min_eig_p/_r   smallest eigenvalue of the released Lambda_h^k (before any floor) (runs, K, H);
                       NaN where not recorded (record_figures=False and Lambda PD)
@@ -204,7 +207,8 @@ class _LinOpt:
     policy_optimisation = False
 
     def __init__(self, regularizer: Regularizer, *, alpha: float = 0.05, tie_breaking: str = "random",
-                 record_estimates: bool = True, record_figures: bool = True, record_q_values: bool = False):
+                 record_estimates: bool = True, record_figures: bool = True, record_q_values: bool = False,
+                 radius_scale: float = 1.0):
         if not isinstance(regularizer, Regularizer):
             raise InputError(f"regularizer must be a Regularizer (RidgeRegularizer, Privatizer), "
                              f"got {type(regularizer).__name__}")
@@ -218,11 +222,15 @@ class _LinOpt:
         self.record_estimates = bool(record_estimates)
         self.record_figures = bool(record_figures)
         self.record_q_values = bool(record_q_values)
+        if (isinstance(radius_scale, bool) or not isinstance(radius_scale, (int, float, np.floating))
+                or not 0 <= radius_scale < math.inf):
+            raise InputError(f"radius_scale must be a finite number >= 0, got {radius_scale!r}")
+        self.radius_scale = float(radius_scale)
 
     @property
     def config(self) -> dict:
         return {"name": self.name, "regularizer": repr(self.regularizer), "alpha": self.alpha,
-                "tie_breaking": self.tie_breaking}
+                "tie_breaking": self.tie_breaking, "radius_scale": self.radius_scale}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.regularizer!r}, alpha={self.alpha!r}, tie_breaking={self.tie_breaking!r})"
@@ -313,7 +321,8 @@ class _LinOpt:
             raise InputError("nonnegative_items=True needs entrywise non-negative psi and varphi (docs/derivations.md#neighbouring-relation)")
         sizes = self.sizes(env, K)
         constants = reg.constants(sizes, self.alpha)
-        betas = confidence_radii(constants, sizes, self.alpha)
+        radii = confidence_radii(constants, sizes, self.alpha)               # Lemma 3.1 (checker figures)
+        betas = tuple(self.radius_scale * b for b in radii)                  # the bonus the planner uses
         floors = reg.floors(sizes, self.alpha)
         env_rng, noise_rng, policy_rng = rng.spawn(3)
         state = reg.start(runs, sizes, noise_rng, self.alpha)
@@ -365,9 +374,8 @@ class _LinOpt:
                 sums[1][...] += x_p * y_p[..., None]
                 sums[2][...] += x_r[..., :, None] * x_r[..., None, :]
                 sums[3][...] += x_r * np.asarray(traj.rewards, float)[..., None]
-            if log_pi is not None:                                       # line 15 in log space
-                log_pi = log_pi + eta * Q
-                log_pi -= _logsumexp(log_pi)[..., None]
+            if log_pi is not None:
+                log_pi = self.policy_step(log_pi, Q, eta)
             # ---- checker side: exact regret and figures (never read by the algorithm)
             _, Vpi = evaluate(P, r, pi_played)
             value = Vpi[:, 0] @ init
@@ -375,7 +383,7 @@ class _LinOpt:
             rec.regret[:, k] = v_star - value
             if rec.policies is not None:
                 rec.policies[:, k] = pi_played
-            rec.episode(k, env, plan, release, betas, Q_star, P, r, caps, Zs, (state.shift_p, state.shift_r))
+            rec.episode(k, env, plan, release, radii, Q_star, P, r, caps, Zs, (state.shift_p, state.shift_r))
         seconds = time.perf_counter() - t0
         last = state.release()
         privacy = None
@@ -387,7 +395,7 @@ class _LinOpt:
             dp_event = reg.dp_event(sizes)
         cfg = dict(self.config, K=K, runs=runs, env=repr(env), eta=eta if self.policy_optimisation else None,
                    regret_bound=self.regret_bound(sizes, A))
-        return rec.result(v_star, betas, constants, (state.shift_p, state.shift_r), last, cfg, claim,
+        return rec.result(v_star, radii, constants, (state.shift_p, state.shift_r), last, cfg, claim,
                           dp_event, privacy, seconds)
 
     # ------------------------------------------------------------------ policy helpers
@@ -432,7 +440,7 @@ class _Recorder:
         self.regret = np.empty((runs, K))
         self.q = np.empty((runs, K, H, S, A)) if q_values else None
         self.q_raw = np.empty((runs, K, H, S, A)) if q_values else None
-        self.policies = np.empty((runs, K, H, S, A)) if estimates else None
+        self.policies = np.empty((runs, K, H, S, A)) if estimates or q_values else None
         self.states = np.empty((runs, K, H + 1), dtype=np.int64)
         self.actions = np.empty((runs, K, H), dtype=np.int64)
         self.values = np.empty((runs, K))
@@ -545,6 +553,13 @@ class LinOptPO(_LinOpt):
     @property
     def config(self) -> dict:
         return dict(super().config, eta=self.eta)
+
+    @staticmethod
+    def policy_step(log_pi: np.ndarray, Q: np.ndarray, eta: float) -> np.ndarray:
+        """Line 15 of Algorithm 2 in log space: log pi^{k+1} = log pi^k + eta Q^k - logsumexp (runs, H, S, A),
+        with Q^k the one planned from release k (so pi^{k+1} is a post-processing of the releases)."""
+        out = log_pi + eta * Q
+        return out - _logsumexp(out)[..., None]
 
     def step_size(self, sizes: LinearSizes, A: int) -> float:
         if self.eta is not None:

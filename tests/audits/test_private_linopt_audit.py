@@ -245,6 +245,92 @@ def test_a_bonus_from_the_exact_gram_matrix_fails_the_dataflow_check_on_q():
     assert ok.verdict == "pass" and ok.details["max_q_difference"] == 0.0
 
 
+class _PoStepOnExactStatistics:
+    """A PO learner whose mirror-descent step (line 15) uses a Q planned from the exact statistics kept by the
+    Privatizer's state, not from the release ("the noise only matters for exploration"). Under the paper's
+    bonus at small K that Q is clipped at H - h + 1 everywhere, so pi stays uniform and the dataflow comparison
+    of actions and release-planned Q passed it; with the bonus off (radius_scale 0) pi^{k+1} differs."""
+
+    @staticmethod
+    def make():
+        from dpcheck.algorithms.linear import LinOptPO
+
+        class ExactStatisticsStep(LinOptPO):
+            def run(self, env, K, rng, runs=1, **kw):
+                reg, start = self.regularizer, self.regularizer.start
+
+                def capture(*a, **k):
+                    self._state = start(*a, **k)
+                    return self._state
+                reg.start = capture
+                try:
+                    return super().run(env, K, rng, runs, **kw)
+                finally:
+                    del reg.start
+
+            def plan(self, env, release, betas, floors, policy=None, min_eig=True):
+                out = super().plan(env, release, betas, floors, policy, min_eig)
+                Gp, gp, Gr, gr = getattr(self._state, "inner", self._state).exact()
+                exact = (Gp + np.eye(Gp.shape[-1]), gp, Gr + np.eye(Gr.shape[-1]), gr)
+                self._exact_q = super().plan(env, exact, betas, floors, policy, False)["Q"]
+                return out
+
+            def policy_step(self, log_pi, Q, eta):
+                return super().policy_step(log_pi, self._exact_q, eta)
+
+        return ExactStatisticsStep
+
+
+def test_the_dataflow_check_plans_without_bonus_where_a_data_reading_po_step_shows():
+    from dpcheck.algorithms.envs.users import FixedTrajectoryUsers
+    env = lm2()
+    H, S, A = env.H, env.S, env.A
+    spec = lib.LinOptSpec(algorithm="po")
+    K = 6
+    U = FixedTrajectoryUsers(H, S, A, np.zeros((K, H + 1), dtype=np.int64), np.zeros((K, H)))
+    st2, rw2 = np.zeros((K, H + 1), dtype=np.int64), np.zeros((K, H))
+    st2[0, 1:], rw2[0] = S - 1, 1.0
+    U2 = FixedTrajectoryUsers(H, S, A, st2, rw2)
+    tr = lib.random_transcript(env, K, 0)
+    # the correct learner: pi^k, Q^k the same on U and U' under one transcript, with the bonus and without it
+    for scale in (1.0, 0.0):
+        d = lib.stream_difference(spec, env, U, U2, seed=0, transcript=tr, radius_scale=scale)
+        assert d["q_changed"] == 0.0 and not d["actions_changed"][1:].any()
+    bad = lib.LinOptSpec(algorithm="po", algo_class=_PoStepOnExactStatistics.make())
+    # with the bonus the exact-statistics Q is clipped at H - h + 1 everywhere: invisible; without it, not
+    assert lib.stream_difference(bad, env, U, U2, seed=0, transcript=tr, radius_scale=1.0)["q_changed"] == 0.0
+    assert lib.stream_difference(bad, env, U, U2, seed=0, transcript=tr, radius_scale=0.0)["q_changed"] > 0
+    _, flow = lib.stream_sensitivity_check(bad, env, K=K, examples=5, seed=0)
+    assert flow.verdict == "fail" and flow.details["q_changed"] > 0, flow.reason
+    _, ok = lib.stream_sensitivity_check(spec, env, K=K, examples=5, seed=0)
+    assert ok.verdict == "pass" and ok.details["max_q_difference"] == 0.0
+
+
+def test_radius_scale_scales_the_bonus_and_nothing_else():
+    from dpcheck.algorithms.linear import LinOptVI, RidgeRegularizer
+    from dpcheck.errors import InputError
+    env = lm2()
+    runs = {}
+    for scale in (1.0, 0.5, 0.0):
+        algo = LinOptVI(RidgeRegularizer(1.0), radius_scale=scale)
+        assert algo.config["radius_scale"] == scale
+        runs[scale] = algo.run(env, 4, np.random.default_rng(3))
+    one, half, zero = runs[1.0], runs[0.5], runs[0.0]
+    assert one.beta_p == half.beta_p == zero.beta_p > 0            # the result keeps Lemma 3.1's radii
+    assert one.regret.shape == zero.regret.shape
+    # episode 1 is planned from the same release: its unclipped Q moves by exactly the bonus it lost
+    q1 = LinOptVI(RidgeRegularizer(1.0), record_q_values=True).run(env, 1, np.random.default_rng(3)).q_unclipped
+    q0 = LinOptVI(RidgeRegularizer(1.0), record_q_values=True, radius_scale=0.0).run(
+        env, 1, np.random.default_rng(3)).q_unclipped
+    qh = LinOptVI(RidgeRegularizer(1.0), record_q_values=True, radius_scale=0.5).run(
+        env, 1, np.random.default_rng(3)).q_unclipped
+    assert np.all(q1 >= q0) and np.any(q1 > q0)
+    np.testing.assert_allclose(qh - q0, (q1 - q0) / 2, rtol=1e-9, atol=1e-12)
+    for bad in (-1.0, math.inf, "1", True):
+        with pytest.raises(InputError, match="radius_scale"):
+            LinOptVI(RidgeRegularizer(1.0), radius_scale=bad)
+
+
 @pytest.mark.parametrize("factor, verdict", [(0.9, "fail"), (0.99, "fail"), (1.0, "pass")])
 def test_tree_noise_reuse_measures_the_node_noise_scale(factor, verdict):
     """Trees drawn at 0.9 x the declared sigma passed: the covariance z test at 1,000 runs gives |z| ~ 3 < 6, and

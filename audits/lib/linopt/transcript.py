@@ -101,13 +101,17 @@ def _upper(x: np.ndarray, matrix: bool) -> np.ndarray:
     return x[..., i, j]
 
 
-def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript=None) -> dict:
+def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript=None,
+                      radius_scale: float = 1.0) -> dict:
     """Replay one transcript on U and on U' (same seeds): per counter kind, the node changes implied by the
     difference of the exact prefix sums, and whether the actions sent to the users other than the replaced
     one changed (the billboard premise, Theorem 6.4). ``q_changed``: the largest difference of Q_h^k, after
-    and before the clip, over every episode (0 when the planner reads nothing but the releases: Q^k is planned
-    from release k alone). Comparing actions alone missed planners that read the data where Q is clipped at 0
-    or H - h + 1 (as on a random transcript) or where the nudge does not flip an argmax.
+    and before the clip, and of the policies pi^k played, over every episode (0 when the planner reads nothing
+    but the releases: Q^k, and for PO pi^{k+1}, are functions of releases 1..k alone). Comparing actions alone
+    missed planners that read the data where Q is clipped at 0 or H - h + 1 (as on a random transcript) or
+    where the nudge does not flip an argmax; comparing Q alone missed a PO step that updates pi from a Q of
+    its own. ``radius_scale``: the planner's bonus scale (the algorithm's parameter; 0 plans without bonuses,
+    so that a Q planned from the data is not clipped at H - h + 1 everywhere).
 
     transcript: releases to replay (None: those of the non-private ridge instantiation run on U; the search
     of :func:`stream_sensitivity_check` passes :func:`random_transcript`)."""
@@ -123,8 +127,8 @@ def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript
     runs = []
     for users in (U, U2):
         reg = ReplayRegularizer(spec.privatizer(), transcript)
-        res = spec.make(regularizer=reg, record_estimates=False, record_figures=False, record_q_values=True).run(
-            env, K, np.random.default_rng(seed + 1), users=users)
+        res = spec.make(regularizer=reg, record_estimates=False, record_figures=False, record_q_values=True,
+                        radius_scale=radius_scale).run(env, K, np.random.default_rng(seed + 1), users=users)
         runs.append((reg.states[0], res))
     (sa, ra), (sb, rb) = runs
     n = sizes_for(env, K).insertions + 1                   # releases B(0..K-1); the run's final one repeats B(K-1)
@@ -138,7 +142,8 @@ def stream_difference(spec: LinOptSpec, env, U, U2, *, seed: int = 0, transcript
                   "nodes_touched": int((per > 1e-9 * max(1.0, float(np.abs(A).max()))).sum(axis=0).max())
                   if per.size else 0}
     out["actions_changed"] = (ra.actions != rb.actions).any(axis=2)[0]      # (K,) per episode
-    out["q_changed"] = max(_max_difference(ra.q_values, rb.q_values), _max_difference(ra.q_unclipped, rb.q_unclipped))
+    out["q_changed"] = max(_max_difference(ra.q_values, rb.q_values), _max_difference(ra.q_unclipped, rb.q_unclipped),
+                           _max_difference(ra.policies, rb.policies))
     return out
 
 
@@ -199,11 +204,11 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
         return max(max(d[c]["total"] / declared[c] for c in COUNTERS),
                    max(d[c]["nodes_touched"] / sizes.m for c in COUNTERS))
 
-    def evaluate(j, states, rewards):
+    def evaluate(j, states, rewards, radius_scale=1.0):
         st2, rw2 = base_st.copy(), base_rw.copy()
         st2[j], rw2[j] = states, rewards
         d = stream_difference(spec, env, U, FixedTrajectoryUsers(H, S, A, st2, rw2), seed=seed,
-                              transcript=transcript)
+                              transcript=transcript, radius_scale=radius_scale)
         found["examples"] += 1
         others = np.delete(d["actions_changed"], j)          # the replaced user's own actions may differ
         found["actions_changed"] += int(others.any())
@@ -221,9 +226,12 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
         return s
 
     # the extreme replacements first, at every position (a user moved to the last state with reward 1
-    # throughout); then the guided search over whole trajectories
-    for j in range(K - 1):
-        evaluate(j, [0] + [S - 1] * H, [1.0] * H)
+    # throughout), with the algorithm's bonus and without it (radius_scale 0: a Q planned from the data is
+    # then not clipped at H - h + 1 everywhere, so a planner or PO step reading it shows); then the guided
+    # search over whole trajectories
+    for scale in (1.0, 0.0):
+        for j in range(K - 1):
+            evaluate(j, [0] + [S - 1] * H, [1.0] * H, scale)
 
     def search(j, states, rewards):
         hyp_target(float(evaluate(j, states, rewards)))
@@ -269,8 +277,9 @@ def stream_sensitivity_check(spec: LinOptSpec, env, *, K: int = 12, examples: in
         details={"agent": spec.describe(), "K": K, "actions_changed": int(found["actions_changed"]),
                  "q_changed": int(found["q_changed"]), "max_q_difference": found["max_q_difference"],
                  "method": "the same replayed transcript on U and U' (one user replaced), same seeds: the actions "
-                           "of every episode and Q_h^k after and before the clip must coincide (the scripted users "
-                           "ignore the actions)"},
+                           "of every episode, Q_h^k after and before the clip and the policies pi^k must coincide "
+                           "(the scripted users ignore the actions); the extreme replacements also with the "
+                           "planner's bonus off (radius_scale 0), where Q is not clipped at H - h + 1 throughout"},
         what="actions and Q unchanged under a replayed transcript when one user's data changes")
     return check, flow
 
