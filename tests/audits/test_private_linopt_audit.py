@@ -204,25 +204,30 @@ def test_an_algorithm_reading_raw_data_fails_the_dataflow_check():
     assert flow.verdict == "fail" and flow.measured["violations"] > 0, flow.reason
 
 
+class _KeepsTheState:
+    """Mixin of the planted planners below: keeps the regulariser's state of the current run (``self._state``),
+    whose exact statistics a defect reads."""
+
+    def run(self, env, K, rng, runs=1, **kw):
+        reg, start = self.regularizer, self.regularizer.start
+
+        def capture(*a, **k):
+            self._state = start(*a, **k)
+            return self._state
+        reg.start = capture
+        try:
+            return super().run(env, K, rng, runs, **kw)
+        finally:
+            del reg.start
+
+
 def _exact_gram_bonus_class():
     """A planner whose bonus reads the exact Gram matrices (plus I) kept by the Privatizer's state instead of the
     released Lambda: its Q is clipped at H - h + 1 wherever the bonus is that large, so the actions sent to the
     other users did not change and the action-only dataflow comparison passed it."""
     from dpcheck.algorithms.linear import LinOptVI
 
-    class ExactGramBonus(LinOptVI):
-        def run(self, env, K, rng, runs=1, **kw):
-            reg, start = self.regularizer, self.regularizer.start
-
-            def capture(*a, **k):
-                self._state = start(*a, **k)
-                return self._state
-            reg.start = capture
-            try:
-                return super().run(env, K, rng, runs, **kw)
-            finally:
-                del reg.start
-
+    class ExactGramBonus(_KeepsTheState, LinOptVI):
         def plan(self, env, release, betas, floors, policy=None, min_eig=True):
             out = super().plan(env, release, betas, floors, policy, min_eig)
             Gp, _, Gr, _ = getattr(self._state, "inner", self._state).exact()
@@ -255,19 +260,7 @@ class _PoStepOnExactStatistics:
     def make():
         from dpcheck.algorithms.linear import LinOptPO
 
-        class ExactStatisticsStep(LinOptPO):
-            def run(self, env, K, rng, runs=1, **kw):
-                reg, start = self.regularizer, self.regularizer.start
-
-                def capture(*a, **k):
-                    self._state = start(*a, **k)
-                    return self._state
-                reg.start = capture
-                try:
-                    return super().run(env, K, rng, runs, **kw)
-                finally:
-                    del reg.start
-
+        class ExactStatisticsStep(_KeepsTheState, LinOptPO):
             def plan(self, env, release, betas, floors, policy=None, min_eig=True):
                 out = super().plan(env, release, betas, floors, policy, min_eig)
                 Gp, gp, Gr, gr = getattr(self._state, "inner", self._state).exact()
