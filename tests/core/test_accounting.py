@@ -344,3 +344,20 @@ def test_profiles_and_bounds_at_huge_epsilon_do_not_overflow():
     assert approx_dp_delta(1.0, 1e-5, 0.5) == pytest.approx(1 - (1 - 1e-5) * (1 + math.exp(0.5)) / (1 + math.e))
     assert list(stats.exp_times(1000.0, [0.0, 1e-9])) == [0.0, math.inf]
     assert stats.exp_times(1.0, 0.5) == pytest.approx(math.e / 2)
+
+
+@pytest.mark.parametrize("events, total, verdict", [(48, 1.05, "fail"), (64, 1.2, "fail"), (48, 1.0, "pass"),
+                                                    (3, 0.999, "pass")])
+def test_a_pure_claim_is_held_to_the_exact_pure_epsilon_of_composed_laplace_events(events, total, verdict):
+    """k Laplace events whose 1/m sum to ``total`` are exactly total-DP (basic composition is tight for pure DP);
+    the PLD read at delta = 1e-12 gave 0.909 for 48 events summing to 1.05, and the check PASSed a pure eps = 1
+    claim."""
+    import dp_accounting
+    from dpcheck import Claim
+    from dpcheck.audits.lib.privatizers import dp_event_check
+    event = dp_accounting.ComposedDpEvent([dp_accounting.LaplaceDpEvent(events / total)] * events)
+    c = dp_event_check(event, Claim(epsilon=1.0))
+    assert c.verdict == verdict
+    assert c.measured["epsilon_pld"] == pytest.approx(total, rel=1e-9) or total < 1.0
+    # with a delta the claim is approximate DP and the PLD at that delta is the exact answer (below the pure sum)
+    assert dp_event_check(event, Claim(epsilon=1.0, delta=1e-5)).measured["epsilon_pld"] < total
