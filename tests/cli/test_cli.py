@@ -158,3 +158,16 @@ def test_a_json_copy_onto_a_report_view_is_refused(tmp_path):
     code = main(["audit", "laplace_example", "--out", str(tmp_path), "--json", str(tmp_path / "laplace_example.md"),
                  "--quiet"])
     assert code == 2 and not (tmp_path / "laplace_example.json").exists()
+
+
+def test_strict_fails_a_run_with_no_checks_and_every_inconclusive_one():
+    """The documented exit codes (docs/interfaces.md): 0 all pass; 1 a violation, or with --strict an inconclusive
+    check or no checks at all; 2 an incomplete run."""
+    from dpcheck.context import exit_code
+    none = {"complete": True, "verdict": "inconclusive", "checks": []}
+    assert exit_code(none, strict=True) == 1 and exit_code(none) == 0
+    inc = {"complete": True, "verdict": "inconclusive", "checks": [{"verdict": "inconclusive"}]}
+    assert exit_code(inc, strict=True) == 1 and exit_code(inc) == 0
+    assert exit_code({"complete": True, "verdict": "fail", "checks": [{"verdict": "fail"}]}) == 1
+    assert exit_code({"complete": True, "verdict": "pass", "checks": [{"verdict": "pass"}]}, strict=True) == 0
+    assert exit_code({"complete": False, "verdict": "pass", "checks": []}, strict=True) == 2

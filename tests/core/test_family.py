@@ -158,3 +158,16 @@ def test_dp_vapvi_quick_no_longer_false_alarms_at_the_reported_seeds(seed, monke
     monkeypatch.setattr(Audit, "family_size", classmethod(lambda cls: 1))
     monkeypatch.setattr(context, "family_error", context.family_error.unchecked)   # the old rule overspends
     assert verdicts()["whitebox.noise_independence"] != FAIL
+
+
+def test_probability_check_is_two_sided_at_alpha_with_known_answers():
+    """Clopper-Pearson at alpha / 2 on each side: 37 and 63 failures in 1,000 runs against beta = 0.05 are both
+    inconclusive at alpha = 0.05 (the two-sided 95 % interval [0.026, 0.051] and [0.049, 0.080] contain 0.05);
+    one-sided bounds at alpha made the first PASS and the second FAIL (core hunt finding)."""
+    from dpcheck.checks import clopper_pearson, probability_check
+    from dpcheck.stats import cp_lower, cp_upper
+    for failures in (37, 63):
+        c = probability_check(id="x", failures=failures, runs=1000, beta=0.05, alpha=0.05, claim={})
+        assert c.verdict == "inconclusive", (failures, c.reason)
+    lo, hi = clopper_pearson(37, 1000, 0.05)
+    assert (float(lo), float(hi)) == (cp_lower(37, 1000, 0.025), cp_upper(37, 1000, 0.025))

@@ -73,6 +73,23 @@ def test_false_alarms_of_the_whole_sequential_audit_with_reselection():
     assert fails <= 10 + 3 * (200 * 0.05 * 0.95) ** 0.5
 
 
+def _reverse_leak(count, rng, size):
+    """Laplace(1) on input 0; on input 1 the same, except that 20 % of the outputs are a point mass at 50 that input 0
+    practically never produces: an infinite privacy loss in one direction only."""
+    x = rng.laplace(0.0, 1.0, size)
+    if count == 1:
+        x[rng.random(size) < 0.2] = 50.0
+    return x
+
+
+@pytest.mark.parametrize("pair", [(0, 1), (1, 0)])
+def test_a_leak_in_one_direction_is_caught_whichever_way_the_pair_is_given(pair):
+    # both directions of the pair are bet on; scoring the reverse direction on the forward outputs PASSed the
+    # (0, 1) order with every one of 2 x 10^4 samples (core hunt finding)
+    r = audit(target(_reverse_leak, (pair,)), samples=20_000, seed=0, sequential=True)
+    assert r.verdict == "fail" and r.stopped == "violation" and r.samples_used <= 2000, r.reason
+
+
 def test_schedule_spends_exactly_the_budget():
     for n in (20, 101, 2000, 12345):
         s = _schedule(n)
