@@ -24,7 +24,8 @@ User classes come as arrays: :func:`load_function_class` reads ``--set function_
 
 One module a concern, their names re-exported here (``gfa.regret_checks`` in a claim table): ``instance``
 (the class, the MDP, the learner and their cost), ``privacy`` (black and white box), ``composition``
-(whitebox.composition), ``assumptions``, ``regret``, ``mechanism`` (the selection mechanism alone, ``gfa_selection_mechanism``).
+(whitebox.composition), ``assumptions``, ``regret``, ``mechanism`` (the selection mechanism alone,
+``gfa_selection_mechanism``).
 """
 from __future__ import annotations
 

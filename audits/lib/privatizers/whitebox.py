@@ -102,8 +102,8 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
     discretisation). Pure claims (delta = 0): the exact pure eps of the event where it has one (Laplace events and
     their compositions: the sum of 1/m, :func:`dpcheck.accounting.closed_form`; basic composition is tight for pure
     DP), else eps_PLD at delta 1e-12. The PLD read at 1e-12 alone under-states a composition of many Laplace events
-    (48 events summing to 1.05 read 0.909) and passed such a declaration against a pure eps = 1 claim. zCDP claims: the PLD delta(eps) must not exceed the
-    claim's profile delta(eps) at a few eps. A declared event that is not a dp_accounting DpEvent, or a claim that is
+    (48 events summing to 1.05 read 0.909) and passed such a declaration against a pure eps = 1 claim.
+    zCDP claims: the PLD delta(eps) must not exceed the claim's profile delta(eps) at a few eps. A declared event that is not a dp_accounting DpEvent, or a claim that is
     not a dpcheck Claim, is the plug-in's error (MechanismError naming ``label``), not an internal one.
     """
     from dp_accounting import dp_event as dpe
