@@ -133,15 +133,14 @@ def dp_event_check(event, claim, *, add_remove_event=None, label="privatizer") -
     else:
         at = claim.delta if claim.delta > 0 else PLD_DELTA
 
-        def epsilon_of(ev):
+        def epsilon_of(ev, pure):
             e = pld_epsilon(ev, at)
-            pure = closed_form(ev)["epsilon"]
             return max(e, pure) if claim.delta == 0 and np.isfinite(pure) else e
-        eps = epsilon_of(event)
+        eps = epsilon_of(event, closed["epsilon"])
         measured.update(epsilon_pld=eps, at_delta=at, epsilon_lower_bound=eps, confidence=1.0, samples=0,
                         delta_at_claimed_epsilon=pld_delta(event, claim.epsilon))
         if add_remove_event is not None:
-            measured["epsilon_pld_add_remove"] = epsilon_of(add_remove_event)
+            measured["epsilon_pld_add_remove"] = epsilon_of(add_remove_event, closed_form(add_remove_event)["epsilon"])
         ok = eps <= claim.epsilon * (1 + EPS_SLACK) + EPS_SLACK
         verdict = PASS if ok else FAIL
         dtxt = f" at delta={claim.delta:g}" if claim.delta > 0 else ""
